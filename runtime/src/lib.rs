@@ -1,0 +1,1 @@
+//! paddock: a coding-agent runtime whose tools are sandboxed WebAssembly components.
