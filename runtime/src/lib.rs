@@ -1,1 +1,12 @@
 //! paddock: a coding-agent runtime whose tools are sandboxed WebAssembly components.
+//!
+//! The spine of one call, and the module that carries each stage, is drawn in
+//! `docs/ARCHITECTURE.md`.
+
+pub mod calls;
+pub mod cli;
+pub mod contract;
+pub mod exec;
+pub mod plugin_store;
+pub mod preset;
+pub mod sandbox;

@@ -1,0 +1,36 @@
+//! Embeds the built-in plugins (`plugins/fs`, `plugins/search`) into the binary when they have
+//! been built (`cargo xtask build-plugins`). Without them the binary still builds, and
+//! `builtin:NAME` answers with how to build them.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+const BUILTINS: &[&str] = &["fs", "search"];
+
+fn main() {
+    let manifest =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let dir = manifest.join("../plugins/target/wasm32-wasip2/release");
+    let mut code = String::from(
+        "/// Built-in plugins embedded at build time: (name, component bytes).\npub static BUILTINS: &[(&str, &[u8])] = &[\n",
+    );
+    for name in BUILTINS {
+        let path = dir.join(format!("{name}.wasm"));
+        println!("cargo:rerun-if-changed={}", path.display());
+        match path.canonicalize() {
+            Ok(path) => writeln!(
+                code,
+                "    ({name:?}, include_bytes!({:?})),",
+                path.display().to_string()
+            )
+            .unwrap(),
+            Err(_) => println!(
+                "cargo:warning=built-in plugin `{name}` is not built; run `cargo xtask build-plugins`"
+            ),
+        }
+    }
+    code.push_str("];\n");
+    let out =
+        PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("builtins.rs");
+    std::fs::write(out, code).expect("OUT_DIR is writable");
+}

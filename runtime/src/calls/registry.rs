@@ -1,0 +1,134 @@
+//! The registry: every tool of every plugin a preset loads, found by name through a map (never
+//! an if/else chain), with its grant and its compiled argument validator beside it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::contract::{OutputBudget, ToolSpec};
+use crate::plugin_store::{PluginStore, StoreError};
+use crate::preset::ResolvedPreset;
+use crate::sandbox::{Grant, Plugin, Sandbox};
+
+/// Why a preset's plugins could not all be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("plugin `{plugin}`: {source}")]
+    Store { plugin: String, source: StoreError },
+    #[error(
+        "tool `{tool}` is defined by both plugin `{first}` and plugin `{second}`; disable one of \
+         them in the preset"
+    )]
+    Collision {
+        tool: String,
+        first: String,
+        second: String,
+    },
+}
+
+/// One tool, with everything needed to run it.
+pub struct ToolEntry {
+    pub spec: ToolSpec,
+    pub plugin: Plugin,
+    pub grant: Grant,
+    /// The preset's budget, else the tool's own, else the default.
+    pub budget: OutputBudget,
+    pub validator: Arc<jsonschema::Validator>,
+}
+
+/// All loaded tools by name.
+#[derive(Default)]
+pub struct Registry {
+    tools: HashMap<String, ToolEntry>,
+    /// Tool names in the order the preset lists plugins and plugins list tools.
+    order: Vec<String>,
+    plugins: Vec<Plugin>,
+}
+
+impl Registry {
+    /// Loads every plugin of `preset`, checking pins and grants.
+    pub async fn load(
+        sandbox: &Sandbox,
+        store: &PluginStore,
+        preset: &ResolvedPreset,
+    ) -> Result<Registry, RegistryError> {
+        let mut registry = Registry::default();
+        let mut owner: HashMap<String, String> = HashMap::new();
+        for resolved in &preset.plugins {
+            let err = |source: StoreError| RegistryError::Store {
+                plugin: resolved.name.clone(),
+                source,
+            };
+            let bytes = store.bytes(&resolved.source).map_err(err)?;
+            let plugin = sandbox
+                .load(&resolved.name, &bytes, &resolved.grant.capabilities)
+                .await
+                .map_err(|e| err(StoreError::Load(e)))?;
+            if let Some(expected) = &resolved.sha256 {
+                if *expected != plugin.sha256 {
+                    return Err(err(StoreError::PinMismatch {
+                        plugin: resolved.name.clone(),
+                        expected: expected.clone(),
+                        actual: plugin.sha256.clone(),
+                    }));
+                }
+            }
+            for spec in plugin.tools.iter() {
+                if let Some(first) = owner.insert(spec.name.clone(), resolved.name.clone()) {
+                    return Err(RegistryError::Collision {
+                        tool: spec.name.clone(),
+                        first,
+                        second: resolved.name.clone(),
+                    });
+                }
+                let mut budget = spec.meta.output_budget.unwrap_or(OutputBudget::DEFAULT);
+                if let Some(max) = resolved.output_bytes {
+                    budget.max_bytes = max;
+                }
+                // Schemas were compiled once at load already; this cannot fail for a loaded plugin.
+                let validator = match jsonschema::validator_for(&spec.parameters) {
+                    Ok(v) => Arc::new(v),
+                    Err(e) => {
+                        return Err(err(StoreError::Load(crate::sandbox::LoadError::BadSpec {
+                            plugin: resolved.name.clone(),
+                            detail: e.to_string(),
+                        })));
+                    }
+                };
+                registry.order.push(spec.name.clone());
+                registry.tools.insert(
+                    spec.name.clone(),
+                    ToolEntry {
+                        spec: spec.clone(),
+                        plugin: plugin.clone(),
+                        grant: resolved.grant.clone(),
+                        budget,
+                        validator,
+                    },
+                );
+            }
+            registry.plugins.push(plugin);
+        }
+        Ok(registry)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ToolEntry> {
+        self.tools.get(name)
+    }
+
+    /// Tools in preset order.
+    pub fn tools(&self) -> impl Iterator<Item = &ToolEntry> {
+        self.order.iter().filter_map(|name| self.tools.get(name))
+    }
+
+    pub fn plugins(&self) -> &[Plugin] {
+        &self.plugins
+    }
+
+    /// Tool names, the closest to `wanted` first (for UNKNOWN_TOOL messages).
+    pub fn names_closest_to(&self, wanted: &str) -> Vec<&str> {
+        let mut names: Vec<&str> = self.order.iter().map(String::as_str).collect();
+        let wanted = wanted.to_lowercase();
+        names.sort_by_key(|name| strsim::damerau_levenshtein(&wanted, &name.to_lowercase()));
+        names
+    }
+}

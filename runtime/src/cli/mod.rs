@@ -1,0 +1,92 @@
+//! The `paddock` command line (SPEC M2, as far as it exists): `tool list|call`, and
+//! `plugin install|list|inspect|remove`. Exit codes: 0 success, 1 a tool or plugin error,
+//! 2 a usage or configuration error.
+
+mod plugin;
+mod style;
+mod tool;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::plugin_store::PluginStore;
+use crate::sandbox::Sandbox;
+
+#[derive(Parser)]
+#[command(
+    name = "paddock",
+    version,
+    about = "A coding-agent runtime whose tools are sandboxed WebAssembly components"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List and call tools directly, without a model.
+    #[command(subcommand)]
+    Tool(tool::ToolCommand),
+    /// Install, list, inspect and remove tool plugins.
+    #[command(subcommand)]
+    Plugin(plugin::PluginCommand),
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Ok = 0,
+    Failed = 1,
+    Usage = 2,
+}
+
+/// The things most commands need: the data directory and a sandbox whose compiled-code cache
+/// lives in it.
+pub(crate) struct Env {
+    pub store: PluginStore,
+    pub sandbox: Sandbox,
+    pub cwd: PathBuf,
+}
+
+impl Env {
+    fn open() -> anyhow::Result<Env> {
+        let store = PluginStore::open(PluginStore::default_root());
+        let sandbox = Sandbox::new(store.cache_dir())?;
+        let cwd = std::env::current_dir()?;
+        Ok(Env {
+            store,
+            sandbox,
+            cwd,
+        })
+    }
+}
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("PADDOCK_LOG"))
+        .with_writer(std::io::stderr)
+        .with_ansi(style::color_enabled_stderr())
+        .try_init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("paddock: cannot start the async runtime: {e}");
+            return ExitCode::from(Exit::Failed as u8);
+        }
+    };
+    let exit = runtime.block_on(async {
+        match cli.command {
+            Command::Tool(cmd) => tool::run(cmd).await,
+            Command::Plugin(cmd) => plugin::run(cmd).await,
+        }
+    });
+    ExitCode::from(exit as u8)
+}

@@ -1,0 +1,251 @@
+//! `paddock tool list` and `paddock tool call`.
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::style::{self, BOLD, DIM, RED, YELLOW, paint};
+use super::{Env, Exit};
+use crate::calls::Registry;
+use crate::contract::ToolResult;
+use crate::exec::{CallContext, SpillDir, run_call};
+use crate::preset::{self, ResolveContext, make_mount};
+use crate::sandbox::{Mount, MountMode};
+
+#[derive(Subcommand)]
+pub enum ToolCommand {
+    /// List the tools the preset loads.
+    List {
+        #[command(flatten)]
+        preset: PresetArg,
+        /// Print JSON: one object per tool, with its schema and metadata.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool with JSON arguments, e.g. `paddock tool call read_file '{"path":"README.md"}'`.
+    Call {
+        /// Tool name.
+        name: String,
+        /// Arguments as a JSON object.
+        #[arg(default_value = "{}")]
+        args: String,
+        /// Mount HOST at GUEST (mode rw unless `:ro`), replacing the preset's mounts. Without
+        /// it, the preset decides; the default preset mounts the current directory read-write
+        /// at /workspace, where relative paths resolve.
+        #[arg(long = "mount", value_name = "HOST:GUEST[:ro|rw]")]
+        mounts: Vec<String>,
+        #[command(flatten)]
+        preset: PresetArg,
+        /// Print exactly one JSON object: {"ok":true,"content",...} or {"ok":false,"error":{...}}.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+pub struct PresetArg {
+    /// Preset name (shipped: default) or path to a .toml file.
+    #[arg(long, default_value = "default")]
+    preset: String,
+}
+
+pub async fn run(cmd: ToolCommand) -> Exit {
+    match cmd {
+        ToolCommand::List { preset, json } => list(&preset.preset, json).await,
+        ToolCommand::Call {
+            name,
+            args,
+            mounts,
+            preset,
+            json,
+        } => call(&name, &args, &mounts, &preset.preset, json).await,
+    }
+}
+
+/// Prints a setup error in the requested form; setup errors are usage/configuration errors.
+fn setup_error(json: bool, code: &str, message: &str) -> Exit {
+    if json {
+        println!(
+            "{}",
+            json!({"ok": false, "error": {"code": code, "message": message, "retryable": false}})
+        );
+    } else {
+        eprintln!(
+            "{} {message}",
+            paint(style::color_enabled_stderr(), RED, "error:")
+        );
+    }
+    Exit::Usage
+}
+
+fn parse_mount(spec: &str, cwd: &std::path::Path) -> Result<Mount, String> {
+    let parts: Vec<&str> = spec.split(':').collect();
+    let (host, guest, mode) = match parts.as_slice() {
+        [host, guest] => (*host, *guest, MountMode::Rw),
+        [host, guest, "ro"] => (*host, *guest, MountMode::Ro),
+        [host, guest, "rw"] => (*host, *guest, MountMode::Rw),
+        _ => {
+            return Err(format!(
+                "--mount {spec:?}: write HOST:GUEST, HOST:GUEST:ro or HOST:GUEST:rw"
+            ));
+        }
+    };
+    make_mount(&format!("--mount {spec}"), host, guest, mode, cwd).map_err(|e| e.to_string())
+}
+
+struct Loaded {
+    env: Env,
+    registry: Registry,
+    spill: SpillDir,
+}
+
+async fn load(preset_name: &str, mounts: &[String]) -> Result<Loaded, (String, String)> {
+    let env = Env::open().map_err(|e| ("HOST_ERROR".to_string(), format!("{e:#}")))?;
+    let usage = |m: String| ("USAGE_ERROR".to_string(), m);
+    let mounts = mounts
+        .iter()
+        .map(|m| parse_mount(m, &env.cwd))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(usage)?;
+    let file = preset::load(preset_name).map_err(|e| usage(e.to_string()))?;
+    let spill = SpillDir {
+        host: env.store.session_dir("cli").join("spill"),
+        guest: SpillDir::GUEST.to_string(),
+    };
+    let cx = ResolveContext {
+        cwd: &env.cwd,
+        data_dir: env.store.root(),
+        spill: Some(&spill),
+        mount_override: if mounts.is_empty() {
+            None
+        } else {
+            Some(&mounts)
+        },
+    };
+    let resolved = file
+        .resolve(preset_name, &cx)
+        .map_err(|e| usage(e.to_string()))?;
+    let registry = Registry::load(&env.sandbox, &env.store, &resolved)
+        .await
+        .map_err(|e| ("BAD_PLUGIN".to_string(), e.to_string()))?;
+    Ok(Loaded {
+        env,
+        registry,
+        spill,
+    })
+}
+
+async fn list(preset_name: &str, json: bool) -> Exit {
+    let loaded = match load(preset_name, &[]).await {
+        Ok(loaded) => loaded,
+        Err((code, message)) => return setup_error(json, &code, &message),
+    };
+    if json {
+        let tools: Vec<_> = loaded
+            .registry
+            .tools()
+            .map(|t| {
+                let mut value = serde_json::to_value(&t.spec).unwrap_or_default();
+                value["plugin"] = json!(t.plugin.name);
+                value
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&tools).unwrap_or_default()
+        );
+        return Exit::Ok;
+    }
+    let color = style::color_enabled_stdout();
+    for t in loaded.registry.tools() {
+        let meta = &t.spec.meta;
+        let mut flags = vec![format!("risk {:?}", meta.effective_risk()).to_lowercase()];
+        if meta.is_read_only() {
+            flags.push("read-only".into());
+        }
+        if meta.is_concurrency_safe() {
+            flags.push("parallel".into());
+        }
+        let summary = t.spec.description.lines().next().unwrap_or("");
+        println!(
+            "{}  {}  {}",
+            paint(color, BOLD, &format!("{:<12}", t.spec.name)),
+            paint(
+                color,
+                DIM,
+                &format!("[{}: {}]", t.plugin.name, flags.join(", "))
+            ),
+            summary
+        );
+    }
+    Exit::Ok
+}
+
+async fn call(name: &str, args: &str, mounts: &[String], preset_name: &str, json: bool) -> Exit {
+    let loaded = match load(preset_name, mounts).await {
+        Ok(loaded) => loaded,
+        Err((code, message)) => return setup_error(json, &code, &message),
+    };
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_interrupt.cancel();
+        }
+    });
+    let cx = CallContext {
+        sandbox: &loaded.env.sandbox,
+        registry: &loaded.registry,
+        spill: Some(&loaded.spill),
+        cancel,
+    };
+    let call_id = format!("cli-{}", std::process::id());
+    let executed = run_call(&cx, &call_id, name, args).await;
+    print_result(&executed.result, json)
+}
+
+fn print_result(result: &ToolResult, json: bool) -> Exit {
+    match (result, json) {
+        (Ok(out), true) => {
+            println!(
+                "{}",
+                json!({"ok": true, "content": out.content, "truncated": out.truncated, "continuation": out.continuation})
+            );
+            Exit::Ok
+        }
+        (Err(err), true) => {
+            println!("{}", json!({"ok": false, "error": err}));
+            Exit::Failed
+        }
+        (Ok(out), false) => {
+            print!("{}", out.content);
+            if !out.content.ends_with('\n') {
+                println!();
+            }
+            if let (true, Some(next)) = (out.truncated, &out.continuation) {
+                eprintln!(
+                    "{}",
+                    paint(
+                        style::color_enabled_stderr(),
+                        YELLOW,
+                        &format!("(truncated; to continue: {next})")
+                    )
+                );
+            }
+            Exit::Ok
+        }
+        (Err(err), false) => {
+            let retry = if err.retryable { " (retryable)" } else { "" };
+            eprintln!(
+                "{} {}{retry}",
+                paint(
+                    style::color_enabled_stderr(),
+                    RED,
+                    &format!("error[{}]:", err.code)
+                ),
+                err.message
+            );
+            Exit::Failed
+        }
+    }
+}

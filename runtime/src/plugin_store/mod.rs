@@ -1,0 +1,237 @@
+//! The local plugin store (S8): `.wasm` files installed by name, kept by SHA-256 under the data
+//! directory, and the built-in plugins embedded in the binary. It answers "which bytes does
+//! this source mean"; it does not run or link anything except to validate an install.
+//!
+//! Layout under the data directory (`$PADDOCK_HOME`, else `$XDG_DATA_HOME/paddock`, else
+//! `~/.local/share/paddock`):
+//!
+//! ```text
+//! blobs/<sha256>.wasm      the component, named by its hash
+//! installed/<name>.json    what `plugin install` recorded
+//! cache/                   compiled code (never mounted into a plugin)
+//! sessions/<id>/spill/     results too large for the model, readable at /spill
+//! ```
+
+mod builtin;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use builtin::{builtin, builtin_names};
+
+use crate::preset::PluginSource;
+use crate::sandbox::{Capability, LoadError, Sandbox};
+
+/// Why a store operation failed; each message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0}")]
+    Load(#[from] LoadError),
+    #[error("{what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("no installed plugin is named `{0}`; `paddock plugin list` shows what is installed")]
+    NotInstalled(String),
+    #[error(
+        "no built-in plugin is named `{0}`; the built-ins are: {1}. If the list is empty, this \
+         binary was built before its plugins: run `cargo xtask build-plugins`, then rebuild"
+    )]
+    NoBuiltin(String, String),
+    #[error(
+        "`{0}` is not a valid plugin name; use letters, digits, `-` and `_` (at most 64), e.g. --name my-tool"
+    )]
+    BadName(String),
+    #[error(
+        "the installed record {path} is damaged ({detail}); remove it with `paddock plugin remove {name}` and install again"
+    )]
+    Damaged {
+        name: String,
+        path: String,
+        detail: String,
+    },
+    #[error(
+        "plugin `{plugin}` has SHA-256 {actual}, but the preset pins {expected}; if the new file is \
+         the one you trust, update plugins.{plugin}.sha256"
+    )]
+    PinMismatch {
+        plugin: String,
+        expected: String,
+        actual: String,
+    },
+}
+
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> StoreError {
+    let path = path.display().to_string();
+    move |source| StoreError::Io { what, path, source }
+}
+
+/// What `plugin install` recorded about a plugin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Installed {
+    pub name: String,
+    pub sha256: String,
+    pub size: u64,
+    pub installed_from: String,
+    pub tools: Vec<String>,
+    pub imports: Vec<String>,
+}
+
+/// The data directory and what lives in it.
+#[derive(Debug, Clone)]
+pub struct PluginStore {
+    root: PathBuf,
+}
+
+impl PluginStore {
+    /// `$PADDOCK_HOME`, else the XDG data directory.
+    pub fn default_root() -> PathBuf {
+        if let Some(home) = std::env::var_os("PADDOCK_HOME").filter(|h| !h.is_empty()) {
+            return PathBuf::from(home);
+        }
+        dirs::data_dir()
+            .unwrap_or_else(|| PathBuf::from(".paddock-data"))
+            .join("paddock")
+    }
+
+    pub fn open(root: impl Into<PathBuf>) -> PluginStore {
+        PluginStore { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn cache_dir(&self) -> PathBuf {
+        self.root.join("cache")
+    }
+
+    pub fn session_dir(&self, session: &str) -> PathBuf {
+        self.root.join("sessions").join(session)
+    }
+
+    fn record_path(&self, name: &str) -> PathBuf {
+        self.root.join("installed").join(format!("{name}.json"))
+    }
+
+    fn blob_path(&self, sha256: &str) -> PathBuf {
+        self.root.join("blobs").join(format!("{sha256}.wasm"))
+    }
+
+    /// The bytes a source names.
+    pub fn bytes(&self, source: &PluginSource) -> Result<Vec<u8>, StoreError> {
+        match source {
+            PluginSource::Builtin(name) => builtin(name)
+                .map(<[u8]>::to_vec)
+                .ok_or_else(|| StoreError::NoBuiltin(name.clone(), builtin_names().join(", "))),
+            PluginSource::Installed(name) => {
+                let record = self.get(name)?;
+                let path = self.blob_path(&record.sha256);
+                std::fs::read(&path).map_err(io("cannot read installed plugin", &path))
+            }
+            PluginSource::Path(path) => std::fs::read(path).map_err(io("cannot read plugin", path)),
+        }
+    }
+
+    /// Validates `file` as a tool plugin (it must load and list valid tools) and stores it.
+    /// Nothing is written unless it is valid.
+    pub async fn install(
+        &self,
+        sandbox: &Sandbox,
+        file: &Path,
+        name: Option<&str>,
+    ) -> Result<Installed, StoreError> {
+        let name = match name {
+            Some(name) => name.to_string(),
+            None => file
+                .file_stem()
+                .map(|s| s.to_string_lossy().replace('_', "-"))
+                .unwrap_or_default(),
+        };
+        if !crate::contract::valid_tool_name(&name) {
+            return Err(StoreError::BadName(name));
+        }
+        let bytes = std::fs::read(file).map_err(io("cannot read", file))?;
+        let plugin = sandbox.load(&name, &bytes, &Capability::ALL).await?;
+        let record = Installed {
+            name: name.clone(),
+            sha256: plugin.sha256.clone(),
+            size: bytes.len() as u64,
+            installed_from: file.display().to_string(),
+            tools: plugin.tools.iter().map(|t| t.name.clone()).collect(),
+            imports: plugin.imports.clone(),
+        };
+        let blob = self.blob_path(&record.sha256);
+        write_atomically(&blob, &bytes)?;
+        let json = serde_json::to_vec_pretty(&record).unwrap_or_default();
+        write_atomically(&self.record_path(&name), &json)?;
+        Ok(record)
+    }
+
+    pub fn get(&self, name: &str) -> Result<Installed, StoreError> {
+        let path = self.record_path(name);
+        let text = match std::fs::read(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::NotInstalled(name.into()));
+            }
+            Err(e) => return Err(io("cannot read", &path)(e)),
+        };
+        serde_json::from_slice(&text).map_err(|e| StoreError::Damaged {
+            name: name.to_string(),
+            path: path.display().to_string(),
+            detail: e.to_string(),
+        })
+    }
+
+    /// Installed plugins, sorted by name.
+    pub fn list(&self) -> Result<Vec<Installed>, StoreError> {
+        let dir = self.root.join("installed");
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io("cannot list", &dir)(e)),
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter_map(|e| {
+                e.file_name()
+                    .to_str()?
+                    .strip_suffix(".json")
+                    .map(str::to_string)
+            })
+            .collect();
+        names.sort();
+        names.iter().map(|name| self.get(name)).collect()
+    }
+
+    /// Forgets `name`; its blob goes too unless another name uses the same bytes.
+    pub fn remove(&self, name: &str) -> Result<Installed, StoreError> {
+        let record = self.get(name)?;
+        let path = self.record_path(name);
+        std::fs::remove_file(&path).map_err(io("cannot remove", &path))?;
+        let still_used = self
+            .list()?
+            .iter()
+            .any(|other| other.sha256 == record.sha256);
+        if !still_used {
+            let blob = self.blob_path(&record.sha256);
+            std::fs::remove_file(&blob).map_err(io("cannot remove", &blob))?;
+        }
+        Ok(record)
+    }
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io("cannot create", dir))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io("cannot write in", dir))?;
+    tmp.write_all(bytes).map_err(io("cannot write", path))?;
+    tmp.persist(path)
+        .map_err(|e| io("cannot write", path)(e.error))?;
+    Ok(())
+}

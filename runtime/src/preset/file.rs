@@ -1,0 +1,180 @@
+//! The preset file as written, parsed strictly: unknown keys, wrong types and bad values are
+//! errors with file:line:column and the nearest valid key.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::PresetError;
+use crate::sandbox::MountMode;
+
+/// A whole preset file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PresetFile {
+    /// Shown by `preset list`; defaults to the file name.
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Plugins by the name the session uses for them.
+    #[serde(default)]
+    pub plugins: BTreeMap<String, PluginEntry>,
+}
+
+/// One plugin and what it is granted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginEntry {
+    /// `builtin:NAME`, the name of an installed plugin, or a path to a `.wasm` file.
+    pub source: String,
+    /// Refuse the plugin unless its SHA-256 is this (lower-case hex).
+    #[serde(default)]
+    pub sha256: Option<String>,
+    /// Host directories the plugin sees.
+    #[serde(default)]
+    pub mounts: Vec<MountEntry>,
+    /// Instruction budget per call, or "off".
+    #[serde(default)]
+    pub fuel: Option<FuelSetting>,
+    /// Wall-clock limit per call.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// Memory cap per call, summed over all linear memories.
+    #[serde(default)]
+    pub memory_mb: Option<u64>,
+    /// Largest result before the output budget cuts or spills it.
+    #[serde(default)]
+    pub output_bytes: Option<u64>,
+    /// Bytes of stdout and of stderr kept per call.
+    #[serde(default)]
+    pub stdio_bytes: Option<usize>,
+    /// Mount the session's spill directory read-only at /spill, so the plugin can read back
+    /// results that were too large (S5).
+    #[serde(default)]
+    pub read_spill: bool,
+}
+
+/// A mount as written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MountEntry {
+    /// Host directory; relative paths are relative to the working directory.
+    pub host: String,
+    /// Absolute guest path, e.g. "/workspace".
+    pub guest: String,
+    /// "ro" (the default) or "rw".
+    #[serde(default = "read_only")]
+    pub mode: MountMode,
+}
+
+fn read_only() -> MountMode {
+    MountMode::Ro
+}
+
+/// `fuel = 2_000_000_000` or `fuel = "off"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum FuelSetting {
+    Budget(u64),
+    #[serde(serialize_with = "off")]
+    Off,
+}
+
+fn off<S: serde::Serializer>(s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str("off")
+}
+
+impl<'de> Deserialize<'de> for FuelSetting {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d) {
+            Ok(Raw::Number(0)) => Err(serde::de::Error::custom(
+                "fuel = 0 would stop every call at once; use a budget such as 2_000_000_000, or \"off\"",
+            )),
+            Ok(Raw::Number(n)) => Ok(FuelSetting::Budget(n)),
+            Ok(Raw::Text(t)) if t == "off" => Ok(FuelSetting::Off),
+            _ => Err(serde::de::Error::custom(
+                "fuel must be a positive whole number of instructions, or \"off\"",
+            )),
+        }
+    }
+}
+
+/// Parses `text` (read from `origin`) strictly.
+pub fn parse(origin: &str, text: &str) -> Result<PresetFile, PresetError> {
+    toml::from_str(text).map_err(|e| PresetError(describe(origin, text, &e)))
+}
+
+fn describe(origin: &str, text: &str, error: &toml::de::Error) -> String {
+    let (line, col) = match error.span() {
+        Some(span) => line_col(text, span.start),
+        None => (1, 1),
+    };
+    let message = error.message().trim_end();
+    let hint = suggestion(message)
+        .map(|s| format!("; did you mean `{s}`?"))
+        .unwrap_or_default();
+    format!("{origin}:{line}:{col}: {message}{hint}")
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// For "unknown field `x`, expected one of `a`, `b`", the valid key nearest to `x`.
+fn suggestion(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (unknown, expected) = rest.split_once('`')?;
+    expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|candidate| (strsim::damerau_levenshtein(unknown, candidate), candidate))
+        .filter(|(distance, candidate)| *distance <= 3.max(candidate.len() / 3))
+        .min()
+        .map(|(_, candidate)| candidate.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_key_names_file_line_column_and_the_nearest_key() {
+        let text = "[plugins.fs]\nsource = \"builtin:fs\"\ntimeout_sm = 10\n";
+        let err = parse("p.toml", text).unwrap_err().0;
+        assert!(
+            err.starts_with("p.toml:3:1: unknown field `timeout_sm`"),
+            "{err}"
+        );
+        assert!(err.ends_with("did you mean `timeout_ms`?"), "{err}");
+    }
+
+    #[test]
+    fn a_wrong_type_names_its_line() {
+        let text = "[plugins.fs]\nsource = \"builtin:fs\"\nmemory_mb = \"lots\"\n";
+        let err = parse("p.toml", text).unwrap_err().0;
+        assert!(err.starts_with("p.toml:3:13:"), "{err}");
+    }
+
+    #[test]
+    fn fuel_takes_a_budget_or_off_and_nothing_else() {
+        let ok = parse("p", "[plugins.a]\nsource = \"x\"\nfuel = \"off\"\n").unwrap();
+        assert_eq!(ok.plugins["a"].fuel, Some(FuelSetting::Off));
+        let err = parse("p", "[plugins.a]\nsource = \"x\"\nfuel = \"lots\"\n")
+            .unwrap_err()
+            .0;
+        assert!(err.contains("p:3:8") && err.contains("\"off\""), "{err}");
+        let err = parse("p", "[plugins.a]\nsource = \"x\"\nmounts = [{ host = \".\", guest = \"/w\", mode = \"rx\" }]\n").unwrap_err().0;
+        assert!(err.contains("p:3:"), "{err}");
+    }
+}

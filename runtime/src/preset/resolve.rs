@@ -1,0 +1,213 @@
+//! From the preset as written to what the sandbox enforces: sources classified, relative mount
+//! paths made absolute, limits filled with defaults, and unsafe mounts refused.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::file::{FuelSetting, PluginEntry, PresetFile};
+use super::{PresetError, check_mount_is_safe};
+use crate::exec::SpillDir;
+use crate::sandbox::{Grant, Limits, Mount, MountMode};
+
+/// Where a plugin's bytes come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "value", rename_all = "lowercase")]
+pub enum PluginSource {
+    /// Shipped inside the binary: `builtin:fs`.
+    Builtin(String),
+    /// Installed with `paddock plugin install`.
+    Installed(String),
+    /// A `.wasm` file.
+    Path(PathBuf),
+}
+
+impl PluginSource {
+    /// `builtin:NAME`; anything with a `/` or ending in `.wasm` is a path (relative to the
+    /// working directory); anything else names an installed plugin.
+    pub fn parse(source: &str, cwd: &Path) -> PluginSource {
+        if let Some(name) = source.strip_prefix("builtin:") {
+            PluginSource::Builtin(name.to_string())
+        } else if source.contains('/') || source.ends_with(".wasm") {
+            PluginSource::Path(cwd.join(source))
+        } else {
+            PluginSource::Installed(source.to_string())
+        }
+    }
+}
+
+/// One plugin, ready to load.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResolvedPlugin {
+    pub name: String,
+    pub source: PluginSource,
+    pub sha256: Option<String>,
+    pub grant: Grant,
+    /// The tool's own output budget applies unless the preset sets `output_bytes`.
+    pub output_bytes: Option<u64>,
+}
+
+/// A preset with every default filled in and every path absolute.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResolvedPreset {
+    pub name: String,
+    pub plugins: Vec<ResolvedPlugin>,
+}
+
+/// What resolution needs from outside the file.
+pub struct ResolveContext<'a> {
+    pub cwd: &'a Path,
+    pub data_dir: &'a Path,
+    pub spill: Option<&'a SpillDir>,
+    /// `--mount` on the command line replaces every plugin's mounts.
+    pub mount_override: Option<&'a [Mount]>,
+}
+
+impl PresetFile {
+    pub fn resolve(
+        &self,
+        fallback_name: &str,
+        cx: &ResolveContext<'_>,
+    ) -> Result<ResolvedPreset, PresetError> {
+        let plugins = self
+            .plugins
+            .iter()
+            .map(|(name, entry)| resolve_plugin(name, entry, cx))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ResolvedPreset {
+            name: self
+                .name
+                .clone()
+                .unwrap_or_else(|| fallback_name.to_string()),
+            plugins,
+        })
+    }
+}
+
+fn resolve_plugin(
+    name: &str,
+    entry: &PluginEntry,
+    cx: &ResolveContext<'_>,
+) -> Result<ResolvedPlugin, PresetError> {
+    if !crate::contract::valid_tool_name(name) {
+        return Err(PresetError(format!(
+            "plugins.{name}: plugin names must match ^[A-Za-z0-9_-]{{1,64}}$"
+        )));
+    }
+    if let Some(pin) = &entry.sha256 {
+        if pin.len() != 64
+            || !pin
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        {
+            return Err(PresetError(format!(
+                "plugins.{name}.sha256: {pin:?} is not a SHA-256; write 64 lower-case hex digits \
+                 (`paddock plugin inspect` shows a plugin's hash)"
+            )));
+        }
+    }
+    let mut mounts = match cx.mount_override {
+        Some(mounts) => mounts.to_vec(),
+        None => entry
+            .mounts
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let key = format!("plugins.{name}.mounts[{i}]");
+                make_mount(&key, &m.host, &m.guest, m.mode, cx.cwd)
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    for mount in &mounts {
+        check_mount_is_safe(mount, cx.data_dir)?;
+    }
+    if entry.read_spill {
+        if let Some(spill) = cx.spill {
+            std::fs::create_dir_all(&spill.host).map_err(|e| {
+                PresetError(format!(
+                    "cannot create spill directory {}: {e}",
+                    spill.host.display()
+                ))
+            })?;
+            mounts.push(Mount {
+                host: spill.host.clone(),
+                guest: spill.guest.clone(),
+                mode: MountMode::Ro,
+            });
+        }
+    }
+    let defaults = Limits::default();
+    let limits = Limits {
+        fuel: match entry.fuel {
+            Some(FuelSetting::Off) => None,
+            Some(FuelSetting::Budget(n)) => Some(n),
+            None => defaults.fuel,
+        },
+        timeout: entry
+            .timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(defaults.timeout),
+        memory_bytes: entry
+            .memory_mb
+            .map(|mb| mb << 20)
+            .unwrap_or(defaults.memory_bytes),
+        output_bytes: entry.output_bytes,
+        stdio_bytes: entry.stdio_bytes.unwrap_or(defaults.stdio_bytes),
+    };
+    if limits.timeout.is_zero() {
+        return Err(PresetError(format!(
+            "plugins.{name}.timeout_ms: must be above 0"
+        )));
+    }
+    if limits.memory_bytes == 0 {
+        return Err(PresetError(format!(
+            "plugins.{name}.memory_mb: must be above 0"
+        )));
+    }
+    Ok(ResolvedPlugin {
+        name: name.to_string(),
+        source: PluginSource::parse(&entry.source, cx.cwd),
+        sha256: entry.sha256.clone(),
+        grant: Grant {
+            mounts,
+            capabilities: Vec::new(),
+            limits,
+        },
+        output_bytes: entry.output_bytes,
+    })
+}
+
+/// Builds one mount, checking what can be checked before any plugin runs. `key` names where
+/// the mount came from (a preset key or `--mount`).
+pub fn make_mount(
+    key: &str,
+    host: &str,
+    guest: &str,
+    mode: MountMode,
+    cwd: &Path,
+) -> Result<Mount, PresetError> {
+    if !guest.starts_with('/') {
+        return Err(PresetError(format!(
+            "{key}: guest path {guest:?} must be absolute, e.g. \"/workspace\""
+        )));
+    }
+    let host_path = cwd.join(host);
+    let host_path = host_path.canonicalize().map_err(|e| {
+        PresetError(format!(
+            "{key}: host directory {} cannot be mounted: {e}",
+            host_path.display()
+        ))
+    })?;
+    if !host_path.is_dir() {
+        return Err(PresetError(format!(
+            "{key}: {} is not a directory; mount its parent",
+            host_path.display()
+        )));
+    }
+    Ok(Mount {
+        host: host_path,
+        guest: guest.to_string(),
+        mode,
+    })
+}

@@ -1,0 +1,88 @@
+//! What one plugin is granted for a call: mounts, capabilities and limits (S2-S6). Built by the
+//! preset, enforced by `call`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Read-only or read-write access to a mounted host directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MountMode {
+    Ro,
+    Rw,
+}
+
+/// A host directory the plugin sees at `guest` (S2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mount {
+    /// Absolute host path.
+    pub host: PathBuf,
+    /// Absolute guest path, e.g. `/workspace`.
+    pub guest: String,
+    pub mode: MountMode,
+}
+
+/// Host capabilities beyond WASI that a plugin may import (S6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Capability {
+    Exec,
+    Http,
+}
+
+impl Capability {
+    pub const ALL: [Capability; 2] = [Capability::Exec, Capability::Http];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Capability::Exec => "exec",
+            Capability::Http => "http",
+        }
+    }
+
+    /// The component import name that asks for this capability.
+    pub fn interface(self) -> &'static str {
+        match self {
+            Capability::Exec => "paddock:plugin/exec@0.1.0",
+            Capability::Http => "paddock:plugin/http@0.1.0",
+        }
+    }
+}
+
+/// Per-call limits (S3-S5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Instruction budget; `None` turns fuel off and leaves the deadline as the only CPU limit.
+    pub fuel: Option<u64>,
+    /// Wall-clock deadline for one call.
+    pub timeout: Duration,
+    /// Sum over all linear memories of one call's instances.
+    pub memory_bytes: u64,
+    /// Largest result, in bytes, before the output budget cuts or spills it. `None` takes the
+    /// tool's own budget, or the default.
+    pub output_bytes: Option<u64>,
+    /// Bytes of stdout and of stderr kept; the rest is counted and dropped.
+    pub stdio_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            fuel: Some(2_000_000_000),
+            timeout: Duration::from_secs(30),
+            memory_bytes: 256 << 20,
+            output_bytes: None,
+            stdio_bytes: 64 << 10,
+        }
+    }
+}
+
+/// Everything one plugin is allowed, as the preset resolved it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    pub mounts: Vec<Mount>,
+    pub capabilities: Vec<Capability>,
+    pub limits: Limits,
+}

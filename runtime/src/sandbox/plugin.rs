@@ -1,0 +1,271 @@
+//! Loading a plugin (S1, S6, S7, S8): check the bytes, compile (or load from cache), refuse
+//! imports that were not granted, prepare an `InstancePre`, and read the tool list once.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::types::ComponentItem;
+
+use super::bindings::{ToolPluginPre, types};
+use super::cache::{CacheUse, check_component_header, sha256_hex};
+use super::call::CallState;
+use super::engine::Sandbox;
+use super::error::LoadError;
+use super::grant::{Capability, Grant, Limits};
+use crate::contract::{
+    Example, OutputBudget, Overflow, Risk, RuntimeMeta, ToolSpec, valid_tool_name,
+};
+
+/// A loaded plugin: compiled, linked, and described. Cheap to clone; calls on it each get a
+/// fresh store.
+#[derive(Clone)]
+pub struct Plugin {
+    pub name: String,
+    pub sha256: String,
+    /// Every interface the component imports, as the component names them.
+    pub imports: Vec<String>,
+    pub tools: Arc<Vec<ToolSpec>>,
+    pub cache: CacheUse,
+    pub(super) pre: ToolPluginPre<CallState>,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("name", &self.name)
+            .field("sha256", &self.sha256)
+            .finish()
+    }
+}
+
+impl Plugin {
+    pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+/// Limits for the one `list()` call made at load: generous enough for any honest plugin,
+/// small enough that a hostile one cannot stall the host.
+fn list_limits() -> Limits {
+    Limits {
+        fuel: Some(500_000_000),
+        timeout: std::time::Duration::from_secs(5),
+        memory_bytes: 128 << 20,
+        output_bytes: None,
+        stdio_bytes: 16 << 10,
+    }
+}
+
+impl Sandbox {
+    /// Loads `wasm` as plugin `name`, which may import only WASI, `log`, and the capabilities
+    /// in `granted`.
+    pub async fn load(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        granted: &[Capability],
+    ) -> Result<Plugin, LoadError> {
+        check_component_header(name, wasm)?;
+        let sha256 = sha256_hex(wasm);
+        let (component, cache) = self.compile_cached(name, wasm, &sha256)?;
+
+        let imports: Vec<String> = component
+            .component_type()
+            .imports(&self.engine)
+            .filter(|(_, item)| !matches!(item.ty, ComponentItem::Type(_)))
+            .map(|(import, _)| import.to_string())
+            .collect();
+        check_imports(name, &imports, granted)?;
+
+        let pre = self
+            .linker()
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::WrongWorld {
+                origin: name.to_string(),
+                detail: format!("{e:#}"),
+            })?;
+        let pre = ToolPluginPre::new(pre).map_err(|e| LoadError::WrongWorld {
+            origin: name.to_string(),
+            detail: format!("{e:#}"),
+        })?;
+
+        let grant = Grant {
+            mounts: Vec::new(),
+            capabilities: granted.to_vec(),
+            limits: list_limits(),
+        };
+        let listed = self
+            .run_list(&pre, &grant, &CancellationToken::new())
+            .await
+            .map_err(|e| LoadError::ListFailed {
+                plugin: name.to_string(),
+                detail: e.to_string(),
+            })?;
+        let tools = listed
+            .into_iter()
+            .map(|spec| convert_spec(name, spec))
+            .collect::<Result<Vec<_>, _>>()?;
+        check_unique(name, &tools)?;
+
+        Ok(Plugin {
+            name: name.to_string(),
+            sha256,
+            imports,
+            tools: Arc::new(tools),
+            cache,
+            pre,
+        })
+    }
+}
+
+fn check_imports(
+    plugin: &str,
+    imports: &[String],
+    granted: &[Capability],
+) -> Result<(), LoadError> {
+    for import in imports {
+        if let Some(cap) = Capability::ALL.iter().find(|c| import == c.interface()) {
+            if !granted.contains(cap) {
+                return Err(LoadError::Ungranted {
+                    plugin: plugin.to_string(),
+                    capability: cap.name().to_string(),
+                });
+            }
+            continue;
+        }
+        let provided = import.starts_with("wasi:")
+            || import.starts_with("paddock:plugin/log@")
+            || import.starts_with("paddock:plugin/types@");
+        if !provided {
+            return Err(LoadError::UnknownImport {
+                plugin: plugin.to_string(),
+                import: import.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn bad_spec(plugin: &str, detail: String) -> LoadError {
+    LoadError::BadSpec {
+        plugin: plugin.to_string(),
+        detail,
+    }
+}
+
+fn convert_spec(plugin: &str, spec: types::ToolSpec) -> Result<ToolSpec, LoadError> {
+    if !valid_tool_name(&spec.name) {
+        return Err(bad_spec(
+            plugin,
+            format!(
+                "tool name {:?} must match ^[A-Za-z0-9_-]{{1,64}}$",
+                truncate_for_message(&spec.name)
+            ),
+        ));
+    }
+    let tool = &spec.name;
+    let parameters: serde_json::Value = serde_json::from_str(&spec.parameters).map_err(|e| {
+        bad_spec(
+            plugin,
+            format!("tool `{tool}`: parameters are not JSON: {e}"),
+        )
+    })?;
+    if parameters.get("type").and_then(|t| t.as_str()) != Some("object") {
+        return Err(bad_spec(
+            plugin,
+            format!("tool `{tool}`: the parameters schema must have \"type\": \"object\""),
+        ));
+    }
+    jsonschema::validator_for(&parameters).map_err(|e| {
+        bad_spec(
+            plugin,
+            format!("tool `{tool}`: the parameters schema does not compile: {e}"),
+        )
+    })?;
+    let examples = spec
+        .examples
+        .into_iter()
+        .map(|ex| {
+            serde_json::from_str::<serde_json::Value>(&ex.args).map_err(|e| {
+                bad_spec(
+                    plugin,
+                    format!("tool `{tool}`: an example's args are not JSON: {e}"),
+                )
+            })?;
+            Ok(Example {
+                args: ex.args,
+                correct: ex.correct,
+                note: ex.note,
+            })
+        })
+        .collect::<Result<Vec<_>, LoadError>>()?;
+    let output_budget = match spec.output_budget {
+        Some(b) if b.max_bytes == 0 => {
+            return Err(bad_spec(
+                plugin,
+                format!("tool `{tool}`: output-budget max-bytes must be above 0"),
+            ));
+        }
+        Some(b) => Some(OutputBudget {
+            max_bytes: b.max_bytes,
+            on_overflow: match b.on_overflow {
+                types::Overflow::Truncate => Overflow::Truncate,
+                types::Overflow::Spill => Overflow::Spill,
+            },
+        }),
+        None => None,
+    };
+    let meta = RuntimeMeta {
+        read_only: spec.read_only,
+        concurrency_safe: spec.concurrency_safe,
+        idempotent: spec.idempotent,
+        cancellable: spec.cancellable,
+        risk: spec.risk.map(|r| match r {
+            types::Risk::Low => Risk::Low,
+            types::Risk::Medium => Risk::Medium,
+            types::Risk::High => Risk::High,
+        }),
+        output_budget,
+        path_params: spec.path_params,
+    };
+    Ok(ToolSpec {
+        name: spec.name,
+        description: spec.description,
+        parameters,
+        examples,
+        meta,
+    })
+}
+
+fn check_unique(plugin: &str, tools: &[ToolSpec]) -> Result<(), LoadError> {
+    let mut seen = BTreeSet::new();
+    for tool in tools {
+        if !seen.insert(tool.name.as_str()) {
+            return Err(bad_spec(
+                plugin,
+                format!(
+                    "two tools are named `{}`; tool names must be unique",
+                    tool.name
+                ),
+            ));
+        }
+    }
+    if tools.is_empty() {
+        return Err(bad_spec(plugin, "it lists no tools".to_string()));
+    }
+    Ok(())
+}
+
+/// Plugin-supplied text quoted in a message is cut, so a hostile name cannot flood the log.
+pub(super) fn truncate_for_message(text: &str) -> String {
+    const MAX: usize = 200;
+    if text.len() <= MAX {
+        return text.to_string();
+    }
+    let mut end = MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &text[..end], text.len())
+}
