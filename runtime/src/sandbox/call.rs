@@ -387,6 +387,11 @@ fn classify_trap(
     let panic = String::from_utf8_lossy(&stderr.bytes);
     let cause = match trap {
         Some(Trap::StackOverflow) => "stack overflow (recursion too deep)".to_string(),
+        Some(Trap::MemoryOutOfBounds) => {
+            "out-of-bounds memory access (a wild pointer, or the plugin's \
+             in-memory stack overflowing from recursion too deep)"
+                .to_string()
+        }
         _ if panic.contains("panicked at") => {
             format!("the plugin panicked: {}", last_lines(&panic, 6))
         }

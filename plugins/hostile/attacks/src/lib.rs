@@ -157,15 +157,25 @@ impl Tool for MemoryBomb {
     }
 }
 
-/// Recurse without end.
+/// Recurse without end: on the wasm call stack, or (with `shadow`) on the stack Rust keeps
+/// in linear memory for locals whose address is taken.
 #[derive(Deserialize, JsonSchema)]
-pub struct Recurse {}
+pub struct Recurse {
+    #[serde(default)]
+    pub shadow: bool,
+}
 
 #[inline(never)]
 #[allow(unconditional_recursion)]
 fn dive(n: u64) -> u64 {
+    std::hint::black_box(dive(std::hint::black_box(n + 1))) + 1
+}
+
+#[inline(never)]
+#[allow(unconditional_recursion)]
+fn dive_shadow(n: u64) -> u64 {
     let pad = std::hint::black_box([n; 64]);
-    dive(n + 1) + pad[3]
+    dive_shadow(n + 1) + pad[3]
 }
 
 impl Tool for Recurse {
@@ -174,7 +184,8 @@ impl Tool for Recurse {
         Spec::new("recurses").read_only()
     }
     fn run(self) -> Result<Output, ToolError> {
-        Ok(Output::text(dive(0).to_string()))
+        let depth = if self.shadow { dive_shadow(0) } else { dive(0) };
+        Ok(Output::text(depth.to_string()))
     }
 }
 
