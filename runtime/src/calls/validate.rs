@@ -31,10 +31,7 @@ pub fn parse_args(tool: &str, raw: &str, schema: &Value) -> Result<Value, ToolEr
         ToolError::new(
             ErrorCode::InvalidJson,
             format!(
-                "the arguments for `{tool}` are not valid JSON: {e} (line {}, column {}). Received: {}. \
-                 Send one JSON object{}",
-                e.line(),
-                e.column(),
+                "the arguments for `{tool}` are not valid JSON: {e}. Received: {}. Send one JSON object{}",
                 quote(raw),
                 required_hint(schema)
             ),
@@ -140,7 +137,7 @@ mod tests {
     fn invalid_json_names_line_column_quotes_the_input_and_lists_fields() {
         let err = parse_args("read_file", "{\"path\": \n oops}", &schema()).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidJson);
-        assert!(err.message.contains("line 2, column 2"), "{}", err.message);
+        assert!(err.message.contains("at line 2 column 2"), "{}", err.message);
         assert!(
             err.message
                 .contains("Received: \"{\\\"path\\\": \\n oops}\""),

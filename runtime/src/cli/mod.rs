@@ -66,6 +66,7 @@ impl Env {
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = Cli::parse();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("PADDOCK_LOG"))
@@ -89,4 +90,14 @@ pub fn main() -> ExitCode {
         }
     });
     ExitCode::from(exit as u8)
+}
+
+/// `paddock tool list | head` should end quietly, as other Unix tools do, instead of panicking
+/// on the closed pipe: Rust ignores SIGPIPE by default, so restore the default action.
+fn restore_sigpipe() {
+    // SAFETY: called first thing in `main`, before any other thread exists; setting a signal's
+    // disposition to SIG_DFL has no other precondition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }
