@@ -13,7 +13,10 @@ struct Sandbox {
 
 impl Sandbox {
     fn new() -> Sandbox {
-        let sandbox = Sandbox { home: tempfile::tempdir().unwrap(), work: tempfile::tempdir().unwrap() };
+        let sandbox = Sandbox {
+            home: tempfile::tempdir().unwrap(),
+            work: tempfile::tempdir().unwrap(),
+        };
         std::fs::write(sandbox.work.path().join("notes.txt"), "one\ntwo\nthree\n").unwrap();
         sandbox
     }
@@ -31,7 +34,12 @@ impl Sandbox {
     fn json(&self, args: &[&str]) -> (i32, Value) {
         let out = self.paddock(args);
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not one JSON object ({e}): {stdout:?} {:?}", String::from_utf8_lossy(&out.stderr)));
+        let value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+            panic!(
+                "not one JSON object ({e}): {stdout:?} {:?}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
         (out.status.code().unwrap_or(-1), value)
     }
 
@@ -41,7 +49,8 @@ impl Sandbox {
 }
 
 fn attacks_wasm() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/target/wasm32-wasip2/release/hostile_attacks.wasm")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../plugins/target/wasm32-wasip2/release/hostile_attacks.wasm")
 }
 
 #[test]
@@ -49,8 +58,23 @@ fn tool_list_json_shows_every_builtin_with_its_contract() {
     let s = Sandbox::new();
     let (code, tools) = s.json(&["tool", "list", "--json"]);
     assert_eq!(code, 0);
-    let names: Vec<&str> = tools.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["read_file", "write_file", "edit_file", "list_dir", "grep", "glob"]);
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "write_file",
+            "edit_file",
+            "list_dir",
+            "grep",
+            "glob"
+        ]
+    );
     let read = &tools[0];
     assert_eq!(read["plugin"], "fs");
     assert_eq!(read["read_only"], true);
@@ -60,16 +84,32 @@ fn tool_list_json_shows_every_builtin_with_its_contract() {
     let edit = &tools[2];
     assert_eq!(edit["idempotent"], false);
     assert_eq!(edit["read_only"], false);
-    assert!(tools[5]["description"].as_str().unwrap().contains("does not search file contents"));
+    assert!(
+        tools[5]["description"]
+            .as_str()
+            .unwrap()
+            .contains("does not search file contents")
+    );
 }
 
 #[test]
 fn a_successful_call_prints_one_object_and_exits_0() {
     let s = Sandbox::new();
-    let (code, out) = s.json(&["tool", "call", "read_file", r#"{"path":"notes.txt","limit":2}"#, "--json"]);
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "read_file",
+        r#"{"path":"notes.txt","limit":2}"#,
+        "--json",
+    ]);
     assert_eq!(code, 0);
     assert_eq!(out["ok"], true);
-    assert!(out["content"].as_str().unwrap().starts_with("     1\tone\n     2\ttwo\n"));
+    assert!(
+        out["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("     1\tone\n     2\ttwo\n")
+    );
     assert_eq!(out["truncated"], true);
     assert_eq!(out["continuation"], r#"{"offset":3,"path":"notes.txt"}"#);
 }
@@ -77,7 +117,13 @@ fn a_successful_call_prints_one_object_and_exits_0() {
 #[test]
 fn a_tool_error_prints_code_message_retryable_and_exits_1() {
     let s = Sandbox::new();
-    let (code, out) = s.json(&["tool", "call", "read_file", r#"{"path":"missing.txt"}"#, "--json"]);
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "read_file",
+        r#"{"path":"missing.txt"}"#,
+        "--json",
+    ]);
     assert_eq!(code, 1);
     assert_eq!(out["ok"], false);
     assert_eq!(out["error"]["code"], "NOT_FOUND");
@@ -85,11 +131,21 @@ fn a_tool_error_prints_code_message_retryable_and_exits_1() {
     let (code, out) = s.json(&["tool", "call", "read_file", r#"{"offset":"x"}"#, "--json"]);
     assert_eq!(code, 1);
     assert_eq!(out["error"]["code"], "INVALID_ARGS");
-    assert!(out["error"]["message"].as_str().unwrap().contains("path (string, required)"));
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("path (string, required)")
+    );
     let (code, out) = s.json(&["tool", "call", "raed_file", "{}", "--json"]);
     assert_eq!(code, 1);
     assert_eq!(out["error"]["code"], "UNKNOWN_TOOL");
-    assert!(out["error"]["message"].as_str().unwrap().contains("closest first: read_file"));
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("closest first: read_file")
+    );
 }
 
 #[test]
@@ -100,27 +156,66 @@ fn usage_errors_exit_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("HOST:GUEST"));
     let out = s.paddock(&["tool", "frobnicate"]);
     assert_eq!(out.status.code(), Some(2));
-    let (code, out) = s.json(&["tool", "call", "read_file", "{}", "--preset", "nope", "--json"]);
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "read_file",
+        "{}",
+        "--preset",
+        "nope",
+        "--json",
+    ]);
     assert_eq!(code, 2);
-    assert!(out["error"]["message"].as_str().unwrap().contains("no preset named `nope`"));
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no preset named `nope`")
+    );
 }
 
 #[test]
 fn without_mount_the_working_directory_is_the_writable_workspace() {
     let s = Sandbox::new();
-    let (code, out) = s.json(&["tool", "call", "write_file", r#"{"path":"made/here.txt","content":"hi"}"#, "--json"]);
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "write_file",
+        r#"{"path":"made/here.txt","content":"hi"}"#,
+        "--json",
+    ]);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(std::fs::read_to_string(s.file("made/here.txt")).unwrap(), "hi");
-    let (code, out) = s.json(&["tool", "call", "edit_file", r#"{"path":"notes.txt","old_string":"two","new_string":"2"}"#, "--json"]);
+    assert_eq!(
+        std::fs::read_to_string(s.file("made/here.txt")).unwrap(),
+        "hi"
+    );
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "edit_file",
+        r#"{"path":"notes.txt","old_string":"two","new_string":"2"}"#,
+        "--json",
+    ]);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(std::fs::read_to_string(s.file("notes.txt")).unwrap(), "one\n2\nthree\n");
+    assert_eq!(
+        std::fs::read_to_string(s.file("notes.txt")).unwrap(),
+        "one\n2\nthree\n"
+    );
 }
 
 #[test]
 fn an_explicit_read_only_mount_refuses_writes() {
     let s = Sandbox::new();
     let mount = format!("{}:/workspace:ro", s.work.path().display());
-    let (code, out) = s.json(&["tool", "call", "write_file", r#"{"path":"x.txt","content":"no"}"#, "--mount", &mount, "--json"]);
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "write_file",
+        r#"{"path":"x.txt","content":"no"}"#,
+        "--mount",
+        &mount,
+        "--json",
+    ]);
     assert_eq!(code, 1);
     assert_eq!(out["error"]["code"], "PERMISSION_DENIED");
     assert!(!s.file("x.txt").exists());
@@ -130,20 +225,43 @@ fn an_explicit_read_only_mount_refuses_writes() {
 fn a_mount_exposing_the_data_directory_is_refused() {
     let s = Sandbox::new();
     let mount = format!("{}:/data", s.home.path().display());
-    let (code, out) = s.json(&["tool", "call", "list_dir", "{}", "--mount", &mount, "--json"]);
+    let (code, out) = s.json(&[
+        "tool", "call", "list_dir", "{}", "--mount", &mount, "--json",
+    ]);
     assert_eq!(code, 2);
-    assert!(out["error"]["message"].as_str().unwrap().contains("compiled-code cache"), "{out}");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("compiled-code cache"),
+        "{out}"
+    );
 }
 
 #[test]
 fn plugins_install_list_inspect_and_remove() {
     let s = Sandbox::new();
     let wasm = attacks_wasm();
-    let out = s.paddock(&["plugin", "install", wasm.to_str().unwrap(), "--name", "attacks"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = s.paddock(&[
+        "plugin",
+        "install",
+        wasm.to_str().unwrap(),
+        "--name",
+        "attacks",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("installed attacks") && stdout.contains("read_path"), "{stdout}");
-    let blobs: Vec<_> = std::fs::read_dir(s.home.path().join("blobs")).unwrap().collect();
+    assert!(
+        stdout.contains("installed attacks") && stdout.contains("read_path"),
+        "{stdout}"
+    );
+    let blobs: Vec<_> = std::fs::read_dir(s.home.path().join("blobs"))
+        .unwrap()
+        .collect();
     assert_eq!(blobs.len(), 1);
 
     let out = s.paddock(&["plugin", "list"]);
@@ -151,22 +269,42 @@ fn plugins_install_list_inspect_and_remove() {
 
     let out = s.paddock(&["plugin", "inspect", "attacks"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("sha256") && stdout.contains("wasi:filesystem/preopens") && stdout.contains("sneaky_write"), "{stdout}");
+    assert!(
+        stdout.contains("sha256")
+            && stdout.contains("wasi:filesystem/preopens")
+            && stdout.contains("sneaky_write"),
+        "{stdout}"
+    );
     let out = s.paddock(&["plugin", "inspect", "builtin:fs"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("read-only: true"));
 
     // An installed plugin is usable from a preset by name.
     let preset = s.file("p.toml");
     std::fs::write(&preset, "[plugins.attacks]\nsource = \"attacks\"\nmounts = [{ host = \".\", guest = \"/workspace\" }]\n").unwrap();
-    let (code, out) = s.json(&["tool", "call", "read_path", r#"{"path":"notes.txt"}"#, "--preset", preset.to_str().unwrap(), "--json"]);
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "read_path",
+        r#"{"path":"notes.txt"}"#,
+        "--preset",
+        preset.to_str().unwrap(),
+        "--json",
+    ]);
     assert_eq!(code, 0, "{out}");
 
     let out = s.paddock(&["plugin", "remove", "attacks"]);
     assert!(out.status.success());
-    assert_eq!(std::fs::read_dir(s.home.path().join("blobs")).unwrap().count(), 0);
+    assert_eq!(
+        std::fs::read_dir(s.home.path().join("blobs"))
+            .unwrap()
+            .count(),
+        0
+    );
     let out = s.paddock(&["plugin", "remove", "attacks"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no installed plugin is named `attacks`"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no installed plugin is named `attacks`")
+    );
 }
 
 #[test]
@@ -177,7 +315,10 @@ fn an_invalid_plugin_is_refused_and_nothing_is_stored() {
     let out = s.paddock(&["plugin", "install", junk.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("not a WebAssembly component") && stderr.contains("nothing was installed"), "{stderr}");
+    assert!(
+        stderr.contains("not a WebAssembly component") && stderr.contains("nothing was installed"),
+        "{stderr}"
+    );
     assert!(!s.home.path().join("blobs").exists());
     assert!(!s.home.path().join("installed").exists());
 }
@@ -186,11 +327,29 @@ fn an_invalid_plugin_is_refused_and_nothing_is_stored() {
 fn a_sha256_pin_that_does_not_match_refuses_the_plugin() {
     let s = Sandbox::new();
     let preset = s.file("pinned.toml");
-    std::fs::write(&preset, format!("[plugins.fs]\nsource = \"builtin:fs\"\nsha256 = \"{}\"\n", "0".repeat(64))).unwrap();
-    let (code, out) = s.json(&["tool", "call", "list_dir", "{}", "--preset", preset.to_str().unwrap(), "--json"]);
+    std::fs::write(
+        &preset,
+        format!(
+            "[plugins.fs]\nsource = \"builtin:fs\"\nsha256 = \"{}\"\n",
+            "0".repeat(64)
+        ),
+    )
+    .unwrap();
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "list_dir",
+        "{}",
+        "--preset",
+        preset.to_str().unwrap(),
+        "--json",
+    ]);
     assert_eq!(code, 2);
     let message = out["error"]["message"].as_str().unwrap();
-    assert!(message.contains(&"0".repeat(64)) && message.contains("has SHA-256"), "{message}");
+    assert!(
+        message.contains(&"0".repeat(64)) && message.contains("has SHA-256"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -209,12 +368,31 @@ fn compiled_plugins_are_cached_outside_every_mount() {
 #[test]
 fn the_sdk_walkthrough_plugin_installs_and_runs() {
     let s = Sandbox::new();
-    let wasm = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/target/wasm32-wasip2/release/word_count.wasm");
-    let out = s.paddock(&["plugin", "install", wasm.to_str().unwrap(), "--name", "word-count"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let wasm = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../plugins/target/wasm32-wasip2/release/word_count.wasm");
+    let out = s.paddock(&[
+        "plugin",
+        "install",
+        wasm.to_str().unwrap(),
+        "--name",
+        "word-count",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let preset = s.file("wc.toml");
     std::fs::write(&preset, "[plugins.word-count]\nsource = \"word-count\"\nmounts = [{ host = \".\", guest = \"/workspace\" }]\n").unwrap();
-    let (code, out) = s.json(&["tool", "call", "count_words", r#"{"path":"notes.txt"}"#, "--preset", preset.to_str().unwrap(), "--json"]);
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "count_words",
+        r#"{"path":"notes.txt"}"#,
+        "--preset",
+        preset.to_str().unwrap(),
+        "--json",
+    ]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(out["content"], "3 words");
 }

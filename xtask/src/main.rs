@@ -13,7 +13,12 @@ const BENCHES: &[&str] = &["sandbox"];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+    let result = match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         ["build-plugins"] => build_plugins(),
         ["test", rest @ ..] => build_plugins().and_then(|()| test(rest)),
         ["bench", name] => build_plugins().and_then(|()| bench(name)),
@@ -34,25 +39,49 @@ fn main() -> ExitCode {
 }
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
 }
 
 fn cargo() -> Command {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
 
-fn run(mut cmd: Command) -> Result<(), String> {
+fn run(cmd: Command) -> Result<(), String> {
+    run_in(cmd, &root())
+}
+
+/// Plugins build from their own directory so that `plugins/.cargo/config.toml` applies.
+fn run_in_plugins(cmd: Command) -> Result<(), String> {
+    run_in(cmd, &root().join("plugins"))
+}
+
+fn run_in(mut cmd: Command, dir: &Path) -> Result<(), String> {
     let shown = format!("{cmd:?}");
-    let status = cmd.current_dir(root()).status().map_err(|e| format!("cannot run {shown}: {e}"))?;
-    if status.success() { Ok(()) } else { Err(format!("{shown} failed with {status}")) }
+    let status = cmd
+        .current_dir(dir)
+        .status()
+        .map_err(|e| format!("cannot run {shown}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{shown} failed with {status}"))
+    }
 }
 
 fn ensure_wasm_target() -> Result<(), String> {
     let installed = Command::new("rustup")
         .args(["target", "list", "--installed"])
         .output()
-        .map_err(|e| format!("cannot run rustup ({e}); install the {WASM_TARGET} target by hand"))?;
-    if String::from_utf8_lossy(&installed.stdout).lines().any(|l| l.trim() == WASM_TARGET) {
+        .map_err(|e| {
+            format!("cannot run rustup ({e}); install the {WASM_TARGET} target by hand")
+        })?;
+    if String::from_utf8_lossy(&installed.stdout)
+        .lines()
+        .any(|l| l.trim() == WASM_TARGET)
+    {
         return Ok(());
     }
     eprintln!("xtask: adding the {WASM_TARGET} target");
@@ -64,12 +93,15 @@ fn ensure_wasm_target() -> Result<(), String> {
 fn build_plugins() -> Result<(), String> {
     ensure_wasm_target()?;
     let mut build = cargo();
-    build.args(["build", "--release", "--target", WASM_TARGET, "--manifest-path", "plugins/Cargo.toml", "--workspace"]);
-    run(build)
+    build.args(["build", "--release", "--target", WASM_TARGET, "--workspace"]);
+    run_in_plugins(build)
 }
 
 fn host_target() -> Result<String, String> {
-    let out = Command::new("rustc").arg("-vV").output().map_err(|e| format!("cannot run rustc: {e}"))?;
+    let out = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .map_err(|e| format!("cannot run rustc: {e}"))?;
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
@@ -79,8 +111,16 @@ fn host_target() -> Result<String, String> {
 fn test(extra: &[&str]) -> Result<(), String> {
     // The plugins' own unit tests run natively: they test logic, not the sandbox.
     let mut unit = cargo();
-    unit.args(["test", "--manifest-path", "plugins/Cargo.toml", "--target", &host_target()?, "-p", "fs", "-p", "search"]);
-    run(unit)?;
+    unit.args([
+        "test",
+        "--target",
+        &host_target()?,
+        "-p",
+        "fs",
+        "-p",
+        "search",
+    ]);
+    run_in_plugins(unit)?;
     let mut all = cargo();
     all.args(["test", "--workspace"]).args(extra);
     run(all)
@@ -88,7 +128,10 @@ fn test(extra: &[&str]) -> Result<(), String> {
 
 fn bench(name: &str) -> Result<(), String> {
     if !BENCHES.contains(&name) {
-        return Err(format!("no benchmark `{name}`; there are: {}", BENCHES.join(", ")));
+        return Err(format!(
+            "no benchmark `{name}`; there are: {}",
+            BENCHES.join(", ")
+        ));
     }
     let mut cmd = cargo();
     cmd.args(["bench", "-p", "paddock", "--bench", name]);
@@ -103,18 +146,45 @@ fn demo() -> Result<(), String> {
     let steps: &[&[&str]] = &[
         &["tool", "list"],
         &["tool", "call", "list_dir", "{}"],
-        &["tool", "call", "grep", r#"{"pattern": "^## ", "path": "README.md"}"#],
-        &["tool", "call", "read_file", r#"{"path": "presets/default.toml", "limit": 12}"#],
+        &[
+            "tool",
+            "call",
+            "grep",
+            r#"{"pattern": "^## ", "path": "README.md"}"#,
+        ],
+        &[
+            "tool",
+            "call",
+            "read_file",
+            r#"{"path": "presets/default.toml", "limit": 12}"#,
+        ],
         &["tool", "call", "read_file", r#"{"path": "../etc/passwd"}"#],
     ];
     for step in steps {
-        println!("\n$ paddock {}", step.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" "));
+        println!(
+            "\n$ paddock {}",
+            step.iter()
+                .map(|a| shell_quote(a))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
         // A refused call is part of the demo; only a failure to run at all stops it.
-        Command::new(&paddock).args(*step).current_dir(root()).status().map_err(|e| format!("cannot run paddock: {e}"))?;
+        Command::new(&paddock)
+            .args(*step)
+            .current_dir(root())
+            .status()
+            .map_err(|e| format!("cannot run paddock: {e}"))?;
     }
     Ok(())
 }
 
 fn shell_quote(arg: &str) -> String {
-    if arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c)) { arg.to_string() } else { format!("'{arg}'") }
+    if arg
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+    {
+        arg.to_string()
+    } else {
+        format!("'{arg}'")
+    }
 }

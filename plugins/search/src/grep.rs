@@ -76,10 +76,10 @@ impl Tool for Grep {
         let mut seen = 0usize;
         let mut shown = 0usize;
         for file in walk::files(&root) {
-            if let Some((matcher, pattern)) = &filter {
-                if !walk::glob_matches(matcher, pattern, &root, &file) {
-                    continue;
-                }
+            if let Some((matcher, pattern)) = &filter
+                && !walk::glob_matches(matcher, pattern, &root, &file)
+            {
+                continue;
             }
             if std::fs::metadata(&file)
                 .map(|m| m.len() > MAX_FILE_BYTES)

@@ -63,14 +63,14 @@ impl Registry {
                 .load(&resolved.name, &bytes, &resolved.grant.capabilities)
                 .await
                 .map_err(|e| err(StoreError::Load(e)))?;
-            if let Some(expected) = &resolved.sha256 {
-                if *expected != plugin.sha256 {
-                    return Err(err(StoreError::PinMismatch {
-                        plugin: resolved.name.clone(),
-                        expected: expected.clone(),
-                        actual: plugin.sha256.clone(),
-                    }));
-                }
+            if let Some(expected) = &resolved.sha256
+                && *expected != plugin.sha256
+            {
+                return Err(err(StoreError::PinMismatch {
+                    plugin: resolved.name.clone(),
+                    expected: expected.clone(),
+                    actual: plugin.sha256.clone(),
+                }));
             }
             for spec in plugin.tools.iter() {
                 if let Some(first) = owner.insert(spec.name.clone(), resolved.name.clone()) {

@@ -137,7 +137,11 @@ mod tests {
     fn invalid_json_names_line_column_quotes_the_input_and_lists_fields() {
         let err = parse_args("read_file", "{\"path\": \n oops}", &schema()).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidJson);
-        assert!(err.message.contains("at line 2 column 2"), "{}", err.message);
+        assert!(
+            err.message.contains("at line 2 column 2"),
+            "{}",
+            err.message
+        );
         assert!(
             err.message
                 .contains("Received: \"{\\\"path\\\": \\n oops}\""),

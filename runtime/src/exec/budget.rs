@@ -38,12 +38,12 @@ pub fn apply_budget(
         max.saturating_sub(MARKER_ROOM).max(max / 2),
     );
     let head = &output.content[..keep];
-    if budget.on_overflow == Overflow::Spill {
-        if let Some(spill) = spill {
-            match write_spill(spill, call_id, &output.content) {
-                Ok(guest_path) => return spilled(head, total, &guest_path),
-                Err(e) => tracing::warn!("spill of call {call_id} failed, truncating instead: {e}"),
-            }
+    if budget.on_overflow == Overflow::Spill
+        && let Some(spill) = spill
+    {
+        match write_spill(spill, call_id, &output.content) {
+            Ok(guest_path) => return spilled(head, total, &guest_path),
+            Err(e) => tracing::warn!("spill of call {call_id} failed, truncating instead: {e}"),
         }
     }
     let how = match &output.continuation {

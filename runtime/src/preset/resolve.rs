@@ -95,17 +95,16 @@ fn resolve_plugin(
             "plugins.{name}: plugin names must match ^[A-Za-z0-9_-]{{1,64}}$"
         )));
     }
-    if let Some(pin) = &entry.sha256 {
-        if pin.len() != 64
+    if let Some(pin) = &entry.sha256
+        && (pin.len() != 64
             || !pin
                 .bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-        {
-            return Err(PresetError(format!(
-                "plugins.{name}.sha256: {pin:?} is not a SHA-256; write 64 lower-case hex digits \
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
+    {
+        return Err(PresetError(format!(
+            "plugins.{name}.sha256: {pin:?} is not a SHA-256; write 64 lower-case hex digits \
                  (`paddock plugin inspect` shows a plugin's hash)"
-            )));
-        }
+        )));
     }
     let mut mounts = match cx.mount_override {
         Some(mounts) => mounts.to_vec(),
@@ -122,20 +121,20 @@ fn resolve_plugin(
     for mount in &mounts {
         check_mount_is_safe(mount, cx.data_dir)?;
     }
-    if entry.read_spill {
-        if let Some(spill) = cx.spill {
-            std::fs::create_dir_all(&spill.host).map_err(|e| {
-                PresetError(format!(
-                    "cannot create spill directory {}: {e}",
-                    spill.host.display()
-                ))
-            })?;
-            mounts.push(Mount {
-                host: spill.host.clone(),
-                guest: spill.guest.clone(),
-                mode: MountMode::Ro,
-            });
-        }
+    if entry.read_spill
+        && let Some(spill) = cx.spill
+    {
+        std::fs::create_dir_all(&spill.host).map_err(|e| {
+            PresetError(format!(
+                "cannot create spill directory {}: {e}",
+                spill.host.display()
+            ))
+        })?;
+        mounts.push(Mount {
+            host: spill.host.clone(),
+            guest: spill.guest.clone(),
+            mode: MountMode::Ro,
+        });
     }
     let defaults = Limits::default();
     let limits = Limits {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use wasmtime::component::Linker;
 
@@ -16,6 +16,9 @@ use super::limits::CallLimiter;
 /// each tick; cancelling also advances the epoch at once, so cancel latency does not wait for
 /// the tick.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
+
+/// Bytes of each pooled linear memory kept resident between calls.
+const KEEP_RESIDENT: usize = 4 << 20;
 
 /// The sandbox: an engine configured for fuel and epoch interruption, and the directory where
 /// compiled plugins are cached. Cheap to clone.
@@ -74,7 +77,13 @@ fn config(pooling: bool) -> Config {
             .total_tables(512)
             .max_memories_per_component(CallLimiter::MAX_MEMORIES as u32)
             .max_tables_per_component(CallLimiter::MAX_TABLES as u32)
-            .max_memory_size(4 << 30);
+            .max_memory_size(4 << 30)
+            // Reused slots keep their low pages resident and are reset with memset (only the
+            // dirty pages, where the kernel has PAGEMAP_SCAN) instead of madvise: page faults
+            // on this VM cost about 2 us each, so a 1 MiB read otherwise pays ~0.5 ms in faults.
+            .linear_memory_keep_resident(KEEP_RESIDENT)
+            .table_keep_resident(64 << 10)
+            .pagemap_scan(Enabled::Auto);
         cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
     cfg

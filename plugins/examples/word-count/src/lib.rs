@@ -26,8 +26,12 @@ impl Tool for CountWords {
     }
 
     fn run(self) -> Result<Output, ToolError> {
-        let text = std::fs::read_to_string(resolve(&self.path)).map_err(|e| ToolError::io(&self.path, &e))?;
-        Ok(Output::text(format!("{} words", text.split_whitespace().count())))
+        let text = std::fs::read_to_string(resolve(&self.path))
+            .map_err(|e| ToolError::io(&self.path, &e))?;
+        Ok(Output::text(format!(
+            "{} words",
+            text.split_whitespace().count()
+        )))
     }
 }
 

@@ -1,0 +1,232 @@
+//! `cargo xtask bench sandbox`: what the sandbox costs, as ratios measured in one run.
+//!
+//! - a trivial call end to end (fresh store, instantiate, call, result) against the same work
+//!   as a native function and as a spawned process;
+//! - read_file of a 1 MiB file (its first page, as the model gets it) against `std::fs::read`
+//!   of the whole file, with the whole file read inside the sandbox printed for reference;
+//! - cancel latency over 100 runaway calls;
+//! - plugin load from the compiled cache against a cold compile.
+//!
+//! Ends with one line: `BENCH call_p50_us=… spawn_over_call=… read1m_over_native=… cancel_p99_ms=… cold_over_cached=…`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use paddock::sandbox::{Grant, Limits, Mount, MountMode, Plugin, Sandbox};
+use tokio_util::sync::CancellationToken;
+
+fn plugin_bytes(file: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../plugins/target/wasm32-wasip2/release")
+        .join(file);
+    std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask build-plugins`", path.display()))
+}
+
+fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    samples.sort();
+    let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[index]
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn grant(mounts: Vec<Mount>) -> Grant {
+    Grant {
+        mounts,
+        capabilities: Vec::new(),
+        limits: Limits {
+            output_bytes: None,
+            ..Limits::default()
+        },
+    }
+}
+
+async fn timed_calls(
+    sandbox: &Sandbox,
+    plugin: &Plugin,
+    tool: &str,
+    args: &str,
+    grant: &Grant,
+    n: usize,
+) -> Vec<Duration> {
+    let cancel = CancellationToken::new();
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let started = Instant::now();
+        let report = sandbox.call(plugin, tool, args, grant, &cancel).await;
+        samples.push(started.elapsed());
+        assert!(report.result.is_ok(), "{tool}: {:?}", report.result);
+    }
+    samples
+}
+
+#[inline(never)]
+fn native_echo(args: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(args).expect("json");
+    value["text"].as_str().unwrap_or_default().to_string()
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(run());
+}
+
+async fn run() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let sandbox = Sandbox::new(work.path().join("cache")).expect("sandbox");
+    let echo = sandbox
+        .load("bench", &plugin_bytes("bench_tools.wasm"), &[])
+        .await
+        .expect("bench plugin");
+    let fs_bytes = plugin_bytes("fs.wasm");
+    let fs = sandbox.load("fs", &fs_bytes, &[]).await.expect("fs plugin");
+    let args = r#"{"text":"hello"}"#;
+    let no_mounts = grant(Vec::new());
+
+    // 1. Trivial call: sandbox vs native vs spawned process.
+    timed_calls(&sandbox, &echo, "echo", args, &no_mounts, 200).await; // warm-up
+    let mut calls = timed_calls(&sandbox, &echo, "echo", args, &no_mounts, 2000).await;
+    let call_p50 = percentile(&mut calls, 0.5);
+    let call_p99 = percentile(&mut calls, 0.99);
+    let mut native = Vec::new();
+    for _ in 0..2000 {
+        let started = Instant::now();
+        std::hint::black_box(native_echo(std::hint::black_box(args)));
+        native.push(started.elapsed());
+    }
+    let native_p50 = percentile(&mut native, 0.5);
+    let mut spawns = Vec::new();
+    for _ in 0..200 {
+        let started = Instant::now();
+        let out = std::process::Command::new("echo")
+            .arg("hello")
+            .output()
+            .expect("spawn echo");
+        std::hint::black_box(out);
+        spawns.push(started.elapsed());
+    }
+    let spawn_p50 = percentile(&mut spawns, 0.5);
+    println!(
+        "trivial call: sandbox p50 {:.1} us (p99 {:.1}), native p50 {:.2} us, spawn p50 {:.1} us",
+        micros(call_p50),
+        micros(call_p99),
+        micros(native_p50),
+        micros(spawn_p50)
+    );
+
+    // 2. read_file of 1 MiB against std::fs::read.
+    let data = work.path().join("data");
+    std::fs::create_dir(&data).expect("mkdir");
+    let line = "x".repeat(99) + "\n";
+    let file: PathBuf = data.join("one-mib.txt");
+    std::fs::write(&file, line.repeat((1 << 20) / line.len())).expect("write");
+    let mounted = grant(vec![Mount {
+        host: data.clone(),
+        guest: "/workspace".into(),
+        mode: MountMode::Ro,
+    }]);
+    let read_args = r#"{"path":"one-mib.txt","limit":100000}"#;
+    timed_calls(&sandbox, &fs, "read_file", read_args, &mounted, 20).await;
+    let mut reads = timed_calls(&sandbox, &fs, "read_file", read_args, &mounted, 300).await;
+    let read_p50 = percentile(&mut reads, 0.5);
+    let mut native_reads = Vec::new();
+    for _ in 0..300 {
+        let started = Instant::now();
+        std::hint::black_box(std::fs::read(&file).expect("read"));
+        native_reads.push(started.elapsed());
+    }
+    let native_read_p50 = percentile(&mut native_reads, 0.5);
+    // For reference: the whole file through WASI in one plugin call (read_file reads only the
+    // page it returns, about 100 KiB).
+    let mut whole = timed_calls(
+        &sandbox,
+        &echo,
+        "read_raw",
+        r#"{"path":"one-mib.txt"}"#,
+        &mounted,
+        100,
+    )
+    .await;
+    let whole_p50 = percentile(&mut whole, 0.5);
+    println!(
+        "read 1 MiB file: read_file (first page) p50 {:.1} us, whole file in the sandbox p50 {:.1} us, std::fs::read p50 {:.1} us",
+        micros(read_p50),
+        micros(whole_p50),
+        micros(native_read_p50)
+    );
+
+    // 3. Cancel latency: 100 runaway calls, each cancelled once it is running.
+    let attacks = sandbox
+        .load("attacks", &plugin_bytes("hostile_attacks.wasm"), &[])
+        .await
+        .expect("attacks plugin");
+    let mut spin = grant(Vec::new());
+    spin.limits.fuel = None;
+    spin.limits.timeout = Duration::from_secs(30);
+    let mut latencies = Vec::new();
+    for _ in 0..100 {
+        let cancel = CancellationToken::new();
+        let (sandbox, attacks, spin, token) = (
+            sandbox.clone(),
+            attacks.clone(),
+            spin.clone(),
+            cancel.clone(),
+        );
+        let call =
+            tokio::spawn(async move { sandbox.call(&attacks, "spin", "{}", &spin, &token).await });
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let cancelled_at = Instant::now();
+        cancel.cancel();
+        let report = call.await.expect("call task");
+        latencies.push(cancelled_at.elapsed());
+        assert!(report.result.is_err());
+    }
+    let cancel_p50 = percentile(&mut latencies, 0.5);
+    let cancel_p99 = percentile(&mut latencies, 0.99);
+    println!(
+        "cancel latency: p50 {:.2} ms, p99 {:.2} ms",
+        cancel_p50.as_secs_f64() * 1e3,
+        cancel_p99.as_secs_f64() * 1e3
+    );
+
+    // 4. Load from the compiled cache against a cold compile (fs, 240 KB).
+    let mut cold = Vec::new();
+    for i in 0..5 {
+        let fresh = Sandbox::new(work.path().join(format!("cold-{i}"))).expect("sandbox");
+        let started = Instant::now();
+        fresh.load("fs", &fs_bytes, &[]).await.expect("cold load");
+        cold.push(started.elapsed());
+    }
+    let mut cached = Vec::new();
+    for _ in 0..20 {
+        let started = Instant::now();
+        sandbox
+            .load("fs", &fs_bytes, &[])
+            .await
+            .expect("cached load");
+        cached.push(started.elapsed());
+    }
+    let cold_p50 = percentile(&mut cold, 0.5);
+    let cached_p50 = percentile(&mut cached, 0.5);
+    println!(
+        "load fs: cold p50 {:.1} ms, cached p50 {:.2} ms",
+        cold_p50.as_secs_f64() * 1e3,
+        cached_p50.as_secs_f64() * 1e3
+    );
+
+    println!(
+        "BENCH call_p50_us={:.1} spawn_over_call={:.1} read1m_over_native={:.2} cancel_p99_ms={:.2} cold_over_cached={:.1}",
+        micros(call_p50),
+        spawn_p50.as_secs_f64() / call_p50.as_secs_f64(),
+        read_p50.as_secs_f64() / native_read_p50.as_secs_f64(),
+        cancel_p99.as_secs_f64() * 1e3,
+        cold_p50.as_secs_f64() / cached_p50.as_secs_f64()
+    );
+}
