@@ -1,1 +1,3 @@
 //! paddock: a coding-agent runtime whose tools are sandboxed WebAssembly components.
+
+pub mod model;
