@@ -120,8 +120,7 @@ pub fn announces_tool_call(text: &str) -> bool {
         return false;
     }
     let body = text.trim_end_matches(['.', '!', '…']);
-    let start = body.rfind(['.', '!', '?', '\n']).map_or(0, |i| i + 1);
-    let sentence = body[start..].to_lowercase().replace('\u{2019}', "'");
+    let sentence = last_sentence(body).to_lowercase().replace('\u{2019}', "'");
     if sentence.contains("if you") || sentence.contains("let me know") || sentence.contains("would you")
     {
         return false;
@@ -132,6 +131,21 @@ pub fn announces_tool_call(text: &str) -> bool {
             !preceded_by_word && starts_with_action(&sentence[at + a.len()..])
         })
     })
+}
+
+/// The text after the last sentence end (`.`, `!` or `?` before white space, or a new line);
+/// a dot inside a word (`main.rs`) ends nothing.
+fn last_sentence(body: &str) -> &str {
+    let bytes = body.as_bytes();
+    let start = (0..bytes.len())
+        .rev()
+        .find(|&i| {
+            bytes[i] == b'\n'
+                || (matches!(bytes[i], b'.' | b'!' | b'?')
+                    && bytes.get(i + 1).is_some_and(u8::is_ascii_whitespace))
+        })
+        .map_or(0, |i| i + 1);
+    &body[start..]
 }
 
 fn starts_with_action(rest: &str) -> bool {
