@@ -25,7 +25,11 @@ fn the_key_from_the_named_variable_is_sent_as_each_provider_expects() {
                 ProviderKind::Openai => ("authorization", "Bearer sk-test-123"),
                 ProviderKind::Anthropic => ("x-api-key", "sk-test-123"),
             };
-            assert_eq!(headers.get(name).map(String::as_str), Some(value), "{kind:?}");
+            assert_eq!(
+                headers.get(name).map(String::as_str),
+                Some(value),
+                "{kind:?}"
+            );
         }
     });
 }

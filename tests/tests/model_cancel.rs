@@ -21,7 +21,10 @@ async fn cancel_when(
     let cancel = CancellationToken::new();
     let token = cancel.clone();
     let task = tokio::spawn(async move {
-        provider.complete(&user("hi"), &sink, &token).await.map(|_| ())
+        provider
+            .complete(&user("hi"), &sink, &token)
+            .await
+            .map(|_| ())
     });
     let mut events = Vec::new();
     while let Some(event) = receiver.recv().await {
@@ -48,16 +51,35 @@ async fn cancel_mid_stream_returns_within_50ms_and_marks_the_attempt_interrupted
             paddock::model::ProviderKind::Openai => 2,
             paddock::model::ProviderKind::Anthropic => 4,
         };
-        let stalls = Turn::text(&["first words", "never"]).with_fault(Fault::StallAfter { frames, ms: 10_000 });
+        let stalls = Turn::text(&["first words", "never"])
+            .with_fault(Fault::StallAfter { frames, ms: 10_000 });
         let server = server(vec![Step::Reply(stalls)]).await;
         let mut config = config(kind, &server);
         config.idle_timeout_ms = 30_000;
-        let is_text = |e: &ModelEvent| matches!(e, ModelEvent::Delta { delta: Delta::Text { .. }, .. });
+        let is_text = |e: &ModelEvent| {
+            matches!(
+                e,
+                ModelEvent::Delta {
+                    delta: Delta::Text { .. },
+                    ..
+                }
+            )
+        };
         let (elapsed, result, events) = cancel_when(provider(config), is_text).await;
-        assert!(matches!(result, Err(ModelError::Cancelled)), "{kind:?}: {result:?}");
-        assert!(elapsed < LIMIT, "{kind:?}: returned {elapsed:?} after the cancel");
+        assert!(
+            matches!(result, Err(ModelError::Cancelled)),
+            "{kind:?}: {result:?}"
+        );
+        assert!(
+            elapsed < LIMIT,
+            "{kind:?}: returned {elapsed:?} after the cancel"
+        );
         let interrupted = events.iter().find_map(|e| match e {
-            ModelEvent::AttemptEnded { status: AttemptStatus::Interrupted, partial, .. } => Some(partial.clone()),
+            ModelEvent::AttemptEnded {
+                status: AttemptStatus::Interrupted,
+                partial,
+                ..
+            } => Some(partial.clone()),
             _ => None,
         });
         let partial = interrupted.flatten().map(|p| p.text);
@@ -68,14 +90,25 @@ async fn cancel_mid_stream_returns_within_50ms_and_marks_the_attempt_interrupted
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_during_a_retry_wait_returns_within_50ms() {
     for kind in KINDS {
-        let limited = Step::Status { status: 429, body: String::new(), retry_after_secs: None, retry_after_ms: Some(20_000) };
+        let limited = Step::Status {
+            status: 429,
+            body: String::new(),
+            retry_after_secs: None,
+            retry_after_ms: Some(20_000),
+        };
         let server = server(vec![limited]).await;
         let mut config = config(kind, &server);
         config.retry_budget_ms = 60_000;
         let is_retry = |e: &ModelEvent| matches!(e, ModelEvent::RetryScheduled { .. });
         let (elapsed, result, _) = cancel_when(provider(config), is_retry).await;
-        assert!(matches!(result, Err(ModelError::Cancelled)), "{kind:?}: {result:?}");
-        assert!(elapsed < LIMIT, "{kind:?}: returned {elapsed:?} after the cancel");
+        assert!(
+            matches!(result, Err(ModelError::Cancelled)),
+            "{kind:?}: {result:?}"
+        );
+        assert!(
+            elapsed < LIMIT,
+            "{kind:?}: returned {elapsed:?} after the cancel"
+        );
         assert_eq!(server.requests().len(), 1);
     }
 }
@@ -85,7 +118,9 @@ async fn a_cancelled_token_sends_no_request() {
     let server = server(vec![Step::Reply(Turn::text(&["ok"]))]).await;
     let cancel = CancellationToken::new();
     cancel.cancel();
-    let result = provider(config(KINDS[0], &server)).complete(&user("hi"), &EventSink::none(), &cancel).await;
+    let result = provider(config(KINDS[0], &server))
+        .complete(&user("hi"), &EventSink::none(), &cancel)
+        .await;
     assert!(matches!(result, Err(ModelError::Cancelled)));
     assert!(server.requests().is_empty());
 }

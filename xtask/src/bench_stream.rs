@@ -50,13 +50,24 @@ fn micros(d: Duration) -> f64 {
 
 /// Text like a model writes: words, code, quotes and a little non-ASCII.
 fn token(i: usize) -> String {
-    const WORDS: [&str; 8] = [" the", " function", " returns", " `Result`", " \"path\"", " é", "\n", " {x}"];
+    const WORDS: [&str; 8] = [
+        " the",
+        " function",
+        " returns",
+        " `Result`",
+        " \"path\"",
+        " é",
+        "\n",
+        " {x}",
+    ];
     WORDS[i % WORDS.len()].to_owned()
 }
 
 /// Arguments of a realistic edit: a path and a few KB of code, as JSON text.
 fn arguments(n: usize) -> String {
-    let code: String = (0..120).map(|i| format!("    let v{i} = compute(\"{n}\", {i});\n")).collect();
+    let code: String = (0..120)
+        .map(|i| format!("    let v{i} = compute(\"{n}\", {i});\n"))
+        .collect();
     json!({"path": format!("src/file_{n}.rs"), "content": code}).to_string()
 }
 
@@ -78,53 +89,88 @@ fn pieces(text: &str, size: usize) -> Vec<&str> {
 fn openai_body(tokens: usize, calls: usize) -> String {
     let mut out = String::new();
     let mut data = |v: serde_json::Value| out.push_str(&format!("data: {v}\n\n"));
-    let chunk = |delta: serde_json::Value| json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk",
+    let chunk = |delta: serde_json::Value| {
+        json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk",
         "created": 1_700_000_000, "model": "gpt-4.1-mini", "system_fingerprint": "fp_bench",
-        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": null}]});
+        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": null}]})
+    };
     data(chunk(json!({"role": "assistant", "content": ""})));
     for i in 0..tokens {
         data(chunk(json!({"content": token(i)})));
     }
     for n in 0..calls {
-        data(chunk(json!({"tool_calls": [{"index": n, "id": format!("call_{n}"), "type": "function",
-            "function": {"name": "edit_file", "arguments": ""}}]})));
+        data(chunk(
+            json!({"tool_calls": [{"index": n, "id": format!("call_{n}"), "type": "function",
+            "function": {"name": "edit_file", "arguments": ""}}]}),
+        ));
         for piece in pieces(&arguments(n), 12) {
-            data(chunk(json!({"tool_calls": [{"index": n, "function": {"arguments": piece}}]})));
+            data(chunk(
+                json!({"tool_calls": [{"index": n, "function": {"arguments": piece}}]}),
+            ));
         }
     }
-    data(json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "choices":
-        [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}));
-    data(json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "choices": [],
-        "usage": {"prompt_tokens": 1200, "completion_tokens": 900, "total_tokens": 2100}}));
+    data(
+        json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "choices":
+        [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    );
+    data(
+        json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "choices": [],
+        "usage": {"prompt_tokens": 1200, "completion_tokens": 900, "total_tokens": 2100}}),
+    );
     out.push_str("data: [DONE]\n\n");
     out
 }
 
 fn anthropic_body(tokens: usize, calls: usize) -> String {
     let mut out = String::new();
-    let mut event = |name: &str, v: serde_json::Value| out.push_str(&format!("event: {name}\ndata: {v}\n\n"));
-    event("message_start", json!({"type": "message_start", "message": {"id": "msg_bench", "type": "message",
+    let mut event =
+        |name: &str, v: serde_json::Value| out.push_str(&format!("event: {name}\ndata: {v}\n\n"));
+    event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_bench", "type": "message",
         "role": "assistant", "content": [], "model": "claude-sonnet-4-5", "stop_reason": null,
-        "stop_sequence": null, "usage": {"input_tokens": 1200, "output_tokens": 1}}}));
-    event("content_block_start", json!({"type": "content_block_start", "index": 0,
-        "content_block": {"type": "text", "text": ""}}));
+        "stop_sequence": null, "usage": {"input_tokens": 1200, "output_tokens": 1}}}),
+    );
+    event(
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0,
+        "content_block": {"type": "text", "text": ""}}),
+    );
     for i in 0..tokens {
-        event("content_block_delta", json!({"type": "content_block_delta", "index": 0,
-            "delta": {"type": "text_delta", "text": token(i)}}));
+        event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": token(i)}}),
+        );
     }
-    event("content_block_stop", json!({"type": "content_block_stop", "index": 0}));
+    event(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    );
     for n in 0..calls {
         let index = n + 1;
-        event("content_block_start", json!({"type": "content_block_start", "index": index,
-            "content_block": {"type": "tool_use", "id": format!("toolu_{n}"), "name": "edit_file", "input": {}}}));
+        event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index,
+            "content_block": {"type": "tool_use", "id": format!("toolu_{n}"), "name": "edit_file", "input": {}}}),
+        );
         for piece in pieces(&arguments(n), 12) {
-            event("content_block_delta", json!({"type": "content_block_delta", "index": index,
-                "delta": {"type": "input_json_delta", "partial_json": piece}}));
+            event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": piece}}),
+            );
         }
-        event("content_block_stop", json!({"type": "content_block_stop", "index": index}));
+        event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        );
     }
-    event("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "tool_use",
-        "stop_sequence": null}, "usage": {"output_tokens": 900}}));
+    event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use",
+        "stop_sequence": null}, "usage": {"output_tokens": 900}}),
+    );
     event("message_stop", json!({"type": "message_stop"}));
     out
 }
@@ -163,7 +209,10 @@ fn throughput<A: WireAssembler>(
 }
 
 /// The median time from handing over the last chunk to the finished message.
-fn finish_latency<A: WireAssembler>(body: &str, new: fn(AttemptId) -> A) -> anyhow::Result<Duration> {
+fn finish_latency<A: WireAssembler>(
+    body: &str,
+    new: fn(AttemptId) -> A,
+) -> anyhow::Result<Duration> {
     // The last network read carries the last three events (finish reason, usage, end marker),
     // as a provider flushes them together.
     let ends: Vec<usize> = body.match_indices("\n\n").map(|(i, _)| i + 2).collect();

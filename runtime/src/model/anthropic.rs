@@ -160,9 +160,15 @@ mod tests {
         assert_eq!(body["max_tokens"], json!(ANTHROPIC_DEFAULT_MAX_TOKENS));
         let messages = body["messages"].as_array().map(Vec::len);
         assert_eq!(messages, Some(3));
-        assert_eq!(body["messages"][1]["content"][1]["input"], json!({"path": "a"}));
+        assert_eq!(
+            body["messages"][1]["content"][1]["input"],
+            json!({"path": "a"})
+        );
         assert_eq!(body["messages"][2]["role"], json!("user"));
-        assert_eq!(body["messages"][2]["content"][1]["tool_use_id"], json!("t2"));
+        assert_eq!(
+            body["messages"][2]["content"][1]["tool_use_id"],
+            json!("t2")
+        );
         assert_eq!(body["messages"][2]["content"][1]["is_error"], json!(true));
         assert!(body["messages"][2]["content"][0].get("is_error").is_none());
     }

@@ -7,12 +7,12 @@
 //! retried, a retry budget), X2 and X3 (the abort signal reaches the request and retry timers;
 //! it is checked before each request).
 
+use super::EventSink;
 use super::error::{ModelError, Retry};
 use super::types::{
     AssistantMessage, AttemptId, AttemptRecord, AttemptStatus, Completion, ModelEvent,
     PartialOutput,
 };
-use super::EventSink;
 use std::collections::hash_map::RandomState;
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
@@ -39,7 +39,9 @@ impl RetryPolicy {
         let doubled = self
             .base
             .saturating_mul(1u32 << retry.saturating_sub(1).min(20));
-        doubled.min(self.max).mul_f64(1.0 - 0.25 * jitter.clamp(0.0, 1.0))
+        doubled
+            .min(self.max)
+            .mul_f64(1.0 - 0.25 * jitter.clamp(0.0, 1.0))
     }
 }
 
@@ -226,7 +228,12 @@ mod tests {
             let n = calls.get();
             async move {
                 if n == 1 {
-                    failed("partial", ModelError::IdleTimeout { after: Duration::from_millis(1) })
+                    failed(
+                        "partial",
+                        ModelError::IdleTimeout {
+                            after: Duration::from_millis(1),
+                        },
+                    )
                 } else {
                     Ok(message(id))
                 }
@@ -237,14 +244,26 @@ mod tests {
         assert_eq!(completion.message.text, "ok");
         assert_eq!(completion.attempts.len(), 2);
         assert_eq!(completion.attempts[0].status, AttemptStatus::Failed);
-        assert_eq!(completion.attempts[0].partial.as_ref().map(|p| p.text.as_str()), Some("partial"));
+        assert_eq!(
+            completion.attempts[0]
+                .partial
+                .as_ref()
+                .map(|p| p.text.as_str()),
+            Some("partial")
+        );
         assert_eq!(completion.attempts[1].id, completion.message.attempt);
         let mut kinds = vec![];
         while let Ok(event) = events.try_recv() {
             kinds.push(match event {
                 ModelEvent::AttemptStarted { .. } => "start",
-                ModelEvent::AttemptEnded { status: AttemptStatus::Failed, .. } => "failed",
-                ModelEvent::AttemptEnded { status: AttemptStatus::Completed, .. } => "completed",
+                ModelEvent::AttemptEnded {
+                    status: AttemptStatus::Failed,
+                    ..
+                } => "failed",
+                ModelEvent::AttemptEnded {
+                    status: AttemptStatus::Completed,
+                    ..
+                } => "completed",
                 ModelEvent::RetryScheduled { .. } => "retry",
                 _ => "other",
             });
@@ -255,40 +274,78 @@ mod tests {
     #[tokio::test]
     async fn validation_errors_are_not_retried() {
         let calls = Cell::new(0);
-        let result = run_attempts(&policy(3, 1000), &EventSink::none(), &CancellationToken::new(), |_| {
-            calls.set(calls.get() + 1);
-            async {
-                failed("", ModelError::Status {
-                    url: "u".into(),
-                    status: 400,
-                    body: "bad".into(),
-                    retry_after: None,
-                    should_retry: None,
-                })
-            }
-        })
+        let result = run_attempts(
+            &policy(3, 1000),
+            &EventSink::none(),
+            &CancellationToken::new(),
+            |_| {
+                calls.set(calls.get() + 1);
+                async {
+                    failed(
+                        "",
+                        ModelError::Status {
+                            url: "u".into(),
+                            status: 400,
+                            body: "bad".into(),
+                            retry_after: None,
+                            should_retry: None,
+                        },
+                    )
+                }
+            },
+        )
         .await;
-        assert!(matches!(result, Err(ModelError::Status { status: 400, .. })));
+        assert!(matches!(
+            result,
+            Err(ModelError::Status { status: 400, .. })
+        ));
         assert_eq!(calls.get(), 1);
     }
 
     #[tokio::test]
     async fn retries_stop_at_the_limit_and_at_the_budget() {
         let broken = || async { failed("", ModelError::StreamBroken("reset".into())) };
-        let result = run_attempts(&policy(2, 1000), &EventSink::none(), &CancellationToken::new(), |_| broken()).await;
-        assert!(matches!(result, Err(ModelError::RetriesExhausted { attempts: 3, .. })), "{result:?}");
+        let result = run_attempts(
+            &policy(2, 1000),
+            &EventSink::none(),
+            &CancellationToken::new(),
+            |_| broken(),
+        )
+        .await;
+        assert!(
+            matches!(
+                result,
+                Err(ModelError::RetriesExhausted { attempts: 3, .. })
+            ),
+            "{result:?}"
+        );
 
         let slow = || async {
-            failed("", ModelError::Status {
-                url: "u".into(),
-                status: 429,
-                body: String::new(),
-                retry_after: Some(Duration::from_secs(30)),
-                should_retry: None,
-            })
+            failed(
+                "",
+                ModelError::Status {
+                    url: "u".into(),
+                    status: 429,
+                    body: String::new(),
+                    retry_after: Some(Duration::from_secs(30)),
+                    should_retry: None,
+                },
+            )
         };
-        let result = run_attempts(&policy(5, 1000), &EventSink::none(), &CancellationToken::new(), |_| slow()).await;
-        assert!(matches!(result, Err(ModelError::RetryBudgetExhausted { attempts: 1, .. })), "{result:?}");
+        let result = run_attempts(
+            &policy(5, 1000),
+            &EventSink::none(),
+            &CancellationToken::new(),
+            |_| slow(),
+        )
+        .await;
+        assert!(
+            matches!(
+                result,
+                Err(ModelError::RetryBudgetExhausted { attempts: 1, .. })
+            ),
+            "{result:?}"
+        );
     }
 
     #[tokio::test]

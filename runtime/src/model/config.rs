@@ -178,7 +178,10 @@ mod tests {
     #[test]
     fn a_minimal_model_section_gets_the_documented_defaults() -> Result<(), toml::de::Error> {
         let config = parse("provider = \"openai\"\nmodel = \"gpt-4.1-mini\"\n")?;
-        assert_eq!(config, ProviderConfig::new(ProviderKind::Openai, "gpt-4.1-mini", None));
+        assert_eq!(
+            config,
+            ProviderConfig::new(ProviderKind::Openai, "gpt-4.1-mini", None)
+        );
         assert_eq!(config.base_url(), "https://api.openai.com/v1");
         Ok(())
     }
@@ -201,7 +204,13 @@ mod tests {
         assert_eq!(config.kind, ProviderKind::Anthropic);
         assert_eq!(config.base_url(), "http://127.0.0.1:8080");
         assert_eq!(config.idle_timeout(), Duration::from_millis(500));
-        assert_eq!(config.extra_headers.get("anthropic-beta").map(String::as_str), Some("x"));
+        assert_eq!(
+            config
+                .extra_headers
+                .get("anthropic-beta")
+                .map(String::as_str),
+            Some("x")
+        );
         assert_eq!(config.price.map(|p| p.output), Some(2.0));
         Ok(())
     }

@@ -65,7 +65,10 @@ pub enum ModelError {
     Cancelled,
 
     #[error("gave up after {attempts} attempts; last error: {last}")]
-    RetriesExhausted { attempts: u32, last: Box<ModelError> },
+    RetriesExhausted {
+        attempts: u32,
+        last: Box<ModelError>,
+    },
 
     #[error(
         "gave up after {attempts} attempts: the next wait ({wanted:?}) exceeds the retry budget \
@@ -95,7 +98,9 @@ impl ModelError {
             } => {
                 let by_status = matches!(status, 408 | 409 | 429) || *status >= 500;
                 if should_retry.unwrap_or(by_status) {
-                    Retry::Yes { after: *retry_after }
+                    Retry::Yes {
+                        after: *retry_after,
+                    }
                 } else {
                     Retry::No
                 }

@@ -263,7 +263,8 @@ mod tests {
 
     #[test]
     fn error_bodies_show_the_providers_message() {
-        let body = br#"{"error":{"message":"max_tokens is too large","type":"invalid_request_error"}}"#;
+        let body =
+            br#"{"error":{"message":"max_tokens is too large","type":"invalid_request_error"}}"#;
         assert_eq!(error_body(body), "max_tokens is too large");
         assert_eq!(error_body(b"  upstream timed out \n"), "upstream timed out");
     }

@@ -136,14 +136,26 @@ mod tests {
         assert_eq!(body["stream"], json!(true));
         assert_eq!(body["stream_options"]["include_usage"], json!(true));
         assert_eq!(body["max_completion_tokens"], json!(100));
-        assert_eq!(body["messages"][0], json!({"role": "system", "content": "sys"}));
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "system", "content": "sys"})
+        );
         assert_eq!(body["messages"][2]["content"], Value::Null);
-        assert_eq!(body["messages"][2]["tool_calls"][0]["function"]["arguments"], json!("{}"));
+        assert_eq!(
+            body["messages"][2]["tool_calls"][0]["function"]["arguments"],
+            json!("{}")
+        );
         assert_eq!(body["messages"][3]["tool_call_id"], json!("c1"));
         assert_eq!(body["tools"][0]["function"]["name"], json!("read_file"));
 
         config.max_tokens_field = MaxTokensField::MaxTokens;
-        let body = OpenAi::body(&config, &ModelRequest { max_output_tokens: Some(7), ..request });
+        let body = OpenAi::body(
+            &config,
+            &ModelRequest {
+                max_output_tokens: Some(7),
+                ..request
+            },
+        );
         assert_eq!(body["max_tokens"], json!(7));
     }
 }

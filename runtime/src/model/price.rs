@@ -38,8 +38,14 @@ impl Price {
         let plain = usage.input_tokens.saturating_sub(cached);
         let per_token = |per_million: f64, tokens: u64| per_million * tokens as f64 / 1e6;
         per_token(self.input, plain)
-            + per_token(self.cache_read.unwrap_or(self.input), usage.cache_read_tokens)
-            + per_token(self.cache_write.unwrap_or(self.input), usage.cache_write_tokens)
+            + per_token(
+                self.cache_read.unwrap_or(self.input),
+                usage.cache_read_tokens,
+            )
+            + per_token(
+                self.cache_write.unwrap_or(self.input),
+                usage.cache_write_tokens,
+            )
             + per_token(self.output, usage.output_tokens)
     }
 }
@@ -97,9 +103,15 @@ mod tests {
 
     #[test]
     fn dated_snapshots_use_the_longest_matching_family() {
-        assert_eq!(lookup("gpt-4.1-mini-2025-04-14").map(|p| p.input), Some(0.40));
+        assert_eq!(
+            lookup("gpt-4.1-mini-2025-04-14").map(|p| p.input),
+            Some(0.40)
+        );
         assert_eq!(lookup("gpt-4.1-2025-04-14").map(|p| p.input), Some(2.0));
-        assert_eq!(lookup("claude-opus-4-5-20251101").map(|p| p.output), Some(25.0));
+        assert_eq!(
+            lookup("claude-opus-4-5-20251101").map(|p| p.output),
+            Some(25.0)
+        );
         assert_eq!(lookup("llama-3.1-8b"), None);
     }
 

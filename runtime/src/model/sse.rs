@@ -102,9 +102,7 @@ where
         let item = match Pin::new(&mut this.inner).poll_next(cx) {
             Poll::Ready(Some(Ok(bytes))) => {
                 if let Some((after, sleep)) = &mut this.idle {
-                    sleep
-                        .as_mut()
-                        .reset(tokio::time::Instant::now() + *after);
+                    sleep.as_mut().reset(tokio::time::Instant::now() + *after);
                 }
                 Ok(this.utf8.push(&bytes))
             }
@@ -128,8 +126,7 @@ where
                 return Poll::Pending;
             }
         };
-        this.replaced
-            .store(this.utf8.replaced(), Ordering::Relaxed);
+        this.replaced.store(this.utf8.replaced(), Ordering::Relaxed);
         Poll::Ready(Some(item))
     }
 }

@@ -13,10 +13,17 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
-    System { text: String },
-    User { text: String },
+    System {
+        text: String,
+    },
+    User {
+        text: String,
+    },
     /// A committed assistant message: its text and the calls it made.
-    Assistant { text: String, tool_calls: Vec<ToolCall> },
+    Assistant {
+        text: String,
+        tool_calls: Vec<ToolCall>,
+    },
     /// The result of one call, paired with it by `call_id`.
     Tool(ToolResult),
 }
@@ -194,18 +201,33 @@ pub struct PartialOutput {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Delta {
-    Text { text: String },
+    Text {
+        text: String,
+    },
     /// A new call began; `id` and `name` may still be empty here.
-    CallStarted { index: usize, id: String, name: String },
-    CallArguments { index: usize, fragment: String },
+    CallStarted {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    CallArguments {
+        index: usize,
+        fragment: String,
+    },
 }
 
 /// What a provider reports while it works. Every event names its attempt (L3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ModelEvent {
-    AttemptStarted { attempt: AttemptId, number: u32 },
-    Delta { attempt: AttemptId, delta: Delta },
+    AttemptStarted {
+        attempt: AttemptId,
+        number: u32,
+    },
+    Delta {
+        attempt: AttemptId,
+        delta: Delta,
+    },
     /// The attempt ended. `partial` is set for failed and interrupted attempts.
     AttemptEnded {
         attempt: AttemptId,
@@ -215,7 +237,11 @@ pub enum ModelEvent {
         usage: Option<Usage>,
     },
     /// A failed attempt will be retried after `delay`.
-    RetryScheduled { attempt: AttemptId, delay: Duration, reason: String },
+    RetryScheduled {
+        attempt: AttemptId,
+        delay: Duration,
+        reason: String,
+    },
 }
 
 /// The record of one attempt, kept for the log.

@@ -21,7 +21,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         for request in server.requests().into_iter().skip(seen) {
             seen += 1;
-            eprintln!("{}", serde_json::json!({"path": request.path, "body": request.body}));
+            eprintln!(
+                "{}",
+                serde_json::json!({"path": request.path, "body": request.body})
+            );
         }
     }
 }

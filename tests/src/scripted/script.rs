@@ -106,7 +106,10 @@ impl Turn {
         Turn {
             text: pieces.iter().map(|p| p.to_string()).collect(),
             finish: Some(ScriptFinish::Stop),
-            usage: Some(ScriptUsage { input: 10, output: 5 }),
+            usage: Some(ScriptUsage {
+                input: 10,
+                output: 5,
+            }),
             ..Turn::default()
         }
     }
@@ -115,7 +118,10 @@ impl Turn {
         Turn {
             calls,
             finish: Some(ScriptFinish::ToolCalls),
-            usage: Some(ScriptUsage { input: 10, output: 5 }),
+            usage: Some(ScriptUsage {
+                input: 10,
+                output: 5,
+            }),
             ..Turn::default()
         }
     }

@@ -116,14 +116,22 @@ async fn answer(state: &State, request: Request<Incoming>) -> Response<Body> {
     let headers = request
         .headers()
         .iter()
-        .map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .map(|(k, v)| {
+            (
+                k.as_str().to_owned(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
         .collect();
     let body = match request.into_body().collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(e) => return plain(400, &format!("scripted server: unreadable body: {e}")),
     };
     let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-    let model = body["model"].as_str().unwrap_or("scripted-model").to_owned();
+    let model = body["model"]
+        .as_str()
+        .unwrap_or("scripted-model")
+        .to_owned();
     lock(&state.requests).push(RecordedRequest {
         path: path.clone(),
         headers,
@@ -138,7 +146,10 @@ async fn answer(state: &State, request: Request<Incoming>) -> Response<Body> {
         return plain(404, &format!("scripted server: no endpoint {path}"));
     };
     let Some(step) = lock(&state.steps).pop_front() else {
-        return plain(400, "scripted server: the script has no step left for this request");
+        return plain(
+            400,
+            "scripted server: the script has no step left for this request",
+        );
     };
     match step {
         Step::Status {
@@ -166,8 +177,8 @@ fn plain(status: u16, text: &str) -> Response<Body> {
         .map_err(|never| match never {})
         .boxed_unsync();
     let mut response = Response::new(body);
-    *response.status_mut() = hyper::StatusCode::from_u16(status)
-        .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    *response.status_mut() =
+        hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     response
 }
 
@@ -194,7 +205,11 @@ fn stream(turn: &Turn, frames: Vec<String>) -> Response<Body> {
             if sent > 0 && !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
-            if sender.send(Ok(Frame::data(Bytes::from(frame)))).await.is_err() {
+            if sender
+                .send(Ok(Frame::data(Bytes::from(frame))))
+                .await
+                .is_err()
+            {
                 return;
             }
         }

@@ -186,7 +186,10 @@ impl AnthropicAssembler {
                     arguments: None,
                 };
                 self.calls.apply(fragment, out, &mut self.diagnostics);
-                if let Some(input) = block.input.filter(|i| i.as_object().is_some_and(|o| !o.is_empty())) {
+                if let Some(input) = block
+                    .input
+                    .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+                {
                     self.calls.set_initial(index, input.to_string());
                 }
             }

@@ -104,7 +104,12 @@ impl CallSlots {
             return;
         };
         if fragment == slot.arguments && is_complete_json(&slot.arguments) {
-            note(diags, Diagnostic::RepeatedCall { id: slot.id.clone() });
+            note(
+                diags,
+                Diagnostic::RepeatedCall {
+                    id: slot.id.clone(),
+                },
+            );
             return;
         }
         slot.arguments.push_str(fragment);

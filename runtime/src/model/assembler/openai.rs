@@ -153,7 +153,9 @@ impl OpenAiAssembler {
         }
         for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
             let function = call.function.as_ref();
-            let arguments = function.and_then(|f| f.arguments.as_ref()).map(arguments_text);
+            let arguments = function
+                .and_then(|f| f.arguments.as_ref())
+                .map(arguments_text);
             let fragment = Fragment {
                 key: call.index.unwrap_or(position as i64),
                 id: call.id.as_deref(),
@@ -203,7 +205,10 @@ fn provider_error(chunk: &Chunk<'_>) -> Option<ModelError> {
                 _ => None,
             };
             let kind = field("type").or_else(|| field("code"));
-            (kind.unwrap_or_default(), field("message").unwrap_or_default())
+            (
+                kind.unwrap_or_default(),
+                field("message").unwrap_or_default(),
+            )
         }
         (Some(serde_json::Value::Null), _) | (None, None) => return None,
         (Some(other), _) => (String::new(), other.to_string()),

@@ -101,7 +101,9 @@ const ANNOUNCERS: &[&str] = &[
     "i am going to ",
     "i'm now going to ",
 ];
-const FILLERS: &[&str] = &["now", "first", "then", "next", "quickly", "also", "just", "go", "and"];
+const FILLERS: &[&str] = &[
+    "now", "first", "then", "next", "quickly", "also", "just", "go", "and",
+];
 /// Tool-call markup that some servers leave in the text when their parser fails.
 const LEAKED_MARKUP: &[&str] = &["<tool_call>", "<function=", "<|tool_call", "[TOOL_CALLS]"];
 
@@ -121,13 +123,18 @@ pub fn announces_tool_call(text: &str) -> bool {
     }
     let body = text.trim_end_matches(['.', '!', '…']);
     let sentence = last_sentence(body).to_lowercase().replace('\u{2019}', "'");
-    if sentence.contains("if you") || sentence.contains("let me know") || sentence.contains("would you")
+    if sentence.contains("if you")
+        || sentence.contains("let me know")
+        || sentence.contains("would you")
     {
         return false;
     }
     ANNOUNCERS.iter().any(|announcer| {
         sentence.match_indices(announcer).any(|(at, a)| {
-            let preceded_by_word = sentence[..at].chars().next_back().is_some_and(char::is_alphanumeric);
+            let preceded_by_word = sentence[..at]
+                .chars()
+                .next_back()
+                .is_some_and(char::is_alphanumeric);
             !preceded_by_word && starts_with_action(&sentence[at + a.len()..])
         })
     })

@@ -50,26 +50,49 @@ fn openai_sse(text: &[String], calls: &[Vec<String>]) -> String {
 
 fn anthropic_sse(text: &[String], calls: &[Vec<String>]) -> String {
     let mut out = String::new();
-    let mut event = |name: &str, v: serde_json::Value| {
-        out.push_str(&format!("event: {name}\ndata: {v}\n\n"))
-    };
-    event("message_start", json!({"type": "message_start", "message": {"usage": {"input_tokens": 3}}}));
-    event("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}));
+    let mut event =
+        |name: &str, v: serde_json::Value| out.push_str(&format!("event: {name}\ndata: {v}\n\n"));
+    event(
+        "message_start",
+        json!({"type": "message_start", "message": {"usage": {"input_tokens": 3}}}),
+    );
+    event(
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    );
     for t in text {
-        event("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}));
+        event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}),
+        );
     }
-    event("content_block_stop", json!({"type": "content_block_stop", "index": 0}));
+    event(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    );
     for (i, pieces) in calls.iter().enumerate() {
         let index = i + 1;
-        event("content_block_start", json!({"type": "content_block_start", "index": index,
-            "content_block": {"type": "tool_use", "id": format!("toolu_{i}"), "name": "tool", "input": {}}}));
+        event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index,
+            "content_block": {"type": "tool_use", "id": format!("toolu_{i}"), "name": "tool", "input": {}}}),
+        );
         for p in pieces {
-            event("content_block_delta", json!({"type": "content_block_delta", "index": index,
-                "delta": {"type": "input_json_delta", "partial_json": p}}));
+            event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": p}}),
+            );
         }
-        event("content_block_stop", json!({"type": "content_block_stop", "index": index}));
+        event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        );
     }
-    event("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 4}}));
+    event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 4}}),
+    );
     event("message_stop", json!({"type": "message_stop"}));
     out
 }
