@@ -80,7 +80,9 @@ where
 {
     let mut records = Vec::new();
     let mut waited = Duration::ZERO;
-    for number in 1.. {
+    let mut number = 0;
+    loop {
+        number += 1;
         if cancel.is_cancelled() {
             return Err(ModelError::Cancelled);
         }
@@ -161,7 +163,6 @@ where
             _ = tokio::time::sleep(delay) => {}
         }
     }
-    unreachable!("the attempt loop only ends by returning")
 }
 
 #[cfg(test)]
