@@ -6,7 +6,7 @@ mod common;
 
 use common::{KINDS, config, provider, run, server, user};
 use paddock::model::{AttemptStatus, ModelError, ModelEvent};
-use paddock_tests::scripted::{Fault, Step, Turn};
+use paddock_tests::scripted::{Fault, ScriptCall, Step, Turn};
 use std::time::{Duration, Instant};
 
 fn status(code: u16) -> Step {
@@ -119,6 +119,43 @@ async fn a_stream_dropped_midway_is_retried_and_its_partial_text_never_commits()
         let failed_event = events.iter().any(|e| matches!(e,
             ModelEvent::AttemptEnded { status: AttemptStatus::Failed, partial: Some(p), .. } if p.text == "PARTIAL "));
         assert!(failed_event, "{kind:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_call_cut_by_a_dropped_stream_is_shown_as_partial_and_never_commits() {
+    for kind in KINDS {
+        let write = ScriptCall::new(
+            "call_w",
+            "write_file",
+            r#"{"path": "a", "content": "xyz"}"#,
+            &[8, 16],
+        );
+        // OpenAI: role chunk, two argument pieces; Anthropic: message_start, block start, two pieces.
+        let frames = match kind {
+            paddock::model::ProviderKind::Openai => 3,
+            paddock::model::ProviderKind::Anthropic => 4,
+        };
+        let broken = Turn::calls(vec![write]).with_fault(Fault::DropAfter { frames });
+        let retry = Turn::calls(vec![ScriptCall::new("call_l", "list_dir", "{}", &[])]);
+        let server = server(vec![Step::Reply(broken), Step::Reply(retry)]).await;
+        let (result, _) = run(provider(config(kind, &server)).as_ref(), &user("hi")).await;
+        let completion = result.unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        let committed: Vec<_> = completion
+            .message
+            .calls
+            .iter()
+            .map(|c| c.call.name.as_str())
+            .collect();
+        assert_eq!(committed, ["list_dir"], "{kind:?}");
+        let partial = completion.attempts[0]
+            .partial
+            .as_ref()
+            .map(|p| p.calls.clone())
+            .unwrap_or_default();
+        assert_eq!(partial.len(), 1, "{kind:?}");
+        assert_eq!(partial[0].name, "write_file", "{kind:?}");
+        assert_eq!(partial[0].arguments, r#"{"path": "a", "c"#, "{kind:?}");
     }
 }
 
