@@ -6,9 +6,9 @@
 //! is created) or already stopped (ignored), error events mid-stream, a missing `message_stop`,
 //! and the stop reasons `max_tokens`, `refusal` and `tool_use`.
 
-use super::calls::{CallSlots, Fragment};
-use super::outcome::{Gathered, conclude};
-use super::{Step, WireAssembler, note, sample};
+use super::calls::Fragment;
+use super::draft::Draft;
+use super::{Step, WireAssembler, sample};
 use crate::model::error::{ModelError, transient_error_kind};
 use crate::model::types::{
     AssistantMessage, AttemptId, Delta, Diagnostic, Finish, PartialOutput, Usage,
@@ -101,9 +101,7 @@ struct BlockState {
 }
 
 pub struct AnthropicAssembler {
-    attempt: AttemptId,
-    text: String,
-    calls: CallSlots,
+    draft: Draft,
     blocks: Vec<BlockState>,
     stop_reason: Option<String>,
     usage: WireUsage,
@@ -111,15 +109,12 @@ pub struct AnthropicAssembler {
     saw_start: bool,
     saw_event: bool,
     saw_stop: bool,
-    diagnostics: Vec<Diagnostic>,
 }
 
 impl AnthropicAssembler {
     pub fn new(attempt: AttemptId) -> AnthropicAssembler {
         AnthropicAssembler {
-            attempt,
-            text: String::new(),
-            calls: CallSlots::new(),
+            draft: Draft::new(attempt),
             blocks: Vec::new(),
             stop_reason: None,
             usage: WireUsage::default(),
@@ -127,7 +122,6 @@ impl AnthropicAssembler {
             saw_start: false,
             saw_event: false,
             saw_stop: false,
-            diagnostics: Vec::new(),
         }
     }
 
@@ -173,11 +167,13 @@ impl AnthropicAssembler {
             _ => BlockKind::Other,
         };
         if self.block(index, kind).stopped {
-            note(&mut self.diagnostics, Diagnostic::LateDelta { index });
+            self.draft.note(Diagnostic::LateDelta { index });
             return;
         }
         match kind {
-            BlockKind::Text => self.push_text(block.text.as_deref().unwrap_or_default(), out),
+            BlockKind::Text => self
+                .draft
+                .push_text(block.text.as_deref().unwrap_or_default(), out),
             BlockKind::Tool => {
                 let fragment = Fragment {
                     key: index,
@@ -185,12 +181,14 @@ impl AnthropicAssembler {
                     name: block.name.as_deref(),
                     arguments: None,
                 };
-                self.calls.apply(fragment, out, &mut self.diagnostics);
+                self.draft
+                    .calls
+                    .apply(fragment, out, &mut self.draft.diagnostics);
                 if let Some(input) = block
                     .input
                     .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
                 {
-                    self.calls.set_initial(index, input.to_string());
+                    self.draft.calls.set_initial(index, input.to_string());
                 }
             }
             BlockKind::Other => {}
@@ -205,13 +203,13 @@ impl AnthropicAssembler {
         };
         let block = self.block(index, kind);
         if block.stopped {
-            note(&mut self.diagnostics, Diagnostic::LateDelta { index });
+            self.draft.note(Diagnostic::LateDelta { index });
             return;
         }
         match (block.kind, kind) {
-            (BlockKind::Text, BlockKind::Text) => {
-                self.push_text(delta.text.as_deref().unwrap_or_default(), out)
-            }
+            (BlockKind::Text, BlockKind::Text) => self
+                .draft
+                .push_text(delta.text.as_deref().unwrap_or_default(), out),
             (BlockKind::Tool, BlockKind::Tool) => {
                 let fragment = Fragment {
                     key: index,
@@ -219,18 +217,11 @@ impl AnthropicAssembler {
                     name: None,
                     arguments: delta.partial_json.as_deref(),
                 };
-                self.calls.apply(fragment, out, &mut self.diagnostics);
+                self.draft
+                    .calls
+                    .apply(fragment, out, &mut self.draft.diagnostics);
             }
             _ => {}
-        }
-    }
-
-    fn push_text(&mut self, text: &str, out: &mut Vec<Delta>) {
-        if !text.is_empty() {
-            self.text.push_str(text);
-            out.push(Delta::Text {
-                text: text.to_owned(),
-            });
         }
     }
 
@@ -238,7 +229,7 @@ impl AnthropicAssembler {
         for block in &mut self.blocks {
             block.stopped = true;
         }
-        self.calls.close_all();
+        self.draft.calls.close_all();
     }
 }
 
@@ -263,18 +254,8 @@ impl WireAssembler for AnthropicAssembler {
         if data.trim().is_empty() {
             return Ok(Step::Continue);
         }
-        let parsed: Event<'_> = match serde_json::from_str(data) {
-            Ok(parsed) => parsed,
-            Err(e) => {
-                let sample = sample(data);
-                let diagnostic = if e.is_data() {
-                    Diagnostic::UnexpectedShape { sample }
-                } else {
-                    Diagnostic::NonJsonData { sample }
-                };
-                note(&mut self.diagnostics, diagnostic);
-                return Ok(Step::Continue);
-            }
+        let Some(parsed) = self.draft.parse::<Event<'_>>(data) else {
+            return Ok(Step::Continue);
         };
         let kind = parsed.kind.as_deref().unwrap_or(event);
         let index = parsed.index.unwrap_or(0);
@@ -296,9 +277,7 @@ impl WireAssembler for AnthropicAssembler {
         }
         self.saw_event = true;
         match kind {
-            "message_start" if self.saw_start => {
-                note(&mut self.diagnostics, Diagnostic::RepeatedMessageStart)
-            }
+            "message_start" if self.saw_start => self.draft.note(Diagnostic::RepeatedMessageStart),
             "message_start" => {
                 self.saw_start = true;
                 if let Some(usage) = parsed.message.and_then(|m| m.usage) {
@@ -319,7 +298,7 @@ impl WireAssembler for AnthropicAssembler {
                 if let Some(block) = self.blocks.iter_mut().find(|b| b.index == index) {
                     block.stopped = true;
                 }
-                self.calls.close(index);
+                self.draft.calls.close(index);
             }
             "message_delta" => {
                 if let Some(reason) = parsed.delta.and_then(|d| d.stop_reason) {
@@ -334,28 +313,19 @@ impl WireAssembler for AnthropicAssembler {
                 self.saw_stop = true;
                 return Ok(Step::Done);
             }
-            other => note(
-                &mut self.diagnostics,
-                Diagnostic::UnknownEvent {
-                    name: sample(other),
-                },
-            ),
+            other => self.draft.note(Diagnostic::UnknownEvent {
+                name: sample(other),
+            }),
         }
         Ok(Step::Continue)
     }
 
     fn note_invalid_utf8(&mut self, bytes_replaced: usize) {
-        note(
-            &mut self.diagnostics,
-            Diagnostic::InvalidUtf8 { bytes_replaced },
-        );
+        self.draft.note(Diagnostic::InvalidUtf8 { bytes_replaced });
     }
 
     fn partial(&self) -> PartialOutput {
-        PartialOutput {
-            text: self.text.clone(),
-            calls: self.calls.partial(),
-        }
+        self.draft.partial()
     }
 
     fn finish(mut self) -> Result<AssistantMessage, ModelError> {
@@ -363,7 +333,7 @@ impl WireAssembler for AnthropicAssembler {
             return Err(ModelError::EmptyStream);
         }
         if !self.saw_stop {
-            note(&mut self.diagnostics, Diagnostic::MissingEndMarker);
+            self.draft.note(Diagnostic::MissingEndMarker);
         }
         let usage = self.saw_usage.then(|| {
             let u = &self.usage;
@@ -376,16 +346,7 @@ impl WireAssembler for AnthropicAssembler {
                 cache_write_tokens: write,
             }
         });
-        let calls = self
-            .calls
-            .finish(&self.attempt, true, &mut self.diagnostics);
-        Ok(conclude(Gathered {
-            attempt: self.attempt,
-            finish: self.stop_reason.as_deref().map(finish_from_anthropic),
-            text: self.text,
-            calls,
-            usage,
-            diagnostics: self.diagnostics,
-        }))
+        let finish = self.stop_reason.as_deref().map(finish_from_anthropic);
+        Ok(self.draft.conclude(finish, usage, true))
     }
 }

@@ -6,7 +6,8 @@
 //! a call's complete arguments is ignored. Arguments are only concatenated here and parsed in
 //! `finish`, once.
 
-use super::{Diagnostic, note};
+use super::draft::note;
+use crate::model::types::Diagnostic;
 use crate::model::types::{AssembledCall, AttemptId, Delta, MISSING_TOOL_NAME, ToolCall};
 
 /// One fragment of a call, as a wire format reported it.

@@ -7,11 +7,12 @@
 //! clock here: the transport (`model::http`) feeds decoded SSE events in, and tests feed
 //! hand-written transcripts the same way.
 //!
-//! `openai` and `anthropic` read their wire format; `calls` builds tool calls from deltas for
-//! both; `outcome` decides finish, outcome and which calls may run.
+//! `openai` and `anthropic` read their wire format; `draft` holds what both accumulate; `calls`
+//! builds tool calls from deltas; `outcome` decides finish, outcome and which calls may run.
 
 mod anthropic;
 mod calls;
+mod draft;
 mod openai;
 mod outcome;
 
@@ -20,7 +21,7 @@ pub use openai::OpenAiAssembler;
 pub use outcome::announces_tool_call;
 
 use super::error::ModelError;
-use super::types::{AssistantMessage, Delta, Diagnostic, PartialOutput};
+use super::types::{AssistantMessage, Delta, PartialOutput};
 
 /// Whether the stream should be read further.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,15 +50,6 @@ pub trait WireAssembler {
 
     /// Ends the stream and builds the message. Fails only if nothing usable arrived.
     fn finish(self) -> Result<AssistantMessage, ModelError>;
-}
-
-/// At most this many diagnostics are kept per message; a broken stream must not grow the log.
-const MAX_DIAGNOSTICS: usize = 64;
-
-fn note(diagnostics: &mut Vec<Diagnostic>, diagnostic: Diagnostic) {
-    if diagnostics.len() < MAX_DIAGNOSTICS {
-        diagnostics.push(diagnostic);
-    }
 }
 
 /// The start of a line for a diagnostic, cut on a character boundary.

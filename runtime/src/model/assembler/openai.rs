@@ -6,9 +6,9 @@
 //! the finish reason (ignored), no finish reason at all (inferred, and recorded), a repeated call,
 //! error objects mid-stream, data that is not JSON (skipped and recorded) and a missing `[DONE]`.
 
-use super::calls::{CallSlots, Fragment};
-use super::outcome::{Gathered, conclude};
-use super::{Step, WireAssembler, note, sample};
+use super::calls::Fragment;
+use super::draft::Draft;
+use super::{Step, WireAssembler};
 use crate::model::error::{ModelError, transient_error_kind};
 use crate::model::types::{
     AssistantMessage, AttemptId, Delta, Diagnostic, Finish, PartialOutput, Usage,
@@ -99,29 +99,23 @@ struct PromptDetails {
 const FUNCTION_CALL_KEY: i64 = i64::MIN;
 
 pub struct OpenAiAssembler {
-    attempt: AttemptId,
-    text: String,
-    calls: CallSlots,
+    draft: Draft,
     finish: Option<String>,
     refusal: bool,
     usage: Option<Usage>,
     saw_chunk: bool,
     saw_done: bool,
-    diagnostics: Vec<Diagnostic>,
 }
 
 impl OpenAiAssembler {
     pub fn new(attempt: AttemptId) -> OpenAiAssembler {
         OpenAiAssembler {
-            attempt,
-            text: String::new(),
-            calls: CallSlots::new(),
+            draft: Draft::new(attempt),
             finish: None,
             refusal: false,
             usage: None,
             saw_chunk: false,
             saw_done: false,
-            diagnostics: Vec::new(),
         }
     }
 
@@ -134,19 +128,19 @@ impl OpenAiAssembler {
             let late = delta.content.as_deref().is_some_and(|c| !c.is_empty())
                 || delta.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
             if late {
-                note(&mut self.diagnostics, Diagnostic::LateDelta { index: -1 });
+                self.draft.note(Diagnostic::LateDelta { index: -1 });
             }
             return;
         }
         if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
-            self.text.push_str(&text);
+            self.draft.text.push_str(&text);
             out.push(Delta::Text {
                 text: text.into_owned(),
             });
         }
         if let Some(text) = delta.refusal.filter(|t| !t.is_empty()) {
             self.refusal = true;
-            self.text.push_str(&text);
+            self.draft.text.push_str(&text);
             out.push(Delta::Text {
                 text: text.into_owned(),
             });
@@ -162,7 +156,9 @@ impl OpenAiAssembler {
                 name: function.and_then(|f| f.name.as_deref()),
                 arguments: arguments.as_deref(),
             };
-            self.calls.apply(fragment, out, &mut self.diagnostics);
+            self.draft
+                .calls
+                .apply(fragment, out, &mut self.draft.diagnostics);
         }
         if let Some(function) = delta.function_call {
             let arguments = function.arguments.as_ref().map(arguments_text);
@@ -172,7 +168,9 @@ impl OpenAiAssembler {
                 name: function.name.as_deref(),
                 arguments: arguments.as_deref(),
             };
-            self.calls.apply(fragment, out, &mut self.diagnostics);
+            self.draft
+                .calls
+                .apply(fragment, out, &mut self.draft.diagnostics);
         }
         self.on_finish_reason(choice.finish_reason);
     }
@@ -182,7 +180,7 @@ impl OpenAiAssembler {
             && self.finish.is_none()
         {
             self.finish = Some(reason.into_owned());
-            self.calls.close_all();
+            self.draft.calls.close_all();
         }
     }
 }
@@ -253,18 +251,8 @@ impl WireAssembler for OpenAiAssembler {
         if data.is_empty() {
             return Ok(Step::Continue);
         }
-        let chunk: Chunk<'_> = match serde_json::from_str(data) {
-            Ok(chunk) => chunk,
-            Err(e) => {
-                let sample = sample(data);
-                let diagnostic = if e.is_data() {
-                    Diagnostic::UnexpectedShape { sample }
-                } else {
-                    Diagnostic::NonJsonData { sample }
-                };
-                note(&mut self.diagnostics, diagnostic);
-                return Ok(Step::Continue);
-            }
+        let Some(chunk) = self.draft.parse::<Chunk<'_>>(data) else {
+            return Ok(Step::Continue);
         };
         if let Some(error) = provider_error(&chunk) {
             return Err(error);
@@ -291,17 +279,11 @@ impl WireAssembler for OpenAiAssembler {
     }
 
     fn note_invalid_utf8(&mut self, bytes_replaced: usize) {
-        note(
-            &mut self.diagnostics,
-            Diagnostic::InvalidUtf8 { bytes_replaced },
-        );
+        self.draft.note(Diagnostic::InvalidUtf8 { bytes_replaced });
     }
 
     fn partial(&self) -> PartialOutput {
-        PartialOutput {
-            text: self.text.clone(),
-            calls: self.calls.partial(),
-        }
+        self.draft.partial()
     }
 
     fn finish(mut self) -> Result<AssistantMessage, ModelError> {
@@ -309,23 +291,13 @@ impl WireAssembler for OpenAiAssembler {
             return Err(ModelError::EmptyStream);
         }
         if !self.saw_done {
-            note(&mut self.diagnostics, Diagnostic::MissingEndMarker);
+            self.draft.note(Diagnostic::MissingEndMarker);
         }
         let mut finish = self.finish.as_deref().map(finish_from_openai);
         if self.refusal && matches!(finish, Some(Finish::Stop) | None) {
-            note(&mut self.diagnostics, Diagnostic::RefusalText);
+            self.draft.note(Diagnostic::RefusalText);
             finish = Some(Finish::Refusal);
         }
-        let calls = self
-            .calls
-            .finish(&self.attempt, false, &mut self.diagnostics);
-        Ok(conclude(Gathered {
-            attempt: self.attempt,
-            text: self.text,
-            calls,
-            finish,
-            usage: self.usage,
-            diagnostics: self.diagnostics,
-        }))
+        Ok(self.draft.conclude(finish, self.usage, false))
     }
 }

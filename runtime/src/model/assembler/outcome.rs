@@ -4,7 +4,8 @@
 //! ("no tool call" alone is not "done": the body is read too) and B1's `dropped_tool_call`
 //! (`announces_tool_call`, a documented, conservative heuristic).
 
-use super::{Diagnostic, note};
+use super::draft::note;
+use crate::model::types::Diagnostic;
 use crate::model::types::{
     AssembledCall, AssistantMessage, AttemptId, Finish, Outcome, STOPPED_CALL_ERROR,
     TRUNCATED_CALL_ERROR, Usage,
