@@ -1,0 +1,175 @@
+//! Anthropic Messages: the request body (`stream: true`, `system` apart, tool results as
+//! `tool_result` blocks in a user turn), the `x-api-key` and version headers, and the assembler
+//! for its stream.
+//!
+//! SPEC M1.
+
+use super::assembler::AnthropicAssembler;
+use super::config::{ANTHROPIC_DEFAULT_MAX_TOKENS, ProviderConfig};
+use super::http::Wire;
+use super::types::{AttemptId, Message, ModelRequest};
+use serde_json::{Value, json};
+
+pub(crate) struct Anthropic;
+
+impl Wire for Anthropic {
+    type Assembler = AnthropicAssembler;
+    const PATH: &'static str = "/v1/messages";
+
+    fn auth_headers(config: &ProviderConfig, key: Option<&str>) -> Vec<(&'static str, String)> {
+        let mut headers = vec![("anthropic-version", config.anthropic_version.clone())];
+        if let Some(key) = key {
+            headers.push(("x-api-key", key.to_owned()));
+        }
+        headers
+    }
+
+    fn body(config: &ProviderConfig, request: &ModelRequest) -> Value {
+        let system: Vec<&str> = request
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::System { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let max_tokens = request
+            .max_output_tokens
+            .or(config.max_output_tokens)
+            .unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS);
+        let mut body = json!({
+            "model": config.model,
+            "max_tokens": max_tokens,
+            "messages": turns(&request.messages),
+            "stream": true,
+        });
+        if !system.is_empty() {
+            body["system"] = json!(system.join("\n\n"));
+        }
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "name": t.name,
+                        "description": t.description,
+                        "input_schema": t.parameters,
+                    })
+                })
+                .collect();
+        }
+        if let Some(temperature) = config.temperature {
+            body["temperature"] = json!(temperature);
+        }
+        body
+    }
+
+    fn assembler(attempt: AttemptId) -> AnthropicAssembler {
+        AnthropicAssembler::new(attempt)
+    }
+}
+
+/// The history as alternating turns of content blocks: consecutive entries with the same role
+/// share one turn (several tool results answer one assistant turn); empty text is left out,
+/// because the API rejects empty text blocks.
+fn turns(messages: &[Message]) -> Vec<Value> {
+    let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
+    for message in messages {
+        let (role, blocks) = match message {
+            Message::System { .. } => continue,
+            Message::User { text } => ("user", text_block(text).into_iter().collect()),
+            Message::Assistant { text, tool_calls } => {
+                let mut blocks: Vec<Value> = text_block(text).into_iter().collect();
+                blocks.extend(tool_calls.iter().map(|c| {
+                    // `input` must be an object; arguments that were not one got an error result.
+                    let input = serde_json::from_str::<Value>(&c.arguments)
+                        .ok()
+                        .filter(Value::is_object)
+                        .unwrap_or_else(|| json!({}));
+                    json!({ "type": "tool_use", "id": c.id, "name": c.name, "input": input })
+                }));
+                ("assistant", blocks)
+            }
+            Message::Tool(result) => {
+                let mut block = json!({
+                    "type": "tool_result",
+                    "tool_use_id": result.call_id,
+                    "content": result.content,
+                });
+                if result.is_error {
+                    block["is_error"] = json!(true);
+                }
+                ("user", vec![block])
+            }
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        match turns.last_mut() {
+            Some((last, existing)) if *last == role => existing.extend(blocks),
+            _ => turns.push((role, blocks)),
+        }
+    }
+    turns
+        .into_iter()
+        .map(|(role, content)| json!({ "role": role, "content": content }))
+        .collect()
+}
+
+fn text_block(text: &str) -> Option<Value> {
+    (!text.is_empty()).then(|| json!({ "type": "text", "text": text }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::config::ProviderKind;
+    use crate::model::types::{ToolCall, ToolResult};
+
+    #[test]
+    fn system_goes_apart_and_tool_results_share_one_user_turn() {
+        let config = ProviderConfig::new(ProviderKind::Anthropic, "claude", None);
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "read_file".into(),
+            arguments: r#"{"path":"a"}"#.into(),
+        };
+        let result = |id: &str, is_error| {
+            Message::Tool(ToolResult {
+                call_id: id.into(),
+                content: "x".into(),
+                is_error,
+            })
+        };
+        let request = ModelRequest {
+            messages: vec![
+                Message::System { text: "sys".into() },
+                Message::User { text: "hi".into() },
+                Message::Assistant {
+                    text: "Reading.".into(),
+                    tool_calls: vec![call("t1"), call("t2")],
+                },
+                result("t1", false),
+                result("t2", true),
+            ],
+            ..ModelRequest::default()
+        };
+        let body = Anthropic::body(&config, &request);
+        assert_eq!(body["system"], json!("sys"));
+        assert_eq!(body["max_tokens"], json!(ANTHROPIC_DEFAULT_MAX_TOKENS));
+        let messages = body["messages"].as_array().map(Vec::len);
+        assert_eq!(messages, Some(3));
+        assert_eq!(
+            body["messages"][1]["content"][1]["input"],
+            json!({"path": "a"})
+        );
+        assert_eq!(body["messages"][2]["role"], json!("user"));
+        assert_eq!(
+            body["messages"][2]["content"][1]["tool_use_id"],
+            json!("t2")
+        );
+        assert_eq!(body["messages"][2]["content"][1]["is_error"], json!(true));
+        assert!(body["messages"][2]["content"][0].get("is_error").is_none());
+    }
+}

@@ -1,0 +1,352 @@
+//! Assembles an Anthropic Messages stream (`stream: true`) into an assistant message.
+//!
+//! SPEC V2 and M1. Follows the event sequence `message_start`, `content_block_start`/`_delta`/
+//! `_stop`, `message_delta`, `message_stop`, and survives: `ping`, an empty `partial_json`
+//! (`{}`), a repeated `message_start` (ignored), deltas for a block that never started (the block
+//! is created) or already stopped (ignored), error events mid-stream, a missing `message_stop`,
+//! and the stop reasons `max_tokens`, `refusal` and `tool_use`.
+
+use super::calls::Fragment;
+use super::draft::Draft;
+use super::{Step, WireAssembler, sample};
+use crate::model::error::{ModelError, transient_error_kind};
+use crate::model::types::{
+    AssistantMessage, AttemptId, Delta, Diagnostic, Finish, PartialOutput, Usage,
+};
+use serde::Deserialize;
+use std::borrow::Cow;
+
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default)]
+    index: Option<i64>,
+    #[serde(default)]
+    message: Option<MessageStart>,
+    #[serde(borrow, default)]
+    content_block: Option<Block<'a>>,
+    #[serde(borrow, default)]
+    delta: Option<EventDelta<'a>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<WireError>,
+}
+
+#[derive(Deserialize)]
+struct MessageStart {
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default)]
+    input: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct EventDelta<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    partial_json: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    stop_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct WireError {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    message: String,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum BlockKind {
+    Text,
+    Tool,
+    /// Thinking and anything newer: not part of the committed text.
+    Other,
+}
+
+struct BlockState {
+    index: i64,
+    kind: BlockKind,
+    stopped: bool,
+}
+
+pub struct AnthropicAssembler {
+    draft: Draft,
+    blocks: Vec<BlockState>,
+    stop_reason: Option<String>,
+    usage: WireUsage,
+    saw_usage: bool,
+    saw_start: bool,
+    saw_event: bool,
+    saw_stop: bool,
+}
+
+impl AnthropicAssembler {
+    pub fn new(attempt: AttemptId) -> AnthropicAssembler {
+        AnthropicAssembler {
+            draft: Draft::new(attempt),
+            blocks: Vec::new(),
+            stop_reason: None,
+            usage: WireUsage::default(),
+            saw_usage: false,
+            saw_start: false,
+            saw_event: false,
+            saw_stop: false,
+        }
+    }
+
+    fn merge_usage(&mut self, usage: WireUsage) {
+        self.saw_usage = true;
+        let keep = |mine: &mut Option<u64>, theirs: Option<u64>| {
+            if theirs.is_some() {
+                *mine = theirs;
+            }
+        };
+        keep(&mut self.usage.input_tokens, usage.input_tokens);
+        keep(&mut self.usage.output_tokens, usage.output_tokens);
+        keep(
+            &mut self.usage.cache_creation_input_tokens,
+            usage.cache_creation_input_tokens,
+        );
+        keep(
+            &mut self.usage.cache_read_input_tokens,
+            usage.cache_read_input_tokens,
+        );
+    }
+
+    /// The block at `index`, created with `kind` if it never started.
+    fn block(&mut self, index: i64, kind: BlockKind) -> &mut BlockState {
+        let at = match self.blocks.iter().position(|b| b.index == index) {
+            Some(at) => at,
+            None => {
+                self.blocks.push(BlockState {
+                    index,
+                    kind,
+                    stopped: false,
+                });
+                self.blocks.len() - 1
+            }
+        };
+        &mut self.blocks[at]
+    }
+
+    fn on_block_start(&mut self, index: i64, block: Block<'_>, out: &mut Vec<Delta>) {
+        let kind = match block.kind.as_deref() {
+            Some("text") => BlockKind::Text,
+            Some("tool_use") => BlockKind::Tool,
+            _ => BlockKind::Other,
+        };
+        if self.block(index, kind).stopped {
+            self.draft.note(Diagnostic::LateDelta { index });
+            return;
+        }
+        match kind {
+            BlockKind::Text => self
+                .draft
+                .push_text(block.text.as_deref().unwrap_or_default(), out),
+            BlockKind::Tool => {
+                let fragment = Fragment {
+                    key: index,
+                    id: block.id.as_deref(),
+                    name: block.name.as_deref(),
+                    arguments: None,
+                };
+                self.draft
+                    .calls
+                    .apply(fragment, out, &mut self.draft.diagnostics);
+                if let Some(input) = block
+                    .input
+                    .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+                {
+                    self.draft.calls.set_initial(index, input.to_string());
+                }
+            }
+            BlockKind::Other => {}
+        }
+    }
+
+    fn on_block_delta(&mut self, index: i64, delta: EventDelta<'_>, out: &mut Vec<Delta>) {
+        let kind = match delta.kind.as_deref() {
+            Some("text_delta") => BlockKind::Text,
+            Some("input_json_delta") => BlockKind::Tool,
+            _ => BlockKind::Other,
+        };
+        let block = self.block(index, kind);
+        if block.stopped {
+            self.draft.note(Diagnostic::LateDelta { index });
+            return;
+        }
+        match (block.kind, kind) {
+            (BlockKind::Text, BlockKind::Text) => self
+                .draft
+                .push_text(delta.text.as_deref().unwrap_or_default(), out),
+            (BlockKind::Tool, BlockKind::Tool) => {
+                let fragment = Fragment {
+                    key: index,
+                    id: None,
+                    name: None,
+                    arguments: delta.partial_json.as_deref(),
+                };
+                self.draft
+                    .calls
+                    .apply(fragment, out, &mut self.draft.diagnostics);
+            }
+            _ => {}
+        }
+    }
+
+    fn stop_all(&mut self) {
+        for block in &mut self.blocks {
+            block.stopped = true;
+        }
+        self.draft.calls.close_all();
+    }
+}
+
+/// Maps an Anthropic `stop_reason`.
+pub fn finish_from_anthropic(reason: &str) -> Finish {
+    match reason {
+        "end_turn" | "stop_sequence" => Finish::Stop,
+        "tool_use" => Finish::ToolCalls,
+        "max_tokens" | "model_context_window_exceeded" => Finish::Length,
+        "refusal" => Finish::Refusal,
+        other => Finish::Unknown(other.to_owned()),
+    }
+}
+
+impl WireAssembler for AnthropicAssembler {
+    fn on_event(
+        &mut self,
+        event: &str,
+        data: &str,
+        out: &mut Vec<Delta>,
+    ) -> Result<Step, ModelError> {
+        if data.trim().is_empty() {
+            return Ok(Step::Continue);
+        }
+        let Some(parsed) = self.draft.parse::<Event<'_>>(data) else {
+            return Ok(Step::Continue);
+        };
+        let kind = parsed.kind.as_deref().unwrap_or(event);
+        let index = parsed.index.unwrap_or(0);
+        match kind {
+            "ping" => return Ok(Step::Continue),
+            "error" => {
+                let error = parsed.error.unwrap_or(WireError {
+                    kind: String::new(),
+                    message: sample(data),
+                });
+                let retryable = transient_error_kind(&error.kind);
+                return Err(ModelError::Provider {
+                    kind: error.kind,
+                    message: error.message,
+                    retryable,
+                });
+            }
+            _ => {}
+        }
+        self.saw_event = true;
+        match kind {
+            "message_start" if self.saw_start => self.draft.note(Diagnostic::RepeatedMessageStart),
+            "message_start" => {
+                self.saw_start = true;
+                if let Some(usage) = parsed.message.and_then(|m| m.usage) {
+                    self.merge_usage(usage);
+                }
+            }
+            "content_block_start" => {
+                if let Some(block) = parsed.content_block {
+                    self.on_block_start(index, block, out);
+                }
+            }
+            "content_block_delta" => {
+                if let Some(delta) = parsed.delta {
+                    self.on_block_delta(index, delta, out);
+                }
+            }
+            "content_block_stop" => {
+                if let Some(block) = self.blocks.iter_mut().find(|b| b.index == index) {
+                    block.stopped = true;
+                }
+                self.draft.calls.close(index);
+            }
+            "message_delta" => {
+                if let Some(reason) = parsed.delta.and_then(|d| d.stop_reason) {
+                    self.stop_reason = Some(reason.into_owned());
+                    self.stop_all();
+                }
+                if let Some(usage) = parsed.usage {
+                    self.merge_usage(usage);
+                }
+            }
+            "message_stop" => {
+                self.saw_stop = true;
+                return Ok(Step::Done);
+            }
+            other => self.draft.note(Diagnostic::UnknownEvent {
+                name: sample(other),
+            }),
+        }
+        Ok(Step::Continue)
+    }
+
+    fn note_invalid_utf8(&mut self, bytes_replaced: usize) {
+        self.draft.note(Diagnostic::InvalidUtf8 { bytes_replaced });
+    }
+
+    fn partial(&self) -> PartialOutput {
+        self.draft.partial()
+    }
+
+    fn finish(mut self) -> Result<AssistantMessage, ModelError> {
+        if !self.saw_event {
+            return Err(ModelError::EmptyStream);
+        }
+        if !self.saw_stop {
+            self.draft.note(Diagnostic::MissingEndMarker);
+        }
+        let usage = self.saw_usage.then(|| {
+            let u = &self.usage;
+            let read = u.cache_read_input_tokens.unwrap_or(0);
+            let write = u.cache_creation_input_tokens.unwrap_or(0);
+            Usage {
+                input_tokens: u.input_tokens.unwrap_or(0) + read + write,
+                output_tokens: u.output_tokens.unwrap_or(0),
+                cache_read_tokens: read,
+                cache_write_tokens: write,
+            }
+        });
+        let finish = self.stop_reason.as_deref().map(finish_from_anthropic);
+        Ok(self.draft.conclude(finish, usage, true))
+    }
+}

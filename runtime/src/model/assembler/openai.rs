@@ -1,0 +1,303 @@
+//! Assembles an OpenAI Chat Completions stream (`stream: true`) into an assistant message.
+//!
+//! SPEC V2 and M1. Survives what OpenAI-compatible servers send: tool-call `index` starting at 1
+//! or missing (the position is used), empty or missing `id`/`name`, `arguments: null`,
+//! `tool_calls: null`, a usage chunk with `choices: []`, `n > 1` (choice 0 is used), deltas after
+//! the finish reason (ignored), no finish reason at all (inferred, and recorded), a repeated call,
+//! error objects mid-stream, data that is not JSON (skipped and recorded) and a missing `[DONE]`.
+
+use super::calls::Fragment;
+use super::draft::Draft;
+use super::{Step, WireAssembler};
+use crate::model::error::{ModelError, transient_error_kind};
+use crate::model::types::{
+    AssistantMessage, AttemptId, Delta, Diagnostic, Finish, PartialOutput, Usage,
+};
+use serde::Deserialize;
+use std::borrow::Cow;
+
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(borrow, default)]
+    choices: Option<Vec<Choice<'a>>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+    #[serde(borrow, default)]
+    object: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    message: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(borrow, default)]
+    delta: Option<ChoiceDelta<'a>>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ChoiceDelta<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    refusal: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<CallDelta<'a>>>,
+    /// The deprecated single-call form, still sent by some servers.
+    #[serde(borrow, default)]
+    function_call: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct CallDelta<'a> {
+    #[serde(default)]
+    index: Option<i64>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default)]
+    arguments: Option<Arguments<'a>>,
+}
+
+/// Arguments are a string on the wire; some servers send the object itself.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Arguments<'a> {
+    Text(#[serde(borrow)] Cow<'a, str>),
+    Json(serde_json::Value),
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+/// The key used for the deprecated `function_call` delta, apart from every `tool_calls` index.
+const FUNCTION_CALL_KEY: i64 = i64::MIN;
+
+pub struct OpenAiAssembler {
+    draft: Draft,
+    finish: Option<String>,
+    refusal: bool,
+    usage: Option<Usage>,
+    saw_chunk: bool,
+    saw_done: bool,
+}
+
+impl OpenAiAssembler {
+    pub fn new(attempt: AttemptId) -> OpenAiAssembler {
+        OpenAiAssembler {
+            draft: Draft::new(attempt),
+            finish: None,
+            refusal: false,
+            usage: None,
+            saw_chunk: false,
+            saw_done: false,
+        }
+    }
+
+    fn on_choice(&mut self, choice: Choice<'_>, out: &mut Vec<Delta>) {
+        let Some(delta) = choice.delta else {
+            self.on_finish_reason(choice.finish_reason);
+            return;
+        };
+        if self.finish.is_some() {
+            let late = delta.content.as_deref().is_some_and(|c| !c.is_empty())
+                || delta.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
+            if late {
+                self.draft.note(Diagnostic::LateDelta { index: -1 });
+            }
+            return;
+        }
+        if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+            self.draft.text.push_str(&text);
+            out.push(Delta::Text {
+                text: text.into_owned(),
+            });
+        }
+        if let Some(text) = delta.refusal.filter(|t| !t.is_empty()) {
+            self.refusal = true;
+            self.draft.text.push_str(&text);
+            out.push(Delta::Text {
+                text: text.into_owned(),
+            });
+        }
+        for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
+            let function = call.function.as_ref();
+            let arguments = function
+                .and_then(|f| f.arguments.as_ref())
+                .map(arguments_text);
+            let fragment = Fragment {
+                key: call.index.unwrap_or(position as i64),
+                id: call.id.as_deref(),
+                name: function.and_then(|f| f.name.as_deref()),
+                arguments: arguments.as_deref(),
+            };
+            self.draft
+                .calls
+                .apply(fragment, out, &mut self.draft.diagnostics);
+        }
+        if let Some(function) = delta.function_call {
+            let arguments = function.arguments.as_ref().map(arguments_text);
+            let fragment = Fragment {
+                key: FUNCTION_CALL_KEY,
+                id: None,
+                name: function.name.as_deref(),
+                arguments: arguments.as_deref(),
+            };
+            self.draft
+                .calls
+                .apply(fragment, out, &mut self.draft.diagnostics);
+        }
+        self.on_finish_reason(choice.finish_reason);
+    }
+
+    fn on_finish_reason(&mut self, reason: Option<Cow<'_, str>>) {
+        if let Some(reason) = reason.filter(|r| !r.is_empty())
+            && self.finish.is_none()
+        {
+            self.finish = Some(reason.into_owned());
+            self.draft.calls.close_all();
+        }
+    }
+}
+
+fn arguments_text<'a>(arguments: &'a Arguments<'a>) -> Cow<'a, str> {
+    match arguments {
+        Arguments::Text(text) => Cow::Borrowed(text.as_ref()),
+        Arguments::Json(serde_json::Value::Null) => Cow::Borrowed(""),
+        Arguments::Json(value) => Cow::Owned(value.to_string()),
+    }
+}
+
+/// An error object sent as a chunk: `{"error": {...}}` or vLLM's `{"object": "error", ...}`.
+fn provider_error(chunk: &Chunk<'_>) -> Option<ModelError> {
+    let (kind, message) = match (&chunk.error, &chunk.object) {
+        (Some(serde_json::Value::Object(error)), _) => {
+            let field = |name: &str| match error.get(name) {
+                Some(serde_json::Value::String(s)) => Some(s.clone()),
+                Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+                _ => None,
+            };
+            let kind = field("type").or_else(|| field("code"));
+            (
+                kind.unwrap_or_default(),
+                field("message").unwrap_or_default(),
+            )
+        }
+        (Some(serde_json::Value::Null), _) | (None, None) => return None,
+        (Some(other), _) => (String::new(), other.to_string()),
+        (None, Some(object)) if object == "error" => (
+            "error".to_owned(),
+            chunk.message.as_deref().unwrap_or_default().to_owned(),
+        ),
+        (None, Some(_)) => return None,
+    };
+    let retryable = transient_error_kind(&kind);
+    Some(ModelError::Provider {
+        kind,
+        message,
+        retryable,
+    })
+}
+
+/// Maps an OpenAI (or compatible) `finish_reason`.
+pub fn finish_from_openai(reason: &str) -> Finish {
+    match reason {
+        "stop" | "eos" | "end_turn" | "stop_sequence" => Finish::Stop,
+        "tool_calls" | "function_call" | "tool_use" => Finish::ToolCalls,
+        "length" | "max_tokens" => Finish::Length,
+        "content_filter" => Finish::ContentFilter,
+        "refusal" => Finish::Refusal,
+        other => Finish::Unknown(other.to_owned()),
+    }
+}
+
+impl WireAssembler for OpenAiAssembler {
+    fn on_event(
+        &mut self,
+        _event: &str,
+        data: &str,
+        out: &mut Vec<Delta>,
+    ) -> Result<Step, ModelError> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            self.saw_done = true;
+            return Ok(Step::Done);
+        }
+        if data.is_empty() {
+            return Ok(Step::Continue);
+        }
+        let Some(chunk) = self.draft.parse::<Chunk<'_>>(data) else {
+            return Ok(Step::Continue);
+        };
+        if let Some(error) = provider_error(&chunk) {
+            return Err(error);
+        }
+        self.saw_chunk = true;
+        if let Some(usage) = chunk.usage {
+            let cached = usage
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .unwrap_or(0);
+            self.usage = Some(Usage {
+                input_tokens: usage.prompt_tokens.unwrap_or(0),
+                output_tokens: usage.completion_tokens.unwrap_or(0),
+                cache_read_tokens: cached,
+                cache_write_tokens: 0,
+            });
+        }
+        for (position, choice) in chunk.choices.into_iter().flatten().enumerate() {
+            if choice.index.unwrap_or(position as u64) == 0 {
+                self.on_choice(choice, out);
+            }
+        }
+        Ok(Step::Continue)
+    }
+
+    fn note_invalid_utf8(&mut self, bytes_replaced: usize) {
+        self.draft.note(Diagnostic::InvalidUtf8 { bytes_replaced });
+    }
+
+    fn partial(&self) -> PartialOutput {
+        self.draft.partial()
+    }
+
+    fn finish(mut self) -> Result<AssistantMessage, ModelError> {
+        if !self.saw_chunk {
+            return Err(ModelError::EmptyStream);
+        }
+        if !self.saw_done {
+            self.draft.note(Diagnostic::MissingEndMarker);
+        }
+        let mut finish = self.finish.as_deref().map(finish_from_openai);
+        if self.refusal && matches!(finish, Some(Finish::Stop) | None) {
+            self.draft.note(Diagnostic::RefusalText);
+            finish = Some(Finish::Refusal);
+        }
+        Ok(self.draft.conclude(finish, self.usage, false))
+    }
+}

@@ -1,0 +1,226 @@
+//! `ProviderConfig`: how to reach one model, as written under `[model]` in a preset.
+//!
+//! SPEC M1 (OpenAI Chat Completions or Anthropic Messages, any compatible base URL), L4 (retry
+//! policy and budget), P1 (a preset chooses the model; unknown keys are errors). Times are in
+//! milliseconds so tests can use short ones. The API key is never stored here, only the name of
+//! the environment variable that holds it.
+
+use super::attempt::RetryPolicy;
+use super::price::Price;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The wire format spoken by the provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions; also vLLM, llama.cpp, Ollama, OpenRouter and others.
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+/// Which request field carries the output limit for an OpenAI-compatible server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaxTokensField {
+    /// The current OpenAI name (required by its reasoning models).
+    MaxCompletionTokens,
+    /// The older name, which some local servers still expect.
+    MaxTokens,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    #[serde(rename = "provider")]
+    pub kind: ProviderKind,
+    pub model: String,
+    /// Default: `https://api.openai.com/v1` or `https://api.anthropic.com`.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key; none means no key is sent (local servers).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub extra_headers: BTreeMap<String, String>,
+    #[serde(default = "defaults::connect_timeout_ms")]
+    pub connect_timeout_ms: u64,
+    /// Time allowed until the response headers arrive.
+    #[serde(default = "defaults::request_timeout_ms")]
+    pub request_timeout_ms: u64,
+    /// Time allowed without a single byte of the streamed body; then the attempt fails.
+    #[serde(default = "defaults::idle_timeout_ms")]
+    pub idle_timeout_ms: u64,
+    /// Retries after the first attempt.
+    #[serde(default = "defaults::max_retries")]
+    pub max_retries: u32,
+    #[serde(default = "defaults::retry_base_ms")]
+    pub retry_base_ms: u64,
+    #[serde(default = "defaults::retry_max_ms")]
+    pub retry_max_ms: u64,
+    /// Total time one request may spend waiting between attempts.
+    #[serde(default = "defaults::retry_budget_ms")]
+    pub retry_budget_ms: u64,
+    /// Output limit per response; Anthropic requires one, so it defaults to 8192 there.
+    #[serde(default)]
+    pub max_output_tokens: Option<u32>,
+    #[serde(default = "defaults::max_tokens_field")]
+    pub max_tokens_field: MaxTokensField,
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    #[serde(default = "defaults::anthropic_version")]
+    pub anthropic_version: String,
+    /// Overrides the built-in price table for this model.
+    #[serde(default)]
+    pub price: Option<Price>,
+}
+
+mod defaults {
+    use super::MaxTokensField;
+    pub fn connect_timeout_ms() -> u64 {
+        10_000
+    }
+    pub fn request_timeout_ms() -> u64 {
+        120_000
+    }
+    pub fn idle_timeout_ms() -> u64 {
+        90_000
+    }
+    pub fn max_retries() -> u32 {
+        4
+    }
+    pub fn retry_base_ms() -> u64 {
+        500
+    }
+    pub fn retry_max_ms() -> u64 {
+        8_000
+    }
+    pub fn retry_budget_ms() -> u64 {
+        60_000
+    }
+    pub fn max_tokens_field() -> MaxTokensField {
+        MaxTokensField::MaxCompletionTokens
+    }
+    pub fn anthropic_version() -> String {
+        "2023-06-01".into()
+    }
+}
+
+/// Anthropic requires `max_tokens`; this is used when the preset sets none.
+pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 8192;
+
+impl ProviderConfig {
+    /// A configuration with every default, for `kind`, `model` and `base_url`.
+    pub fn new(kind: ProviderKind, model: &str, base_url: Option<&str>) -> ProviderConfig {
+        ProviderConfig {
+            kind,
+            model: model.to_owned(),
+            base_url: base_url.map(str::to_owned),
+            api_key_env: None,
+            extra_headers: BTreeMap::new(),
+            connect_timeout_ms: defaults::connect_timeout_ms(),
+            request_timeout_ms: defaults::request_timeout_ms(),
+            idle_timeout_ms: defaults::idle_timeout_ms(),
+            max_retries: defaults::max_retries(),
+            retry_base_ms: defaults::retry_base_ms(),
+            retry_max_ms: defaults::retry_max_ms(),
+            retry_budget_ms: defaults::retry_budget_ms(),
+            max_output_tokens: None,
+            max_tokens_field: defaults::max_tokens_field(),
+            temperature: None,
+            anthropic_version: defaults::anthropic_version(),
+            price: None,
+        }
+    }
+
+    /// The base URL without a trailing slash.
+    pub fn base_url(&self) -> &str {
+        let url = match (&self.base_url, self.kind) {
+            (Some(url), _) => url.as_str(),
+            (None, ProviderKind::Openai) => "https://api.openai.com/v1",
+            (None, ProviderKind::Anthropic) => "https://api.anthropic.com",
+        };
+        url.trim_end_matches('/')
+    }
+
+    pub fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_retries: self.max_retries,
+            base: Duration::from_millis(self.retry_base_ms),
+            max: Duration::from_millis(self.retry_max_ms),
+            budget: Duration::from_millis(self.retry_budget_ms),
+        }
+    }
+
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms)
+    }
+
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_millis(self.idle_timeout_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ProviderConfig, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    #[test]
+    fn a_minimal_model_section_gets_the_documented_defaults() -> Result<(), toml::de::Error> {
+        let config = parse("provider = \"openai\"\nmodel = \"gpt-4.1-mini\"\n")?;
+        assert_eq!(
+            config,
+            ProviderConfig::new(ProviderKind::Openai, "gpt-4.1-mini", None)
+        );
+        assert_eq!(config.base_url(), "https://api.openai.com/v1");
+        Ok(())
+    }
+
+    #[test]
+    fn a_full_model_section_parses() -> Result<(), toml::de::Error> {
+        let config = parse(
+            r#"
+            provider = "anthropic"
+            model = "claude-sonnet-4-5"
+            base_url = "http://127.0.0.1:8080/"
+            api_key_env = "ANTHROPIC_API_KEY"
+            extra_headers = { "anthropic-beta" = "x" }
+            idle_timeout_ms = 500
+            max_retries = 2
+            max_output_tokens = 1024
+            price = { input = 1.0, output = 2.0 }
+            "#,
+        )?;
+        assert_eq!(config.kind, ProviderKind::Anthropic);
+        assert_eq!(config.base_url(), "http://127.0.0.1:8080");
+        assert_eq!(config.idle_timeout(), Duration::from_millis(500));
+        assert_eq!(
+            config
+                .extra_headers
+                .get("anthropic-beta")
+                .map(String::as_str),
+            Some("x")
+        );
+        assert_eq!(config.price.map(|p| p.output), Some(2.0));
+        Ok(())
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected_with_their_name() {
+        let err = parse("provider = \"openai\"\nmodel = \"m\"\nidle_timeout = 5\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("idle_timeout"), "{err}");
+    }
+}

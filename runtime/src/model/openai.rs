@@ -1,0 +1,161 @@
+//! OpenAI Chat Completions: the request body (`stream: true` with
+//! `stream_options.include_usage`), the bearer key, and the assembler for its stream.
+//!
+//! SPEC M1. Serves every OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenRouter): only
+//! the base URL, the key and `max_tokens_field` differ.
+
+use super::assembler::OpenAiAssembler;
+use super::config::{MaxTokensField, ProviderConfig};
+use super::http::Wire;
+use super::types::{AttemptId, Message, ModelRequest, ToolCall};
+use serde_json::{Value, json};
+
+pub(crate) struct OpenAi;
+
+impl Wire for OpenAi {
+    type Assembler = OpenAiAssembler;
+    const PATH: &'static str = "/chat/completions";
+
+    fn auth_headers(_: &ProviderConfig, key: Option<&str>) -> Vec<(&'static str, String)> {
+        key.map(|k| ("authorization", format!("Bearer {k}")))
+            .into_iter()
+            .collect()
+    }
+
+    fn body(config: &ProviderConfig, request: &ModelRequest) -> Value {
+        let mut body = json!({
+            "model": config.model,
+            "messages": request.messages.iter().map(message).collect::<Vec<_>>(),
+            "stream": true,
+            "stream_options": { "include_usage": true },
+        });
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "type": "function",
+                        "function": {
+                            "name": t.name,
+                            "description": t.description,
+                            "parameters": t.parameters,
+                        },
+                    })
+                })
+                .collect();
+        }
+        if let Some(limit) = request.max_output_tokens.or(config.max_output_tokens) {
+            let field = match config.max_tokens_field {
+                MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+                MaxTokensField::MaxTokens => "max_tokens",
+            };
+            body[field] = json!(limit);
+        }
+        if let Some(temperature) = config.temperature {
+            body["temperature"] = json!(temperature);
+        }
+        body
+    }
+
+    fn assembler(attempt: AttemptId) -> OpenAiAssembler {
+        OpenAiAssembler::new(attempt)
+    }
+}
+
+fn message(message: &Message) -> Value {
+    match message {
+        Message::System { text } => json!({ "role": "system", "content": text }),
+        Message::User { text } => json!({ "role": "user", "content": text }),
+        Message::Assistant { text, tool_calls } if tool_calls.is_empty() => {
+            json!({ "role": "assistant", "content": text })
+        }
+        Message::Assistant { text, tool_calls } => json!({
+            "role": "assistant",
+            "content": if text.is_empty() { Value::Null } else { json!(text) },
+            "tool_calls": tool_calls.iter().map(call).collect::<Vec<_>>(),
+        }),
+        Message::Tool(result) => json!({
+            "role": "tool",
+            "tool_call_id": result.call_id,
+            "content": result.content,
+        }),
+    }
+}
+
+fn call(call: &ToolCall) -> Value {
+    // The API wants a JSON string; an empty one (a call without arguments) is sent as `{}`.
+    let arguments = if call.arguments.trim().is_empty() {
+        "{}"
+    } else {
+        call.arguments.as_str()
+    };
+    json!({
+        "id": call.id,
+        "type": "function",
+        "function": { "name": call.name, "arguments": arguments },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::config::ProviderKind;
+    use crate::model::types::{ToolDef, ToolResult};
+
+    #[test]
+    fn history_tools_and_limits_map_to_chat_completions_fields() {
+        let mut config = ProviderConfig::new(ProviderKind::Openai, "m", None);
+        config.max_output_tokens = Some(100);
+        let request = ModelRequest {
+            messages: vec![
+                Message::System { text: "sys".into() },
+                Message::User { text: "hi".into() },
+                Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![ToolCall {
+                        id: "c1".into(),
+                        name: "read_file".into(),
+                        arguments: String::new(),
+                    }],
+                },
+                Message::Tool(ToolResult {
+                    call_id: "c1".into(),
+                    content: "text".into(),
+                    is_error: false,
+                }),
+            ],
+            tools: vec![ToolDef {
+                name: "read_file".into(),
+                description: "Read".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            max_output_tokens: None,
+        };
+        let body = OpenAi::body(&config, &request);
+        assert_eq!(body["stream"], json!(true));
+        assert_eq!(body["stream_options"]["include_usage"], json!(true));
+        assert_eq!(body["max_completion_tokens"], json!(100));
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "system", "content": "sys"})
+        );
+        assert_eq!(body["messages"][2]["content"], Value::Null);
+        assert_eq!(
+            body["messages"][2]["tool_calls"][0]["function"]["arguments"],
+            json!("{}")
+        );
+        assert_eq!(body["messages"][3]["tool_call_id"], json!("c1"));
+        assert_eq!(body["tools"][0]["function"]["name"], json!("read_file"));
+
+        config.max_tokens_field = MaxTokensField::MaxTokens;
+        let body = OpenAi::body(
+            &config,
+            &ModelRequest {
+                max_output_tokens: Some(7),
+                ..request
+            },
+        );
+        assert_eq!(body["max_tokens"], json!(7));
+    }
+}
