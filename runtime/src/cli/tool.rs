@@ -8,7 +8,7 @@ use super::style::{self, BOLD, DIM, RED, YELLOW, paint};
 use super::{Env, Exit};
 use crate::calls::Registry;
 use crate::contract::ToolResult;
-use crate::exec::{CallContext, SpillDir, run_call};
+use crate::exec::{CallContext, OpenGate, SpillDir, run_call};
 use crate::preset::{self, ResolveContext, make_mount};
 use crate::sandbox::{Mount, MountMode};
 
@@ -197,6 +197,9 @@ async fn call(name: &str, args: &str, mounts: &[String], preset_name: &str, json
         sandbox: &loaded.env.sandbox,
         registry: &loaded.registry,
         spill: Some(&loaded.spill),
+        gate: &OpenGate,
+        session_id: "cli",
+        preset: preset_name,
         cancel,
     };
     let call_id = format!("cli-{}", std::process::id());

@@ -1,0 +1,71 @@
+//! The gate around each call (H1, H2, C2): what may stop or change a call before it starts
+//! (pre-tool hooks, approval by risk) and what may change its result after it ends (post-tool
+//! hooks). The pipeline owns validation: arguments a gate rewrites are validated again against
+//! the tool's schema before the call runs (C3), so a gate cannot smuggle in invalid input.
+//!
+//! `OpenGate` lets everything through unchanged; the hook chain and the approval policy
+//! (`hooks/`) implement `CallGate` for real sessions.
+
+use serde_json::Value;
+
+use crate::contract::{ToolResult, ToolSpec};
+
+/// A validated call about to run, as a gate sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct GateCall<'a> {
+    pub call_id: &'a str,
+    pub session_id: &'a str,
+    pub preset: &'a str,
+    pub tool: &'a ToolSpec,
+    /// The arguments after repair and validation.
+    pub args: &'a Value,
+}
+
+/// What a gate decides before a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Admission {
+    /// Run the call, with these arguments (the same, or rewritten by a hook).
+    Allow { args: Value, context: Vec<String> },
+    /// Do not run it; the model gets a DENIED result with this reason.
+    Deny {
+        reason: String,
+        context: Vec<String>,
+    },
+}
+
+/// What a gate decides after a call: the result the model gets (the same, or replaced), and
+/// any context to add for the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub result: ToolResult,
+    pub context: Vec<String>,
+}
+
+/// Pre- and post-call policy. Implementations must not panic and must answer every call:
+/// a failing hook is resolved by its own `on_error` policy inside the gate.
+#[async_trait::async_trait]
+pub trait CallGate: Send + Sync {
+    async fn before(&self, call: GateCall<'_>) -> Admission;
+    async fn after(&self, call: GateCall<'_>, result: ToolResult) -> Outcome;
+}
+
+/// Lets every call through unchanged: no hooks, no approval.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenGate;
+
+#[async_trait::async_trait]
+impl CallGate for OpenGate {
+    async fn before(&self, call: GateCall<'_>) -> Admission {
+        Admission::Allow {
+            args: call.args.clone(),
+            context: Vec::new(),
+        }
+    }
+
+    async fn after(&self, _call: GateCall<'_>, result: ToolResult) -> Outcome {
+        Outcome {
+            result,
+            context: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! The gate around each call (H1, C3): a denied call never runs, rewritten arguments are
+//! validated again, and the tool runs with, and reports, the arguments it was given.
+
+use std::sync::Mutex;
+
+use paddock::calls::Registry;
+use paddock::contract::{ErrorCode, ToolOutput, ToolResult};
+use paddock::exec::{Admission, CallContext, CallGate, GateCall, OpenGate, Outcome, run_call};
+use paddock::plugin_store::PluginStore;
+use paddock::preset::{self, ResolveContext};
+use paddock_tests::sandbox;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// A gate scripted by the test: its decision before, and a note it adds after.
+struct ScriptedGate {
+    before: Admission,
+    seen_after: Mutex<Vec<Value>>,
+}
+
+#[async_trait::async_trait]
+impl CallGate for ScriptedGate {
+    async fn before(&self, _call: GateCall<'_>) -> Admission {
+        self.before.clone()
+    }
+
+    async fn after(&self, call: GateCall<'_>, result: ToolResult) -> Outcome {
+        self.seen_after.lock().unwrap().push(call.args.clone());
+        Outcome {
+            result,
+            context: vec!["checked by the test gate".into()],
+        }
+    }
+}
+
+struct Session {
+    work: tempfile::TempDir,
+    _home: tempfile::TempDir,
+    registry: Registry,
+}
+
+async fn session() -> Session {
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(work.path().join("b.txt"), "beta\n").unwrap();
+    let store = PluginStore::open(home.path());
+    let file = preset::load("default").unwrap();
+    let cx = ResolveContext {
+        cwd: work.path(),
+        data_dir: home.path(),
+        spill: None,
+        mount_override: None,
+    };
+    let resolved = file.resolve("default", &cx).unwrap();
+    let registry = Registry::load(sandbox(), &store, &resolved).await.unwrap();
+    Session {
+        work,
+        _home: home,
+        registry,
+    }
+}
+
+fn context<'a>(s: &'a Session, gate: &'a dyn CallGate) -> CallContext<'a> {
+    CallContext {
+        sandbox: sandbox(),
+        registry: &s.registry,
+        spill: None,
+        gate,
+        session_id: "test",
+        preset: "default",
+        cancel: CancellationToken::new(),
+    }
+}
+
+fn gate(before: Admission) -> ScriptedGate {
+    ScriptedGate {
+        before,
+        seen_after: Mutex::new(Vec::new()),
+    }
+}
+
+#[tokio::test]
+async fn an_open_gate_runs_the_call_as_validated() {
+    let s = session().await;
+    let done = run_call(
+        &context(&s, &OpenGate),
+        "c1",
+        "read_file",
+        r#"{"path":"a.txt"}"#,
+    )
+    .await;
+    assert_eq!(done.result.unwrap().content, "     1\talpha\n");
+    assert_eq!(done.args, Some(json!({"path": "a.txt"})));
+}
+
+#[tokio::test]
+async fn a_denied_call_never_runs() {
+    let s = session().await;
+    let g = gate(Admission::Deny {
+        reason: "no writes today".into(),
+        context: vec!["policy".into()],
+    });
+    let done = run_call(
+        &context(&s, &g),
+        "c1",
+        "write_file",
+        r#"{"path":"new.txt","content":"x"}"#,
+    )
+    .await;
+    let err = done.result.unwrap_err();
+    assert_eq!(err.code, ErrorCode::Denied);
+    assert!(err.message.contains("no writes today"));
+    assert_eq!(done.context, ["policy"]);
+    assert!(done.report.is_none());
+    assert!(!s.work.path().join("new.txt").exists());
+    assert!(
+        g.seen_after.lock().unwrap().is_empty(),
+        "post-hooks see only calls that ran"
+    );
+}
+
+#[tokio::test]
+async fn rewritten_arguments_are_validated_again() {
+    let s = session().await;
+    let g = gate(Admission::Allow {
+        args: json!({"path": 42}),
+        context: vec![],
+    });
+    let done = run_call(&context(&s, &g), "c1", "read_file", r#"{"path":"a.txt"}"#).await;
+    let err = done.result.unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgs);
+    assert!(
+        err.message
+            .contains("a pre-tool hook rewrote the arguments"),
+        "{}",
+        err.message
+    );
+    assert!(done.report.is_none());
+}
+
+#[tokio::test]
+async fn the_tool_runs_with_and_reports_the_rewritten_arguments() {
+    let s = session().await;
+    let g = gate(Admission::Allow {
+        args: json!({"path": "b.txt"}),
+        context: vec![],
+    });
+    let done = run_call(&context(&s, &g), "c1", "read_file", r#"{"path":"a.txt"}"#).await;
+    assert_eq!(
+        done.result,
+        Ok(ToolOutput {
+            content: "     1\tbeta\n".into(),
+            truncated: false,
+            continuation: None
+        })
+    );
+    assert_eq!(done.args, Some(json!({"path": "b.txt"})));
+    assert_eq!(*g.seen_after.lock().unwrap(), [json!({"path": "b.txt"})]);
+    assert_eq!(done.context, ["checked by the test gate"]);
+}
