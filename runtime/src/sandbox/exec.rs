@@ -48,7 +48,7 @@ pub(super) async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Outp
             "running programs is not granted to this plugin; add `{key}` to the preset"
         ));
     };
-    if !grant.allow.iter().any(|p| *p == cmd.program) {
+    if !grant.allow.contains(&cmd.program) {
         return Err(format!(
             "program `{}` is not allowed; add it to `{key}.allow` in the preset (allowed: {})",
             cmd.program.chars().take(200).collect::<String>(),
