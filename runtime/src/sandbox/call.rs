@@ -9,11 +9,9 @@ use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use super::bindings::{ToolPlugin, ToolPluginPre, exec, hook, http, log, types};
+use super::bindings::{ToolPlugin, ToolPluginPre, hook, log, types};
 use super::engine::Sandbox;
-use super::exec::ExecCall;
 use super::grant::{ExecGrant, Grant, HttpGrant, Mount, MountMode};
-use super::http::HttpCall;
 use super::limits::CallLimiter;
 use super::plugin::{Plugin, truncate_for_message};
 use super::stdio::{CappedPipe, Captured};
@@ -44,16 +42,16 @@ pub struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
     limiter: CallLimiter,
-    deadline: Instant,
-    cancel: CancellationToken,
+    pub(super) deadline: Instant,
+    pub(super) cancel: CancellationToken,
     stop: Option<Stop>,
     logs: Vec<LogLine>,
     log_bytes: usize,
     /// For the capabilities: who is calling, what it may do, and where.
-    plugin: String,
-    mounts: Vec<Mount>,
-    exec: Option<ExecGrant>,
-    http: Option<HttpGrant>,
+    pub(super) plugin: String,
+    pub(super) mounts: Vec<Mount>,
+    pub(super) exec: Option<ExecGrant>,
+    pub(super) http: Option<HttpGrant>,
 }
 
 impl WasiView for CallState {
@@ -88,37 +86,6 @@ impl log::Host for CallState {
 impl types::Host for CallState {}
 
 impl hook::hook_types::Host for CallState {}
-
-impl exec::Host for CallState {
-    fn run(
-        &mut self,
-        cmd: exec::Command,
-    ) -> impl Future<Output = Result<exec::Output, String>> + Send {
-        let call = ExecCall {
-            plugin: self.plugin.clone(),
-            grant: self.exec.clone(),
-            mounts: self.mounts.clone(),
-            deadline: self.deadline,
-            cancel: self.cancel.clone(),
-        };
-        super::exec::run(call, cmd)
-    }
-}
-
-impl http::Host for CallState {
-    fn fetch(
-        &mut self,
-        req: http::Request,
-    ) -> impl Future<Output = Result<http::Response, String>> + Send {
-        let call = HttpCall {
-            plugin: self.plugin.clone(),
-            grant: self.http.clone(),
-            deadline: self.deadline,
-            cancel: self.cancel.clone(),
-        };
-        super::http::fetch(call, req)
-    }
-}
 
 /// The linker every plugin and hook is prepared against: WASI 0.2, `log`, the hook types and
 /// the capabilities. Which capability a plugin may import is checked against its grant

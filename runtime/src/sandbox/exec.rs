@@ -17,15 +17,32 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 use super::bindings::exec;
+use super::call::CallState;
 use super::grant::{ExecGrant, Mount};
 
 /// What a run needs from its call.
-pub(super) struct ExecCall {
-    pub plugin: String,
-    pub grant: Option<ExecGrant>,
-    pub mounts: Vec<Mount>,
-    pub deadline: Instant,
-    pub cancel: CancellationToken,
+struct ExecCall {
+    plugin: String,
+    grant: Option<ExecGrant>,
+    mounts: Vec<Mount>,
+    deadline: Instant,
+    cancel: CancellationToken,
+}
+
+impl exec::Host for CallState {
+    fn run(
+        &mut self,
+        cmd: exec::Command,
+    ) -> impl Future<Output = Result<exec::Output, String>> + Send {
+        let call = ExecCall {
+            plugin: self.plugin.clone(),
+            grant: self.exec.clone(),
+            mounts: self.mounts.clone(),
+            deadline: self.deadline,
+            cancel: self.cancel.clone(),
+        };
+        run(call, cmd)
+    }
 }
 
 /// Kills the process group when dropped: the one place that guarantees no orphan, whether
@@ -41,7 +58,7 @@ impl Drop for GroupGuard {
     }
 }
 
-pub(super) async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String> {
+async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String> {
     let key = format!("plugins.{}.grants.exec", call.plugin);
     let Some(grant) = &call.grant else {
         return Err(format!(
@@ -176,7 +193,7 @@ fn find_program(program: &str) -> Result<PathBuf, String> {
 }
 
 /// Maps a guest directory to its host directory, refusing anything outside the mounts.
-pub(super) fn host_dir(mounts: &[Mount], guest: Option<&str>) -> Result<PathBuf, String> {
+fn host_dir(mounts: &[Mount], guest: Option<&str>) -> Result<PathBuf, String> {
     let Some(first) = mounts.first() else {
         return Err(
             "this plugin has no mounts, so there is no directory to run in; add a mount".into(),

@@ -11,17 +11,33 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::bindings::http;
+use super::call::CallState;
 use super::grant::HttpGrant;
 
 /// What a request needs from its call.
-pub(super) struct HttpCall {
-    pub plugin: String,
-    pub grant: Option<HttpGrant>,
-    pub deadline: Instant,
-    pub cancel: CancellationToken,
+struct HttpCall {
+    plugin: String,
+    grant: Option<HttpGrant>,
+    deadline: Instant,
+    cancel: CancellationToken,
 }
 
-pub(super) async fn fetch(call: HttpCall, req: http::Request) -> Result<http::Response, String> {
+impl http::Host for CallState {
+    fn fetch(
+        &mut self,
+        req: http::Request,
+    ) -> impl Future<Output = Result<http::Response, String>> + Send {
+        let call = HttpCall {
+            plugin: self.plugin.clone(),
+            grant: self.http.clone(),
+            deadline: self.deadline,
+            cancel: self.cancel.clone(),
+        };
+        fetch(call, req)
+    }
+}
+
+async fn fetch(call: HttpCall, req: http::Request) -> Result<http::Response, String> {
     let key = format!("plugins.{}.grants.http", call.plugin);
     let Some(grant) = &call.grant else {
         return Err(format!(
@@ -118,7 +134,7 @@ fn describe(error: &reqwest::Error, host: &str) -> String {
 }
 
 /// Does allow-list `entry` admit `scheme://host:port`?
-pub(super) fn allows(entry: &str, scheme: &str, host: &str, port: u16) -> bool {
+fn allows(entry: &str, scheme: &str, host: &str, port: u16) -> bool {
     let (entry_scheme, rest) = match entry.split_once("://") {
         Some((s, rest)) => (s, rest),
         None => ("https", entry),
