@@ -1,11 +1,20 @@
-//! Embeds the built-in plugins (`plugins/fs`, `plugins/search`) into the binary when they have
-//! been built (`cargo xtask build-plugins`). Without them the binary still builds, and
+//! Embeds the built-in plugins (`plugins/fs`, `plugins/search`, `plugins/shell`,
+//! `plugins/fetch`) and example hooks (`plugins/hooks/*`) into the binary when they have been
+//! built (`cargo xtask build-plugins`). Without them the binary still builds, and
 //! `builtin:NAME` answers with how to build them.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-const BUILTINS: &[&str] = &["fs", "search"];
+const BUILTINS: &[&str] = &[
+    "fs",
+    "search",
+    "shell",
+    "fetch",
+    "protect-paths",
+    "redact-secrets",
+    "audit",
+];
 
 fn main() {
     let manifest =
@@ -15,7 +24,8 @@ fn main() {
         "/// Built-in plugins embedded at build time: (name, component bytes).\npub static BUILTINS: &[(&str, &[u8])] = &[\n",
     );
     for name in BUILTINS {
-        let path = dir.join(format!("{name}.wasm"));
+        // Cargo names a crate's artifact with underscores.
+        let path = dir.join(format!("{}.wasm", name.replace('-', "_")));
         println!("cargo:rerun-if-changed={}", path.display());
         match path.canonicalize() {
             Ok(path) => writeln!(

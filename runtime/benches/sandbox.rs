@@ -41,6 +41,7 @@ fn grant(mounts: Vec<Mount>) -> Grant {
             output_bytes: None,
             ..Limits::default()
         },
+        ..Grant::default()
     }
 }
 

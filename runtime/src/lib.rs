@@ -7,6 +7,7 @@ pub mod calls;
 pub mod cli;
 pub mod contract;
 pub mod exec;
+pub mod hooks;
 pub mod model;
 pub mod plugin_store;
 pub mod preset;

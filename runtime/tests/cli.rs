@@ -1,5 +1,6 @@
-//! The `paddock` binary end to end (S8, C4, M2): tool list/call with their exit codes and JSON
-//! shapes, default and explicit mounts, and the plugin store's install/list/inspect/remove.
+//! The `paddock` binary end to end (S8, C4, M2, P1): tool list/call with their exit codes and
+//! JSON shapes, default and explicit mounts, the plugin store's install/list/inspect/remove,
+//! and `preset list|show|check`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -27,6 +28,8 @@ impl Sandbox {
             .current_dir(self.work.path())
             .env("PADDOCK_HOME", self.home.path())
             .env("NO_COLOR", "1")
+            // Presets in the user's own config directory must not leak into the tests.
+            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
             .output()
             .expect("paddock runs")
     }
@@ -56,7 +59,7 @@ fn attacks_wasm() -> PathBuf {
 #[test]
 fn tool_list_json_shows_every_builtin_with_its_contract() {
     let s = Sandbox::new();
-    let (code, tools) = s.json(&["tool", "list", "--json"]);
+    let (code, tools) = s.json(&["tool", "list", "--preset", "coding", "--json"]);
     assert_eq!(code, 0);
     let names: Vec<&str> = tools
         .as_array()
@@ -72,7 +75,8 @@ fn tool_list_json_shows_every_builtin_with_its_contract() {
             "edit_file",
             "list_dir",
             "grep",
-            "glob"
+            "glob",
+            "run_command"
         ]
     );
     let read = &tools[0];
@@ -175,13 +179,39 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
-fn without_mount_the_working_directory_is_the_writable_workspace() {
+fn the_default_preset_reads_the_working_directory_and_loads_no_write_tools() {
+    let s = Sandbox::new();
+    let (code, tools) = s.json(&["tool", "list", "--json"]);
+    assert_eq!(code, 0);
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["read_file", "list_dir", "grep", "glob"]);
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "write_file",
+        r#"{"path":"x.txt","content":"no"}"#,
+        "--json",
+    ]);
+    assert_eq!(code, 1);
+    assert_eq!(out["error"]["code"], "UNKNOWN_TOOL");
+    assert!(!s.file("x.txt").exists());
+}
+
+#[test]
+fn with_the_coding_preset_the_working_directory_is_the_writable_workspace() {
     let s = Sandbox::new();
     let (code, out) = s.json(&[
         "tool",
         "call",
         "write_file",
         r#"{"path":"made/here.txt","content":"hi"}"#,
+        "--preset",
+        "coding",
         "--json",
     ]);
     assert_eq!(code, 0, "{out}");
@@ -194,6 +224,8 @@ fn without_mount_the_working_directory_is_the_writable_workspace() {
         "call",
         "edit_file",
         r#"{"path":"notes.txt","old_string":"two","new_string":"2"}"#,
+        "--preset",
+        "coding",
         "--json",
     ]);
     assert_eq!(code, 0, "{out}");
@@ -212,6 +244,8 @@ fn an_explicit_read_only_mount_refuses_writes() {
         "call",
         "write_file",
         r#"{"path":"x.txt","content":"no"}"#,
+        "--preset",
+        "coding",
         "--mount",
         &mount,
         "--json",
@@ -395,4 +429,158 @@ fn the_sdk_walkthrough_plugin_installs_and_runs() {
     ]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(out["content"], "3 words");
+}
+
+#[test]
+fn preset_list_shows_project_presets_before_the_shipped_ones() {
+    let s = Sandbox::new();
+    let dir = s.file(".paddock/presets");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("mine.toml"),
+        "description = \"my own\"\n[plugins.fs]\nsource = \"builtin:fs\"\n",
+    )
+    .unwrap();
+    let out = s.paddock(&["preset", "list"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("mine") && lines[0].contains("my own"),
+        "{text}"
+    );
+    for name in ["default", "coding", "review", "untrusted"] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(name) && l.contains("[embedded]")),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn preset_show_prints_the_resolved_preset_with_defaults_filled_in() {
+    let s = Sandbox::new();
+    let out = s.paddock(&["preset", "show", "coding"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["name"], "coding");
+    assert_eq!(shown["model"]["provider"], "openai");
+    assert_eq!(shown["limits"]["max_parallel_tool_calls"], 8);
+    assert_eq!(shown["approval"]["high"], "ask");
+    let shell = shown["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "shell")
+        .unwrap();
+    assert_eq!(shell["grant"]["capabilities"], serde_json::json!(["exec"]));
+    assert!(
+        shell["grant"]["exec"]["allow"]
+            .as_array()
+            .unwrap()
+            .contains(&"git".into())
+    );
+    let hooks = shown["hooks"].as_array().unwrap();
+    assert_eq!(hooks[0]["name"], "protect-paths");
+    assert_eq!(hooks[0]["on_error"], "deny");
+    assert_eq!(hooks[1]["on_error"], "keep");
+    // The fs plugin takes the default limits the file leaves out.
+    assert_eq!(
+        shown["plugins"][0]["grant"]["limits"]["memory_bytes"],
+        256 << 20
+    );
+}
+
+#[test]
+fn preset_check_names_file_line_column_and_the_nearest_key() {
+    let s = Sandbox::new();
+    let bad = s.file("bad.toml");
+    std::fs::write(
+        &bad,
+        "[plugins.fs]\nsource = \"builtin:fs\"\ntimeout_sm = 10\n",
+    )
+    .unwrap();
+    let out = s.paddock(&["preset", "check", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.toml:3:1: unknown field `timeout_sm`")
+            && err.contains("did you mean `timeout_ms`?"),
+        "{err}"
+    );
+    let out = s.paddock(&["preset", "check", "coding"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("is valid (3 plugins, 2 hooks)"));
+}
+
+#[test]
+fn ask_without_a_terminal_is_a_deny_that_names_the_preset_key() {
+    let s = Sandbox::new();
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "run_command",
+        r#"{"program":"ls"}"#,
+        "--preset",
+        "coding",
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["error"]["code"], "DENIED");
+    let message = out["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("no terminal") && message.contains("`approval.high`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn the_review_preset_denies_every_write_through_its_hook() {
+    let s = Sandbox::new();
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "write_file",
+        r#"{"path":"x.txt","content":"no"}"#,
+        "--preset",
+        "review",
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["error"]["code"], "DENIED");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("hook `protect-paths`"),
+        "{out}"
+    );
+    assert!(!s.file("x.txt").exists());
+    // A read goes through, and the audit hook adds its context.
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "read_file",
+        r#"{"path":"notes.txt"}"#,
+        "--preset",
+        "review",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out["context"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("audit: read_file")
+    );
 }

@@ -56,5 +56,6 @@ pub fn grant(host: &Path, mode: MountMode) -> Grant {
             output_bytes: None,
             stdio_bytes: 4096,
         },
+        ..Grant::default()
     }
 }

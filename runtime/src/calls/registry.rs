@@ -111,6 +111,13 @@ impl Registry {
         Ok(registry)
     }
 
+    /// Keeps only the tools `keep` accepts, e.g. a preset's enable/disable selection (P1).
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.order.retain(|name| keep(name));
+        let order = &self.order;
+        self.tools.retain(|name, _| order.contains(name));
+    }
+
     pub fn get(&self, name: &str) -> Option<&ToolEntry> {
         self.tools.get(name)
     }

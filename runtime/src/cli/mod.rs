@@ -1,8 +1,9 @@
-//! The `paddock` command line (SPEC M2, as far as it exists): `tool list|call`, and
-//! `plugin install|list|inspect|remove`. Exit codes: 0 success, 1 a tool or plugin error,
+//! The `paddock` command line (SPEC M2, as far as it exists): `tool list|call`,
+//! `plugin install|list|inspect|remove`, and `preset list|show|check` (P1). Exit codes: 0 success, 1 a tool or plugin error,
 //! 2 a usage or configuration error.
 
 mod plugin;
+mod preset;
 mod style;
 mod tool;
 
@@ -33,6 +34,10 @@ enum Command {
     /// Install, list, inspect and remove tool plugins.
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
+    /// List, show and check presets: which plugins, tools, grants, hooks and approval a
+    /// session gets.
+    #[command(subcommand)]
+    Preset(preset::PresetCommand),
 }
 
 /// How a command ended.
@@ -87,6 +92,7 @@ pub fn main() -> ExitCode {
         match cli.command {
             Command::Tool(cmd) => tool::run(cmd).await,
             Command::Plugin(cmd) => plugin::run(cmd).await,
+            Command::Preset(cmd) => preset::run(cmd).await,
         }
     });
     ExitCode::from(exit as u8)

@@ -27,3 +27,4 @@ pub const BOLD: &str = "1";
 pub const DIM: &str = "2";
 pub const RED: &str = "31";
 pub const YELLOW: &str = "33";
+pub const GREEN: &str = "32";

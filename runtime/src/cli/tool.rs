@@ -1,4 +1,5 @@
-//! `paddock tool list` and `paddock tool call`.
+//! `paddock tool list` and `paddock tool call`, through the preset's tool selection, hooks
+//! and approval (P1, H1, H2, C2).
 
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -8,7 +9,8 @@ use super::style::{self, BOLD, DIM, RED, YELLOW, paint};
 use super::{Env, Exit};
 use crate::calls::Registry;
 use crate::contract::ToolResult;
-use crate::exec::{CallContext, OpenGate, SpillDir, run_call};
+use crate::exec::{CallContext, SpillDir, run_call};
+use crate::hooks::{Approval, HookChain, TerminalApprover};
 use crate::preset::{self, ResolveContext, make_mount};
 use crate::sandbox::{Mount, MountMode};
 
@@ -30,8 +32,8 @@ pub enum ToolCommand {
         #[arg(default_value = "{}")]
         args: String,
         /// Mount HOST at GUEST (mode rw unless `:ro`), replacing the preset's mounts. Without
-        /// it, the preset decides; the default preset mounts the current directory read-write
-        /// at /workspace, where relative paths resolve.
+        /// it, the preset decides; the default preset mounts the current directory read-only
+        /// at /workspace, where relative paths resolve (use `--preset coding` to write).
         #[arg(long = "mount", value_name = "HOST:GUEST[:ro|rw]")]
         mounts: Vec<String>,
         #[command(flatten)]
@@ -44,7 +46,8 @@ pub enum ToolCommand {
 
 #[derive(Args)]
 pub struct PresetArg {
-    /// Preset name (shipped: default) or path to a .toml file.
+    /// Preset name (found in ./.paddock/presets, then $XDG_CONFIG_HOME/paddock/presets, then
+    /// the shipped default, coding, review, untrusted) or path to a .toml file.
     #[arg(long, default_value = "default")]
     preset: String,
 }
@@ -97,6 +100,9 @@ struct Loaded {
     env: Env,
     registry: Registry,
     spill: SpillDir,
+    chain: HookChain,
+    preset: String,
+    cancel: CancellationToken,
 }
 
 async fn load(preset_name: &str, mounts: &[String]) -> Result<Loaded, (String, String)> {
@@ -107,7 +113,7 @@ async fn load(preset_name: &str, mounts: &[String]) -> Result<Loaded, (String, S
         .map(|m| parse_mount(m, &env.cwd))
         .collect::<Result<Vec<_>, _>>()
         .map_err(usage)?;
-    let file = preset::load(preset_name).map_err(|e| usage(e.to_string()))?;
+    let file = preset::load_in(preset_name, &env.cwd).map_err(|e| usage(e.to_string()))?;
     let spill = SpillDir {
         host: env.store.session_dir("cli").join("spill"),
         guest: SpillDir::GUEST.to_string(),
@@ -125,13 +131,31 @@ async fn load(preset_name: &str, mounts: &[String]) -> Result<Loaded, (String, S
     let resolved = file
         .resolve(preset_name, &cx)
         .map_err(|e| usage(e.to_string()))?;
-    let registry = Registry::load(&env.sandbox, &env.store, &resolved)
+    let mut registry = Registry::load(&env.sandbox, &env.store, &resolved)
         .await
         .map_err(|e| ("BAD_PLUGIN".to_string(), e.to_string()))?;
+    registry.retain(|tool| resolved.keeps_tool(tool));
+    let cancel = CancellationToken::new();
+    let approval = Approval {
+        policy: resolved.approval,
+        approver: Box::new(TerminalApprover),
+    };
+    let chain = HookChain::load(
+        &env.sandbox,
+        &env.store,
+        &resolved,
+        approval,
+        cancel.clone(),
+    )
+    .await
+    .map_err(|e| ("BAD_HOOK".to_string(), e.to_string()))?;
     Ok(Loaded {
         env,
         registry,
         spill,
+        chain,
+        preset: resolved.name.clone(),
+        cancel,
     })
 }
 
@@ -186,7 +210,7 @@ async fn call(name: &str, args: &str, mounts: &[String], preset_name: &str, json
         Ok(loaded) => loaded,
         Err((code, message)) => return setup_error(json, &code, &message),
     };
-    let cancel = CancellationToken::new();
+    let cancel = loaded.cancel.clone();
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -197,27 +221,33 @@ async fn call(name: &str, args: &str, mounts: &[String], preset_name: &str, json
         sandbox: &loaded.env.sandbox,
         registry: &loaded.registry,
         spill: Some(&loaded.spill),
-        gate: &OpenGate,
+        gate: &loaded.chain,
         session_id: "cli",
-        preset: preset_name,
+        preset: &loaded.preset,
         cancel,
     };
     let call_id = format!("cli-{}", std::process::id());
     let executed = run_call(&cx, &call_id, name, args).await;
-    print_result(&executed.result, json)
+    print_result(&executed.result, &executed.context, json)
 }
 
-fn print_result(result: &ToolResult, json: bool) -> Exit {
+fn print_result(result: &ToolResult, context: &[String], json: bool) -> Exit {
+    if !json {
+        // What hooks added for the model; the result itself goes to stdout below.
+        for line in context {
+            eprintln!("{}", paint(style::color_enabled_stderr(), DIM, line));
+        }
+    }
     match (result, json) {
         (Ok(out), true) => {
             println!(
                 "{}",
-                json!({"ok": true, "content": out.content, "truncated": out.truncated, "continuation": out.continuation})
+                json!({"ok": true, "content": out.content, "truncated": out.truncated, "continuation": out.continuation, "context": context})
             );
             Exit::Ok
         }
         (Err(err), true) => {
-            println!("{}", json!({"ok": false, "error": err}));
+            println!("{}", json!({"ok": false, "error": err, "context": context}));
             Exit::Failed
         }
         (Ok(out), false) => {

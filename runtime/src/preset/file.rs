@@ -6,20 +6,40 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::PresetError;
+use super::sections::{ApprovalEntry, GrantsEntry, HookEntry, LoopLimits, ToolSelection};
+use crate::model::ProviderConfig;
 use crate::sandbox::MountMode;
 
 /// A whole preset file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PresetFile {
+    /// Where the text came from, for messages: a path or `<embedded preset NAME>`.
+    #[serde(skip)]
+    pub origin: String,
     /// Shown by `preset list`; defaults to the file name.
     #[serde(default)]
     pub name: Option<String>,
     #[serde(default)]
     pub description: Option<String>,
+    /// The model and how to reach it (used by the loop).
+    #[serde(default, skip_serializing)]
+    pub model: Option<ProviderConfig>,
+    /// Loop budgets.
+    #[serde(default)]
+    pub limits: LoopLimits,
     /// Plugins by the name the session uses for them.
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginEntry>,
+    /// Which tools load, and aliases.
+    #[serde(default)]
+    pub tools: ToolSelection,
+    /// Pre- and post-tool hooks, in the order they run.
+    #[serde(default)]
+    pub hooks: Vec<HookEntry>,
+    /// Risk tier => allow, ask or deny.
+    #[serde(default)]
+    pub approval: ApprovalEntry,
 }
 
 /// One plugin and what it is granted.
@@ -34,6 +54,9 @@ pub struct PluginEntry {
     /// Host directories the plugin sees.
     #[serde(default)]
     pub mounts: Vec<MountEntry>,
+    /// Host capabilities (exec, http); none by default.
+    #[serde(default)]
+    pub grants: GrantsEntry,
     /// Instruction budget per call, or "off".
     #[serde(default)]
     pub fuel: Option<FuelSetting>,
@@ -81,6 +104,17 @@ pub enum FuelSetting {
     Off,
 }
 
+impl FuelSetting {
+    /// The budget a store gets: `None` is fuel off; an absent setting takes `default`.
+    pub fn resolve(setting: Option<FuelSetting>, default: Option<u64>) -> Option<u64> {
+        match setting {
+            Some(FuelSetting::Off) => None,
+            Some(FuelSetting::Budget(n)) => Some(n),
+            None => default,
+        }
+    }
+}
+
 fn off<S: serde::Serializer>(s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str("off")
 }
@@ -108,7 +142,10 @@ impl<'de> Deserialize<'de> for FuelSetting {
 
 /// Parses `text` (read from `origin`) strictly.
 pub fn parse(origin: &str, text: &str) -> Result<PresetFile, PresetError> {
-    toml::from_str(text).map_err(|e| PresetError(describe(origin, text, &e)))
+    let mut file: PresetFile =
+        toml::from_str(text).map_err(|e| PresetError(describe(origin, text, &e)))?;
+    file.origin = origin.to_string();
+    Ok(file)
 }
 
 fn describe(origin: &str, text: &str, error: &toml::de::Error) -> String {

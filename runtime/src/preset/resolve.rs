@@ -7,8 +7,11 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::file::{FuelSetting, PluginEntry, PresetFile};
+use super::policy::{ApprovalPolicy, LoopBudgets, ResolvedHook, check_pin, grants};
+use super::sections::ToolSelection;
 use super::{PresetError, check_mount_is_safe};
 use crate::exec::SpillDir;
+use crate::model::ProviderConfig;
 use crate::sandbox::{Grant, Limits, Mount, MountMode};
 
 /// Where a plugin's bytes come from.
@@ -52,7 +55,27 @@ pub struct ResolvedPlugin {
 #[derive(Debug, Clone, Serialize)]
 pub struct ResolvedPreset {
     pub name: String,
+    /// The model, for the loop; `preset show` prints it separately.
+    #[serde(skip)]
+    pub model: Option<ProviderConfig>,
+    pub limits: LoopBudgets,
     pub plugins: Vec<ResolvedPlugin>,
+    /// Enable/disable globs (applied with `Registry::retain`) and aliases (parsed here, used
+    /// by the alias table when it comes).
+    pub tools: ToolSelection,
+    pub hooks: Vec<ResolvedHook>,
+    pub approval: ApprovalPolicy,
+}
+
+impl ResolvedPreset {
+    /// Does the preset's tool selection keep tool `name`?
+    pub fn keeps_tool(&self, name: &str) -> bool {
+        let enabled = match &self.tools.enable {
+            Some(globs) => globs.iter().any(|g| g.matches(name)),
+            None => true,
+        };
+        enabled && !self.tools.disable.iter().any(|g| g.matches(name))
+    }
 }
 
 /// What resolution needs from outside the file.
@@ -65,7 +88,20 @@ pub struct ResolveContext<'a> {
 }
 
 impl PresetFile {
+    /// Resolves the preset; an error names the file and the key.
     pub fn resolve(
+        &self,
+        fallback_name: &str,
+        cx: &ResolveContext<'_>,
+    ) -> Result<ResolvedPreset, PresetError> {
+        self.resolve_here(fallback_name, cx)
+            .map_err(|e| match self.origin.as_str() {
+                "" => e,
+                origin => PresetError(format!("{origin}: {}", e.0)),
+            })
+    }
+
+    fn resolve_here(
         &self,
         fallback_name: &str,
         cx: &ResolveContext<'_>,
@@ -75,12 +111,33 @@ impl PresetFile {
             .iter()
             .map(|(name, entry)| resolve_plugin(name, entry, cx))
             .collect::<Result<Vec<_>, _>>()?;
+        if let Some(model) = &self.model
+            && model.model.trim().is_empty()
+        {
+            return Err(PresetError(
+                "model.model: name the model, e.g. \"gpt-4.1-mini\"".into(),
+            ));
+        }
+        for (alias, target) in &self.tools.aliases {
+            if !crate::contract::valid_tool_name(alias) || !crate::contract::valid_tool_name(target)
+            {
+                return Err(PresetError(format!(
+                    "tools.aliases: {alias:?} = {target:?}: both must be tool names \
+                     (^[A-Za-z0-9_-]{{1,64}}$)"
+                )));
+            }
+        }
         Ok(ResolvedPreset {
             name: self
                 .name
                 .clone()
                 .unwrap_or_else(|| fallback_name.to_string()),
+            model: self.model.clone(),
+            limits: self.budgets(),
             plugins,
+            tools: self.tools.clone(),
+            hooks: self.resolve_hooks(cx)?,
+            approval: self.approval_policy(),
         })
     }
 }
@@ -95,17 +152,7 @@ fn resolve_plugin(
             "plugins.{name}: plugin names must match ^[A-Za-z0-9_-]{{1,64}}$"
         )));
     }
-    if let Some(pin) = &entry.sha256
-        && (pin.len() != 64
-            || !pin
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
-    {
-        return Err(PresetError(format!(
-            "plugins.{name}.sha256: {pin:?} is not a SHA-256; write 64 lower-case hex digits \
-                 (`paddock plugin inspect` shows a plugin's hash)"
-        )));
-    }
+    check_pin(&format!("plugins.{name}"), entry.sha256.as_deref())?;
     let mut mounts = match cx.mount_override {
         Some(mounts) => mounts.to_vec(),
         None => entry
@@ -138,11 +185,7 @@ fn resolve_plugin(
     }
     let defaults = Limits::default();
     let limits = Limits {
-        fuel: match entry.fuel {
-            Some(FuelSetting::Off) => None,
-            Some(FuelSetting::Budget(n)) => Some(n),
-            None => defaults.fuel,
-        },
+        fuel: FuelSetting::resolve(entry.fuel, defaults.fuel),
         timeout: entry
             .timeout_ms
             .map(Duration::from_millis)
@@ -170,8 +213,8 @@ fn resolve_plugin(
         sha256: entry.sha256.clone(),
         grant: Grant {
             mounts,
-            capabilities: Vec::new(),
             limits,
+            ..grants(Some(&entry.grants))
         },
         output_bytes: entry.output_bytes,
     })

@@ -9,9 +9,9 @@ use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use super::bindings::{ToolPlugin, ToolPluginPre, log, types};
+use super::bindings::{ToolPlugin, ToolPluginPre, hook, log, types};
 use super::engine::Sandbox;
-use super::grant::{Grant, MountMode};
+use super::grant::{ExecGrant, Grant, HttpGrant, Mount, MountMode};
 use super::limits::CallLimiter;
 use super::plugin::{Plugin, truncate_for_message};
 use super::stdio::{CappedPipe, Captured};
@@ -42,11 +42,16 @@ pub struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
     limiter: CallLimiter,
-    deadline: Instant,
-    cancel: CancellationToken,
+    pub(super) deadline: Instant,
+    pub(super) cancel: CancellationToken,
     stop: Option<Stop>,
     logs: Vec<LogLine>,
     log_bytes: usize,
+    /// For the capabilities: who is calling, what it may do, and where.
+    pub(super) plugin: String,
+    pub(super) mounts: Vec<Mount>,
+    pub(super) exec: Option<ExecGrant>,
+    pub(super) http: Option<HttpGrant>,
 }
 
 impl WasiView for CallState {
@@ -80,12 +85,16 @@ impl log::Host for CallState {
 
 impl types::Host for CallState {}
 
-/// The linker every plugin is prepared against: WASI 0.2 and `log`. Capabilities are checked
-/// against the grant before linking (see `plugin::check_imports`).
+impl hook::hook_types::Host for CallState {}
+
+/// The linker every plugin and hook is prepared against: WASI 0.2, `log`, the hook types and
+/// the capabilities. Which capability a plugin may import is checked against its grant
+/// before linking (see `plugin::check_imports`); the allow-lists are checked per request.
 pub(super) fn make_linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<CallState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     ToolPlugin::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |state| state)?;
+    hook::hook_types::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |state| state)?;
     Ok(linker)
 }
 
@@ -108,16 +117,17 @@ pub enum CallOutcome<T> {
     TimedOut,
 }
 
-struct Prepared {
-    store: Store<CallState>,
+pub(super) struct Prepared {
+    pub(super) store: Store<CallState>,
     stdout: CappedPipe,
     stderr: CappedPipe,
     fuel: Option<u64>,
 }
 
 impl Sandbox {
-    fn prepare_store(
+    pub(super) fn prepare_store(
         &self,
+        plugin: &str,
         grant: &Grant,
         read_only: bool,
         cancel: &CancellationToken,
@@ -158,6 +168,10 @@ impl Sandbox {
             stop: None,
             logs: Vec::new(),
             log_bytes: 0,
+            plugin: plugin.to_string(),
+            mounts: grant.mounts.clone(),
+            exec: grant.exec.clone(),
+            http: grant.http.clone(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
@@ -193,7 +207,7 @@ impl Sandbox {
         grant: &Grant,
         cancel: &CancellationToken,
     ) -> Result<Vec<types::ToolSpec>, ToolError> {
-        let mut prepared = self.prepare_store(grant, true, cancel)?;
+        let mut prepared = self.prepare_store("", grant, true, cancel)?;
         let timeout = grant.limits.timeout;
         let outcome = {
             let store = &mut prepared.store;
@@ -220,7 +234,7 @@ impl Sandbox {
         let read_only = plugin
             .tool(tool)
             .is_some_and(|spec| spec.meta.is_read_only());
-        let mut prepared = match self.prepare_store(grant, read_only, cancel) {
+        let mut prepared = match self.prepare_store(&plugin.name, grant, read_only, cancel) {
             Ok(prepared) => prepared,
             Err(error) => return CallReport::failed(error, started),
         };
@@ -275,7 +289,7 @@ impl CallReport {
 /// Runs `call` until it ends, the token is cancelled, or the deadline (plus grace) passes.
 /// A call running wasm is stopped by the epoch callback; one blocked in a host call is
 /// dropped here.
-async fn race<T>(
+pub(super) async fn race<T>(
     call: impl Future<Output = wasmtime::Result<T>>,
     cancel: &CancellationToken,
     timeout: Duration,
@@ -293,7 +307,7 @@ async fn race<T>(
 
 /// Turns the raw outcome into a result, reading the store for why a trap happened, and
 /// gathers what the call printed and logged.
-fn finish<T, R>(
+pub(super) fn finish<T, R>(
     prepared: Prepared,
     outcome: CallOutcome<T>,
     timeout: Duration,

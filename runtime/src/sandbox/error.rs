@@ -34,6 +34,12 @@ pub enum LoadError {
     )]
     UnknownImport { plugin: String, import: String },
 
+    #[error(
+        "hook `{hook}` does not implement the paddock hook world: {detail}; build it against \
+         wit/hook.wit (package paddock:plugin@0.1.0, world hook), e.g. like plugins/hooks/audit"
+    )]
+    NotAHook { hook: String, detail: String },
+
     #[error("plugin `{plugin}` failed while listing its tools: {detail}")]
     ListFailed { plugin: String, detail: String },
 

@@ -79,10 +79,40 @@ impl Default for Limits {
     }
 }
 
+/// What the `exec` capability may run (S6): `plugins.<name>.grants.exec`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecGrant {
+    /// Programs by name (looked up on the host's PATH) or absolute path.
+    pub allow: Vec<String>,
+    /// Host environment variables passed through; every other variable is cleared.
+    pub env: Vec<String>,
+    /// Longest run of one program.
+    pub timeout: Duration,
+    /// Bytes of stdout and of stderr kept per run.
+    pub output_bytes: usize,
+}
+
+/// Which hosts the `http` capability may reach (S6): `plugins.<name>.grants.http`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpGrant {
+    /// `host`, `*.host`, optionally with `scheme://` and `:port` (default: https, port 443).
+    pub allow: Vec<String>,
+    /// Longest request, end to end.
+    pub timeout: Duration,
+    /// Bytes of a response body kept; the rest is cut and `truncated` set.
+    pub max_response_bytes: usize,
+}
+
 /// Everything one plugin is allowed, as the preset resolved it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Grant {
     pub mounts: Vec<Mount>,
+    /// Capabilities the plugin may import. A capability listed here without its allow-list
+    /// below allows nothing.
     pub capabilities: Vec<Capability>,
     pub limits: Limits,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<ExecGrant>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpGrant>,
 }

@@ -3,14 +3,18 @@
 //!
 //! What it does not do: decide *what* is granted (that is the preset's job), validate tool
 //! arguments (calls/), or shape results for the model (exec/budget). It turns a granted call
-//! into a `ToolResult`, and nothing a plugin does can turn into anything else.
+//! into a `ToolResult`, and nothing a plugin does can turn into anything else. Hooks (H2) run
+//! here the same way (`hook`), and so do the host capabilities `exec` and `http` (S6).
 
 mod bindings;
 mod cache;
 mod call;
 mod engine;
 mod error;
+mod exec;
 mod grant;
+mod hook;
+mod http;
 mod limits;
 mod plugin;
 mod stdio;
@@ -18,5 +22,6 @@ mod stdio;
 pub use call::{CallOutcome, CallReport, LogLine};
 pub use engine::Sandbox;
 pub use error::LoadError;
-pub use grant::{Capability, Grant, Limits, Mount, MountMode};
+pub use grant::{Capability, ExecGrant, Grant, HttpGrant, Limits, Mount, MountMode};
+pub use hook::{HookPlugin, Permission, PostDecision, PostToolUse, PreDecision, PreToolUse};
 pub use plugin::Plugin;

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
+use wasmtime::component::Component;
 use wasmtime::component::types::ComponentItem;
 
 use super::bindings::{ToolPluginPre, types};
@@ -57,7 +58,41 @@ fn list_limits() -> Limits {
     }
 }
 
+/// A component compiled (or loaded from cache) whose imports passed `check_imports`.
+pub(super) struct Checked {
+    pub component: Component,
+    pub sha256: String,
+    pub cache: CacheUse,
+    pub imports: Vec<String>,
+}
+
 impl Sandbox {
+    /// Checks the header, compiles through the cache, and refuses imports that were not
+    /// granted: the part of loading that tools and hooks share.
+    pub(super) fn compile_checked(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        granted: &[Capability],
+    ) -> Result<Checked, LoadError> {
+        check_component_header(name, wasm)?;
+        let sha256 = sha256_hex(wasm);
+        let (component, cache) = self.compile_cached(name, wasm, &sha256)?;
+        let imports: Vec<String> = component
+            .component_type()
+            .imports(&self.engine)
+            .filter(|(_, item)| !matches!(item.ty, ComponentItem::Type(_)))
+            .map(|(import, _)| import.to_string())
+            .collect();
+        check_imports(name, &imports, granted)?;
+        Ok(Checked {
+            component,
+            sha256,
+            cache,
+            imports,
+        })
+    }
+
     /// Loads `wasm` as plugin `name`, which may import only WASI, `log`, and the capabilities
     /// in `granted`.
     pub async fn load(
@@ -66,17 +101,12 @@ impl Sandbox {
         wasm: &[u8],
         granted: &[Capability],
     ) -> Result<Plugin, LoadError> {
-        check_component_header(name, wasm)?;
-        let sha256 = sha256_hex(wasm);
-        let (component, cache) = self.compile_cached(name, wasm, &sha256)?;
-
-        let imports: Vec<String> = component
-            .component_type()
-            .imports(&self.engine)
-            .filter(|(_, item)| !matches!(item.ty, ComponentItem::Type(_)))
-            .map(|(import, _)| import.to_string())
-            .collect();
-        check_imports(name, &imports, granted)?;
+        let Checked {
+            component,
+            sha256,
+            cache,
+            imports,
+        } = self.compile_checked(name, wasm, granted)?;
 
         let pre = self
             .linker()
@@ -94,6 +124,7 @@ impl Sandbox {
             mounts: Vec::new(),
             capabilities: granted.to_vec(),
             limits: list_limits(),
+            ..Grant::default()
         };
         let listed = self
             .run_list(&pre, &grant, &CancellationToken::new())
@@ -136,7 +167,8 @@ fn check_imports(
         }
         let provided = import.starts_with("wasi:")
             || import.starts_with("paddock:plugin/log@")
-            || import.starts_with("paddock:plugin/types@");
+            || import.starts_with("paddock:plugin/types@")
+            || import.starts_with("paddock:plugin/hook-types@");
         if !provided {
             return Err(LoadError::UnknownImport {
                 plugin: plugin.to_string(),

@@ -1,0 +1,122 @@
+//! `paddock preset list | show NAME | check FILE` (P1).
+
+use clap::Subcommand;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::style::{self, BOLD, DIM, GREEN, RED, paint};
+use super::{Env, Exit};
+use crate::calls::Registry;
+use crate::hooks::{Approval, HookChain, TerminalApprover};
+use crate::preset::{self, ResolveContext, ResolvedPreset};
+
+#[derive(Subcommand)]
+pub enum PresetCommand {
+    /// List the presets found by name: ./.paddock/presets, then
+    /// $XDG_CONFIG_HOME/paddock/presets, then the shipped ones.
+    List,
+    /// Print a preset fully resolved, every default filled in, as JSON.
+    Show {
+        /// Preset name or path to a .toml file.
+        name: String,
+    },
+    /// Check a preset: parse it strictly, resolve it, and load its plugins and hooks.
+    Check {
+        /// Path to a .toml file, or a preset name.
+        file: String,
+    },
+}
+
+pub async fn run(cmd: PresetCommand) -> Exit {
+    let env = match Env::open() {
+        Ok(env) => env,
+        Err(e) => return fail(&format!("{e:#}")),
+    };
+    match cmd {
+        PresetCommand::List => {
+            let color = style::color_enabled_stdout();
+            for info in preset::list(&env.cwd) {
+                println!(
+                    "{}  {}  {}",
+                    paint(color, BOLD, &format!("{:<12}", info.name)),
+                    paint(color, DIM, &format!("[{}]", info.origin)),
+                    info.description.unwrap_or_default()
+                );
+            }
+            Exit::Ok
+        }
+        PresetCommand::Show { name } => match resolve(&env, &name) {
+            Ok(resolved) => {
+                let mut value = serde_json::to_value(&resolved).unwrap_or_default();
+                value["model"] = match &resolved.model {
+                    Some(m) => json!({
+                        "provider": format!("{:?}", m.kind).to_lowercase(),
+                        "model": m.model,
+                        "base_url": m.base_url(),
+                        "api_key_env": m.api_key_env,
+                        "max_output_tokens": m.max_output_tokens,
+                        "temperature": m.temperature,
+                    }),
+                    None => serde_json::Value::Null,
+                };
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&value).unwrap_or_default()
+                );
+                Exit::Ok
+            }
+            Err(message) => fail(&message),
+        },
+        PresetCommand::Check { file } => {
+            let resolved = match resolve(&env, &file) {
+                Ok(resolved) => resolved,
+                Err(message) => return fail(&message),
+            };
+            if let Err(e) = Registry::load(&env.sandbox, &env.store, &resolved).await {
+                return fail(&format!("{file}: {e}"));
+            }
+            let approval = Approval {
+                policy: resolved.approval,
+                approver: Box::new(TerminalApprover),
+            };
+            if let Err(e) = HookChain::load(
+                &env.sandbox,
+                &env.store,
+                &resolved,
+                approval,
+                CancellationToken::new(),
+            )
+            .await
+            {
+                return fail(&format!("{file}: {e}"));
+            }
+            println!(
+                "{} {file}: preset `{}` is valid ({} plugins, {} hooks)",
+                paint(style::color_enabled_stdout(), GREEN, "ok"),
+                resolved.name,
+                resolved.plugins.len(),
+                resolved.hooks.len()
+            );
+            Exit::Ok
+        }
+    }
+}
+
+fn resolve(env: &Env, name: &str) -> Result<ResolvedPreset, String> {
+    let file = preset::load_in(name, &env.cwd).map_err(|e| e.to_string())?;
+    let cx = ResolveContext {
+        cwd: &env.cwd,
+        data_dir: env.store.root(),
+        spill: None,
+        mount_override: None,
+    };
+    file.resolve(name, &cx).map_err(|e| e.to_string())
+}
+
+fn fail(message: &str) -> Exit {
+    eprintln!(
+        "{} {message}",
+        paint(style::color_enabled_stderr(), RED, "error:")
+    );
+    Exit::Usage
+}

@@ -1,0 +1,340 @@
+//! The hook chain (H1, H2): pre-tool hooks in preset order, each matched by a regex on the
+//! tool name and run in the sandbox under its own grant, limits and timeout; deny wins over
+//! ask over allow; a failing hook follows its `on_error`. Then approval by risk (C2). After
+//! the call, post-tool hooks in order may replace the result and add context.
+
+use regex::Regex;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::approval::{Approval, Question};
+use crate::contract::{ErrorCode, ToolError, ToolResult};
+use crate::exec::{Admission, CallGate, GateCall, Outcome};
+use crate::plugin_store::{PluginStore, StoreError};
+use crate::preset::{ApprovalMode, HookPhase, OnError, ResolvedHook, ResolvedPreset};
+use crate::sandbox::{HookPlugin, LoadError, Permission, PostToolUse, PreToolUse, Sandbox};
+
+/// Why a preset's hooks could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    #[error("hooks[{index}] (`{hook}`): {source}")]
+    Store {
+        index: usize,
+        hook: String,
+        source: StoreError,
+    },
+    #[error("hooks[{index}] (`{hook}`): {source}")]
+    Load {
+        index: usize,
+        hook: String,
+        source: LoadError,
+    },
+    #[error(
+        "hooks[{index}] (`{hook}`): its SHA-256 is {actual}, but the preset pins {expected} \
+         (hooks[{index}].sha256); refusing to load it"
+    )]
+    PinMismatch {
+        index: usize,
+        hook: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("hooks[{index}] (`{hook}`).match: {detail}")]
+    Matcher {
+        index: usize,
+        hook: String,
+        detail: String,
+    },
+}
+
+/// One hook, loaded and ready.
+pub struct LoadedHook {
+    pub spec: ResolvedHook,
+    pub matcher: Regex,
+    pub plugin: HookPlugin,
+}
+
+/// What the pre-tool chain decided, before approval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreVerdict {
+    /// Allow, ask (with every hook's reason) or deny (with the first denying hook's reason).
+    pub permission: Permission,
+    /// The arguments after every rewrite, not yet validated.
+    pub args: Value,
+    pub context: Vec<String>,
+    /// `hooks[i]` of the hook that asked, for the no-terminal message.
+    pub asked_by: Option<String>,
+}
+
+/// The preset's hooks and approval policy: the `CallGate` of a real session.
+pub struct HookChain {
+    sandbox: Sandbox,
+    pre: Vec<LoadedHook>,
+    post: Vec<LoadedHook>,
+    approval: Approval,
+    cancel: CancellationToken,
+}
+
+impl HookChain {
+    /// Loads every hook of `preset`. `cancel` stops running hooks when the session ends.
+    pub async fn load(
+        sandbox: &Sandbox,
+        store: &PluginStore,
+        preset: &ResolvedPreset,
+        approval: Approval,
+        cancel: CancellationToken,
+    ) -> Result<HookChain, HookError> {
+        let mut chain = HookChain {
+            sandbox: sandbox.clone(),
+            pre: Vec::new(),
+            post: Vec::new(),
+            approval,
+            cancel,
+        };
+        for spec in &preset.hooks {
+            let (index, hook) = (spec.index, spec.name.clone());
+            let bytes = store
+                .bytes(&spec.source)
+                .map_err(|source| HookError::Store {
+                    index,
+                    hook: hook.clone(),
+                    source,
+                })?;
+            let plugin = sandbox
+                .load_hook(&hook, &bytes, &spec.grant.capabilities)
+                .await
+                .map_err(|source| HookError::Load {
+                    index,
+                    hook: hook.clone(),
+                    source,
+                })?;
+            if let Some(expected) = &spec.sha256
+                && *expected != plugin.sha256
+            {
+                return Err(HookError::PinMismatch {
+                    index,
+                    hook,
+                    expected: expected.clone(),
+                    actual: plugin.sha256.clone(),
+                });
+            }
+            let matcher = Regex::new(&spec.matcher).map_err(|e| HookError::Matcher {
+                index,
+                hook: hook.clone(),
+                detail: e.to_string(),
+            })?;
+            let loaded = LoadedHook {
+                spec: spec.clone(),
+                matcher,
+                plugin,
+            };
+            match spec.on {
+                HookPhase::Pre => chain.pre.push(loaded),
+                HookPhase::Post => chain.post.push(loaded),
+            }
+        }
+        Ok(chain)
+    }
+
+    /// Runs the matching pre-tool hooks in order. Deny stops the chain; ask is remembered;
+    /// rewrites feed the next hook.
+    pub async fn pre_tool_use(&self, call: GateCall<'_>) -> PreVerdict {
+        let mut verdict = PreVerdict {
+            permission: Permission::Allow,
+            args: call.args.clone(),
+            context: Vec::new(),
+            asked_by: None,
+        };
+        let mut asks: Vec<String> = Vec::new();
+        for hook in self
+            .pre
+            .iter()
+            .filter(|h| h.matcher.is_match(&call.tool.name))
+        {
+            let event = PreToolUse {
+                tool_name: call.tool.name.clone(),
+                tool_input: verdict.args.to_string(),
+                read_only: call.tool.meta.is_read_only(),
+                path_params: call.tool.meta.path_params.clone(),
+                call_id: call.call_id.to_string(),
+                session_id: call.session_id.to_string(),
+                preset: call.preset.to_string(),
+                config: hook.spec.config.clone(),
+            };
+            let answer = self
+                .sandbox
+                .pre_tool_use(&hook.plugin, &event, &hook.spec.grant, &self.cancel)
+                .await
+                .and_then(|decision| {
+                    let args = match &decision.updated_input {
+                        Some(text) => Some(parse_rewrite(text)?),
+                        None => None,
+                    };
+                    Ok((decision, args))
+                });
+            let (decision, rewritten) = match answer {
+                Ok(answer) => answer,
+                Err(error) => {
+                    let failed = format!(
+                        "pre-tool hook `{}` (hooks[{}]) failed: {}",
+                        hook.spec.name, hook.spec.index, error.message
+                    );
+                    if hook.spec.on_error == OnError::Allow {
+                        tracing::warn!("{failed}; allowing, as its on_error says");
+                        continue;
+                    }
+                    verdict.permission = Permission::Deny(format!(
+                        "{failed}; a failing pre-hook denies (hooks[{}].on_error = \"deny\")",
+                        hook.spec.index
+                    ));
+                    return verdict;
+                }
+            };
+            verdict.context.extend(decision.additional_context);
+            if let Some(args) = rewritten {
+                verdict.args = args;
+            }
+            match decision.permission {
+                Permission::Allow => {}
+                Permission::Ask(reason) => {
+                    if verdict.asked_by.is_none() {
+                        verdict.asked_by = Some(format!("hooks[{}]", hook.spec.index));
+                    }
+                    asks.push(format!("hook `{}` asks: {reason}", hook.spec.name));
+                }
+                Permission::Deny(reason) => {
+                    verdict.permission =
+                        Permission::Deny(format!("hook `{}`: {reason}", hook.spec.name));
+                    return verdict;
+                }
+            }
+        }
+        if !asks.is_empty() {
+            verdict.permission = Permission::Ask(asks.join("; "));
+        }
+        verdict
+    }
+
+    /// Runs the matching post-tool hooks in order over `result`.
+    pub async fn post_tool_use(&self, call: GateCall<'_>, mut result: ToolResult) -> Outcome {
+        let mut context = Vec::new();
+        for hook in self
+            .post
+            .iter()
+            .filter(|h| h.matcher.is_match(&call.tool.name))
+        {
+            let event = PostToolUse {
+                tool_name: call.tool.name.clone(),
+                tool_input: call.args.to_string(),
+                call_id: call.call_id.to_string(),
+                session_id: call.session_id.to_string(),
+                preset: call.preset.to_string(),
+                config: hook.spec.config.clone(),
+                tool_response: result.clone(),
+            };
+            match self
+                .sandbox
+                .post_tool_use(&hook.plugin, &event, &hook.spec.grant, &self.cancel)
+                .await
+            {
+                Ok(decision) => {
+                    if let Some(replaced) = decision.replace {
+                        result = replaced;
+                    }
+                    context.extend(decision.additional_context);
+                }
+                Err(error) if hook.spec.on_error == OnError::Deny => {
+                    result = Err(ToolError::new(
+                        ErrorCode::Denied,
+                        format!(
+                            "post-tool hook `{}` (hooks[{}]) failed ({}), and its on_error is \
+                             \"deny\", so the result is withheld",
+                            hook.spec.name, hook.spec.index, error.message
+                        ),
+                    ));
+                }
+                Err(error) => tracing::warn!(
+                    "post-tool hook `{}` failed ({}); keeping the result",
+                    hook.spec.name,
+                    error.message
+                ),
+            }
+        }
+        Outcome { result, context }
+    }
+
+    /// Approval by risk, combined with what the hooks said: the stricter wins.
+    async fn approve(&self, call: GateCall<'_>, verdict: &PreVerdict) -> Result<(), String> {
+        let (mode, tier) = self.approval.mode(call.tool.meta.risk);
+        let key = format!("approval.{tier}");
+        if mode == ApprovalMode::Deny {
+            return Err(format!(
+                "{} is {tier} risk, and the preset denies {tier}-risk tools (`{key} = \"deny\"`)",
+                call.tool.name
+            ));
+        }
+        let (why, key) = match (&verdict.permission, mode) {
+            (Permission::Ask(reason), _) => (
+                reason.clone(),
+                verdict.asked_by.clone().unwrap_or_else(|| "hooks".into()),
+            ),
+            (_, ApprovalMode::Ask) => (format!("{tier} risk, `{key} = \"ask\"`"), key),
+            _ => return Ok(()),
+        };
+        let args: String = call.args.to_string().chars().take(300).collect();
+        self.approval
+            .confirm(Question {
+                tool: call.tool.name.clone(),
+                args,
+                why,
+                key,
+            })
+            .await
+    }
+}
+
+/// A rewrite must at least be a JSON object; the schema check happens in the pipeline.
+fn parse_rewrite(text: &str) -> Result<Value, ToolError> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) if value.is_object() => Ok(value),
+        _ => Err(ToolError::new(
+            ErrorCode::InvalidArgs,
+            format!(
+                "its updated input is not a JSON object: {:?}",
+                text.chars().take(120).collect::<String>()
+            ),
+        )),
+    }
+}
+
+#[async_trait::async_trait]
+impl CallGate for HookChain {
+    async fn before(&self, call: GateCall<'_>) -> Admission {
+        let verdict = self.pre_tool_use(call).await;
+        if let Permission::Deny(reason) = &verdict.permission {
+            return Admission::Deny {
+                reason: reason.clone(),
+                context: verdict.context,
+            };
+        }
+        // Approval sees the arguments the tool would run with.
+        let rewritten = GateCall {
+            args: &verdict.args,
+            ..call
+        };
+        match self.approve(rewritten, &verdict).await {
+            Ok(()) => Admission::Allow {
+                args: verdict.args,
+                context: verdict.context,
+            },
+            Err(reason) => Admission::Deny {
+                reason,
+                context: verdict.context,
+            },
+        }
+    }
+
+    async fn after(&self, call: GateCall<'_>, result: ToolResult) -> Outcome {
+        self.post_tool_use(call, result).await
+    }
+}

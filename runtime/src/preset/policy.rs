@@ -1,0 +1,237 @@
+//! Resolving what a preset says about capabilities, hooks, approval and loop budgets (P1, S6,
+//! H2, C2, B3): defaults filled in, so `preset show` prints exactly what a session enforces.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::PresetError;
+use super::file::{FuelSetting, PresetFile};
+use super::resolve::{PluginSource, ResolveContext, make_mount};
+use super::sections::{ApprovalMode, GrantsEntry, HookEntry, HookPhase, OnError};
+use crate::sandbox::{Capability, ExecGrant, Grant, HttpGrant, Limits};
+
+/// Loop budgets with defaults filled in (B3, X1).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoopBudgets {
+    pub max_turns: u64,
+    pub max_tokens: u64,
+    pub max_wall_secs: u64,
+    pub max_cost_usd: f64,
+    pub max_parallel_tool_calls: u64,
+}
+
+/// Risk tier => what happens (C2). Defaults: low and medium allow, high asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ApprovalPolicy {
+    pub low: ApprovalMode,
+    pub medium: ApprovalMode,
+    pub high: ApprovalMode,
+}
+
+impl Default for ApprovalPolicy {
+    fn default() -> ApprovalPolicy {
+        ApprovalPolicy {
+            low: ApprovalMode::Allow,
+            medium: ApprovalMode::Allow,
+            high: ApprovalMode::Ask,
+        }
+    }
+}
+
+/// One hook, ready to load.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResolvedHook {
+    pub name: String,
+    /// Position in the preset's `hooks` list, for messages: `hooks[2]`.
+    pub index: usize,
+    pub source: PluginSource,
+    pub sha256: Option<String>,
+    pub on: HookPhase,
+    /// Anchored regular expression on tool names.
+    pub matcher: String,
+    pub on_error: OnError,
+    pub grant: Grant,
+    /// The hook's `config` table as JSON text.
+    pub config: String,
+}
+
+/// Limits a hook gets unless its entry says otherwise: hooks run on every call, so they are
+/// kept small.
+pub fn hook_limits() -> Limits {
+    Limits {
+        fuel: Some(200_000_000),
+        timeout: Duration::from_millis(1000),
+        memory_bytes: 64 << 20,
+        output_bytes: None,
+        stdio_bytes: 16 << 10,
+    }
+}
+
+impl PresetFile {
+    pub fn budgets(&self) -> LoopBudgets {
+        let l = &self.limits;
+        LoopBudgets {
+            max_turns: l.max_turns.map_or(50, |n| n.0),
+            max_tokens: l.max_tokens.map_or(400_000, |n| n.0),
+            max_wall_secs: l.max_wall_secs.map_or(1800, |n| n.0),
+            max_cost_usd: l.max_cost_usd.map_or(2.0, |d| d.0),
+            max_parallel_tool_calls: l.max_parallel_tool_calls.map_or(8, |n| n.0),
+        }
+    }
+
+    pub fn approval_policy(&self) -> ApprovalPolicy {
+        let d = ApprovalPolicy::default();
+        ApprovalPolicy {
+            low: self.approval.low.unwrap_or(d.low),
+            medium: self.approval.medium.unwrap_or(d.medium),
+            high: self.approval.high.unwrap_or(d.high),
+        }
+    }
+
+    pub fn resolve_hooks(&self, cx: &ResolveContext<'_>) -> Result<Vec<ResolvedHook>, PresetError> {
+        self.hooks
+            .iter()
+            .enumerate()
+            .map(|(i, h)| resolve_hook(i, h, cx))
+            .collect()
+    }
+}
+
+fn resolve_hook(
+    index: usize,
+    entry: &HookEntry,
+    cx: &ResolveContext<'_>,
+) -> Result<ResolvedHook, PresetError> {
+    let key = format!("hooks[{index}]");
+    let source = PluginSource::parse(&entry.source, cx.cwd);
+    let name = entry.name.clone().unwrap_or_else(|| match &source {
+        PluginSource::Builtin(n) | PluginSource::Installed(n) => n.clone(),
+        PluginSource::Path(p) => p
+            .file_stem()
+            .map_or_else(|| format!("hook{index}"), |s| s.to_string_lossy().into()),
+    });
+    check_pin(&key, entry.sha256.as_deref())?;
+    let on_error = match (entry.on, entry.on_error) {
+        (HookPhase::Pre, None) => OnError::Deny,
+        (HookPhase::Post, None) => OnError::Keep,
+        (HookPhase::Pre, Some(OnError::Keep)) => {
+            return Err(PresetError(format!(
+                "{key}.on_error: a pre-hook's failure policy is \"deny\" or \"allow\"; \"keep\" is for post-hooks"
+            )));
+        }
+        (HookPhase::Post, Some(OnError::Allow)) => {
+            return Err(PresetError(format!(
+                "{key}.on_error: a post-hook's failure policy is \"keep\" or \"deny\"; \"allow\" is for pre-hooks"
+            )));
+        }
+        (_, Some(policy)) => policy,
+    };
+    let mounts = entry
+        .mounts
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            make_mount(
+                &format!("{key}.mounts[{i}]"),
+                &m.host,
+                &m.guest,
+                m.mode,
+                cx.cwd,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for mount in &mounts {
+        super::check_mount_is_safe(mount, cx.data_dir)?;
+    }
+    let defaults = hook_limits();
+    let limits = Limits {
+        fuel: FuelSetting::resolve(entry.fuel, defaults.fuel),
+        timeout: entry
+            .timeout_ms
+            .map_or(defaults.timeout, |n| Duration::from_millis(n.0)),
+        memory_bytes: entry.memory_mb.map_or(defaults.memory_bytes, |n| n.0 << 20),
+        ..defaults
+    };
+    let mut grant = grants(entry.grants.as_ref());
+    grant.mounts = mounts;
+    grant.limits = limits;
+    let config = match &entry.config {
+        Some(table) => serde_json::to_string(table)
+            .map_err(|e| PresetError(format!("{key}.config: cannot pass it to the hook: {e}")))?,
+        None => "{}".to_string(),
+    };
+    Ok(ResolvedHook {
+        name,
+        index,
+        source,
+        sha256: entry.sha256.clone(),
+        on: entry.on,
+        matcher: format!(
+            "^(?:{})$",
+            entry.matcher.as_ref().map_or(".*", |m| m.0.as_str())
+        ),
+        on_error,
+        grant,
+        config,
+    })
+}
+
+/// A grant holding the capabilities and allow-lists of `entry`, with default limits and no
+/// mounts; the caller fills those in.
+pub(super) fn grants(entry: Option<&GrantsEntry>) -> Grant {
+    let mut grant = Grant::default();
+    let Some(entry) = entry else {
+        return grant;
+    };
+    if let Some(exec) = &entry.exec {
+        grant.capabilities.push(Capability::Exec);
+        grant.exec = Some(ExecGrant {
+            allow: exec.allow.clone(),
+            env: exec.env.clone(),
+            timeout: Duration::from_millis(exec.timeout_ms.map_or(30_000, |n| n.0)),
+            output_bytes: exec.output_bytes.map_or(1 << 20, |n| n.0 as usize),
+        });
+    }
+    if let Some(http) = &entry.http {
+        grant.capabilities.push(Capability::Http);
+        grant.http = Some(HttpGrant {
+            allow: http.allow.iter().map(|h| h.0.clone()).collect(),
+            timeout: Duration::from_millis(http.timeout_ms.map_or(30_000, |n| n.0)),
+            max_response_bytes: http.max_response_bytes.map_or(5 << 20, |n| n.0 as usize),
+        });
+    }
+    grant
+}
+
+/// A pin must be a SHA-256 in lower-case hex.
+pub(super) fn check_pin(key: &str, pin: Option<&str>) -> Result<(), PresetError> {
+    match pin {
+        Some(pin)
+            if pin.len() != 64
+                || !pin
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) =>
+        {
+            Err(PresetError(format!(
+                "{key}.sha256: {pin:?} is not a SHA-256; write 64 lower-case hex digits \
+                 (`paddock plugin inspect` shows a plugin's hash)"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Where presets are looked for, in order, before the shipped ones.
+pub fn search_dirs(cwd: &Path) -> Vec<std::path::PathBuf> {
+    let mut dirs = vec![cwd.join(".paddock/presets")];
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| dirs::home_dir().map(|h| h.join(".config")));
+    if let Some(config) = config {
+        dirs.push(config.join("paddock/presets"));
+    }
+    dirs
+}

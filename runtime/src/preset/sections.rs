@@ -1,0 +1,295 @@
+//! The sections of a preset beyond plugins (P1, H2, C2): loop budgets, capability grants, tool
+//! selection, hooks and approval, as written. Each value that can be wrong is checked while it
+//! is parsed, so its error carries the file, line and column of the value itself.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::file::{FuelSetting, MountEntry};
+
+/// Loop budgets (B3, X1): `[limits]`. Absent budgets take the defaults `preset show` prints.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoopLimits {
+    #[serde(default)]
+    pub max_turns: Option<Positive>,
+    #[serde(default)]
+    pub max_tokens: Option<Positive>,
+    #[serde(default)]
+    pub max_wall_secs: Option<Positive>,
+    #[serde(default)]
+    pub max_cost_usd: Option<Dollars>,
+    #[serde(default)]
+    pub max_parallel_tool_calls: Option<Positive>,
+}
+
+/// A whole number above zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Positive(pub u64);
+
+impl<'de> Deserialize<'de> for Positive {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match u64::deserialize(d)? {
+            0 => Err(serde::de::Error::custom(
+                "must be above 0 (leave the key out for the default)",
+            )),
+            n => Ok(Positive(n)),
+        }
+    }
+}
+
+/// An amount of US dollars, above zero.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Dollars(pub f64);
+
+impl<'de> Deserialize<'de> for Dollars {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = f64::deserialize(d)?;
+        if value.is_finite() && value > 0.0 {
+            Ok(Dollars(value))
+        } else {
+            Err(serde::de::Error::custom(
+                "must be a positive amount of dollars, e.g. 2.0",
+            ))
+        }
+    }
+}
+
+/// `grants = { exec = {...}, http = {...} }`: host capabilities (S6). None by default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrantsEntry {
+    #[serde(default)]
+    pub exec: Option<ExecEntry>,
+    #[serde(default)]
+    pub http: Option<HttpEntry>,
+}
+
+/// `grants.exec`: programs the plugin may run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecEntry {
+    /// Program names (found on PATH) or absolute paths.
+    pub allow: Vec<String>,
+    /// Host environment variables passed through; all others are cleared.
+    #[serde(default)]
+    pub env: Vec<String>,
+    #[serde(default)]
+    pub timeout_ms: Option<Positive>,
+    /// Bytes of stdout and of stderr kept per run.
+    #[serde(default)]
+    pub output_bytes: Option<Positive>,
+}
+
+/// `grants.http`: hosts the plugin may reach.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpEntry {
+    /// `host`, `*.host`, optionally `scheme://` and `:port`; https and 443 by default.
+    pub allow: Vec<HostPattern>,
+    #[serde(default)]
+    pub timeout_ms: Option<Positive>,
+    #[serde(default)]
+    pub max_response_bytes: Option<Positive>,
+}
+
+/// One entry of `grants.http.allow`, checked for shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct HostPattern(pub String);
+
+impl<'de> Deserialize<'de> for HostPattern {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        let rest = match text.split_once("://") {
+            Some(("http" | "https", rest)) => rest,
+            Some((scheme, _)) => {
+                return Err(serde::de::Error::custom(format!(
+                    "scheme `{scheme}` is not supported; use http:// or https://"
+                )));
+            }
+            None => text.as_str(),
+        };
+        let host = rest.rsplit_once(':').map_or(rest, |(h, _)| h);
+        let bare = host.strip_prefix("*.").unwrap_or(host);
+        let ok = !bare.is_empty()
+            && !bare.contains(['*', '/', '@', ' '])
+            && rest
+                .rsplit_once(':')
+                .is_none_or(|(_, p)| p.parse::<u16>().is_ok());
+        if ok {
+            Ok(HostPattern(text))
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "{text:?} is not a host pattern; write e.g. \"docs.rs\", \"*.github.com\" or \
+                 \"http://127.0.0.1:8080\""
+            )))
+        }
+    }
+}
+
+/// `[tools]`: which tools load, by name or glob, and aliases for them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSelection {
+    /// Names or globs (`*`, `?`); only matching tools load. Absent: every tool.
+    #[serde(default)]
+    pub enable: Option<Vec<ToolGlob>>,
+    /// Names or globs removed after `enable`.
+    #[serde(default)]
+    pub disable: Vec<ToolGlob>,
+    /// Another name the model may use => the registered tool it means.
+    #[serde(default)]
+    pub aliases: BTreeMap<String, String>,
+}
+
+/// A tool name or a glob over tool names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct ToolGlob(pub String);
+
+impl ToolGlob {
+    pub fn matches(&self, name: &str) -> bool {
+        glob_match(self.0.as_bytes(), name.as_bytes())
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolGlob {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        let ok = !text.is_empty()
+            && text.len() <= 64
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'*' | b'?'));
+        if ok {
+            Ok(ToolGlob(text))
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "{text:?} is not a tool name or glob; use letters, digits, _, - and the \
+                 wildcards * and ?"
+            )))
+        }
+    }
+}
+
+/// `*` matches any run of characters, `?` one character.
+fn glob_match(pattern: &[u8], name: &[u8]) -> bool {
+    match (pattern.first(), name.first()) {
+        (None, None) => true,
+        (Some(b'*'), _) => {
+            glob_match(&pattern[1..], name) || (!name.is_empty() && glob_match(pattern, &name[1..]))
+        }
+        (Some(b'?'), Some(_)) => glob_match(&pattern[1..], &name[1..]),
+        (Some(p), Some(n)) if p == n => glob_match(&pattern[1..], &name[1..]),
+        _ => false,
+    }
+}
+
+/// When a hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HookPhase {
+    Pre,
+    Post,
+}
+
+/// What a failing hook (trap, timeout, bad answer) means. Pre-hooks: `deny` (the default) or
+/// `allow`. Post-hooks: `keep` the result (the default) or `deny` it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnError {
+    Deny,
+    Allow,
+    Keep,
+}
+
+/// A regular expression on tool names, compiled once to check it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Matcher(pub String);
+
+impl<'de> Deserialize<'de> for Matcher {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        match regex::Regex::new(&text) {
+            Ok(_) => Ok(Matcher(text)),
+            Err(e) => Err(serde::de::Error::custom(format!(
+                "{text:?} is not a regular expression: {}",
+                e.to_string().lines().last().unwrap_or("invalid")
+            ))),
+        }
+    }
+}
+
+/// `[[hooks]]`: one hook, run in preset order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookEntry {
+    /// Shown in messages; defaults to the source's name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `builtin:NAME`, an installed name, or a path to a `.wasm` file.
+    pub source: String,
+    #[serde(default)]
+    pub sha256: Option<String>,
+    /// `pre` (before the call) or `post` (after it).
+    pub on: HookPhase,
+    /// Regular expression on tool names; absent: every tool. Anchored at both ends.
+    #[serde(default, rename = "match")]
+    pub matcher: Option<Matcher>,
+    #[serde(default)]
+    pub on_error: Option<OnError>,
+    #[serde(default)]
+    pub timeout_ms: Option<Positive>,
+    #[serde(default)]
+    pub fuel: Option<FuelSetting>,
+    #[serde(default)]
+    pub memory_mb: Option<Positive>,
+    #[serde(default)]
+    pub mounts: Vec<MountEntry>,
+    #[serde(default)]
+    pub grants: Option<GrantsEntry>,
+    /// Handed to the hook as JSON in every event.
+    #[serde(default)]
+    pub config: Option<toml::Table>,
+}
+
+/// What happens to a call of a given risk tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApprovalMode {
+    Allow,
+    Ask,
+    Deny,
+}
+
+/// `[approval]`: risk tier => allow, ask or deny (C2). A tool with no declared risk is high.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalEntry {
+    #[serde(default)]
+    pub low: Option<ApprovalMode>,
+    #[serde(default)]
+    pub medium: Option<ApprovalMode>,
+    #[serde(default)]
+    pub high: Option<ApprovalMode>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ToolGlob;
+
+    #[test]
+    fn globs_match_whole_names() {
+        let g = |p: &str| ToolGlob(p.into());
+        assert!(g("*").matches("read_file"));
+        assert!(g("read_*").matches("read_file"));
+        assert!(!g("read_*").matches("write_file"));
+        assert!(g("?rep").matches("grep"));
+        assert!(!g("grep").matches("grep2"));
+    }
+}

@@ -1,0 +1,229 @@
+//! Hooks in the sandbox (H2): a hook is a component of the `hook` world, loaded like a plugin
+//! (header check, compile cache, import check against its own grants) and called like a tool:
+//! a fresh store per call with its own fuel, deadline, memory cap and cancellation.
+//!
+//! What it does not do: decide what a hook's answer means for the call (that is
+//! `crate::hooks`). It only turns one hook invocation into a decision or a `ToolError`.
+
+use tokio_util::sync::CancellationToken;
+
+use super::bindings::hook::{HookPre, hook_types as wit};
+use super::bindings::types;
+use super::call::{CallState, finish, race};
+use super::engine::Sandbox;
+use super::error::LoadError;
+use super::grant::{Capability, Grant};
+use crate::contract::{ErrorCode, ToolError, ToolOutput, ToolResult};
+
+/// A loaded hook: compiled and linked. Cheap to clone.
+#[derive(Clone)]
+pub struct HookPlugin {
+    pub name: String,
+    pub sha256: String,
+    pre: HookPre<CallState>,
+}
+
+impl std::fmt::Debug for HookPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookPlugin")
+            .field("name", &self.name)
+            .field("sha256", &self.sha256)
+            .finish()
+    }
+}
+
+/// The event a pre-tool hook sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreToolUse {
+    pub tool_name: String,
+    pub tool_input: String,
+    pub read_only: bool,
+    pub path_params: Vec<String>,
+    pub call_id: String,
+    pub session_id: String,
+    pub preset: String,
+    pub config: String,
+}
+
+/// A hook's permission decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Permission {
+    Allow,
+    Deny(String),
+    Ask(String),
+}
+
+/// A pre-tool hook's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreDecision {
+    pub permission: Permission,
+    pub updated_input: Option<String>,
+    pub additional_context: Option<String>,
+}
+
+/// The event a post-tool hook sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PostToolUse {
+    pub tool_name: String,
+    pub tool_input: String,
+    pub call_id: String,
+    pub session_id: String,
+    pub preset: String,
+    pub config: String,
+    pub tool_response: ToolResult,
+}
+
+/// A post-tool hook's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PostDecision {
+    /// `Some` replaces the result the model gets.
+    pub replace: Option<ToolResult>,
+    pub additional_context: Option<String>,
+}
+
+impl Sandbox {
+    /// Loads `wasm` as hook `name`, which may import only WASI, `log`, and the capabilities
+    /// in `granted` (none by default).
+    pub async fn load_hook(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        granted: &[Capability],
+    ) -> Result<HookPlugin, LoadError> {
+        let checked = self.compile_checked(name, wasm, granted)?;
+        let (component, sha256) = (checked.component, checked.sha256);
+        let not_a_hook = |e: wasmtime::Error| LoadError::NotAHook {
+            hook: name.to_string(),
+            detail: format!("{e:#}"),
+        };
+        let pre = self
+            .linker()
+            .instantiate_pre(&component)
+            .map_err(not_a_hook)?;
+        let pre = HookPre::new(pre).map_err(not_a_hook)?;
+        Ok(HookPlugin {
+            name: name.to_string(),
+            sha256,
+            pre,
+        })
+    }
+
+    /// Runs `hook`'s pre-tool-use under `grant`. A trap, timeout or cancellation is an error.
+    pub async fn pre_tool_use(
+        &self,
+        hook: &HookPlugin,
+        event: &PreToolUse,
+        grant: &Grant,
+        cancel: &CancellationToken,
+    ) -> Result<PreDecision, ToolError> {
+        let mut prepared = self.prepare_store(&hook.name, grant, false, cancel)?;
+        let timeout = grant.limits.timeout;
+        let wit_event = wit::PreToolUseEvent {
+            tool_name: event.tool_name.clone(),
+            tool_input: event.tool_input.clone(),
+            read_only: event.read_only,
+            path_params: event.path_params.clone(),
+            call_id: event.call_id.clone(),
+            session_id: event.session_id.clone(),
+            preset: event.preset.clone(),
+            config: event.config.clone(),
+        };
+        let outcome = {
+            let store = &mut prepared.store;
+            let run = async {
+                let instance = hook.pre.instantiate_async(&mut *store).await?;
+                instance
+                    .paddock_plugin_hooks()
+                    .call_pre_tool_use(&mut *store, &wit_event)
+                    .await
+            };
+            race(run, cancel, timeout).await
+        };
+        finish(prepared, outcome, timeout, |d| {
+            Ok(PreDecision {
+                permission: match d.permission_decision {
+                    wit::PermissionDecision::Allow => Permission::Allow,
+                    wit::PermissionDecision::Deny(reason) => Permission::Deny(reason),
+                    wit::PermissionDecision::Ask(reason) => Permission::Ask(reason),
+                },
+                updated_input: d.updated_input,
+                additional_context: d.additional_context,
+            })
+        })
+        .0
+    }
+
+    /// Runs `hook`'s post-tool-use under `grant`. A trap, timeout or cancellation is an error.
+    pub async fn post_tool_use(
+        &self,
+        hook: &HookPlugin,
+        event: &PostToolUse,
+        grant: &Grant,
+        cancel: &CancellationToken,
+    ) -> Result<PostDecision, ToolError> {
+        let mut prepared = self.prepare_store(&hook.name, grant, false, cancel)?;
+        let timeout = grant.limits.timeout;
+        let wit_event = wit::PostToolUseEvent {
+            tool_name: event.tool_name.clone(),
+            tool_input: event.tool_input.clone(),
+            call_id: event.call_id.clone(),
+            session_id: event.session_id.clone(),
+            preset: event.preset.clone(),
+            config: event.config.clone(),
+            tool_response: to_wit(&event.tool_response),
+        };
+        let outcome = {
+            let store = &mut prepared.store;
+            let run = async {
+                let instance = hook.pre.instantiate_async(&mut *store).await?;
+                instance
+                    .paddock_plugin_hooks()
+                    .call_post_tool_use(&mut *store, &wit_event)
+                    .await
+            };
+            race(run, cancel, timeout).await
+        };
+        finish(prepared, outcome, timeout, |d| {
+            Ok(PostDecision {
+                replace: d.replace.map(from_wit),
+                additional_context: d.additional_context,
+            })
+        })
+        .0
+    }
+}
+
+fn to_wit(result: &ToolResult) -> Result<types::ToolOutput, types::ToolError> {
+    match result {
+        Ok(out) => Ok(types::ToolOutput {
+            content: out.content.clone(),
+            truncated: out.truncated,
+            continuation: out.continuation.clone(),
+        }),
+        Err(err) => Err(types::ToolError {
+            code: err.code.to_string(),
+            message: err.message.clone(),
+            retryable: err.retryable,
+        }),
+    }
+}
+
+/// A replacement result from a hook. Its error codes stay the hook's own, except DENIED, so a
+/// hook cannot pose as a runtime condition such as CANCELLED.
+fn from_wit(result: Result<types::ToolOutput, types::ToolError>) -> ToolResult {
+    match result {
+        Ok(out) => Ok(ToolOutput {
+            content: out.content,
+            truncated: out.truncated,
+            continuation: out.continuation,
+        }),
+        Err(err) => Err(ToolError {
+            code: match err.code.as_str() {
+                "DENIED" => ErrorCode::Denied,
+                other => ErrorCode::Plugin(other.chars().take(64).collect()),
+            },
+            message: err.message,
+            retryable: err.retryable,
+        }),
+    }
+}

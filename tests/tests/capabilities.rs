@@ -1,0 +1,305 @@
+//! Host capabilities (S6) through the preset, the registry and the real plugins `shell` and
+//! `fetch`: each grant allowed and denied, a plugin importing an ungranted capability refused
+//! at load, exec's environment, cwd, timeout and cancellation (no process survives its group),
+//! and http against a loopback server: allowed host, denied host, oversized response.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+
+use std::time::{Duration, Instant};
+
+use paddock::calls::{Registry, RegistryError};
+use paddock::contract::ErrorCode;
+use paddock::exec::{CallContext, Executed, OpenGate, run_call};
+use paddock::plugin_store::PluginStore;
+use paddock::preset::{self, ResolveContext};
+use paddock_tests::{plugin_dir, sandbox};
+use tokio_util::sync::CancellationToken;
+
+struct Session {
+    work: tempfile::TempDir,
+    _home: tempfile::TempDir,
+    registry: Result<Registry, RegistryError>,
+}
+
+async fn session(plugin: &str, grants: &str) -> Session {
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[plugins.{plugin}]\nsource = \"{}\"\nmounts = [{{ host = \".\", guest = \"/workspace\", mode = \"rw\" }}]\ntimeout_ms = 10_000\n{grants}\n",
+        plugin_dir().join(format!("{plugin}.wasm")).display()
+    );
+    let path = work.path().join("p.toml");
+    std::fs::write(&path, text).unwrap();
+    let file = preset::load_in(path.to_str().unwrap(), work.path()).unwrap();
+    let cx = ResolveContext {
+        cwd: work.path(),
+        data_dir: home.path(),
+        spill: None,
+        mount_override: None,
+    };
+    let resolved = file.resolve("p", &cx).unwrap();
+    let store = PluginStore::open(home.path());
+    let registry = Registry::load(sandbox(), &store, &resolved).await;
+    Session {
+        work,
+        _home: home,
+        registry,
+    }
+}
+
+async fn call_with(s: &Session, tool: &str, args: &str, cancel: CancellationToken) -> Executed {
+    let registry = s.registry.as_ref().expect("the plugin loads");
+    let cx = CallContext {
+        sandbox: sandbox(),
+        registry,
+        spill: None,
+        gate: &OpenGate,
+        session_id: "s",
+        preset: "p",
+        cancel,
+    };
+    run_call(&cx, "c1", tool, args).await
+}
+
+async fn call(s: &Session, tool: &str, args: &str) -> Executed {
+    call_with(s, tool, args, CancellationToken::new()).await
+}
+
+const EXEC: &str =
+    r#"grants.exec = { allow = ["sh", "echo"], env = ["PATH"], timeout_ms = 5_000 }"#;
+
+#[tokio::test]
+async fn an_allowed_program_runs_in_the_workspace_with_a_cleared_environment() {
+    let s = session("shell", EXEC).await;
+    std::fs::create_dir(s.work.path().join("sub")).unwrap();
+    let args = serde_json::json!({
+        "program": "sh",
+        "args": ["-c", "pwd; echo \"home=[$HOME] path=${PATH:+set}\""],
+        "cwd": "sub"
+    });
+    let out = call(&s, "run_command", &args.to_string())
+        .await
+        .result
+        .unwrap();
+    let sub = s.work.path().join("sub").canonicalize().unwrap();
+    assert!(out.content.starts_with("exit status 0"), "{}", out.content);
+    assert!(
+        out.content.contains(&sub.display().to_string()),
+        "{}",
+        out.content
+    );
+    assert!(out.content.contains("home=[] path=set"), "{}", out.content);
+}
+
+#[tokio::test]
+async fn a_program_off_the_allow_list_is_denied_naming_the_preset_key() {
+    let s = session("shell", EXEC).await;
+    let err = call(&s, "run_command", r#"{"program":"ls"}"#)
+        .await
+        .result
+        .unwrap_err();
+    assert!(
+        err.message.contains("program `ls` is not allowed")
+            && err.message.contains("plugins.shell.grants.exec.allow"),
+        "{}",
+        err.message
+    );
+    let err = call(
+        &s,
+        "run_command",
+        r#"{"program":"sh","args":["-c","true"],"cwd":"/etc"}"#,
+    )
+    .await
+    .result
+    .unwrap_err();
+    assert!(
+        err.message.contains("not inside a mount"),
+        "{}",
+        err.message
+    );
+    let err = call(
+        &s,
+        "run_command",
+        r#"{"program":"sh","args":["-c","true"],"cwd":"../.."}"#,
+    )
+    .await
+    .result
+    .unwrap_err();
+    assert!(err.message.contains(".."), "{}", err.message);
+}
+
+#[tokio::test]
+async fn a_plugin_importing_ungranted_exec_or_http_is_refused_at_load() {
+    for (plugin, cap) in [("shell", "exec"), ("fetch", "http")] {
+        let s = session(plugin, "").await;
+        let err = s.registry.err().expect("refused").to_string();
+        assert!(
+            err.contains(&format!("the `{cap}` capability"))
+                && err.contains(&format!("plugins.{plugin}.grants.{cap}")),
+            "{err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_program_past_its_timeout_is_killed() {
+    let grants = r#"grants.exec = { allow = ["sh"], timeout_ms = 200 }"#;
+    let s = session("shell", grants).await;
+    let started = Instant::now();
+    let out = call(
+        &s,
+        "run_command",
+        r#"{"program":"sh","args":["-c","sleep 20"]}"#,
+    )
+    .await
+    .result
+    .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(out.content.starts_with("timed out"), "{}", out.content);
+}
+
+/// Live (not zombie) processes in process group `pgid`, from /proc.
+fn live_in_group(pgid: i32) -> Vec<i32> {
+    let mut live = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the parenthesised command: state, ppid, pgrp, ...
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 2 && fields[2] == pgid.to_string() && fields[0] != "Z" {
+            live.push(pid);
+        }
+    }
+    live
+}
+
+#[tokio::test]
+async fn cancelling_a_call_kills_the_whole_process_group() {
+    let s = session("shell", EXEC).await;
+    let pidfile = s.work.path().join("pids");
+    let script = "echo $$ > pids; sleep 30 & sleep 30 & echo started >> pids; wait";
+    let args = serde_json::json!({"program": "sh", "args": ["-c", script]}).to_string();
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let watch = pidfile.clone();
+    tokio::spawn(async move {
+        // Cancel once the program and its children are running.
+        for _ in 0..200 {
+            if std::fs::read_to_string(&watch).is_ok_and(|t| t.contains("started")) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        trigger.cancel();
+    });
+    let done = call_with(&s, "run_command", &args, cancel).await;
+    assert_eq!(done.result.unwrap_err().code, ErrorCode::Cancelled);
+    let leader: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The shell was the group leader (setsid-style group of its own).
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let live = live_in_group(leader);
+        if live.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running in group {leader}: {live:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A loopback HTTP server answering `/small` with "hello" and anything else with 1 MiB.
+fn serve() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let n = stream.read(&mut buf).unwrap_or(0);
+            let request = String::from_utf8_lossy(&buf[..n]);
+            let body = if request.starts_with("GET /small") {
+                b"hello".to_vec()
+            } else {
+                vec![b'x'; 1 << 20]
+            };
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+        }
+    });
+    port
+}
+
+fn http_grant(port: u16, max: usize) -> String {
+    format!(
+        "grants.http = {{ allow = [\"http://127.0.0.1:{port}\"], max_response_bytes = {max}, timeout_ms = 5_000 }}"
+    )
+}
+
+#[tokio::test]
+async fn http_to_an_allowed_host_returns_the_body() {
+    let port = serve();
+    let s = session("fetch", &http_grant(port, 4096)).await;
+    let url = format!("http://127.0.0.1:{port}/small");
+    let args = serde_json::json!({ "url": url }).to_string();
+    let out = call(&s, "fetch_url", &args).await.result.unwrap();
+    assert_eq!(out.content, "HTTP 200\n\nhello");
+}
+
+#[tokio::test]
+async fn http_to_a_denied_host_names_the_host_and_the_preset_key() {
+    let port = serve();
+    let s = session("fetch", &http_grant(port, 4096)).await;
+    for (url, host) in [
+        (format!("http://localhost:{port}/small"), "localhost"),
+        (
+            format!("http://127.0.0.1:{}/small", port.wrapping_add(1)),
+            "127.0.0.1",
+        ),
+        ("https://example.com/".to_string(), "example.com"),
+    ] {
+        let args = serde_json::json!({ "url": url }).to_string();
+        let err = call(&s, "fetch_url", &args).await.result.unwrap_err();
+        assert!(
+            err.message.contains(&format!("host `{host}`"))
+                && err.message.contains("plugins.fetch.grants.http.allow"),
+            "{}",
+            err.message
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_oversized_response_is_cut_at_the_cap() {
+    let port = serve();
+    let s = session("fetch", &http_grant(port, 1000)).await;
+    let url = format!("http://127.0.0.1:{port}/big");
+    let args = serde_json::json!({ "url": url }).to_string();
+    let out = call(&s, "fetch_url", &args).await.result.unwrap();
+    assert!(out.truncated);
+    let body = out.content.strip_prefix("HTTP 200\n\n").unwrap();
+    let (kept, note) = body.split_once('\n').unwrap();
+    assert_eq!(kept, "x".repeat(1000));
+    assert!(note.contains("max_response_bytes"), "{note}");
+}
