@@ -240,14 +240,15 @@ fn print_result(result: &ToolResult, context: &[String], json: bool) -> Exit {
     }
     match (result, json) {
         (Ok(out), true) => {
-            println!(
-                "{}",
-                json!({"ok": true, "content": out.content, "truncated": out.truncated, "continuation": out.continuation, "context": context})
-            );
+            let mut object = json!({"ok": true, "content": out.content, "truncated": out.truncated, "continuation": out.continuation});
+            with_context(&mut object, context);
+            println!("{object}");
             Exit::Ok
         }
         (Err(err), true) => {
-            println!("{}", json!({"ok": false, "error": err, "context": context}));
+            let mut object = json!({"ok": false, "error": err});
+            with_context(&mut object, context);
+            println!("{object}");
             Exit::Failed
         }
         (Ok(out), false) => {
@@ -280,5 +281,13 @@ fn print_result(result: &ToolResult, context: &[String], json: bool) -> Exit {
             );
             Exit::Failed
         }
+    }
+}
+
+/// Hook context joins the JSON object only when there is some, so the common shape stays
+/// `{"ok", "content", "truncated", "continuation"}` or `{"ok", "error"}`.
+fn with_context(object: &mut serde_json::Value, context: &[String]) {
+    if !context.is_empty() {
+        object["context"] = json!(context);
     }
 }
