@@ -9,10 +9,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::bindings::hook::{HookPre, hook_types as wit};
 use super::bindings::types;
-use super::call::{CallState, finish, race};
+use super::call::CallState;
 use super::engine::Sandbox;
 use super::error::LoadError;
 use super::grant::{Capability, Grant};
+use super::outcome::{finish, race};
 use crate::contract::{ErrorCode, ToolError, ToolOutput, ToolResult};
 
 /// A loaded hook: compiled and linked. Cheap to clone.

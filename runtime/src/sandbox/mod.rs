@@ -16,12 +16,14 @@ mod grant;
 mod hook;
 mod http;
 mod limits;
+mod outcome;
 mod plugin;
 mod stdio;
 
-pub use call::{CallOutcome, CallReport, LogLine};
+pub use call::LogLine;
 pub use engine::Sandbox;
 pub use error::LoadError;
 pub use grant::{Capability, ExecGrant, Grant, HttpGrant, Limits, Mount, MountMode};
 pub use hook::{HookPlugin, Permission, PostDecision, PostToolUse, PreDecision, PreToolUse};
+pub use outcome::{CallOutcome, CallReport};
 pub use plugin::Plugin;
