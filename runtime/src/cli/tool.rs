@@ -1,4 +1,4 @@
-//! `paddock tool list` and `paddock tool call`.
+//! `paddock tool list`, `paddock tool call` and `paddock tool batch`.
 
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -6,9 +6,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::style::{self, BOLD, DIM, RED, YELLOW, paint};
 use super::{Env, Exit};
-use crate::calls::Registry;
+use crate::calls::{AliasTable, Registry};
 use crate::contract::ToolResult;
-use crate::exec::{CallContext, OpenGate, SpillDir, run_call};
+use crate::exec::{
+    CallContext, DEFAULT_MAX_PARALLEL, OpenGate, Scheduler, SpillDir, parse_batch, records_json,
+    run_call,
+};
 use crate::preset::{self, ResolveContext, make_mount};
 use crate::sandbox::{Mount, MountMode};
 
@@ -40,6 +43,21 @@ pub enum ToolCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Run a batch of raw model calls through the whole pipeline (repair, validation,
+    /// scheduler) and print one JSON result per call id, in order. FILE holds
+    /// `[{"id": "1", "name": "read_file", "arguments": "{\"path\": \"README.md\"}"}]`.
+    Batch {
+        /// The batch file; `-` or nothing reads standard input.
+        file: Option<std::path::PathBuf>,
+        /// At most this many concurrency-safe calls run at once.
+        #[arg(long = "max-parallel", value_name = "N", default_value_t = DEFAULT_MAX_PARALLEL)]
+        max_parallel: usize,
+        /// Mount HOST at GUEST (mode rw unless `:ro`), replacing the preset's mounts.
+        #[arg(long = "mount", value_name = "HOST:GUEST[:ro|rw]")]
+        mounts: Vec<String>,
+        #[command(flatten)]
+        preset: PresetArg,
+    },
 }
 
 #[derive(Args)]
@@ -59,6 +77,12 @@ pub async fn run(cmd: ToolCommand) -> Exit {
             preset,
             json,
         } => call(&name, &args, &mounts, &preset.preset, json).await,
+        ToolCommand::Batch {
+            file,
+            max_parallel,
+            mounts,
+            preset,
+        } => batch(file.as_deref(), max_parallel, &mounts, &preset.preset).await,
     }
 }
 
@@ -186,13 +210,6 @@ async fn call(name: &str, args: &str, mounts: &[String], preset_name: &str, json
         Ok(loaded) => loaded,
         Err((code, message)) => return setup_error(json, &code, &message),
     };
-    let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-        }
-    });
     let cx = CallContext {
         sandbox: &loaded.env.sandbox,
         registry: &loaded.registry,
@@ -200,11 +217,70 @@ async fn call(name: &str, args: &str, mounts: &[String], preset_name: &str, json
         gate: &OpenGate,
         session_id: "cli",
         preset: preset_name,
-        cancel,
+        cancel: cancel_on_ctrl_c(),
     };
     let call_id = format!("cli-{}", std::process::id());
     let executed = run_call(&cx, &call_id, name, args).await;
     print_result(&executed.result, json)
+}
+
+/// A token that Ctrl-C cancels (X2).
+fn cancel_on_ctrl_c() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_interrupt.cancel();
+        }
+    });
+    cancel
+}
+
+async fn batch(
+    file: Option<&std::path::Path>,
+    max_parallel: usize,
+    mounts: &[String],
+    preset_name: &str,
+) -> Exit {
+    let text = match file {
+        Some(path) if path != std::path::Path::new("-") => std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display())),
+        _ => std::io::read_to_string(std::io::stdin())
+            .map_err(|e| format!("cannot read standard input: {e}")),
+    };
+    let calls = match text.map(|t| parse_batch(&t).map_err(|e| e.to_string())) {
+        Ok(Ok(calls)) => calls,
+        Ok(Err(message)) | Err(message) => return setup_error(true, "USAGE_ERROR", &message),
+    };
+    let loaded = match load(preset_name, mounts).await {
+        Ok(loaded) => loaded,
+        Err((code, message)) => return setup_error(true, &code, &message),
+    };
+    let aliases = AliasTable::default();
+    let scheduler = Scheduler {
+        cx: CallContext {
+            sandbox: &loaded.env.sandbox,
+            registry: &loaded.registry,
+            spill: Some(&loaded.spill),
+            gate: &OpenGate,
+            session_id: "cli",
+            preset: preset_name,
+            cancel: cancel_on_ctrl_c(),
+        },
+        aliases: &aliases,
+        max_parallel,
+        events: None,
+    };
+    let records = scheduler.run(&calls).await;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&records_json(&records)).unwrap_or_default()
+    );
+    if records.iter().all(|r| r.result.is_ok()) {
+        Exit::Ok
+    } else {
+        Exit::Failed
+    }
 }
 
 fn print_result(result: &ToolResult, json: bool) -> Exit {
