@@ -123,6 +123,21 @@ struct Loaded {
     spill: SpillDir,
 }
 
+impl Loaded {
+    /// The context for CLI calls: no hooks or approval, cancelled by Ctrl-C.
+    fn context<'a>(&'a self, preset_name: &'a str) -> CallContext<'a> {
+        CallContext {
+            sandbox: &self.env.sandbox,
+            registry: &self.registry,
+            spill: Some(&self.spill),
+            gate: &OpenGate,
+            session_id: "cli",
+            preset: preset_name,
+            cancel: cancel_on_ctrl_c(),
+        }
+    }
+}
+
 async fn load(preset_name: &str, mounts: &[String]) -> Result<Loaded, (String, String)> {
     let env = Env::open().map_err(|e| ("HOST_ERROR".to_string(), format!("{e:#}")))?;
     let usage = |m: String| ("USAGE_ERROR".to_string(), m);
@@ -210,15 +225,7 @@ async fn call(name: &str, args: &str, mounts: &[String], preset_name: &str, json
         Ok(loaded) => loaded,
         Err((code, message)) => return setup_error(json, &code, &message),
     };
-    let cx = CallContext {
-        sandbox: &loaded.env.sandbox,
-        registry: &loaded.registry,
-        spill: Some(&loaded.spill),
-        gate: &OpenGate,
-        session_id: "cli",
-        preset: preset_name,
-        cancel: cancel_on_ctrl_c(),
-    };
+    let cx = loaded.context(preset_name);
     let call_id = format!("cli-{}", std::process::id());
     let executed = run_call(&cx, &call_id, name, args).await;
     print_result(&executed.result, json)
@@ -258,15 +265,7 @@ async fn batch(
     };
     let aliases = AliasTable::default();
     let scheduler = Scheduler {
-        cx: CallContext {
-            sandbox: &loaded.env.sandbox,
-            registry: &loaded.registry,
-            spill: Some(&loaded.spill),
-            gate: &OpenGate,
-            session_id: "cli",
-            preset: preset_name,
-            cancel: cancel_on_ctrl_c(),
-        },
+        cx: loaded.context(preset_name),
         aliases: &aliases,
         max_parallel,
         events: None,
