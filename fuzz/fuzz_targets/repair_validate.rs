@@ -15,7 +15,10 @@ struct Tools(Vec<(ToolSpec, jsonschema::Validator)>);
 
 impl ToolIndex for Tools {
     fn lookup(&self, name: &str) -> Option<(&ToolSpec, &jsonschema::Validator)> {
-        self.0.iter().find(|(s, _)| s.name == name).map(|(s, v)| (s, v))
+        self.0
+            .iter()
+            .find(|(s, _)| s.name == name)
+            .map(|(s, v)| (s, v))
     }
     fn names(&self) -> Vec<&str> {
         self.0.iter().map(|(s, _)| s.name.as_str()).collect()
@@ -26,14 +29,23 @@ fn tools() -> &'static Tools {
     static TOOLS: OnceLock<Tools> = OnceLock::new();
     TOOLS.get_or_init(|| {
         let schemas = [
-            ("read_file", json!({"type": "object", "properties": {"path": {"type": "string"},
+            (
+                "read_file",
+                json!({"type": "object", "properties": {"path": {"type": "string"},
                 "offset": {"type": "integer"}, "limit": {"type": "integer"}},
-                "required": ["path"], "additionalProperties": false})),
-            ("edit_file", json!({"type": "object", "properties": {"path": {"type": "string"},
+                "required": ["path"], "additionalProperties": false}),
+            ),
+            (
+                "edit_file",
+                json!({"type": "object", "properties": {"path": {"type": "string"},
                 "old_string": {"type": "string"}, "new_string": {"type": "string"},
                 "edits": {"type": "array", "items": {"type": "object"}}},
-                "required": ["path"]})),
-            ("list_dir", json!({"type": "object", "properties": {"path": {"type": "string"}}})),
+                "required": ["path"]}),
+            ),
+            (
+                "list_dir",
+                json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            ),
         ];
         Tools(
             schemas
@@ -63,7 +75,11 @@ fuzz_target!(|data: &[u8]| {
     let name = String::from_utf8_lossy(&rest[..split]);
     let raw = String::from_utf8_lossy(&rest[split..]);
     let names = ["read_file", "edit_file", "list_dir", "Read"];
-    let name = if split == 0 { names[rest.len() % names.len()].into() } else { name };
+    let name = if split == 0 {
+        names[rest.len() % names.len()].into()
+    } else {
+        name
+    };
     let checked = check_call(tools(), &AliasTable::default(), &name, &raw);
     if let (Some(tool), Ok(args)) = (&checked.tool, &checked.args) {
         let (_, validator) = tools().lookup(tool).expect("resolved tools exist");
