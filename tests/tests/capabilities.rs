@@ -3,6 +3,7 @@
 //! at load, exec's environment, cwd, timeout and cancellation (no process survives its group),
 //! and http against a loopback server: allowed host, denied host, oversized response.
 
+use paddock::calls::AliasTable;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 
@@ -53,6 +54,7 @@ async fn call_with(s: &Session, tool: &str, args: &str, cancel: CancellationToke
     let cx = CallContext {
         sandbox: sandbox(),
         registry,
+        aliases: &ALIASES,
         spill: None,
         gate: &OpenGate,
         session_id: "s",
@@ -303,3 +305,6 @@ async fn an_oversized_response_is_cut_at_the_cap() {
     assert_eq!(kept, "x".repeat(1000));
     assert!(note.contains("max_response_bytes"), "{note}");
 }
+
+/// The built-in alias table, as a session without preset aliases has it.
+static ALIASES: std::sync::LazyLock<AliasTable> = std::sync::LazyLock::new(AliasTable::default);

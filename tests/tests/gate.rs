@@ -1,6 +1,7 @@
 //! The gate around each call (H1, C3): a denied call never runs, rewritten arguments are
 //! validated again, and the tool runs with, and reports, the arguments it was given.
 
+use paddock::calls::AliasTable;
 use std::sync::Mutex;
 
 use paddock::calls::Registry;
@@ -65,6 +66,7 @@ fn context<'a>(s: &'a Session, gate: &'a dyn CallGate) -> CallContext<'a> {
     CallContext {
         sandbox: sandbox(),
         registry: &s.registry,
+        aliases: &ALIASES,
         spill: None,
         gate,
         session_id: "test",
@@ -159,3 +161,6 @@ async fn the_tool_runs_with_and_reports_the_rewritten_arguments() {
     assert_eq!(*g.seen_after.lock().unwrap(), [json!({"path": "b.txt"})]);
     assert_eq!(done.context, ["checked by the test gate"]);
 }
+
+/// The built-in alias table, as a session without preset aliases has it.
+static ALIASES: std::sync::LazyLock<AliasTable> = std::sync::LazyLock::new(AliasTable::default);

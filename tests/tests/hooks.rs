@@ -3,6 +3,7 @@
 //! example hooks, and hostile hooks that loop, bomb memory, deny everything or return invalid
 //! arguments. The host stays alive and the policy holds.
 
+use paddock::calls::AliasTable;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -106,6 +107,7 @@ async fn call(s: &Session, tool: &str, args: &str) -> Executed {
     let cx = CallContext {
         sandbox: sandbox(),
         registry: &s.registry,
+        aliases: &ALIASES,
         spill: None,
         gate: &s.chain,
         session_id: "s1",
@@ -402,3 +404,6 @@ async fn a_tool_plugin_is_not_a_hook() {
         "{err}"
     );
 }
+
+/// The built-in alias table, as a session without preset aliases has it.
+static ALIASES: std::sync::LazyLock<AliasTable> = std::sync::LazyLock::new(AliasTable::default);

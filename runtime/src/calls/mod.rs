@@ -1,8 +1,19 @@
-//! From a model's raw call to a validated one: the registry that finds tools by name, and
-//! validation against each tool's schema (C3, V4). Repair (V3) joins here.
+//! From a model's raw call to a validated one (C1-C4, V3-V5): the registry that finds tools by
+//! name, tool-name aliases, argument repair, strict validation against each tool's schema, the
+//! error feedback a refused call gets, and the model-facing tool list.
 
+mod aliases;
+mod check;
+mod feedback;
 mod registry;
+mod repair;
+mod tool_list;
 mod validate;
 
+pub use aliases::AliasTable;
+pub use check::{CheckedCall, ToolIndex, check_call, closest_first};
+pub use feedback::{Disposition, EndReason};
 pub use registry::{Registry, RegistryError, ToolEntry};
+pub use repair::{Repair, Repaired, Unreadable, repair_args};
+pub use tool_list::{ToolListFormat, tool_entry};
 pub use validate::{parse_args, validate_args};

@@ -133,9 +133,19 @@ impl Registry {
 
     /// Tool names, the closest to `wanted` first (for UNKNOWN_TOOL messages).
     pub fn names_closest_to(&self, wanted: &str) -> Vec<&str> {
-        let mut names: Vec<&str> = self.order.iter().map(String::as_str).collect();
-        let wanted = wanted.to_lowercase();
-        names.sort_by_key(|name| strsim::damerau_levenshtein(&wanted, &name.to_lowercase()));
-        names
+        let names: Vec<&str> = self.order.iter().map(String::as_str).collect();
+        super::check::closest_first(&names, wanted)
+    }
+}
+
+impl super::check::ToolIndex for Registry {
+    fn lookup(&self, name: &str) -> Option<(&ToolSpec, &jsonschema::Validator)> {
+        self.tools
+            .get(name)
+            .map(|entry| (&entry.spec, entry.validator.as_ref()))
+    }
+
+    fn names(&self) -> Vec<&str> {
+        self.order.iter().map(String::as_str).collect()
     }
 }

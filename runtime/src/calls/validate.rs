@@ -9,7 +9,7 @@ use crate::contract::{ErrorCode, ToolError};
 /// How much of the model's raw text an error quotes.
 const QUOTE: usize = 200;
 
-fn quote(raw: &str) -> String {
+pub(crate) fn quote(raw: &str) -> String {
     let mut end = raw.len().min(QUOTE);
     while !raw.is_char_boundary(end) {
         end -= 1;
@@ -81,7 +81,7 @@ pub fn validate_args(
 }
 
 /// "; it takes: path (string, required), offset (integer)".
-fn required_hint(schema: &Value) -> String {
+pub(crate) fn required_hint(schema: &Value) -> String {
     let Some(props) = schema.get("properties").and_then(Value::as_object) else {
         return String::new();
     };

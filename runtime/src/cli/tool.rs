@@ -1,5 +1,5 @@
-//! `paddock tool list` and `paddock tool call`, through the preset's tool selection, hooks
-//! and approval (P1, H1, H2, C2).
+//! `paddock tool list`, `paddock tool call` and `paddock tool batch`, through the preset's
+//! tool selection, aliases, hooks and approval (P1, H1, H2, C2, X1).
 
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -7,9 +7,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::style::{self, BOLD, DIM, RED, YELLOW, paint};
 use super::{Env, Exit};
-use crate::calls::Registry;
+use crate::calls::{AliasTable, Registry};
 use crate::contract::ToolResult;
-use crate::exec::{CallContext, SpillDir, run_call};
+use crate::exec::{CallContext, Scheduler, SpillDir, parse_batch, records_json, run_call};
 use crate::hooks::{Approval, HookChain, TerminalApprover};
 use crate::preset::{self, ResolveContext, make_mount};
 use crate::sandbox::{Mount, MountMode};
@@ -42,6 +42,22 @@ pub enum ToolCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Run a batch of raw model calls through the whole pipeline (repair, validation,
+    /// scheduler) and print one JSON result per call id, in order. FILE holds
+    /// `[{"id": "1", "name": "read_file", "arguments": "{\"path\": \"README.md\"}"}]`.
+    Batch {
+        /// The batch file; `-` or nothing reads standard input.
+        file: Option<std::path::PathBuf>,
+        /// At most this many concurrency-safe calls run at once; default: the preset's
+        /// `limits.max_parallel_tool_calls`.
+        #[arg(long = "max-parallel", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        max_parallel: Option<u64>,
+        /// Mount HOST at GUEST (mode rw unless `:ro`), replacing the preset's mounts.
+        #[arg(long = "mount", value_name = "HOST:GUEST[:ro|rw]")]
+        mounts: Vec<String>,
+        #[command(flatten)]
+        preset: PresetArg,
+    },
 }
 
 #[derive(Args)]
@@ -62,6 +78,12 @@ pub async fn run(cmd: ToolCommand) -> Exit {
             preset,
             json,
         } => call(&name, &args, &mounts, &preset.preset, json).await,
+        ToolCommand::Batch {
+            file,
+            max_parallel,
+            mounts,
+            preset,
+        } => batch(file.as_deref(), max_parallel, &mounts, &preset.preset).await,
     }
 }
 
@@ -100,9 +122,28 @@ struct Loaded {
     env: Env,
     registry: Registry,
     spill: SpillDir,
+    aliases: AliasTable,
+    max_parallel: u64,
     chain: HookChain,
     preset: String,
     cancel: CancellationToken,
+}
+
+impl Loaded {
+    /// The context for CLI calls: the preset's aliases, hook chain and approval; cancelled by
+    /// Ctrl-C.
+    fn context(&self) -> CallContext<'_> {
+        CallContext {
+            sandbox: &self.env.sandbox,
+            registry: &self.registry,
+            aliases: &self.aliases,
+            spill: Some(&self.spill),
+            gate: &self.chain,
+            session_id: "cli",
+            preset: &self.preset,
+            cancel: self.cancel.clone(),
+        }
+    }
 }
 
 async fn load(preset_name: &str, mounts: &[String]) -> Result<Loaded, (String, String)> {
@@ -135,7 +176,10 @@ async fn load(preset_name: &str, mounts: &[String]) -> Result<Loaded, (String, S
         .await
         .map_err(|e| ("BAD_PLUGIN".to_string(), e.to_string()))?;
     registry.retain(|tool| resolved.keeps_tool(tool));
+    let mut aliases = AliasTable::default();
+    aliases.extend(resolved.tools.aliases.clone());
     let cancel = CancellationToken::new();
+    cancel_on_ctrl_c(&cancel);
     let approval = Approval {
         policy: resolved.approval,
         approver: Box::new(TerminalApprover),
@@ -153,6 +197,8 @@ async fn load(preset_name: &str, mounts: &[String]) -> Result<Loaded, (String, S
         env,
         registry,
         spill,
+        aliases,
+        max_parallel: resolved.limits.max_parallel_tool_calls,
         chain,
         preset: resolved.name.clone(),
         cancel,
@@ -210,25 +256,58 @@ async fn call(name: &str, args: &str, mounts: &[String], preset_name: &str, json
         Ok(loaded) => loaded,
         Err((code, message)) => return setup_error(json, &code, &message),
     };
-    let cancel = loaded.cancel.clone();
+    let cx = loaded.context();
+    let call_id = format!("cli-{}", std::process::id());
+    let executed = run_call(&cx, &call_id, name, args).await;
+    print_result(&executed.result, &executed.context, json)
+}
+
+/// Cancels `cancel` on Ctrl-C (X2).
+fn cancel_on_ctrl_c(cancel: &CancellationToken) {
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             on_interrupt.cancel();
         }
     });
-    let cx = CallContext {
-        sandbox: &loaded.env.sandbox,
-        registry: &loaded.registry,
-        spill: Some(&loaded.spill),
-        gate: &loaded.chain,
-        session_id: "cli",
-        preset: &loaded.preset,
-        cancel,
+}
+
+async fn batch(
+    file: Option<&std::path::Path>,
+    max_parallel: Option<u64>,
+    mounts: &[String],
+    preset_name: &str,
+) -> Exit {
+    let text = match file {
+        Some(path) if path != std::path::Path::new("-") => std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display())),
+        _ => std::io::read_to_string(std::io::stdin())
+            .map_err(|e| format!("cannot read standard input: {e}")),
     };
-    let call_id = format!("cli-{}", std::process::id());
-    let executed = run_call(&cx, &call_id, name, args).await;
-    print_result(&executed.result, &executed.context, json)
+    let calls = match text.map(|t| parse_batch(&t).map_err(|e| e.to_string())) {
+        Ok(Ok(calls)) => calls,
+        Ok(Err(message)) | Err(message) => return setup_error(true, "USAGE_ERROR", &message),
+    };
+    let loaded = match load(preset_name, mounts).await {
+        Ok(loaded) => loaded,
+        Err((code, message)) => return setup_error(true, &code, &message),
+    };
+    let max_parallel = max_parallel.unwrap_or(loaded.max_parallel);
+    let scheduler = Scheduler {
+        cx: loaded.context(),
+        max_parallel: usize::try_from(max_parallel).unwrap_or(usize::MAX),
+        events: None,
+    };
+    let records = scheduler.run(&calls).await;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&records_json(&records)).unwrap_or_default()
+    );
+    if records.iter().all(|r| r.result.is_ok()) {
+        Exit::Ok
+    } else {
+        Exit::Failed
+    }
 }
 
 fn print_result(result: &ToolResult, context: &[String], json: bool) -> Exit {

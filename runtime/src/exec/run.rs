@@ -1,13 +1,13 @@
-//! One call through the spine, as far as it exists: look the tool up, parse and validate its
-//! arguments, ask the gate (pre-hooks, approval), run it in the sandbox under its grant, pass
-//! the result through its output budget, and let the gate see it (post-hooks). Never fails:
-//! every outcome is a `ToolResult`.
+//! One call through the spine: resolve the tool, repair and validate its arguments (V3), ask
+//! the gate (pre-hooks, approval), run it in the sandbox under its grant, pass the result
+//! through its output budget, and let the gate see it (post-hooks). Never fails: every outcome
+//! is a `ToolResult`. The scheduler runs batches through `execute`; `run_call` is one call.
 
 use tokio_util::sync::CancellationToken;
 
 use super::budget::{SpillDir, apply_budget};
 use super::gate::{Admission, CallGate, GateCall};
-use crate::calls::{Registry, parse_args, validate_args};
+use crate::calls::{AliasTable, Registry, ToolEntry, check_call, validate_args};
 use crate::contract::{ErrorCode, ToolError, ToolResult, ToolSpec};
 use crate::sandbox::{CallReport, Sandbox};
 
@@ -15,6 +15,8 @@ use crate::sandbox::{CallReport, Sandbox};
 pub struct CallContext<'a> {
     pub sandbox: &'a Sandbox,
     pub registry: &'a Registry,
+    /// Tool-name aliases: the built-in table extended by the preset's `[tools] aliases` (V3).
+    pub aliases: &'a AliasTable,
     pub spill: Option<&'a SpillDir>,
     pub gate: &'a dyn CallGate,
     pub session_id: &'a str,
@@ -34,7 +36,7 @@ pub struct Executed {
 }
 
 impl Executed {
-    fn refused(error: ToolError, context: Vec<String>) -> Executed {
+    pub(crate) fn refused(error: ToolError, context: Vec<String>) -> Executed {
         Executed {
             result: Err(error),
             report: None,
@@ -44,38 +46,42 @@ impl Executed {
     }
 }
 
+/// One raw call, repaired and validated (V3) with the session's aliases, then executed.
 pub async fn run_call(cx: &CallContext<'_>, call_id: &str, name: &str, raw_args: &str) -> Executed {
-    let Some(entry) = cx.registry.get(name) else {
-        let names = cx.registry.names_closest_to(name);
-        let error = ToolError::new(
-            ErrorCode::UnknownTool,
-            format!(
-                "there is no tool named {:?}. Available tools, closest first: {}. Call one of these by its exact name",
-                name.chars().take(64).collect::<String>(),
-                names.join(", ")
-            ),
-        )
-        .retryable(true);
+    let checked = check_call(cx.registry, cx.aliases, name, raw_args);
+    let (Some(entry), Ok(args)) = (
+        checked.tool.as_deref().and_then(|t| cx.registry.get(t)),
+        checked.args.clone(),
+    ) else {
+        let error = checked.args.err().unwrap_or_else(|| {
+            ToolError::new(
+                ErrorCode::Host,
+                "the registry lost a tool it had just resolved",
+            )
+        });
         return Executed::refused(error, Vec::new());
     };
-    let checked = parse_args(name, raw_args, &entry.spec.parameters).and_then(|args| {
-        validate_args(
-            name,
-            raw_args,
-            &args,
-            &entry.spec.parameters,
-            &entry.validator,
-        )?;
-        Ok(args)
-    });
-    let args = match checked {
-        Ok(args) => args,
-        Err(error) => return Executed::refused(error, Vec::new()),
+    execute(cx, call_id, entry, args, &mut || {}).await
+}
+
+/// Runs a validated call: the gate before it, the sandbox, the output budget, the gate after
+/// it. `on_start` is told just before the sandbox is entered (X4), after the abort check (X3).
+pub(crate) async fn execute(
+    cx: &CallContext<'_>,
+    call_id: &str,
+    entry: &ToolEntry,
+    args: serde_json::Value,
+    on_start: &mut (dyn FnMut() + Send),
+) -> Executed {
+    let name = entry.spec.name.as_str();
+    if cx.cancel.is_cancelled() {
+        return Executed::refused(not_executed(), Vec::new());
+    }
+    let admission = tokio::select! {
+        biased;
+        _ = cx.cancel.cancelled() => return Executed::refused(not_executed(), Vec::new()),
+        admission = cx.gate.before(gate_call(cx, call_id, &entry.spec, &args)) => admission,
     };
-    let admission = cx
-        .gate
-        .before(gate_call(cx, call_id, &entry.spec, &args))
-        .await;
     let (args, mut context) = match admission {
         Admission::Deny { reason, context } => {
             let error = ToolError::new(ErrorCode::Denied, format!("the call was denied: {reason}"));
@@ -105,6 +111,11 @@ pub async fn run_call(cx: &CallContext<'_>, call_id: &str, name: &str, raw_args:
         }
         Admission::Allow { context, .. } => (args, context),
     };
+    // X3: the abort is checked again right before the call starts.
+    if cx.cancel.is_cancelled() {
+        return Executed::refused(not_executed(), context);
+    }
+    on_start();
     // C3: the tool receives exactly the validated value.
     let mut report = cx
         .sandbox
@@ -133,6 +144,11 @@ pub async fn run_call(cx: &CallContext<'_>, call_id: &str, name: &str, raw_args:
         args: Some(args),
         context,
     }
+}
+
+/// The result of a call the abort reached before it started (X2).
+pub fn not_executed() -> ToolError {
+    ToolError::new(ErrorCode::NotExecuted, "not executed: the user interrupted")
 }
 
 fn gate_call<'a>(

@@ -1,0 +1,205 @@
+//! `cargo xtask bench pipeline`: what the tool-call pipeline costs, measured in one run.
+//!
+//! - repair plus validation per call (`check_call`), for valid arguments and for broken ones
+//!   (an alias, a renamed field, double encoding, a truncated document, prose);
+//! - scheduler overhead per call: a batch of trivial `echo` calls through the scheduler against
+//!   the same calls straight into the sandbox;
+//! - wall time of 8 read-only calls that each sleep 20 ms, with `max_parallel_tool_calls` 8
+//!   against 1.
+//!
+//! Ends with one line: `BENCH validate_p50_us=… broken_p50_us=… sched_overhead_us=… parallel_speedup=…`.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use paddock::calls::{AliasTable, Registry, check_call};
+use paddock::exec::{CallContext, OpenGate, RawCall, Scheduler};
+use paddock::plugin_store::PluginStore;
+use paddock::preset::{self, ResolveContext};
+use paddock::sandbox::Sandbox;
+use tokio_util::sync::CancellationToken;
+
+fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    samples.sort();
+    let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[index]
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(run());
+}
+
+async fn registry(sandbox: &Sandbox, work: &Path, home: &Path) -> Registry {
+    let wasm = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../plugins/target/wasm32-wasip2/release/bench_tools.wasm");
+    assert!(
+        wasm.exists(),
+        "{}: run `cargo xtask build-plugins`",
+        wasm.display()
+    );
+    let toml = format!(
+        "name = \"bench\"\n[plugins.bench]\nsource = \"{}\"\nmounts = [{{ host = \".\", guest = \"/workspace\", mode = \"rw\" }}]\n\
+         [plugins.fs]\nsource = \"builtin:fs\"\nmounts = [{{ host = \".\", guest = \"/workspace\", mode = \"rw\" }}]\n",
+        wasm.display()
+    );
+    let file = home.join("bench.toml");
+    std::fs::write(&file, toml).expect("preset");
+    let file = file.to_str().expect("utf-8 temp path").to_string();
+    let cx = ResolveContext {
+        cwd: work,
+        data_dir: home,
+        spill: None,
+        mount_override: None,
+    };
+    let resolved = preset::load(&file)
+        .expect("preset loads")
+        .resolve(&file, &cx)
+        .expect("preset resolves");
+    Registry::load(sandbox, &PluginStore::open(home), &resolved)
+        .await
+        .expect("registry")
+}
+
+fn check_p50(registry: &Registry, aliases: &AliasTable, calls: &[(&str, &str)]) -> Duration {
+    let mut samples = Vec::new();
+    for _ in 0..2000 {
+        for (name, raw) in calls {
+            let started = Instant::now();
+            std::hint::black_box(check_call(registry, aliases, name, raw));
+            samples.push(started.elapsed());
+        }
+    }
+    percentile(&mut samples, 0.5)
+}
+
+fn calls(name: &str, args: &str, n: usize) -> Vec<RawCall> {
+    (0..n)
+        .map(|i| RawCall {
+            id: format!("c{i}"),
+            name: name.into(),
+            arguments: args.into(),
+        })
+        .collect()
+}
+
+async fn run() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let home = tempfile::tempdir().expect("tempdir");
+    std::fs::write(work.path().join("a.txt"), "alpha\n").expect("file");
+    let sandbox = Sandbox::new(home.path().join("cache")).expect("sandbox");
+    let registry = registry(&sandbox, work.path(), home.path()).await;
+    let aliases = AliasTable::default();
+
+    // 1. Repair + validation per call.
+    let valid = [
+        (
+            "read_file",
+            r#"{"path": "src/main.rs", "offset": 10, "limit": 50}"#,
+        ),
+        ("nap", r#"{"ms": 20}"#),
+        (
+            "write_slowly",
+            r#"{"path": "a.txt", "text": "hello", "ms": 1}"#,
+        ),
+    ];
+    let broken = [
+        ("Read", r#"{"file_path": "src/main.rs"}"#),
+        ("read_file", r#""{\"path\": \"src/main.rs\"}""#),
+        ("read_file", r#"{"path": "src/ma"#),
+        ("read_file", "read src/main.rs please"),
+        ("read_file", r#"{"limit": 5}{"path": "a.txt"}"#),
+    ];
+    let valid_p50 = check_p50(&registry, &aliases, &valid);
+    let broken_p50 = check_p50(&registry, &aliases, &broken);
+    println!(
+        "repair+validate: valid p50 {:.2} us, broken p50 {:.2} us",
+        micros(valid_p50),
+        micros(broken_p50)
+    );
+
+    // 2. Scheduler overhead per call: echo through the scheduler vs straight to the sandbox.
+    let n = 400;
+    let echo = registry.get("echo").expect("echo tool");
+    let cancel = CancellationToken::new();
+    let direct_started = Instant::now();
+    for _ in 0..n {
+        let report = sandbox
+            .call(
+                &echo.plugin,
+                "echo",
+                r#"{"text":"hi"}"#,
+                &echo.grant,
+                &cancel,
+            )
+            .await;
+        assert!(report.result.is_ok());
+    }
+    let direct = direct_started.elapsed();
+    let scheduler = |max_parallel| Scheduler {
+        cx: CallContext {
+            sandbox: &sandbox,
+            registry: &registry,
+            aliases: &aliases,
+            spill: None,
+            gate: &OpenGate,
+            session_id: "bench",
+            preset: "bench",
+            cancel: CancellationToken::new(),
+        },
+        max_parallel,
+        events: None,
+    };
+    // `echo` is concurrency-safe; a pool of 1 runs them one by one, as the direct loop does.
+    let batch = calls("echo", r#"{"text":"hi"}"#, n);
+    let scheduled_started = Instant::now();
+    let records = scheduler(1).run(&batch).await;
+    let scheduled = scheduled_started.elapsed();
+    assert!(records.iter().all(|r| r.result.is_ok()));
+    let overhead = scheduled.saturating_sub(direct) / n as u32;
+    println!(
+        "scheduler: {n} echo calls {:.1} ms scheduled vs {:.1} ms direct, overhead {:.1} us/call",
+        scheduled.as_secs_f64() * 1e3,
+        direct.as_secs_f64() * 1e3,
+        micros(overhead)
+    );
+
+    // 3. Eight 20 ms read-only calls, pool of 8 against pool of 1 (best of 5 each).
+    let naps = calls("nap", r#"{"ms": 20}"#, 8);
+    let wall = |max_parallel| {
+        let naps = &naps;
+        let scheduler = scheduler(max_parallel);
+        async move {
+            let mut best = Duration::MAX;
+            for _ in 0..5 {
+                let started = Instant::now();
+                let records = scheduler.run(naps).await;
+                best = best.min(started.elapsed());
+                assert!(records.iter().all(|r| r.result.is_ok()));
+            }
+            best
+        }
+    };
+    let serial = wall(1).await;
+    let parallel = wall(8).await;
+    let speedup = serial.as_secs_f64() / parallel.as_secs_f64();
+    println!(
+        "8 x nap 20 ms: pool of 1 {:.1} ms, pool of 8 {:.1} ms, speedup {speedup:.2}",
+        serial.as_secs_f64() * 1e3,
+        parallel.as_secs_f64() * 1e3
+    );
+    println!(
+        "BENCH validate_p50_us={:.2} broken_p50_us={:.2} sched_overhead_us={:.1} parallel_speedup={speedup:.2}",
+        micros(valid_p50),
+        micros(broken_p50),
+        micros(overhead)
+    );
+}

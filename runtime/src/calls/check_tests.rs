@@ -1,0 +1,232 @@
+//! The checker end to end over a small fake index: names, repairs, feedback (V3, V4), and the
+//! property that no input can make it panic.
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+use crate::contract::{Example, RuntimeMeta};
+
+struct Fake {
+    tools: Vec<(ToolSpec, jsonschema::Validator)>,
+}
+
+impl ToolIndex for Fake {
+    fn lookup(&self, name: &str) -> Option<(&ToolSpec, &jsonschema::Validator)> {
+        self.tools
+            .iter()
+            .find(|(s, _)| s.name == name)
+            .map(|(s, v)| (s, v))
+    }
+    fn names(&self) -> Vec<&str> {
+        self.tools.iter().map(|(s, _)| s.name.as_str()).collect()
+    }
+}
+
+fn tool(name: &str, parameters: Value) -> (ToolSpec, jsonschema::Validator) {
+    let validator = jsonschema::validator_for(&parameters).expect("schema");
+    let spec = ToolSpec {
+        name: name.into(),
+        description: format!("{name} does things"),
+        parameters,
+        examples: vec![Example {
+            args: r#"{"path": "src/main.rs"}"#.into(),
+            correct: true,
+            note: String::new(),
+        }],
+        meta: RuntimeMeta::default(),
+    };
+    (spec, validator)
+}
+
+fn fake() -> Fake {
+    let path_schema = json!({"type": "object", "properties": {"path": {"type": "string"},
+        "limit": {"type": "integer"}}, "required": ["path"], "additionalProperties": false});
+    Fake {
+        tools: vec![
+            tool("read_file", path_schema.clone()),
+            tool("write_file", path_schema),
+            tool(
+                "list_dir",
+                json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            ),
+        ],
+    }
+}
+
+fn check(name: &str, raw: &str) -> CheckedCall {
+    check_call(&fake(), &AliasTable::default(), name, raw)
+}
+
+#[test]
+fn an_alias_resolves_and_is_recorded() {
+    let checked = check("Read", r#"{"file_path": "a.txt"}"#);
+    assert_eq!(checked.tool.as_deref(), Some("read_file"));
+    assert_eq!(checked.args.unwrap(), json!({"path": "a.txt"}));
+    assert_eq!(
+        checked.repairs,
+        [
+            Repair::ToolAlias {
+                from: "Read".into(),
+                to: "read_file".into()
+            },
+            Repair::RenamedParam {
+                from: "file_path".into(),
+                to: "path".into()
+            }
+        ]
+    );
+}
+
+#[test]
+fn an_unknown_name_lists_the_tools_closest_first() {
+    let error = check("write_fil", "{}").args.unwrap_err();
+    assert_eq!(error.code, ErrorCode::UnknownTool);
+    assert!(error.retryable);
+    assert!(error.message.contains("\"write_fil\""), "{}", error.message);
+    assert!(
+        error
+            .message
+            .contains("closest first: write_file, read_file, list_dir"),
+        "{}",
+        error.message
+    );
+}
+
+#[test]
+fn truncated_arguments_are_refused_with_position_quote_and_fields() {
+    let error = check("read_file", r#"{"path": "a.t"#).args.unwrap_err();
+    assert_eq!(error.code, ErrorCode::InvalidJson);
+    assert!(error.message.contains("cut off"), "{}", error.message);
+    assert!(
+        error.message.contains("line 1 column 13"),
+        "{}",
+        error.message
+    );
+    assert!(
+        error.message.contains(r#"Received: "{\"path\": \"a.t""#),
+        "{}",
+        error.message
+    );
+    assert!(
+        error.message.contains("path (string, required)"),
+        "{}",
+        error.message
+    );
+}
+
+#[test]
+fn unparsable_text_reports_the_parse_error_and_the_missing_fields() {
+    let error = check("read_file", "path=a.txt").args.unwrap_err();
+    assert_eq!(error.code, ErrorCode::InvalidJson);
+    assert!(
+        error.message.contains("line 1 column 1"),
+        "{}",
+        error.message
+    );
+    assert!(
+        error.message.contains("\"path\" is a required property"),
+        "{}",
+        error.message
+    );
+    assert!(
+        error
+            .message
+            .contains("for example: {\"path\":\"src/main.rs\"}"),
+        "{}",
+        error.message
+    );
+}
+
+#[test]
+fn unparsable_text_runs_as_raw_when_the_schema_allows_it() {
+    let checked = check("list_dir", "just some words");
+    assert_eq!(checked.args.unwrap(), json!({"raw": "just some words"}));
+}
+
+#[test]
+fn schema_violations_carry_the_path_keyword_and_an_example() {
+    let error = check("read_file", r#"{"path": "a", "limit": "ten"}"#)
+        .args
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::InvalidArgs);
+    assert!(error.message.contains("`/limit`"), "{}", error.message);
+    assert!(
+        error.message.contains("keyword `type`"),
+        "{}",
+        error.message
+    );
+    assert!(error.message.contains("for example:"), "{}", error.message);
+}
+
+#[test]
+fn concatenated_objects_take_the_first_valid_one_with_a_warning() {
+    let checked = check("read_file", r#"{"limit": 3}{"path": "b"}"#);
+    assert_eq!(checked.args.unwrap(), json!({"path": "b"}));
+    assert_eq!(
+        checked.repairs,
+        [Repair::SplitConcatenated { found: 2, taken: 1 }]
+    );
+}
+
+fn raw_text() -> impl Strategy<Value = String> {
+    let tokens = vec![
+        "{",
+        "}",
+        "[",
+        "]",
+        "\"",
+        ":",
+        ",",
+        "path",
+        "\"path\"",
+        "1",
+        "null",
+        "\\",
+        " ",
+        "é",
+        "{}",
+        "\"{\\\"path\\\":1}\"",
+        "file_path",
+        "𝄞",
+    ];
+    prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..256)
+            .prop_map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
+        prop::collection::vec(prop::sample::select(tokens), 0..24).prop_map(|t| t.concat()),
+    ]
+}
+
+fn any_name() -> impl Strategy<Value = String> {
+    prop_oneof![
+        prop::sample::select(vec![
+            "read_file",
+            "Read",
+            "read-file",
+            "list_dir",
+            "Bash",
+            ""
+        ])
+        .prop_map(String::from),
+        prop::collection::vec(any::<u8>(), 0..80)
+            .prop_map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn any_name_and_any_bytes_get_a_checked_call_and_never_panic(name in any_name(), raw in raw_text()) {
+        let checked = check(&name, &raw);
+        match (&checked.tool, &checked.args) {
+            (None, Err(e)) => prop_assert_eq!(&e.code, &ErrorCode::UnknownTool),
+            (None, Ok(_)) => prop_assert!(false, "arguments without a tool"),
+            (Some(_), Err(e)) => prop_assert!(e.retryable && !e.message.is_empty()),
+            (Some(tool), Ok(args)) => {
+                let (_, validator) = fake().lookup(tool).map(|(s, _)| s.name.clone())
+                    .and_then(|n| fake().tools.into_iter().find(|(s, _)| s.name == n))
+                    .expect("resolved tool exists");
+                prop_assert!(validator.is_valid(args));
+            }
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Per-path locks (X1): which real paths a call touches, and whether two calls must not
+//! overlap. Two calls conflict when one of their `path-params` resolves to the same real path
+//! and either call writes (its tool is not declared read-only).
+//!
+//! A guest path resolves on the host side: relative paths against the first mount's guest
+//! directory (as the SDK resolves them), then through the mount with the longest matching guest
+//! prefix to its host path, then canonicalized so that symlinks and `..` collapse. A path that
+//! does not exist yet canonicalizes its parent and joins the name; failing that, the lexical
+//! path is the key. This only orders calls; it grants nothing (the sandbox confines them).
+
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::contract::ToolSpec;
+use crate::sandbox::Mount;
+
+/// The real paths one call touches, and whether it may write them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    pub paths: Vec<PathBuf>,
+    pub writes: bool,
+}
+
+impl Access {
+    /// The access of a call to `spec` with validated `args` under `mounts`.
+    pub fn of(spec: &ToolSpec, args: &Value, mounts: &[Mount]) -> Access {
+        let paths = spec
+            .meta
+            .path_params
+            .iter()
+            .filter_map(|param| args.get(param))
+            .flat_map(|value| match value {
+                Value::String(path) => vec![path.as_str()],
+                Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            })
+            .map(|guest| real_path(guest, mounts))
+            .collect();
+        Access {
+            paths,
+            writes: !spec.meta.is_read_only(),
+        }
+    }
+
+    /// Whether the two calls must run one after the other.
+    pub fn conflicts_with(&self, other: &Access) -> bool {
+        (self.writes || other.writes) && self.paths.iter().any(|p| other.paths.contains(p))
+    }
+}
+
+/// The host path `guest` means under `mounts`, as real as the file system allows.
+pub fn real_path(guest: &str, mounts: &[Mount]) -> PathBuf {
+    let base = mounts.first().map_or("/workspace", |m| m.guest.as_str());
+    let guest = lexical(&Path::new(base).join(guest));
+    let mount = mounts
+        .iter()
+        .filter(|m| guest.starts_with(&m.guest))
+        .max_by_key(|m| m.guest.len());
+    let Some(mount) = mount else {
+        return guest;
+    };
+    let rest = guest.strip_prefix(&mount.guest).unwrap_or(Path::new(""));
+    let host = lexical(&mount.host.join(rest));
+    if let Ok(real) = host.canonicalize() {
+        return real;
+    }
+    match (host.parent().map(Path::canonicalize), host.file_name()) {
+        (Some(Ok(parent)), Some(name)) => parent.join(name),
+        _ => host,
+    }
+}
+
+/// `.` dropped and `..` applied, without touching the file system; never climbs above `/`.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::RuntimeMeta;
+    use crate::sandbox::MountMode;
+    use serde_json::json;
+
+    fn mounts(host: &Path) -> Vec<Mount> {
+        vec![Mount {
+            host: host.to_path_buf(),
+            guest: "/workspace".into(),
+            mode: MountMode::Rw,
+        }]
+    }
+
+    fn spec(read_only: bool) -> ToolSpec {
+        ToolSpec {
+            name: "t".into(),
+            description: String::new(),
+            parameters: json!({}),
+            examples: Vec::new(),
+            meta: RuntimeMeta {
+                read_only: Some(read_only),
+                path_params: vec!["path".into()],
+                ..RuntimeMeta::default()
+            },
+        }
+    }
+
+    #[test]
+    fn spellings_of_one_file_resolve_to_one_real_path() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/a.rs"), "").unwrap();
+        let m = mounts(dir.path());
+        let real = real_path("src/a.rs", &m);
+        for spelling in [
+            "./src/a.rs",
+            "/workspace/src/a.rs",
+            "src/../src/a.rs",
+            "/workspace/./src//a.rs",
+        ] {
+            assert_eq!(real_path(spelling, &m), real, "{spelling}");
+        }
+    }
+
+    #[test]
+    fn a_file_not_yet_written_resolves_through_its_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = mounts(dir.path());
+        let expected = dir.path().canonicalize().unwrap().join("new.txt");
+        assert_eq!(real_path("new.txt", &m), expected);
+        assert_eq!(real_path("./sub/../new.txt", &m), expected);
+    }
+
+    #[test]
+    fn a_symlink_resolves_to_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("target.txt"), "").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("target.txt"), dir.path().join("link.txt"))
+            .unwrap();
+        let m = mounts(dir.path());
+        assert_eq!(real_path("link.txt", &m), real_path("target.txt", &m));
+    }
+
+    #[test]
+    fn only_a_write_to_a_shared_path_conflicts() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = mounts(dir.path());
+        let read_a = Access::of(&spec(true), &json!({"path": "a"}), &m);
+        let write_a = Access::of(&spec(false), &json!({"path": "./a"}), &m);
+        let write_b = Access::of(&spec(false), &json!({"path": "b"}), &m);
+        assert!(!read_a.conflicts_with(&read_a.clone()));
+        assert!(read_a.conflicts_with(&write_a));
+        assert!(write_a.conflicts_with(&write_a.clone()));
+        assert!(!write_a.conflicts_with(&write_b));
+        let no_path = Access::of(&spec(false), &json!({}), &m);
+        assert!(!no_path.conflicts_with(&write_a));
+    }
+}

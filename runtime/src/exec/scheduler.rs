@@ -1,0 +1,259 @@
+//! The scheduler (X1-X4): a batch of raw calls in, one record per call out, in model order.
+//!
+//! Every call is checked first (name, repair, validation: V3). Consecutive concurrency-safe
+//! calls form a group that runs in a pool bounded by `max_parallel`; any other call is a
+//! barrier that runs alone, after everything before it and before everything after it. Within
+//! a group, a call waits for every earlier call it conflicts with on a real path (`locks`), so
+//! writes to one file happen in model order. A failure is that call's result only.
+//!
+//! One cancellation token covers the batch (X2, X3): each call checks it before it starts;
+//! running calls are interrupted by the sandbox (epoch, host processes) and report CANCELLED;
+//! calls that had not started report NOT_EXECUTED. Every call id gets a record.
+//!
+//! Each transition (Queued → Started → Completed, Failed or Cancelled) is sent on the optional
+//! event channel (X4). All calls run on the caller's task; they overlap while they wait (sleep,
+//! I/O) and while the epoch makes running guests yield.
+
+use std::time::Instant;
+
+use futures::future::join_all;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::{Semaphore, mpsc, watch};
+
+use super::locks::Access;
+use super::run::{CallContext, Executed, execute};
+use crate::calls::{Disposition, Repair, ToolEntry, check_call};
+use crate::contract::{ErrorCode, ToolError, ToolResult};
+
+/// `max_parallel_tool_calls` when nothing else says.
+pub const DEFAULT_MAX_PARALLEL: usize = 8;
+
+/// One call as the model sent it: an id, a name and the raw argument text.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, Serialize)]
+pub struct RawCall {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub arguments: String,
+}
+
+/// Where a call is (X4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum CallPhase {
+    Queued,
+    Started,
+    Completed,
+    Failed {
+        code: ErrorCode,
+    },
+    /// Interrupted: `started` tells CANCELLED (it ran) from NOT_EXECUTED (it never started).
+    Cancelled {
+        started: bool,
+    },
+}
+
+/// One transition of one call.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallEvent {
+    /// Position in the batch.
+    pub index: usize,
+    pub id: String,
+    #[serde(flatten)]
+    pub phase: CallPhase,
+    #[serde(skip)]
+    pub at: Instant,
+}
+
+/// What one call ended with.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallRecord {
+    pub id: String,
+    /// The name as the model sent it.
+    pub name: String,
+    /// The registered tool it resolved to.
+    pub tool: Option<String>,
+    pub repairs: Vec<Repair>,
+    /// The arguments the tool ran with (C3), when it ran.
+    pub args: Option<Value>,
+    pub result: ToolResult,
+    /// Context for the model added by hooks.
+    pub context: Vec<String>,
+    /// For a failure: back to the model, or the end of the turn (V5).
+    pub disposition: Option<Disposition>,
+}
+
+/// Runs batches of calls for one session.
+pub struct Scheduler<'a> {
+    pub cx: CallContext<'a>,
+    pub max_parallel: usize,
+    pub events: Option<mpsc::UnboundedSender<CallEvent>>,
+}
+
+/// A checked call ready to run.
+struct Ready<'r> {
+    index: usize,
+    entry: &'r ToolEntry,
+    args: Value,
+    access: Access,
+}
+
+impl Scheduler<'_> {
+    /// Runs `calls` and returns one record per call, in the same order.
+    pub async fn run(&self, calls: &[RawCall]) -> Vec<CallRecord> {
+        for (index, call) in calls.iter().enumerate() {
+            self.emit(index, &call.id, CallPhase::Queued);
+        }
+        let mut records: Vec<Option<CallRecord>> = vec![None; calls.len()];
+        let mut ready = Vec::new();
+        for (index, call) in calls.iter().enumerate() {
+            let checked = check_call(
+                self.cx.registry,
+                self.cx.aliases,
+                &call.name,
+                &call.arguments,
+            );
+            let entry = checked
+                .tool
+                .as_deref()
+                .and_then(|t| self.cx.registry.get(t));
+            let record = |result: ToolResult, args: Option<Value>| CallRecord {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                tool: checked.tool.clone(),
+                repairs: checked.repairs.clone(),
+                args,
+                result,
+                context: Vec::new(),
+                disposition: None,
+            };
+            match (entry, &checked.args) {
+                (Some(entry), Ok(args)) => {
+                    records[index] = Some(record(Err(super::run::not_executed()), None));
+                    let access = Access::of(&entry.spec, args, &entry.grant.mounts);
+                    ready.push(Ready {
+                        index,
+                        entry,
+                        args: args.clone(),
+                        access,
+                    });
+                }
+                (_, Err(error)) => {
+                    records[index] = Some(self.refuse(index, record(Err(error.clone()), None)));
+                }
+                (None, Ok(_)) => {
+                    let lost = ToolError::new(
+                        ErrorCode::Host,
+                        "the registry lost a tool it had just resolved",
+                    );
+                    records[index] = Some(self.refuse(index, record(Err(lost), None)));
+                }
+            }
+        }
+        let mut group: Vec<Ready> = Vec::new();
+        for call in ready {
+            if call.entry.spec.meta.is_concurrency_safe() {
+                group.push(call);
+                continue;
+            }
+            self.run_group(std::mem::take(&mut group), calls, &mut records)
+                .await;
+            self.run_group(vec![call], calls, &mut records).await;
+        }
+        self.run_group(group, calls, &mut records).await;
+        records.into_iter().flatten().collect()
+    }
+
+    /// Runs `group` in the bounded pool; each call first waits for the earlier calls it
+    /// conflicts with.
+    async fn run_group(
+        &self,
+        group: Vec<Ready<'_>>,
+        calls: &[RawCall],
+        records: &mut [Option<CallRecord>],
+    ) {
+        if group.is_empty() {
+            return;
+        }
+        let pool = Semaphore::new(self.max_parallel.max(1));
+        let (done_tx, done_rx): (Vec<_>, Vec<_>) =
+            group.iter().map(|_| watch::channel(false)).unzip();
+        let runs = group.iter().enumerate().map(|(pos, call)| {
+            let waits: Vec<watch::Receiver<bool>> = group[..pos]
+                .iter()
+                .enumerate()
+                .filter(|(_, earlier)| earlier.access.conflicts_with(&call.access))
+                .map(|(k, _)| done_rx[k].clone())
+                .collect();
+            let done = &done_tx[pos];
+            let pool = &pool;
+            async move {
+                for mut wait in waits {
+                    // An error means the sender is gone, which only happens once it is done.
+                    let _ = wait.wait_for(|finished| *finished).await;
+                }
+                let id = &calls[call.index].id;
+                let executed = match pool.acquire().await {
+                    Ok(_permit) => self.execute_one(call, id).await,
+                    Err(_) => Executed::refused(super::run::not_executed(), Vec::new()),
+                };
+                // Reported as each call ends, not when the group does (X4).
+                let started = executed.report.is_some();
+                self.emit(call.index, id, phase_of(&executed.result, started));
+                done.send_replace(true);
+                executed
+            }
+        });
+        let results = join_all(runs).await;
+        for (call, executed) in group.iter().zip(results) {
+            if let Some(record) = &mut records[call.index] {
+                record.disposition = disposition_of(&executed.result);
+                record.args = executed.args;
+                record.result = executed.result;
+                record.context = executed.context;
+            }
+        }
+    }
+
+    async fn execute_one(&self, call: &Ready<'_>, id: &str) -> Executed {
+        let mut on_start = || self.emit(call.index, id, CallPhase::Started);
+        execute(&self.cx, id, call.entry, call.args.clone(), &mut on_start).await
+    }
+
+    /// Classifies a call that never reached the pool, and reports its end.
+    fn refuse(&self, index: usize, mut record: CallRecord) -> CallRecord {
+        record.disposition = disposition_of(&record.result);
+        self.emit(index, &record.id, phase_of(&record.result, false));
+        record
+    }
+
+    fn emit(&self, index: usize, id: &str, phase: CallPhase) {
+        if let Some(events) = &self.events {
+            // A dropped receiver only means nobody is listening.
+            let _ = events.send(CallEvent {
+                index,
+                id: id.to_string(),
+                phase,
+                at: Instant::now(),
+            });
+        }
+    }
+}
+
+/// The last transition of a call with `result`; `started` tells whether it entered the sandbox.
+fn phase_of(result: &ToolResult, started: bool) -> CallPhase {
+    match result {
+        Ok(_) => CallPhase::Completed,
+        Err(e) if matches!(e.code, ErrorCode::Cancelled | ErrorCode::NotExecuted) => {
+            CallPhase::Cancelled { started }
+        }
+        Err(e) => CallPhase::Failed {
+            code: e.code.clone(),
+        },
+    }
+}
+
+fn disposition_of(result: &ToolResult) -> Option<Disposition> {
+    result.as_ref().err().map(|e| Disposition::of(&e.code))
+}
