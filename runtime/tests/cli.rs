@@ -584,3 +584,60 @@ fn the_review_preset_denies_every_write_through_its_hook() {
             .starts_with("audit: read_file")
     );
 }
+
+#[test]
+fn preset_aliases_and_batches_go_through_the_whole_pipeline() {
+    let s = Sandbox::new();
+    let preset = s.file("aliased.toml");
+    std::fs::write(
+        &preset,
+        "[plugins.fs]\nsource = \"builtin:fs\"\nmounts = [{ host = \".\", guest = \"/workspace\" }]\n\n\
+         [tools]\naliases = { Peek = \"read_file\" }\n",
+    )
+    .unwrap();
+    let preset = preset.to_str().unwrap();
+    // A preset alias resolves in a single call, and a misspelt argument name is remapped.
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "Peek",
+        r#"{"file_path":"notes.txt","limit":1}"#,
+        "--preset",
+        preset,
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("     1\tone\n"),
+        "{out}"
+    );
+    // And in a batch: one result per id, in order, each call repaired or refused on its own.
+    let batch = s.file("batch.json");
+    std::fs::write(
+        &batch,
+        r#"[{"id":"a","name":"Peek","arguments":"{\"path\":\"notes.txt\"}"},
+            {"id":"b","name":"nope","arguments":""},
+            {"id":"c","name":"read_file","arguments":"{\"path\": \"notes.t"}]"#,
+    )
+    .unwrap();
+    let out = s.paddock(&["tool", "batch", batch.to_str().unwrap(), "--preset", preset]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a failed call makes the batch exit 1"
+    );
+    let records: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["a", "b", "c"]);
+    assert_eq!(records[0]["ok"], true, "{records}");
+    assert_eq!(records[1]["error"]["code"], "UNKNOWN_TOOL", "{records}");
+    assert_eq!(records[2]["error"]["code"], "INVALID_JSON", "{records}");
+}

@@ -1,6 +1,6 @@
-//! The `paddock` command line (SPEC M2, as far as it exists): `tool list|call`,
-//! `plugin install|list|inspect|remove`, and `preset list|show|check` (P1). Exit codes: 0 success, 1 a tool or plugin error,
-//! 2 a usage or configuration error.
+//! The `paddock` command line (SPEC M2, as far as it exists): `tool list|call|batch`,
+//! `plugin install|list|inspect|remove`, and `preset list|show|check` (P1). Exit codes:
+//! 0 success, 1 a tool or plugin error, 2 a usage or configuration error.
 
 mod plugin;
 mod preset;
