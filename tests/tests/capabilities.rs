@@ -308,3 +308,17 @@ async fn an_oversized_response_is_cut_at_the_cap() {
 
 /// The built-in alias table, as a session without preset aliases has it.
 static ALIASES: std::sync::LazyLock<AliasTable> = std::sync::LazyLock::new(AliasTable::default);
+
+#[tokio::test]
+async fn the_model_saying_bash_reaches_run_command() {
+    let s = session("shell", EXEC).await;
+    let registry = s.registry.as_ref().expect("the plugin loads");
+    let checked = paddock::calls::check_call(
+        registry,
+        &ALIASES,
+        "Bash",
+        r#"{"program":"echo","args":["hi"]}"#,
+    );
+    assert_eq!(checked.tool.as_deref(), Some("run_command"));
+    assert!(checked.args.is_ok(), "{:?}", checked.args);
+}

@@ -29,9 +29,12 @@ const BUILT_IN: &[(&str, &str)] = &[
     ("search", "grep"),
     ("Glob", "glob"),
     ("find_files", "glob"),
-    ("Bash", "run"),
-    ("shell", "run"),
-    ("exec", "run"),
+    ("Bash", "run_command"),
+    ("shell", "run_command"),
+    ("exec", "run_command"),
+    ("run", "run_command"),
+    ("WebFetch", "fetch_url"),
+    ("fetch", "fetch_url"),
 ];
 
 /// Alias → tool, keyed by the alias's squashed form (lower case, no separators).
