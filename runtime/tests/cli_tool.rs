@@ -1,0 +1,222 @@
+//! `paddock tool list|call` end to end (C4, M2): exit codes and JSON shapes, default and
+//! explicit mounts, refused mounts.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn tool_list_json_shows_every_builtin_with_its_contract() {
+    let s = Sandbox::new();
+    let (code, tools) = s.json(&["tool", "list", "--preset", "coding", "--json"]);
+    assert_eq!(code, 0);
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "write_file",
+            "edit_file",
+            "list_dir",
+            "grep",
+            "glob",
+            "run_command"
+        ]
+    );
+    let read = &tools[0];
+    assert_eq!(read["plugin"], "fs");
+    assert_eq!(read["read_only"], true);
+    assert_eq!(read["concurrency_safe"], true);
+    assert_eq!(read["idempotent"], true);
+    assert_eq!(read["parameters"]["required"], serde_json::json!(["path"]));
+    let edit = &tools[2];
+    assert_eq!(edit["idempotent"], false);
+    assert_eq!(edit["read_only"], false);
+    assert!(
+        tools[5]["description"]
+            .as_str()
+            .unwrap()
+            .contains("does not search file contents")
+    );
+}
+
+#[test]
+fn a_successful_call_prints_one_object_and_exits_0() {
+    let s = Sandbox::new();
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "read_file",
+        r#"{"path":"notes.txt","limit":2}"#,
+        "--json",
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(out["ok"], true);
+    assert!(
+        out["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("     1\tone\n     2\ttwo\n")
+    );
+    assert_eq!(out["truncated"], true);
+    assert_eq!(out["continuation"], r#"{"offset":3,"path":"notes.txt"}"#);
+}
+
+#[test]
+fn a_tool_error_prints_code_message_retryable_and_exits_1() {
+    let s = Sandbox::new();
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "read_file",
+        r#"{"path":"missing.txt"}"#,
+        "--json",
+    ]);
+    assert_eq!(code, 1);
+    assert_eq!(out["ok"], false);
+    assert_eq!(out["error"]["code"], "NOT_FOUND");
+    assert_eq!(out["error"]["retryable"], false);
+    let (code, out) = s.json(&["tool", "call", "read_file", r#"{"offset":"x"}"#, "--json"]);
+    assert_eq!(code, 1);
+    assert_eq!(out["error"]["code"], "INVALID_ARGS");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("path (string, required)")
+    );
+    let (code, out) = s.json(&["tool", "call", "raed_file", "{}", "--json"]);
+    assert_eq!(code, 1);
+    assert_eq!(out["error"]["code"], "UNKNOWN_TOOL");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("closest first: read_file")
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let s = Sandbox::new();
+    let out = s.paddock(&["tool", "call", "read_file", "{}", "--mount", "no-colon"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("HOST:GUEST"));
+    let out = s.paddock(&["tool", "frobnicate"]);
+    assert_eq!(out.status.code(), Some(2));
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "read_file",
+        "{}",
+        "--preset",
+        "nope",
+        "--json",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no preset named `nope`")
+    );
+}
+
+#[test]
+fn the_default_preset_reads_the_working_directory_and_loads_no_write_tools() {
+    let s = Sandbox::new();
+    let (code, tools) = s.json(&["tool", "list", "--json"]);
+    assert_eq!(code, 0);
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["read_file", "list_dir", "grep", "glob"]);
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "write_file",
+        r#"{"path":"x.txt","content":"no"}"#,
+        "--json",
+    ]);
+    assert_eq!(code, 1);
+    assert_eq!(out["error"]["code"], "UNKNOWN_TOOL");
+    assert!(!s.file("x.txt").exists());
+}
+
+#[test]
+fn with_the_coding_preset_the_working_directory_is_the_writable_workspace() {
+    let s = Sandbox::new();
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "write_file",
+        r#"{"path":"made/here.txt","content":"hi"}"#,
+        "--preset",
+        "coding",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        std::fs::read_to_string(s.file("made/here.txt")).unwrap(),
+        "hi"
+    );
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "edit_file",
+        r#"{"path":"notes.txt","old_string":"two","new_string":"2"}"#,
+        "--preset",
+        "coding",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        std::fs::read_to_string(s.file("notes.txt")).unwrap(),
+        "one\n2\nthree\n"
+    );
+}
+
+#[test]
+fn an_explicit_read_only_mount_refuses_writes() {
+    let s = Sandbox::new();
+    let mount = format!("{}:/workspace:ro", s.work.path().display());
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "write_file",
+        r#"{"path":"x.txt","content":"no"}"#,
+        "--preset",
+        "coding",
+        "--mount",
+        &mount,
+        "--json",
+    ]);
+    assert_eq!(code, 1);
+    assert_eq!(out["error"]["code"], "PERMISSION_DENIED");
+    assert!(!s.file("x.txt").exists());
+}
+
+#[test]
+fn a_mount_exposing_the_data_directory_is_refused() {
+    let s = Sandbox::new();
+    let mount = format!("{}:/data", s.home.path().display());
+    let (code, out) = s.json(&[
+        "tool", "call", "list_dir", "{}", "--mount", &mount, "--json",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("compiled-code cache"),
+        "{out}"
+    );
+}
