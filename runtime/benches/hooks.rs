@@ -7,10 +7,14 @@
 //!
 //! Ends with one line: `BENCH hook_pair_p50_us=… process_over_wasm=…`.
 
+mod common;
+
+use common::{micros, percentile};
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use paddock::contract::{Risk, RuntimeMeta, ToolOutput, ToolSpec};
 use paddock::exec::GateCall;
@@ -19,16 +23,6 @@ use paddock::plugin_store::PluginStore;
 use paddock::preset::{self, ResolveContext};
 use paddock::sandbox::{Permission, Sandbox};
 use tokio_util::sync::CancellationToken;
-
-fn percentile(samples: &mut [Duration], p: f64) -> Duration {
-    samples.sort();
-    let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
-    samples[index]
-}
-
-fn micros(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
 
 /// One command-hook decision: spawn, write the event, read and parse the answer.
 fn process_hook(event: &str) -> serde_json::Value {

@@ -9,6 +9,10 @@
 //!
 //! Ends with one line: `BENCH validate_p50_us=… broken_p50_us=… sched_overhead_us=… parallel_speedup=…`.
 
+mod common;
+
+use common::{micros, percentile};
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -18,16 +22,6 @@ use paddock::plugin_store::PluginStore;
 use paddock::preset::{self, ResolveContext};
 use paddock::sandbox::Sandbox;
 use tokio_util::sync::CancellationToken;
-
-fn percentile(samples: &mut [Duration], p: f64) -> Duration {
-    samples.sort();
-    let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
-    samples[index]
-}
-
-fn micros(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -9,29 +9,15 @@
 //!
 //! Ends with one line: `BENCH call_p50_us=… spawn_over_call=… read1m_over_native=… cancel_p99_ms=… cold_over_cached=…`.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{micros, percentile, plugin_bytes};
+
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use paddock::sandbox::{Grant, Limits, Mount, MountMode, Plugin, Sandbox};
 use tokio_util::sync::CancellationToken;
-
-fn plugin_bytes(file: &str) -> Vec<u8> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../plugins/target/wasm32-wasip2/release")
-        .join(file);
-    std::fs::read(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask build-plugins`", path.display()))
-}
-
-fn percentile(samples: &mut [Duration], p: f64) -> Duration {
-    samples.sort();
-    let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
-    samples[index]
-}
-
-fn micros(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
 
 fn grant(mounts: Vec<Mount>) -> Grant {
     Grant {

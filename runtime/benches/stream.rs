@@ -7,6 +7,10 @@
 //! carrying the finish reason, usage and end marker) to the finished message, arguments parsed.
 //! No HTTP here: the network path is exercised by the end-to-end tests.
 
+mod common;
+
+use common::micros;
+
 use anyhow::{Context, bail};
 use bytes::Bytes;
 use paddock::model::assembler::{AnthropicAssembler, OpenAiAssembler, WireAssembler};
@@ -49,10 +53,6 @@ fn openai(attempt: AttemptId) -> OpenAiAssembler {
 
 fn anthropic(attempt: AttemptId) -> AnthropicAssembler {
     AnthropicAssembler::new(attempt)
-}
-
-fn micros(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
 }
 
 /// Text like a model writes: words, code, quotes and a little non-ASCII.
