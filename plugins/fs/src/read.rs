@@ -70,7 +70,7 @@ impl Tool for ReadFile {
         }
         let io = |e: std::io::Error| ToolError::io(&self.path, &e);
         let mut lines = Lines::new(file, MAX_LINE_BYTES);
-        if lines.head(8192).map_err(io)?.contains(&0) {
+        if memchr::memchr(0, lines.head(8192).map_err(io)?).is_some() {
             return Err(ToolError::new(
                 "BINARY_FILE",
                 format!(
