@@ -151,6 +151,7 @@ async fn run() {
         },
         max_parallel,
         events: None,
+        on_start: None,
     };
     // `echo` is concurrency-safe; a pool of 1 runs them one by one, as the direct loop does.
     let batch = calls("echo", r#"{"text":"hi"}"#, n);

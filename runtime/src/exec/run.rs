@@ -12,6 +12,7 @@ use crate::contract::{ErrorCode, ToolError, ToolResult, ToolSpec};
 use crate::sandbox::{CallReport, Sandbox};
 
 /// What a call needs from the session around it.
+#[derive(Clone)]
 pub struct CallContext<'a> {
     pub sandbox: &'a Sandbox,
     pub registry: &'a Registry,
@@ -61,17 +62,18 @@ pub async fn run_call(cx: &CallContext<'_>, call_id: &str, name: &str, raw_args:
         });
         return Executed::refused(error, Vec::new());
     };
-    execute(cx, call_id, entry, args, &mut || {}).await
+    execute(cx, call_id, entry, args, &mut || Ok(())).await
 }
 
 /// Runs a validated call: the gate before it, the sandbox, the output budget, the gate after
-/// it. `on_start` is told just before the sandbox is entered (X4), after the abort check (X3).
+/// it. `on_start` is told just before the sandbox is entered (X4), after the abort check (X3);
+/// if it fails (the session log cannot record the start), the call does not run.
 pub(crate) async fn execute(
     cx: &CallContext<'_>,
     call_id: &str,
     entry: &ToolEntry,
     args: serde_json::Value,
-    on_start: &mut (dyn FnMut() + Send),
+    on_start: &mut (dyn FnMut() -> Result<(), String> + Send),
 ) -> Executed {
     let name = entry.spec.name.as_str();
     if cx.cancel.is_cancelled() {
@@ -115,7 +117,9 @@ pub(crate) async fn execute(
     if cx.cancel.is_cancelled() {
         return Executed::refused(not_executed(), context);
     }
-    on_start();
+    if let Err(why) = on_start() {
+        return Executed::refused(ToolError::new(ErrorCode::Host, why), context);
+    }
     // C3: the tool receives exactly the validated value.
     let mut report = cx
         .sandbox

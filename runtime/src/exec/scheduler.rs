@@ -84,11 +84,18 @@ pub struct CallRecord {
     pub disposition: Option<Disposition>,
 }
 
+/// Told a call's id just before it enters the sandbox; an error refuses the call.
+pub type StartHook<'a> = dyn Fn(&str) -> Result<(), String> + Send + Sync + 'a;
+
 /// Runs batches of calls for one session.
 pub struct Scheduler<'a> {
     pub cx: CallContext<'a>,
     pub max_parallel: usize,
     pub events: Option<mpsc::UnboundedSender<CallEvent>>,
+    /// Called with a call's id just before it enters the sandbox, and waited for: the session
+    /// log makes `tool/start` durable here, so a crash can never pass a started call off as
+    /// one that never ran (L2). An error refuses the call (HOST_ERROR) with that text.
+    pub on_start: Option<&'a StartHook<'a>>,
 }
 
 /// A checked call ready to run.
@@ -217,7 +224,13 @@ impl Scheduler<'_> {
     }
 
     async fn execute_one(&self, call: &Ready<'_>, id: &str) -> Executed {
-        let mut on_start = || self.emit(call.index, id, CallPhase::Started);
+        let mut on_start = || {
+            if let Some(hook) = self.on_start {
+                hook(id)?;
+            }
+            self.emit(call.index, id, CallPhase::Started);
+            Ok(())
+        };
         execute(&self.cx, id, call.entry, call.args.clone(), &mut on_start).await
     }
 

@@ -85,6 +85,7 @@ mounts = [{{ host = ".", guest = "/workspace", mode = "rw" }}]
             },
             max_parallel,
             events: Some(tx),
+            on_start: None,
         };
         (scheduler, rx)
     }
