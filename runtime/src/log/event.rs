@@ -1,0 +1,200 @@
+//! The events of a session log (L1): one JSON object per line, each with a sequence number, a
+//! time and a typed body. The history the model sees is derived from them (`history`), never
+//! kept anywhere else.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{AttemptStatus, Finish, Outcome, ToolCall, Usage};
+
+/// One line of the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// 1, 2, 3, ... in file order, without gaps.
+    pub seq: u64,
+    /// Milliseconds since the Unix epoch.
+    pub ts_ms: u64,
+    #[serde(flatten)]
+    pub body: Body,
+}
+
+/// What happened. Serialized as `"type": "...", "data": {...}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data")]
+pub enum Body {
+    /// The first event: what the session runs with, so `resume` rebuilds the same session (P1).
+    #[serde(rename = "session/start")]
+    SessionStart(Box<SessionStart>),
+    /// A message from the user (the task, a follow-up) or from paddock itself (a nudge).
+    #[serde(rename = "user/message")]
+    UserMessage { text: String, source: Source },
+    /// The loop starts working on the latest message.
+    #[serde(rename = "turn/start")]
+    TurnStart { turn: u64 },
+    /// A model request began an attempt (L3).
+    #[serde(rename = "attempt/start")]
+    AttemptStart { attempt: String, number: u32 },
+    /// An attempt ended; a failed one's partial output is kept for display only (L3).
+    #[serde(rename = "attempt/end")]
+    AttemptEnd {
+        attempt: String,
+        status: AttemptStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partial_text: Option<String>,
+    },
+    /// The committed assistant message of a completed attempt.
+    #[serde(rename = "assistant/message")]
+    AssistantMessage {
+        attempt: String,
+        text: String,
+        tool_calls: Vec<ToolCall>,
+        finish: Finish,
+        outcome: Outcome,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+    },
+    /// A call is queued. Written (and synced) before any call of its batch starts (L1).
+    #[serde(rename = "tool/call")]
+    ToolCall {
+        id: String,
+        name: String,
+        /// The registered tool the name resolved to, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+        /// Safe to run again when its outcome is unknown (L2).
+        idempotent: bool,
+    },
+    /// A call entered the sandbox. Synced before the tool runs, so a crash after it reads as
+    /// "outcome unknown", never as "not executed" (L2).
+    #[serde(rename = "tool/start")]
+    ToolStart { id: String },
+    /// What the model reads back for a call.
+    #[serde(rename = "tool/result")]
+    ToolResult {
+        id: String,
+        content: String,
+        is_error: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
+        /// The arguments the tool ran with, after repairs and hooks (C3).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        args: Option<serde_json::Value>,
+        /// The repairs applied to the model's call, in order (V3).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        repairs: Vec<serde_json::Value>,
+    },
+    /// Input that arrived while the loop ran (I1), logged before it is acknowledged.
+    #[serde(rename = "inbox/in")]
+    InboxIn {
+        id: String,
+        source: Source,
+        lane: Lane,
+        text: String,
+    },
+    /// An inbox entry entered the history (steering before a model request, or a follow-up).
+    #[serde(rename = "inbox/take")]
+    InboxTake { id: String },
+    /// The loop stopped, and why (B1).
+    #[serde(rename = "turn/end")]
+    TurnEnd {
+        reason: StopReason,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+}
+
+/// What a session was started with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionStart {
+    pub session: String,
+    /// The preset's name, where it came from, and its full text (resume parses this text, not
+    /// whatever the file says now).
+    pub preset: String,
+    pub preset_origin: String,
+    pub preset_text: String,
+    /// The directory relative mounts resolved against.
+    pub cwd: String,
+    /// Every plugin that loaded, with the SHA-256 of its bytes; resume refuses changed ones.
+    pub plugins: Vec<PluginHash>,
+    /// `provider/model`, or `scripted-demo`.
+    pub model: String,
+    /// How the model was reached (no secrets: the key stays in the environment variable it
+    /// names). `None` for the scripted demo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_config: Option<crate::model::ProviderConfig>,
+    pub system: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PluginHash {
+    pub name: String,
+    pub sha256: String,
+}
+
+/// Who said something (I1). Text from tools or the web is never a `Source` of instructions
+/// (I3): it only ever arrives as a tool result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    User,
+    /// paddock itself: nudges and notices.
+    System,
+}
+
+/// When an inbox entry takes effect (I2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Lane {
+    /// Abort what is running now.
+    Interrupt,
+    /// Steering: enters before the next model request, after the current tool batch.
+    NextStep,
+    /// Follow-up: runs when the loop would otherwise stop.
+    NextTurn,
+}
+
+/// Why the loop stopped (B1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model answered without a call, and the message does not announce one (B2).
+    Completed,
+    MaxTurns,
+    TokenBudget,
+    TimeBudget,
+    CostBudget,
+    /// Ctrl-C, an interrupt entry, or paddock stopped mid-turn (found on resume).
+    Interrupted,
+    /// The response was cut by the output limit and carried no call to retry.
+    Truncated,
+    /// The model kept saying it would call a tool and sent none, after nudges.
+    DroppedToolCall,
+    /// The provider failed after its retries, refused, or filtered the response.
+    ModelError,
+    /// The provider's stream could not be made sense of.
+    ProtocolError,
+    /// paddock itself failed (a mount vanished, a plugin could not be set up): not the model's
+    /// to fix (V5).
+    HostError,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Completed => "completed",
+            StopReason::MaxTurns => "max_turns",
+            StopReason::TokenBudget => "token_budget",
+            StopReason::TimeBudget => "time_budget",
+            StopReason::CostBudget => "cost_budget",
+            StopReason::Interrupted => "interrupted",
+            StopReason::Truncated => "truncated",
+            StopReason::DroppedToolCall => "dropped_tool_call",
+            StopReason::ModelError => "model_error",
+            StopReason::ProtocolError => "protocol_error",
+            StopReason::HostError => "host_error",
+        }
+    }
+}
