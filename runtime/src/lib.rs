@@ -3,11 +3,13 @@
 //! The spine of one call, and the module that carries each stage, is drawn in
 //! `docs/ARCHITECTURE.md`.
 
+pub mod agent;
 pub mod calls;
 pub mod cli;
 pub mod contract;
 pub mod exec;
 pub mod hooks;
+pub mod log;
 pub mod model;
 pub mod plugin_store;
 pub mod preset;

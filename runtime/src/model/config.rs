@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The wire format spoken by the provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProviderKind {
     /// OpenAI Chat Completions; also vLLM, llama.cpp, Ollama, OpenRouter and others.
@@ -22,7 +22,7 @@ pub enum ProviderKind {
 }
 
 /// Which request field carries the output limit for an OpenAI-compatible server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MaxTokensField {
     /// The current OpenAI name (required by its reasoning models).
@@ -31,7 +31,7 @@ pub enum MaxTokensField {
     MaxTokens,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     #[serde(rename = "provider")]

@@ -9,7 +9,7 @@ use super::types::Usage;
 use serde::Deserialize;
 
 /// USD per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
     pub input: f64,

@@ -1,0 +1,136 @@
+//! What a session has spent, counted from its log, against the preset's budgets (B3).
+
+use std::time::Duration;
+
+use crate::log::{Body, Event, StopReason};
+use crate::preset::LoopBudgets;
+
+/// Spending so far. Model requests, tokens and cost count over the whole session (a resumed
+/// session keeps its count); wall time counts from when this process took the session up.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Spent {
+    /// Committed model responses (each is one "turn" of `max_turns`).
+    pub model_requests: u64,
+    pub tokens: u64,
+    pub cost_usd: f64,
+    pub wall: Duration,
+}
+
+impl Spent {
+    pub fn of(events: &[Event], wall: Duration) -> Spent {
+        let mut spent = Spent {
+            wall,
+            ..Spent::default()
+        };
+        for event in events {
+            if let Body::AssistantMessage {
+                usage, cost_usd, ..
+            } = &event.body
+            {
+                spent.model_requests += 1;
+                if let Some(usage) = usage {
+                    spent.tokens += usage.input_tokens + usage.output_tokens;
+                }
+                spent.cost_usd += cost_usd.unwrap_or(0.0);
+            }
+        }
+        spent
+    }
+
+    /// The first budget that is used up, with a line that says by how much and which key to
+    /// raise.
+    pub fn over(&self, budgets: &LoopBudgets) -> Option<(StopReason, String)> {
+        if self.model_requests >= budgets.max_turns {
+            return Some((
+                StopReason::MaxTurns,
+                format!(
+                    "{} model requests made; the budget is {} (limits.max_turns)",
+                    self.model_requests, budgets.max_turns
+                ),
+            ));
+        }
+        if self.tokens >= budgets.max_tokens {
+            return Some((
+                StopReason::TokenBudget,
+                format!(
+                    "{} tokens used; the budget is {} (limits.max_tokens)",
+                    self.tokens, budgets.max_tokens
+                ),
+            ));
+        }
+        if self.wall.as_secs() >= budgets.max_wall_secs {
+            return Some((
+                StopReason::TimeBudget,
+                format!(
+                    "{} s of wall time; the budget is {} s (limits.max_wall_secs)",
+                    self.wall.as_secs(),
+                    budgets.max_wall_secs
+                ),
+            ));
+        }
+        if self.cost_usd >= budgets.max_cost_usd {
+            return Some((
+                StopReason::CostBudget,
+                format!(
+                    "${:.4} spent; the budget is ${:.2} (limits.max_cost_usd)",
+                    self.cost_usd, budgets.max_cost_usd
+                ),
+            ));
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Finish, Outcome, Usage};
+
+    fn budgets() -> LoopBudgets {
+        LoopBudgets {
+            max_turns: 3,
+            max_tokens: 1000,
+            max_wall_secs: 60,
+            max_cost_usd: 1.0,
+            max_parallel_tool_calls: 8,
+        }
+    }
+
+    fn message(tokens: u64, cost: f64) -> Event {
+        Event {
+            seq: 1,
+            ts_ms: 0,
+            body: Body::AssistantMessage {
+                attempt: "a".into(),
+                text: String::new(),
+                tool_calls: Vec::new(),
+                finish: Finish::Stop,
+                outcome: Outcome::Completed,
+                usage: Some(Usage {
+                    input_tokens: tokens,
+                    ..Usage::default()
+                }),
+                cost_usd: Some(cost),
+            },
+        }
+    }
+
+    #[test]
+    fn each_budget_stops_with_its_own_reason() {
+        let within = Spent::of(&[message(10, 0.1)], Duration::from_secs(1));
+        assert_eq!(within.over(&budgets()), None);
+        let turns = Spent::of(
+            &[message(1, 0.0), message(1, 0.0), message(1, 0.0)],
+            Duration::ZERO,
+        );
+        assert_eq!(turns.over(&budgets()).unwrap().0, StopReason::MaxTurns);
+        let tokens = Spent::of(&[message(1000, 0.0)], Duration::ZERO);
+        assert_eq!(tokens.over(&budgets()).unwrap().0, StopReason::TokenBudget);
+        let wall = Spent::of(&[], Duration::from_secs(60));
+        assert_eq!(wall.over(&budgets()).unwrap().0, StopReason::TimeBudget);
+        let cost = Spent::of(&[message(1, 1.5)], Duration::ZERO);
+        let (reason, detail) = cost.over(&budgets()).unwrap();
+        assert_eq!(reason, StopReason::CostBudget);
+        assert!(detail.contains("limits.max_cost_usd"), "{detail}");
+    }
+}
