@@ -3,7 +3,8 @@
 //! - `build-plugins`: add the wasm32-wasip2 target if missing, build every plugin in release.
 //! - `test`: build the plugins, run their unit tests on the host, then the whole workspace.
 //! - `bench NAME`: build the plugins, run benchmark NAME in release; it ends with `BENCH ...`.
-//! - `demo`: build everything and show paddock calling its built-in tools on this repository.
+//! - `demo`: build paddock and run its agent loop on this repository: the scripted demo model
+//!   by default, a real one when PADDOCK_BASE_URL is set.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -138,44 +139,41 @@ fn bench(name: &str) -> Result<(), String> {
     run(cmd)
 }
 
+/// paddock's main job on its embedded defaults: the agent loop on this repository with the
+/// read-only `default` preset. With no model configured it runs the scripted demo model (no
+/// key, no network); with PADDOCK_BASE_URL (and PADDOCK_API_KEY if the server needs one) it
+/// runs the same task against that real model.
 fn demo() -> Result<(), String> {
     let mut build = cargo();
     build.args(["build", "-p", "paddock"]);
     run(build)?;
     let paddock = root().join("target/debug/paddock");
-    let steps: &[&[&str]] = &[
-        &["tool", "list"],
-        &["tool", "call", "list_dir", "{}"],
+    let real_model = std::env::var_os("PADDOCK_BASE_URL").is_some();
+    let args: &[&str] = if real_model {
         &[
-            "tool",
-            "call",
-            "grep",
-            r#"{"pattern": "^## ", "path": "README.md"}"#,
-        ],
-        &[
-            "tool",
-            "call",
-            "read_file",
-            r#"{"path": "presets/default.toml", "limit": 12}"#,
-        ],
-        &["tool", "call", "read_file", r#"{"path": "../etc/passwd"}"#],
-    ];
-    for step in steps {
-        println!(
-            "\n$ paddock {}",
-            step.iter()
-                .map(|a| shell_quote(a))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        // A refused call is part of the demo; only a failure to run at all stops it.
-        Command::new(&paddock)
-            .args(*step)
-            .current_dir(root())
-            .status()
-            .map_err(|e| format!("cannot run paddock: {e}"))?;
+            "run",
+            "Show me around this project: what it is, how it is laid out, and how to run its tests.",
+        ]
+    } else {
+        &["run", "--demo"]
+    };
+    println!(
+        "\n$ paddock {}",
+        args.iter()
+            .map(|a| shell_quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let status = Command::new(&paddock)
+        .args(args)
+        .current_dir(root())
+        .status()
+        .map_err(|e| format!("cannot run paddock: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the session did not complete ({status})"))
     }
-    Ok(())
 }
 
 fn shell_quote(arg: &str) -> String {

@@ -1,9 +1,12 @@
-//! The `paddock` command line (SPEC M2, as far as it exists): `tool list|call|batch`,
-//! `plugin install|list|inspect|remove`, and `preset list|show|check` (P1). Exit codes:
-//! 0 success, 1 a tool or plugin error, 2 a usage or configuration error.
+//! The `paddock` command line (SPEC M2): `run` a task, `resume` a session, show a session's
+//! `log`, `tool list|call|batch`, `plugin install|list|inspect|remove`, and
+//! `preset list|show|check` (P1). Exit codes: 0 success, 1 a tool or plugin error (or a
+//! session that stopped for any reason but `completed`), 2 a usage or configuration error.
 
 mod plugin;
 mod preset;
+mod run;
+mod session_view;
 mod style;
 mod tool;
 
@@ -28,6 +31,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a task with the agent loop: the model proposes calls, paddock runs them sandboxed,
+    /// until the task is done or a budget stops it. `--demo` needs no model or key.
+    Run(run::RunArgs),
+    /// Recover a session from its log (a crash, Ctrl-C, a budget) and continue it.
+    Resume(run::ResumeArgs),
+    /// Show a session's event log, or list the sessions.
+    Log(run::LogArgs),
     /// List and call tools directly, without a model.
     #[command(subcommand)]
     Tool(tool::ToolCommand),
@@ -90,6 +100,9 @@ pub fn main() -> ExitCode {
     };
     let exit = runtime.block_on(async {
         match cli.command {
+            Command::Run(args) => run::run(args).await,
+            Command::Resume(args) => run::resume(args).await,
+            Command::Log(args) => run::log(args).await,
             Command::Tool(cmd) => tool::run(cmd).await,
             Command::Plugin(cmd) => plugin::run(cmd).await,
             Command::Preset(cmd) => preset::run(cmd).await,

@@ -88,7 +88,7 @@ pub async fn run(cmd: ToolCommand) -> Exit {
 }
 
 /// Prints a setup error in the requested form; setup errors are usage/configuration errors.
-fn setup_error(json: bool, code: &str, message: &str) -> Exit {
+pub(crate) fn setup_error(json: bool, code: &str, message: &str) -> Exit {
     if json {
         println!(
             "{}",
@@ -118,28 +118,30 @@ fn parse_mount(spec: &str, cwd: &std::path::Path) -> Result<Mount, String> {
     make_mount(&format!("--mount {spec}"), host, guest, mode, cwd).map_err(|e| e.to_string())
 }
 
-struct Loaded {
-    env: Env,
-    registry: Registry,
-    spill: SpillDir,
-    aliases: AliasTable,
-    max_parallel: u64,
-    chain: HookChain,
-    preset: String,
-    cancel: CancellationToken,
+pub(crate) struct Loaded {
+    pub env: Env,
+    pub registry: Registry,
+    pub spill: SpillDir,
+    pub aliases: AliasTable,
+    pub max_parallel: u64,
+    pub chain: HookChain,
+    pub preset: String,
+    pub resolved: crate::preset::ResolvedPreset,
+    pub session: String,
+    pub cancel: CancellationToken,
 }
 
 impl Loaded {
     /// The context for CLI calls: the preset's aliases, hook chain and approval; cancelled by
     /// Ctrl-C.
-    fn context(&self) -> CallContext<'_> {
+    pub fn context(&self) -> CallContext<'_> {
         CallContext {
             sandbox: &self.env.sandbox,
             registry: &self.registry,
             aliases: &self.aliases,
             spill: Some(&self.spill),
             gate: &self.chain,
-            session_id: "cli",
+            session_id: &self.session,
             preset: &self.preset,
             cancel: self.cancel.clone(),
         }
@@ -148,15 +150,29 @@ impl Loaded {
 
 async fn load(preset_name: &str, mounts: &[String]) -> Result<Loaded, (String, String)> {
     let env = Env::open().map_err(|e| ("HOST_ERROR".to_string(), format!("{e:#}")))?;
+    let file = preset::load_in(preset_name, &env.cwd)
+        .map_err(|e| ("USAGE_ERROR".to_string(), e.to_string()))?;
+    load_preset(env, file, preset_name, mounts, "cli").await
+}
+
+/// Loads a parsed preset for `session`: its plugins, tools, aliases, hooks and approval, with
+/// `mounts` (`--mount` specs) replacing every plugin's mounts when given. Errors are a code and
+/// a message.
+pub(crate) async fn load_preset(
+    env: Env,
+    file: crate::preset::PresetFile,
+    preset_name: &str,
+    mounts: &[String],
+    session: &str,
+) -> Result<Loaded, (String, String)> {
     let usage = |m: String| ("USAGE_ERROR".to_string(), m);
     let mounts = mounts
         .iter()
         .map(|m| parse_mount(m, &env.cwd))
         .collect::<Result<Vec<_>, _>>()
         .map_err(usage)?;
-    let file = preset::load_in(preset_name, &env.cwd).map_err(|e| usage(e.to_string()))?;
     let spill = SpillDir {
-        host: env.store.session_dir("cli").join("spill"),
+        host: env.store.session_dir(session).join("spill"),
         guest: SpillDir::GUEST.to_string(),
     };
     let cx = ResolveContext {
@@ -201,6 +217,8 @@ async fn load(preset_name: &str, mounts: &[String]) -> Result<Loaded, (String, S
         max_parallel: resolved.limits.max_parallel_tool_calls,
         chain,
         preset: resolved.name.clone(),
+        resolved,
+        session: session.to_string(),
         cancel,
     })
 }
@@ -263,7 +281,7 @@ async fn call(name: &str, args: &str, mounts: &[String], preset_name: &str, json
 }
 
 /// Cancels `cancel` on Ctrl-C (X2).
-fn cancel_on_ctrl_c(cancel: &CancellationToken) {
+pub(crate) fn cancel_on_ctrl_c(cancel: &CancellationToken) {
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -297,6 +315,7 @@ async fn batch(
         cx: loaded.context(),
         max_parallel: usize::try_from(max_parallel).unwrap_or(usize::MAX),
         events: None,
+        on_start: None,
     };
     let records = scheduler.run(&calls).await;
     println!(

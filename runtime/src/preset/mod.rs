@@ -60,18 +60,25 @@ pub fn load(name_or_path: &str) -> Result<PresetFile, PresetError> {
 
 /// `load`, with the project directory given.
 pub fn load_in(name_or_path: &str, cwd: &Path) -> Result<PresetFile, PresetError> {
+    let (origin, text) = source_in(name_or_path, cwd)?;
+    file::parse(&origin, &text)
+}
+
+/// Where `load_in` would find a preset, and its text (a session records both, so `resume`
+/// rebuilds the preset it ran with).
+pub fn source_in(name_or_path: &str, cwd: &Path) -> Result<(String, String), PresetError> {
     let looks_like_path = name_or_path.contains('/') || name_or_path.ends_with(".toml");
     if looks_like_path {
-        return load_file(&PathBuf::from(name_or_path));
+        return read_source(&PathBuf::from(name_or_path));
     }
     for dir in search_dirs(cwd) {
         let path = dir.join(format!("{name_or_path}.toml"));
         if path.is_file() {
-            return load_file(&path);
+            return read_source(&path);
         }
     }
     match EMBEDDED.iter().find(|(name, _)| *name == name_or_path) {
-        Some((name, text)) => file::parse(&format!("<embedded preset {name}>"), text),
+        Some((name, text)) => Ok((format!("<embedded preset {name}>"), (*text).to_string())),
         None => Err(PresetError(format!(
             "no preset named `{name_or_path}`; the shipped presets are: {}; or give a path to a .toml file",
             EMBEDDED
@@ -83,10 +90,15 @@ pub fn load_in(name_or_path: &str, cwd: &Path) -> Result<PresetFile, PresetError
     }
 }
 
-fn load_file(path: &Path) -> Result<PresetFile, PresetError> {
+/// Parses preset text; `origin` names it in messages.
+pub fn parse(origin: &str, text: &str) -> Result<PresetFile, PresetError> {
+    file::parse(origin, text)
+}
+
+fn read_source(path: &Path) -> Result<(String, String), PresetError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| PresetError(format!("cannot read preset {}: {e}", path.display())))?;
-    file::parse(&path.display().to_string(), &text)
+    Ok((path.display().to_string(), text))
 }
 
 /// Every preset `load_in` can find by name, the first found of each name winning, as
@@ -110,7 +122,7 @@ pub fn list(cwd: &Path) -> Vec<PresetInfo> {
             if found.iter().any(|p| p.name == name) {
                 continue;
             }
-            let description = match load_file(&path) {
+            let description = match read_source(&path).and_then(|(o, t)| file::parse(&o, &t)) {
                 Ok(file) => file.description,
                 Err(e) => Some(format!("(does not parse: {e})")),
             };
