@@ -1,0 +1,130 @@
+//! Sessions through the real `paddock` binary: a project directory, a private data dir, and
+//! the session log read back as JSON.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// The `paddock` binary that `cargo test --workspace` builds next to this test's executable
+/// (target/debug/paddock); `cargo xtask test` builds it.
+pub fn paddock_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/debug/deps")
+        .join("paddock");
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it with `cargo build -p paddock` (cargo xtask test does)",
+        bin.display()
+    );
+    bin
+}
+
+pub struct Project {
+    pub dir: TempDir,
+    pub home: TempDir,
+}
+
+impl Project {
+    /// A project holding `files`, with its own data dir.
+    pub fn new(files: &[(&str, &str)]) -> Project {
+        let dir = tempfile::tempdir().expect("project dir");
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).expect("write project file");
+        }
+        Project {
+            dir,
+            home: tempfile::tempdir().expect("data dir"),
+        }
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(paddock_bin());
+        cmd.args(args)
+            .current_dir(self.dir.path())
+            .env("PADDOCK_HOME", self.home.path())
+            .env("NO_COLOR", "1")
+            .env_remove("PADDOCK_BASE_URL")
+            .env_remove("PADDOCK_MODEL")
+            .env_remove("PADDOCK_API_KEY");
+        cmd
+    }
+
+    /// Runs paddock to the end (on a blocking thread, so a server in this runtime keeps
+    /// serving).
+    pub async fn paddock(&self, args: &[&str]) -> Output {
+        let mut cmd = self.command(args);
+        tokio::task::spawn_blocking(move || cmd.output().expect("run paddock"))
+            .await
+            .expect("join")
+    }
+
+    /// Every session id, oldest first.
+    pub fn sessions(&self) -> Vec<String> {
+        let mut ids: Vec<String> = std::fs::read_dir(self.home.path().join("sessions"))
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        ids.sort();
+        ids
+    }
+
+    pub fn only_session(&self) -> String {
+        let ids = self.sessions();
+        assert_eq!(ids.len(), 1, "sessions: {ids:?}");
+        ids[0].clone()
+    }
+
+    pub fn log_path(&self, session: &str) -> PathBuf {
+        self.home
+            .path()
+            .join("sessions")
+            .join(session)
+            .join("events.jsonl")
+    }
+
+    /// The session's events, one JSON value per line.
+    pub fn events(&self, session: &str) -> Vec<Value> {
+        std::fs::read_to_string(self.log_path(session))
+            .expect("read log")
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("each line is an event"))
+            .collect()
+    }
+}
+
+/// The `type` of each event.
+pub fn types(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+/// The last turn/end's reason.
+pub fn last_stop(events: &[Value]) -> String {
+    events
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "turn/end")
+        .map(|e| e["data"]["reason"].as_str().unwrap_or("?").to_string())
+        .unwrap_or_default()
+}
+
+pub fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}

@@ -1,0 +1,214 @@
+//! The agent loop end to end: the real binary, a scripted model server on loopback, the
+//! sandboxed tools and the session log (SPEC L1, L3, B1, B2, B3, M2 `run`).
+
+mod agent_common;
+
+use agent_common::{Project, last_stop, text, types};
+use paddock_tests::scripted::{Script, ScriptCall, ScriptedServer, Step, Turn};
+use serde_json::Value;
+
+async fn server(steps: Vec<Step>) -> ScriptedServer {
+    ScriptedServer::start(Script { steps })
+        .await
+        .expect("scripted server")
+}
+
+fn run_args<'a>(server_url: &'a str, task: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["run", task, "--base-url", server_url, "--model", "scripted"];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_runs_to_completion_and_every_step_is_logged_in_order() {
+    let project = Project::new(&[("notes.txt", "the secret word is paddock\n")]);
+    let server = server(vec![
+        Step::Reply(Turn::calls(vec![ScriptCall::new(
+            "c1",
+            "read_file",
+            r#"{"path": "notes.txt"}"#,
+            &[7],
+        )])),
+        Step::Reply(Turn::text(&["The word is ", "paddock."])),
+    ])
+    .await;
+    let url = server.openai_base_url();
+    let output = project
+        .paddock(&run_args(&url, "what is the secret word?", &[]))
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        text(&output).contains("The word is paddock."),
+        "{}",
+        text(&output)
+    );
+
+    let events = project.events(&project.only_session());
+    assert_eq!(
+        types(&events),
+        [
+            "session/start",
+            "user/message",
+            "turn/start",
+            "attempt/start",
+            "attempt/end",
+            "assistant/message",
+            "tool/call",
+            "tool/start",
+            "tool/result",
+            "attempt/start",
+            "attempt/end",
+            "assistant/message",
+            "turn/end",
+        ]
+    );
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+    assert_eq!(last_stop(&events), "completed");
+    let result = &events[8]["data"];
+    assert_eq!(result["id"], "c1");
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("the secret word is paddock"),
+        "{result}"
+    );
+    // L3: the attempt that produced the message is named on it.
+    assert_eq!(events[5]["data"]["attempt"], events[3]["data"]["attempt"]);
+    assert_eq!(events[4]["data"]["status"], "completed");
+
+    // L1: the second request carries the history derived from the log: the call and its
+    // result, paired by id.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1].body["messages"].as_array().unwrap();
+    let tool_message = messages
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the tool result went back");
+    assert_eq!(tool_message["tool_call_id"], "c1");
+    assert!(
+        tool_message["content"]
+            .as_str()
+            .unwrap()
+            .contains("the secret word is paddock")
+    );
+    let offered: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["read_file", "list_dir", "grep", "glob"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_turns_stops_the_loop_with_its_reason() {
+    let project = Project::new(&[("a.txt", "a\n")]);
+    let call = |id: &str| {
+        Step::Reply(Turn::calls(vec![ScriptCall::new(
+            id,
+            "read_file",
+            r#"{"path": "a.txt"}"#,
+            &[],
+        )]))
+    };
+    let server = server(vec![call("c1"), call("c2"), call("c3")]).await;
+    let url = server.openai_base_url();
+    let output = project
+        .paddock(&run_args(&url, "loop forever", &["--max-turns", "2"]))
+        .await;
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let events = project.events(&project.only_session());
+    assert_eq!(last_stop(&events), "max_turns");
+    let end = events.last().unwrap();
+    assert!(
+        end["data"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("limits.max_turns"),
+        "{end}"
+    );
+    assert_eq!(server.requests().len(), 2, "no third model request");
+    assert!(
+        text(&output).contains("stopped: max_turns"),
+        "{}",
+        text(&output)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_announced_call_that_never_comes_is_nudged_then_stops() {
+    let project = Project::new(&[]);
+    let announce = || Step::Reply(Turn::text(&["Let me read the file:"]));
+    let server = server(vec![announce(), announce(), announce()]).await;
+    let url = server.openai_base_url();
+    let output = project.paddock(&run_args(&url, "read it", &[])).await;
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let events = project.events(&project.only_session());
+    assert_eq!(last_stop(&events), "dropped_tool_call");
+    let nudges: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "user/message" && e["data"]["source"] == "system")
+        .collect();
+    assert_eq!(nudges.len(), 2);
+    // B2: the nudge reached the model as a user message.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let last = requests[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap();
+    assert_eq!(last["role"], "user");
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap()
+            .contains("contained no tool call")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_fails_stops_with_model_error_and_says_why() {
+    let project = Project::new(&[]);
+    let server = server(vec![Step::Status {
+        status: 401,
+        body: r#"{"error":{"message":"bad key"}}"#.into(),
+        retry_after_secs: None,
+        retry_after_ms: None,
+    }])
+    .await;
+    let url = server.openai_base_url();
+    let output = project.paddock(&run_args(&url, "hello", &[])).await;
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let events = project.events(&project.only_session());
+    assert_eq!(last_stop(&events), "model_error");
+    let detail = events.last().unwrap()["data"]["detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(detail.contains("401"), "{detail}");
+    assert!(
+        !types(&events).contains(&"assistant/message".to_string()),
+        "a failed attempt commits nothing (L3)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preset_without_a_model_says_how_to_get_one() {
+    let project = Project::new(&[]);
+    let output = project.paddock(&["run", "hello"]).await;
+    assert_eq!(output.status.code(), Some(2));
+    let said = text(&output);
+    assert!(said.contains("has no [model]"), "{said}");
+    assert!(
+        said.contains("--demo") && said.contains("--base-url"),
+        "{said}"
+    );
+    assert!(
+        project.sessions().is_empty(),
+        "nothing is logged for a usage error"
+    );
+}
