@@ -260,22 +260,15 @@ async fn repair(
         agent.log.append(body)?;
     }
     if !recovery.rerun.is_empty() {
-        let calls: Vec<RawCall> = agent.log.with_events(|events| {
-            events
-                .iter()
-                .filter_map(|e| match &e.body {
-                    Body::AssistantMessage { tool_calls, .. } => Some(tool_calls),
-                    _ => None,
-                })
-                .flatten()
-                .filter(|c| recovery.rerun.contains(&c.id))
-                .map(|c| RawCall {
-                    id: c.id.clone(),
-                    name: c.name.clone(),
-                    arguments: c.arguments.clone(),
-                })
-                .collect()
-        });
+        let calls: Vec<RawCall> = recovery
+            .rerun
+            .iter()
+            .map(|c| RawCall {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            })
+            .collect();
         printer.notice(&format!(
             "running again {} idempotent call(s) whose results were lost",
             calls.len()

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::event::{Body, Event, StopReason};
-use crate::model::{Message, ToolResult};
+use crate::model::{Message, ToolCall, ToolResult};
 
 /// The conversation the model sees, in order: user messages (including steering and
 /// follow-ups taken from the inbox), committed assistant messages, and tool results.
@@ -54,7 +54,7 @@ pub struct Recovery {
     /// the end of an open turn, in that order.
     pub append: Vec<Body>,
     /// Idempotent calls that started and have no result: safe to run again (L2, L4).
-    pub rerun: Vec<String>,
+    pub rerun: Vec<ToolCall>,
 }
 
 /// Code of the result given to a started, non-idempotent call whose result was never written.
@@ -64,30 +64,31 @@ pub const OUTCOME_UNKNOWN: &str = "OUTCOME_UNKNOWN";
 /// its tool is idempotent and otherwise answered `OUTCOME_UNKNOWN`; a call that never started
 /// is answered `NOT_EXECUTED`; an open turn gets an `interrupted` end.
 pub fn recover(events: &[Event]) -> Recovery {
-    let mut answered: HashSet<&str> = HashSet::new();
-    let mut started: HashSet<&str> = HashSet::new();
-    let mut idempotent: HashMap<&str, bool> = HashMap::new();
-    let mut names: HashMap<&str, &str> = HashMap::new();
-    let mut calls: Vec<&str> = Vec::new();
+    // Calls are scoped to the assistant message that made them: the queue, start and result
+    // events between one message and the next belong to it, so a provider that reuses ids
+    // across responses ("call_0" every time) cannot make one call's result answer another.
+    let mut segments: Vec<Segment> = Vec::new();
     let mut open_turn = false;
     for event in events {
         match &event.body {
-            Body::AssistantMessage { tool_calls, .. } => {
-                for call in tool_calls {
-                    calls.push(&call.id);
-                    names.insert(&call.id, &call.name);
+            Body::AssistantMessage { tool_calls, .. } => segments.push(Segment {
+                calls: tool_calls,
+                ..Segment::default()
+            }),
+            Body::ToolCall { id, idempotent, .. } => {
+                if let Some(segment) = segments.last_mut() {
+                    segment.idempotent.insert(id, *idempotent);
                 }
             }
-            Body::ToolCall {
-                id, idempotent: i, ..
-            } => {
-                idempotent.insert(id, *i);
-            }
             Body::ToolStart { id } => {
-                started.insert(id);
+                if let Some(segment) = segments.last_mut() {
+                    segment.started.insert(id);
+                }
             }
             Body::ToolResult { id, .. } => {
-                answered.insert(id);
+                if let Some(segment) = segments.last_mut() {
+                    segment.answered.insert(id);
+                }
             }
             Body::TurnStart { .. } => open_turn = true,
             Body::TurnEnd { .. } => open_turn = false,
@@ -95,35 +96,37 @@ pub fn recover(events: &[Event]) -> Recovery {
         }
     }
     let mut recovery = Recovery::default();
-    for id in calls {
-        if answered.contains(id) {
-            continue;
-        }
-        let name = names.get(id).copied().unwrap_or("?");
-        if !started.contains(id) {
-            recovery.append.push(Body::ToolResult {
-                id: id.to_string(),
-                content: format!(
-                    "error NOT_EXECUTED: paddock stopped before `{name}` started; nothing was run. Call it again if it is still needed."
-                ),
-                is_error: true,
-                code: Some("NOT_EXECUTED".into()),
-                args: None,
-                repairs: Vec::new(),
-            });
-        } else if idempotent.get(id).copied().unwrap_or(false) {
-            recovery.rerun.push(id.to_string());
-        } else {
-            recovery.append.push(Body::ToolResult {
-                id: id.to_string(),
-                content: format!(
-                    "error {OUTCOME_UNKNOWN}: `{name}` started but paddock stopped before its result was recorded, so whether it took effect is unknown. It was not run again because it is not idempotent: check its effect (for example, read the file it changed) before calling it again."
-                ),
-                is_error: true,
-                code: Some(OUTCOME_UNKNOWN.into()),
-                args: None,
-                repairs: Vec::new(),
-            });
+    for segment in &segments {
+        for call in segment.calls {
+            let (id, name) = (call.id.as_str(), call.name.as_str());
+            if segment.answered.contains(id) {
+                continue;
+            }
+            if !segment.started.contains(id) {
+                recovery.append.push(Body::ToolResult {
+                    id: id.to_string(),
+                    content: format!(
+                        "error[NOT_EXECUTED]: paddock stopped before `{name}` started; nothing was run. Call it again if it is still needed."
+                    ),
+                    is_error: true,
+                    code: Some("NOT_EXECUTED".into()),
+                    args: None,
+                    repairs: Vec::new(),
+                });
+            } else if segment.idempotent.get(id).copied().unwrap_or(false) {
+                recovery.rerun.push(call.clone());
+            } else {
+                recovery.append.push(Body::ToolResult {
+                    id: id.to_string(),
+                    content: format!(
+                        "error[{OUTCOME_UNKNOWN}]: `{name}` started but paddock stopped before its result was recorded, so whether it took effect is unknown. It was not run again because it is not idempotent: check its effect (for example, read the file it changed) before calling it again."
+                    ),
+                    is_error: true,
+                    code: Some(OUTCOME_UNKNOWN.into()),
+                    args: None,
+                    repairs: Vec::new(),
+                });
+            }
         }
     }
     if open_turn {
@@ -137,11 +140,20 @@ pub fn recover(events: &[Event]) -> Recovery {
     recovery
 }
 
+/// One assistant message's calls and what the log says happened to each.
+#[derive(Default)]
+struct Segment<'e> {
+    calls: &'e [ToolCall],
+    idempotent: HashMap<&'e str, bool>,
+    started: HashSet<&'e str>,
+    answered: HashSet<&'e str>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::log::event::Source;
-    use crate::model::{Finish, Outcome, ToolCall};
+    use crate::model::{Finish, Outcome};
 
     fn events(bodies: Vec<Body>) -> Vec<Event> {
         bodies
@@ -240,7 +252,8 @@ mod tests {
             result("done"),
         ]);
         let recovery = recover(&log);
-        assert_eq!(recovery.rerun, ["idem"]);
+        let rerun: Vec<&str> = recovery.rerun.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(rerun, ["idem"]);
         let codes: Vec<(&str, &str)> = recovery
             .append
             .iter()
@@ -263,6 +276,27 @@ mod tests {
                 reason: StopReason::Interrupted,
                 ..
             })
+        ));
+    }
+
+    #[test]
+    fn a_reused_call_id_is_scoped_to_its_own_message() {
+        let log = events(vec![
+            Body::TurnStart { turn: 1 },
+            assistant(&[("call_0", "read_file")]),
+            queued("call_0", true),
+            Body::ToolStart {
+                id: "call_0".into(),
+            },
+            result("call_0"),
+            assistant(&[("call_0", "edit_file")]),
+            queued("call_0", false),
+        ]);
+        let recovery = recover(&log);
+        assert!(recovery.rerun.is_empty());
+        assert!(matches!(
+            &recovery.append[0],
+            Body::ToolResult { id, code: Some(code), .. } if id == "call_0" && code == "NOT_EXECUTED"
         ));
     }
 
