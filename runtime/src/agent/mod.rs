@@ -277,17 +277,7 @@ impl Agent<'_> {
         let mut refused = Vec::new();
         for assembled in calls {
             let call = &assembled.call;
-            let tool = check_call(
-                self.calls.registry,
-                self.calls.aliases,
-                &call.name,
-                &call.arguments,
-            )
-            .tool;
-            let idempotent = tool
-                .as_deref()
-                .and_then(|t| self.calls.registry.get(t))
-                .is_some_and(|entry| entry.spec.meta.is_idempotent());
+            let (tool, idempotent) = self.resolve(&call.name, &call.arguments);
             self.log
                 .append(Body::ToolCall {
                     id: call.id.clone(),
@@ -311,7 +301,8 @@ impl Agent<'_> {
                 }),
             }
         }
-        self.log.sync().map_err(log_error)?;
+        // No sync here: the first start below syncs the queue with it, and a call that never
+        // started is settled as NOT_EXECUTED on resume whether or not its queue entry survived.
         for summary in &refused {
             self.record(summary, None)
                 .map_err(|e| Stop::host("cannot write the session log", e))?;
@@ -332,20 +323,40 @@ impl Agent<'_> {
                 _ => {}
             }
         }
-        self.log.sync().map_err(log_error)?;
+        // The results of calls with side effects are made durable now; those of idempotent
+        // calls ride on the next sync (a crash before it only means running them again).
+        if runnable
+            .iter()
+            .any(|c| !self.resolve(&c.name, &c.arguments).1)
+        {
+            self.log.sync().map_err(log_error)?;
+        }
         stop.map_or(Ok(()), Err)
     }
 
     /// Runs calls through the scheduler; each start is made durable before the tool runs.
+    ///
+    /// Only a start that could not be repeated safely is synced (a tool that is not
+    /// idempotent): losing the start of an idempotent call to a crash only turns "run it
+    /// again" into "not executed", which is as safe, and saves an fsync per call.
     pub async fn execute(&self, calls: &[RawCall]) -> Vec<CallRecord> {
+        let must_sync: std::collections::HashSet<&str> = calls
+            .iter()
+            .filter(|c| !self.resolve(&c.name, &c.arguments).1)
+            .map(|c| c.id.as_str())
+            .collect();
         let on_start = |id: &str| {
-            self.log
-                .append_synced(Body::ToolStart { id: id.to_string() })
-                .map_err(|e| {
-                    format!(
-                        "the session log cannot record that this call started ({e}); it was not run"
-                    )
-                })
+            let start = Body::ToolStart { id: id.to_string() };
+            let written = if must_sync.contains(id) {
+                self.log.append_synced(start)
+            } else {
+                self.log.append(start)
+            };
+            written.map_err(|e| {
+                format!(
+                    "the session log cannot record that this call started ({e}); it was not run"
+                )
+            })
         };
         let scheduler = Scheduler {
             cx: self.calls.clone(),
@@ -354,6 +365,21 @@ impl Agent<'_> {
             on_start: Some(&on_start),
         };
         scheduler.run(calls).await
+    }
+
+    /// The registered tool a call's name resolves to, and whether that tool is idempotent
+    /// (an unknown tool never runs, so it counts as idempotent).
+    fn resolve(&self, name: &str, arguments: &str) -> (Option<String>, bool) {
+        let tool = check_call(self.calls.registry, self.calls.aliases, name, arguments).tool;
+        let idempotent = match tool.as_deref() {
+            Some(t) => self
+                .calls
+                .registry
+                .get(t)
+                .is_some_and(|entry| entry.spec.meta.is_idempotent()),
+            None => true,
+        };
+        (tool, idempotent)
     }
 
     /// Logs a call's result (with the arguments it ran with and the repairs applied, when it

@@ -56,7 +56,8 @@ pub enum Body {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,
     },
-    /// A call is queued. Written (and synced) before any call of its batch starts (L1).
+    /// A call is queued. Written before any call of its batch starts, and durable before any
+    /// tool with side effects (not idempotent) runs (L1).
     #[serde(rename = "tool/call")]
     ToolCall {
         id: String,
@@ -67,8 +68,9 @@ pub enum Body {
         /// Safe to run again when its outcome is unknown (L2).
         idempotent: bool,
     },
-    /// A call entered the sandbox. Synced before the tool runs, so a crash after it reads as
-    /// "outcome unknown", never as "not executed" (L2).
+    /// A call entered the sandbox. Synced before a tool that is not idempotent runs, so a crash
+    /// after it reads as "outcome unknown", never as "not executed" (L2). An idempotent call's
+    /// start is written unsynced: if a crash loses it, "not executed" is as safe as "run again".
     #[serde(rename = "tool/start")]
     ToolStart { id: String },
     /// What the model reads back for a call.

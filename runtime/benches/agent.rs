@@ -1,0 +1,215 @@
+//! `cargo xtask bench agent`: what the agent loop adds around the model and the tools, in one
+//! run.
+//!
+//! - per-turn overhead: turns of one trivial `echo` call through the whole loop (history
+//!   derived from the log, attempt and message events, the call queued and synced, its start
+//!   synced, its result logged) against the same scripted model answers and the same calls
+//!   made directly;
+//! - what one synced log append costs on this disk (the loop pays two per call, one per batch);
+//! - eight 20 ms read-only calls in one turn: the turn's wall time against 20 ms, to show the
+//!   per-call start syncs do not serialize a parallel batch away.
+//!
+//! Ends with one line: `BENCH turn_overhead_us=… fsync_us=… parallel_turn_ms=…`.
+
+mod common;
+
+use common::{micros, percentile};
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use paddock::agent::scripted::{Reply, ScriptedProvider};
+use paddock::agent::{Agent, Quiet};
+use paddock::calls::{AliasTable, Registry};
+use paddock::exec::{CallContext, OpenGate};
+use paddock::log::{Body, LogWriter, SessionLog, Source};
+use paddock::model::{EventSink, ModelRequest, Provider};
+use paddock::plugin_store::PluginStore;
+use paddock::preset::{self, LoopBudgets, ResolveContext};
+use paddock::sandbox::Sandbox;
+use tokio_util::sync::CancellationToken;
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(run());
+}
+
+async fn registry(sandbox: &Sandbox, work: &Path, home: &Path) -> Registry {
+    let wasm = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../plugins/target/wasm32-wasip2/release/bench_tools.wasm");
+    assert!(
+        wasm.exists(),
+        "{}: run `cargo xtask build-plugins`",
+        wasm.display()
+    );
+    let file = home.join("bench.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"bench\"\n[plugins.bench]\nsource = \"{}\"\nmounts = [{{ host = \".\", guest = \"/workspace\", mode = \"ro\" }}]\n",
+            wasm.display()
+        ),
+    )
+    .expect("preset");
+    let file = file.to_str().expect("utf-8 temp path").to_string();
+    let cx = ResolveContext {
+        cwd: work,
+        data_dir: home,
+        spill: None,
+        mount_override: None,
+    };
+    let resolved = preset::load(&file)
+        .expect("preset loads")
+        .resolve(&file, &cx)
+        .expect("preset resolves");
+    Registry::load(sandbox, &PluginStore::open(home), &resolved)
+        .await
+        .expect("registry")
+}
+
+fn replies(turns: usize, call: (&str, &str), per_turn: usize) -> Vec<Reply> {
+    let calls: Vec<(&str, &str)> = std::iter::repeat_n(call, per_turn).collect();
+    let mut replies: Vec<Reply> = (0..turns).map(|_| Reply::new("", &calls)).collect();
+    replies.push(Reply::new("done", &[]));
+    replies
+}
+
+async fn run() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let home = tempfile::tempdir().expect("tempdir");
+    let sandbox = Sandbox::new(home.path().join("cache")).expect("sandbox");
+    let registry = registry(&sandbox, work.path(), home.path()).await;
+    let aliases = AliasTable::default();
+    let budgets = LoopBudgets {
+        max_turns: 10_000,
+        max_tokens: u64::MAX,
+        max_wall_secs: 3600,
+        max_cost_usd: f64::MAX,
+        max_parallel_tool_calls: 8,
+    };
+    let context = || CallContext {
+        sandbox: &sandbox,
+        registry: &registry,
+        aliases: &aliases,
+        spill: None,
+        gate: &OpenGate,
+        session_id: "bench",
+        preset: "bench",
+        cancel: CancellationToken::new(),
+    };
+    let echo = ("echo", r#"{"text":"hi"}"#);
+    let mut session = 0;
+    // One turn of `turns` model requests through the loop; returns its wall time.
+    let mut through_loop = async |provider: ScriptedProvider| {
+        session += 1;
+        let path = home.path().join(format!("s{session}/events.jsonl"));
+        let log = SessionLog::new(LogWriter::create(&path).expect("log"), Vec::new());
+        let agent = Agent {
+            provider: &provider,
+            calls: context(),
+            max_parallel: 8,
+            tools: Vec::new(),
+            system: "bench".into(),
+            budgets: budgets.clone(),
+            log: &log,
+            observer: &Quiet,
+            started: Instant::now(),
+        };
+        let started = Instant::now();
+        let end = agent.send("go").await;
+        let elapsed = started.elapsed();
+        assert_eq!(end.reason, paddock::log::StopReason::Completed, "{end:?}");
+        elapsed
+    };
+
+    // 1. Per-turn overhead, over rounds so that a noisy stretch hits all three alike.
+    let turns = 50;
+    let (mut looped, mut model_only, mut calls_only) = (Vec::new(), Vec::new(), Vec::new());
+    let echo_entry = registry.get("echo").expect("echo");
+    let cancel = CancellationToken::new();
+    for _ in 0..12 {
+        looped.push(
+            through_loop(ScriptedProvider::new(replies(turns, echo, 1))).await / turns as u32,
+        );
+        let provider = ScriptedProvider::new(replies(turns, echo, 1));
+        let request = ModelRequest::default();
+        let started = Instant::now();
+        for _ in 0..=turns {
+            provider
+                .complete(&request, &EventSink::none(), &cancel)
+                .await
+                .expect("scripted reply");
+        }
+        model_only.push(started.elapsed() / turns as u32);
+        let started = Instant::now();
+        for _ in 0..turns {
+            let report = sandbox
+                .call(
+                    &echo_entry.plugin,
+                    "echo",
+                    echo.1,
+                    &echo_entry.grant,
+                    &cancel,
+                )
+                .await;
+            assert!(report.result.is_ok());
+        }
+        calls_only.push(started.elapsed() / turns as u32);
+    }
+    let (looped, model_only, calls_only) = (
+        percentile(&mut looped, 0.5),
+        percentile(&mut model_only, 0.5),
+        percentile(&mut calls_only, 0.5),
+    );
+    let overhead = looped.saturating_sub(model_only + calls_only);
+    println!(
+        "per turn: loop {:.1} us = scripted model {:.1} us + echo call {:.1} us + loop overhead {:.1} us",
+        micros(looped),
+        micros(model_only),
+        micros(calls_only),
+        micros(overhead)
+    );
+
+    // 2. One synced append.
+    let mut writer = LogWriter::create(&home.path().join("fsync/events.jsonl")).expect("log");
+    let mut syncs = Vec::new();
+    for i in 0..200 {
+        let started = Instant::now();
+        writer
+            .append(Body::UserMessage {
+                text: format!("line {i}"),
+                source: Source::User,
+            })
+            .expect("append");
+        writer.sync().expect("sync");
+        syncs.push(started.elapsed());
+    }
+    let fsync = percentile(&mut syncs, 0.5);
+    println!("synced append: p50 {:.1} us", micros(fsync));
+
+    // 3. Eight 20 ms calls in one turn.
+    let mut best = Duration::MAX;
+    for _ in 0..5 {
+        let wall = through_loop(ScriptedProvider::new(replies(
+            1,
+            ("nap", r#"{"ms": 20}"#),
+            8,
+        )))
+        .await;
+        best = best.min(wall);
+    }
+    println!(
+        "one turn of 8 x nap 20 ms (plus the closing answer): {:.1} ms",
+        best.as_secs_f64() * 1e3
+    );
+    println!(
+        "BENCH turn_overhead_us={:.1} fsync_us={:.1} parallel_turn_ms={:.1}",
+        micros(overhead),
+        micros(fsync),
+        best.as_secs_f64() * 1e3
+    );
+}
