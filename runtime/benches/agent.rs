@@ -116,6 +116,7 @@ async fn run() {
             system: "bench".into(),
             budgets: budgets.clone(),
             log: &log,
+            inbox: None,
             observer: &Quiet,
             started: Instant::now(),
         };

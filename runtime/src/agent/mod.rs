@@ -9,13 +9,14 @@
 //! scheduler (`exec`), the log (`log`).
 
 mod budget;
+mod inbox;
 pub mod scripted;
 
 use std::time::Instant;
 
 use crate::calls::{Disposition, EndReason, check_call};
 use crate::exec::{CallContext, CallRecord, RawCall, Scheduler};
-use crate::log::{Body, SessionLog, Source, StopReason, derive_history};
+use crate::log::{Body, Lane, SessionLog, Source, StopReason, derive_history};
 use crate::model::{
     AssembledCall, AssistantMessage, Completion, EventSink, Message, ModelError, ModelEvent,
     ModelRequest, Outcome, Provider, ToolDef,
@@ -23,6 +24,7 @@ use crate::model::{
 use crate::preset::LoopBudgets;
 
 pub use budget::Spent;
+pub use inbox::{Entry, Inbox};
 
 /// How many times the model is nudged after announcing a call it did not send (B1).
 pub const MAX_NUDGES: u32 = 2;
@@ -83,6 +85,8 @@ pub struct Agent<'a> {
     pub system: String,
     pub budgets: LoopBudgets,
     pub log: &'a SessionLog,
+    /// Input arriving while the loop works (chat); `None` when nothing can arrive.
+    pub inbox: Option<&'a Inbox>,
     pub observer: &'a dyn Observer,
     /// When this process started working on the session (the wall-time budget counts from
     /// here).
@@ -99,20 +103,39 @@ impl Stop {
 }
 
 impl Agent<'_> {
-    /// Adds a user message to the session and runs a turn on it.
+    /// Adds a user message to the session and runs turns on it: the first, then one per
+    /// follow-up (`next-turn` inbox entry) waiting when a turn completes (I2: the outer loop).
     pub async fn send(&self, text: &str) -> TurnEnd {
         let appended = self.log.append(Body::UserMessage {
             text: text.to_string(),
             source: Source::User,
         });
-        match appended {
-            Ok(()) => self.run_turn().await,
-            Err(e) => self.end(Stop::host("cannot write the session log", e)),
+        if let Err(e) = appended {
+            return self.end(Stop::host("cannot write the session log", e));
+        }
+        self.run_turns().await
+    }
+
+    /// Runs turns on the history as it stands (for `resume`): one, then one per waiting
+    /// follow-up while turns complete.
+    pub async fn run_turns(&self) -> TurnEnd {
+        loop {
+            let end = self.run_turn().await;
+            if end.reason != StopReason::Completed {
+                return end;
+            }
+            let Some(follow_up) = self.inbox.and_then(|inbox| inbox.take_one(Lane::NextTurn))
+            else {
+                return end;
+            };
+            if let Err(e) = self.log.append(Body::InboxTake { id: follow_up.id }) {
+                return self.end(Stop::host("cannot write the session log", e));
+            }
         }
     }
 
-    /// Runs one turn on the history as it stands (for `resume`).
-    pub async fn run_turn(&self) -> TurnEnd {
+    /// Runs one turn on the history as it stands.
+    async fn run_turn(&self) -> TurnEnd {
         let turn = self.log.with_events(|events| {
             events
                 .iter()
@@ -160,6 +183,16 @@ impl Agent<'_> {
             if let Some((reason, detail)) = self.spent().over(&self.budgets) {
                 return Err(Stop(reason, Some(detail)));
             }
+            // I2: steering that arrived meanwhile enters before this request.
+            for entry in self
+                .inbox
+                .map(|i| i.take_all(Lane::NextStep))
+                .unwrap_or_default()
+            {
+                self.log
+                    .append(Body::InboxTake { id: entry.id })
+                    .map_err(|e| Stop::host("cannot write the session log", e))?;
+            }
             let completion = self.ask().await?;
             let message = completion.message;
             self.log
@@ -175,6 +208,8 @@ impl Agent<'_> {
                 .map_err(|e| Stop::host("cannot write the session log", e))?;
             self.observer.assistant(&message);
             match message.outcome {
+                // Steering that arrived while the model answered keeps the inner loop going.
+                Outcome::Completed if self.inbox.is_some_and(|i| i.has(Lane::NextStep)) => {}
                 Outcome::Completed => return Err(Stop(StopReason::Completed, None)),
                 Outcome::DroppedToolCall if nudges < MAX_NUDGES => {
                     nudges += 1;

@@ -1,8 +1,9 @@
-//! The `paddock` command line (SPEC M2): `run` a task, `resume` a session, show a session's
+//! The `paddock` command line (SPEC M2): `run` a task, `chat` interactively, `resume` a session, show a session's
 //! `log`, `tool list|call|batch`, `plugin install|list|inspect|remove`, and
 //! `preset list|show|check` (P1). Exit codes: 0 success, 1 a tool or plugin error (or a
 //! session that stopped for any reason but `completed`), 2 a usage or configuration error.
 
+mod chat;
 mod plugin;
 mod preset;
 mod run;
@@ -34,6 +35,9 @@ enum Command {
     /// Run a task with the agent loop: the model proposes calls, paddock runs them sandboxed,
     /// until the task is done or a budget stops it. `--demo` needs no model or key.
     Run(run::RunArgs),
+    /// An interactive session: type tasks; typing while it works steers it (next model
+    /// request), `/next TEXT` queues a follow-up, `/stop` or Ctrl-C interrupts.
+    Chat(chat::ChatArgs),
     /// Recover a session from its log (a crash, Ctrl-C, a budget) and continue it.
     Resume(run::ResumeArgs),
     /// Show a session's event log, or list the sessions.
@@ -101,6 +105,7 @@ pub fn main() -> ExitCode {
     let exit = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => run::run(args).await,
+            Command::Chat(args) => chat::chat(args).await,
             Command::Resume(args) => run::resume(args).await,
             Command::Log(args) => run::log(args).await,
             Command::Tool(cmd) => tool::run(cmd).await,

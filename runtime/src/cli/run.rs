@@ -27,6 +27,13 @@ const DEMO_TASK: &str = "Show me around this project, and show what the sandbox 
 pub struct RunArgs {
     /// What the agent should do. Optional with --demo.
     task: Option<String>,
+    #[command(flatten)]
+    session: SessionArgs,
+}
+
+/// How a new session is set up: preset and model (shared by `run` and `chat`).
+#[derive(Args)]
+pub struct SessionArgs {
     /// Preset name or path to a .toml file (see `paddock preset list`).
     #[arg(long, default_value = "default")]
     preset: String,
@@ -45,7 +52,7 @@ pub struct RunArgs {
     provider: String,
     /// Override the preset's limits.max_turns (model requests per session).
     #[arg(long)]
-    max_turns: Option<u64>,
+    pub(super) max_turns: Option<u64>,
 }
 
 #[derive(Args)]
@@ -71,53 +78,38 @@ pub struct LogArgs {
     list: bool,
 }
 
-fn fail(message: &str) -> Exit {
+pub(super) fn fail(message: &str) -> Exit {
     setup_error(false, "USAGE_ERROR", message)
 }
 
-/// `paddock run`.
-pub async fn run(args: RunArgs) -> Exit {
-    let task = match (&args.task, args.demo) {
-        (Some(task), _) => task.clone(),
-        (None, true) => DEMO_TASK.to_string(),
-        (None, false) => {
-            return fail(
-                "give a task, e.g. paddock run \"explain src/main.rs\", or run the scripted demo with --demo",
-            );
-        }
-    };
-    let env = match Env::open() {
-        Ok(env) => env,
-        Err(e) => return fail(&format!("{e:#}")),
-    };
-    let (origin, text) = match preset::source_in(&args.preset, &env.cwd) {
-        Ok(source) => source,
-        Err(e) => return fail(&e.to_string()),
-    };
-    let file = match preset::parse(&origin, &text) {
-        Ok(file) => file,
-        Err(e) => return fail(&e.to_string()),
-    };
-    let model_config = match choose_model(&args, file.model.clone()) {
-        Ok(config) => config,
-        Err(message) => return fail(&message),
-    };
+/// A new session, ready to run: its preset loaded, its model connected, its log started.
+pub(super) struct Started {
+    pub loaded: Loaded,
+    pub provider: Box<dyn crate::model::Provider>,
+    pub log: SessionLog,
+    pub start: SessionStart,
+    pub path: PathBuf,
+}
+
+/// Loads the preset, chooses the model, and writes `session/start` (synced).
+pub(super) async fn start_session(args: &SessionArgs) -> Result<Started, Exit> {
+    let env = Env::open().map_err(|e| fail(&format!("{e:#}")))?;
+    let (origin, text) =
+        preset::source_in(&args.preset, &env.cwd).map_err(|e| fail(&e.to_string()))?;
+    let file = preset::parse(&origin, &text).map_err(|e| fail(&e.to_string()))?;
+    let model_config = choose_model(args, file.model.clone()).map_err(|m| fail(&m))?;
     let session = new_session_id();
     let cwd = env.cwd.clone();
     let path = env.store.session_dir(&session).join(LOG_FILE);
-    let loaded = match load_preset(env, file, &args.preset, &[], &session).await {
-        Ok(loaded) => loaded,
-        Err((code, message)) => return setup_error(false, &code, &message),
-    };
+    let loaded = load_preset(env, file, &args.preset, &[], &session)
+        .await
+        .map_err(|(code, message)| setup_error(false, &code, &message))?;
     let provider: Box<dyn crate::model::Provider> = match &model_config {
         None => Box::new(ScriptedProvider::demo()),
-        Some(config) => match connect(config.clone()) {
-            Ok(provider) => provider,
-            Err(e) => return fail(&e.to_string()),
-        },
+        Some(config) => connect(config.clone()).map_err(|e| fail(&e.to_string()))?,
     };
     let start = SessionStart {
-        session: session.clone(),
+        session,
         preset: loaded.preset.clone(),
         preset_origin: origin,
         preset_text: text,
@@ -129,25 +121,55 @@ pub async fn run(args: RunArgs) -> Exit {
         model_config,
         system: DEFAULT_SYSTEM.to_string(),
     };
-    let log = match LogWriter::create(&path).and_then(|mut writer| {
-        let event = writer.append(Body::SessionStart(Box::new(start.clone())))?;
-        writer.sync()?;
-        Ok(SessionLog::new(writer, vec![event]))
-    }) {
-        Ok(log) => log,
-        Err(e) => {
-            return fail(&format!(
+    let log = LogWriter::create(&path)
+        .and_then(|mut writer| {
+            let event = writer.append(Body::SessionStart(Box::new(start.clone())))?;
+            writer.sync()?;
+            Ok(SessionLog::new(writer, vec![event]))
+        })
+        .map_err(|e| {
+            fail(&format!(
                 "cannot create the session log {}: {e}",
                 path.display()
-            ));
+            ))
+        })?;
+    Ok(Started {
+        loaded,
+        provider,
+        log,
+        start,
+        path,
+    })
+}
+
+/// `paddock run`.
+pub async fn run(args: RunArgs) -> Exit {
+    let task = match (&args.task, args.session.demo) {
+        (Some(task), _) => task.clone(),
+        (None, true) => DEMO_TASK.to_string(),
+        (None, false) => {
+            return fail(
+                "give a task, e.g. paddock run \"explain src/main.rs\", or run the scripted demo with --demo",
+            );
         }
     };
+    let started = match start_session(&args.session).await {
+        Ok(started) => started,
+        Err(exit) => return exit,
+    };
     let printer = Printer::new();
-    printer.header(&start, &path);
+    printer.header(&started.start, &started.path);
     printer.user(&task);
-    let agent = agent(&loaded, provider.as_ref(), &log, &printer, args.max_turns);
+    cancel_on_ctrl_c(&started.loaded.cancel);
+    let agent = agent(
+        &started.loaded,
+        started.provider.as_ref(),
+        &started.log,
+        &printer,
+        args.session.max_turns,
+    );
     let end = agent.send(&task).await;
-    printer.footer(&session);
+    printer.footer(&started.start.session);
     exit_of(&end)
 }
 
@@ -217,6 +239,7 @@ pub async fn resume(args: ResumeArgs) -> Exit {
     let last_turn = last_stop(&read.events);
     let log = SessionLog::new(writer, read.events);
     printer.header(&start, &path);
+    cancel_on_ctrl_c(&loaded.cancel);
     let agent = agent(&loaded, provider.as_ref(), &log, &printer, args.max_turns);
     if let Err(e) = repair(&agent, &printer, recovery).await {
         return fail(&format!("cannot write the session log: {e}"));
@@ -233,7 +256,7 @@ pub async fn resume(args: ResumeArgs) -> Exit {
             ));
             return Exit::Ok;
         }
-        (None, _) => agent.run_turn().await,
+        (None, _) => agent.run_turns().await,
     };
     printer.footer(&start.session);
     exit_of(&end)
@@ -342,14 +365,13 @@ pub async fn log(args: LogArgs) -> Exit {
     }
 }
 
-fn agent<'a>(
+pub(super) fn agent<'a>(
     loaded: &'a Loaded,
     provider: &'a dyn crate::model::Provider,
     log: &'a SessionLog,
     printer: &'a Printer,
     max_turns: Option<u64>,
 ) -> Agent<'a> {
-    cancel_on_ctrl_c(&loaded.cancel);
     let mut budgets = loaded.resolved.limits.clone();
     if let Some(n) = max_turns {
         budgets.max_turns = n;
@@ -370,6 +392,7 @@ fn agent<'a>(
         system: DEFAULT_SYSTEM.to_string(),
         budgets,
         log,
+        inbox: None,
         observer: printer,
         started: Instant::now(),
     }
@@ -377,7 +400,7 @@ fn agent<'a>(
 
 /// The model: the demo (`None`), --base-url, or the preset's [model].
 fn choose_model(
-    args: &RunArgs,
+    args: &SessionArgs,
     from_preset: Option<ProviderConfig>,
 ) -> Result<Option<ProviderConfig>, String> {
     if args.demo {
@@ -464,7 +487,7 @@ fn last_stop(events: &[Event]) -> Option<StopReason> {
     })
 }
 
-fn exit_of(end: &TurnEnd) -> Exit {
+pub(super) fn exit_of(end: &TurnEnd) -> Exit {
     match end.reason {
         StopReason::Completed => Exit::Ok,
         _ => Exit::Failed,
