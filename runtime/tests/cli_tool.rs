@@ -220,3 +220,51 @@ fn a_mount_exposing_the_data_directory_is_refused() {
         "{out}"
     );
 }
+
+#[test]
+fn grep_and_glob_skip_what_gitignore_excludes_unless_asked() {
+    let s = Sandbox::new();
+    std::fs::write(s.file(".gitignore"), "target/\n*.log\n").unwrap();
+    for dir in ["src", "target/debug", ".github"] {
+        std::fs::create_dir_all(s.file(dir)).unwrap();
+    }
+    for file in [
+        "src/a.rs",
+        "target/debug/b.rs",
+        "build.log",
+        ".github/ci.rs",
+    ] {
+        std::fs::write(s.file(file), "let needle = 1;\n").unwrap();
+    }
+    let (code, out) = s.json(&["tool", "call", "grep", r#"{"pattern": "needle"}"#, "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let found = out["content"].as_str().unwrap();
+    assert!(
+        found.contains("src/a.rs") && found.contains(".github/ci.rs"),
+        "{found}"
+    );
+    assert!(
+        !found.contains("target/") && !found.contains("build.log"),
+        "{found}"
+    );
+    let (_, out) = s.json(&[
+        "tool",
+        "call",
+        "grep",
+        r#"{"pattern": "needle", "include_ignored": true}"#,
+        "--json",
+    ]);
+    let found = out["content"].as_str().unwrap();
+    assert!(
+        found.contains("target/debug/b.rs") && found.contains("build.log"),
+        "{found}"
+    );
+    let (_, out) = s.json(&["tool", "call", "glob", r#"{"pattern": "*.rs"}"#, "--json"]);
+    let found = out["content"].as_str().unwrap();
+    assert_eq!(
+        found.lines().filter(|l| l.ends_with(".rs")).count(),
+        2,
+        "{found}"
+    );
+    assert!(!found.contains("target/"), "{found}");
+}

@@ -22,6 +22,10 @@ pub struct Glob {
     /// Most paths to return, up to 2000. Default 200.
     #[serde(default)]
     pub max_results: Option<usize>,
+    /// Also look in files that .gitignore, .git/info/exclude or .ignore files exclude (build
+    /// output, dependencies). Default false.
+    #[serde(default)]
+    pub include_ignored: bool,
 }
 
 impl Tool for Glob {
@@ -32,7 +36,8 @@ impl Tool for Glob {
             "Find files by name pattern and return their paths, one per line, sorted. It matches \
              names only and does not search file contents: use grep for that.\nPaths are relative \
              to /workspace unless absolute, and results are shown relative to /workspace. `.git` is \
-             skipped. At most max_results paths (default 200) are returned; a cut result says how \
+             skipped, and so are files that .gitignore (or .ignore) excludes unless \
+             include_ignored is true. At most max_results paths (default 200) are returned; a cut result says how \
              many more matched: narrow the pattern or the path to see them.",
         )
         .read_only()
@@ -48,7 +53,7 @@ impl Tool for Glob {
         let root = resolve(&shown_root);
         std::fs::metadata(&root).map_err(|e| ToolError::io(&shown_root, &e))?;
         let max = self.max_results.unwrap_or(DEFAULT_MAX).clamp(1, HARD_MAX);
-        let matches: Vec<String> = walk::files(&root)
+        let matches: Vec<String> = walk::files(&root, self.include_ignored)
             .filter(|file| walk::glob_matches(&matcher, &self.pattern, &root, file))
             .map(|file| display_path(&file))
             .collect();

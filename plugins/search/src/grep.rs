@@ -35,6 +35,10 @@ pub struct Grep {
     /// Skip this many matches first (to continue a cut result). Default 0.
     #[serde(default)]
     pub offset: Option<usize>,
+    /// Also look in files that .gitignore, .git/info/exclude or .ignore files exclude (build
+    /// output, dependencies). Default false.
+    #[serde(default)]
+    pub include_ignored: bool,
 }
 
 impl Tool for Grep {
@@ -48,7 +52,8 @@ impl Tool for Grep {
              /workspace unless absolute (the default searches all of it); results show paths \
              relative to /workspace. `.git` and binary files are skipped; lines over 300 characters \
              are cut. At most max_results matches (default 100) are returned; a cut result gives \
-             the offset to continue from.",
+             the offset to continue from. Files that .gitignore (or .ignore) excludes, such as build \
+             output, are skipped unless include_ignored is true.",
         )
         .read_only()
         .path_params(&["path"])
@@ -75,7 +80,7 @@ impl Tool for Grep {
         let mut out = String::new();
         let mut seen = 0usize;
         let mut shown = 0usize;
-        for file in walk::files(&root) {
+        for file in walk::files(&root, self.include_ignored) {
             if let Some((matcher, pattern)) = &filter
                 && !walk::glob_matches(matcher, pattern, &root, &file)
             {
@@ -142,6 +147,8 @@ struct ContinueArgs {
     case_insensitive: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_results: Option<usize>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    include_ignored: bool,
 }
 
 impl From<&Grep> for ContinueArgs {
@@ -152,6 +159,7 @@ impl From<&Grep> for ContinueArgs {
             glob: g.glob.clone(),
             case_insensitive: g.case_insensitive,
             max_results: g.max_results,
+            include_ignored: g.include_ignored,
         }
     }
 }

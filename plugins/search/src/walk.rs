@@ -1,18 +1,30 @@
-//! The directory walk both tools share: sorted, `.git` skipped, unreadable entries skipped.
+//! The directory walk both tools share: sorted, `.git` skipped, unreadable entries skipped,
+//! and, unless asked otherwise, what `.gitignore`, `.git/info/exclude` and `.ignore` files
+//! exclude (build output such as `target/` or `node_modules/`), as ripgrep does. Hidden files
+//! are searched.
 
 use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 use paddock_sdk::ToolError;
 
-/// Files under `root` (or `root` itself when it is a file), in a stable order.
-pub fn files(root: &Path) -> impl Iterator<Item = PathBuf> {
-    walkdir::WalkDir::new(root)
-        .sort_by_file_name()
-        .into_iter()
+/// Files under `root` (or `root` itself when it is a file), in a stable order; with
+/// `include_ignored`, also the files ignore rules exclude.
+pub fn files(root: &Path, include_ignored: bool) -> impl Iterator<Item = PathBuf> {
+    let respect = !include_ignored;
+    ignore::WalkBuilder::new(root)
+        .standard_filters(false)
+        .git_ignore(respect)
+        .git_exclude(respect)
+        .ignore(respect)
+        // The sandbox has no home directory, and a mount of a subdirectory has no `.git`.
+        .git_global(false)
+        .require_git(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(|e| e.depth() == 0 || e.file_name() != ".git")
+        .build()
         .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file())
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
         .map(|e| e.into_path())
 }
 
