@@ -71,7 +71,7 @@ async fn run() {
     let store = PluginStore::open(work.path().join("home"));
     let approval = Approval {
         policy: resolved.approval,
-        approver: Box::new(TerminalApprover),
+        approver: Box::new(TerminalApprover::new()),
     };
     let chain = HookChain::load(
         &sandbox,

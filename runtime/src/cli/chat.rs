@@ -14,6 +14,7 @@ use super::Exit;
 use super::run::{SessionArgs, agent, start_session};
 use super::session_view::Printer;
 use crate::agent::{Entry, Inbox};
+use crate::hooks::ChatQuestions;
 use crate::log::{Lane, Source, StopReason};
 
 #[derive(Args)]
@@ -72,7 +73,8 @@ fn classify(raw: &str) -> Typed {
 }
 
 pub async fn chat(args: ChatArgs) -> Exit {
-    let started = match start_session(&args.session).await {
+    let questions = ChatQuestions::default();
+    let started = match start_session(&args.session, Box::new(questions.clone())).await {
         Ok(started) => started,
         Err(exit) => return exit,
     };
@@ -130,8 +132,13 @@ pub async fn chat(args: ChatArgs) -> Exit {
                 line = lines.recv(), if input_open => {
                     let Some(line) = line else {
                         input_open = false;
+                        questions.close();
                         continue;
                     };
+                    // A question from approval waits for this line.
+                    if questions.answer(&line) {
+                        continue;
+                    }
                     let (lane, text) = match classify(&line) {
                         Typed::Input(lane, text) => (lane, text),
                         Typed::Blank => continue,

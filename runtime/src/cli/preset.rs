@@ -77,7 +77,7 @@ pub async fn run(cmd: PresetCommand) -> Exit {
             }
             let approval = Approval {
                 policy: resolved.approval,
-                approver: Box::new(TerminalApprover),
+                approver: Box::new(TerminalApprover::new()),
             };
             if let Err(e) = HookChain::load(
                 &env.sandbox,

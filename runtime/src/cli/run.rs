@@ -13,6 +13,7 @@ use super::{Env, Exit};
 use crate::agent::scripted::ScriptedProvider;
 use crate::agent::{Agent, DEFAULT_SYSTEM, TurnEnd};
 use crate::exec::RawCall;
+use crate::hooks::{Approver, TerminalApprover};
 use crate::log::{
     Body, Event, LOG_FILE, LogWriter, PluginHash, SessionLog, SessionStart, StopReason, read_log,
     recover,
@@ -92,7 +93,10 @@ pub(super) struct Started {
 }
 
 /// Loads the preset, chooses the model, and writes `session/start` (synced).
-pub(super) async fn start_session(args: &SessionArgs) -> Result<Started, Exit> {
+pub(super) async fn start_session(
+    args: &SessionArgs,
+    approver: Box<dyn Approver>,
+) -> Result<Started, Exit> {
     let env = Env::open().map_err(|e| fail(&format!("{e:#}")))?;
     let (origin, text) =
         preset::source_in(&args.preset, &env.cwd).map_err(|e| fail(&e.to_string()))?;
@@ -101,7 +105,7 @@ pub(super) async fn start_session(args: &SessionArgs) -> Result<Started, Exit> {
     let session = new_session_id();
     let cwd = env.cwd.clone();
     let path = env.store.session_dir(&session).join(LOG_FILE);
-    let loaded = load_preset(env, file, &args.preset, &[], &session)
+    let loaded = load_preset(env, file, &args.preset, &[], &session, approver)
         .await
         .map_err(|(code, message)| setup_error(false, &code, &message))?;
     let provider: Box<dyn crate::model::Provider> = match &model_config {
@@ -153,7 +157,7 @@ pub async fn run(args: RunArgs) -> Exit {
             );
         }
     };
-    let started = match start_session(&args.session).await {
+    let started = match start_session(&args.session, Box::new(TerminalApprover::new())).await {
         Ok(started) => started,
         Err(exit) => return exit,
     };
@@ -204,7 +208,8 @@ pub async fn resume(args: ResumeArgs) -> Exit {
     };
     let mut env = env;
     env.cwd = PathBuf::from(&start.cwd);
-    let loaded = match load_preset(env, file, &start.preset, &[], &start.session).await {
+    let approver = Box::new(TerminalApprover::new());
+    let loaded = match load_preset(env, file, &start.preset, &[], &start.session, approver).await {
         Ok(loaded) => loaded,
         Err((code, message)) => return setup_error(false, &code, &message),
     };

@@ -10,7 +10,7 @@ use super::{Env, Exit};
 use crate::calls::{AliasTable, Registry};
 use crate::contract::ToolResult;
 use crate::exec::{CallContext, Scheduler, SpillDir, parse_batch, records_json, run_call};
-use crate::hooks::{Approval, HookChain, TerminalApprover};
+use crate::hooks::{Approval, Approver, HookChain, TerminalApprover};
 use crate::preset::{self, ResolveContext, make_mount};
 use crate::sandbox::{Mount, MountMode};
 
@@ -152,18 +152,20 @@ async fn load(preset_name: &str, mounts: &[String]) -> Result<Loaded, (String, S
     let env = Env::open().map_err(|e| ("HOST_ERROR".to_string(), format!("{e:#}")))?;
     let file = preset::load_in(preset_name, &env.cwd)
         .map_err(|e| ("USAGE_ERROR".to_string(), e.to_string()))?;
-    load_preset(env, file, preset_name, mounts, "cli").await
+    let approver = Box::new(TerminalApprover::new());
+    load_preset(env, file, preset_name, mounts, "cli", approver).await
 }
 
 /// Loads a parsed preset for `session`: its plugins, tools, aliases, hooks and approval, with
-/// `mounts` (`--mount` specs) replacing every plugin's mounts when given. Errors are a code and
-/// a message.
+/// `mounts` (`--mount` specs) replacing every plugin's mounts when given, and `approver`
+/// answering approval questions. Errors are a code and a message.
 pub(crate) async fn load_preset(
     env: Env,
     file: crate::preset::PresetFile,
     preset_name: &str,
     mounts: &[String],
     session: &str,
+    approver: Box<dyn Approver>,
 ) -> Result<Loaded, (String, String)> {
     let usage = |m: String| ("USAGE_ERROR".to_string(), m);
     let mounts = mounts
@@ -198,7 +200,7 @@ pub(crate) async fn load_preset(
     cancel_on_ctrl_c(&cancel);
     let approval = Approval {
         policy: resolved.approval,
-        approver: Box::new(TerminalApprover),
+        approver,
     };
     let chain = HookChain::load(
         &env.sandbox,

@@ -29,8 +29,19 @@ pub trait Approver: Send + Sync {
 
 /// Prompts on the terminal when stdin and stderr are both terminals; otherwise no one can
 /// be asked.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TerminalApprover;
+///
+/// Questions are asked one at a time: calls running in parallel that both need an answer wait
+/// for each other's prompt instead of interleaving two prompts on one terminal.
+#[derive(Debug, Default)]
+pub struct TerminalApprover {
+    one_at_a_time: tokio::sync::Mutex<()>,
+}
+
+impl TerminalApprover {
+    pub fn new() -> TerminalApprover {
+        TerminalApprover::default()
+    }
+}
 
 #[async_trait::async_trait]
 impl Approver for TerminalApprover {
@@ -38,6 +49,7 @@ impl Approver for TerminalApprover {
         if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
             return Err("there is no terminal to ask on".into());
         }
+        let _turn = self.one_at_a_time.lock().await;
         let prompt = format!(
             "paddock: run {} {}?\n  ({})\n  allow? [y/N] ",
             q.tool, q.args, q.why
@@ -53,6 +65,55 @@ impl Approver for TerminalApprover {
         match answer {
             Ok(Ok(line)) => Ok(matches!(line.trim(), "y" | "Y" | "yes" | "Yes")),
             _ => Err("the terminal could not be read".into()),
+        }
+    }
+}
+
+/// Questions asked inside `paddock chat`, where standard input belongs to the chat: the chat
+/// hands the next typed line to the waiting question (`answer`) instead of to the inbox.
+#[derive(Clone, Default)]
+pub struct ChatQuestions {
+    waiting: std::sync::Arc<std::sync::Mutex<Option<tokio::sync::oneshot::Sender<String>>>>,
+    one_at_a_time: std::sync::Arc<tokio::sync::Mutex<()>>,
+}
+
+impl ChatQuestions {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, Option<tokio::sync::oneshot::Sender<String>>> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Gives `line` to the question waiting for an answer; false when none waits.
+    pub fn answer(&self, line: &str) -> bool {
+        match self.waiting().take() {
+            Some(reply) => reply.send(line.to_string()).is_ok(),
+            None => false,
+        }
+    }
+
+    /// No more answers will come (input closed): a waiting question is denied.
+    pub fn close(&self) {
+        self.waiting().take();
+    }
+}
+
+#[async_trait::async_trait]
+impl Approver for ChatQuestions {
+    async fn ask(&self, q: &Question) -> Result<bool, String> {
+        let _turn = self.one_at_a_time.lock().await;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        *self.waiting() = Some(reply);
+        let mut err = std::io::stderr();
+        let _ = write!(
+            err,
+            "paddock: run {} {}?\n  ({})\n  allow? [y/N] ",
+            q.tool, q.args, q.why
+        );
+        let _ = err.flush();
+        match answer.await {
+            Ok(line) => Ok(matches!(line.trim(), "y" | "Y" | "yes" | "Yes")),
+            Err(_) => Err("the chat's input closed before an answer".into()),
         }
     }
 }
