@@ -90,6 +90,7 @@ async fn run() {
         max_wall_secs: 3600,
         max_cost_usd: f64::MAX,
         max_parallel_tool_calls: 8,
+        wrap_up: false,
     };
     let context = || CallContext {
         sandbox: &sandbox,

@@ -130,7 +130,22 @@ async fn max_turns_stops_the_loop_with_its_reason() {
             .contains("limits.max_turns"),
         "{end}"
     );
-    assert_eq!(server.requests().len(), 2, "no third model request");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "no third model request");
+    // B3: the last allowed request carried the wrap-up message.
+    let last = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap();
+    assert_eq!(last["role"], "user");
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap()
+            .contains("limits.max_turns"),
+        "{last}"
+    );
     assert!(
         text(&output).contains("stopped: max_turns"),
         "{}",

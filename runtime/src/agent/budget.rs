@@ -37,6 +37,24 @@ impl Spent {
         spent
     }
 
+    /// The budget that will run out soon, if any: the next model request is the last one
+    /// `max_turns` allows, or 90% of the tokens, wall time or cost is spent. The loop then asks
+    /// the model to finish (B3's wrap-up).
+    pub fn nearly_over(&self, budgets: &LoopBudgets) -> Option<&'static str> {
+        let ninety = |spent: f64, budget: f64| spent >= 0.9 * budget;
+        if self.model_requests + 1 >= budgets.max_turns {
+            Some("limits.max_turns")
+        } else if ninety(self.tokens as f64, budgets.max_tokens as f64) {
+            Some("limits.max_tokens")
+        } else if ninety(self.wall.as_secs_f64(), budgets.max_wall_secs as f64) {
+            Some("limits.max_wall_secs")
+        } else if ninety(self.cost_usd, budgets.max_cost_usd) {
+            Some("limits.max_cost_usd")
+        } else {
+            None
+        }
+    }
+
     /// The first budget that is used up, with a line that says by how much and which key to
     /// raise.
     pub fn over(&self, budgets: &LoopBudgets) -> Option<(StopReason, String)> {
@@ -93,6 +111,7 @@ mod tests {
             max_wall_secs: 60,
             max_cost_usd: 1.0,
             max_parallel_tool_calls: 8,
+            wrap_up: true,
         }
     }
 
@@ -113,6 +132,19 @@ mod tests {
                 cost_usd: Some(cost),
             },
         }
+    }
+
+    #[test]
+    fn wrap_up_comes_before_the_last_turn_or_at_ninety_percent() {
+        let b = budgets();
+        let one = Spent::of(&[message(10, 0.0)], Duration::ZERO);
+        assert_eq!(one.nearly_over(&b), None);
+        let two = Spent::of(&[message(10, 0.0), message(10, 0.0)], Duration::ZERO);
+        assert_eq!(two.nearly_over(&b), Some("limits.max_turns"));
+        let tokens = Spent::of(&[message(900, 0.0)], Duration::ZERO);
+        assert_eq!(tokens.nearly_over(&b), Some("limits.max_tokens"));
+        let cost = Spent::of(&[message(1, 0.95)], Duration::ZERO);
+        assert_eq!(cost.nearly_over(&b), Some("limits.max_cost_usd"));
     }
 
     #[test]

@@ -33,6 +33,10 @@ pub const MAX_NUDGES: u32 = 2;
 pub const NUDGE: &str = "Your last message said you would use a tool, but it contained no tool call. \
 If you meant to call a tool, send the call now. If you are finished, say so plainly without announcing further steps.";
 
+/// Sent once per turn when a budget is nearly spent (B3); `{key}` names the budget.
+pub const WRAP_UP: &str = "This session's budget ({key}) is nearly spent: this is about your last response. \
+Finish now: say what you did, what is left, and anything the user must check. Do not start new work.";
+
 /// The system prompt when the preset gives none.
 pub const DEFAULT_SYSTEM: &str = "You are a coding agent. You work on the project mounted at /workspace \
 through the tools you are given; paths are relative to /workspace. Tools run in a sandbox with only the \
@@ -176,12 +180,26 @@ impl Agent<'_> {
     /// Model request, calls, repeat; returns only by stopping.
     async fn steps(&self) -> Result<std::convert::Infallible, Stop> {
         let mut nudges = 0;
+        let mut wrapped_up = false;
         loop {
             if self.calls.cancel.is_cancelled() {
                 return Err(Stop(StopReason::Interrupted, None));
             }
-            if let Some((reason, detail)) = self.spent().over(&self.budgets) {
+            let spent = self.spent();
+            if let Some((reason, detail)) = spent.over(&self.budgets) {
                 return Err(Stop(reason, Some(detail)));
+            }
+            if let Some(key) = spent.nearly_over(&self.budgets)
+                && self.budgets.wrap_up
+                && !wrapped_up
+            {
+                wrapped_up = true;
+                self.log
+                    .append(Body::UserMessage {
+                        text: WRAP_UP.replace("{key}", key),
+                        source: Source::System,
+                    })
+                    .map_err(|e| Stop::host("cannot write the session log", e))?;
             }
             // I2: steering that arrived meanwhile enters before this request.
             for entry in self

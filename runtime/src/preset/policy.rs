@@ -20,6 +20,8 @@ pub struct LoopBudgets {
     pub max_wall_secs: u64,
     pub max_cost_usd: f64,
     pub max_parallel_tool_calls: u64,
+    /// Send a wrap-up message once a budget is nearly spent (B3).
+    pub wrap_up: bool,
 }
 
 /// Risk tier => what happens (C2). Defaults: low and medium allow, high asks.
@@ -78,6 +80,7 @@ impl PresetFile {
             max_wall_secs: l.max_wall_secs.map_or(1800, |n| n.0),
             max_cost_usd: l.max_cost_usd.map_or(2.0, |d| d.0),
             max_parallel_tool_calls: l.max_parallel_tool_calls.map_or(8, |n| n.0),
+            wrap_up: l.wrap_up.unwrap_or(true),
         }
     }
 

@@ -22,6 +22,9 @@ pub struct LoopLimits {
     pub max_cost_usd: Option<Dollars>,
     #[serde(default)]
     pub max_parallel_tool_calls: Option<Positive>,
+    /// Before a budget runs out, ask the model to finish up (default true).
+    #[serde(default)]
+    pub wrap_up: Option<bool>,
 }
 
 /// A whole number above zero.
