@@ -29,13 +29,29 @@ pub use spec::{Example, Output, Overflow, Risk, Spec, ToolError};
 
 #[doc(hidden)]
 pub mod bindings {
+    // Bound against `tool-host` (tool-plugin plus the `exec` and `http` capabilities) so that
+    // capability tools are written like any other. The built component imports only what the
+    // plugin calls: a tool that never calls `exec::run` does not import `exec`, and the host
+    // refuses any capability import the preset does not grant (S6).
     wit_bindgen::generate!({
-        world: "tool-plugin",
+        world: "tool-host",
         path: "../../wit",
         pub_export_macro: true,
         export_macro_name: "__export_tool_plugin",
         default_bindings_module: "paddock_sdk::bindings",
     });
+}
+
+/// Run an allow-listed program through the host (S6). Calling it makes the plugin import the
+/// `exec` capability, which its preset must grant (`plugins.NAME.grants.exec`).
+pub mod exec {
+    pub use crate::bindings::paddock::plugin::exec::{Command, Output, run};
+}
+
+/// Make an HTTP request to an allow-listed host (S6). Calling it makes the plugin import the
+/// `http` capability, which its preset must grant (`plugins.NAME.grants.http`).
+pub mod http {
+    pub use crate::bindings::paddock::plugin::http::{Request, Response, fetch};
 }
 
 pub use schemars;

@@ -2,83 +2,55 @@
 //! `exec` capability. The preset decides which programs (`plugins.shell.grants.exec.allow`);
 //! this plugin only forwards the request and formats the answer for the model.
 
-wit_bindgen::generate!({ world: "tool-plugin-exec", path: "../../wit" });
+use paddock_sdk::{Output, Risk, Spec, Tool, ToolError, exec};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use exports::paddock::plugin::tools::Guest;
-use paddock::plugin::exec;
-use paddock::plugin::types::{Example, Risk, ToolError, ToolOutput, ToolSpec};
-
-const SCHEMA: &str = r#"{
-  "type": "object",
-  "properties": {
-    "program": {"type": "string", "description": "Program to run, by name (e.g. \"git\"); must be on the preset's allow-list."},
-    "args": {"type": "array", "items": {"type": "string"}, "description": "Arguments, passed as they are (no shell: no pipes, globs or quotes)."},
-    "cwd": {"type": "string", "description": "Working directory, relative to /workspace or absolute inside a mount. Default: /workspace."},
-    "stdin": {"type": "string", "description": "Text for the program's standard input."},
-    "timeout_ms": {"type": "integer", "minimum": 1, "description": "Time limit; the preset's limit applies when this is larger."}
-  },
-  "required": ["program"],
-  "additionalProperties": false
-}"#;
-
-#[derive(serde::Deserialize)]
-struct Args {
-    program: String,
+/// Arguments of run_command.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunCommand {
+    /// Program to run, by name (e.g. "git"); must be on the preset's allow-list.
+    pub program: String,
+    /// Arguments, passed as they are (no shell: no pipes, globs or quotes).
     #[serde(default)]
-    args: Vec<String>,
-    cwd: Option<String>,
-    stdin: Option<String>,
-    timeout_ms: Option<u32>,
+    pub args: Vec<String>,
+    /// Working directory, relative to /workspace or absolute inside a mount. Default: /workspace.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Text for the program's standard input.
+    #[serde(default)]
+    pub stdin: Option<String>,
+    /// Time limit in milliseconds; the preset's limit applies when this is larger.
+    #[serde(default)]
+    pub timeout_ms: Option<u32>,
 }
 
-struct Shell;
+impl Tool for RunCommand {
+    const NAME: &'static str = "run_command";
 
-impl Guest for Shell {
-    fn list() -> Vec<ToolSpec> {
-        vec![ToolSpec {
-            name: "run_command".into(),
-            description: "Run one program with arguments in the workspace, e.g. \
-                {\"program\":\"cargo\",\"args\":[\"test\"]}. Only programs the preset allows can \
-                run; there is no shell, so pipes, redirections and globs do not work. Returns the \
-                exit status, then stdout and stderr, each cut at the preset's cap."
-                .into(),
-            parameters: SCHEMA.into(),
-            examples: vec![
-                Example {
-                    args: r#"{"program":"git","args":["status","--short"]}"#.into(),
-                    correct: true,
-                    note: "program and arguments apart".into(),
-                },
-                Example {
-                    args: r#"{"program":"git status | head"}"#.into(),
-                    correct: false,
-                    note: "no shell: the program is one name, arguments go in args".into(),
-                },
-            ],
-            read_only: Some(false),
-            concurrency_safe: Some(false),
-            idempotent: Some(false),
-            cancellable: Some(true),
-            risk: Some(Risk::High),
-            output_budget: None,
-            path_params: vec![],
-        }]
+    fn spec() -> Spec {
+        Spec::new(
+            "Run one program with arguments in the workspace, e.g. \
+             {\"program\":\"cargo\",\"args\":[\"test\"]}. Only programs the preset allows can \
+             run; there is no shell, so pipes, redirections and globs do not work. Returns the \
+             exit status, then stdout and stderr, each cut at the preset's cap.",
+        )
+        .writes(false)
+        .cancellable(true)
+        .risk(Risk::High)
+        .example(
+            r#"{"program":"git","args":["status","--short"]}"#,
+            "program and arguments apart",
+        )
+        .counter_example(
+            r#"{"program":"git status | head"}"#,
+            "no shell: the program is one name, arguments go in args",
+        )
     }
 
-    fn call(name: String, args: String) -> Result<ToolOutput, ToolError> {
-        if name != "run_command" {
-            return Err(error(
-                "UNKNOWN_TOOL",
-                format!("this plugin has only run_command, not {name}"),
-            ));
-        }
-        let args: Args = serde_json::from_str(&args).map_err(|e| {
-            error(
-                "INVALID_ARGS",
-                format!("arguments do not fit the schema: {e}"),
-            )
-        })?;
-        let cwd = args.cwd.map(|c| {
+    fn run(self) -> Result<Output, ToolError> {
+        let cwd = self.cwd.map(|c| {
             if c.starts_with('/') {
                 c
             } else {
@@ -86,19 +58,18 @@ impl Guest for Shell {
             }
         });
         let cmd = exec::Command {
-            program: args.program,
-            args: args.args,
+            program: self.program,
+            args: self.args,
             cwd,
-            stdin: args.stdin.map(String::into_bytes),
-            timeout_ms: args.timeout_ms,
+            stdin: self.stdin.map(String::into_bytes),
+            timeout_ms: self.timeout_ms,
         };
-        let out = exec::run(&cmd).map_err(|e| error("EXEC_DENIED", e))?;
-        let status = match (out.status, out.timed_out) {
+        let out = exec::run(&cmd).map_err(|e| ToolError::new("EXEC_DENIED", e))?;
+        let mut content = match (out.status, out.timed_out) {
             (_, true) => "timed out and was killed".to_string(),
             (Some(code), _) => format!("exit status {code}"),
             (None, _) => "killed by a signal".to_string(),
         };
-        let mut content = status;
         for (label, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
             if !bytes.is_empty() {
                 content.push_str(&format!(
@@ -110,20 +81,10 @@ impl Guest for Shell {
         if out.truncated {
             content.push_str("\n(output cut at the preset's cap; narrow the command)");
         }
-        Ok(ToolOutput {
-            content,
-            truncated: out.truncated,
-            continuation: None,
-        })
+        let mut output = Output::text(content);
+        output.truncated = out.truncated;
+        Ok(output)
     }
 }
 
-fn error(code: &str, message: String) -> ToolError {
-    ToolError {
-        code: code.into(),
-        message,
-        retryable: false,
-    }
-}
-
-export!(Shell);
+paddock_sdk::export_tools!(RunCommand);
