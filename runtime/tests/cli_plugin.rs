@@ -45,7 +45,17 @@ fn plugins_install_list_inspect_and_remove() {
         "{stdout}"
     );
     let out = s.paddock(&["plugin", "inspect", "builtin:fs"]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("read-only: true"));
+    let fs = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(fs.contains("read-only: true"));
+    // The SDK binds the capabilities, but a plugin imports only what it calls (S6).
+    assert!(
+        !fs.contains("paddock:plugin/exec") && !fs.contains("paddock:plugin/http"),
+        "{fs}"
+    );
+    let shell = s.paddock(&["plugin", "inspect", "builtin:shell"]);
+    let shell = String::from_utf8_lossy(&shell.stdout).into_owned();
+    assert!(shell.contains("paddock:plugin/exec@0.1.0"), "{shell}");
+    assert!(!shell.contains("paddock:plugin/http"), "{shell}");
 
     // An installed plugin is usable from a preset by name.
     let preset = s.file("p.toml");
