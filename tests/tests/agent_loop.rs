@@ -275,3 +275,54 @@ async fn text_inside_a_tool_result_changes_no_permission() {
         "the /stop inside the file did nothing"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_loop_speaks_anthropic_messages_too() {
+    let project = Project::new(&[("notes.txt", "anthropic side\n")]);
+    let server = server(vec![
+        Step::Reply(Turn::calls(vec![ScriptCall::new(
+            "toolu_1",
+            "read_file",
+            r#"{"path": "notes.txt"}"#,
+            &[5],
+        )])),
+        Step::Reply(Turn::text(&["It says anthropic side."])),
+    ])
+    .await;
+    let url = server.anthropic_base_url();
+    let output = project
+        .paddock(&[
+            "run",
+            "read notes",
+            "--base-url",
+            &url,
+            "--provider",
+            "anthropic",
+            "--model",
+            "scripted",
+        ])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].path, "/v1/messages");
+    assert!(
+        requests[0].body["system"]
+            .as_str()
+            .unwrap()
+            .contains("coding agent")
+    );
+    let last = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "user");
+    let block = &last["content"][0];
+    assert_eq!(block["type"], "tool_result");
+    assert_eq!(block["tool_use_id"], "toolu_1");
+    assert!(block.to_string().contains("anthropic side"), "{block}");
+    let events = project.events(&project.only_session());
+    assert_eq!(last_stop(&events), "completed");
+}
