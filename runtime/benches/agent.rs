@@ -15,19 +15,24 @@ mod common;
 
 use common::{micros, percentile};
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use paddock::agent::scripted::{Reply, ScriptedProvider};
 use paddock::agent::{Agent, Quiet};
-use paddock::calls::{AliasTable, Registry};
+use paddock::calls::AliasTable;
 use paddock::exec::{CallContext, OpenGate};
 use paddock::log::{Body, LogWriter, SessionLog, Source};
 use paddock::model::{EventSink, ModelRequest, Provider};
-use paddock::plugin_store::PluginStore;
-use paddock::preset::{self, LoopBudgets, ResolveContext};
+use paddock::preset::LoopBudgets;
 use paddock::sandbox::Sandbox;
 use tokio_util::sync::CancellationToken;
+
+/// The bench plugin, read-only on the work directory.
+const PLUGINS: &str = r#"
+[plugins.bench]
+source = "{bench}"
+mounts = [{ host = ".", guest = "/workspace", mode = "ro" }]
+"#;
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -36,39 +41,6 @@ fn main() {
         .build()
         .expect("runtime");
     runtime.block_on(run());
-}
-
-async fn registry(sandbox: &Sandbox, work: &Path, home: &Path) -> Registry {
-    let wasm = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../plugins/target/wasm32-wasip2/release/bench_tools.wasm");
-    assert!(
-        wasm.exists(),
-        "{}: run `cargo xtask build-plugins`",
-        wasm.display()
-    );
-    let file = home.join("bench.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "name = \"bench\"\n[plugins.bench]\nsource = \"{}\"\nmounts = [{{ host = \".\", guest = \"/workspace\", mode = \"ro\" }}]\n",
-            wasm.display()
-        ),
-    )
-    .expect("preset");
-    let file = file.to_str().expect("utf-8 temp path").to_string();
-    let cx = ResolveContext {
-        cwd: work,
-        data_dir: home,
-        spill: None,
-        mount_override: None,
-    };
-    let resolved = preset::load(&file)
-        .expect("preset loads")
-        .resolve(&file, &cx)
-        .expect("preset resolves");
-    Registry::load(sandbox, &PluginStore::open(home), &resolved)
-        .await
-        .expect("registry")
 }
 
 fn replies(turns: usize, call: (&str, &str), per_turn: usize) -> Vec<Reply> {
@@ -82,7 +54,7 @@ async fn run() {
     let work = tempfile::tempdir().expect("tempdir");
     let home = tempfile::tempdir().expect("tempdir");
     let sandbox = Sandbox::new(home.path().join("cache")).expect("sandbox");
-    let registry = registry(&sandbox, work.path(), home.path()).await;
+    let registry = common::registry(&sandbox, work.path(), home.path(), PLUGINS).await;
     let aliases = AliasTable::default();
     let budgets = LoopBudgets {
         max_turns: 10_000,

@@ -13,15 +13,22 @@ mod common;
 
 use common::{micros, percentile};
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use paddock::calls::{AliasTable, Registry, check_call};
 use paddock::exec::{CallContext, OpenGate, RawCall, Scheduler};
-use paddock::plugin_store::PluginStore;
-use paddock::preset::{self, ResolveContext};
 use paddock::sandbox::Sandbox;
 use tokio_util::sync::CancellationToken;
+
+/// The bench plugin and fs, both read-write on the work directory.
+const PLUGINS: &str = r#"
+[plugins.bench]
+source = "{bench}"
+mounts = [{ host = ".", guest = "/workspace", mode = "rw" }]
+[plugins.fs]
+source = "builtin:fs"
+mounts = [{ host = ".", guest = "/workspace", mode = "rw" }]
+"#;
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -30,37 +37,6 @@ fn main() {
         .build()
         .expect("runtime");
     runtime.block_on(run());
-}
-
-async fn registry(sandbox: &Sandbox, work: &Path, home: &Path) -> Registry {
-    let wasm = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../plugins/target/wasm32-wasip2/release/bench_tools.wasm");
-    assert!(
-        wasm.exists(),
-        "{}: run `cargo xtask build-plugins`",
-        wasm.display()
-    );
-    let toml = format!(
-        "name = \"bench\"\n[plugins.bench]\nsource = \"{}\"\nmounts = [{{ host = \".\", guest = \"/workspace\", mode = \"rw\" }}]\n\
-         [plugins.fs]\nsource = \"builtin:fs\"\nmounts = [{{ host = \".\", guest = \"/workspace\", mode = \"rw\" }}]\n",
-        wasm.display()
-    );
-    let file = home.join("bench.toml");
-    std::fs::write(&file, toml).expect("preset");
-    let file = file.to_str().expect("utf-8 temp path").to_string();
-    let cx = ResolveContext {
-        cwd: work,
-        data_dir: home,
-        spill: None,
-        mount_override: None,
-    };
-    let resolved = preset::load(&file)
-        .expect("preset loads")
-        .resolve(&file, &cx)
-        .expect("preset resolves");
-    Registry::load(sandbox, &PluginStore::open(home), &resolved)
-        .await
-        .expect("registry")
 }
 
 fn check_p50(registry: &Registry, aliases: &AliasTable, calls: &[(&str, &str)]) -> Duration {
@@ -90,7 +66,7 @@ async fn run() {
     let home = tempfile::tempdir().expect("tempdir");
     std::fs::write(work.path().join("a.txt"), "alpha\n").expect("file");
     let sandbox = Sandbox::new(home.path().join("cache")).expect("sandbox");
-    let registry = registry(&sandbox, work.path(), home.path()).await;
+    let registry = common::registry(&sandbox, work.path(), home.path(), PLUGINS).await;
     let aliases = AliasTable::default();
 
     // 1. Repair + validation per call.

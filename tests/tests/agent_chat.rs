@@ -8,7 +8,7 @@ use std::io::Write;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_common::Project;
+use agent_common::{Project, call_step};
 use paddock_tests::scripted::{Script, ScriptCall, ScriptedServer, Step, Turn};
 use serde_json::Value;
 
@@ -27,6 +27,19 @@ async fn wait_for(project: &Project, what: &str, count: usize) -> String {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// `paddock chat` against the scripted server at `url`, with piped standard input.
+fn spawn_chat(project: &Project, url: &str, extra: &[&str]) -> Child {
+    let mut args = vec!["chat", "--base-url", url, "--model", "scripted"];
+    args.extend_from_slice(extra);
+    project
+        .command(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn paddock chat")
 }
 
 fn type_line(child: &mut Child, line: &str) {
@@ -64,12 +77,7 @@ async fn steering_goes_in_before_the_next_request_and_follow_ups_run_after() {
     .await
     .unwrap();
     let url = server.openai_base_url();
-    let mut child = project
-        .command(&["chat", "--base-url", &url, "--model", "scripted"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn paddock chat");
+    let mut child = spawn_chat(&project, &url, &[]);
     type_line(&mut child, "read a.txt");
     wait_for(&project, "attempt/start", 1).await;
     type_line(&mut child, "and mention the file size");
@@ -133,12 +141,7 @@ async fn stop_interrupts_the_turn_and_the_chat_goes_on() {
     .await
     .unwrap();
     let url = server.openai_base_url();
-    let mut child = project
-        .command(&["chat", "--base-url", &url, "--model", "scripted"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn paddock chat");
+    let mut child = spawn_chat(&project, &url, &[]);
     type_line(&mut child, "count slowly");
     wait_for(&project, "attempt/start", 1).await;
     let stopped_at = Instant::now();
@@ -180,35 +183,14 @@ async fn approval_questions_are_answered_by_the_next_typed_line() {
     .unwrap()
     .replace("low = \"allow\"", "low = \"ask\"");
     std::fs::write(project.dir.path().join("ask.toml"), preset).unwrap();
-    let read = |id: &str| {
-        Step::Reply(Turn::calls(vec![ScriptCall::new(
-            id,
-            "read_file",
-            r#"{"path": "a.txt"}"#,
-            &[],
-        )]))
-    };
+    let read = |id: &str| call_step(id, "read_file", r#"{"path": "a.txt"}"#);
     let server = ScriptedServer::start(Script {
         steps: vec![read("c1"), read("c2"), Step::Reply(Turn::text(&["ok"]))],
     })
     .await
     .unwrap();
     let url = server.openai_base_url();
-    let mut child = project
-        .command(&[
-            "chat",
-            "--preset",
-            "./ask.toml",
-            "--base-url",
-            &url,
-            "--model",
-            "scripted",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn paddock chat");
+    let mut child = spawn_chat(&project, &url, &["--preset", "./ask.toml"]);
     // Answer each question only once it is on the screen (stderr).
     let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let mut pipe = child.stderr.take().unwrap();

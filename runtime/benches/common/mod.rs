@@ -24,3 +24,44 @@ pub fn plugin_bytes(file: &str) -> Vec<u8> {
     std::fs::read(&path)
         .unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask build-plugins`", path.display()))
 }
+
+/// A registry from a preset whose `[plugins.*]` tables are `plugins`, where `{bench}` stands
+/// for the path of the built bench plugin. Relative mounts resolve against `work`.
+pub async fn registry(
+    sandbox: &paddock::sandbox::Sandbox,
+    work: &Path,
+    home: &Path,
+    plugins: &str,
+) -> paddock::calls::Registry {
+    let wasm = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../plugins/target/wasm32-wasip2/release/bench_tools.wasm");
+    assert!(
+        wasm.exists(),
+        "{}: run `cargo xtask build-plugins`",
+        wasm.display()
+    );
+    let toml = format!(
+        "name = \"bench\"\n{}",
+        plugins.replace("{bench}", &wasm.display().to_string())
+    );
+    let file = home.join("bench.toml");
+    std::fs::write(&file, toml).expect("preset");
+    let file = file.to_str().expect("utf-8 temp path").to_string();
+    let cx = paddock::preset::ResolveContext {
+        cwd: work,
+        data_dir: home,
+        spill: None,
+        mount_override: None,
+    };
+    let resolved = paddock::preset::load(&file)
+        .expect("preset loads")
+        .resolve(&file, &cx)
+        .expect("preset resolves");
+    paddock::calls::Registry::load(
+        sandbox,
+        &paddock::plugin_store::PluginStore::open(home),
+        &resolved,
+    )
+    .await
+    .expect("registry")
+}

@@ -6,6 +6,7 @@
 mod chat;
 mod plugin;
 mod preset;
+mod resume;
 mod run;
 mod session_view;
 mod style;
@@ -39,9 +40,9 @@ enum Command {
     /// request), `/next TEXT` queues a follow-up, `/stop` or Ctrl-C interrupts.
     Chat(chat::ChatArgs),
     /// Recover a session from its log (a crash, Ctrl-C, a budget) and continue it.
-    Resume(run::ResumeArgs),
+    Resume(resume::ResumeArgs),
     /// Show a session's event log, or list the sessions.
-    Log(run::LogArgs),
+    Log(resume::LogArgs),
     /// List and call tools directly, without a model.
     #[command(subcommand)]
     Tool(tool::ToolCommand),
@@ -106,8 +107,8 @@ pub fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => run::run(args).await,
             Command::Chat(args) => chat::chat(args).await,
-            Command::Resume(args) => run::resume(args).await,
-            Command::Log(args) => run::log(args).await,
+            Command::Resume(args) => resume::resume(args).await,
+            Command::Log(args) => resume::log(args).await,
             Command::Tool(cmd) => tool::run(cmd).await,
             Command::Plugin(cmd) => plugin::run(cmd).await,
             Command::Preset(cmd) => preset::run(cmd).await,

@@ -1,23 +1,19 @@
-//! `paddock run`, `paddock resume` and `paddock log` (M2, L1, L2, L5): a session is a
-//! directory under the data dir holding `events.jsonl`; `run` starts one, `resume` recovers
-//! and continues one, `log` shows one.
+//! `paddock run` (M2, L1, P1): a session is a directory under the data dir holding
+//! `events.jsonl`; `run` starts one (`start_session`, shared with `chat`), `resume` recovers and
+//! continues one (`resume.rs`), `log` shows one (`resume.rs`).
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
 
-use super::session_view::{Printer, print_log};
+use super::session_view::Printer;
 use super::tool::{Loaded, cancel_on_ctrl_c, load_preset, setup_error};
 use super::{Env, Exit};
 use crate::agent::scripted::ScriptedProvider;
 use crate::agent::{Agent, DEFAULT_SYSTEM, TurnEnd};
-use crate::exec::RawCall;
 use crate::hooks::{Approver, TerminalApprover};
-use crate::log::{
-    Body, Event, LOG_FILE, LogWriter, PluginHash, SessionLog, SessionStart, StopReason, read_log,
-    recover,
-};
+use crate::log::{Body, LOG_FILE, LogWriter, PluginHash, SessionLog, SessionStart, StopReason};
 use crate::model::{ProviderConfig, ProviderKind, ToolDef, connect};
 use crate::preset;
 
@@ -54,29 +50,6 @@ pub struct SessionArgs {
     /// Override the preset's limits.max_turns (model requests per session).
     #[arg(long)]
     pub(super) max_turns: Option<u64>,
-}
-
-#[derive(Args)]
-pub struct ResumeArgs {
-    /// The session id (`paddock log --list` shows them).
-    session: String,
-    /// A new message; without one, an interrupted or budget-stopped turn continues.
-    message: Option<String>,
-    /// Override the preset's limits.max_turns (model requests per session).
-    #[arg(long)]
-    max_turns: Option<u64>,
-}
-
-#[derive(Args)]
-pub struct LogArgs {
-    /// The session id; omit it with --list.
-    session: Option<String>,
-    /// Print the events as they are stored (JSON lines).
-    #[arg(long)]
-    json: bool,
-    /// List the sessions, newest last.
-    #[arg(long)]
-    list: bool,
 }
 
 pub(super) fn fail(message: &str) -> Exit {
@@ -177,199 +150,6 @@ pub async fn run(args: RunArgs) -> Exit {
     exit_of(&end)
 }
 
-/// `paddock resume`: recover the log (L2), then continue (L5).
-pub async fn resume(args: ResumeArgs) -> Exit {
-    let env = match Env::open() {
-        Ok(env) => env,
-        Err(e) => return fail(&format!("{e:#}")),
-    };
-    let path = env.store.session_dir(&args.session).join(LOG_FILE);
-    if !path.is_file() {
-        return fail(&format!(
-            "no session `{}` (looked for {}); `paddock log --list` shows the sessions",
-            args.session,
-            path.display()
-        ));
-    }
-    let read = match read_log(&path) {
-        Ok(read) => read,
-        Err(e) => return fail(&e.to_string()),
-    };
-    let Some(Body::SessionStart(start)) = read.events.first().map(|e| e.body.clone()) else {
-        return fail("the log does not start with session/start");
-    };
-    let file = match preset::parse(&start.preset_origin, &start.preset_text) {
-        Ok(file) => file,
-        Err(e) => {
-            return fail(&format!(
-                "the session's recorded preset no longer parses: {e}"
-            ));
-        }
-    };
-    let mut env = env;
-    env.cwd = PathBuf::from(&start.cwd);
-    let approver = Box::new(TerminalApprover::new());
-    let loaded = match load_preset(env, file, &start.preset, &[], &start.session, approver).await {
-        Ok(loaded) => loaded,
-        Err((code, message)) => return setup_error(false, &code, &message),
-    };
-    if let Err(message) = same_plugins(&start.plugins, &plugin_hashes(&loaded)) {
-        return fail(&message);
-    }
-    let provider: Box<dyn crate::model::Provider> = match &start.model_config {
-        None => {
-            let demo = ScriptedProvider::demo();
-            demo.skip(count(&read.events, |b| {
-                matches!(b, Body::AssistantMessage { .. })
-            }));
-            Box::new(demo)
-        }
-        Some(config) => match connect(config.clone()) {
-            Ok(provider) => provider,
-            Err(e) => return fail(&e.to_string()),
-        },
-    };
-    let printer = Printer::new();
-    if let Some(torn) = &read.torn {
-        printer.notice(&format!(
-            "dropped a torn last line ({} bytes) left by a crash",
-            torn.len()
-        ));
-    }
-    let writer = match LogWriter::reopen(&path, &read) {
-        Ok(writer) => writer,
-        Err(e) => return fail(&format!("cannot reopen {}: {e}", path.display())),
-    };
-    let recovery = recover(&read.events);
-    let last_turn = last_stop(&read.events);
-    let log = SessionLog::new(writer, read.events);
-    printer.header(&start, &path);
-    cancel_on_ctrl_c(&loaded.cancel);
-    let agent = agent(&loaded, provider.as_ref(), &log, &printer, args.max_turns);
-    if let Err(e) = repair(&agent, &printer, recovery).await {
-        return fail(&format!("cannot write the session log: {e}"));
-    }
-    let end = match (&args.message, last_turn) {
-        (Some(message), _) => {
-            printer.user(message);
-            agent.send(message).await
-        }
-        (None, Some(StopReason::Completed)) => {
-            printer.notice(&format!(
-                "the session's last turn completed; to go on, give a message: paddock resume {} \"...\"",
-                start.session
-            ));
-            return Exit::Ok;
-        }
-        (None, _) => agent.run_turns().await,
-    };
-    printer.footer(&start.session);
-    exit_of(&end)
-}
-
-/// Appends what recovery owes: synthesized results, re-run idempotent calls, then the end of
-/// the open turn.
-async fn repair(
-    agent: &Agent<'_>,
-    printer: &Printer,
-    recovery: crate::log::Recovery,
-) -> std::io::Result<()> {
-    let (ends, results): (Vec<Body>, Vec<Body>) = recovery
-        .append
-        .into_iter()
-        .partition(|b| matches!(b, Body::TurnEnd { .. }));
-    for body in results {
-        if let Body::ToolResult { id, code, .. } = &body {
-            printer.notice(&format!(
-                "call {id}: {} (recorded on resume)",
-                code.as_deref().unwrap_or("")
-            ));
-        }
-        agent.log.append(body)?;
-    }
-    if !recovery.rerun.is_empty() {
-        let calls: Vec<RawCall> = recovery
-            .rerun
-            .iter()
-            .map(|c| RawCall {
-                id: c.id.clone(),
-                name: c.name.clone(),
-                arguments: c.arguments.clone(),
-            })
-            .collect();
-        printer.notice(&format!(
-            "running again {} idempotent call(s) whose results were lost",
-            calls.len()
-        ));
-        for record in agent.execute(&calls).await {
-            agent.record(&crate::agent::summarize(&record), Some(&record))?;
-        }
-    }
-    for body in ends {
-        agent.log.append(body)?;
-    }
-    agent.log.sync()
-}
-
-/// `paddock log`.
-pub async fn log(args: LogArgs) -> Exit {
-    let env = match Env::open() {
-        Ok(env) => env,
-        Err(e) => return fail(&format!("{e:#}")),
-    };
-    let sessions = env.store.root().join("sessions");
-    if args.list {
-        let mut found = Vec::new();
-        if let Ok(entries) = std::fs::read_dir(&sessions) {
-            for entry in entries.flatten() {
-                let path = entry.path().join(LOG_FILE);
-                if let Ok(read) = read_log(&path) {
-                    found.push((entry.file_name().to_string_lossy().into_owned(), read));
-                }
-            }
-        }
-        found.sort_by_key(|(_, read)| read.events.first().map_or(0, |e| e.ts_ms));
-        for (id, read) in found {
-            let stop = last_stop(&read.events).map_or("open", |r| r.as_str());
-            let task = read.events.iter().find_map(|e| match &e.body {
-                Body::UserMessage { text, .. } => Some(text.clone()),
-                _ => None,
-            });
-            println!(
-                "{id}  {stop:<17}  {}",
-                task.unwrap_or_default()
-                    .chars()
-                    .take(70)
-                    .collect::<String>()
-            );
-        }
-        return Exit::Ok;
-    }
-    let Some(session) = args.session else {
-        return fail("give a session id, or --list to see them");
-    };
-    let path = sessions.join(&session).join(LOG_FILE);
-    if args.json {
-        return match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                print!("{text}");
-                Exit::Ok
-            }
-            Err(e) => fail(&format!("cannot read {}: {e}", path.display())),
-        };
-    }
-    match read_log(&path) {
-        Ok(read) => {
-            print_log(&read.events);
-            if read.torn.is_some() {
-                println!("(the last line is torn; `paddock resume {session}` drops it)");
-            }
-            Exit::Ok
-        }
-        Err(e) => fail(&e.to_string()),
-    }
-}
-
 pub(super) fn agent<'a>(
     loaded: &'a Loaded,
     provider: &'a dyn crate::model::Provider,
@@ -446,7 +226,7 @@ fn choose_model(
     }
 }
 
-fn plugin_hashes(loaded: &Loaded) -> Vec<PluginHash> {
+pub(super) fn plugin_hashes(loaded: &Loaded) -> Vec<PluginHash> {
     loaded
         .registry
         .plugins()
@@ -456,40 +236,6 @@ fn plugin_hashes(loaded: &Loaded) -> Vec<PluginHash> {
             sha256: p.sha256.clone(),
         })
         .collect()
-}
-
-/// Resume runs the plugins the session ran with, or refuses (P1).
-fn same_plugins(then: &[PluginHash], now: &[PluginHash]) -> Result<(), String> {
-    for old in then {
-        match now.iter().find(|p| p.name == old.name) {
-            Some(new) if new.sha256 != old.sha256 => {
-                return Err(format!(
-                    "plugin `{}` changed since the session started (sha256 {} then, {} now); resuming would run different code. Start a new session",
-                    old.name, old.sha256, new.sha256
-                ));
-            }
-            None => {
-                return Err(format!(
-                    "plugin `{}` (sha256 {}) that the session ran with is no longer available; reinstall it or start a new session",
-                    old.name, old.sha256
-                ));
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-fn count(events: &[Event], pick: impl Fn(&Body) -> bool) -> usize {
-    events.iter().filter(|e| pick(&e.body)).count()
-}
-
-fn last_stop(events: &[Event]) -> Option<StopReason> {
-    events.iter().rev().find_map(|e| match &e.body {
-        Body::TurnEnd { reason, .. } => Some(*reason),
-        Body::TurnStart { .. } => Some(StopReason::Interrupted),
-        _ => None,
-    })
 }
 
 pub(super) fn exit_of(end: &TurnEnd) -> Exit {

@@ -6,8 +6,14 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use paddock_tests::scripted::{ScriptCall, Step, Turn};
 use serde_json::Value;
 use tempfile::TempDir;
+
+/// A scripted reply that makes one call.
+pub fn call_step(id: &str, name: &str, arguments: &str) -> Step {
+    Step::Reply(Turn::calls(vec![ScriptCall::new(id, name, arguments, &[])]))
+}
 
 /// The `paddock` binary that `cargo test --workspace` builds next to this test's executable
 /// (target/debug/paddock); `cargo xtask test` builds it.
