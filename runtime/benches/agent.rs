@@ -35,12 +35,7 @@ mounts = [{ host = ".", guest = "/workspace", mode = "ro" }]
 "#;
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(run());
+    common::block_on(run());
 }
 
 fn replies(turns: usize, call: (&str, &str), per_turn: usize) -> Vec<Reply> {

@@ -40,12 +40,7 @@ fn process_hook(event: &str) -> serde_json::Value {
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(run());
+    common::block_on(run());
 }
 
 async fn run() {

@@ -31,12 +31,7 @@ mounts = [{ host = ".", guest = "/workspace", mode = "rw" }]
 "#;
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(run());
+    common::block_on(run());
 }
 
 fn check_p50(registry: &Registry, aliases: &AliasTable, calls: &[(&str, &str)]) -> Duration {

@@ -57,12 +57,7 @@ fn native_echo(args: &str) -> String {
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(run());
+    common::block_on(run());
 }
 
 async fn run() {

@@ -13,6 +13,13 @@ async fn server(steps: Vec<Step>) -> ScriptedServer {
         .expect("scripted server")
 }
 
+/// The text of a request's last message, which must be the user's.
+fn last_user_text(body: &Value) -> String {
+    let last = body["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["role"], "user", "{last}");
+    last["content"].as_str().unwrap().to_string()
+}
+
 fn run_args<'a>(server_url: &'a str, task: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["run", task, "--base-url", server_url, "--model", "scripted"];
     args.extend_from_slice(extra);
@@ -126,19 +133,8 @@ async fn max_turns_stops_the_loop_with_its_reason() {
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "no third model request");
     // B3: the last allowed request carried the wrap-up message.
-    let last = requests[1].body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap();
-    assert_eq!(last["role"], "user");
-    assert!(
-        last["content"]
-            .as_str()
-            .unwrap()
-            .contains("limits.max_turns"),
-        "{last}"
-    );
+    let wrap_up = last_user_text(&requests[1].body);
+    assert!(wrap_up.contains("limits.max_turns"), "{wrap_up}");
     assert!(
         text(&output).contains("stopped: max_turns"),
         "{}",
@@ -164,18 +160,8 @@ async fn an_announced_call_that_never_comes_is_nudged_then_stops() {
     // B2: the nudge reached the model as a user message.
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
-    let last = requests[2].body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap();
-    assert_eq!(last["role"], "user");
-    assert!(
-        last["content"]
-            .as_str()
-            .unwrap()
-            .contains("contained no tool call")
-    );
+    let nudge = last_user_text(&requests[2].body);
+    assert!(nudge.contains("contained no tool call"), "{nudge}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

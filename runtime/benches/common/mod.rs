@@ -5,6 +5,16 @@
 use std::path::Path;
 use std::time::Duration;
 
+/// Runs a benchmark's async body on a two-worker runtime, as every bench does.
+pub fn block_on(body: impl std::future::Future<Output = ()>) {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(body);
+}
+
 /// The `p` quantile (0.0..=1.0) of `samples`, which it sorts.
 pub fn percentile(samples: &mut [Duration], p: f64) -> Duration {
     samples.sort();
