@@ -86,7 +86,6 @@ async fn run() {
             log: &log,
             inbox: None,
             observer: &Quiet,
-            started: Instant::now(),
         };
         let started = Instant::now();
         let end = agent.send("go").await;

@@ -257,3 +257,27 @@ async fn log_shows_and_lists_sessions() {
         "{said}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_refuses_a_hook_that_changed_too() {
+    let project = Project::new(&[("README.md", "# demo\n")]);
+    let output = project
+        .paddock(&["run", "--demo", "--preset", "review"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let id = project.only_session();
+    let mut events = project.events(&id);
+    let plugins = events[0]["data"]["plugins"].as_array_mut().unwrap();
+    let hook = plugins
+        .iter_mut()
+        .find(|p| p["name"].as_str().unwrap().starts_with("hook:"))
+        .expect("the review preset's hooks are recorded");
+    hook["sha256"] = Value::String("f".repeat(64));
+    let name = hook["name"].as_str().unwrap().to_string();
+    let text_log: String = events.iter().map(|e| format!("{e}\n")).collect();
+    std::fs::write(project.log_path(&id), text_log).unwrap();
+    let output = project.paddock(&["resume", &id, "go on"]).await;
+    assert_eq!(output.status.code(), Some(2));
+    let said = text(&output);
+    assert!(said.contains(&format!("plugin `{name}` changed")), "{said}");
+}

@@ -5,8 +5,9 @@ use std::time::Duration;
 use crate::log::{Body, Event, StopReason};
 use crate::preset::LoopBudgets;
 
-/// Spending so far. Model requests, tokens and cost count over the whole session (a resumed
-/// session keeps its count); wall time counts from when this process took the session up.
+/// Spending so far, over the whole session (a resumed session keeps its count): model
+/// requests, tokens, cost, and wall time spent in turns (time idle between turns, as in a
+/// chat waiting for the user, does not count).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Spent {
     /// Committed model responses (each is one "turn" of `max_turns`).
@@ -17,23 +18,36 @@ pub struct Spent {
 }
 
 impl Spent {
-    pub fn of(events: &[Event], wall: Duration) -> Spent {
-        let mut spent = Spent {
-            wall,
-            ..Spent::default()
-        };
+    /// What `events` record; an open turn counts until `now_ms` (milliseconds since the Unix
+    /// epoch, as events carry).
+    pub fn of(events: &[Event], now_ms: u64) -> Spent {
+        let mut spent = Spent::default();
+        let mut turn_started: Option<u64> = None;
+        let mut wall_ms = 0u64;
         for event in events {
-            if let Body::AssistantMessage {
-                usage, cost_usd, ..
-            } = &event.body
-            {
-                spent.model_requests += 1;
-                if let Some(usage) = usage {
-                    spent.tokens += usage.input_tokens + usage.output_tokens;
+            match &event.body {
+                Body::AssistantMessage {
+                    usage, cost_usd, ..
+                } => {
+                    spent.model_requests += 1;
+                    if let Some(usage) = usage {
+                        spent.tokens += usage.input_tokens + usage.output_tokens;
+                    }
+                    spent.cost_usd += cost_usd.unwrap_or(0.0);
                 }
-                spent.cost_usd += cost_usd.unwrap_or(0.0);
+                Body::TurnStart { .. } => turn_started = Some(event.ts_ms),
+                Body::TurnEnd { .. } => {
+                    if let Some(start) = turn_started.take() {
+                        wall_ms += event.ts_ms.saturating_sub(start);
+                    }
+                }
+                _ => {}
             }
         }
+        if let Some(start) = turn_started {
+            wall_ms += now_ms.saturating_sub(start);
+        }
+        spent.wall = Duration::from_millis(wall_ms);
         spent
     }
 
@@ -115,6 +129,14 @@ mod tests {
         }
     }
 
+    fn at(ts_ms: u64, body: Body) -> Event {
+        Event {
+            seq: 1,
+            ts_ms,
+            body,
+        }
+    }
+
     fn message(tokens: u64, cost: f64) -> Event {
         Event {
             seq: 1,
@@ -137,30 +159,42 @@ mod tests {
     #[test]
     fn wrap_up_comes_before_the_last_turn_or_at_ninety_percent() {
         let b = budgets();
-        let one = Spent::of(&[message(10, 0.0)], Duration::ZERO);
+        let one = Spent::of(&[message(10, 0.0)], 0);
         assert_eq!(one.nearly_over(&b), None);
-        let two = Spent::of(&[message(10, 0.0), message(10, 0.0)], Duration::ZERO);
+        let two = Spent::of(&[message(10, 0.0), message(10, 0.0)], 0);
         assert_eq!(two.nearly_over(&b), Some("limits.max_turns"));
-        let tokens = Spent::of(&[message(900, 0.0)], Duration::ZERO);
+        let tokens = Spent::of(&[message(900, 0.0)], 0);
         assert_eq!(tokens.nearly_over(&b), Some("limits.max_tokens"));
-        let cost = Spent::of(&[message(1, 0.95)], Duration::ZERO);
+        let cost = Spent::of(&[message(1, 0.95)], 0);
         assert_eq!(cost.nearly_over(&b), Some("limits.max_cost_usd"));
     }
 
     #[test]
     fn each_budget_stops_with_its_own_reason() {
-        let within = Spent::of(&[message(10, 0.1)], Duration::from_secs(1));
+        let within = Spent::of(&[message(10, 0.1)], 1_000);
         assert_eq!(within.over(&budgets()), None);
-        let turns = Spent::of(
-            &[message(1, 0.0), message(1, 0.0), message(1, 0.0)],
-            Duration::ZERO,
-        );
+        let turns = Spent::of(&[message(1, 0.0), message(1, 0.0), message(1, 0.0)], 0);
         assert_eq!(turns.over(&budgets()).unwrap().0, StopReason::MaxTurns);
-        let tokens = Spent::of(&[message(1000, 0.0)], Duration::ZERO);
+        let tokens = Spent::of(&[message(1000, 0.0)], 0);
         assert_eq!(tokens.over(&budgets()).unwrap().0, StopReason::TokenBudget);
-        let wall = Spent::of(&[], Duration::from_secs(60));
+        // Wall time is the time inside turns: 40 s in a closed turn, an idle hour, then 20 s of
+        // the open turn.
+        let turns = [
+            at(0, Body::TurnStart { turn: 1 }),
+            at(
+                40_000,
+                Body::TurnEnd {
+                    reason: StopReason::Completed,
+                    detail: None,
+                },
+            ),
+            at(3_640_000, Body::TurnStart { turn: 2 }),
+        ];
+        let wall = Spent::of(&turns, 3_660_000);
+        assert_eq!(wall.wall, Duration::from_secs(60));
         assert_eq!(wall.over(&budgets()).unwrap().0, StopReason::TimeBudget);
-        let cost = Spent::of(&[message(1, 1.5)], Duration::ZERO);
+        assert!(Spent::of(&turns, 3_650_000).over(&budgets()).is_none());
+        let cost = Spent::of(&[message(1, 1.5)], 0);
         let (reason, detail) = cost.over(&budgets()).unwrap();
         assert_eq!(reason, StopReason::CostBudget);
         assert!(detail.contains("limits.max_cost_usd"), "{detail}");

@@ -13,8 +13,6 @@ mod calls;
 mod inbox;
 pub mod scripted;
 
-use std::time::Instant;
-
 use crate::exec::CallContext;
 use crate::log::{Body, Lane, SessionLog, Source, StopReason, derive_history};
 use crate::model::{
@@ -93,9 +91,12 @@ pub struct Agent<'a> {
     /// Input arriving while the loop works (chat); `None` when nothing can arrive.
     pub inbox: Option<&'a Inbox>,
     pub observer: &'a dyn Observer,
-    /// When this process started working on the session (the wall-time budget counts from
-    /// here).
-    pub started: Instant,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A step that could not go on, with its reason.
@@ -174,8 +175,7 @@ impl Agent<'_> {
     }
 
     fn spent(&self) -> Spent {
-        self.log
-            .with_events(|events| Spent::of(events, self.started.elapsed()))
+        self.log.with_events(|events| Spent::of(events, now_ms()))
     }
 
     /// Model request, calls, repeat; returns only by stopping.

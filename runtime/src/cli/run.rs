@@ -3,7 +3,6 @@
 //! continues one (`resume.rs`), `log` shows one (`resume.rs`).
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use clap::Args;
 
@@ -179,7 +178,6 @@ pub(super) fn agent<'a>(
         log,
         inbox: None,
         observer: printer,
-        started: Instant::now(),
     }
 }
 
@@ -227,15 +225,16 @@ fn choose_model(
 }
 
 pub(super) fn plugin_hashes(loaded: &Loaded) -> Vec<PluginHash> {
-    loaded
-        .registry
-        .plugins()
-        .iter()
-        .map(|p| PluginHash {
-            name: p.name.clone(),
-            sha256: p.sha256.clone(),
-        })
-        .collect()
+    let tools = loaded.registry.plugins().iter().map(|p| PluginHash {
+        name: p.name.clone(),
+        sha256: p.sha256.clone(),
+    });
+    let hooks = loaded
+        .chain
+        .hashes()
+        .into_iter()
+        .map(|(name, sha256)| PluginHash { name, sha256 });
+    tools.chain(hooks).collect()
 }
 
 pub(super) fn exit_of(end: &TurnEnd) -> Exit {

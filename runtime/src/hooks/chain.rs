@@ -76,6 +76,16 @@ pub struct HookChain {
 }
 
 impl HookChain {
+    /// Every loaded hook as (`hook:` + name, SHA-256 of its bytes), pre-hooks first; a session
+    /// records these with its tool plugins so resume runs the same code.
+    pub fn hashes(&self) -> Vec<(String, String)> {
+        self.pre
+            .iter()
+            .chain(&self.post)
+            .map(|h| (format!("hook:{}", h.plugin.name), h.plugin.sha256.clone()))
+            .collect()
+    }
+
     /// Loads every hook of `preset`. `cancel` stops running hooks when the session ends.
     pub async fn load(
         sandbox: &Sandbox,

@@ -119,7 +119,8 @@ pub struct SessionStart {
     pub preset_text: String,
     /// The directory relative mounts resolved against.
     pub cwd: String,
-    /// Every plugin that loaded, with the SHA-256 of its bytes; resume refuses changed ones.
+    /// Every plugin that loaded, with the SHA-256 of its bytes (hooks as `hook:NAME`); resume
+    /// refuses changed ones.
     pub plugins: Vec<PluginHash>,
     /// `provider/model`, or `scripted-demo`.
     pub model: String,
