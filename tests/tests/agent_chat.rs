@@ -175,7 +175,7 @@ async fn stop_interrupts_the_turn_and_the_chat_goes_on() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn approval_questions_are_answered_by_the_next_typed_line() {
+async fn approval_questions_are_answered_by_the_next_typed_line_and_no_ends_the_turn() {
     let project = Project::new(&[("a.txt", "alpha\n")]);
     let preset = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../presets/default.toml"),
@@ -229,7 +229,7 @@ async fn approval_questions_are_answered_by_the_next_typed_line() {
     let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
         .await
         .unwrap();
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(status.code(), Some(1), "the last turn ended denied");
     let events = project.events(&id);
     let results: Vec<(&str, bool)> = events
         .iter()
@@ -250,4 +250,12 @@ async fn approval_questions_are_answered_by_the_next_typed_line() {
         !events.iter().any(|e| e["type"] == "inbox/in"),
         "answers are not steering"
     );
+    // B1: a "no" ends the turn as `denied`; the model is not asked again until the user speaks.
+    let declined = events
+        .iter()
+        .find(|e| e["type"] == "tool/result" && e["data"]["id"] == "c2")
+        .unwrap();
+    assert_eq!(declined["data"]["code"], "DECLINED");
+    assert_eq!(agent_common::last_stop(&events), "denied");
+    assert_eq!(server.requests().len(), 2);
 }

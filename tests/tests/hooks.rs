@@ -41,6 +41,15 @@ async fn ask_goes_to_the_approver_and_without_one_is_a_deny_naming_the_key() {
     let done = call(&s, "write_file", r#"{"path":"n.txt","content":"x"}"#).await;
     assert!(done.result.is_ok(), "{:?}", done.result);
 
+    // The user saying no is DECLINED (the turn ends), not a policy DENIED.
+    let s = session_with(&hooks, "", Ok(false)).await;
+    let err = call(&s, "write_file", r#"{"path":"n.txt","content":"x"}"#)
+        .await
+        .result
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::Declined);
+    assert!(!s.work.path().join("n.txt").exists());
+
     let s = session_with(&hooks, "", Err("there is no terminal to ask on".into())).await;
     let err = call(&s, "write_file", r#"{"path":"n.txt","content":"x"}"#)
         .await

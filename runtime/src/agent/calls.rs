@@ -57,6 +57,10 @@ impl Agent<'_> {
                 Some(Disposition::EndTurn(EndReason::Interrupted)) => {
                     stop.get_or_insert(Stop(StopReason::Interrupted, None));
                 }
+                Some(Disposition::EndTurn(EndReason::Declined)) => {
+                    let detail = format!("the user declined `{}`", record.name);
+                    stop.get_or_insert(Stop(StopReason::Denied, Some(detail)));
+                }
                 Some(Disposition::EndTurn(EndReason::HostFault)) => {
                     let detail = record.result.as_ref().err().map(|e| e.to_string());
                     stop.get_or_insert(Stop(StopReason::HostError, detail));

@@ -26,6 +26,8 @@ pub enum Disposition {
 pub enum EndReason {
     /// The user interrupted: running calls were cancelled, queued ones never ran.
     Interrupted,
+    /// The user declined a call when asked: they decide what happens next (B1 `denied`).
+    Declined,
     /// The host itself failed (a mount that vanished, a plugin that cannot be set up): a
     /// program or configuration fault the model cannot fix.
     HostFault,
@@ -40,6 +42,7 @@ impl Disposition {
                 Disposition::EndTurn(EndReason::Interrupted)
             }
             ErrorCode::Host | ErrorCode::BadPlugin => Disposition::EndTurn(EndReason::HostFault),
+            ErrorCode::Declined => Disposition::EndTurn(EndReason::Declined),
             ErrorCode::InvalidArgs
             | ErrorCode::InvalidJson
             | ErrorCode::UnknownTool

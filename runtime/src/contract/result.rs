@@ -20,6 +20,8 @@ pub enum ErrorCode {
     Cancelled,
     /// A hook, the approval policy or the sandbox refused the call.
     Denied,
+    /// The user, asked for approval, said no: the turn ends so they can say what to do instead.
+    Declined,
     /// The call never started (X2).
     NotExecuted,
     /// The plugin trapped: a panic, `unreachable`, a stack overflow (S7).
@@ -45,6 +47,7 @@ impl ErrorCode {
             ErrorCode::Timeout => "TIMEOUT",
             ErrorCode::Cancelled => "CANCELLED",
             ErrorCode::Denied => "DENIED",
+            ErrorCode::Declined => "DECLINED",
             ErrorCode::NotExecuted => "NOT_EXECUTED",
             ErrorCode::Trap => "TRAP",
             ErrorCode::OutOfFuel => "OUT_OF_FUEL",
@@ -66,6 +69,7 @@ impl ErrorCode {
             "TIMEOUT" => ErrorCode::Timeout,
             "CANCELLED" => ErrorCode::Cancelled,
             "DENIED" => ErrorCode::Denied,
+            "DECLINED" => ErrorCode::Declined,
             "NOT_EXECUTED" => ErrorCode::NotExecuted,
             "TRAP" => ErrorCode::Trap,
             "OUT_OF_FUEL" => ErrorCode::OutOfFuel,

@@ -31,6 +31,12 @@ pub enum Admission {
         reason: String,
         context: Vec<String>,
     },
+    /// The user was asked and said no: the model gets a DECLINED result, and the turn ends
+    /// (`denied`) so the user can say what to do instead.
+    Declined {
+        reason: String,
+        context: Vec<String>,
+    },
 }
 
 /// What a gate decides after a call: the result the model gets (the same, or replaced), and

@@ -89,6 +89,13 @@ pub(crate) async fn execute(
             let error = ToolError::new(ErrorCode::Denied, format!("the call was denied: {reason}"));
             return Executed::refused(error, context);
         }
+        Admission::Declined { reason, context } => {
+            let error = ToolError::new(
+                ErrorCode::Declined,
+                format!("{reason}; do not retry it: wait for the user to say what to do instead"),
+            );
+            return Executed::refused(error, context);
+        }
         Admission::Allow {
             args: rewritten,
             context,

@@ -118,6 +118,15 @@ impl Approver for ChatQuestions {
     }
 }
 
+/// Why approval did not let a call run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub reason: String,
+    /// The user was asked and said no (the turn then ends); otherwise the policy denied it or
+    /// no one could be asked.
+    pub by_user: bool,
+}
+
 /// The preset's policy and who answers its questions.
 pub struct Approval {
     pub policy: ApprovalPolicy,
@@ -134,16 +143,23 @@ impl Approval {
         }
     }
 
-    /// Asks when it must: `Ok(())` to run, `Err(reason)` to deny.
-    pub async fn confirm(&self, question: Question) -> Result<(), String> {
+    /// Asks: `Ok(())` to run; `Err` with the reason, and whether it was the user who said no
+    /// (rather than no one being there to ask).
+    pub async fn confirm(&self, question: Question) -> Result<(), Refused> {
         match self.approver.ask(&question).await {
             Ok(true) => Ok(()),
-            Ok(false) => Err(format!("the user declined to run {}", question.tool)),
-            Err(why) => Err(format!(
-                "{} needs approval ({}), and {why}; to run it without asking, change `{}` in \
-                 the preset",
-                question.tool, question.why, question.key
-            )),
+            Ok(false) => Err(Refused {
+                reason: format!("the user declined to run {}", question.tool),
+                by_user: true,
+            }),
+            Err(why) => Err(Refused {
+                reason: format!(
+                    "{} needs approval ({}), and {why}; to run it without asking, change `{}` in \
+                     the preset",
+                    question.tool, question.why, question.key
+                ),
+                by_user: false,
+            }),
         }
     }
 }

@@ -7,7 +7,7 @@ use regex::Regex;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::approval::{Approval, Question};
+use super::approval::{Approval, Question, Refused};
 use crate::contract::{ErrorCode, ToolError, ToolResult};
 use crate::exec::{Admission, CallGate, GateCall, Outcome};
 use crate::plugin_store::{PluginStore, StoreError};
@@ -274,14 +274,17 @@ impl HookChain {
     }
 
     /// Approval by risk, combined with what the hooks said: the stricter wins.
-    async fn approve(&self, call: GateCall<'_>, verdict: &PreVerdict) -> Result<(), String> {
+    async fn approve(&self, call: GateCall<'_>, verdict: &PreVerdict) -> Result<(), Refused> {
         let (mode, tier) = self.approval.mode(call.tool.meta.risk);
         let key = format!("approval.{tier}");
         if mode == ApprovalMode::Deny {
-            return Err(format!(
-                "{} is {tier} risk, and the preset denies {tier}-risk tools (`{key} = \"deny\"`)",
-                call.tool.name
-            ));
+            return Err(Refused {
+                reason: format!(
+                    "{} is {tier} risk, and the preset denies {tier}-risk tools (`{key} = \"deny\"`)",
+                    call.tool.name
+                ),
+                by_user: false,
+            });
         }
         let (why, key) = match (&verdict.permission, mode) {
             (Permission::Ask(reason), _) => (
@@ -337,7 +340,14 @@ impl CallGate for HookChain {
                 args: verdict.args,
                 context: verdict.context,
             },
-            Err(reason) => Admission::Deny {
+            Err(Refused {
+                reason,
+                by_user: true,
+            }) => Admission::Declined {
+                reason,
+                context: verdict.context,
+            },
+            Err(Refused { reason, .. }) => Admission::Deny {
                 reason,
                 context: verdict.context,
             },

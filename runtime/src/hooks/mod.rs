@@ -9,5 +9,5 @@
 mod approval;
 mod chain;
 
-pub use approval::{Approval, Approver, ChatQuestions, Question, TerminalApprover};
+pub use approval::{Approval, Approver, ChatQuestions, Question, Refused, TerminalApprover};
 pub use chain::{HookChain, HookError, LoadedHook, PreVerdict};

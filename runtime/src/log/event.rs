@@ -175,6 +175,8 @@ pub enum StopReason {
     Truncated,
     /// The model kept saying it would call a tool and sent none, after nudges.
     DroppedToolCall,
+    /// The user was asked to approve a call and said no; the turn waits for them.
+    Denied,
     /// The provider failed after its retries, refused, or filtered the response.
     ModelError,
     /// The provider's stream could not be made sense of.
@@ -195,6 +197,7 @@ impl StopReason {
             StopReason::Interrupted => "interrupted",
             StopReason::Truncated => "truncated",
             StopReason::DroppedToolCall => "dropped_tool_call",
+            StopReason::Denied => "denied",
             StopReason::ModelError => "model_error",
             StopReason::ProtocolError => "protocol_error",
             StopReason::HostError => "host_error",
