@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 use paddock::agent::scripted::{Reply, ScriptedProvider};
 use paddock::agent::{Agent, Quiet};
 use paddock::calls::AliasTable;
-use paddock::exec::{CallContext, OpenGate};
 use paddock::log::{Body, LogWriter, SessionLog, Source};
 use paddock::model::{EventSink, ModelRequest, Provider};
 use paddock::preset::LoopBudgets;
@@ -59,16 +58,7 @@ async fn run() {
         max_parallel_tool_calls: 8,
         wrap_up: false,
     };
-    let context = || CallContext {
-        sandbox: &sandbox,
-        registry: &registry,
-        aliases: &aliases,
-        spill: None,
-        gate: &OpenGate,
-        session_id: "bench",
-        preset: "bench",
-        cancel: CancellationToken::new(),
-    };
+    let context = || common::open_context(&sandbox, &registry, &aliases);
     let echo = ("echo", r#"{"text":"hi"}"#);
     let mut session = 0;
     // One turn of `turns` model requests through the loop; returns its wall time.

@@ -16,7 +16,7 @@ use common::{micros, percentile};
 use std::time::{Duration, Instant};
 
 use paddock::calls::{AliasTable, Registry, check_call};
-use paddock::exec::{CallContext, OpenGate, RawCall, Scheduler};
+use paddock::exec::{RawCall, Scheduler};
 use paddock::sandbox::Sandbox;
 use tokio_util::sync::CancellationToken;
 
@@ -110,16 +110,7 @@ async fn run() {
     }
     let direct = direct_started.elapsed();
     let scheduler = |max_parallel| Scheduler {
-        cx: CallContext {
-            sandbox: &sandbox,
-            registry: &registry,
-            aliases: &aliases,
-            spill: None,
-            gate: &OpenGate,
-            session_id: "bench",
-            preset: "bench",
-            cancel: CancellationToken::new(),
-        },
+        cx: common::open_context(&sandbox, &registry, &aliases),
         max_parallel,
         events: None,
         on_start: None,

@@ -5,4 +5,4 @@
 pub mod plugins;
 pub mod scripted;
 
-pub use plugins::{grant, load, plugin_bytes, plugin_dir, sandbox};
+pub use plugins::{grant, load, plugin_bytes, plugin_dir, resolve_preset, sandbox};

@@ -59,3 +59,21 @@ pub fn grant(host: &Path, mode: MountMode) -> Grant {
         ..Grant::default()
     }
 }
+
+/// Loads the preset `name_or_path` (a file, or a shipped preset's name) and resolves it as a
+/// session in `work` with data dir `home` would; panics with the preset error otherwise.
+pub fn resolve_preset(
+    name_or_path: &str,
+    work: &Path,
+    home: &Path,
+) -> paddock::preset::ResolvedPreset {
+    let cx = paddock::preset::ResolveContext {
+        cwd: work,
+        data_dir: home,
+        spill: None,
+        mount_override: None,
+    };
+    paddock::preset::load_in(name_or_path, work)
+        .and_then(|file| file.resolve(name_or_path, &cx))
+        .unwrap_or_else(|e| panic!("preset {name_or_path}: {e}"))
+}

@@ -13,8 +13,7 @@ use paddock::calls::{Registry, RegistryError};
 use paddock::contract::ErrorCode;
 use paddock::exec::{CallContext, Executed, OpenGate, run_call};
 use paddock::plugin_store::PluginStore;
-use paddock::preset::{self, ResolveContext};
-use paddock_tests::{plugin_dir, sandbox};
+use paddock_tests::{plugin_dir, resolve_preset, sandbox};
 use tokio_util::sync::CancellationToken;
 
 struct Session {
@@ -32,14 +31,7 @@ async fn session(plugin: &str, grants: &str) -> Session {
     );
     let path = work.path().join("p.toml");
     std::fs::write(&path, text).unwrap();
-    let file = preset::load_in(path.to_str().unwrap(), work.path()).unwrap();
-    let cx = ResolveContext {
-        cwd: work.path(),
-        data_dir: home.path(),
-        spill: None,
-        mount_override: None,
-    };
-    let resolved = file.resolve("p", &cx).unwrap();
+    let resolved = resolve_preset(path.to_str().unwrap(), work.path(), home.path());
     let store = PluginStore::open(home.path());
     let registry = Registry::load(sandbox(), &store, &resolved).await;
     Session {

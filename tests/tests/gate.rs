@@ -8,8 +8,7 @@ use paddock::calls::Registry;
 use paddock::contract::{ErrorCode, ToolOutput, ToolResult};
 use paddock::exec::{Admission, CallContext, CallGate, GateCall, OpenGate, Outcome, run_call};
 use paddock::plugin_store::PluginStore;
-use paddock::preset::{self, ResolveContext};
-use paddock_tests::sandbox;
+use paddock_tests::{resolve_preset, sandbox};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -46,14 +45,7 @@ async fn session() -> Session {
     std::fs::write(work.path().join("a.txt"), "alpha\n").unwrap();
     std::fs::write(work.path().join("b.txt"), "beta\n").unwrap();
     let store = PluginStore::open(home.path());
-    let file = preset::load("default").unwrap();
-    let cx = ResolveContext {
-        cwd: work.path(),
-        data_dir: home.path(),
-        spill: None,
-        mount_override: None,
-    };
-    let resolved = file.resolve("default", &cx).unwrap();
+    let resolved = resolve_preset("default", work.path(), home.path());
     let registry = Registry::load(sandbox(), &store, &resolved).await.unwrap();
     Session {
         work,

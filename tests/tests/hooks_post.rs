@@ -71,14 +71,7 @@ async fn a_hook_pin_that_does_not_match_is_refused_with_both_hashes() {
         format!("[[hooks]]\nsource = \"builtin:audit\"\non = \"post\"\nsha256 = \"{pin}\"\n"),
     )
     .unwrap();
-    let file = preset::load_in(path.to_str().unwrap(), work.path()).unwrap();
-    let cx = ResolveContext {
-        cwd: work.path(),
-        data_dir: home.path(),
-        spill: None,
-        mount_override: None,
-    };
-    let resolved = file.resolve("p", &cx).unwrap();
+    let resolved = resolve_preset(path.to_str().unwrap(), work.path(), home.path());
     let approval = Approval {
         policy: resolved.approval,
         approver: Box::new(ScriptedApprover {

@@ -35,6 +35,25 @@ pub fn plugin_bytes(file: &str) -> Vec<u8> {
         .unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask build-plugins`", path.display()))
 }
 
+/// A call context with no hooks, no spill and a fresh cancellation token, for benches that
+/// measure the pipeline itself.
+pub fn open_context<'a>(
+    sandbox: &'a paddock::sandbox::Sandbox,
+    registry: &'a paddock::calls::Registry,
+    aliases: &'a paddock::calls::AliasTable,
+) -> paddock::exec::CallContext<'a> {
+    paddock::exec::CallContext {
+        sandbox,
+        registry,
+        aliases,
+        spill: None,
+        gate: &paddock::exec::OpenGate,
+        session_id: "bench",
+        preset: "bench",
+        cancel: tokio_util::sync::CancellationToken::new(),
+    }
+}
+
 /// A registry from a preset whose `[plugins.*]` tables are `plugins`, where `{bench}` stands
 /// for the path of the built bench plugin. Relative mounts resolve against `work`.
 pub async fn registry(

@@ -12,8 +12,8 @@ pub use paddock::contract::{ErrorCode, Risk};
 pub use paddock::exec::{CallContext, Executed, run_call};
 pub use paddock::hooks::{Approval, Approver, HookChain, HookError, Question};
 pub use paddock::plugin_store::PluginStore;
-pub use paddock::preset::{self, ApprovalMode, ApprovalPolicy, ResolveContext};
-pub use paddock_tests::{plugin_dir, sandbox};
+pub use paddock::preset::{ApprovalMode, ApprovalPolicy};
+pub use paddock_tests::{plugin_dir, resolve_preset, sandbox};
 pub use tokio_util::sync::CancellationToken;
 
 /// Answers every question the same way and remembers what it was asked.
@@ -58,14 +58,7 @@ pub async fn session_with(hooks: &str, approval: &str, answer: Result<bool, Stri
     let path = work.path().join("p.toml");
     std::fs::write(&path, text).unwrap();
     let store = PluginStore::open(home.path());
-    let file = preset::load_in(path.to_str().unwrap(), work.path()).unwrap();
-    let cx = ResolveContext {
-        cwd: work.path(),
-        data_dir: home.path(),
-        spill: None,
-        mount_override: None,
-    };
-    let resolved = file.resolve("test", &cx).unwrap();
+    let resolved = resolve_preset(path.to_str().unwrap(), work.path(), home.path());
     let registry = Registry::load(sandbox(), &store, &resolved).await.unwrap();
     let approval = Approval {
         policy: resolved.approval,

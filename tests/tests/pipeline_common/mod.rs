@@ -9,8 +9,7 @@ use std::time::Duration;
 use paddock::calls::{AliasTable, Registry};
 use paddock::exec::{CallContext, CallEvent, OpenGate, RawCall, Scheduler};
 use paddock::plugin_store::PluginStore;
-use paddock::preset::{self, ResolveContext};
-use paddock_tests::{plugin_dir, sandbox};
+use paddock_tests::{plugin_dir, resolve_preset, sandbox};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -46,15 +45,7 @@ mounts = [{{ host = ".", guest = "/workspace", mode = "rw" }}]
         );
         let file = home.path().join("pipeline.toml");
         std::fs::write(&file, toml).unwrap();
-        let file_str = file.to_str().unwrap().to_string();
-        let preset = preset::load(&file_str).unwrap();
-        let cx = ResolveContext {
-            cwd: work.path(),
-            data_dir: home.path(),
-            spill: None,
-            mount_override: None,
-        };
-        let resolved = preset.resolve(&file_str, &cx).unwrap();
+        let resolved = resolve_preset(file.to_str().unwrap(), work.path(), home.path());
         let store = PluginStore::open(home.path());
         let registry = Registry::load(sandbox(), &store, &resolved).await.unwrap();
         Bench {
