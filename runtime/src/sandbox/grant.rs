@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::protect::Protect;
+
 /// Read-only or read-write access to a mounted host directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -115,4 +117,8 @@ pub struct Grant {
     pub exec: Option<ExecGrant>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<HttpGrant>,
+    /// Protected paths inside the mounts (K2): the defaults plus the preset's `protect`, less
+    /// its `writable_protected`.
+    #[serde(default)]
+    pub protect: Protect,
 }

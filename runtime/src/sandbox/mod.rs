@@ -18,6 +18,7 @@ mod http;
 mod limits;
 mod outcome;
 mod plugin;
+mod protect;
 mod stdio;
 
 pub use call::LogLine;
@@ -27,3 +28,4 @@ pub use grant::{Capability, ExecGrant, Grant, HttpGrant, Limits, Mount, MountMod
 pub use hook::{HookPlugin, Permission, PostDecision, PostToolUse, PreDecision, PreToolUse};
 pub use outcome::{CallOutcome, CallReport};
 pub use plugin::Plugin;
+pub use protect::Protect;

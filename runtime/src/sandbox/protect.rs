@@ -1,0 +1,153 @@
+//! Protected paths (K2): files inside a mount that other programs execute or that configure
+//! paddock itself. No tool and no program a tool starts may create, change, rename or remove
+//! them unless the grant names them, whatever spelling the request used.
+//!
+//! This module only *decides*: given a path relative to a mount's root, as the kernel resolved
+//! it (never the string a plugin or model sent), is it protected? The enforcement lives where
+//! the access happens: the WASI filesystem guard for plugins, read-only bind mounts for
+//! programs started through `exec`.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Names that are protected wherever they appear below a mount: git runs `core.fsmonitor`,
+/// `core.pager`, aliases and hooks from a `.git` directory (or the directory a `.git` *file*
+/// points at); paddock reads presets, hooks and instructions from `.paddock/`.
+const PROTECTED_NAMES: &[&str] = &[".git", ".paddock"];
+
+/// `.cargo/<name>` is protected wherever it appears: cargo reads `.cargo/config.toml` (and the
+/// legacy `.cargo/config`) from every ancestor of its working directory and runs what it names
+/// (`runner`, `rustc-wrapper`, `build.rustc`, aliases).
+const CARGO_CONFIGS: &[&str] = &["config", "config.toml"];
+
+/// What a grant protects beyond the defaults, and which protected paths it opens up.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Protect {
+    /// More paths, relative to each mount's root (the preset's `protect = [...]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra: Vec<PathBuf>,
+    /// Protected paths this grant may write after all, relative to each mount's root (the
+    /// preset's `writable_protected = [...]`), e.g. `.git` for a tool that commits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writable: Vec<PathBuf>,
+}
+
+impl Protect {
+    /// Is `rel` (relative to a mount's root, already resolved by the kernel) protected?
+    /// Paths that are not plainly relative (`..`, absolute) are treated as protected: the
+    /// callers resolve first, so such a path means something went wrong.
+    pub fn covers(&self, rel: &Path) -> bool {
+        let Some(rel) = normal(rel) else {
+            return true;
+        };
+        if self.writable.iter().filter_map(|w| normal(w)).any(|w| rel.starts_with(&w)) {
+            return false;
+        }
+        is_default_protected(&rel)
+            || self
+                .extra
+                .iter()
+                .filter_map(|p| normal(p))
+                .any(|p| rel.starts_with(&p))
+    }
+
+    /// The protected paths that exist (or could be created) directly under `root`, for
+    /// enforcement that needs concrete paths (bind mounts): the defaults at the root and every
+    /// `extra` entry, less what the grant makes writable.
+    pub fn roots_under(&self, root: &Path) -> Vec<PathBuf> {
+        let mut rels: Vec<PathBuf> = PROTECTED_NAMES.iter().map(PathBuf::from).collect();
+        rels.extend(CARGO_CONFIGS.iter().map(|c| Path::new(".cargo").join(c)));
+        rels.extend(self.extra.iter().filter_map(|p| normal(p)));
+        rels.into_iter()
+            .filter(|rel| self.covers(rel))
+            .map(|rel| root.join(rel))
+            .collect()
+    }
+}
+
+/// A default rule matches `rel`: a `.git` or `.paddock` component anywhere, or `.cargo/config*`.
+fn is_default_protected(rel: &Path) -> bool {
+    let names: Vec<&std::ffi::OsStr> = rel.iter().collect();
+    names.iter().enumerate().any(|(i, name)| {
+        PROTECTED_NAMES.iter().any(|p| *name == *p)
+            || (*name == ".cargo"
+                && names
+                    .get(i + 1)
+                    .is_some_and(|next| CARGO_CONFIGS.iter().any(|c| *next == *c)))
+    })
+}
+
+/// `rel` without `.` components, or `None` when it is absolute or climbs with `..`.
+fn normal(rel: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for part in rel.components() {
+        match part {
+            Component::Normal(name) => out.push(name),
+            Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn covers(protect: &Protect, rel: &str) -> bool {
+        protect.covers(Path::new(rel))
+    }
+
+    #[test]
+    fn defaults_cover_git_paddock_and_cargo_config_at_any_depth() {
+        let p = Protect::default();
+        for rel in [
+            ".git",
+            ".git/config",
+            ".git/hooks/pre-commit",
+            "./.git/config",
+            "sub/.git",
+            "sub/.git/config",
+            ".paddock/presets/default.toml",
+            ".cargo/config.toml",
+            ".cargo/config",
+            "crates/a/.cargo/config.toml",
+        ] {
+            assert!(covers(&p, rel), "{rel} should be protected");
+        }
+        for rel in [
+            "src/main.rs",
+            ".gitignore",
+            ".github/workflows/ci.yml",
+            ".cargo/registry",
+            "git/config",
+            "",
+        ] {
+            assert!(!covers(&p, rel), "{rel} should not be protected");
+        }
+    }
+
+    #[test]
+    fn climbing_or_absolute_paths_count_as_protected() {
+        let p = Protect::default();
+        assert!(covers(&p, "../x"));
+        assert!(covers(&p, "/etc/passwd"));
+    }
+
+    #[test]
+    fn extra_entries_extend_and_writable_entries_open_up() {
+        let p = Protect {
+            extra: vec![".envrc".into(), ".vscode".into()],
+            writable: vec![".git".into()],
+        };
+        assert!(covers(&p, ".envrc"));
+        assert!(covers(&p, ".vscode/settings.json"));
+        assert!(!covers(&p, ".git/config"));
+        assert!(covers(&p, ".paddock/x"));
+        let roots = p.roots_under(Path::new("/w"));
+        assert!(roots.contains(&PathBuf::from("/w/.envrc")));
+        assert!(roots.contains(&PathBuf::from("/w/.cargo/config.toml")));
+        assert!(!roots.contains(&PathBuf::from("/w/.git")));
+    }
+}
