@@ -130,18 +130,41 @@ pub const MISSING_TOOL_NAME: &str = "missing_tool_name";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Diagnostic {
-    NonJsonData { sample: String },
-    UnexpectedShape { sample: String },
-    InvalidUtf8 { bytes_replaced: usize },
+    NonJsonData {
+        sample: String,
+    },
+    UnexpectedShape {
+        sample: String,
+    },
+    InvalidUtf8 {
+        bytes_replaced: usize,
+    },
     MissingEndMarker,
-    FinishInferred { finish: Finish },
-    LateDelta { index: i64 },
-    RepeatedCall { id: String },
-    GeneratedCallId { id: String },
-    MissingCallName { id: String },
+    FinishInferred {
+        finish: Finish,
+    },
+    LateDelta {
+        index: i64,
+    },
+    RepeatedCall {
+        id: String,
+    },
+    GeneratedCallId {
+        id: String,
+    },
+    MissingCallName {
+        id: String,
+    },
     RepeatedMessageStart,
-    UnknownEvent { name: String },
+    UnknownEvent {
+        name: String,
+    },
     RefusalText,
+    /// A legacy `function_call` delta repeated a `tool_calls` call (llama-cpp-python does);
+    /// it was taken as that call, not as another. `id` is the call's (empty if it had none).
+    MirroredFunctionCall {
+        id: String,
+    },
 }
 
 /// The committed assistant message of a completed attempt.

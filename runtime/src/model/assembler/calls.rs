@@ -120,6 +120,22 @@ impl CallSlots {
         });
     }
 
+    /// Fills the first call's missing name and arguments from a mirror of it (OpenAI's legacy
+    /// `function_call` copy); what the call already has is kept. Returns the call's id (empty
+    /// when it has none yet).
+    pub fn fill_first(&mut self, name: &str, arguments: &str) -> String {
+        let Some(slot) = self.slots.first_mut() else {
+            return String::new();
+        };
+        if slot.name.is_empty() {
+            slot.name = name.to_owned();
+        }
+        if slot.arguments.is_empty() && slot.initial.is_none() {
+            slot.arguments = arguments.to_owned();
+        }
+        slot.id.clone()
+    }
+
     /// Records complete arguments sent with the start of a call.
     pub fn set_initial(&mut self, key: i64, arguments: String) {
         if let Some(slot) = self.slot_of(key) {

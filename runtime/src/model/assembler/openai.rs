@@ -5,13 +5,21 @@
 //! `tool_calls: null`, a usage chunk with `choices: []`, `n > 1` (choice 0 is used), deltas after
 //! the finish reason (ignored), no finish reason at all (inferred, and recorded), a repeated call,
 //! error objects mid-stream, data that is not JSON (skipped and recorded) and a missing `[DONE]`.
+//!
+//! The deprecated `function_call` delta is one call only when the stream carries no
+//! `tool_calls` at all. Servers such as llama-cpp-python mirror each `tool_calls[0]` delta into
+//! `function_call` (in the same chunk, or with fields split differently across chunks); that
+//! mirror is the same call, never a second one (running it twice would double a side effect).
+//! So `function_call` fragments are kept aside and decided on at the end: a call of their own
+//! when no `tool_calls` came, otherwise recorded as a mirror and used only to fill in a name or
+//! arguments the first call lacks.
 
 use super::calls::Fragment;
 use super::draft::Draft;
 use super::{Step, WireAssembler};
 use crate::model::error::{ModelError, transient_error_kind};
 use crate::model::types::{
-    AssistantMessage, AttemptId, Delta, Diagnostic, Finish, PartialOutput, Usage,
+    AssistantMessage, AttemptId, Delta, Diagnostic, Finish, PartialOutput, ToolCall, Usage,
 };
 use serde::Deserialize;
 use std::borrow::Cow;
@@ -98,8 +106,19 @@ struct PromptDetails {
 /// The key used for the deprecated `function_call` delta, apart from every `tool_calls` index.
 const FUNCTION_CALL_KEY: i64 = i64::MIN;
 
+/// What the deprecated `function_call` deltas carried, kept apart until the stream ends.
+#[derive(Default)]
+struct LegacyCall {
+    name: String,
+    arguments: String,
+}
+
 pub struct OpenAiAssembler {
     draft: Draft,
+    /// `function_call` fragments, if any came.
+    legacy: Option<LegacyCall>,
+    /// A `tool_calls` entry has arrived: `function_call` is only a mirror.
+    saw_tool_calls: bool,
     finish: Option<String>,
     refusal: bool,
     usage: Option<Usage>,
@@ -111,6 +130,8 @@ impl OpenAiAssembler {
     pub fn new(attempt: AttemptId) -> OpenAiAssembler {
         OpenAiAssembler {
             draft: Draft::new(attempt),
+            legacy: None,
+            saw_tool_calls: false,
             finish: None,
             refusal: false,
             usage: None,
@@ -146,6 +167,7 @@ impl OpenAiAssembler {
             });
         }
         for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
+            self.saw_tool_calls = true;
             let function = call.function.as_ref();
             let arguments = function
                 .and_then(|f| f.arguments.as_ref())
@@ -161,18 +183,39 @@ impl OpenAiAssembler {
                 .apply(fragment, out, &mut self.draft.diagnostics);
         }
         if let Some(function) = delta.function_call {
-            let arguments = function.arguments.as_ref().map(arguments_text);
-            let fragment = Fragment {
-                key: FUNCTION_CALL_KEY,
-                id: None,
-                name: function.name.as_deref(),
-                arguments: arguments.as_deref(),
-            };
-            self.draft
-                .calls
-                .apply(fragment, out, &mut self.draft.diagnostics);
+            let legacy = self.legacy.get_or_insert_with(LegacyCall::default);
+            if let Some(name) = function.name.filter(|n| !n.is_empty())
+                && legacy.name.is_empty()
+            {
+                legacy.name = name.into_owned();
+            }
+            if let Some(arguments) = function.arguments.as_ref() {
+                legacy.arguments.push_str(&arguments_text(arguments));
+            }
         }
         self.on_finish_reason(choice.finish_reason);
+    }
+
+    /// Decides what the `function_call` fragments were: the call itself when no `tool_calls`
+    /// came, else a mirror of the first call (recorded, and used only to fill its gaps).
+    fn settle_legacy(&mut self, out: &mut Vec<Delta>) {
+        let Some(legacy) = self.legacy.take() else {
+            return;
+        };
+        if self.saw_tool_calls {
+            let id = self.draft.calls.fill_first(&legacy.name, &legacy.arguments);
+            self.draft.note(Diagnostic::MirroredFunctionCall { id });
+            return;
+        }
+        let fragment = Fragment {
+            key: FUNCTION_CALL_KEY,
+            id: None,
+            name: Some(&legacy.name),
+            arguments: Some(&legacy.arguments),
+        };
+        self.draft
+            .calls
+            .apply(fragment, out, &mut self.draft.diagnostics);
     }
 
     fn on_finish_reason(&mut self, reason: Option<Cow<'_, str>>) {
@@ -283,7 +326,15 @@ impl WireAssembler for OpenAiAssembler {
     }
 
     fn partial(&self) -> PartialOutput {
-        self.draft.partial()
+        let mut partial = self.draft.partial();
+        if let (Some(legacy), false) = (&self.legacy, self.saw_tool_calls) {
+            partial.calls.push(ToolCall {
+                id: String::new(),
+                name: legacy.name.clone(),
+                arguments: legacy.arguments.clone(),
+            });
+        }
+        partial
     }
 
     fn finish(mut self) -> Result<AssistantMessage, ModelError> {
@@ -293,6 +344,7 @@ impl WireAssembler for OpenAiAssembler {
         if !self.saw_done {
             self.draft.note(Diagnostic::MissingEndMarker);
         }
+        self.settle_legacy(&mut Vec::new());
         let mut finish = self.finish.as_deref().map(finish_from_openai);
         if self.refusal && matches!(finish, Some(Finish::Stop) | None) {
             self.draft.note(Diagnostic::RefusalText);
