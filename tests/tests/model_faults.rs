@@ -193,13 +193,14 @@ async fn a_stalled_stream_times_out_and_is_retried() {
 #[tokio::test]
 async fn persistent_server_errors_exhaust_the_retries_with_a_clear_error() {
     for kind in KINDS {
-        let server = server(vec![status(500), status(500), status(500), status(500)]).await;
+        // 503s: an outage, retried to the limit (a 500 with the same body twice is not).
+        let server = server(vec![status(503), status(503), status(503), status(503)]).await;
         let (result, events) = run(provider(config(kind, &server)).as_ref(), &user("hi")).await;
         match result {
             Err(error @ ModelError::RetriesExhausted { attempts: 4, .. }) => {
                 let text = error.to_string();
                 assert!(
-                    text.contains("4 attempts") && text.contains("HTTP 500"),
+                    text.contains("4 attempts") && text.contains("HTTP 503"),
                     "{text}"
                 );
             }

@@ -119,13 +119,15 @@ async fn split_tool_call_arrives_whole_and_the_next_request_carries_the_exact_hi
         json!([
             {"role": "system", "content": "Be brief."},
             {"role": "user", "content": "What does main do?"},
-            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "type": "function",
                 "function": {"name": "read_file", "arguments": "{\"path\": \"src/main.rs\"}"}}]},
             {"role": "tool", "tool_call_id": "call_1", "content": "fn main() { println!(\"hello\") }"},
         ])
     );
     assert_eq!(sent["tools"][0]["function"]["name"], json!("read_file"));
-    assert_eq!(sent["max_completion_tokens"], json!(256));
+    // Not OpenAI's own URL: the field every compatible server knows.
+    assert_eq!(sent["max_tokens"], json!(256));
+    assert_eq!(sent["tool_choice"], json!("auto"));
     assert_eq!(sent["model"], json!("gpt-4.1-mini"));
 }
 

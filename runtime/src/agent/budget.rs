@@ -12,6 +12,8 @@ use crate::preset::LoopBudgets;
 pub struct Spent {
     /// Committed model responses (each is one "turn" of `max_turns`).
     pub model_requests: u64,
+    /// Tool calls those responses made (whether or not they ran).
+    pub tool_calls: u64,
     pub tokens: u64,
     pub cost_usd: f64,
     pub wall: Duration,
@@ -27,9 +29,13 @@ impl Spent {
         for event in events {
             match &event.body {
                 Body::AssistantMessage {
-                    usage, cost_usd, ..
+                    usage,
+                    cost_usd,
+                    tool_calls,
+                    ..
                 } => {
                     spent.model_requests += 1;
+                    spent.tool_calls += tool_calls.len() as u64;
                     if let Some(usage) = usage {
                         spent.tokens += usage.input_tokens + usage.output_tokens;
                     }

@@ -17,7 +17,7 @@ use crate::exec::CallContext;
 use crate::log::{Body, Lane, SessionLog, Source, StopReason, derive_history};
 use crate::model::{
     AssistantMessage, Completion, EventSink, Message, ModelError, ModelEvent, ModelRequest,
-    Outcome, Provider, ToolDef,
+    Outcome, Provider, ToolChoice, ToolDef,
 };
 use crate::preset::LoopBudgets;
 
@@ -75,6 +75,9 @@ pub struct TurnEnd {
     pub reason: StopReason,
     pub detail: Option<String>,
     pub spent: Spent,
+    /// Something the user should know that is not the stop reason: tools were offered all
+    /// session and the model never called one (a server may have dropped them).
+    pub warning: Option<String>,
 }
 
 /// A loop bound to one session.
@@ -161,10 +164,12 @@ impl Agent<'_> {
 
     /// Records the end of the turn (synced) and tells the observer.
     fn end(&self, Stop(reason, detail): Stop) -> TurnEnd {
+        let spent = self.spent();
         let mut end = TurnEnd {
             reason,
             detail: detail.clone(),
-            spent: self.spent(),
+            warning: self.no_tool_warning(&spent),
+            spent,
         };
         if let Err(e) = self.log.append_synced(Body::TurnEnd { reason, detail }) {
             end.reason = StopReason::HostError;
@@ -172,6 +177,19 @@ impl Agent<'_> {
         }
         self.observer.stopped(&end);
         end
+    }
+
+    /// Tools were offered (and allowed) for the whole session and not one was called.
+    fn no_tool_warning(&self, spent: &Spent) -> Option<String> {
+        let allowed = self.provider.config().tool_choice != ToolChoice::None;
+        (allowed && !self.tools.is_empty() && spent.model_requests > 0 && spent.tool_calls == 0)
+            .then(|| {
+                format!(
+                    "the model called no tool in this session although {} were offered; if the \
+                     task needed one, see \"My model never calls a tool\" in docs/providers.md",
+                    self.tools.len()
+                )
+            })
     }
 
     fn spent(&self) -> Spent {

@@ -29,6 +29,9 @@ pub struct ResumeArgs {
     /// Override the preset's limits.max_turns (model requests per session).
     #[arg(long)]
     max_turns: Option<u64>,
+    /// Output limit per model response from now on, instead of the recorded one.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    max_output_tokens: Option<u32>,
 }
 
 #[derive(Args)]
@@ -90,7 +93,7 @@ pub async fn resume(args: ResumeArgs) -> Exit {
             }));
             Box::new(demo)
         }
-        Some(config) => match connect(config.clone()) {
+        Some(config) => match connect(with_limit(config, args.max_output_tokens)) {
             Ok(provider) => provider,
             Err(e) => return fail(&e.to_string()),
         },
@@ -131,6 +134,18 @@ pub async fn resume(args: ResumeArgs) -> Exit {
     };
     printer.footer(&start.session);
     exit_of(&end)
+}
+
+/// The recorded model configuration, with --max-output-tokens applied.
+fn with_limit(
+    config: &crate::model::ProviderConfig,
+    limit: Option<u32>,
+) -> crate::model::ProviderConfig {
+    let mut config = config.clone();
+    if let Some(limit) = limit {
+        config.max_output_tokens = Some(limit);
+    }
+    config
 }
 
 /// Appends what recovery owes: synthesized results, re-run idempotent calls, then the end of

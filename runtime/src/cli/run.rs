@@ -49,6 +49,9 @@ pub struct SessionArgs {
     /// Override the preset's limits.max_turns (model requests per session).
     #[arg(long)]
     pub(super) max_turns: Option<u64>,
+    /// Output limit per model response, instead of [model] max_output_tokens (default 8192).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    max_output_tokens: Option<u32>,
 }
 
 pub(super) fn fail(message: &str) -> Exit {
@@ -189,6 +192,26 @@ fn choose_model(
     if args.demo {
         return Ok(None);
     }
+    let mut config = match model_from(args, from_preset)? {
+        Some(config) => config,
+        None => {
+            return Err(format!(
+                "the preset `{}` has no [model]. Use --demo for the scripted demo, --base-url URL (with PADDOCK_API_KEY if the server needs a key) for a real model, or a preset with a [model] section such as --preset coding (docs/providers.md)",
+                args.preset
+            ));
+        }
+    };
+    if let Some(limit) = args.max_output_tokens {
+        config.max_output_tokens = Some(limit);
+    }
+    Ok(Some(config))
+}
+
+/// --base-url, else the preset's [model] (with --model applied); `None` if neither.
+fn model_from(
+    args: &SessionArgs,
+    from_preset: Option<ProviderConfig>,
+) -> Result<Option<ProviderConfig>, String> {
     if let Some(url) = &args.base_url {
         let kind = match args.provider.as_str() {
             "openai" => ProviderKind::Openai,
@@ -210,18 +233,12 @@ fn choose_model(
         }
         return Ok(Some(config));
     }
-    match from_preset {
-        Some(mut config) => {
-            if let Some(model) = &args.model {
-                config.model = model.clone();
-            }
-            Ok(Some(config))
+    Ok(from_preset.map(|mut config| {
+        if let Some(model) = &args.model {
+            config.model = model.clone();
         }
-        None => Err(format!(
-            "the preset `{}` has no [model]. Use --demo for the scripted demo, --base-url URL (with PADDOCK_API_KEY if the server needs a key) for a real model, or a preset with a [model] section such as --preset coding (docs/providers.md)",
-            args.preset
-        )),
-    }
+        config
+    }))
 }
 
 pub(super) fn plugin_hashes(loaded: &Loaded) -> Vec<PluginHash> {

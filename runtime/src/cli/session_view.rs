@@ -8,7 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::style::{self, BOLD, DIM, RED, YELLOW, paint};
 use crate::agent::{CallSummary, Observer, TurnEnd};
 use crate::log::{Body, Event, SessionStart, StopReason};
-use crate::model::{AssistantMessage, Delta, ModelEvent};
+use crate::model::{AssistantMessage, Delta, ModelEvent, shorten};
+
+/// How much of a stop reason's detail the final line shows; the log keeps all of it.
+const DETAIL_CHARS: usize = 300;
 
 pub struct Printer {
     color: bool,
@@ -141,18 +144,22 @@ impl Observer for Printer {
         self.end_line();
         let spent = &end.spent;
         let line = format!(
-            "stopped: {}{} · {} model request(s) · {} tokens · ${:.4} · {:.1} s",
+            "stopped: {}{} · {} model request(s) · {} tokens · ${:.4} · {:.1} s{}",
             end.reason.as_str(),
             end.detail
                 .as_deref()
-                .map(|d| format!(" ({d})"))
+                .map(|d| format!(" ({})", shorten(d, DETAIL_CHARS)))
                 .unwrap_or_default(),
             spent.model_requests,
             spent.tokens,
             spent.cost_usd,
-            spent.wall.as_secs_f64()
+            spent.wall.as_secs_f64(),
+            end.warning
+                .as_deref()
+                .map(|w| format!(" · note: {w}"))
+                .unwrap_or_default()
         );
-        let tone = if end.reason == StopReason::Completed {
+        let tone = if end.reason == StopReason::Completed && end.warning.is_none() {
             BOLD
         } else {
             YELLOW

@@ -5,7 +5,7 @@
 //! SPEC M1.
 
 use super::assembler::AnthropicAssembler;
-use super::config::{ANTHROPIC_DEFAULT_MAX_TOKENS, ProviderConfig};
+use super::config::{ProviderConfig, ToolChoice};
 use super::http::Wire;
 use super::types::{AttemptId, Message, ModelRequest};
 use serde_json::{Value, json};
@@ -35,8 +35,7 @@ impl Wire for Anthropic {
             .collect();
         let max_tokens = request
             .max_output_tokens
-            .or(config.max_output_tokens)
-            .unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS);
+            .unwrap_or_else(|| config.output_limit());
         let mut body = json!({
             "model": config.model,
             "max_tokens": max_tokens,
@@ -58,6 +57,12 @@ impl Wire for Anthropic {
                     })
                 })
                 .collect();
+            // `auto` is the API's default; the others are spelled its way.
+            match config.tool_choice {
+                ToolChoice::Auto => {}
+                ToolChoice::Required => body["tool_choice"] = json!({"type": "any"}),
+                ToolChoice::None => body["tool_choice"] = json!({"type": "none"}),
+            }
         }
         if let Some(temperature) = config.temperature {
             body["temperature"] = json!(temperature);
@@ -124,7 +129,7 @@ fn text_block(text: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::config::ProviderKind;
+    use crate::model::config::{ANTHROPIC_DEFAULT_MAX_TOKENS, ProviderKind};
     use crate::model::types::{ToolCall, ToolResult};
 
     #[test]

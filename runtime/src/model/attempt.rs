@@ -5,10 +5,12 @@
 //! SPEC L3 (attempt ids and statuses; a failed attempt's partial output is reported for display
 //! and never committed), L4 (backoff with jitter, `retry-after` honoured, only retryable errors
 //! retried, a retry budget), X2 and X3 (the abort signal reaches the request and retry timers;
-//! it is checked before each request).
+//! it is checked before each request). A plain 5xx that comes back with the same body twice is
+//! taken as permanent and not retried further; a retry line shows a long error once, shortened
+//! (`shorten`), while the attempt's record keeps the full text for the log.
 
 use super::EventSink;
-use super::error::{ModelError, Retry};
+use super::error::{ModelError, Retry, shorten};
 use super::types::{
     AssistantMessage, AttemptId, AttemptRecord, AttemptStatus, Completion, ModelEvent,
     PartialOutput,
@@ -63,6 +65,9 @@ impl AttemptId {
     }
 }
 
+/// How much of an error a retry line shows; the attempt's record keeps all of it.
+const RETRY_REASON_CHARS: usize = 240;
+
 /// What one attempt produced: a message, or an error and what had arrived before it.
 pub(crate) type AttemptResult = Result<AssistantMessage, (ModelError, PartialOutput)>;
 
@@ -81,6 +86,8 @@ where
     let mut records = Vec::new();
     let mut waited = Duration::ZERO;
     let mut number = 0;
+    // The last failure's text, and its status and body when it may count as repeated.
+    let mut previous: Option<(String, Option<(u16, String)>)> = None;
     loop {
         number += 1;
         if cancel.is_cancelled() {
@@ -136,6 +143,24 @@ where
         let Retry::Yes { after } = error.retry() else {
             return Err(error);
         };
+        let text = error.to_string();
+        let key = error
+            .repeat_key()
+            .map(|(status, body)| (status, body.to_owned()));
+        let last = previous.replace((text.clone(), key.clone()));
+        if let (Some((status, _)), Some((_, Some(before)))) = (&key, &last)
+            && key.as_ref() == Some(before)
+        {
+            return Err(ModelError::RepeatedError {
+                attempts: number,
+                status: *status,
+                last: Box::new(error),
+            });
+        }
+        let reason = match last {
+            Some((before, _)) if before == text => "the same error again".to_owned(),
+            _ => shorten(&text, RETRY_REASON_CHARS),
+        };
         if number > policy.max_retries {
             return Err(ModelError::RetriesExhausted {
                 attempts: number,
@@ -155,7 +180,7 @@ where
         sink.emit(ModelEvent::RetryScheduled {
             attempt: id,
             delay,
-            reason: error.to_string(),
+            reason,
         });
         tokio::select! {
             biased;
@@ -166,206 +191,5 @@ where
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::types::{Finish, Outcome};
-    use std::cell::Cell;
-
-    fn policy(max_retries: u32, budget_ms: u64) -> RetryPolicy {
-        RetryPolicy {
-            max_retries,
-            base: Duration::from_millis(1),
-            max: Duration::from_millis(4),
-            budget: Duration::from_millis(budget_ms),
-        }
-    }
-
-    fn message(attempt: AttemptId) -> AssistantMessage {
-        AssistantMessage {
-            attempt,
-            text: "ok".into(),
-            calls: vec![],
-            finish: Finish::Stop,
-            finish_inferred: false,
-            outcome: Outcome::Completed,
-            usage: None,
-            cost_usd: None,
-            diagnostics: vec![],
-        }
-    }
-
-    fn failed(text: &str, error: ModelError) -> AttemptResult {
-        Err((
-            error,
-            PartialOutput {
-                text: text.into(),
-                calls: vec![],
-            },
-        ))
-    }
-
-    #[test]
-    fn backoff_doubles_up_to_the_cap_and_jitter_only_shortens() {
-        let p = RetryPolicy {
-            max_retries: 5,
-            base: Duration::from_millis(100),
-            max: Duration::from_millis(1000),
-            budget: Duration::from_secs(10),
-        };
-        assert_eq!(p.backoff(1, 0.0), Duration::from_millis(100));
-        assert_eq!(p.backoff(2, 0.0), Duration::from_millis(200));
-        assert_eq!(p.backoff(5, 0.0), Duration::from_millis(1000));
-        assert_eq!(p.backoff(60, 0.0), Duration::from_millis(1000));
-        assert!(p.backoff(1, 0.999_999) >= Duration::from_millis(75));
-        assert!(p.backoff(1, 0.5) < p.backoff(1, 0.0));
-    }
-
-    #[tokio::test]
-    async fn a_stall_is_retried_and_only_the_completed_attempt_is_committed() {
-        let (sink, mut events) = EventSink::channel();
-        let calls = Cell::new(0);
-        let result = run_attempts(&policy(3, 1000), &sink, &CancellationToken::new(), |id| {
-            calls.set(calls.get() + 1);
-            let n = calls.get();
-            async move {
-                if n == 1 {
-                    failed(
-                        "partial",
-                        ModelError::IdleTimeout {
-                            after: Duration::from_millis(1),
-                        },
-                    )
-                } else {
-                    Ok(message(id))
-                }
-            }
-        })
-        .await;
-        let completion = result.expect("second attempt succeeds");
-        assert_eq!(completion.message.text, "ok");
-        assert_eq!(completion.attempts.len(), 2);
-        assert_eq!(completion.attempts[0].status, AttemptStatus::Failed);
-        assert_eq!(
-            completion.attempts[0]
-                .partial
-                .as_ref()
-                .map(|p| p.text.as_str()),
-            Some("partial")
-        );
-        assert_eq!(completion.attempts[1].id, completion.message.attempt);
-        let mut kinds = vec![];
-        while let Ok(event) = events.try_recv() {
-            kinds.push(match event {
-                ModelEvent::AttemptStarted { .. } => "start",
-                ModelEvent::AttemptEnded {
-                    status: AttemptStatus::Failed,
-                    ..
-                } => "failed",
-                ModelEvent::AttemptEnded {
-                    status: AttemptStatus::Completed,
-                    ..
-                } => "completed",
-                ModelEvent::RetryScheduled { .. } => "retry",
-                _ => "other",
-            });
-        }
-        assert_eq!(kinds, ["start", "failed", "retry", "start", "completed"]);
-    }
-
-    #[tokio::test]
-    async fn validation_errors_are_not_retried() {
-        let calls = Cell::new(0);
-        let result = run_attempts(
-            &policy(3, 1000),
-            &EventSink::none(),
-            &CancellationToken::new(),
-            |_| {
-                calls.set(calls.get() + 1);
-                async {
-                    failed(
-                        "",
-                        ModelError::Status {
-                            url: "u".into(),
-                            status: 400,
-                            body: "bad".into(),
-                            retry_after: None,
-                            should_retry: None,
-                        },
-                    )
-                }
-            },
-        )
-        .await;
-        assert!(matches!(
-            result,
-            Err(ModelError::Status { status: 400, .. })
-        ));
-        assert_eq!(calls.get(), 1);
-    }
-
-    #[tokio::test]
-    async fn retries_stop_at_the_limit_and_at_the_budget() {
-        let broken = || async { failed("", ModelError::StreamBroken("reset".into())) };
-        let result = run_attempts(
-            &policy(2, 1000),
-            &EventSink::none(),
-            &CancellationToken::new(),
-            |_| broken(),
-        )
-        .await;
-        assert!(
-            matches!(
-                result,
-                Err(ModelError::RetriesExhausted { attempts: 3, .. })
-            ),
-            "{result:?}"
-        );
-
-        let slow = || async {
-            failed(
-                "",
-                ModelError::Status {
-                    url: "u".into(),
-                    status: 429,
-                    body: String::new(),
-                    retry_after: Some(Duration::from_secs(30)),
-                    should_retry: None,
-                },
-            )
-        };
-        let result = run_attempts(
-            &policy(5, 1000),
-            &EventSink::none(),
-            &CancellationToken::new(),
-            |_| slow(),
-        )
-        .await;
-        assert!(
-            matches!(
-                result,
-                Err(ModelError::RetryBudgetExhausted { attempts: 1, .. })
-            ),
-            "{result:?}"
-        );
-    }
-
-    #[tokio::test]
-    async fn cancellation_during_backoff_returns_at_once() {
-        let cancel = CancellationToken::new();
-        let mut p = policy(3, 60_000);
-        p.base = Duration::from_secs(30);
-        p.max = Duration::from_secs(30);
-        let trigger = cancel.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            trigger.cancel();
-        });
-        let started = std::time::Instant::now();
-        let result = run_attempts(&p, &EventSink::none(), &cancel, |_| async {
-            failed("", ModelError::EmptyStream)
-        })
-        .await;
-        assert!(matches!(result, Err(ModelError::Cancelled)));
-        assert!(started.elapsed() < Duration::from_millis(500));
-    }
-}
+#[path = "attempt_tests.rs"]
+mod tests;

@@ -25,10 +25,25 @@ pub enum ProviderKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MaxTokensField {
+    /// `max_completion_tokens` for OpenAI's own API, `max_tokens` for any other base URL.
+    Auto,
     /// The current OpenAI name (required by its reasoning models).
     MaxCompletionTokens,
-    /// The older name, which some local servers still expect.
+    /// The older name, which every compatible server accepts.
     MaxTokens,
+}
+
+/// Whether the model may, must or must not call a tool, sent as `tool_choice` whenever tools
+/// are offered. Some servers (llama-cpp-python) drop the tools when it is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides (OpenAI's own default).
+    Auto,
+    /// Every response must call a tool; the loop then ends only by a budget or the user.
+    Required,
+    /// Tools are described but may not be called.
+    None,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
@@ -53,6 +68,10 @@ pub struct ProviderConfig {
     /// Time allowed without a single byte of the streamed body; then the attempt fails.
     #[serde(default = "defaults::idle_timeout_ms")]
     pub idle_timeout_ms: u64,
+    /// Wall-clock time one attempt may take from request to end of stream, however steadily it
+    /// streams; a stream still going then is cut and the attempt fails (not retried).
+    #[serde(default = "defaults::attempt_timeout_ms")]
+    pub attempt_timeout_ms: u64,
     /// Retries after the first attempt.
     #[serde(default = "defaults::max_retries")]
     pub max_retries: u32,
@@ -63,11 +82,14 @@ pub struct ProviderConfig {
     /// Total time one request may spend waiting between attempts.
     #[serde(default = "defaults::retry_budget_ms")]
     pub retry_budget_ms: u64,
-    /// Output limit per response; Anthropic requires one, so it defaults to 8192 there.
+    /// Output limit per response; `DEFAULT_MAX_OUTPUT_TOKENS` when unset (servers' own
+    /// defaults are often unlimited).
     #[serde(default)]
     pub max_output_tokens: Option<u32>,
     #[serde(default = "defaults::max_tokens_field")]
     pub max_tokens_field: MaxTokensField,
+    #[serde(default = "defaults::tool_choice")]
+    pub tool_choice: ToolChoice,
     #[serde(default)]
     pub temperature: Option<f32>,
     #[serde(default = "defaults::anthropic_version")]
@@ -88,6 +110,12 @@ mod defaults {
     pub fn idle_timeout_ms() -> u64 {
         90_000
     }
+    pub fn attempt_timeout_ms() -> u64 {
+        600_000
+    }
+    pub fn tool_choice() -> super::ToolChoice {
+        super::ToolChoice::Auto
+    }
     pub fn max_retries() -> u32 {
         4
     }
@@ -101,15 +129,18 @@ mod defaults {
         60_000
     }
     pub fn max_tokens_field() -> MaxTokensField {
-        MaxTokensField::MaxCompletionTokens
+        MaxTokensField::Auto
     }
     pub fn anthropic_version() -> String {
         "2023-06-01".into()
     }
 }
 
-/// Anthropic requires `max_tokens`; this is used when the preset sets none.
-pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 8192;
+/// The output limit sent when the preset sets none (Anthropic requires one; many
+/// OpenAI-compatible servers default to unlimited).
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 8192;
+/// The former name of `DEFAULT_MAX_OUTPUT_TOKENS`.
+pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = DEFAULT_MAX_OUTPUT_TOKENS;
 
 impl ProviderConfig {
     /// A configuration with every default, for `kind`, `model` and `base_url`.
@@ -123,12 +154,14 @@ impl ProviderConfig {
             connect_timeout_ms: defaults::connect_timeout_ms(),
             request_timeout_ms: defaults::request_timeout_ms(),
             idle_timeout_ms: defaults::idle_timeout_ms(),
+            attempt_timeout_ms: defaults::attempt_timeout_ms(),
             max_retries: defaults::max_retries(),
             retry_base_ms: defaults::retry_base_ms(),
             retry_max_ms: defaults::retry_max_ms(),
             retry_budget_ms: defaults::retry_budget_ms(),
             max_output_tokens: None,
             max_tokens_field: defaults::max_tokens_field(),
+            tool_choice: defaults::tool_choice(),
             temperature: None,
             anthropic_version: defaults::anthropic_version(),
             price: None,
@@ -143,6 +176,26 @@ impl ProviderConfig {
             (None, ProviderKind::Anthropic) => "https://api.anthropic.com",
         };
         url.trim_end_matches('/')
+    }
+
+    /// The output limit of one response: the preset's, else the default.
+    pub fn output_limit(&self) -> u32 {
+        self.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS)
+    }
+
+    /// The request field for the output limit (OpenAI wire): `Auto` resolved by base URL.
+    pub fn max_tokens_field_name(&self) -> &'static str {
+        let openai_itself = self
+            .base_url()
+            .split("://")
+            .nth(1)
+            .and_then(|rest| rest.split(['/', ':']).next())
+            .is_some_and(|host| host.eq_ignore_ascii_case("api.openai.com"));
+        match self.max_tokens_field {
+            MaxTokensField::Auto if openai_itself => "max_completion_tokens",
+            MaxTokensField::Auto | MaxTokensField::MaxTokens => "max_tokens",
+            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+        }
     }
 
     pub fn retry_policy(&self) -> RetryPolicy {
@@ -164,6 +217,10 @@ impl ProviderConfig {
 
     pub fn idle_timeout(&self) -> Duration {
         Duration::from_millis(self.idle_timeout_ms)
+    }
+
+    pub fn attempt_timeout(&self) -> Duration {
+        Duration::from_millis(self.attempt_timeout_ms)
     }
 }
 
@@ -212,6 +269,34 @@ mod tests {
             Some("x")
         );
         assert_eq!(config.price.map(|p| p.output), Some(2.0));
+        Ok(())
+    }
+
+    #[test]
+    fn output_limit_field_and_tool_choice_have_defaults_for_any_server()
+    -> Result<(), toml::de::Error> {
+        let openai = parse("provider = \"openai\"\nmodel = \"m\"\n")?;
+        assert_eq!(openai.output_limit(), DEFAULT_MAX_OUTPUT_TOKENS);
+        assert_eq!(openai.max_tokens_field_name(), "max_completion_tokens");
+        assert_eq!(openai.tool_choice, ToolChoice::Auto);
+        assert_eq!(openai.attempt_timeout(), Duration::from_secs(600));
+        let local = parse(
+            "provider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:8000/v1\"\n\
+             tool_choice = \"required\"\nmax_output_tokens = 300\nattempt_timeout_ms = 5\n",
+        )?;
+        assert_eq!(local.max_tokens_field_name(), "max_tokens");
+        assert_eq!(local.tool_choice, ToolChoice::Required);
+        assert_eq!(local.output_limit(), 300);
+        let lookalike = parse(
+            "provider = \"openai\"\nmodel = \"m\"\nbase_url = \"https://api.openai.com.example/v1\"\n",
+        )?;
+        assert_eq!(lookalike.max_tokens_field_name(), "max_tokens");
+        let forced = parse(
+            "provider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://x/v1\"\n\
+             max_tokens_field = \"max_completion_tokens\"\ntool_choice = \"none\"\n",
+        )?;
+        assert_eq!(forced.max_tokens_field_name(), "max_completion_tokens");
+        assert_eq!(forced.tool_choice, ToolChoice::None);
         Ok(())
     }
 

@@ -48,6 +48,12 @@ pub enum ModelError {
     #[error("the stream stalled: no bytes for {after:?} (idle_timeout_ms)")]
     IdleTimeout { after: Duration },
 
+    #[error(
+        "the attempt was cut after {after:?} (attempt_timeout_ms in [model]) while the server was \
+         still streaming; lower max_output_tokens (or --max-output-tokens) or raise attempt_timeout_ms"
+    )]
+    AttemptTimeout { after: Duration },
+
     #[error("the stream broke off: {0}")]
     StreamBroken(String),
 
@@ -67,6 +73,17 @@ pub enum ModelError {
     #[error("gave up after {attempts} attempts; last error: {last}")]
     RetriesExhausted {
         attempts: u32,
+        last: Box<ModelError>,
+    },
+
+    #[error(
+        "gave up after {attempts} attempts: the server answered HTTP {status} with the same error \
+         twice, which looks like a request it cannot handle rather than an outage (the full \
+         message is in the session log's attempt/end events)"
+    )]
+    RepeatedError {
+        attempts: u32,
+        status: u16,
         last: Box<ModelError>,
     },
 
@@ -115,14 +132,50 @@ impl ModelError {
             ModelError::MissingApiKey { .. }
             | ModelError::Config(_)
             | ModelError::Cancelled
+            | ModelError::AttemptTimeout { .. }
+            | ModelError::RepeatedError { .. }
             | ModelError::RetriesExhausted { .. }
             | ModelError::RetryBudgetExhausted { .. } => Retry::No,
+        }
+    }
+
+    /// For an HTTP status error that, when it comes back with the same body, is taken to be
+    /// permanent: a 5xx other than the gateway and overload codes (502, 503, 504, 529), with a
+    /// body, and without the server asking to be retried (`retry-after`, `x-should-retry`).
+    /// llama-cpp-python answers a request it cannot validate with such a 500.
+    pub(crate) fn repeat_key(&self) -> Option<(u16, &str)> {
+        match self {
+            ModelError::Status {
+                status,
+                body,
+                retry_after: None,
+                should_retry: None | Some(false),
+                ..
+            } if *status >= 500
+                && !matches!(status, 502 | 503 | 504 | 529)
+                && !body.trim().is_empty() =>
+            {
+                Some((*status, body.as_str()))
+            }
+            _ => None,
         }
     }
 
     /// True for `Cancelled`, the user's abort (X2).
     pub fn is_cancelled(&self) -> bool {
         matches!(self, ModelError::Cancelled)
+    }
+}
+
+/// `text` cut to `max_chars` characters, saying how much was left out and where it is.
+pub fn shorten(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        None => text.to_owned(),
+        Some((end, _)) => format!(
+            "{}… ({} more characters in the session log)",
+            &text[..end],
+            text[end..].chars().count()
+        ),
     }
 }
 
@@ -186,6 +239,27 @@ mod tests {
     fn should_retry_header_overrides_the_status() {
         assert!(status(400, Some(true)).retry().is_yes());
         assert_eq!(status(503, Some(false)).retry(), Retry::No);
+    }
+
+    #[test]
+    fn only_a_plain_5xx_with_a_body_can_count_as_repeated() {
+        let with = |code: u16, body: &str, retry_after: Option<Duration>| ModelError::Status {
+            url: "u".into(),
+            status: code,
+            body: body.into(),
+            retry_after,
+            should_retry: None,
+        };
+        assert_eq!(with(500, "bad", None).repeat_key(), Some((500, "bad")));
+        assert_eq!(with(503, "busy", None).repeat_key(), None);
+        assert_eq!(with(502, "gateway", None).repeat_key(), None);
+        assert_eq!(with(500, " ", None).repeat_key(), None);
+        assert_eq!(with(500, "bad", Some(Duration::ZERO)).repeat_key(), None);
+        assert_eq!(with(429, "slow", None).repeat_key(), None);
+        let timeout = ModelError::AttemptTimeout {
+            after: Duration::from_secs(1),
+        };
+        assert_eq!(timeout.retry(), Retry::No);
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! classified errors, and streams the body through the wire format's assembler.
 //!
 //! SPEC M1 (reqwest, streaming, base URL, key from the environment, extra headers, timeouts),
-//! L3/L4 (each request is an attempt run by `attempt::run_attempts`; `retry-after` and
-//! `retry-after-ms` are read here), X2 (the cancellation token drops the request mid-stream).
+//! L3/L4 (each request is an attempt run by `attempt::run_attempts`, bounded by a wall-clock
+//! limit besides the idle timeout; `retry-after` and `retry-after-ms` are read here), X2 (the cancellation token drops the request mid-stream).
 //! What differs between OpenAI and Anthropic is behind the `Wire` trait.
 
 use super::assembler::WireAssembler;
@@ -92,10 +92,14 @@ impl<W: Wire> HttpProvider<W> {
                 delta,
             })
         };
+        // The idle timeout catches a silent stream; this catches one that never ends.
+        let limit = self.config.attempt_timeout();
         let streamed = tokio::select! {
             biased;
             _ = cancel.cancelled() => Err(ModelError::Cancelled),
-            streamed = self.stream(body, &mut assembler, on_delta) => streamed,
+            streamed = tokio::time::timeout(limit, self.stream(body, &mut assembler, on_delta)) => {
+                streamed.unwrap_or(Err(ModelError::AttemptTimeout { after: limit }))
+            }
         };
         match streamed {
             Ok(()) => {
@@ -213,6 +217,9 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         .or_else(|| number(RETRY_AFTER.as_str()).map(Duration::from_secs_f64))
 }
 
+/// The longest error body kept (for the log; displays shorten it further).
+const MAX_ERROR_BODY: usize = 16_000;
+
 /// The provider's error message when the body is its usual JSON, else the start of the body.
 fn error_body(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
@@ -223,8 +230,8 @@ fn error_body(body: &[u8]) -> String {
             error.get("message")?.as_str().map(str::to_owned)
         });
     let mut text = message.unwrap_or_else(|| text.trim().to_owned());
-    if text.len() > 1000 {
-        let mut end = 1000;
+    if text.len() > MAX_ERROR_BODY {
+        let mut end = MAX_ERROR_BODY;
         while !text.is_char_boundary(end) {
             end -= 1;
         }

@@ -22,8 +22,11 @@ mod sse;
 mod types;
 
 pub use attempt::RetryPolicy;
-pub use config::{ANTHROPIC_DEFAULT_MAX_TOKENS, MaxTokensField, ProviderConfig, ProviderKind};
-pub use error::{ModelError, Retry};
+pub use config::{
+    ANTHROPIC_DEFAULT_MAX_TOKENS, DEFAULT_MAX_OUTPUT_TOKENS, MaxTokensField, ProviderConfig,
+    ProviderKind, ToolChoice,
+};
+pub use error::{ModelError, Retry, shorten};
 pub use sse::replay;
 pub use types::*;
 

@@ -1,11 +1,15 @@
 //! OpenAI Chat Completions: the request body (`stream: true` with
 //! `stream_options.include_usage`), the bearer key, and the assembler for its stream.
 //!
-//! SPEC M1. Serves every OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenRouter): only
-//! the base URL, the key and `max_tokens_field` differ.
+//! SPEC M1. Serves every OpenAI-compatible server (vLLM, llama.cpp, llama-cpp-python, Ollama,
+//! OpenRouter): only the base URL, the key and `max_tokens_field` differ. What is sent is what
+//! every one of them accepts: the assistant message with calls has `"content": ""` (some
+//! servers refuse `null`, and leaving it out breaks some chat templates), `tool_choice` is
+//! explicit whenever tools are offered (some servers take a missing one as "none"), and an output
+//! limit is always sent (some servers' default is unlimited).
 
 use super::assembler::OpenAiAssembler;
-use super::config::{MaxTokensField, ProviderConfig};
+use super::config::{ProviderConfig, ToolChoice};
 use super::http::Wire;
 use super::types::{AttemptId, Message, ModelRequest, ToolCall};
 use serde_json::{Value, json};
@@ -44,14 +48,16 @@ impl Wire for OpenAi {
                     })
                 })
                 .collect();
+            body["tool_choice"] = json!(match config.tool_choice {
+                ToolChoice::Auto => "auto",
+                ToolChoice::Required => "required",
+                ToolChoice::None => "none",
+            });
         }
-        if let Some(limit) = request.max_output_tokens.or(config.max_output_tokens) {
-            let field = match config.max_tokens_field {
-                MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
-                MaxTokensField::MaxTokens => "max_tokens",
-            };
-            body[field] = json!(limit);
-        }
+        let limit = request
+            .max_output_tokens
+            .unwrap_or_else(|| config.output_limit());
+        body[config.max_tokens_field_name()] = json!(limit);
         if let Some(temperature) = config.temperature {
             body["temperature"] = json!(temperature);
         }
@@ -72,7 +78,7 @@ fn message(message: &Message) -> Value {
         }
         Message::Assistant { text, tool_calls } => json!({
             "role": "assistant",
-            "content": if text.is_empty() { Value::Null } else { json!(text) },
+            "content": text,
             "tool_calls": tool_calls.iter().map(call).collect::<Vec<_>>(),
         }),
         Message::Tool(result) => json!({
@@ -100,7 +106,7 @@ fn call(call: &ToolCall) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::config::ProviderKind;
+    use crate::model::config::{DEFAULT_MAX_OUTPUT_TOKENS, MaxTokensField, ProviderKind};
     use crate::model::types::{ToolDef, ToolResult};
 
     #[test]
@@ -140,7 +146,8 @@ mod tests {
             body["messages"][0],
             json!({"role": "system", "content": "sys"})
         );
-        assert_eq!(body["messages"][2]["content"], Value::Null);
+        assert_eq!(body["messages"][2]["content"], json!(""));
+        assert_eq!(body["tool_choice"], json!("auto"));
         assert_eq!(
             body["messages"][2]["tool_calls"][0]["function"]["arguments"],
             json!("{}")
@@ -157,5 +164,32 @@ mod tests {
             },
         );
         assert_eq!(body["max_tokens"], json!(7));
+    }
+
+    #[test]
+    fn a_limit_is_always_sent_and_tool_choice_only_with_tools() {
+        let mut config =
+            ProviderConfig::new(ProviderKind::Openai, "m", Some("http://127.0.0.1:1/v1"));
+        let request = ModelRequest {
+            messages: vec![Message::User { text: "hi".into() }],
+            ..ModelRequest::default()
+        };
+        let body = OpenAi::body(&config, &request);
+        assert_eq!(body["max_tokens"], json!(DEFAULT_MAX_OUTPUT_TOKENS));
+        assert!(body.get("max_completion_tokens").is_none(), "{body}");
+        assert!(body.get("tool_choice").is_none(), "{body}");
+        config.tool_choice = ToolChoice::Required;
+        let with_tools = ModelRequest {
+            tools: vec![ToolDef {
+                name: "ls".into(),
+                description: "List".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            ..request
+        };
+        assert_eq!(
+            OpenAi::body(&config, &with_tools)["tool_choice"],
+            json!("required")
+        );
     }
 }

@@ -99,6 +99,9 @@ pub enum Fault {
     DropAfter { frames: usize },
     /// Send nothing for `ms` after this many frames, then go on.
     StallAfter { frames: usize, ms: u64 },
+    /// After this many frames, send an OpenAI text delta every `every_ms`, forever: a model
+    /// that rambles and a server with no output limit (OpenAI wire only).
+    Endless { frames: usize, every_ms: u64 },
 }
 
 impl Turn {

@@ -2,6 +2,7 @@
 //! is recorded, then answered with the script's next step; the stream is written frame by frame
 //! so faults (drop, stall) happen mid-stream, as they do on a real network.
 
+use super::quirks::Quirks;
 use super::script::{Fault, Script, Step, Turn};
 use super::wire::{anthropic_frames, openai_frames};
 use bytes::Bytes;
@@ -33,6 +34,7 @@ pub struct RecordedRequest {
 
 #[derive(Default)]
 struct State {
+    quirks: Quirks,
     steps: Mutex<VecDeque<Step>>,
     requests: Mutex<Vec<RecordedRequest>>,
 }
@@ -47,9 +49,15 @@ pub struct ScriptedServer {
 impl ScriptedServer {
     /// Binds 127.0.0.1 on an ephemeral port and serves `script` from the current Tokio runtime.
     pub async fn start(script: Script) -> std::io::Result<ScriptedServer> {
+        ScriptedServer::start_with(script, Quirks::default()).await
+    }
+
+    /// Like `start`, imitating a real server's `quirks`.
+    pub async fn start_with(script: Script, quirks: Quirks) -> std::io::Result<ScriptedServer> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let state = Arc::new(State {
+            quirks,
             steps: Mutex::new(script.steps.into()),
             requests: Mutex::default(),
         });
@@ -132,12 +140,16 @@ async fn answer(state: &State, request: Request<Incoming>) -> Response<Body> {
         .as_str()
         .unwrap_or("scripted-model")
         .to_owned();
+    let refusal = state.quirks.refusal(&body);
     lock(&state.requests).push(RecordedRequest {
         path: path.clone(),
         headers,
-        body,
+        body: body.clone(),
         received: Instant::now(),
     });
+    if let Some((status, text)) = refusal {
+        return plain(status, &text);
+    }
     let render: fn(&Turn, &str) -> Vec<String> = if path.ends_with("/chat/completions") {
         openai_frames
     } else if path.ends_with("/v1/messages") {
@@ -168,7 +180,10 @@ async fn answer(state: &State, request: Request<Incoming>) -> Response<Body> {
             }
             response
         }
-        Step::Reply(turn) => stream(&turn, render(&turn, &model)),
+        Step::Reply(turn) => {
+            let turn = state.quirks.adapt(&body, turn);
+            stream(&turn, state.quirks.mirror(render(&turn, &model)))
+        }
     }
 }
 
@@ -199,6 +214,16 @@ fn stream(turn: &Turn, frames: Vec<String>) -> Response<Body> {
                 }
                 Some(Fault::StallAfter { frames, ms }) if sent == frames => {
                     tokio::time::sleep(Duration::from_millis(ms)).await;
+                }
+                Some(Fault::Endless { frames, every_ms }) if sent == frames => {
+                    let line = r#"data: {"id":"chatcmpl-scripted","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"and so on, "},"finish_reason":null}]}"#;
+                    loop {
+                        tokio::time::sleep(Duration::from_millis(every_ms)).await;
+                        let frame = Frame::data(Bytes::from(format!("{line}\n\n")));
+                        if sender.send(Ok(frame)).await.is_err() {
+                            return;
+                        }
+                    }
                 }
                 _ => {}
             }
