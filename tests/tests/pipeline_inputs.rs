@@ -36,7 +36,11 @@ async fn repaired_calls_run_with_the_repaired_arguments() {
     );
     assert_eq!(
         records[2].repairs,
-        [Repair::SplitConcatenated { found: 2, taken: 1 }]
+        [Repair::SplitConcatenated {
+            found: 2,
+            taken: 1,
+            not_run: vec![json!({"limit": 1})]
+        }]
     );
     assert_eq!(records[3].args, Some(json!({})));
 }

@@ -2,7 +2,7 @@
 //! with a start hook that makes the start of a call with side effects durable first (L1, L2),
 //! and log what the model will read back for each.
 
-use crate::calls::{Disposition, EndReason, check_call};
+use crate::calls::{Disposition, EndReason, check_call, repair_note};
 use crate::exec::{CallRecord, RawCall, Scheduler};
 use crate::log::{Body, StopReason};
 use crate::model::AssembledCall;
@@ -159,6 +159,11 @@ pub fn summarize(record: &CallRecord) -> CallSummary {
             Some(error.code.to_string()),
         ),
     };
+    // V7: a call whose arguments held several objects says which ran and which did not.
+    if let Some(note) = repair_note(&record.repairs, record.args.as_ref()) {
+        content.push_str("\n\n");
+        content.push_str(&note);
+    }
     for note in &record.context {
         content.push_str("\n\n[context from a hook] ");
         content.push_str(note);

@@ -243,6 +243,14 @@ impl Agent<'_> {
                     cost_usd: message.cost_usd,
                 })
                 .map_err(|e| Stop::host("cannot write the session log", e))?;
+            if !message.diagnostics.is_empty() {
+                self.log
+                    .append(Body::StreamAnomaly {
+                        attempt: message.attempt.0.clone(),
+                        anomalies: message.diagnostics.clone(),
+                    })
+                    .map_err(|e| Stop::host("cannot write the session log", e))?;
+            }
             self.observer.assistant(&message);
             match message.outcome {
                 // Steering that arrived while the model answered keeps the inner loop going.
@@ -336,7 +344,9 @@ impl Agent<'_> {
         match root {
             ModelError::Cancelled => Stop(StopReason::Interrupted, None),
             _ if self.calls.cancel.is_cancelled() => Stop(StopReason::Interrupted, None),
-            ModelError::EmptyStream => Stop(StopReason::ProtocolError, Some(error.to_string())),
+            ModelError::EmptyStream | ModelError::Protocol { .. } => {
+                Stop(StopReason::ProtocolError, Some(error.to_string()))
+            }
             _ => Stop(StopReason::ModelError, Some(error.to_string())),
         }
     }

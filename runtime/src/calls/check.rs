@@ -1,6 +1,7 @@
 //! From a model's raw call (a name and an argument string) to a validated one, or to an error
 //! result for the model (V3, V4, C3): resolve the name (aliases), repair the arguments, then
 //! validate them strictly against the tool's compiled schema. Never panics, whatever the input.
+//! Arguments that could not be read never run (V6): the call gets the parse error instead.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -58,50 +59,30 @@ pub fn check_call(
     let args = match repair_args(raw, &spec.parameters, |v| validator.is_valid(v)) {
         Ok(repaired) => {
             repairs.extend(repaired.repairs);
-            validate_repaired(spec, validator, raw, repaired.args, &repairs)
+            validate_args(&spec.name, raw, &repaired.args, &spec.parameters, validator)
+                .map(|()| repaired.args)
+                .map_err(|error| with_example(feedback::with_repairs(error, &repairs), spec))
         }
         Err(Unreadable::Truncated { error }) => Err(feedback::truncated_json(spec, raw, &error)),
+        Err(Unreadable::Unparsable(unparsable)) => {
+            Err(feedback::unparsable_json(spec, raw, &unparsable))
+        }
+        Err(Unreadable::Ambiguous {
+            error,
+            first,
+            second,
+        }) => Err(feedback::ambiguous_json(
+            spec,
+            raw,
+            &error,
+            [first.as_str(), second.as_str()],
+        )),
     };
     CheckedCall {
         tool: Some(spec.name.clone()),
         repairs,
         args,
     }
-}
-
-fn validate_repaired(
-    spec: &ToolSpec,
-    validator: &jsonschema::Validator,
-    raw: &str,
-    args: Value,
-    repairs: &[Repair],
-) -> Result<Value, ToolError> {
-    match validate_args(&spec.name, raw, &args, &spec.parameters, validator) {
-        Ok(()) => Ok(args),
-        Err(error) => {
-            let kept_raw = repairs.iter().find_map(|r| match r {
-                Repair::KeptRaw { error } => Some(error.as_str()),
-                _ => None,
-            });
-            match kept_raw {
-                Some(parse_error) => Err(feedback::unparsable_json(
-                    spec,
-                    raw,
-                    parse_error,
-                    problems_of(&error),
-                )),
-                None => Err(with_example(error, spec)),
-            }
-        }
-    }
-}
-
-/// The schema problems part of a validation message (before "Received:").
-fn problems_of(error: &ToolError) -> &str {
-    let message = error.message.as_str();
-    let start = message.find("schema: ").map_or(0, |i| i + "schema: ".len());
-    let end = message.find(". Received:").unwrap_or(message.len());
-    message.get(start..end.max(start)).unwrap_or(message)
 }
 
 fn with_example(mut error: ToolError, spec: &ToolSpec) -> ToolError {

@@ -116,32 +116,70 @@ fn truncated_arguments_are_refused_with_position_quote_and_fields() {
 }
 
 #[test]
-fn unparsable_text_reports_the_parse_error_and_the_missing_fields() {
+fn unparsable_text_reports_the_parse_error_the_steps_tried_and_the_fields() {
     let error = check("read_file", "path=a.txt").args.unwrap_err();
     assert_eq!(error.code, ErrorCode::InvalidJson);
-    assert!(
-        error.message.contains("line 1 column 1"),
-        "{}",
-        error.message
-    );
-    assert!(
-        error.message.contains("\"path\" is a required property"),
-        "{}",
-        error.message
-    );
-    assert!(
-        error
-            .message
-            .contains("for example: {\"path\":\"src/main.rs\"}"),
-        "{}",
-        error.message
-    );
+    for part in [
+        "line 1 column 1",
+        "⟨here⟩path=a.txt",
+        "tried: concatenated objects, markdown fence",
+        "unquoted keys, Python literals",
+        "the call was not run",
+        "path (string, required)",
+        "for example: {\"path\":\"src/main.rs\"}",
+    ] {
+        assert!(error.message.contains(part), "{part}: {}", error.message);
+    }
+    // V6: the model is never told about a field it did not send.
+    assert!(!error.message.contains("'raw'"), "{}", error.message);
+    assert!(!error.message.contains("\"raw\""), "{}", error.message);
+}
+
+/// V6: a tool whose schema takes any properties still never runs on text that is not JSON.
+#[test]
+fn unparsable_text_never_runs_even_when_the_schema_takes_anything() {
+    for raw in [
+        "just some words",
+        "path: a.txt",
+        "{\"path\": oops}",
+        "{path = 'a'}",
+    ] {
+        let checked = check("list_dir", raw);
+        let error = checked.args.expect_err(raw);
+        assert_eq!(error.code, ErrorCode::InvalidJson, "{raw}");
+        assert!(error.message.contains("was not run"), "{}", error.message);
+    }
 }
 
 #[test]
-fn unparsable_text_runs_as_raw_when_the_schema_allows_it() {
-    let checked = check("list_dir", "just some words");
-    assert_eq!(checked.args.unwrap(), json!({"raw": "just some words"}));
+fn ambiguous_text_names_both_readings_and_runs_neither() {
+    let error = check("list_dir", r#"I'd use {"path": "a"} or {"path": "b"}"#)
+        .args
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::InvalidJson);
+    assert!(
+        error
+            .message
+            .contains(r#"either the object {"path":"a"}, or the object {"path":"b"}"#),
+        "{}",
+        error.message
+    );
+    assert!(error.message.contains("runs neither"), "{}", error.message);
+}
+
+#[test]
+fn repaired_arguments_run_and_a_refusal_names_the_repairs_applied() {
+    let checked = check("read_file", "```json\n{'path': 'a.txt', limit: 5,}\n```");
+    assert_eq!(checked.args.unwrap(), json!({"path": "a.txt", "limit": 5}));
+    let error = check("read_file", "{'path': 'a.txt', limit: 'five',}")
+        .args
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::InvalidArgs);
+    assert!(
+        error.message.contains("paddock repaired the arguments before checking them: trailing commas (1), single-quoted strings (3), unquoted keys (1)"),
+        "{}",
+        error.message
+    );
 }
 
 #[test]
@@ -165,7 +203,11 @@ fn concatenated_objects_take_the_first_valid_one_with_a_warning() {
     assert_eq!(checked.args.unwrap(), json!({"path": "b"}));
     assert_eq!(
         checked.repairs,
-        [Repair::SplitConcatenated { found: 2, taken: 1 }]
+        [Repair::SplitConcatenated {
+            found: 2,
+            taken: 1,
+            not_run: vec![json!({"limit": 3})]
+        }]
     );
 }
 

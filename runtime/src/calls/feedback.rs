@@ -7,6 +7,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::extract::shown;
+use super::repair::{Repair, STEPS_TRIED, Unparsable};
 use super::validate::{quote, required_hint};
 use crate::contract::{ErrorCode, ToolError, ToolSpec};
 
@@ -86,20 +88,87 @@ pub fn truncated_json(spec: &ToolSpec, raw: &str, error: &str) -> ToolError {
     .retryable(true)
 }
 
-/// INVALID_JSON for text that was not JSON, kept as `{"raw": ...}`, and then failed the schema.
-pub fn unparsable_json(spec: &ToolSpec, raw: &str, parse_error: &str, problems: &str) -> ToolError {
+/// INVALID_JSON for text that is not an object after every repair step (V6): the parse error
+/// with its line, column and the text around it, what the repairs ran into, the steps tried, and
+/// the fields the schema wants. Such a call never runs.
+pub fn unparsable_json(spec: &ToolSpec, raw: &str, unparsable: &Unparsable) -> ToolError {
     ToolError::new(
         ErrorCode::InvalidJson,
         format!(
-            "the arguments for `{}` are not valid JSON ({parse_error}), and as raw text they do not \
-             fit the schema: {problems}. Received: {}. Send one JSON object{}{}",
+            "the arguments for `{}` are not valid JSON ({}, near {:?}) and paddock could not \
+             repair them ({}; tried: {}); the call was not run. Received: {}. Send one JSON \
+             object{}{}",
             spec.name,
+            unparsable.error,
+            unparsable.around,
+            unparsable.after_repairs,
+            STEPS_TRIED.join(", "),
             quote(raw),
             required_hint(&spec.parameters),
             example_hint(spec)
         ),
     )
     .retryable(true)
+}
+
+/// INVALID_JSON for text that reads two ways (V8): both readings, and nothing run.
+pub fn ambiguous_json(spec: &ToolSpec, raw: &str, error: &str, readings: [&str; 2]) -> ToolError {
+    ToolError::new(
+        ErrorCode::InvalidJson,
+        format!(
+            "the arguments for `{}` are not valid JSON and {error}: either {}, or {}; paddock \
+             runs neither. Received: {}. Send one JSON object, with quotes inside strings \
+             escaped as \\\"{}{}",
+            spec.name,
+            readings[0],
+            readings[1],
+            quote(raw),
+            required_hint(&spec.parameters),
+            example_hint(spec)
+        ),
+    )
+    .retryable(true)
+}
+
+/// A schema refusal of repaired arguments also says which repairs were applied first (issue
+/// 11, item 4), so the model can tell its own text from paddock's reading of it.
+pub fn with_repairs(mut error: ToolError, repairs: &[Repair]) -> ToolError {
+    if !repairs.is_empty() {
+        let names: Vec<String> = repairs.iter().map(Repair::label).collect();
+        error.message.push_str(&format!(
+            " (paddock repaired the arguments before checking them: {})",
+            names.join(", ")
+        ));
+    }
+    error
+}
+
+/// What the model must be told about a call whose arguments held several objects (V7): which
+/// one ran (`ran`: the arguments the tool ran with, when it ran) and which did not. `None` for
+/// other calls.
+pub fn repair_note(repairs: &[Repair], ran: Option<&Value>) -> Option<String> {
+    repairs.iter().find_map(|repair| match repair {
+        Repair::DuplicateObjects { count } => Some(format!(
+            "[paddock] the arguments held the same JSON object {count} times; it is one call{}",
+            if ran.is_some() { " and ran once" } else { "" }
+        )),
+        Repair::SplitConcatenated { found, not_run, .. } => {
+            let others: Vec<String> = not_run.iter().map(shown).collect();
+            let head = format!(
+                "[paddock] the arguments held {found} JSON objects ({} different)",
+                not_run.len() + 1
+            );
+            Some(match ran {
+                Some(args) => format!(
+                    "{head}; only {} ran. NOT run: {}. Send each of those as its own tool call",
+                    shown(args),
+                    others.join(", ")
+                ),
+                None => format!("{head}; none of them ran. Send each as its own tool call"),
+            })
+        }
+        _ => None,
+    })
 }
 
 /// "; for example: {...}", from the tool's first correct example, if it has one.
@@ -110,6 +179,31 @@ pub fn example_hint(spec: &ToolSpec) -> String {
         .and_then(|e| serde_json::from_str::<Value>(&e.args).ok())
         .map(|args| format!("; for example: {args}"))
         .unwrap_or_default()
+}
+
+impl Repair {
+    /// A short name for messages: "trailing commas (2)", "renamed file_path to path".
+    pub fn label(&self) -> String {
+        match self {
+            Repair::EmptyArguments => "empty arguments read as {}".into(),
+            Repair::DoubleEncoded { field: None } => "double-encoded JSON decoded".into(),
+            Repair::DoubleEncoded { field: Some(f) } => format!("`{f}` decoded from a string"),
+            Repair::SplitConcatenated { found, .. } => format!("{found} objects split"),
+            Repair::DuplicateObjects { count } => format!("{count} identical objects as one"),
+            Repair::CodeFence => "markdown fence removed".into(),
+            Repair::SurroundingProse { .. } => "prose around the object dropped".into(),
+            Repair::ControlCharacters { count } => format!("raw control characters ({count})"),
+            Repair::UnescapedQuotes { count } => format!("unescaped quotes ({count})"),
+            Repair::TrailingCommas { count } => format!("trailing commas ({count})"),
+            Repair::Comments { count } => format!("comments ({count})"),
+            Repair::SingleQuotes { count } => format!("single-quoted strings ({count})"),
+            Repair::UnquotedKeys { count } => format!("unquoted keys ({count})"),
+            Repair::PythonLiterals { count } => format!("Python literals ({count})"),
+            Repair::LoneBackslashes { count } => format!("lone backslashes ({count})"),
+            Repair::RenamedParam { from, to } => format!("`{from}` renamed to `{to}`"),
+            Repair::ToolAlias { from, to } => format!("tool `{from}` read as `{to}`"),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,12 @@
-//! From a model's raw call to a validated one (C1-C4, V3-V5): the registry that finds tools by
+//! From a model's raw call to a validated one (C1-C4, V3-V8): the registry that finds tools by
 //! name, tool-name aliases, argument repair, strict validation against each tool's schema, the
 //! error feedback a refused call gets, and the model-facing tool list.
 
 mod aliases;
 mod check;
+mod extract;
 mod feedback;
+mod lenient;
 mod registry;
 mod repair;
 mod tool_list;
@@ -12,8 +14,8 @@ mod validate;
 
 pub use aliases::AliasTable;
 pub use check::{CheckedCall, ToolIndex, check_call, closest_first};
-pub use feedback::{Disposition, EndReason};
+pub use feedback::{Disposition, EndReason, repair_note};
 pub use registry::{Registry, RegistryError, ToolEntry};
-pub use repair::{Repair, Repaired, Unreadable, repair_args};
+pub use repair::{Repair, Repaired, STEPS_TRIED, Unparsable, Unreadable, repair_args};
 pub use tool_list::{ToolListFormat, tool_entry};
 pub use validate::{parse_args, validate_args};

@@ -1,18 +1,28 @@
-//! Repair of a model's raw argument text (V3), one small step per function, each repair it
-//! applies recorded as a `Repair` for the event log.
+//! Repair of a model's raw argument text (V3, V6-V8), one small step per function, each repair
+//! it applies recorded as a typed `Repair` for the event log.
 //!
 //! The steps, in order: blank text becomes `{}`; parse; unwrap double-encoded JSON (a string
-//! holding an object, or holding an array for an array-valued parameter); split concatenated
-//! objects `{..}{..}` and take the first that passes the schema; keep other unparsable text as
-//! `{"raw": text}` so validation names the missing fields; remap parameter names that are
-//! unambiguous case/separator variants or known aliases of the schema's properties.
+//! holding an object, or holding an array for an array-valued parameter); concatenated objects
+//! `{..}{..}` (identical copies are one; of different ones the first that passes the schema is
+//! chosen and the rest are named as not run, V7); then, for text that is still not JSON, a
+//! markdown fence, prose around one object, and the lenient reader (`lenient`: control
+//! characters, unescaped quotes, trailing commas, comments, single quotes, unquoted keys, Python
+//! literals, lone backslashes; V8); finally parameter names that are unambiguous case/separator
+//! variants or known aliases of the schema's properties.
 //!
-//! What it deliberately does not do: invent values, or complete truncated JSON. A prefix of a
-//! JSON document (an unexpected end of input) is refused with its line and column. Tool-name
-//! aliases live in `aliases`, strict validation in `validate`.
+//! What it deliberately does not do: invent values, complete truncated JSON (a prefix of a
+//! document is refused with its line and column), or run text it could not read: there is no
+//! `{"raw": text}` fallback any more (V6). Text that is not an object after every step is
+//! `Unreadable::Unparsable`, with the parse error, the text around it and the steps tried; two
+//! readings are `Unreadable::Ambiguous`, both named. Tool-name aliases live in `aliases`,
+//! strict validation in `validate`.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
+
+use super::extract::{self, Concatenated, strip_fence};
+use super::lenient::{Failure, Forgiven};
+use super::validate::{around, offset_of, position};
 
 /// One repair applied to a call, in the order applied.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -22,21 +32,80 @@ pub enum Repair {
     EmptyArguments,
     /// A JSON string holding JSON was decoded; `field` is `None` for the whole arguments.
     DoubleEncoded { field: Option<String> },
-    /// Several top-level objects were sent; `taken` (0-based) was the one used. A warning.
-    SplitConcatenated { found: usize, taken: usize },
-    /// Unparsable text was kept as `{"raw": text}`; `error` says where parsing failed.
-    KeptRaw { error: String },
+    /// Several different top-level objects were sent (`found` in all); object `taken` (0-based
+    /// among the different ones) ran, the ones in `not_run` did not and the result says so (V7).
+    SplitConcatenated {
+        found: usize,
+        taken: usize,
+        not_run: Vec<Value>,
+    },
+    /// The same object was sent `count` times; it is one call.
+    DuplicateObjects { count: usize },
+    /// A markdown code fence around the object was removed.
+    CodeFence,
+    /// Prose around the one object was dropped (`before` and `after`, in bytes).
+    SurroundingProse { before: usize, after: usize },
+    /// Raw control characters (new lines, tabs) inside strings were read as characters.
+    ControlCharacters { count: usize },
+    /// Quotes inside strings that could only be part of the text were kept as text.
+    UnescapedQuotes { count: usize },
+    /// Commas before a closing `}` or `]` were dropped.
+    TrailingCommas { count: usize },
+    /// `//` and `/* */` comments were dropped.
+    Comments { count: usize },
+    /// Single-quoted strings or keys were read as strings.
+    SingleQuotes { count: usize },
+    /// Bare-word keys were read as strings.
+    UnquotedKeys { count: usize },
+    /// `True`, `False`, `None` were read as `true`, `false`, `null`.
+    PythonLiterals { count: usize },
+    /// A backslash before a character JSON does not escape (`\d`) was kept as a backslash.
+    LoneBackslashes { count: usize },
     /// A parameter name was mapped onto the schema's property.
     RenamedParam { from: String, to: String },
     /// A tool-name alias was mapped onto a registered tool.
     ToolAlias { from: String, to: String },
 }
 
-/// Why the text could not be read as arguments at all.
+/// The steps tried on text that is not JSON, as a refusal names them (item 4 of issue 11).
+pub const STEPS_TRIED: &[&str] = &[
+    "concatenated objects",
+    "markdown fence",
+    "prose around one object",
+    "raw control characters",
+    "unescaped quotes",
+    "trailing commas",
+    "comments",
+    "single quotes",
+    "unquoted keys",
+    "Python literals",
+    "lone backslashes",
+];
+
+/// Why the text could not be read as arguments at all. Such a call never runs (V6).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Unreadable {
     /// The text ends before its JSON does: a cut-off prefix, never completed.
     Truncated { error: String },
+    /// Not an object even after every repair step.
+    Unparsable(Unparsable),
+    /// Two readings are possible; nothing is run, both are named.
+    Ambiguous {
+        error: String,
+        first: String,
+        second: String,
+    },
+}
+
+/// Where reading failed: the strict parser's error, and what the repair steps found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unparsable {
+    /// serde_json's message, with its line and column.
+    pub error: String,
+    /// The text around the failure, the failure point marked `⟨here⟩`.
+    pub around: String,
+    /// Why the repair steps could not read it either, with its line and column.
+    pub after_repairs: String,
 }
 
 /// Arguments after repair, not yet validated.
@@ -87,23 +156,113 @@ pub fn repair_args(
                     error: error.to_string(),
                 });
             }
-            Err(error) => match split_concatenated(raw, schema, &passes) {
-                Some((value, found, taken)) => {
-                    repairs.push(Repair::SplitConcatenated { found, taken });
-                    value
-                }
-                None => {
-                    repairs.push(Repair::KeptRaw {
-                        error: error.to_string(),
-                    });
-                    keep_raw(raw)
-                }
+            Err(error) => match extract::split_concatenated(raw) {
+                Some(objects) => choose_concatenated(objects, schema, &passes, &mut repairs),
+                None => read_leniently(raw, &error, &mut repairs)?,
             },
         },
     };
     let args = unwrap_double_encoded_fields(args, schema, &mut repairs);
     let args = remap_params(args, schema, &mut repairs);
     Ok(Repaired { args, repairs })
+}
+/// Step 4 (V7): concatenated objects. Copies of one object are that object; of different
+/// ones, the first that passes the schema (after remapping its names) is taken, else the first,
+/// and the others are recorded as not run.
+fn choose_concatenated(
+    objects: Concatenated,
+    schema: &Value,
+    passes: &impl Fn(&Value) -> bool,
+    repairs: &mut Vec<Repair>,
+) -> Value {
+    let Concatenated {
+        found,
+        mut distinct,
+    } = objects;
+    if distinct.len() == 1 {
+        repairs.push(Repair::DuplicateObjects { count: found });
+        return distinct.swap_remove(0);
+    }
+    let taken = distinct
+        .iter()
+        .position(|candidate| passes(&remap_params(candidate.clone(), schema, &mut Vec::new())))
+        .unwrap_or(0);
+    let chosen = distinct.remove(taken);
+    repairs.push(Repair::SplitConcatenated {
+        found,
+        taken,
+        not_run: distinct,
+    });
+    chosen
+}
+
+/// Steps 5-7 (V8): a fence, prose around one object, then the lenient reader. `strict` is the
+/// strict parser's error, reported when these steps cannot read the text either.
+fn read_leniently(
+    raw: &str,
+    strict: &serde_json::Error,
+    repairs: &mut Vec<Repair>,
+) -> Result<Value, Unreadable> {
+    let (body, base) = strip_fence(raw).unwrap_or((raw, 0));
+    let fenced = base > 0;
+    let found = extract::find_object(body).map_err(|failure| match failure {
+        Failure::Truncated { at } => Unreadable::Truncated {
+            error: format!(
+                "the text ends inside the object at {}",
+                position(raw, base + at)
+            ),
+        },
+        Failure::Ambiguous { at, first, second } => Unreadable::Ambiguous {
+            error: format!("at {} the text reads two ways", position(raw, base + at)),
+            first,
+            second,
+        },
+        Failure::Invalid { at, what } => Unreadable::Unparsable(Unparsable {
+            error: strict.to_string(),
+            around: around(raw, offset_of(raw, strict.line(), strict.column())),
+            after_repairs: format!("{what} at {}", position(raw, base + at)),
+        }),
+    })?;
+    if fenced {
+        repairs.push(Repair::CodeFence);
+    }
+    if found.before > 0 || found.after > 0 {
+        repairs.push(Repair::SurroundingProse {
+            before: found.before,
+            after: found.after,
+        });
+    }
+    if found.duplicate {
+        repairs.push(Repair::DuplicateObjects { count: 2 });
+    }
+    repairs.extend(forgiven_repairs(&found.forgiven));
+    Ok(found.value)
+}
+
+/// What the lenient reader forgave, as repairs, most common first.
+fn forgiven_repairs(f: &Forgiven) -> Vec<Repair> {
+    type Make = fn(usize) -> Repair;
+    let steps: [(usize, Make); 8] = [
+        (f.control_characters, |count| Repair::ControlCharacters {
+            count,
+        }),
+        (f.unescaped_quotes, |count| Repair::UnescapedQuotes {
+            count,
+        }),
+        (f.trailing_commas, |count| Repair::TrailingCommas { count }),
+        (f.comments, |count| Repair::Comments { count }),
+        (f.single_quotes, |count| Repair::SingleQuotes { count }),
+        (f.unquoted_keys, |count| Repair::UnquotedKeys { count }),
+        (f.python_literals, |count| Repair::PythonLiterals { count }),
+        (f.lone_backslashes, |count| Repair::LoneBackslashes {
+            count,
+        }),
+    ];
+    steps
+        .into_iter()
+        .filter(|(count, _)| *count > 0)
+        .map(|(count, make)| make(count))
+        .collect()
 }
 
 /// Step 1: empty or whitespace-only text means no arguments.
@@ -171,39 +330,6 @@ fn accepts_type(prop: &Value, ty: &str) -> bool {
     }
 }
 
-/// Step 4: `{..}{..}`: every top-level value an object and nothing else in the text. Returns
-/// the first object that passes the schema (after remapping its names), else the first, with
-/// how many were found and which was taken.
-pub fn split_concatenated(
-    raw: &str,
-    schema: &Value,
-    passes: impl Fn(&Value) -> bool,
-) -> Option<(Value, usize, usize)> {
-    let mut objects = Vec::new();
-    for value in serde_json::Deserializer::from_str(raw).into_iter::<Value>() {
-        match value {
-            Ok(value @ Value::Object(_)) => objects.push(value),
-            _ => return None,
-        }
-    }
-    if objects.len() < 2 {
-        return None;
-    }
-    let found = objects.len();
-    let taken = objects
-        .iter()
-        .position(|candidate| passes(&remap_params(candidate.clone(), schema, &mut Vec::new())))
-        .unwrap_or(0);
-    Some((objects.swap_remove(taken), found, taken))
-}
-
-/// Step 5: text that is not JSON, kept so that validation reports what is missing.
-pub fn keep_raw(raw: &str) -> Value {
-    let mut object = Map::new();
-    object.insert("raw".into(), Value::String(raw.to_string()));
-    Value::Object(object)
-}
-
 /// Step 6: names that are not properties of the schema, mapped onto the one property they
 /// unambiguously mean: the same letters up to case and separators (`filePath`, `file-path`),
 /// or a known alias (`file_path` → `path`). Never overwrites a field the model also sent.
@@ -263,3 +389,7 @@ pub(crate) fn squash(name: &str) -> String {
 #[cfg(test)]
 #[path = "repair_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "repair_proptests.rs"]
+mod proptests;

@@ -1,4 +1,4 @@
-//! One table per repair step (V3), then the steps together.
+//! One table per repair step (V3, V7, V8), then the steps together and what is refused.
 
 use serde_json::{Value, json};
 
@@ -99,39 +99,6 @@ fn unwrap_double_encoded_fields_decodes_arrays_only_where_the_schema_wants_one()
 }
 
 #[test]
-fn split_concatenated_takes_the_first_object_that_passes_the_schema() {
-    let cases = [
-        (
-            r#"{"path":"a"}{"path":"b"}"#,
-            Some((json!({"path": "a"}), 2, 0)),
-        ),
-        (
-            r#"{"nope":1} {"path":"b"}"#,
-            Some((json!({"path": "b"}), 2, 1)),
-        ),
-        // None passes: the first is taken and validation will say why.
-        (r#"{"x":1}{"y":2}"#, Some((json!({"x": 1}), 2, 0))),
-        (r#"{"path":"a"}"#, None),
-        (r#"{"path":"a"} trailing"#, None),
-        (r#"{"path":"a"}[1]"#, None),
-    ];
-    for (raw, expected) in cases {
-        assert_eq!(
-            split_concatenated(raw, &schema(), passes),
-            expected,
-            "{raw}"
-        );
-    }
-}
-
-#[test]
-fn keep_raw_wraps_the_text_unchanged() {
-    for raw in ["not json", "path=a.txt", "{'path': 'a'}"] {
-        assert_eq!(keep_raw(raw), json!({"raw": raw}));
-    }
-}
-
-#[test]
 fn remap_params_maps_only_unambiguous_variants_and_aliases() {
     let cases = [
         (json!({"file_path": "a"}), json!({"path": "a"})),
@@ -210,13 +177,193 @@ fn truncated_json_is_refused_not_completed() {
 }
 
 #[test]
-fn unparsable_text_is_kept_raw_with_the_parse_error() {
-    let repaired = repair_args("path=a.txt", &schema(), passes).unwrap();
-    assert_eq!(repaired.args, json!({"raw": "path=a.txt"}));
-    assert!(matches!(
-        &repaired.repairs[..],
-        [Repair::KeptRaw { error }] if error.contains("line 1 column 1")
-    ));
+fn unparsable_text_is_refused_with_position_context_and_never_wrapped_as_raw() {
+    let cases = [
+        ("path=a.txt", "line 1 column 1", "⟨here⟩path=a.txt"),
+        (
+            "{\"path\": oops}",
+            "line 1 column 10",
+            "{\"path\": ⟨here⟩oops}",
+        ),
+        ("read the file please", "line 1 column 1", "⟨here⟩read"),
+    ];
+    for (raw, at, around) in cases {
+        match repair_args(raw, &schema(), passes) {
+            Err(Unreadable::Unparsable(u)) => {
+                assert!(u.error.contains(at), "{raw}: {}", u.error);
+                assert!(
+                    u.around.starts_with(around) || u.around.contains(around),
+                    "{raw}: {}",
+                    u.around
+                );
+                assert!(!u.after_repairs.is_empty());
+            }
+            other => panic!("{raw}: {other:?}"),
+        }
+    }
+}
+
+/// Issue 11, item 3: each repair step through `repair_args`, with the typed repairs it records.
+#[test]
+fn each_repair_step_is_applied_and_recorded() {
+    let cases: Vec<(&str, Value, Vec<Repair>)> = vec![
+        (
+            "```json\n{\"path\": \"a\"}\n```",
+            json!({"path": "a"}),
+            vec![Repair::CodeFence],
+        ),
+        (
+            "Here are the arguments: {\"path\": \"a\"} Hope this helps.",
+            json!({"path": "a"}),
+            vec![Repair::SurroundingProse {
+                before: 23,
+                after: 16,
+            }],
+        ),
+        (
+            "{\"path\": \"a\nb\"}",
+            json!({"path": "a\nb"}),
+            vec![Repair::ControlCharacters { count: 1 }],
+        ),
+        (
+            r#"{"path": "say "hi" now"}"#,
+            json!({"path": "say \"hi\" now"}),
+            vec![Repair::UnescapedQuotes { count: 2 }],
+        ),
+        (
+            r#"{"path": "a",}"#,
+            json!({"path": "a"}),
+            vec![Repair::TrailingCommas { count: 1 }],
+        ),
+        (
+            "{\"path\": \"a\" // the file\n}",
+            json!({"path": "a"}),
+            vec![Repair::Comments { count: 1 }],
+        ),
+        (
+            "{'path': 'a'}",
+            json!({"path": "a"}),
+            vec![Repair::SingleQuotes { count: 2 }],
+        ),
+        (
+            r#"{path: "a"}"#,
+            json!({"path": "a"}),
+            vec![Repair::UnquotedKeys { count: 1 }],
+        ),
+        (
+            r#"{"path": "a", "replace_all": True}"#,
+            json!({"path": "a", "replace_all": true}),
+            vec![Repair::PythonLiterals { count: 1 }],
+        ),
+        (
+            r#"{"path": "\d"}"#,
+            json!({"path": "\\d"}),
+            vec![Repair::LoneBackslashes { count: 1 }],
+        ),
+        (
+            r#"{"path":"a"}{"path":"a"}{"path":"a"}"#,
+            json!({"path": "a"}),
+            vec![Repair::DuplicateObjects { count: 3 }],
+        ),
+        (
+            r#"{"path":"a"}{"path":"b"} {"path":"a"}"#,
+            json!({"path": "a"}),
+            vec![Repair::SplitConcatenated {
+                found: 3,
+                taken: 0,
+                not_run: vec![json!({"path": "b"})],
+            }],
+        ),
+        (
+            r#"{"nope":1} {"path":"b"}"#,
+            json!({"path": "b"}),
+            vec![Repair::SplitConcatenated {
+                found: 2,
+                taken: 1,
+                not_run: vec![json!({"nope": 1})],
+            }],
+        ),
+        (
+            "```\n{'path': 'a', file_path: None,}\n```",
+            json!({"path": "a", "file_path": null}),
+            vec![
+                Repair::CodeFence,
+                Repair::TrailingCommas { count: 1 },
+                Repair::SingleQuotes { count: 2 },
+                Repair::UnquotedKeys { count: 1 },
+                Repair::PythonLiterals { count: 1 },
+            ],
+        ),
+    ];
+    for (raw, expected, repairs) in cases {
+        let repaired =
+            repair_args(raw, &schema(), passes).unwrap_or_else(|e| panic!("{raw:?}: {e:?}"));
+        assert_eq!(repaired.args, expected, "{raw:?}");
+        assert_eq!(repaired.repairs, repairs, "{raw:?}");
+    }
+}
+
+#[test]
+fn two_readings_are_refused_with_both_named() {
+    let cases = [
+        (
+            "Use {\"path\": \"a\"} or {\"path\": \"b\"}",
+            "{\"path\":\"a\"}",
+            "{\"path\":\"b\"}",
+        ),
+        (
+            r#"{"path": "say "hi", "old_string": "x"}"#,
+            "say \\\"hi",
+            "say ",
+        ),
+    ];
+    for (raw, first, second) in cases {
+        match repair_args(raw, &schema(), passes) {
+            Err(Unreadable::Ambiguous {
+                first: a,
+                second: b,
+                ..
+            }) => {
+                assert!(a.contains(first), "{raw}: {a}");
+                assert!(b.contains(second), "{raw}: {b}");
+            }
+            other => panic!("{raw}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn cut_off_text_is_refused_whichever_step_sees_it() {
+    for raw in [
+        "```json\n{\"path\": \"a",
+        "Sure: {\"path\": \"a\"",
+        "{'path': 'a'",
+        "{path: \"a\", // more\n",
+        "{\"path\": \"line one\nline",
+    ] {
+        assert!(
+            matches!(
+                repair_args(raw, &schema(), passes),
+                Err(Unreadable::Truncated { .. })
+            ),
+            "{raw:?}: {:?}",
+            repair_args(raw, &schema(), passes)
+        );
+    }
+}
+
+#[test]
+fn structure_after_an_object_is_not_dropped_as_prose() {
+    for raw in [r#"{"path": "a"}, "extra": 1}"#, r#"{"path": "a"}]"#] {
+        assert!(
+            matches!(
+                repair_args(raw, &schema(), passes),
+                Err(Unreadable::Unparsable(_))
+            ),
+            "{raw}: {:?}",
+            repair_args(raw, &schema(), passes)
+        );
+    }
 }
 
 #[test]

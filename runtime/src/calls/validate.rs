@@ -22,6 +22,48 @@ pub(crate) fn quote(raw: &str) -> String {
     format!("{:?}{more}", &raw[..end])
 }
 
+/// "line 2 column 5" for a byte offset (columns count characters, from 1).
+pub(crate) fn position(text: &str, offset: usize) -> String {
+    let offset = floor_boundary(text, offset.min(text.len()));
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("line {line} column {column}")
+}
+
+/// The byte offset of serde_json's (line, column); its column counts bytes from 1.
+pub(crate) fn offset_of(text: &str, line: usize, column: usize) -> usize {
+    let start: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    (start + column.saturating_sub(1)).min(text.len())
+}
+
+/// Up to 40 characters either side of `offset`, the point marked `⟨here⟩`.
+pub(crate) fn around(text: &str, offset: usize) -> String {
+    let offset = floor_boundary(text, offset.min(text.len()));
+    let (head, tail) = text.split_at(offset);
+    let start = head.char_indices().rev().nth(39).map_or(0, |(i, _)| i);
+    let end = tail.char_indices().nth(40).map_or(tail.len(), |(i, _)| i);
+    let dots = |cut: bool| if cut { "…" } else { "" };
+    format!(
+        "{}{}⟨here⟩{}{}",
+        dots(start > 0),
+        &head[start..],
+        &tail[..end],
+        dots(end < tail.len())
+    )
+}
+
+fn floor_boundary(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
 /// Parses raw arguments; empty or blank text means `{}`.
 pub fn parse_args(tool: &str, raw: &str, schema: &Value) -> Result<Value, ToolError> {
     if raw.trim().is_empty() {

@@ -125,6 +125,12 @@ impl Observer for Printer {
 
     fn assistant(&self, message: &AssistantMessage) {
         self.end_line();
+        for anomaly in &message.diagnostics {
+            println!(
+                "  {}",
+                paint(self.color, YELLOW, &format!("stream: {anomaly}"))
+            );
+        }
         for call in &message.calls {
             let args: String = call.call.arguments.chars().take(100).collect();
             println!(
@@ -240,6 +246,19 @@ fn describe(body: &Body) -> (&'static str, String) {
             format!(
                 "{id} {name}{}",
                 if *idempotent { " (idempotent)" } else { "" }
+            ),
+        ),
+        Body::StreamAnomaly { attempt, anomalies } => (
+            "stream/anomaly",
+            format!(
+                "{attempt}: {}",
+                short(
+                    &anomalies
+                        .iter()
+                        .map(|a| a.to_string())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
             ),
         ),
         Body::ToolStart { id } => ("tool/start", id.clone()),

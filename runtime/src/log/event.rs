@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{AttemptStatus, Finish, Outcome, ToolCall, Usage};
+use crate::model::{AttemptStatus, Diagnostic, Finish, Outcome, ToolCall, Usage};
 
 /// One line of the log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,6 +55,14 @@ pub enum Body {
         usage: Option<Usage>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,
+    },
+    /// What was odd about the stream of a completed attempt (issue 11, item 8): ignored
+    /// events, late deltas, a repeated start, data that was not JSON. Written after the
+    /// assistant message it belongs to, only when there was something.
+    #[serde(rename = "stream/anomaly")]
+    StreamAnomaly {
+        attempt: String,
+        anomalies: Vec<Diagnostic>,
     },
     /// A call is queued. Written before any call of its batch starts, and durable before any
     /// tool with side effects (not idempotent) runs (L1).

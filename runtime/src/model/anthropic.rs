@@ -7,7 +7,7 @@
 use super::assembler::AnthropicAssembler;
 use super::config::{ProviderConfig, ToolChoice};
 use super::http::Wire;
-use super::types::{AttemptId, Message, ModelRequest};
+use super::types::{AttemptId, Message, ModelRequest, ToolCall};
 use serde_json::{Value, json};
 
 pub(crate) struct Anthropic;
@@ -86,14 +86,9 @@ fn turns(messages: &[Message]) -> Vec<Value> {
             Message::User { text } => ("user", text_block(text).into_iter().collect()),
             Message::Assistant { text, tool_calls } => {
                 let mut blocks: Vec<Value> = text_block(text).into_iter().collect();
-                blocks.extend(tool_calls.iter().map(|c| {
-                    // `input` must be an object; arguments that were not one got an error result.
-                    let input = serde_json::from_str::<Value>(&c.arguments)
-                        .ok()
-                        .filter(Value::is_object)
-                        .unwrap_or_else(|| json!({}));
-                    json!({ "type": "tool_use", "id": c.id, "name": c.name, "input": input })
-                }));
+                for call in tool_calls {
+                    blocks.extend(tool_use(call));
+                }
                 ("assistant", blocks)
             }
             Message::Tool(result) => {
@@ -122,6 +117,29 @@ fn turns(messages: &[Message]) -> Vec<Value> {
         .collect()
 }
 
+/// A call as `tool_use`. `input` must be an object: arguments that were not one (they got an
+/// error result, or ran repaired) go as `{}`, and their text as sent goes just before it in a
+/// text block, so the model still sees what it wrote (issue 11, item 9).
+fn tool_use(call: &ToolCall) -> Vec<Value> {
+    let input = serde_json::from_str::<Value>(&call.arguments)
+        .ok()
+        .filter(Value::is_object);
+    let block = |input: &Value| json!({ "type": "tool_use", "id": call.id, "name": call.name, "input": input });
+    match input {
+        Some(input) => vec![block(&input)],
+        None => vec![
+            json!({
+                "type": "text",
+                "text": format!(
+                    "[arguments of call {} as sent, not a JSON object; its input shows as {{}}]\n{}",
+                    call.id, call.arguments
+                ),
+            }),
+            block(&json!({})),
+        ],
+    }
+}
+
 fn text_block(text: &str) -> Option<Value> {
     (!text.is_empty()).then(|| json!({ "type": "text", "text": text }))
 }
@@ -130,7 +148,7 @@ fn text_block(text: &str) -> Option<Value> {
 mod tests {
     use super::*;
     use crate::model::config::{ANTHROPIC_DEFAULT_MAX_TOKENS, ProviderKind};
-    use crate::model::types::{ToolCall, ToolResult};
+    use crate::model::types::ToolResult;
 
     #[test]
     fn system_goes_apart_and_tool_results_share_one_user_turn() {
@@ -176,5 +194,32 @@ mod tests {
         );
         assert_eq!(body["messages"][2]["content"][1]["is_error"], json!(true));
         assert!(body["messages"][2]["content"][0].get("is_error").is_none());
+    }
+
+    #[test]
+    fn arguments_that_are_not_an_object_stay_visible_as_text() {
+        let config = ProviderConfig::new(ProviderKind::Anthropic, "claude", None);
+        let raw = "{'path': 'a', oops";
+        let request = ModelRequest {
+            messages: vec![
+                Message::User { text: "hi".into() },
+                Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![ToolCall {
+                        id: "t1".into(),
+                        name: "read_file".into(),
+                        arguments: raw.into(),
+                    }],
+                },
+            ],
+            ..ModelRequest::default()
+        };
+        let body = Anthropic::body(&config, &request);
+        let content = &body["messages"][1]["content"];
+        let text = content[0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains(raw), "{text}");
+        assert!(text.contains("t1"), "{text}");
+        assert_eq!(content[1]["type"], json!("tool_use"));
+        assert_eq!(content[1]["input"], json!({}));
     }
 }

@@ -60,6 +60,16 @@ pub enum ModelError {
     #[error("the stream ended before any event arrived")]
     EmptyStream,
 
+    /// The body is not the wire format's stream (another API's events, lines that are not
+    /// JSON), or breaks its rules (a second response spliced into the first). `retry` says
+    /// whether another attempt can help: garbage and a foreign format come back the same.
+    #[error("the stream is not a valid {wire} stream: {detail}")]
+    Protocol {
+        wire: &'static str,
+        detail: String,
+        retry: bool,
+    },
+
     #[error("the provider reported an error mid-stream: {kind}: {message}")]
     Provider {
         kind: String,
@@ -122,6 +132,8 @@ impl ModelError {
                     Retry::No
                 }
             }
+            ModelError::Protocol { retry: true, .. } => Retry::Yes { after: None },
+            ModelError::Protocol { retry: false, .. } => Retry::No,
             ModelError::Provider { retryable, .. } => {
                 if *retryable {
                     Retry::Yes { after: None }

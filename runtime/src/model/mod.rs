@@ -10,6 +10,7 @@
 //! `anthropic` (request bodies), `attempt` (retries), `price` (cost), `error` (`ModelError`).
 //! This module does not decide what the loop does with a message; it reports `Outcome`.
 
+mod anomaly;
 mod anthropic;
 pub mod assembler;
 mod attempt;

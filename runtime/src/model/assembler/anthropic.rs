@@ -2,9 +2,12 @@
 //!
 //! SPEC V2 and M1. Follows the event sequence `message_start`, `content_block_start`/`_delta`/
 //! `_stop`, `message_delta`, `message_stop`, and survives: `ping`, an empty `partial_json`
-//! (`{}`), a repeated `message_start` (ignored), deltas for a block that never started (the block
-//! is created) or already stopped (ignored), error events mid-stream, a missing `message_stop`,
-//! and the stop reasons `max_tokens`, `refusal` and `tool_use`.
+//! (`{}`), a repeated `message_start` for the same message (ignored; another message's start is
+//! a protocol error and the attempt fails, issue 11), deltas for a block that never started (the
+//! block is created) or already stopped (ignored), error events mid-stream, a missing
+//! `message_stop`, and the stop reasons `max_tokens`, `refusal` and `tool_use`. A body with no
+//! event of this API (another API's events, data that is not JSON) is a protocol error naming
+//! what arrived.
 
 use super::calls::Fragment;
 use super::draft::Draft;
@@ -36,6 +39,8 @@ struct Event<'a> {
 
 #[derive(Deserialize)]
 struct MessageStart {
+    #[serde(default)]
+    id: Option<String>,
     #[serde(default)]
     usage: Option<WireUsage>,
 }
@@ -100,6 +105,9 @@ struct BlockState {
     stopped: bool,
 }
 
+/// The wire format's name in errors.
+const WIRE: &str = "Anthropic Messages";
+
 pub struct AnthropicAssembler {
     draft: Draft,
     blocks: Vec<BlockState>,
@@ -107,6 +115,8 @@ pub struct AnthropicAssembler {
     usage: WireUsage,
     saw_usage: bool,
     saw_start: bool,
+    /// The id of the message this stream is about (its first `message_start`).
+    message_id: Option<String>,
     saw_event: bool,
     saw_stop: bool,
 }
@@ -120,6 +130,7 @@ impl AnthropicAssembler {
             usage: WireUsage::default(),
             saw_usage: false,
             saw_start: false,
+            message_id: None,
             saw_event: false,
             saw_stop: false,
         }
@@ -225,6 +236,26 @@ impl AnthropicAssembler {
         }
     }
 
+    /// A second `message_start`: the same message repeated is ignored (its usage too: usage
+    /// belongs to the message kept); another message's start inside this one is a spliced
+    /// retry, and nothing from this response may run (issue 11, item 5).
+    fn on_repeated_start(&mut self, id: Option<String>) -> Result<(), ModelError> {
+        match (&self.message_id, id) {
+            (Some(first), Some(second)) if *first != second => Err(ModelError::Protocol {
+                wire: WIRE,
+                detail: format!(
+                    "a second message ({second}) started inside message {first}, a spliced \
+                     retry; nothing from this response was run"
+                ),
+                retry: true,
+            }),
+            _ => {
+                self.draft.note(Diagnostic::RepeatedMessageStart);
+                Ok(())
+            }
+        }
+    }
+
     fn stop_all(&mut self) {
         for block in &mut self.blocks {
             block.stopped = true;
@@ -275,13 +306,33 @@ impl WireAssembler for AnthropicAssembler {
             }
             _ => {}
         }
+        let known = [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop",
+        ];
+        if !known.contains(&kind) {
+            self.draft
+                .note(Diagnostic::UnknownEvent { name: sample(kind) });
+            self.draft.note_unrecognized(data);
+            return Ok(Step::Continue);
+        }
         self.saw_event = true;
         match kind {
-            "message_start" if self.saw_start => self.draft.note(Diagnostic::RepeatedMessageStart),
+            "message_start" if self.saw_start => {
+                let id = parsed.message.and_then(|m| m.id);
+                self.on_repeated_start(id)?;
+            }
             "message_start" => {
                 self.saw_start = true;
-                if let Some(usage) = parsed.message.and_then(|m| m.usage) {
-                    self.merge_usage(usage);
+                if let Some(message) = parsed.message {
+                    self.message_id = message.id;
+                    if let Some(usage) = message.usage {
+                        self.merge_usage(usage);
+                    }
                 }
             }
             "content_block_start" => {
@@ -313,9 +364,7 @@ impl WireAssembler for AnthropicAssembler {
                 self.saw_stop = true;
                 return Ok(Step::Done);
             }
-            other => self.draft.note(Diagnostic::UnknownEvent {
-                name: sample(other),
-            }),
+            _ => {}
         }
         Ok(Step::Continue)
     }
@@ -330,7 +379,7 @@ impl WireAssembler for AnthropicAssembler {
 
     fn finish(mut self) -> Result<AssistantMessage, ModelError> {
         if !self.saw_event {
-            return Err(ModelError::EmptyStream);
+            return Err(self.draft.nothing_recognized(WIRE));
         }
         if !self.saw_stop {
             self.draft.note(Diagnostic::MissingEndMarker);

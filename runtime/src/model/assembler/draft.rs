@@ -1,12 +1,14 @@
 //! What both wire formats accumulate while an attempt streams: its text, its calls and what was
 //! odd about the stream. The wire-specific assemblers feed a `Draft`; it becomes the message.
 //!
-//! SPEC V2 (what does not parse is recorded and skipped, never fatal) and L3 (`partial` is what
+//! SPEC V2 (what does not parse is recorded and skipped, never fatal, unless nothing readable
+//! arrived at all: then the error names what did) and L3 (`partial` is what
 //! a failed attempt shows; it is a copy, never the committed message).
 
 use super::calls::CallSlots;
 use super::outcome::{Gathered, conclude};
 use super::sample;
+use crate::model::error::ModelError;
 use crate::model::types::{
     AssistantMessage, AttemptId, Delta, Diagnostic, Finish, PartialOutput, Usage,
 };
@@ -15,11 +17,20 @@ use serde::Deserialize;
 /// At most this many diagnostics are kept per message; a broken stream must not grow the log.
 const MAX_DIAGNOSTICS: usize = 64;
 
+/// At most this many names of unrecognized events are kept for the error that names them.
+const MAX_UNRECOGNIZED: usize = 5;
+
 pub(super) struct Draft {
     pub attempt: AttemptId,
     pub text: String,
     pub calls: CallSlots,
     pub diagnostics: Vec<Diagnostic>,
+    /// Events with data so far; messages number them from 1.
+    events: usize,
+    /// The first event whose data was not JSON: its number, serde's error, its start.
+    first_garbage: Option<(usize, String, String)>,
+    /// What arrived that this wire format does not know (event types), the first few.
+    unrecognized: Vec<String>,
 }
 
 impl Draft {
@@ -29,7 +40,56 @@ impl Draft {
             text: String::new(),
             calls: CallSlots::new(),
             diagnostics: Vec::new(),
+            events: 0,
+            first_garbage: None,
+            unrecognized: Vec::new(),
         }
+    }
+
+    /// Records an event this wire format does not know, by its `type` (or `event_type`, or
+    /// its keys), for the error that names what arrived when nothing else did.
+    pub fn note_unrecognized(&mut self, data: &str) {
+        let value: serde_json::Value = serde_json::from_str(data).unwrap_or_default();
+        let name = ["type", "event_type", "event", "object"]
+            .iter()
+            .find_map(|key| value.get(key).and_then(|v| v.as_str()))
+            .map(|name| format!("`{}`", sample(name)))
+            .or_else(|| {
+                let keys: Vec<&str> = value.as_object()?.keys().map(String::as_str).collect();
+                Some(format!("an object with keys {}", sample(&keys.join(", "))))
+            })
+            .unwrap_or_else(|| format!("{:?}", sample(data)));
+        if self.unrecognized.len() < MAX_UNRECOGNIZED && !self.unrecognized.contains(&name) {
+            self.unrecognized.push(name);
+        }
+    }
+
+    /// The error for a stream in which no event of `wire` arrived (SPEC V2, issue 11 items 6
+    /// and 7): another API's events are named, data that is not JSON is quoted with its event
+    /// number; neither is retried, since the same request brings the same body. A body with no
+    /// events at all stays `EmptyStream` (a dropped connection, worth another attempt).
+    pub fn nothing_recognized(&self, wire: &'static str) -> ModelError {
+        if !self.unrecognized.is_empty() {
+            return ModelError::Protocol {
+                wire,
+                detail: format!(
+                    "no {wire} event arrived; what arrived: {}. Check base_url and provider in \
+                     [model]: this looks like another API's stream",
+                    self.unrecognized.join(", ")
+                ),
+                retry: false,
+            };
+        }
+        if let Some((number, error, data)) = &self.first_garbage {
+            return ModelError::Protocol {
+                wire,
+                detail: format!(
+                    "event {number} is not JSON ({error}): {data:?}; no event was readable"
+                ),
+                retry: false,
+            };
+        }
+        ModelError::EmptyStream
     }
 
     pub fn note(&mut self, diagnostic: Diagnostic) {
@@ -48,10 +108,14 @@ impl Draft {
     /// Parses one event's data; data that is not JSON, or not the expected shape, is recorded
     /// and skipped.
     pub fn parse<'a, T: Deserialize<'a>>(&mut self, data: &'a str) -> Option<T> {
+        self.events += 1;
         match serde_json::from_str(data) {
             Ok(value) => Some(value),
             Err(e) => {
                 let sample = sample(data);
+                if !e.is_data() && self.first_garbage.is_none() {
+                    self.first_garbage = Some((self.events, e.to_string(), sample.clone()));
+                }
                 self.note(if e.is_data() {
                     Diagnostic::UnexpectedShape { sample }
                 } else {

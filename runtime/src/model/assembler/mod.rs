@@ -62,6 +62,8 @@ fn sample(data: &str) -> String {
 }
 
 #[cfg(test)]
+mod anomaly_tests;
+#[cfg(test)]
 mod anthropic_tests;
 #[cfg(test)]
 mod openai_tests;

@@ -16,7 +16,7 @@
 
 use super::calls::Fragment;
 use super::draft::Draft;
-use super::{Step, WireAssembler};
+use super::{Step, WireAssembler, sample};
 use crate::model::error::{ModelError, transient_error_kind};
 use crate::model::types::{
     AssistantMessage, AttemptId, Delta, Diagnostic, Finish, PartialOutput, ToolCall, Usage,
@@ -300,6 +300,14 @@ impl WireAssembler for OpenAiAssembler {
         if let Some(error) = provider_error(&chunk) {
             return Err(error);
         }
+        if chunk.choices.is_none() && chunk.usage.is_none() {
+            // Another API's event (Responses, Cohere): named if nothing else arrives.
+            self.draft.note(Diagnostic::UnexpectedShape {
+                sample: sample(data),
+            });
+            self.draft.note_unrecognized(data);
+            return Ok(Step::Continue);
+        }
         self.saw_chunk = true;
         if let Some(usage) = chunk.usage {
             let cached = usage
@@ -339,7 +347,7 @@ impl WireAssembler for OpenAiAssembler {
 
     fn finish(mut self) -> Result<AssistantMessage, ModelError> {
         if !self.saw_chunk {
-            return Err(ModelError::EmptyStream);
+            return Err(self.draft.nothing_recognized("OpenAI Chat Completions"));
         }
         if !self.saw_done {
             self.draft.note(Diagnostic::MissingEndMarker);

@@ -1,0 +1,145 @@
+//! Finding the one object a model meant in its argument text (V7, V8): a markdown fence around
+//! it, prose before or after it, and several objects one after another.
+//!
+//! Concatenated objects (`{..}{..}`) are never merged and never dropped silently: identical
+//! copies are one object; of different ones, the first that passes the schema is chosen and the
+//! others are returned as not run, so the call's result can name them (V7). Two different
+//! objects inside prose are ambiguous and refused with both named. What it deliberately does not
+//! do: pick an object out of text that holds anything JSON-like besides it.
+
+use serde_json::Value;
+
+use super::lenient::{Failure, Forgiven, read_object, skip_blank};
+
+/// The body of a markdown code fence that is the whole text (`` ```json ... ``` ``), and where
+/// the body starts. Several fences are not one object: left to the prose step.
+pub fn strip_fence(text: &str) -> Option<(&str, usize)> {
+    let trimmed_start = text.len() - text.trim_start().len();
+    let rest = text.trim().strip_prefix("```")?;
+    let newline = rest.find('\n')?;
+    let tag = rest[..newline].trim();
+    if !tag
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+    {
+        return None;
+    }
+    let body = rest[newline + 1..].trim_end().strip_suffix("```")?;
+    if body.contains("```") {
+        return None;
+    }
+    Some((body, trimmed_start + 3 + newline + 1))
+}
+
+/// One object found in prose.
+#[derive(Debug)]
+pub(crate) struct Found {
+    pub value: Value,
+    pub forgiven: Forgiven,
+    /// Bytes of prose dropped before and after the object.
+    pub before: usize,
+    pub after: usize,
+    /// An identical copy of the object followed it.
+    pub duplicate: bool,
+}
+
+/// The object in `text`: the text itself, or the first `{` after prose that holds no `{`.
+/// Text after the object must be prose (not structure, and no second object); a copy of the
+/// same object is allowed and reported.
+pub(crate) fn find_object(text: &str) -> Result<Found, Failure> {
+    let Some(start) = text.find('{') else {
+        return Err(Failure::Invalid {
+            at: text.len() - text.trim_start().len(),
+            what: "there is no JSON object (`{`) in the text".into(),
+        });
+    };
+    let (value, end, forgiven) = read_object(text, start)?;
+    let before = text[..start].trim().len();
+    let (rest, _) = skip_blank(text, end).unwrap_or((end, 0));
+    let tail = &text[rest..];
+    let mut duplicate = false;
+    let mut after = tail.trim_end().len();
+    if let Some(next) = tail.find('{') {
+        let second = read_object(text, rest + next);
+        match second {
+            Ok((copy, copy_end, _)) if copy == value && text[copy_end..].trim().is_empty() => {
+                duplicate = true;
+                after = tail[..next].trim().len();
+            }
+            Ok((other, _, _)) => {
+                return Err(Failure::Ambiguous {
+                    at: rest + next,
+                    first: format!("the object {}", shown(&value)),
+                    second: format!("the object {}", shown(&other)),
+                });
+            }
+            Err(_) => {
+                return Err(Failure::Invalid {
+                    at: rest + next,
+                    what: "after the object, more JSON-like text begins".into(),
+                });
+            }
+        }
+    }
+    if after > 0 {
+        let first = tail.chars().next().unwrap_or(' ');
+        if matches!(first, '"' | '\'' | ',' | ':' | '}' | ']' | '[') {
+            return Err(Failure::Invalid {
+                at: rest,
+                what: format!("the object ends, then {first:?} follows"),
+            });
+        }
+        if forgiven.unescaped_quotes > 0 {
+            // With quotes inside strings repaired, text after the object may be the rest of a
+            // string that closed too early: not prose we may drop.
+            return Err(Failure::Invalid {
+                at: rest,
+                what: "text follows an object whose strings needed repaired quotes".into(),
+            });
+        }
+    }
+    Ok(Found {
+        value,
+        forgiven,
+        before,
+        after,
+        duplicate,
+    })
+}
+
+/// Concatenated objects, all strict JSON and nothing else in the text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Concatenated {
+    /// How many objects were sent.
+    pub found: usize,
+    /// The different objects, in the order sent.
+    pub distinct: Vec<Value>,
+}
+
+/// `{..}{..}` (white space between allowed): `None` unless every top-level value is an object
+/// and there are at least two.
+pub fn split_concatenated(raw: &str) -> Option<Concatenated> {
+    let mut found = 0;
+    let mut distinct: Vec<Value> = Vec::new();
+    for value in serde_json::Deserializer::from_str(raw).into_iter::<Value>() {
+        match value {
+            Ok(value @ Value::Object(_)) => {
+                found += 1;
+                if !distinct.contains(&value) {
+                    distinct.push(value);
+                }
+            }
+            _ => return None,
+        }
+    }
+    (found >= 2).then_some(Concatenated { found, distinct })
+}
+
+/// An object as shown in a message: compact JSON, cut at 200 characters.
+pub(crate) fn shown(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
