@@ -54,7 +54,11 @@ pub async fn run(cmd: PresetCommand) -> Exit {
                         "model": m.model,
                         "base_url": m.base_url(),
                         "api_key_env": m.api_key_env,
-                        "max_output_tokens": m.max_output_tokens,
+                        // The values sent, defaults included.
+                        "max_output_tokens": m.output_limit(),
+                        "max_tokens_field": m.max_tokens_field_name(),
+                        "tool_choice": m.tool_choice,
+                        "attempt_timeout_ms": m.attempt_timeout_ms,
                         "temperature": m.temperature,
                     }),
                     None => serde_json::Value::Null,
