@@ -5,6 +5,9 @@
 //! - `bench NAME`: build the plugins, run benchmark NAME in release; it ends with `BENCH ...`.
 //! - `demo`: build paddock and run its agent loop on this repository: the scripted demo model
 //!   by default, a real one when PADDOCK_BASE_URL is set.
+//! - `fuzz [SECONDS]`: run every cargo-fuzz target in `fuzz/` for SECONDS each (default 60) on
+//!   its committed corpus, with `RUSTC_BOOTSTRAP=1` so a stable toolchain will do; needs
+//!   `cargo install cargo-fuzz`. New inputs go to `fuzz/corpus/new/TARGET` (not committed).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -24,8 +27,11 @@ fn main() -> ExitCode {
         ["test", rest @ ..] => build_plugins().and_then(|()| test(rest)),
         ["bench", name] => build_plugins().and_then(|()| bench(name)),
         ["demo"] => build_plugins().and_then(|()| demo()),
+        ["fuzz"] => fuzz("60"),
+        ["fuzz", seconds] => fuzz(seconds),
         _ => Err(format!(
-            "usage: cargo xtask build-plugins | test [-- cargo test args] | bench NAME | demo\n\
+            "usage: cargo xtask build-plugins | test [-- cargo test args] | bench NAME | demo \
+             | fuzz [SECONDS]\n\
              benchmarks: {}",
             BENCHES.join(", ")
         )),
@@ -137,6 +143,35 @@ fn bench(name: &str) -> Result<(), String> {
     let mut cmd = cargo();
     cmd.args(["bench", "-p", "paddock", "--bench", name]);
     run(cmd)
+}
+
+/// The cargo-fuzz targets in `fuzz/` (STYLE: fuzz every parser of untrusted input).
+const FUZZ_TARGETS: &[&str] = &["repair_validate"];
+
+/// Runs each fuzz target for `seconds` on its committed corpus (read-only: new inputs go to a
+/// scratch directory). A crash fails the command and cargo-fuzz prints the input's path.
+fn fuzz(seconds: &str) -> Result<(), String> {
+    let seconds: u64 = seconds
+        .parse()
+        .map_err(|_| format!("fuzz takes a number of seconds per target, not `{seconds}`"))?;
+    let dir = root().join("fuzz");
+    for target in FUZZ_TARGETS {
+        let scratch = dir.join("corpus/new").join(target);
+        std::fs::create_dir_all(&scratch)
+            .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
+        let mut cmd = cargo();
+        cmd.env("RUSTC_BOOTSTRAP", "1")
+            .args(["fuzz", "run", "--sanitizer", "none", target])
+            .arg(&scratch)
+            .arg(dir.join("corpus").join(target))
+            .arg("--")
+            .arg(format!("-max_total_time={seconds}"))
+            .arg("-print_final_stats=1");
+        run_in(cmd, &dir).map_err(|e| {
+            format!("{e} (cargo-fuzz missing? `cargo install cargo-fuzz`; a crash input is in fuzz/artifacts)")
+        })?;
+    }
+    Ok(())
 }
 
 /// paddock's main job on its embedded defaults: the agent loop on this repository with the
