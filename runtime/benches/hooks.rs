@@ -68,15 +68,9 @@ async fn run() {
         policy: resolved.approval,
         approver: Box::new(TerminalApprover::new()),
     };
-    let chain = HookChain::load(
-        &sandbox,
-        &store,
-        &resolved,
-        approval,
-        CancellationToken::new(),
-    )
-    .await
-    .expect("hooks load");
+    let chain = HookChain::load(&sandbox, &store, &resolved, approval)
+        .await
+        .expect("hooks load");
 
     let spec = ToolSpec {
         name: "read_file".into(),
@@ -90,12 +84,14 @@ async fn run() {
         },
     };
     let args = serde_json::json!({"path": "src/main.rs"});
+    let cancel = CancellationToken::new();
     let call = GateCall {
         call_id: "c1",
         session_id: "bench",
         preset: "bench",
         tool: &spec,
         args: &args,
+        cancel: &cancel,
     };
     let result = Ok(ToolOutput::complete("fn main() {}\n"));
 

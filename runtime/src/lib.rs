@@ -14,3 +14,4 @@ pub mod model;
 pub mod plugin_store;
 pub mod preset;
 pub mod sandbox;
+pub mod terminal;

@@ -8,7 +8,7 @@ use serde_json::Value;
 use common::*;
 
 #[test]
-fn preset_list_shows_project_presets_before_the_shipped_ones() {
+fn preset_list_shows_trusted_project_presets_before_the_shipped_ones() {
     let s = Sandbox::new();
     let dir = s.file(".paddock/presets");
     std::fs::create_dir_all(&dir).unwrap();
@@ -17,19 +17,27 @@ fn preset_list_shows_project_presets_before_the_shipped_ones() {
         "description = \"my own\"\n[plugins.fs]\nsource = \"builtin:fs\"\n",
     )
     .unwrap();
+    // T1: not trusted yet, so not listed, and one line says so.
+    let out = s.paddock(&["preset", "list"]);
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("mine"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("paddock trust"));
+    assert!(s.paddock(&["trust"]).status.success());
     let out = s.paddock(&["preset", "list"]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
     assert!(
-        lines[0].starts_with("mine") && lines[0].contains("my own"),
+        lines[0].starts_with("mine")
+            && lines[0].contains("my own")
+            && lines[0].contains("[project "),
         "{text}"
     );
     for name in ["default", "coding", "review", "untrusted"] {
         assert!(
             lines
                 .iter()
-                .any(|l| l.starts_with(name) && l.contains("[embedded]")),
+                .any(|l| l.starts_with(name) && l.contains("[shipped]")),
             "{text}"
         );
     }
@@ -69,7 +77,7 @@ fn preset_show_prints_the_resolved_preset_with_defaults_filled_in() {
     let hooks = shown["hooks"].as_array().unwrap();
     assert_eq!(hooks[0]["name"], "protect-paths");
     assert_eq!(hooks[0]["on_error"], "deny");
-    assert_eq!(hooks[1]["on_error"], "keep");
+    assert_eq!(hooks[1]["on_error"], "deny");
     // The fs plugin takes the default limits the file leaves out.
     assert_eq!(
         shown["plugins"][0]["grant"]["limits"]["memory_bytes"],

@@ -158,10 +158,23 @@ async fn a_memory_bomb_hook_fails_its_call_only() {
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::Denied);
     assert!(err.message.contains("memory"), "{}", err.message);
-    // A post-hook that bombs keeps the result (its default on_error).
+    // A post-hook that bombs withholds the result (its default on_error, H2), and keeps it
+    // only when the preset says so.
     let s = session(&scripted(
         "post",
         "memory_mb = 32",
+        r#"{ attack = "memory" }"#,
+    ))
+    .await;
+    let err = call(&s, "read_file", r#"{"path":"a.txt"}"#)
+        .await
+        .result
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::Denied);
+    assert!(err.message.contains("withheld"), "{}", err.message);
+    let s = session(&scripted(
+        "post",
+        "memory_mb = 32\non_error = \"keep\"",
         r#"{ attack = "memory" }"#,
     ))
     .await;

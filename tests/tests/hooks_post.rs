@@ -80,16 +80,10 @@ async fn a_hook_pin_that_does_not_match_is_refused_with_both_hashes() {
         }),
     };
     let store = PluginStore::open(home.path());
-    let err = HookChain::load(
-        sandbox(),
-        &store,
-        &resolved,
-        approval,
-        CancellationToken::new(),
-    )
-    .await
-    .err()
-    .unwrap();
+    let err = HookChain::load(sandbox(), &store, &resolved, approval)
+        .await
+        .err()
+        .unwrap();
     assert!(matches!(err, HookError::PinMismatch { .. }));
     let message = err.to_string();
     assert!(

@@ -156,7 +156,7 @@ fn relative_mounts_resolve_against_the_working_directory() {
 }
 
 #[test]
-fn a_project_preset_wins_over_a_shipped_one_of_the_same_name() {
+fn a_trusted_project_preset_wins_over_a_shipped_one_of_the_same_name() {
     let d = Dir::new();
     let dir = d.dir.path().join(".paddock/presets");
     std::fs::create_dir_all(&dir).unwrap();
@@ -165,7 +165,12 @@ fn a_project_preset_wins_over_a_shipped_one_of_the_same_name() {
         "name = \"mine\"\n[approval]\nhigh = \"allow\"\n",
     )
     .unwrap();
+    // T1: without trust the working tree's presets are not even looked at.
     let file = preset::load_in("default", d.dir.path()).unwrap();
+    assert_eq!(file.name.as_deref(), Some("default"));
+    let source = preset::find("default", d.dir.path(), true).unwrap();
+    assert_eq!(source.origin, preset::Origin::Project);
+    let file = source.parse().unwrap();
     assert_eq!(file.name.as_deref(), Some("mine"));
     let resolved = file.resolve("default", &d.cx()).unwrap();
     assert_eq!(resolved.approval.high, ApprovalMode::Allow);

@@ -1,6 +1,6 @@
 //! The `paddock` command line (SPEC M2): `run` a task, `chat` interactively, `resume` a session, show a session's
 //! `log`, `tool list|call|batch`, `plugin install|list|inspect|remove`, and
-//! `preset list|show|check` (P1). Exit codes: 0 success, 1 a tool or plugin error (or a
+//! `preset list|show|check` (P1), `trust [DIR]` (T1). Exit codes: 0 success, 1 a tool or plugin error (or a
 //! session that stopped for any reason but `completed`), 2 a usage or configuration error.
 
 mod chat;
@@ -11,6 +11,7 @@ mod run;
 mod session_view;
 mod style;
 mod tool;
+mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,6 +54,9 @@ enum Command {
     /// session gets.
     #[command(subcommand)]
     Preset(preset::PresetCommand),
+    /// Trust a project directory's own configuration (.paddock/presets): until then paddock
+    /// ignores it, since a cloned repository could grant itself tools or pick the model server.
+    Trust(trust::TrustArgs),
 }
 
 /// How a command ended.
@@ -112,6 +116,7 @@ pub fn main() -> ExitCode {
             Command::Tool(cmd) => tool::run(cmd).await,
             Command::Plugin(cmd) => plugin::run(cmd).await,
             Command::Preset(cmd) => preset::run(cmd).await,
+            Command::Trust(args) => trust::trust(args).await,
         }
     });
     ExitCode::from(exit as u8)

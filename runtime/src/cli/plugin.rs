@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use super::style::{self, BOLD, RED, paint};
+use super::style::{self, BOLD, RED, json_for_terminal, paint, sanitize};
 use super::{Env, Exit};
 use crate::preset::PluginSource;
 
@@ -27,8 +27,9 @@ pub enum PluginCommand {
 
 fn fail(message: impl std::fmt::Display) -> Exit {
     eprintln!(
-        "{} {message}",
-        paint(style::color_enabled_stderr(), RED, "error:")
+        "{} {}",
+        paint(style::color_enabled_stderr(), RED, "error:"),
+        sanitize(&message.to_string())
     );
     Exit::Failed
 }
@@ -52,7 +53,7 @@ pub async fn run(cmd: PluginCommand) -> Exit {
                     record.size,
                     record.sha256
                 );
-                println!("tools: {}", record.tools.join(", "));
+                println!("tools: {}", sanitize(&record.tools.join(", ")));
                 Exit::Ok
             }
             Err(e) => fail(format!("{e}\nnothing was installed")),
@@ -68,7 +69,7 @@ pub async fn run(cmd: PluginCommand) -> Exit {
                         "{}  {}  {}",
                         paint(color, BOLD, &format!("{:<16}", r.name)),
                         &r.sha256[..12],
-                        r.tools.join(", ")
+                        sanitize(&r.tools.join(", "))
                     );
                 }
                 Exit::Ok
@@ -113,7 +114,7 @@ async fn inspect(env: &Env, name: &str, color: bool) -> Exit {
     }
     for tool in plugin.tools.iter() {
         println!();
-        println!("{}", paint(color, BOLD, &tool.name));
+        println!("{}", paint(color, BOLD, &sanitize(&tool.name)));
         let m = &tool.meta;
         let show = |v: Option<bool>| v.map_or("undeclared".to_string(), |b| b.to_string());
         println!(
@@ -135,12 +136,16 @@ async fn inspect(env: &Env, name: &str, color: bool) -> Exit {
             );
         }
         if !m.path_params.is_empty() {
-            println!("  path params: {}", m.path_params.join(", "));
+            println!("  path params: {}", sanitize(&m.path_params.join(", ")));
         }
+        // Names, descriptions and schemas are the plugin's words (T3).
         for line in tool.description.lines() {
-            println!("  {line}");
+            println!("  {}", sanitize(line));
         }
-        println!("  parameters: {}", tool.parameters);
+        println!(
+            "  parameters: {}",
+            json_for_terminal(&tool.parameters.to_string())
+        );
     }
     Exit::Ok
 }

@@ -2,9 +2,8 @@
 
 use clap::Subcommand;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
-use super::style::{self, BOLD, DIM, GREEN, RED, paint};
+use super::style::{self, BOLD, DIM, GREEN, RED, paint, sanitize};
 use super::{Env, Exit};
 use crate::calls::Registry;
 use crate::hooks::{Approval, HookChain, TerminalApprover};
@@ -12,8 +11,8 @@ use crate::preset::{self, ResolveContext, ResolvedPreset};
 
 #[derive(Subcommand)]
 pub enum PresetCommand {
-    /// List the presets found by name: ./.paddock/presets, then
-    /// $XDG_CONFIG_HOME/paddock/presets, then the shipped ones.
+    /// List the presets found by name: ./.paddock/presets (once trusted: `paddock trust`),
+    /// then $XDG_CONFIG_HOME/paddock/presets, then the shipped ones.
     List,
     /// Print a preset fully resolved, every default filled in, as JSON.
     Show {
@@ -35,12 +34,20 @@ pub async fn run(cmd: PresetCommand) -> Exit {
     match cmd {
         PresetCommand::List => {
             let color = style::color_enabled_stdout();
-            for info in preset::list(&env.cwd) {
+            let project = super::trust::project_trusted(&env);
+            for info in preset::list(&env.cwd, project) {
                 println!(
                     "{}  {}  {}",
-                    paint(color, BOLD, &format!("{:<12}", info.name)),
-                    paint(color, DIM, &format!("[{}]", info.origin)),
-                    info.description.unwrap_or_default()
+                    paint(color, BOLD, &format!("{:<12}", sanitize(&info.name))),
+                    paint(
+                        color,
+                        DIM,
+                        &match info.from {
+                            preset::Origin::Shipped => "[shipped]".to_string(),
+                            from => format!("[{} {}]", from.as_str(), sanitize(&info.origin)),
+                        }
+                    ),
+                    sanitize(&info.description.unwrap_or_default())
                 );
             }
             Exit::Ok
@@ -83,15 +90,7 @@ pub async fn run(cmd: PresetCommand) -> Exit {
                 policy: resolved.approval,
                 approver: Box::new(TerminalApprover::new()),
             };
-            if let Err(e) = HookChain::load(
-                &env.sandbox,
-                &env.store,
-                &resolved,
-                approval,
-                CancellationToken::new(),
-            )
-            .await
-            {
+            if let Err(e) = HookChain::load(&env.sandbox, &env.store, &resolved, approval).await {
                 return fail(&format!("{file}: {e}"));
             }
             println!(
@@ -107,7 +106,10 @@ pub async fn run(cmd: PresetCommand) -> Exit {
 }
 
 fn resolve(env: &Env, name: &str) -> Result<ResolvedPreset, String> {
-    let file = preset::load_in(name, &env.cwd).map_err(|e| e.to_string())?;
+    let project = super::trust::project_trusted(env);
+    let file = preset::find(name, &env.cwd, project)
+        .and_then(|source| source.parse())
+        .map_err(|e| e.to_string())?;
     let cx = ResolveContext {
         cwd: &env.cwd,
         data_dir: env.store.root(),

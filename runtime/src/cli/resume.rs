@@ -218,10 +218,13 @@ pub async fn log(args: LogArgs) -> Exit {
             });
             println!(
                 "{id}  {stop:<17}  {}",
-                task.unwrap_or_default()
-                    .chars()
-                    .take(70)
-                    .collect::<String>()
+                super::style::sanitize(
+                    &task
+                        .unwrap_or_default()
+                        .chars()
+                        .take(70)
+                        .collect::<String>()
+                )
             );
         }
         return Exit::Ok;
@@ -233,7 +236,7 @@ pub async fn log(args: LogArgs) -> Exit {
     if args.json {
         return match std::fs::read_to_string(&path) {
             Ok(text) => {
-                print!("{text}");
+                print!("{}", super::style::json_for_terminal(&text));
                 Exit::Ok
             }
             Err(e) => fail(&format!("cannot read {}: {e}", path.display())),

@@ -73,9 +73,9 @@ pub(super) async fn start_session(
     approver: Box<dyn Approver>,
 ) -> Result<Started, Exit> {
     let env = Env::open().map_err(|e| fail(&format!("{e:#}")))?;
-    let (origin, text) =
-        preset::source_in(&args.preset, &env.cwd).map_err(|e| fail(&e.to_string()))?;
-    let file = preset::parse(&origin, &text).map_err(|e| fail(&e.to_string()))?;
+    let project = super::trust::project_trusted(&env);
+    let source = preset::find(&args.preset, &env.cwd, project).map_err(|e| fail(&e.to_string()))?;
+    let file = source.parse().map_err(|e| fail(&e.to_string()))?;
     let model_config = choose_model(args, file.model.clone()).map_err(|m| fail(&m))?;
     let session = new_session_id();
     let cwd = env.cwd.clone();
@@ -90,8 +90,10 @@ pub(super) async fn start_session(
     let start = SessionStart {
         session,
         preset: loaded.preset.clone(),
-        preset_origin: origin,
-        preset_text: text,
+        preset_origin: source.location.clone(),
+        preset_sha256: Some(source.sha256()),
+        preset_from: Some(source.origin),
+        preset_text: source.text,
         cwd: cwd.display().to_string(),
         plugins: plugin_hashes(&loaded),
         model: model_config

@@ -1,14 +1,16 @@
 //! How a session looks in the terminal: the live view of `run` and `resume` (an `Observer`),
-//! and the event listing of `paddock log`. Respects NO_COLOR.
+//! and the event listing of `paddock log`. Respects NO_COLOR. Everything from a model, a tool,
+//! a hook or the log passes `style::sanitize` before it is printed (T3).
 
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::style::{self, BOLD, DIM, RED, YELLOW, paint};
+use super::style::{self, BOLD, DIM, RED, YELLOW, paint, sanitize};
 use crate::agent::{CallSummary, Observer, TurnEnd};
 use crate::log::{Body, Event, SessionStart, StopReason};
 use crate::model::{AssistantMessage, Delta, ModelEvent, shorten};
+use crate::preset::Origin;
 
 /// How much of a stop reason's detail the final line shows; the log keeps all of it.
 const DETAIL_CHARS: usize = 300;
@@ -34,10 +36,11 @@ impl Printer {
                 self.color,
                 DIM,
                 &format!(
-                    "paddock session {} · preset {} · model {} · log {}",
+                    "paddock session {} · preset {} ({}) · model {} · log {}",
                     start.session,
-                    start.preset,
-                    start.model,
+                    sanitize(&start.preset),
+                    sanitize(&preset_origin(start)),
+                    sanitize(&start.model),
                     log.display()
                 )
             )
@@ -45,10 +48,12 @@ impl Printer {
     }
 
     pub fn user(&self, text: &str) {
-        println!("{} {text}", paint(self.color, BOLD, "you:"));
+        println!("{} {}", paint(self.color, BOLD, "you:"), sanitize(text));
     }
 
     pub fn notice(&self, text: &str) {
+        // Notices carry text from elsewhere too (a server's retry reason, a log error).
+        let text = sanitize(text);
         println!("{}", paint(self.color, YELLOW, &format!("paddock: {text}")));
     }
 
@@ -81,6 +86,7 @@ impl Printer {
             .chars()
             .take(110)
             .collect();
+        let first = sanitize(&first);
         if call.is_error {
             println!("    {} {first}", paint(self.color, RED, "✗"));
         } else {
@@ -109,7 +115,7 @@ impl Observer for Printer {
                 if !self.mid_line.swap(true, Ordering::Relaxed) {
                     print!("{} ", paint(self.color, BOLD, "agent:"));
                 }
-                print!("{text}");
+                print!("{}", sanitize(text));
                 let _ = std::io::stdout().flush();
             }
             ModelEvent::RetryScheduled { delay, reason, .. } => {
@@ -128,7 +134,11 @@ impl Observer for Printer {
         for anomaly in &message.diagnostics {
             println!(
                 "  {}",
-                paint(self.color, YELLOW, &format!("stream: {anomaly}"))
+                paint(
+                    self.color,
+                    YELLOW,
+                    &sanitize(&format!("stream: {anomaly}"))
+                )
             );
         }
         for call in &message.calls {
@@ -136,8 +146,8 @@ impl Observer for Printer {
             println!(
                 "  {} {} {}",
                 paint(self.color, BOLD, "→"),
-                call.call.name,
-                paint(self.color, DIM, &args)
+                sanitize(&call.call.name),
+                paint(self.color, DIM, &sanitize(&args))
             );
         }
     }
@@ -170,7 +180,22 @@ impl Observer for Printer {
         } else {
             YELLOW
         };
-        println!("{}", paint(self.color, tone, &line));
+        println!("{}", paint(self.color, tone, &sanitize(&line)));
+    }
+}
+
+/// Where the session's preset came from and its hash (T1): `shipped, sha256 0123456789ab`,
+/// `project .paddock/presets/default.toml, sha256 ...`.
+fn preset_origin(start: &SessionStart) -> String {
+    let hash = start
+        .preset_sha256
+        .as_deref()
+        .map(|h| format!(", sha256 {}", &h[..12.min(h.len())]))
+        .unwrap_or_default();
+    match start.preset_from {
+        Some(Origin::Shipped) => format!("shipped{hash}"),
+        Some(from) => format!("{} {}{hash}", from.as_str(), start.preset_origin),
+        None => format!("{}{hash}", start.preset_origin),
     }
 }
 
@@ -179,6 +204,7 @@ pub fn print_log(events: &[Event]) {
     let color = style::color_enabled_stdout();
     for event in events {
         let (kind, text) = describe(&event.body);
+        let text = sanitize(&text);
         println!(
             "{} {} {text}",
             paint(color, DIM, &format!("{:>4}", event.seq)),

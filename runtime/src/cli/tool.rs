@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::style::{self, BOLD, DIM, RED, YELLOW, paint};
+use super::style::{self, BOLD, DIM, RED, YELLOW, json_for_terminal, paint, sanitize};
 use super::{Env, Exit};
 use crate::calls::{AliasTable, Registry};
 use crate::contract::ToolResult;
@@ -62,8 +62,9 @@ pub enum ToolCommand {
 
 #[derive(Args)]
 pub struct PresetArg {
-    /// Preset name (found in ./.paddock/presets, then $XDG_CONFIG_HOME/paddock/presets, then
-    /// the shipped default, coding, review, untrusted) or path to a .toml file.
+    /// Preset name (found in ./.paddock/presets once you trust the directory, then
+    /// $XDG_CONFIG_HOME/paddock/presets, then the shipped default, coding, review, untrusted)
+    /// or path to a .toml file.
     #[arg(long, default_value = "default")]
     preset: String,
 }
@@ -90,14 +91,15 @@ pub async fn run(cmd: ToolCommand) -> Exit {
 /// Prints a setup error in the requested form; setup errors are usage/configuration errors.
 pub(crate) fn setup_error(json: bool, code: &str, message: &str) -> Exit {
     if json {
-        println!(
-            "{}",
-            json!({"ok": false, "error": {"code": code, "message": message, "retryable": false}})
-        );
+        let object =
+            json!({"ok": false, "error": {"code": code, "message": message, "retryable": false}});
+        println!("{}", json_for_terminal(&object.to_string()));
     } else {
+        // Setup errors quote files and plugins (a preset's text, a plugin's message).
         eprintln!(
-            "{} {message}",
-            paint(style::color_enabled_stderr(), RED, "error:")
+            "{} {}",
+            paint(style::color_enabled_stderr(), RED, "error:"),
+            sanitize(message)
         );
     }
     Exit::Usage
@@ -150,10 +152,16 @@ impl Loaded {
 
 async fn load(preset_name: &str, mounts: &[String]) -> Result<Loaded, (String, String)> {
     let env = Env::open().map_err(|e| ("HOST_ERROR".to_string(), format!("{e:#}")))?;
-    let file = preset::load_in(preset_name, &env.cwd)
+    let project = super::trust::project_trusted(&env);
+    let file = preset::find(preset_name, &env.cwd, project)
+        .and_then(|source| source.parse())
         .map_err(|e| ("USAGE_ERROR".to_string(), e.to_string()))?;
     let approver = Box::new(TerminalApprover::new());
-    load_preset(env, file, preset_name, mounts, "cli", approver).await
+    // Each command its own spill directory: one run never reads what another spilled (S5).
+    let session = format!("cli-{}", unique_suffix());
+    let loaded = load_preset(env, file, preset_name, mounts, &session, approver).await?;
+    cancel_on_ctrl_c(&loaded.cancel);
+    Ok(loaded)
 }
 
 /// Loads a parsed preset for `session`: its plugins, tools, aliases, hooks and approval, with
@@ -196,21 +204,16 @@ pub(crate) async fn load_preset(
     registry.retain(|tool| resolved.keeps_tool(tool));
     let mut aliases = AliasTable::default();
     aliases.extend(resolved.tools.aliases.clone());
+    // Not cancelled on Ctrl-C here: `run` and `resume` cancel it for their one turn, `chat`
+    // gives each turn its own token, so an interrupt never outlives its turn.
     let cancel = CancellationToken::new();
-    cancel_on_ctrl_c(&cancel);
     let approval = Approval {
         policy: resolved.approval,
         approver,
     };
-    let chain = HookChain::load(
-        &env.sandbox,
-        &env.store,
-        &resolved,
-        approval,
-        cancel.clone(),
-    )
-    .await
-    .map_err(|e| ("BAD_HOOK".to_string(), e.to_string()))?;
+    let chain = HookChain::load(&env.sandbox, &env.store, &resolved, approval)
+        .await
+        .map_err(|e| ("BAD_HOOK".to_string(), e.to_string()))?;
     Ok(Loaded {
         env,
         registry,
@@ -240,10 +243,8 @@ async fn list(preset_name: &str, json: bool) -> Exit {
                 value
             })
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&tools).unwrap_or_default()
-        );
+        let text = serde_json::to_string_pretty(&tools).unwrap_or_default();
+        println!("{}", json_for_terminal(&text));
         return Exit::Ok;
     }
     let color = style::color_enabled_stdout();
@@ -259,13 +260,13 @@ async fn list(preset_name: &str, json: bool) -> Exit {
         let summary = t.spec.description.lines().next().unwrap_or("");
         println!(
             "{}  {}  {}",
-            paint(color, BOLD, &format!("{:<12}", t.spec.name)),
+            paint(color, BOLD, &format!("{:<12}", sanitize(&t.spec.name))),
             paint(
                 color,
                 DIM,
                 &format!("[{}: {}]", t.plugin.name, flags.join(", "))
             ),
-            summary
+            sanitize(summary)
         );
     }
     Exit::Ok
@@ -280,6 +281,19 @@ async fn call(name: &str, args: &str, mounts: &[String], preset_name: &str, json
     let call_id = format!("cli-{}", std::process::id());
     let executed = run_call(&cx, &call_id, name, args).await;
     print_result(&executed.result, &executed.context, json)
+}
+
+/// Seconds, nanoseconds and the process id: unique enough for one user's commands.
+fn unique_suffix() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    format!(
+        "{}-{:09}-{}",
+        now.as_secs(),
+        now.subsec_nanos(),
+        std::process::id()
+    )
 }
 
 /// Cancels `cancel` on Ctrl-C (X2).
@@ -320,10 +334,8 @@ async fn batch(
         on_start: None,
     };
     let records = scheduler.run(&calls).await;
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&records_json(&records)).unwrap_or_default()
-    );
+    let text = serde_json::to_string_pretty(&records_json(&records)).unwrap_or_default();
+    println!("{}", json_for_terminal(&text));
     if records.iter().all(|r| r.result.is_ok()) {
         Exit::Ok
     } else {
@@ -335,24 +347,27 @@ fn print_result(result: &ToolResult, context: &[String], json: bool) -> Exit {
     if !json {
         // What hooks added for the model; the result itself goes to stdout below.
         for line in context {
-            eprintln!("{}", paint(style::color_enabled_stderr(), DIM, line));
+            eprintln!(
+                "{}",
+                paint(style::color_enabled_stderr(), DIM, &sanitize(line))
+            );
         }
     }
     match (result, json) {
         (Ok(out), true) => {
             let mut object = json!({"ok": true, "content": out.content, "truncated": out.truncated, "continuation": out.continuation});
             with_context(&mut object, context);
-            println!("{object}");
+            println!("{}", json_for_terminal(&object.to_string()));
             Exit::Ok
         }
         (Err(err), true) => {
             let mut object = json!({"ok": false, "error": err});
             with_context(&mut object, context);
-            println!("{object}");
+            println!("{}", json_for_terminal(&object.to_string()));
             Exit::Failed
         }
         (Ok(out), false) => {
-            print!("{}", out.content);
+            print!("{}", sanitize(&out.content));
             if !out.content.ends_with('\n') {
                 println!();
             }
@@ -362,7 +377,7 @@ fn print_result(result: &ToolResult, context: &[String], json: bool) -> Exit {
                     paint(
                         style::color_enabled_stderr(),
                         YELLOW,
-                        &format!("(truncated; to continue: {next})")
+                        &format!("(truncated; to continue: {})", sanitize(next))
                     )
                 );
             }
@@ -375,9 +390,9 @@ fn print_result(result: &ToolResult, context: &[String], json: bool) -> Exit {
                 paint(
                     style::color_enabled_stderr(),
                     RED,
-                    &format!("error[{}]:", err.code)
+                    &format!("error[{}]:", sanitize(err.code.as_str()))
                 ),
-                err.message
+                sanitize(&err.message)
             );
             Exit::Failed
         }

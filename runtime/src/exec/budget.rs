@@ -1,10 +1,12 @@
 //! Output budgets (S5): a result over its budget is cut at a character boundary, with a marker
 //! that says how much was cut and how to read the rest, or spilled whole to a session file that
-//! read_file can read back through the read-only `/spill` mount.
+//! read_file can read back through the read-only `/spill` mount. Errors and hook context reach
+//! the model too: `bound_result` cuts an error's message and a replaced result to the same
+//! budget, so nothing a plugin or hook says reaches the log or the next request unbounded.
 
 use std::path::PathBuf;
 
-use crate::contract::{OutputBudget, Overflow, ToolOutput};
+use crate::contract::{OutputBudget, Overflow, ToolError, ToolOutput, ToolResult};
 
 /// A session's spill directory: where it is on the host, and where plugins granted it see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +64,43 @@ pub fn apply_budget(
     }
 }
 
+/// The last pass before a result reaches the model: a success over `budget` is truncated (a
+/// spill happened earlier, before the post-hooks saw it), an error's message is cut to the
+/// budget with a marker saying how much was cut.
+pub fn bound_result(result: ToolResult, budget: OutputBudget) -> ToolResult {
+    match result {
+        Ok(out) => {
+            let truncate = OutputBudget {
+                on_overflow: Overflow::Truncate,
+                ..budget
+            };
+            Ok(apply_budget(out, truncate, None, ""))
+        }
+        Err(error) => Err(bound_error(error, budget)),
+    }
+}
+
+/// `error` with its message cut to `budget` (errors are never spilled: the model gets the
+/// start of what went wrong, and the size of the rest).
+pub fn bound_error(mut error: ToolError, budget: OutputBudget) -> ToolError {
+    let max = usize::try_from(budget.max_bytes).unwrap_or(usize::MAX);
+    error.message = bound_text(error.message, max);
+    error
+}
+
+/// `text` cut to about `max` bytes at a character boundary, with a marker naming its size.
+pub fn bound_text(text: String, max: usize) -> String {
+    let total = text.len();
+    if total <= max {
+        return text;
+    }
+    let keep = floor_char_boundary(&text, max.saturating_sub(MARKER_ROOM).max(max / 2));
+    format!(
+        "{}\n[message cut: showing {keep} of {total} bytes]",
+        &text[..keep]
+    )
+}
+
 fn spilled(head: &str, total: usize, guest_path: &str) -> ToolOutput {
     let next_line = head.matches('\n').count() + 1;
     let args = serde_json::json!({ "path": guest_path, "offset": next_line }).to_string();
@@ -88,8 +127,22 @@ fn write_spill(spill: &SpillDir, call_id: &str, content: &str) -> std::io::Resul
         })
         .take(80)
         .collect();
-    std::fs::create_dir_all(&spill.host)?;
-    std::fs::write(spill.host.join(format!("{name}.txt")), content)?;
+    // The spill holds whole results: private to the user (0700, files 0600), like the log.
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&spill.host)?;
+    std::fs::set_permissions(&spill.host, std::fs::Permissions::from_mode(0o700))?;
+    let path = spill.host.join(format!("{name}.txt"));
+    let _ = std::fs::remove_file(&path);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)?
+        .write_all(content.as_bytes())?;
     Ok(format!("{}/{name}.txt", spill.guest.trim_end_matches('/')))
 }
 
@@ -106,12 +159,27 @@ fn floor_char_boundary(s: &str, mut at: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::ErrorCode;
 
     fn budget(max_bytes: u64, on_overflow: Overflow) -> OutputBudget {
         OutputBudget {
             max_bytes,
             on_overflow,
         }
+    }
+
+    #[test]
+    fn error_messages_and_replaced_results_are_bound_too() {
+        let error = ToolError::new(ErrorCode::Plugin("BIG".into()), "e".repeat(8 << 20));
+        let bound = bound_result(Err(error), budget(4096, Overflow::Spill)).unwrap_err();
+        assert!(bound.message.len() <= 4096, "{}", bound.message.len());
+        assert!(bound.message.ends_with("of 8388608 bytes]"));
+        let out = bound_result(
+            Ok(ToolOutput::complete("r".repeat(10_000))),
+            budget(4096, Overflow::Spill),
+        )
+        .unwrap();
+        assert!(out.truncated && out.content.len() <= 4096 + 200);
     }
 
     #[test]

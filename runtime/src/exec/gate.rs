@@ -7,6 +7,7 @@
 //! (`hooks/`) implement `CallGate` for real sessions.
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::contract::{ToolResult, ToolSpec};
 
@@ -19,6 +20,9 @@ pub struct GateCall<'a> {
     pub tool: &'a ToolSpec,
     /// The arguments after repair and validation.
     pub args: &'a Value,
+    /// This call's abort signal (the turn's, or the CLI command's): hooks run under it, so an
+    /// interrupt stops them for this call only, never for the calls of later turns.
+    pub cancel: &'a CancellationToken,
 }
 
 /// What a gate decides before a call.

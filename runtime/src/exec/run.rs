@@ -5,10 +5,10 @@
 
 use tokio_util::sync::CancellationToken;
 
-use super::budget::{SpillDir, apply_budget};
+use super::budget::{SpillDir, apply_budget, bound_error, bound_result, bound_text};
 use super::gate::{Admission, CallGate, GateCall};
 use crate::calls::{AliasTable, Registry, ToolEntry, check_call, validate_args};
-use crate::contract::{ErrorCode, ToolError, ToolResult, ToolSpec};
+use crate::contract::{ErrorCode, OutputBudget, ToolError, ToolResult, ToolSpec};
 use crate::sandbox::{CallReport, Sandbox};
 
 /// What a call needs from the session around it.
@@ -60,15 +60,40 @@ pub async fn run_call(cx: &CallContext<'_>, call_id: &str, name: &str, raw_args:
                 "the registry lost a tool it had just resolved",
             )
         });
-        return Executed::refused(error, Vec::new());
+        return Executed::refused(bound_error(error, OutputBudget::DEFAULT), Vec::new());
     };
     execute(cx, call_id, entry, args, &mut || Ok(())).await
 }
 
+/// Hook context joins the result the model reads: each piece is held to this many bytes.
+const CONTEXT_BYTES: usize = 8 << 10;
+
 /// Runs a validated call: the gate before it, the sandbox, the output budget, the gate after
 /// it. `on_start` is told just before the sandbox is entered (X4), after the abort check (X3);
 /// if it fails (the session log cannot record the start), the call does not run.
+///
+/// Whatever the outcome (a result, an error, a hook's refusal or replacement, hook context),
+/// it passes the tool's output budget last (S5): nothing reaches the log or the model unbounded.
 pub(crate) async fn execute(
+    cx: &CallContext<'_>,
+    call_id: &str,
+    entry: &ToolEntry,
+    args: serde_json::Value,
+    on_start: &mut (dyn FnMut() -> Result<(), String> + Send),
+) -> Executed {
+    let mut executed = execute_unbounded(cx, call_id, entry, args, on_start).await;
+    executed.result = bound_result(executed.result, entry.budget);
+    executed.context = std::mem::take(&mut executed.context)
+        .into_iter()
+        .map(|c| bound_text(c, CONTEXT_BYTES))
+        .collect();
+    if let Some(report) = &mut executed.report {
+        report.result = executed.result.clone();
+    }
+    executed
+}
+
+async fn execute_unbounded(
     cx: &CallContext<'_>,
     call_id: &str,
     entry: &ToolEntry,
@@ -142,7 +167,11 @@ pub(crate) async fn execute(
         &mut report.result,
         Ok(crate::contract::ToolOutput::complete("")),
     );
-    let result = result.map(|out| apply_budget(out, entry.budget, cx.spill, call_id));
+    // Post-hooks see the budgeted result, errors included.
+    let result = match result {
+        Ok(out) => Ok(apply_budget(out, entry.budget, cx.spill, call_id)),
+        Err(error) => Err(bound_error(error, entry.budget)),
+    };
     let outcome = cx
         .gate
         .after(gate_call(cx, call_id, &entry.spec, &args), result)
@@ -174,5 +203,6 @@ fn gate_call<'a>(
         preset: cx.preset,
         tool,
         args,
+        cancel: &cx.cancel,
     }
 }

@@ -1,121 +1,55 @@
-//! Approval by risk (C2): the preset maps each risk tier to allow, ask or deny; a tool that
-//! declares no risk counts as high. `ask` prompts on the terminal; without one it is a deny
-//! whose message names the preset key to change.
-
-use std::io::{BufRead, IsTerminal, Write};
+//! Approval by risk (C2, T2): the preset maps each risk tier to allow, ask or deny; a tool that
+//! declares no risk counts as high. `ask` puts a question (`question.rs`) to whoever answers
+//! (`prompt.rs`): only a terminal can; without one it is a deny whose message names the
+//! preset key to change.
 
 use crate::contract::Risk;
 use crate::preset::{ApprovalMode, ApprovalPolicy};
+
+pub use super::question::Answer;
 
 /// What the user is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Question {
     pub tool: String,
-    /// The arguments, as JSON text (shortened).
-    pub args: String,
-    /// Why it is asked: the risk tier, or a hook's reason.
+    /// The whole call, one line per field, canonical and sanitized (`question::render_call`).
+    pub lines: Vec<String>,
+    /// Why it is asked: the preset's tier, or a hook's reason (labelled with the hook).
     pub why: String,
     /// The preset key that would stop the question, for the no-terminal message.
     pub key: String,
+    /// What `a` (always) approves for the rest of the session, e.g. `run_command git status*`.
+    pub pattern: String,
+}
+
+impl Question {
+    /// The question as printed: what comes from the model and from hooks is labelled and
+    /// sanitized (T3); the answers are spelled out.
+    pub fn text(&self) -> String {
+        let safe = |t: &str| crate::terminal::sanitize(t).into_owned();
+        let mut text = format!(
+            "paddock: approve this call? The model asks to run {}:\n",
+            safe(&self.tool)
+        );
+        for line in &self.lines {
+            text.push_str(&format!("  | {}\n", safe(line)));
+        }
+        text.push_str(&format!("  why: {}\n", safe(&self.why)));
+        text.push_str(&format!(
+            "  y = run it once, a = always run {} in this session, n = no (n: REASON tells the model why)\n",
+            safe(&self.pattern)
+        ));
+        text.push_str("  allow? [y/a/N] ");
+        text
+    }
 }
 
 /// Someone who can answer a question. Must not panic.
 #[async_trait::async_trait]
 pub trait Approver: Send + Sync {
-    /// `Ok(true)` to run the call, `Ok(false)` if the user said no, `Err(reason)` when no one
-    /// can be asked.
-    async fn ask(&self, question: &Question) -> Result<bool, String>;
-}
-
-/// Prompts on the terminal when stdin and stderr are both terminals; otherwise no one can
-/// be asked.
-///
-/// Questions are asked one at a time: calls running in parallel that both need an answer wait
-/// for each other's prompt instead of interleaving two prompts on one terminal.
-#[derive(Debug, Default)]
-pub struct TerminalApprover {
-    one_at_a_time: tokio::sync::Mutex<()>,
-}
-
-impl TerminalApprover {
-    pub fn new() -> TerminalApprover {
-        TerminalApprover::default()
-    }
-}
-
-#[async_trait::async_trait]
-impl Approver for TerminalApprover {
-    async fn ask(&self, q: &Question) -> Result<bool, String> {
-        if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-            return Err("there is no terminal to ask on".into());
-        }
-        let _turn = self.one_at_a_time.lock().await;
-        let prompt = format!(
-            "paddock: run {} {}?\n  ({})\n  allow? [y/N] ",
-            q.tool, q.args, q.why
-        );
-        let answer = tokio::task::spawn_blocking(move || {
-            let mut err = std::io::stderr();
-            let _ = err.write_all(prompt.as_bytes());
-            let _ = err.flush();
-            let mut line = String::new();
-            std::io::stdin().lock().read_line(&mut line).map(|_| line)
-        })
-        .await;
-        match answer {
-            Ok(Ok(line)) => Ok(matches!(line.trim(), "y" | "Y" | "yes" | "Yes")),
-            _ => Err("the terminal could not be read".into()),
-        }
-    }
-}
-
-/// Questions asked inside `paddock chat`, where standard input belongs to the chat: the chat
-/// hands the next typed line to the waiting question (`answer`) instead of to the inbox.
-#[derive(Clone, Default)]
-pub struct ChatQuestions {
-    waiting: std::sync::Arc<std::sync::Mutex<Option<tokio::sync::oneshot::Sender<String>>>>,
-    one_at_a_time: std::sync::Arc<tokio::sync::Mutex<()>>,
-}
-
-impl ChatQuestions {
-    fn waiting(&self) -> std::sync::MutexGuard<'_, Option<tokio::sync::oneshot::Sender<String>>> {
-        self.waiting
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Gives `line` to the question waiting for an answer; false when none waits.
-    pub fn answer(&self, line: &str) -> bool {
-        match self.waiting().take() {
-            Some(reply) => reply.send(line.to_string()).is_ok(),
-            None => false,
-        }
-    }
-
-    /// No more answers will come (input closed): a waiting question is denied.
-    pub fn close(&self) {
-        self.waiting().take();
-    }
-}
-
-#[async_trait::async_trait]
-impl Approver for ChatQuestions {
-    async fn ask(&self, q: &Question) -> Result<bool, String> {
-        let _turn = self.one_at_a_time.lock().await;
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        *self.waiting() = Some(reply);
-        let mut err = std::io::stderr();
-        let _ = write!(
-            err,
-            "paddock: run {} {}?\n  ({})\n  allow? [y/N] ",
-            q.tool, q.args, q.why
-        );
-        let _ = err.flush();
-        match answer.await {
-            Ok(line) => Ok(matches!(line.trim(), "y" | "Y" | "yes" | "Yes")),
-            Err(_) => Err("the chat's input closed before an answer".into()),
-        }
-    }
+    /// The user's answer, or `Err(reason)` when no one can be asked (no terminal, input
+    /// closed).
+    async fn ask(&self, question: &Question) -> Result<Answer, String>;
 }
 
 /// Why approval did not let a call run.
@@ -143,13 +77,18 @@ impl Approval {
         }
     }
 
-    /// Asks: `Ok(())` to run; `Err` with the reason, and whether it was the user who said no
-    /// (rather than no one being there to ask).
-    pub async fn confirm(&self, question: Question) -> Result<(), Refused> {
+    /// Asks: `Ok(true)` to run it and approve its pattern for the session, `Ok(false)` to run
+    /// it once; `Err` with the reason, and whether it was the user who said no (rather than no
+    /// one being there to ask).
+    pub async fn confirm(&self, question: Question) -> Result<bool, Refused> {
         match self.approver.ask(&question).await {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(Refused {
-                reason: format!("the user declined to run {}", question.tool),
+            Ok(Answer::Once) => Ok(false),
+            Ok(Answer::Always) => Ok(true),
+            Ok(Answer::No(reason)) => Err(Refused {
+                reason: match reason {
+                    Some(why) => format!("the user declined to run {}: {why}", question.tool),
+                    None => format!("the user declined to run {}", question.tool),
+                },
                 by_user: true,
             }),
             Err(why) => Err(Refused {

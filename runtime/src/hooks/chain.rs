@@ -1,17 +1,18 @@
 //! The hook chain (H1, H2): pre-tool hooks in preset order, each matched by a regex on the
 //! tool name and run in the sandbox under its own grant, limits and timeout; deny wins over
-//! ask over allow; a failing hook follows its `on_error`. Then approval by risk (C2). After
-//! the call, post-tool hooks in order may replace the result and add context.
+//! ask over allow; a failing hook follows its `on_error`, an interrupted one denies. Approval
+//! by risk follows (`admit.rs`). After the call, post-tool hooks in order may replace the
+//! result and add context; one that could not inspect it withholds it by default.
 
 use regex::Regex;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
-use super::approval::{Approval, Question, Refused};
+use super::approval::Approval;
+use super::question::Pattern;
 use crate::contract::{ErrorCode, ToolError, ToolResult};
-use crate::exec::{Admission, CallGate, GateCall, Outcome};
+use crate::exec::{GateCall, Outcome};
 use crate::plugin_store::{PluginStore, StoreError};
-use crate::preset::{ApprovalMode, HookPhase, OnError, ResolvedHook, ResolvedPreset};
+use crate::preset::{HookPhase, OnError, ResolvedHook, ResolvedPreset};
 use crate::sandbox::{HookPlugin, LoadError, Permission, PostToolUse, PreToolUse, Sandbox};
 
 /// Why a preset's hooks could not be loaded.
@@ -71,8 +72,11 @@ pub struct HookChain {
     sandbox: Sandbox,
     pre: Vec<LoadedHook>,
     post: Vec<LoadedHook>,
-    approval: Approval,
-    cancel: CancellationToken,
+    pub(super) approval: Approval,
+    /// What the user answered `a` (always) to, for the rest of this session (T2).
+    pub(super) always: std::sync::Mutex<Vec<Pattern>>,
+    /// Held while a question is open (`admit.rs`).
+    pub(super) asking: tokio::sync::Mutex<()>,
 }
 
 impl HookChain {
@@ -86,20 +90,22 @@ impl HookChain {
             .collect()
     }
 
-    /// Loads every hook of `preset`. `cancel` stops running hooks when the session ends.
+    /// Loads every hook of `preset`. Hooks run under each call's own abort signal
+    /// (`GateCall::cancel`): an interrupt stops the hooks of the calls it interrupts, never
+    /// those of later turns.
     pub async fn load(
         sandbox: &Sandbox,
         store: &PluginStore,
         preset: &ResolvedPreset,
         approval: Approval,
-        cancel: CancellationToken,
     ) -> Result<HookChain, HookError> {
         let mut chain = HookChain {
             sandbox: sandbox.clone(),
             pre: Vec::new(),
             post: Vec::new(),
             approval,
-            cancel,
+            always: std::sync::Mutex::new(Vec::new()),
+            asking: tokio::sync::Mutex::new(()),
         };
         for spec in &preset.hooks {
             let (index, hook) = (spec.index, spec.name.clone());
@@ -173,7 +179,7 @@ impl HookChain {
             };
             let answer = self
                 .sandbox
-                .pre_tool_use(&hook.plugin, &event, &hook.spec.grant, &self.cancel)
+                .pre_tool_use(&hook.plugin, &event, &hook.spec.grant, call.cancel)
                 .await
                 .and_then(|decision| {
                     let args = match &decision.updated_input {
@@ -189,6 +195,16 @@ impl HookChain {
                         "pre-tool hook `{}` (hooks[{}]) failed: {}",
                         hook.spec.name, hook.spec.index, error.message
                     );
+                    // An interrupted hook did not decide: that is never an allow, whatever
+                    // its on_error says (H2).
+                    if interrupted(call, &error) {
+                        verdict.permission = Permission::Deny(format!(
+                            "pre-tool hook `{}` (hooks[{}]) was interrupted before it decided; \
+                             the call does not run",
+                            hook.spec.name, hook.spec.index
+                        ));
+                        return verdict;
+                    }
                     if hook.spec.on_error == OnError::Allow {
                         tracing::warn!("{failed}; allowing, as its on_error says");
                         continue;
@@ -210,7 +226,10 @@ impl HookChain {
                     if verdict.asked_by.is_none() {
                         verdict.asked_by = Some(format!("hooks[{}]", hook.spec.index));
                     }
-                    asks.push(format!("hook `{}` asks: {reason}", hook.spec.name));
+                    asks.push(format!(
+                        "hook `{}` (hooks[{}]) asks, saying: {reason}",
+                        hook.spec.name, hook.spec.index
+                    ));
                 }
                 Permission::Deny(reason) => {
                     verdict.permission =
@@ -244,14 +263,27 @@ impl HookChain {
             };
             match self
                 .sandbox
-                .post_tool_use(&hook.plugin, &event, &hook.spec.grant, &self.cancel)
+                .post_tool_use(&hook.plugin, &event, &hook.spec.grant, call.cancel)
                 .await
             {
                 Ok(decision) => {
                     if let Some(replaced) = decision.replace {
-                        result = replaced;
+                        result = keep_runtime_code(&result, replaced);
                     }
                     context.extend(decision.additional_context);
+                }
+                // An interrupted post-hook did not inspect the result: withhold it, whatever
+                // its on_error says, and stop (the call was interrupted).
+                Err(error) if interrupted(call, &error) => {
+                    result = Err(ToolError::new(
+                        ErrorCode::Cancelled,
+                        format!(
+                            "interrupted while post-tool hook `{}` (hooks[{}]) inspected the \
+                             result; the result is withheld",
+                            hook.spec.name, hook.spec.index
+                        ),
+                    ));
+                    break;
                 }
                 Err(error) if hook.spec.on_error == OnError::Deny => {
                     result = Err(ToolError::new(
@@ -272,38 +304,23 @@ impl HookChain {
         }
         Outcome { result, context }
     }
+}
 
-    /// Approval by risk, combined with what the hooks said: the stricter wins.
-    async fn approve(&self, call: GateCall<'_>, verdict: &PreVerdict) -> Result<(), Refused> {
-        let (mode, tier) = self.approval.mode(call.tool.meta.risk);
-        let key = format!("approval.{tier}");
-        if mode == ApprovalMode::Deny {
-            return Err(Refused {
-                reason: format!(
-                    "{} is {tier} risk, and the preset denies {tier}-risk tools (`{key} = \"deny\"`)",
-                    call.tool.name
-                ),
-                by_user: false,
-            });
+/// A hook that rewrites an error's message (redacting it, say) and keeps its code keeps the
+/// runtime's meaning of that code; any other code stays the hook's own (`sandbox::hook`).
+fn keep_runtime_code(before: &ToolResult, replaced: ToolResult) -> ToolResult {
+    match (before, replaced) {
+        (Err(old), Err(mut new)) if new.code.as_str() == old.code.as_str() => {
+            new.code = old.code.clone();
+            Err(new)
         }
-        let (why, key) = match (&verdict.permission, mode) {
-            (Permission::Ask(reason), _) => (
-                reason.clone(),
-                verdict.asked_by.clone().unwrap_or_else(|| "hooks".into()),
-            ),
-            (_, ApprovalMode::Ask) => (format!("{tier} risk, `{key} = \"ask\"`"), key),
-            _ => return Ok(()),
-        };
-        let args: String = call.args.to_string().chars().take(300).collect();
-        self.approval
-            .confirm(Question {
-                tool: call.tool.name.clone(),
-                args,
-                why,
-                key,
-            })
-            .await
+        (_, replaced) => replaced,
     }
+}
+
+/// The hook failed because this call was interrupted (not because of the hook itself).
+fn interrupted(call: GateCall<'_>, error: &ToolError) -> bool {
+    call.cancel.is_cancelled() || error.code == ErrorCode::Cancelled
 }
 
 /// A rewrite must at least be a JSON object; the schema check happens in the pipeline.
@@ -317,44 +334,5 @@ fn parse_rewrite(text: &str) -> Result<Value, ToolError> {
                 text.chars().take(120).collect::<String>()
             ),
         )),
-    }
-}
-
-#[async_trait::async_trait]
-impl CallGate for HookChain {
-    async fn before(&self, call: GateCall<'_>) -> Admission {
-        let verdict = self.pre_tool_use(call).await;
-        if let Permission::Deny(reason) = &verdict.permission {
-            return Admission::Deny {
-                reason: reason.clone(),
-                context: verdict.context,
-            };
-        }
-        // Approval sees the arguments the tool would run with.
-        let rewritten = GateCall {
-            args: &verdict.args,
-            ..call
-        };
-        match self.approve(rewritten, &verdict).await {
-            Ok(()) => Admission::Allow {
-                args: verdict.args,
-                context: verdict.context,
-            },
-            Err(Refused {
-                reason,
-                by_user: true,
-            }) => Admission::Declined {
-                reason,
-                context: verdict.context,
-            },
-            Err(Refused { reason, .. }) => Admission::Deny {
-                reason,
-                context: verdict.context,
-            },
-        }
-    }
-
-    async fn after(&self, call: GateCall<'_>, result: ToolResult) -> Outcome {
-        self.post_tool_use(call, result).await
     }
 }

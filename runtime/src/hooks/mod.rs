@@ -1,13 +1,19 @@
-//! The gate around each call for real sessions (H1, H2, C2): the preset's pre- and post-tool
-//! hooks, run in the sandbox in preset order, and approval by risk tier. `HookChain`
-//! implements `crate::exec::CallGate`, so the pipeline (`exec::run_call`) and the loop call
-//! it; its `pre_tool_use`, `post_tool_use` and `Approval::decide` are usable on their own.
+//! The gate around each call for real sessions (H1, H2, C2, T2): the preset's pre- and
+//! post-tool hooks, run in the sandbox in preset order, and approval by risk tier with questions
+//! that show the whole call. `HookChain` implements `crate::exec::CallGate`, so the pipeline
+//! (`exec::run_call`) and the loop call it; its `pre_tool_use`, `post_tool_use` and
+//! `Approval::confirm` are usable on their own.
 //!
 //! What it does not do: validate arguments. A rewrite is handed back to the pipeline, which
 //! validates it against the tool's schema again (C3), so a hook cannot smuggle in bad input.
 
+mod admit;
 mod approval;
 mod chain;
+mod prompt;
+mod question;
 
-pub use approval::{Approval, Approver, ChatQuestions, Question, Refused, TerminalApprover};
+pub use approval::{Answer, Approval, Approver, Question, Refused};
 pub use chain::{HookChain, HookError, LoadedHook, PreVerdict};
+pub use prompt::{ChatQuestions, TerminalApprover};
+pub use question::{Pattern, parse_answer, render_call};

@@ -125,6 +125,12 @@ pub struct SessionStart {
     pub preset: String,
     pub preset_origin: String,
     pub preset_text: String,
+    /// Where the preset came from: shipped, user, project (trusted, T1) or file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset_from: Option<crate::preset::Origin>,
+    /// SHA-256 of `preset_text`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset_sha256: Option<String>,
     /// The directory relative mounts resolved against.
     pub cwd: String,
     /// Every plugin that loaded, with the SHA-256 of its bytes (hooks as `hook:NAME`); resume

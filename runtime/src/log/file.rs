@@ -17,13 +17,20 @@ pub struct LogWriter {
 
 impl LogWriter {
     /// Creates a new log; fails if one exists at `path`.
+    /// The session's directory is created private (0700) and the log readable by its owner
+    /// only (0600): it holds every tool result the session saw.
     pub fn create(path: &Path) -> io::Result<LogWriter> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
         }
         let file = OpenOptions::new()
             .append(true)
             .create_new(true)
+            .mode(0o600)
             .open(path)?;
         Ok(LogWriter {
             file,
@@ -172,6 +179,8 @@ mod tests {
             preset: "default".into(),
             preset_origin: "<embedded>".into(),
             preset_text: String::new(),
+            preset_from: None,
+            preset_sha256: None,
             cwd: "/".into(),
             plugins: Vec::new(),
             model: "m".into(),

@@ -4,9 +4,10 @@
 //! wrong types and bad values are errors naming the file, line, column and key, with the
 //! nearest valid key, so a preset never silently means less than it says.
 //!
-//! Presets are found by name in `./.paddock/presets/NAME.toml`, then
-//! `$XDG_CONFIG_HOME/paddock/presets/NAME.toml` (`~/.config` when unset), then among the
-//! shipped ones embedded in the binary.
+//! Presets are found by name in `./.paddock/presets/NAME.toml` (only when the user trusts that
+//! directory, T1: `trust.rs`), then `$XDG_CONFIG_HOME/paddock/presets/NAME.toml` (`~/.config`
+//! when unset), then among the shipped ones embedded in the binary. Every preset carries its
+//! `Origin` and hash, so a project preset never shadows a shipped or user one silently.
 //!
 //! Relative mount paths (`host = "."`) resolve against the working directory paddock runs
 //! in, not the preset's folder: a shipped preset then works in whatever project it is used.
@@ -15,16 +16,18 @@ mod file;
 mod policy;
 mod resolve;
 mod sections;
+mod trust;
 
 use std::path::{Path, PathBuf};
 
 pub use file::{FuelSetting, MountEntry, PluginEntry, PresetFile};
-pub use policy::{ApprovalPolicy, LoopBudgets, ResolvedHook, hook_limits, search_dirs};
+pub use policy::{ApprovalPolicy, LoopBudgets, ResolvedHook, hook_limits};
 pub use resolve::{PluginSource, ResolveContext, ResolvedPlugin, ResolvedPreset, make_mount};
 pub use sections::{
     ApprovalEntry, ApprovalMode, GrantsEntry, HookEntry, HookPhase, LoopLimits, OnError, ToolGlob,
     ToolSelection,
 };
+pub use trust::{PROJECT_DIR, ProjectConfig, TrustState, TrustStore};
 
 use crate::sandbox::Mount;
 
@@ -36,10 +39,61 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ("untrusted", include_str!("../../../presets/untrusted.toml")),
 ];
 
+/// Where a preset was found (T1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// Embedded in the binary.
+    Shipped,
+    /// The user's own configuration directory.
+    User,
+    /// The working tree's `.paddock/presets`, trusted by the user.
+    Project,
+    /// A path given on the command line.
+    File,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Shipped => "shipped",
+            Origin::User => "user",
+            Origin::Project => "project",
+            Origin::File => "file",
+        }
+    }
+}
+
+/// A preset's text and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub origin: Origin,
+    /// The file's path, or `<embedded preset NAME>`.
+    pub location: String,
+    pub text: String,
+}
+
+impl Source {
+    /// SHA-256 of the text, in hex.
+    pub fn sha256(&self) -> String {
+        use sha2::Digest;
+        sha2::Sha256::digest(self.text.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    pub fn parse(&self) -> Result<PresetFile, PresetError> {
+        file::parse(&self.location, &self.text)
+    }
+}
+
 /// Where a preset was found.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PresetInfo {
     pub name: String,
+    /// shipped, user, project or file.
+    pub from: Origin,
     /// A file path, or `embedded`.
     pub origin: String,
     pub description: Option<String>,
@@ -52,33 +106,38 @@ pub struct PresetInfo {
 pub struct PresetError(pub String);
 
 /// Loads a preset by path (anything with a `/` or ending in `.toml`) or by name, searching
-/// the preset directories of the current working directory, then the shipped presets.
+/// the user's preset directory, then the shipped presets; never the working tree's (that
+/// needs trust: `find` with `project` true).
 pub fn load(name_or_path: &str) -> Result<PresetFile, PresetError> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     load_in(name_or_path, &cwd)
 }
 
-/// `load`, with the project directory given.
+/// `load`, with the working directory given.
 pub fn load_in(name_or_path: &str, cwd: &Path) -> Result<PresetFile, PresetError> {
-    let (origin, text) = source_in(name_or_path, cwd)?;
-    file::parse(&origin, &text)
+    find(name_or_path, cwd, false)?.parse()
 }
 
-/// Where `load_in` would find a preset, and its text (a session records both, so `resume`
-/// rebuilds the preset it ran with).
-pub fn source_in(name_or_path: &str, cwd: &Path) -> Result<(String, String), PresetError> {
+/// Where a preset is found, and its text (a session records both, so `resume` rebuilds the
+/// preset it ran with). `project`: the working tree's `.paddock/presets` is searched first
+/// (only when the user trusts it, T1).
+pub fn find(name_or_path: &str, cwd: &Path, project: bool) -> Result<Source, PresetError> {
     let looks_like_path = name_or_path.contains('/') || name_or_path.ends_with(".toml");
     if looks_like_path {
-        return read_source(&PathBuf::from(name_or_path));
+        return read_source(Origin::File, &PathBuf::from(name_or_path));
     }
-    for dir in search_dirs(cwd) {
+    for (origin, dir) in search_dirs(cwd, project) {
         let path = dir.join(format!("{name_or_path}.toml"));
         if path.is_file() {
-            return read_source(&path);
+            return read_source(origin, &path);
         }
     }
     match EMBEDDED.iter().find(|(name, _)| *name == name_or_path) {
-        Some((name, text)) => Ok((format!("<embedded preset {name}>"), (*text).to_string())),
+        Some((name, text)) => Ok(Source {
+            origin: Origin::Shipped,
+            location: format!("<embedded preset {name}>"),
+            text: (*text).to_string(),
+        }),
         None => Err(PresetError(format!(
             "no preset named `{name_or_path}`; the shipped presets are: {}; or give a path to a .toml file",
             EMBEDDED
@@ -95,17 +154,38 @@ pub fn parse(origin: &str, text: &str) -> Result<PresetFile, PresetError> {
     file::parse(origin, text)
 }
 
-fn read_source(path: &Path) -> Result<(String, String), PresetError> {
+fn read_source(origin: Origin, path: &Path) -> Result<Source, PresetError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| PresetError(format!("cannot read preset {}: {e}", path.display())))?;
-    Ok((path.display().to_string(), text))
+    Ok(Source {
+        origin,
+        location: path.display().to_string(),
+        text,
+    })
 }
 
-/// Every preset `load_in` can find by name, the first found of each name winning, as
-/// `load_in` would. A file that does not parse is listed with its error as description.
-pub fn list(cwd: &Path) -> Vec<PresetInfo> {
+/// Where presets are looked for by name, in order, before the shipped ones: the working
+/// tree's (when `project`), then the user's.
+pub fn search_dirs(cwd: &Path, project: bool) -> Vec<(Origin, PathBuf)> {
+    let mut dirs = Vec::new();
+    if project {
+        dirs.push((Origin::Project, cwd.join(PROJECT_DIR)));
+    }
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| dirs::home_dir().map(|h| h.join(".config")));
+    if let Some(config) = config {
+        dirs.push((Origin::User, config.join("paddock/presets")));
+    }
+    dirs
+}
+
+/// Every preset `find` can find by name, the first found of each name winning, as `find`
+/// would. A file that does not parse is listed with its error as description.
+pub fn list(cwd: &Path, project: bool) -> Vec<PresetInfo> {
     let mut found: Vec<PresetInfo> = Vec::new();
-    for dir in search_dirs(cwd) {
+    for (from, dir) in search_dirs(cwd, project) {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -122,12 +202,13 @@ pub fn list(cwd: &Path) -> Vec<PresetInfo> {
             if found.iter().any(|p| p.name == name) {
                 continue;
             }
-            let description = match read_source(&path).and_then(|(o, t)| file::parse(&o, &t)) {
+            let description = match read_source(from, &path).and_then(|s| s.parse()) {
                 Ok(file) => file.description,
                 Err(e) => Some(format!("(does not parse: {e})")),
             };
             found.push(PresetInfo {
                 name,
+                from,
                 origin: path.display().to_string(),
                 description,
             });
@@ -139,6 +220,7 @@ pub fn list(cwd: &Path) -> Vec<PresetInfo> {
         }
         found.push(PresetInfo {
             name: name.to_string(),
+            from: Origin::Shipped,
             origin: "embedded".into(),
             description: file::parse(name, text).ok().and_then(|f| f.description),
         });

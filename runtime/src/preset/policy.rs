@@ -1,7 +1,6 @@
 //! Resolving what a preset says about capabilities, hooks, approval and loop budgets (P1, S6,
 //! H2, C2, B3): defaults filled in, so `preset show` prints exactly what a session enforces.
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -118,7 +117,9 @@ fn resolve_hook(
     check_pin(&key, entry.sha256.as_deref())?;
     let on_error = match (entry.on, entry.on_error) {
         (HookPhase::Pre, None) => OnError::Deny,
-        (HookPhase::Post, None) => OnError::Keep,
+        // A post-hook that could not inspect a result fails closed (H2): the result is
+        // withheld unless the preset says `keep`.
+        (HookPhase::Post, None) => OnError::Deny,
         (HookPhase::Pre, Some(OnError::Keep)) => {
             return Err(PresetError(format!(
                 "{key}.on_error: a pre-hook's failure policy is \"deny\" or \"allow\"; \"keep\" is for post-hooks"
@@ -224,17 +225,4 @@ pub(super) fn check_pin(key: &str, pin: Option<&str>) -> Result<(), PresetError>
         }
         _ => Ok(()),
     }
-}
-
-/// Where presets are looked for, in order, before the shipped ones.
-pub fn search_dirs(cwd: &Path) -> Vec<std::path::PathBuf> {
-    let mut dirs = vec![cwd.join(".paddock/presets")];
-    let config = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(std::path::PathBuf::from)
-        .or_else(|| dirs::home_dir().map(|h| h.join(".config")));
-    if let Some(config) = config {
-        dirs.push(config.join("paddock/presets"));
-    }
-    dirs
 }

@@ -171,12 +171,18 @@ fn resolve_plugin(
     if entry.read_spill
         && let Some(spill) = cx.spill
     {
-        std::fs::create_dir_all(&spill.host).map_err(|e| {
-            PresetError(format!(
-                "cannot create spill directory {}: {e}",
-                spill.host.display()
-            ))
-        })?;
+        // Private (0700, parents too): the spill holds whole results of this session only.
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&spill.host)
+            .map_err(|e| {
+                PresetError(format!(
+                    "cannot create spill directory {}: {e}",
+                    spill.host.display()
+                ))
+            })?;
         mounts.push(Mount {
             host: spill.host.clone(),
             guest: spill.guest.clone(),

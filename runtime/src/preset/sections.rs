@@ -201,7 +201,8 @@ pub enum HookPhase {
 }
 
 /// What a failing hook (trap, timeout, bad answer) means. Pre-hooks: `deny` (the default) or
-/// `allow`. Post-hooks: `keep` the result (the default) or `deny` it.
+/// `allow`. Post-hooks: `deny` (the default: withhold a result the hook could not inspect) or
+/// `keep` it. An interrupted hook never allows and never keeps, whatever this says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OnError {

@@ -4,7 +4,9 @@
 //! An allow-list entry is `host`, `*.host` (any subdomain, not the host itself), optionally
 //! with `scheme://` in front and `:port` after; without them the scheme is https and the
 //! port its default. Redirects are not followed (each hop would need its own check) and
-//! proxies from the environment are ignored.
+//! proxies from the environment are ignored. A name is resolved and must lead to a public
+//! address (`http_addr.rs`); the connection is pinned to the address that was checked, and a
+//! plugin cannot set `Host` to reach another virtual host than the one allowed.
 
 use std::time::{Duration, Instant};
 
@@ -77,10 +79,28 @@ async fn fetch(call: HttpCall, req: http::Request) -> Result<http::Response, Str
     }
     let method = reqwest::Method::from_bytes(req.method.as_bytes())
         .map_err(|_| format!("method {:?} is not valid", clip(&req.method)))?;
+    if let Some((name, _)) = req
+        .headers
+        .iter()
+        .find(|(name, _)| name.trim().eq_ignore_ascii_case("host"))
+    {
+        return Err(format!(
+            "header `{}` is refused: the Host is the allowed host of the URL, `{host}`",
+            clip(name)
+        ));
+    }
+    let resolve = tokio::time::timeout(timeout, super::http_addr::checked_address(&host, port));
+    let addr = tokio::select! {
+        biased;
+        _ = call.cancel.cancelled() => return Err("cancelled".into()),
+        addr = resolve => addr.map_err(|_| format!("resolving `{host}` timed out"))??,
+    };
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .timeout(timeout)
+        // Pinned: reqwest connects to the checked address, whatever DNS says next.
+        .resolve(&host, addr)
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
     let mut builder = client.request(method, url);

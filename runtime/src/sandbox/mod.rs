@@ -15,6 +15,7 @@ mod exec;
 mod grant;
 mod hook;
 mod http;
+mod http_addr;
 mod limits;
 mod outcome;
 mod plugin;

@@ -10,7 +10,7 @@ pub use std::time::{Duration, Instant};
 pub use paddock::calls::Registry;
 pub use paddock::contract::{ErrorCode, Risk};
 pub use paddock::exec::{CallContext, Executed, run_call};
-pub use paddock::hooks::{Approval, Approver, HookChain, HookError, Question};
+pub use paddock::hooks::{Answer, Approval, Approver, HookChain, HookError, Question};
 pub use paddock::plugin_store::PluginStore;
 pub use paddock::preset::{ApprovalMode, ApprovalPolicy};
 pub use paddock_tests::{plugin_dir, resolve_preset, sandbox};
@@ -24,9 +24,9 @@ pub struct ScriptedApprover {
 
 #[async_trait::async_trait]
 impl Approver for ScriptedApprover {
-    async fn ask(&self, question: &Question) -> Result<bool, String> {
+    async fn ask(&self, question: &Question) -> Result<Answer, String> {
         self.asked.lock().unwrap().push(question.clone());
-        self.answer.clone()
+        self.answer.clone().map(Answer::from)
     }
 }
 
@@ -67,15 +67,9 @@ pub async fn session_with(hooks: &str, approval: &str, answer: Result<bool, Stri
             asked: Mutex::new(Vec::new()),
         }),
     };
-    let chain = HookChain::load(
-        sandbox(),
-        &store,
-        &resolved,
-        approval,
-        CancellationToken::new(),
-    )
-    .await
-    .unwrap();
+    let chain = HookChain::load(sandbox(), &store, &resolved, approval)
+        .await
+        .unwrap();
     Session {
         work,
         _home: home,

@@ -1,7 +1,9 @@
 //! Example hook `redact-secrets` (H1): a post-tool hook that masks API-key-shaped strings in
 //! results before the model sees them (OpenAI `sk-…`, Anthropic `sk-ant-…`, AWS `AKIA…`,
 //! GitHub `ghp_…`/`github_pat_…`, Slack `xox?-…`, Google `AIza…`, and `api_key = "…"`-style
-//! assignments). It never denies.
+//! assignments), in results and in error messages alike. It never denies; when it cannot
+//! inspect a result it fails (traps), so the host withholds the result (its `on_error`, whose
+//! default for post-hooks is `deny`) instead of passing it on unchecked.
 
 wit_bindgen::generate!({ world: "hook", path: "../../../wit" });
 
@@ -9,7 +11,7 @@ use exports::paddock::plugin::hooks::Guest;
 use paddock::plugin::hook_types::{
     PermissionDecision, PostToolUseDecision, PostToolUseEvent, PreToolUseDecision, PreToolUseEvent,
 };
-use paddock::plugin::types::ToolOutput;
+use paddock::plugin::types::{ToolError, ToolOutput};
 
 const PATTERN: &str = r#"(?x)
     sk-(?:ant-)?[A-Za-z0-9_\-]{20,}
@@ -33,27 +35,34 @@ impl Guest for RedactSecrets {
     }
 
     fn post_tool_use(event: PostToolUseEvent) -> PostToolUseDecision {
-        let keep = PostToolUseDecision {
-            replace: None,
-            additional_context: None,
+        // A pattern that does not compile means nothing was checked: fail, never pass.
+        let re = regex::Regex::new(PATTERN).expect("the secret pattern compiles");
+        let text = match &event.tool_response {
+            Ok(output) => &output.content,
+            Err(error) => &error.message,
         };
-        let Ok(output) = &event.tool_response else {
-            return keep;
-        };
-        let Ok(re) = regex::Regex::new(PATTERN) else {
-            return keep;
-        };
-        let found = re.find_iter(&output.content).count();
+        let found = re.find_iter(text).count();
         if found == 0 {
-            return keep;
+            return PostToolUseDecision {
+                replace: None,
+                additional_context: None,
+            };
         }
-        let content = re.replace_all(&output.content, "[REDACTED]").into_owned();
-        PostToolUseDecision {
-            replace: Some(Ok(ToolOutput {
-                content,
+        let masked = re.replace_all(text, "[REDACTED]").into_owned();
+        let replaced = match &event.tool_response {
+            Ok(output) => Ok(ToolOutput {
+                content: masked,
                 truncated: output.truncated,
                 continuation: output.continuation.clone(),
-            })),
+            }),
+            Err(error) => Err(ToolError {
+                code: error.code.clone(),
+                message: masked,
+                retryable: error.retryable,
+            }),
+        };
+        PostToolUseDecision {
+            replace: Some(replaced),
             additional_context: Some(format!(
                 "redact-secrets masked {found} secret-shaped string(s) in the result of {}",
                 event.tool_name

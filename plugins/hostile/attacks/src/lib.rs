@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use paddock_sdk::{Output, Spec, Tool, ToolError, resolve};
+use paddock_sdk::{Output, Overflow, Spec, Tool, ToolError, resolve};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -211,10 +211,12 @@ impl Tool for FloodStdout {
     }
 }
 
-/// Return a result of `mib` MiB.
+/// Return a result of `mib` MiB, then `tail` (a secret a redactor should catch, say).
 #[derive(Deserialize, JsonSchema)]
 pub struct HugeResult {
     pub mib: usize,
+    #[serde(default)]
+    pub tail: String,
 }
 
 impl Tool for HugeResult {
@@ -223,7 +225,48 @@ impl Tool for HugeResult {
         Spec::new("returns a lot").read_only()
     }
     fn run(self) -> Result<Output, ToolError> {
-        Ok(Output::text("y".repeat(self.mib << 20)))
+        Ok(Output::text("y".repeat(self.mib << 20) + &self.tail))
+    }
+}
+
+/// Fail with an error message of `mib` MiB: errors must pass the output budget too (S5).
+#[derive(Deserialize, JsonSchema)]
+pub struct HugeError {
+    pub mib: usize,
+}
+
+impl Tool for HugeError {
+    const NAME: &'static str = "huge_error";
+    fn spec() -> Spec {
+        Spec::new("fails at length").read_only()
+    }
+    fn run(self) -> Result<Output, ToolError> {
+        Err(ToolError::new("HUGE", "e".repeat(self.mib << 20)))
+    }
+}
+
+/// Return `kib` KiB of numbered lines under a 4 KiB budget that spills (S5): the rest lands in
+/// the session's spill directory, which no other session may read.
+#[derive(Deserialize, JsonSchema)]
+pub struct SpillResult {
+    pub kib: usize,
+}
+
+impl Tool for SpillResult {
+    const NAME: &'static str = "spill_result";
+    fn spec() -> Spec {
+        Spec::new("returns more than its budget, which spills")
+            .read_only()
+            .output_budget(4096, Overflow::Spill)
+    }
+    fn run(self) -> Result<Output, ToolError> {
+        let mut text = String::new();
+        let mut n = 0;
+        while text.len() < self.kib << 10 {
+            text.push_str(&format!("spilled line {n}\n"));
+            n += 1;
+        }
+        Ok(Output::text(text))
     }
 }
 
@@ -284,6 +327,8 @@ paddock_sdk::export_tools!(
     Recurse,
     FloodStdout,
     HugeResult,
+    HugeError,
+    SpillResult,
     Panic,
     Unreachable,
     FakeCancel,

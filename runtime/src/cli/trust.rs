@@ -1,0 +1,173 @@
+//! Workspace trust on the command line (T1): `paddock trust [DIR]` records that a directory's
+//! project configuration (`.paddock/presets`) may be used; every command that looks presets up
+//! by name calls `project_trusted` first, which asks on a terminal and otherwise says in one
+//! line what it ignored and how to trust it.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::style::{self, DIM, YELLOW, paint, sanitize};
+use super::{Env, Exit};
+use crate::preset::{ProjectConfig, TrustState, TrustStore};
+
+#[derive(Args)]
+pub struct TrustArgs {
+    /// The project directory (default: the current one).
+    dir: Option<PathBuf>,
+    /// Forget the directory instead: its project configuration is ignored again.
+    #[arg(long)]
+    revoke: bool,
+}
+
+/// `paddock trust [DIR] [--revoke]`.
+pub async fn trust(args: TrustArgs) -> Exit {
+    let env = match Env::open() {
+        Ok(env) => env,
+        Err(e) => return super::run::fail(&format!("{e:#}")),
+    };
+    let dir = args.dir.unwrap_or_else(|| env.cwd.clone());
+    if !dir.is_dir() {
+        return super::run::fail(&format!(
+            "{} is not a directory; give the project directory to trust",
+            dir.display()
+        ));
+    }
+    let store = TrustStore::open(env.store.root());
+    if args.revoke {
+        return match store.revoke(&dir) {
+            Ok(true) => {
+                println!("paddock: {} is no longer trusted", dir.display());
+                Exit::Ok
+            }
+            Ok(false) => {
+                println!("paddock: {} was not trusted", dir.display());
+                Exit::Ok
+            }
+            Err(e) => super::run::fail(&format!("cannot update {}: {e}", store.path().display())),
+        };
+    }
+    let Some(config) = ProjectConfig::find(&dir) else {
+        println!(
+            "paddock: {} has no project configuration ({}); nothing to trust",
+            dir.display(),
+            crate::preset::PROJECT_DIR
+        );
+        return Exit::Ok;
+    };
+    describe(&config);
+    match store.trust(&config) {
+        Ok(()) => {
+            println!(
+                "paddock: trusted {} (sha256 {}); a change to these files asks again",
+                config.dir.display(),
+                config.short_hash()
+            );
+            Exit::Ok
+        }
+        Err(e) => super::run::fail(&format!("cannot write {}: {e}", store.path().display())),
+    }
+}
+
+fn describe(config: &ProjectConfig) {
+    println!(
+        "{} has project configuration that can grant tools and programs, change what needs \
+         approval, and choose the model server and the key sent to it:",
+        config.dir.display()
+    );
+    for file in &config.files {
+        println!("  {}", sanitize(file));
+    }
+}
+
+/// Whether this command may use the working directory's project presets. Trusted: yes. Not
+/// (or no longer) trusted: asks when standard input and standard error are a terminal, and
+/// otherwise (or on a no) reports in one line on standard error what it ignores and how to
+/// trust it.
+pub(crate) fn project_trusted(env: &Env) -> bool {
+    let store = TrustStore::open(env.store.root());
+    let (config, changed) = match store.state(&env.cwd) {
+        TrustState::NoProjectConfig => return false,
+        TrustState::Trusted(_) => return true,
+        TrustState::Untrusted(config) => (config, false),
+        TrustState::Changed(config) => (config, true),
+    };
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && ask(&config, changed) {
+        if let Err(e) = store.trust(&config) {
+            eprintln!(
+                "paddock: cannot record the trust in {} ({e}); using it for this run only",
+                store.path().display()
+            );
+        }
+        return true;
+    }
+    let why = if changed {
+        "changed since you trusted it"
+    } else {
+        "not trusted"
+    };
+    eprintln!(
+        "{}",
+        paint(
+            style::color_enabled_stderr(),
+            YELLOW,
+            &format!(
+                "paddock: ignoring project configuration {} ({why}, sha256 {}); to use it: \
+                 paddock trust {}",
+                sanitize(&config.files.join(", ")),
+                config.short_hash(),
+                shell_word(&config.dir)
+            )
+        )
+    );
+    false
+}
+
+/// Asks on the terminal; true on yes.
+fn ask(config: &ProjectConfig, changed: bool) -> bool {
+    let mut err = std::io::stderr();
+    let color = style::color_enabled_stderr();
+    let head = if changed {
+        "the project configuration here changed since you trusted it"
+    } else {
+        "this directory has project configuration you have not trusted"
+    };
+    let mut text = format!(
+        "paddock: {head} ({}):\n",
+        sanitize(&config.dir.display().to_string())
+    );
+    for file in &config.files {
+        text.push_str(&format!("  {}\n", sanitize(file)));
+    }
+    text.push_str(&paint(
+        color,
+        DIM,
+        "  It can grant tools and programs, change what needs approval, and choose the model \
+         server and the key sent to it.\n",
+    ));
+    text.push_str(&format!(
+        "  trust it (sha256 {})? [y/N] ",
+        config.short_hash()
+    ));
+    let _ = err.write_all(text.as_bytes());
+    let _ = err.flush();
+    let mut line = String::new();
+    match std::io::stdin().lock().read_line(&mut line) {
+        Ok(_) => matches!(line.trim(), "y" | "Y" | "yes" | "Yes"),
+        Err(_) => false,
+    }
+}
+
+/// `path` as one shell word, for a command the user can paste.
+fn shell_word(path: &Path) -> String {
+    let text = sanitize(&path.display().to_string()).into_owned();
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+    {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}

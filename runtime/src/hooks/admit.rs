@@ -1,0 +1,113 @@
+//! Admission of one call (H1, C2, T2): the pre-tool chain's verdict, then approval by risk
+//! where the stricter answer wins; a question shows the whole call, and an `a` (always) answer
+//! approves its pattern for the rest of the session.
+
+use super::approval::{Question, Refused};
+use super::chain::{HookChain, PreVerdict};
+use super::question::{Pattern, render_call};
+use crate::contract::ToolResult;
+use crate::exec::{Admission, CallGate, GateCall, Outcome};
+use crate::preset::ApprovalMode;
+use crate::sandbox::Permission;
+
+impl HookChain {
+    /// Approval by risk, combined with what the hooks said: the stricter wins.
+    async fn approve(&self, call: GateCall<'_>, verdict: &PreVerdict) -> Result<(), Refused> {
+        let (mode, tier) = self.approval.mode(call.tool.meta.risk);
+        let key = format!("approval.{tier}");
+        if mode == ApprovalMode::Deny {
+            return Err(Refused {
+                reason: format!(
+                    "{} is {tier} risk, and the preset denies {tier}-risk tools (`{key} = \"deny\"`)",
+                    call.tool.name
+                ),
+                by_user: false,
+            });
+        }
+        let (why, key) = match (&verdict.permission, mode) {
+            (Permission::Ask(reason), _) => (
+                reason.clone(),
+                verdict.asked_by.clone().unwrap_or_else(|| "hooks".into()),
+            ),
+            (_, ApprovalMode::Ask) => (
+                format!("the preset asks for {tier}-risk tools (`{key} = \"ask\"`)"),
+                key,
+            ),
+            _ => return Ok(()),
+        };
+        let pattern = Pattern::offered(&call.tool.name, call.args);
+        // One question at a time, and the `always` list read after waiting for the previous
+        // one: a parallel call that an `a` just covered is not asked about.
+        let _asking = self.asking.lock().await;
+        if self
+            .always()
+            .iter()
+            .any(|p| p.matches(&call.tool.name, call.args))
+        {
+            return Ok(());
+        }
+        let lines = render_call(call.args).map_err(|reason| Refused {
+            reason,
+            by_user: false,
+        })?;
+        let always = self
+            .approval
+            .confirm(Question {
+                tool: call.tool.name.clone(),
+                lines,
+                why,
+                key,
+                pattern: pattern.shown(),
+            })
+            .await?;
+        if always {
+            self.always().push(pattern);
+        }
+        Ok(())
+    }
+
+    fn always(&self) -> std::sync::MutexGuard<'_, Vec<Pattern>> {
+        self.always
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[async_trait::async_trait]
+impl CallGate for HookChain {
+    async fn before(&self, call: GateCall<'_>) -> Admission {
+        let verdict = self.pre_tool_use(call).await;
+        if let Permission::Deny(reason) = &verdict.permission {
+            return Admission::Deny {
+                reason: reason.clone(),
+                context: verdict.context,
+            };
+        }
+        // Approval sees the arguments the tool would run with.
+        let rewritten = GateCall {
+            args: &verdict.args,
+            ..call
+        };
+        match self.approve(rewritten, &verdict).await {
+            Ok(()) => Admission::Allow {
+                args: verdict.args,
+                context: verdict.context,
+            },
+            Err(Refused {
+                reason,
+                by_user: true,
+            }) => Admission::Declined {
+                reason,
+                context: verdict.context,
+            },
+            Err(Refused { reason, .. }) => Admission::Deny {
+                reason,
+                context: verdict.context,
+            },
+        }
+    }
+
+    async fn after(&self, call: GateCall<'_>, result: ToolResult) -> Outcome {
+        self.post_tool_use(call, result).await
+    }
+}

@@ -1,0 +1,251 @@
+//! What an approval question shows and what its answers mean (T2, T3).
+//!
+//! The call is shown whole, in one canonical form whatever order the model wrote its keys in:
+//! for exec-shaped calls (`program` and `args`) the program and its argv first, as one shell
+//! line; then every other field in name order. A long value is elided in the middle with its
+//! size, never dropped; a call too large to show at all is not asked about (it is denied).
+//! Everything from the model or a hook is sanitized and labelled with where it came from.
+//!
+//! Answers: `y` once, `a` always (this session, for the shown pattern), `n` no, optionally
+//! with a reason for the model (`n: use git diff instead`).
+
+use serde_json::Value;
+
+/// Values longer than this many characters are elided in the middle.
+const VALUE_CHARS: usize = 160;
+/// A call with more fields than this, or arguments larger than `MAX_ARGS_BYTES`, is too large
+/// to show; it is denied instead of approved blind.
+const MAX_FIELDS: usize = 24;
+const MAX_ARGS_BYTES: usize = 1 << 20;
+
+/// What `a` (always) approves for the rest of the session: calls of `tool` whose argv starts
+/// with `prefix` (exec-shaped calls), or every call of `tool` (`prefix` empty, other tools).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pattern {
+    pub tool: String,
+    pub prefix: Vec<String>,
+}
+
+impl Pattern {
+    /// The pattern a question offers for `args`: the program and its first argument.
+    pub fn offered(tool: &str, args: &Value) -> Pattern {
+        let prefix = match argv(args) {
+            Some(argv) => argv.into_iter().take(2).collect(),
+            None => Vec::new(),
+        };
+        Pattern {
+            tool: tool.to_string(),
+            prefix,
+        }
+    }
+
+    pub fn matches(&self, tool: &str, args: &Value) -> bool {
+        if tool != self.tool {
+            return false;
+        }
+        if self.prefix.is_empty() {
+            return true;
+        }
+        argv(args).is_some_and(|argv| argv.starts_with(&self.prefix))
+    }
+
+    /// `run_command git status*`, `write_file *`.
+    pub fn shown(&self) -> String {
+        if self.prefix.is_empty() {
+            return format!("{} *", self.tool);
+        }
+        let words: Vec<String> = self.prefix.iter().map(|w| shell_word(w)).collect();
+        format!("{} {}*", self.tool, words.join(" "))
+    }
+}
+
+/// The program and its arguments, when the call is exec-shaped.
+fn argv(args: &Value) -> Option<Vec<String>> {
+    let program = args.get("program")?.as_str()?;
+    let mut argv = vec![program.to_string()];
+    if let Some(rest) = args.get("args") {
+        for a in rest.as_array()? {
+            argv.push(a.as_str()?.to_string());
+        }
+    }
+    Some(argv)
+}
+
+/// The call as the question shows it, one line per field; `Err` when it is too large to show.
+pub fn render_call(args: &Value) -> Result<Vec<String>, String> {
+    let size = args.to_string().len();
+    let Some(fields) = args.as_object() else {
+        return Ok(vec![format!("arguments: {}", value_text(args))]);
+    };
+    if fields.len() > MAX_FIELDS || size > MAX_ARGS_BYTES {
+        return Err(format!(
+            "the call is too large to show for approval ({} fields, {size} bytes of arguments; \
+             at most {MAX_FIELDS} fields and {MAX_ARGS_BYTES} bytes), so it was not run",
+            fields.len()
+        ));
+    }
+    let mut lines = Vec::new();
+    let mut shown_first: Vec<&str> = Vec::new();
+    if let Some(argv) = argv(args) {
+        let line: Vec<String> = argv.iter().map(|w| shell_word(w)).collect();
+        lines.push(format!("command: {}", elide(&line.join(" "))));
+        shown_first = vec!["program", "args"];
+    }
+    let mut names: Vec<&String> = fields.keys().collect();
+    names.sort();
+    for name in names {
+        if shown_first.contains(&name.as_str()) {
+            continue;
+        }
+        lines.push(format!(
+            "{}: {}",
+            elide(&sanitize(name)),
+            value_text(&fields[name])
+        ));
+    }
+    Ok(lines)
+}
+
+/// A value as one visible line: strings quoted with JSON escapes (so newlines and controls
+/// show as `\n`, `\u001b`), anything else as compact JSON; elided when long.
+fn value_text(value: &Value) -> String {
+    elide(&sanitize(&value.to_string()))
+}
+
+/// `text` with its middle replaced by a marker naming how much was left out.
+pub fn elide(text: &str) -> String {
+    let count = text.chars().count();
+    if count <= VALUE_CHARS {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(VALUE_CHARS * 2 / 3).collect();
+    let tail: String = text.chars().skip(count - VALUE_CHARS / 4).collect();
+    let cut = text.len() - head.len() - tail.len();
+    format!("{head}…[{cut} bytes elided of {} bytes]…{tail}", text.len())
+}
+
+/// A word as the shell would need it: bare when safe, else single-quoted.
+fn shell_word(word: &str) -> String {
+    let word = sanitize(word);
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c))
+    {
+        word
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// T3: the one rule for text paddock did not write itself.
+fn sanitize(text: &str) -> String {
+    crate::terminal::sanitize(text).into_owned()
+}
+
+/// A typed answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Run this call.
+    Once,
+    /// Run this call and, for the rest of the session, every call matching the shown pattern.
+    Always,
+    /// Do not run it; the reason, if the user gave one, goes to the model.
+    No(Option<String>),
+}
+
+impl From<bool> for Answer {
+    fn from(yes: bool) -> Answer {
+        if yes { Answer::Once } else { Answer::No(None) }
+    }
+}
+
+/// `y`/`yes`, `a`/`always`, `n`/`no` with an optional reason after a space or colon; anything
+/// else (an empty line included) is no.
+pub fn parse_answer(line: &str) -> Answer {
+    let line = line.trim();
+    let (word, rest) = match line.find([' ', ':']) {
+        Some(at) => (
+            &line[..at],
+            line[at + 1..].trim_start_matches([' ', ':']).trim(),
+        ),
+        None => (line, ""),
+    };
+    match word.to_ascii_lowercase().as_str() {
+        "y" | "yes" if rest.is_empty() => Answer::Once,
+        "a" | "always" if rest.is_empty() => Answer::Always,
+        "n" | "no" if !rest.is_empty() => Answer::No(Some(rest.to_string())),
+        _ => Answer::No(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_long_stdin_first_cannot_hide_the_argv() {
+        let args =
+            json!({"stdin": "x".repeat(5000), "program": "git", "args": ["push", "--force"]});
+        let lines = render_call(&args).unwrap();
+        assert_eq!(lines[0], "command: git push --force");
+        assert!(lines[1].starts_with("stdin: \"xxx"), "{}", lines[1]);
+        assert!(
+            lines[1].contains("bytes elided of 5002 bytes"),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[1].chars().count() < 260);
+    }
+
+    #[test]
+    fn every_field_is_shown_in_name_order_and_controls_are_visible() {
+        let args = json!({"z": 1, "path": "a\u{1b}[2Jb\nc", "content": ""});
+        let lines = render_call(&args).unwrap();
+        assert_eq!(
+            lines,
+            ["content: \"\"", "path: \"a\\u001b[2Jb\\nc\"", "z: 1"]
+        );
+    }
+
+    #[test]
+    fn a_call_too_large_to_show_is_refused() {
+        let fields: serde_json::Map<String, Value> =
+            (0..100).map(|i| (format!("f{i}"), json!(i))).collect();
+        assert!(render_call(&Value::Object(fields)).is_err());
+    }
+
+    #[test]
+    fn always_patterns_match_argv_prefixes_only() {
+        let shown = json!({"program": "git", "args": ["status", "--short"]});
+        let pattern = Pattern::offered("run_command", &shown);
+        assert_eq!(pattern.shown(), "run_command git status*");
+        assert!(pattern.matches(
+            "run_command",
+            &json!({"program": "git", "args": ["status"]})
+        ));
+        assert!(!pattern.matches("run_command", &json!({"program": "git", "args": ["push"]})));
+        assert!(!pattern.matches(
+            "run_command",
+            &json!({"program": "git", "args": ["statusx"]})
+        ));
+        assert!(!pattern.matches("other", &shown));
+        let write = Pattern::offered("write_file", &json!({"path": "a"}));
+        assert_eq!(write.shown(), "write_file *");
+        assert!(write.matches("write_file", &json!({"path": "b"})));
+    }
+
+    #[test]
+    fn answers_parse_with_reasons() {
+        assert_eq!(parse_answer("y\n"), Answer::Once);
+        assert_eq!(parse_answer("A"), Answer::Always);
+        assert_eq!(parse_answer(""), Answer::No(None));
+        assert_eq!(parse_answer("n"), Answer::No(None));
+        assert_eq!(
+            parse_answer("n: use git diff instead"),
+            Answer::No(Some("use git diff instead".into()))
+        );
+        assert_eq!(parse_answer("yes please"), Answer::No(None));
+    }
+}

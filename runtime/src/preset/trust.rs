@@ -1,0 +1,238 @@
+//! Workspace trust (T1): configuration found in the working tree (`.paddock/presets/`) can grant
+//! tools, allow every call, and choose the model server and the key sent to it, so it is used
+//! only once the user has trusted that directory with exactly that content.
+//!
+//! Trust is recorded outside the repository, in the data directory (`trust.json`, mode 0600),
+//! keyed by the directory's canonical path and holding the SHA-256 of its project
+//! configuration: a changed, added or removed file makes the directory untrusted again.
+//!
+//! What it does not do: ask. The CLI asks on a terminal (`cli/trust.rs`); this module only
+//! finds the project configuration, hashes it, and reads and writes the record.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// The directory, under a project, whose files are project configuration.
+pub const PROJECT_DIR: &str = ".paddock/presets";
+
+/// A project's configuration, as found on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectConfig {
+    /// The project directory, canonical.
+    pub dir: PathBuf,
+    /// Every file under `.paddock/presets`, relative to `dir`, sorted.
+    pub files: Vec<String>,
+    /// SHA-256 over every file's relative name and bytes.
+    pub sha256: String,
+}
+
+impl ProjectConfig {
+    /// The project configuration of `cwd`, or `None` when it has none. A file that cannot be
+    /// read still counts (its name and error are hashed), so it cannot hide from the hash.
+    pub fn find(cwd: &Path) -> Option<ProjectConfig> {
+        let dir = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+        let root = dir.join(PROJECT_DIR);
+        let mut files = Vec::new();
+        collect(&root, &root, 0, &mut files);
+        if files.is_empty() {
+            return None;
+        }
+        files.sort();
+        let mut hasher = Sha256::new();
+        for name in &files {
+            hasher.update(name.as_bytes());
+            hasher.update([0]);
+            match std::fs::read(root.join(name)) {
+                Ok(bytes) => {
+                    hasher.update((bytes.len() as u64).to_le_bytes());
+                    hasher.update(&bytes);
+                }
+                Err(e) => hasher.update(format!("unreadable: {e}").as_bytes()),
+            }
+        }
+        let sha256 = hex(&hasher.finalize());
+        Some(ProjectConfig {
+            dir,
+            files: files
+                .into_iter()
+                .map(|f| format!("{PROJECT_DIR}/{f}"))
+                .collect(),
+            sha256,
+        })
+    }
+
+    /// `abcdef012345`: the first 12 hex digits, for one-line messages.
+    pub fn short_hash(&self) -> &str {
+        &self.sha256[..12.min(self.sha256.len())]
+    }
+}
+
+/// Files under `dir` (relative to `root`), at most 4 levels deep and 1000 entries: enough for
+/// presets, bounded against a hostile tree.
+fn collect(root: &Path, dir: &Path, depth: usize, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if out.len() >= 1000 {
+            return;
+        }
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() && depth < 4 {
+            collect(root, &path, depth + 1, out);
+        } else if !kind.is_dir()
+            && let Ok(relative) = path.strip_prefix(root)
+        {
+            out.push(relative.to_string_lossy().into_owned());
+        }
+    }
+}
+
+/// Whether the working directory's project configuration may be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrustState {
+    /// There is none: nothing to decide.
+    NoProjectConfig,
+    /// Trusted with exactly this content.
+    Trusted(ProjectConfig),
+    /// Never trusted.
+    Untrusted(ProjectConfig),
+    /// Trusted once, but the files changed since.
+    Changed(ProjectConfig),
+}
+
+/// The record of trusted directories, in the data directory.
+#[derive(Debug, Clone)]
+pub struct TrustStore {
+    file: PathBuf,
+}
+
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Record {
+    /// Canonical directory => SHA-256 of its project configuration when trusted.
+    projects: BTreeMap<String, String>,
+}
+
+impl TrustStore {
+    pub fn open(data_dir: &Path) -> TrustStore {
+        TrustStore {
+            file: data_dir.join("trust.json"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.file
+    }
+
+    /// The trust state of `cwd`.
+    pub fn state(&self, cwd: &Path) -> TrustState {
+        let Some(config) = ProjectConfig::find(cwd) else {
+            return TrustState::NoProjectConfig;
+        };
+        match self.read().projects.get(&key(&config.dir)) {
+            Some(hash) if *hash == config.sha256 => TrustState::Trusted(config),
+            Some(_) => TrustState::Changed(config),
+            None => TrustState::Untrusted(config),
+        }
+    }
+
+    /// Records `config` as trusted (replacing an older record of its directory).
+    pub fn trust(&self, config: &ProjectConfig) -> std::io::Result<()> {
+        let mut record = self.read();
+        record
+            .projects
+            .insert(key(&config.dir), config.sha256.clone());
+        self.write(&record)
+    }
+
+    /// Forgets `dir`; true when it was trusted.
+    pub fn revoke(&self, dir: &Path) -> std::io::Result<bool> {
+        let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        let mut record = self.read();
+        let was = record.projects.remove(&key(&dir)).is_some();
+        self.write(&record)?;
+        Ok(was)
+    }
+
+    /// An unreadable or damaged record trusts nothing.
+    fn read(&self) -> Record {
+        std::fs::read(&self.file)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
+    }
+
+    /// Written to a private temporary file and renamed over the record.
+    fn write(&self, record: &Record) -> std::io::Result<()> {
+        let dir = self.file.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let text = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        tmp.write_all(&text)?;
+        tmp.as_file().sync_all()?;
+        // NamedTempFile creates files 0600 on Unix.
+        tmp.persist(&self.file).map_err(|e| e.error)?;
+        Ok(())
+    }
+}
+
+fn key(dir: &Path) -> String {
+    dir.to_string_lossy().into_owned()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trust_is_keyed_by_directory_and_content() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let store = TrustStore::open(home.path());
+        assert_eq!(store.state(project.path()), TrustState::NoProjectConfig);
+        let presets = project.path().join(PROJECT_DIR);
+        std::fs::create_dir_all(&presets).unwrap();
+        std::fs::write(presets.join("default.toml"), "name = \"x\"\n").unwrap();
+        let TrustState::Untrusted(config) = store.state(project.path()) else {
+            panic!("a new project config is untrusted");
+        };
+        assert_eq!(config.files, [".paddock/presets/default.toml"]);
+        store.trust(&config).unwrap();
+        assert!(matches!(
+            store.state(project.path()),
+            TrustState::Trusted(_)
+        ));
+        std::fs::write(presets.join("default.toml"), "name = \"y\"\n").unwrap();
+        assert!(matches!(
+            store.state(project.path()),
+            TrustState::Changed(_)
+        ));
+        std::fs::write(presets.join("default.toml"), "name = \"x\"\n").unwrap();
+        std::fs::write(presets.join("extra.toml"), "").unwrap();
+        assert!(
+            matches!(store.state(project.path()), TrustState::Changed(_)),
+            "an added file changes the hash"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(store.path())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(store.revoke(project.path()).unwrap());
+        assert!(matches!(
+            store.state(project.path()),
+            TrustState::Untrusted(_)
+        ));
+    }
+}

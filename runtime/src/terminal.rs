@@ -1,0 +1,88 @@
+//! Text safe for a terminal (T3): what a model, a tool, a hook, a plugin or a log says is
+//! printed through `sanitize` (or `json_for_terminal` for JSON output) on every output path,
+//! so it cannot drive the terminal. The session log keeps the text verbatim.
+
+/// Text paddock did not write itself (tool output, model text, hook reasons, log contents,
+/// error messages), made safe for a terminal (T3). Every C0 control but newline and tab, DEL,
+/// every C1 control (U+0080..U+009F, which includes the one-byte CSI and OSC) and the Unicode
+/// direction overrides become visible escapes such as `\x1b`, so an escape sequence loses its
+/// ESC and prints as plain text: nothing can move the cursor, clear the screen, set the window
+/// title, write the clipboard (OSC 52) or redraw a question. Carriage return is shown too: it
+/// would let a line overwrite itself. The one function every output path uses; the log keeps
+/// the text verbatim.
+pub fn sanitize(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(unsafe_for_terminal) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_for_terminal(c) {
+            let code = u32::from(c);
+            if code <= 0xff {
+                out.push_str(&format!("\\x{code:02x}"));
+            } else {
+                out.push_str(&format!("\\u{{{code:04x}}}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// JSON text (one value, or JSONL) made safe for a terminal with the same rule: serde escapes
+/// C0 controls already; DEL, C1 and direction overrides, which can only occur inside strings,
+/// become `\u` escapes, so the JSON means exactly the same.
+pub fn json_for_terminal(json: &str) -> std::borrow::Cow<'_, str> {
+    if !json.chars().any(unsafe_for_terminal) {
+        return std::borrow::Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if unsafe_for_terminal(c) && c != '\n' {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+fn unsafe_for_terminal(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
+        | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sanitize;
+
+    #[test]
+    fn escape_sequences_and_controls_become_visible_text() {
+        let hostile =
+            "ok\x1b]52;c;ZWNobyBwd25lZA==\x07 \x1b[2J\x1b[H\x1b]0;title\x07\r\u{9b}31m\u{202e}";
+        let safe = sanitize(hostile);
+        assert!(!safe.chars().any(|c| c.is_control()), "{safe}");
+        assert_eq!(
+            safe,
+            "ok\\x1b]52;c;ZWNobyBwd25lZA==\\x07 \\x1b[2J\\x1b[H\\x1b]0;title\\x07\\x0d\\x9b31m\\u{202e}"
+        );
+        assert_eq!(sanitize("line\n\ttab é"), "line\n\ttab é");
+    }
+
+    #[test]
+    fn json_stays_the_same_value_without_raw_controls() {
+        let value = serde_json::json!({"t": "a\u{1b}]0;x\u{7}\u{9b}2J\u{202e}"});
+        let text = format!("{value}\n");
+        let safe = super::json_for_terminal(&text);
+        assert!(
+            !safe
+                .trim_end()
+                .chars()
+                .any(|c| c.is_control() || c == '\u{202e}')
+        );
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back, value);
+    }
+}

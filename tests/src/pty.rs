@@ -1,0 +1,151 @@
+//! A child process on a pseudo-terminal, for tests of what paddock does on a terminal (T2,
+//! T3): approval questions, trust questions, what reaches the screen. Standard input, output
+//! and error of the child are the pty's slave side; the test reads everything the child writes
+//! from the master side and types into it.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub struct Pty {
+    pub child: Child,
+    master: File,
+    screen: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Pty {
+    /// Starts `cmd` on a new pty, as the session leader with the pty as controlling terminal.
+    pub fn spawn(mut cmd: Command) -> std::io::Result<Pty> {
+        let (mut master, mut slave) = (0, 0);
+        let size = libc::winsize {
+            ws_row: 40,
+            ws_col: 200,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: openpty writes two new descriptors into the two integers; the name and
+        // termios pointers may be null, and `size` outlives the call.
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                &size,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors were just opened by openpty and are owned by nothing else.
+        let (master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        cmd.stdin(Stdio::from(slave.try_clone()?))
+            .stdout(Stdio::from(slave.try_clone()?))
+            .stderr(Stdio::from(slave));
+        // SAFETY: setsid and ioctl(TIOCSCTTY) are async-signal-safe; they make the child a
+        // session leader whose controlling terminal is its standard input, the pty.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn()?;
+        // The parent's copies of the slave side go with `cmd`.
+        drop(cmd);
+        let screen = Arc::new(Mutex::new(Vec::new()));
+        let mut reader = master.try_clone()?;
+        let sink = Arc::clone(&screen);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            // EIO once the child and every holder of the slave side are gone.
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Ok(Pty {
+            child,
+            master,
+            screen,
+        })
+    }
+
+    /// Everything the child wrote so far, as bytes (escape sequences included).
+    pub fn screen(&self) -> Vec<u8> {
+        self.screen.lock().unwrap().clone()
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.screen()).into_owned()
+    }
+
+    /// Waits until the screen shows `needle` `count` times; panics after `timeout` with the
+    /// screen so far.
+    pub fn expect_n(&self, needle: &str, count: usize, timeout: Duration) {
+        let started = Instant::now();
+        while self.text().matches(needle).count() < count {
+            assert!(
+                started.elapsed() < timeout,
+                "the terminal never showed {count} x {needle:?}; it shows:\n{}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn expect(&self, needle: &str) {
+        self.expect_n(needle, 1, Duration::from_secs(60));
+    }
+
+    /// Types `line` and Enter.
+    pub fn type_line(&mut self, line: &str) {
+        self.master
+            .write_all(format!("{line}\r").as_bytes())
+            .expect("type into the pty");
+        self.master.flush().expect("flush the pty");
+    }
+
+    /// Sends Ctrl-D (end of input at the start of a line).
+    pub fn end_input(&mut self) {
+        self.master.write_all(&[4]).expect("type Ctrl-D");
+    }
+
+    /// Waits for the child to exit; kills it after `timeout`.
+    pub fn wait(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait for the child") {
+                return status;
+            }
+            if started.elapsed() > timeout {
+                let _ = self.child.kill();
+                panic!(
+                    "the child did not exit in {timeout:?}; screen:\n{}",
+                    self.text()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
