@@ -134,11 +134,7 @@ impl Observer for Printer {
         for anomaly in &message.diagnostics {
             println!(
                 "  {}",
-                paint(
-                    self.color,
-                    YELLOW,
-                    &sanitize(&format!("stream: {anomaly}"))
-                )
+                paint(self.color, YELLOW, &sanitize(&format!("stream: {anomaly}")))
             );
         }
         for call in &message.calls {
