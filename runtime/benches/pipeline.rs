@@ -143,6 +143,7 @@ async fn run() {
         max_parallel,
         events: None,
         on_start: None,
+        on_end: None,
     };
     // `echo` is concurrency-safe; a pool of 1 runs them one by one, as the direct loop does.
     let batch = calls("echo", r#"{"text":"hi"}"#, n);

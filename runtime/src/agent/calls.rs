@@ -1,30 +1,41 @@
-//! The loop's tool side: queue a message's calls in the log, run them through the scheduler
-//! with a start hook that makes the start of a call with side effects durable first (L1, L2),
-//! and log what the model will read back for each.
+//! The loop's tool side: queue a message's calls in the log with what each touches, run them
+//! through the scheduler with a start hook that makes the start of a call with side effects
+//! durable first (L1, L2), and an end hook that logs each result as its call ends (L8).
+
+use std::collections::HashSet;
+use std::sync::{Mutex, PoisonError};
 
 use crate::calls::{Disposition, EndReason, check_call, repair_note};
-use crate::exec::{CallRecord, RawCall, Scheduler};
-use crate::log::{Body, StopReason};
+use crate::exec::{Access, CallRecord, RawCall, Scheduler};
+use crate::log::{Body, StopReason, Touches};
 use crate::model::AssembledCall;
 
 use super::{Agent, CallSummary, Stop};
 
+/// What the log records about a call before it runs.
+struct Resolved {
+    tool: Option<String>,
+    idempotent: bool,
+    touches: Option<Touches>,
+}
+
 impl Agent<'_> {
-    /// Queues every call in the log (synced) before any starts (L1), runs the runnable ones
-    /// through the scheduler, and logs each result.
+    /// Queues every call in the log before any starts (L1), runs the runnable ones through
+    /// the scheduler, and logs each result as that call ends (L8).
     pub(super) async fn run_calls(&self, calls: &[AssembledCall]) -> Result<(), Stop> {
         let log_error = |e| Stop::host("cannot write the session log", e);
         let mut runnable = Vec::new();
         let mut refused = Vec::new();
         for assembled in calls {
             let call = &assembled.call;
-            let (tool, idempotent) = self.resolve(&call.name, &call.arguments);
+            let resolved = self.resolve(&call.name, &call.arguments);
             self.log
                 .append(Body::ToolCall {
                     id: call.id.clone(),
                     name: call.name.clone(),
-                    tool,
-                    idempotent,
+                    tool: resolved.tool,
+                    idempotent: resolved.idempotent,
+                    touches: resolved.touches,
                 })
                 .map_err(log_error)?;
             match &assembled.not_executable {
@@ -45,14 +56,11 @@ impl Agent<'_> {
         // No sync here: the first start below syncs the queue with it, and a call that never
         // started is settled as NOT_EXECUTED on resume whether or not its queue entry survived.
         for summary in &refused {
-            self.record(summary, None)
-                .map_err(|e| Stop::host("cannot write the session log", e))?;
+            self.record(summary, None).map_err(log_error)?;
         }
-        let records = self.execute(&runnable).await;
+        let records = self.execute(&runnable).await.map_err(log_error)?;
         let mut stop = None;
         for record in &records {
-            self.record(&summarize(record), Some(record))
-                .map_err(|e| Stop::host("cannot write the session log", e))?;
             match record.disposition {
                 Some(Disposition::EndTurn(EndReason::Interrupted)) => {
                     stop.get_or_insert(Stop(StopReason::Interrupted, None));
@@ -68,28 +76,24 @@ impl Agent<'_> {
                 _ => {}
             }
         }
-        // The results of calls with side effects are made durable now; those of idempotent
-        // calls ride on the next sync (a crash before it only means running them again).
-        if runnable
-            .iter()
-            .any(|c| !self.resolve(&c.name, &c.arguments).1)
-        {
-            self.log.sync().map_err(log_error)?;
-        }
         stop.map_or(Ok(()), Err)
     }
 
-    /// Runs calls through the scheduler; each start is made durable before the tool runs.
+    /// Runs calls through the scheduler. Each start is written before the tool runs, and
+    /// each result as its call ends, before any call that waits on it starts (L8).
     ///
-    /// Only a start that could not be repeated safely is synced (a tool that is not
-    /// idempotent): losing the start of an idempotent call to a crash only turns "run it
-    /// again" into "not executed", which is as safe, and saves an fsync per call.
-    pub async fn execute(&self, calls: &[RawCall]) -> Vec<CallRecord> {
-        let must_sync: std::collections::HashSet<&str> = calls
+    /// Only what could not be repeated safely is synced: the start and the result of a tool
+    /// that is not idempotent. Losing the start of an idempotent call to a crash only turns
+    /// "run it again" into "not executed", which is as safe, and saves an fsync per call.
+    /// Fails with the first error writing the log; a call whose start could not be written
+    /// was not run.
+    pub async fn execute(&self, calls: &[RawCall]) -> std::io::Result<Vec<CallRecord>> {
+        let must_sync: HashSet<&str> = calls
             .iter()
-            .filter(|c| !self.resolve(&c.name, &c.arguments).1)
+            .filter(|c| !self.resolve(&c.name, &c.arguments).idempotent)
             .map(|c| c.id.as_str())
             .collect();
+        let failed: Mutex<Option<std::io::Error>> = Mutex::new(None);
         let on_start = |id: &str| {
             let start = Body::ToolStart { id: id.to_string() };
             let written = if must_sync.contains(id) {
@@ -103,28 +107,68 @@ impl Agent<'_> {
                 )
             })
         };
+        let on_end = |record: &CallRecord| {
+            let written = self
+                .record(&summarize(record), Some(record))
+                .and_then(|()| {
+                    if must_sync.contains(record.id.as_str()) {
+                        self.log.sync()
+                    } else {
+                        Ok(())
+                    }
+                });
+            if let Err(e) = written {
+                failed
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_or_insert(e);
+            }
+        };
         let scheduler = Scheduler {
             cx: self.calls.clone(),
             max_parallel: self.max_parallel,
             events: None,
             on_start: Some(&on_start),
+            on_end: Some(&on_end),
         };
-        scheduler.run(calls).await
+        let records = scheduler.run(calls).await;
+        match failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
+            Some(error) => Err(error),
+            None => Ok(records),
+        }
     }
 
-    /// The registered tool a call's name resolves to, and whether that tool is idempotent
-    /// (an unknown tool never runs, so it counts as idempotent).
-    fn resolve(&self, name: &str, arguments: &str) -> (Option<String>, bool) {
-        let tool = check_call(self.calls.registry, self.calls.aliases, name, arguments).tool;
-        let idempotent = match tool.as_deref() {
-            Some(t) => self
-                .calls
-                .registry
-                .get(t)
-                .is_some_and(|entry| entry.spec.meta.is_idempotent()),
-            None => true,
+    /// The registered tool a call's name resolves to, whether that tool is idempotent (an
+    /// unknown tool never runs, so it counts as idempotent), and the real paths it touches.
+    fn resolve(&self, name: &str, arguments: &str) -> Resolved {
+        let checked = check_call(self.calls.registry, self.calls.aliases, name, arguments);
+        let entry = checked
+            .tool
+            .as_deref()
+            .and_then(|t| self.calls.registry.get(t));
+        let Some(entry) = entry else {
+            return Resolved {
+                tool: checked.tool,
+                idempotent: true,
+                touches: None,
+            };
         };
-        (tool, idempotent)
+        let touches = checked.args.as_ref().ok().map(|args| {
+            let access = Access::of(&entry.spec, args, &entry.grant.mounts);
+            Touches {
+                paths: access
+                    .paths
+                    .iter()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .collect(),
+                writes: access.writes,
+            }
+        });
+        Resolved {
+            idempotent: entry.spec.meta.is_idempotent(),
+            tool: checked.tool,
+            touches,
+        }
     }
 
     /// Logs a call's result (with the arguments it ran with and the repairs applied, when it

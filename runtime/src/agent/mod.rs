@@ -114,8 +114,10 @@ impl Stop {
 impl Agent<'_> {
     /// Adds a user message to the session and runs turns on it: the first, then one per
     /// follow-up (`next-turn` inbox entry) waiting when a turn completes (I2: the outer loop).
+    /// The message is synced before anything else happens, so no crash leaves a session
+    /// whose turns ran without its task.
     pub async fn send(&self, text: &str) -> TurnEnd {
-        let appended = self.log.append(Body::UserMessage {
+        let appended = self.log.append_synced(Body::UserMessage {
             text: text.to_string(),
             source: Source::User,
         });
@@ -126,8 +128,19 @@ impl Agent<'_> {
     }
 
     /// Runs turns on the history as it stands (for `resume`): one, then one per waiting
-    /// follow-up while turns complete.
+    /// follow-up while turns complete. A history without a user message has no task, and no
+    /// turn runs on it: the end says to give one (nothing is logged).
     pub async fn run_turns(&self) -> TurnEnd {
+        if !self.log.with_events(has_task) {
+            let end = TurnEnd {
+                reason: StopReason::HostError,
+                detail: Some(NO_TASK.into()),
+                spent: self.spent(),
+                warning: None,
+            };
+            self.observer.stopped(&end);
+            return end;
+        }
         loop {
             let end = self.run_turn().await;
             if end.reason != StopReason::Completed {
@@ -274,13 +287,17 @@ impl Agent<'_> {
                         )),
                     ));
                 }
+                // Calls a stopped response carried are blocked; each still gets its result (V7),
+                // so no call is left owed one (L8).
                 Outcome::ContentFiltered => {
+                    self.run_calls(&message.calls).await?;
                     return Err(Stop(
                         StopReason::ModelError,
                         Some("the provider's content filter stopped the response".into()),
                     ));
                 }
                 Outcome::Refused => {
+                    self.run_calls(&message.calls).await?;
                     return Err(Stop(
                         StopReason::ModelError,
                         Some("the model refused to answer".into()),
@@ -350,6 +367,18 @@ impl Agent<'_> {
             _ => Stop(StopReason::ModelError, Some(error.to_string())),
         }
     }
+}
+
+/// Why `run_turns` refuses a history with no user message.
+pub const NO_TASK: &str = "the session has no message from the user (its task never reached the log), so there is nothing to work on; give the task as a MESSAGE";
+
+/// Whether the history holds a message from the user: the task, a follow-up or steering.
+pub fn has_task(events: &[crate::log::Event]) -> bool {
+    events.iter().any(|e| match &e.body {
+        Body::UserMessage { source, .. } => *source == Source::User,
+        Body::InboxTake { .. } => true,
+        _ => false,
+    })
 }
 
 /// The attempt events that go into the log (L3); deltas are for display only.

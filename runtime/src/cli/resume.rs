@@ -12,10 +12,12 @@ use super::tool::{cancel_on_ctrl_c, load_preset, setup_error};
 use super::{Env, Exit};
 use crate::agent::Agent;
 use crate::agent::scripted::ScriptedProvider;
+use crate::agent::{NO_TASK, has_task};
 use crate::exec::RawCall;
 use crate::hooks::TerminalApprover;
 use crate::log::{
-    Body, Event, LOG_FILE, LogWriter, PluginHash, SessionLog, StopReason, read_log, recover,
+    Body, Event, LOG_FILE, LogWriter, PluginHash, SessionLock, SessionLog, Settle, StopReason,
+    Wait, read_log, recover,
 };
 use crate::model::connect;
 use crate::preset;
@@ -32,6 +34,9 @@ pub struct ResumeArgs {
     /// Output limit per model response from now on, instead of the recorded one.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     max_output_tokens: Option<u32>,
+    /// When another paddock process has the session, wait for it to end instead of refusing.
+    #[arg(long)]
+    wait: bool,
 }
 
 #[derive(Args)]
@@ -46,7 +51,7 @@ pub struct LogArgs {
     list: bool,
 }
 
-/// `paddock resume`: recover the log (L2), then continue (L5).
+/// `paddock resume`: take the session (L6), recover the log (L2, L8), then continue (L5).
 pub async fn resume(args: ResumeArgs) -> Exit {
     let env = match Env::open() {
         Ok(env) => env,
@@ -60,10 +65,25 @@ pub async fn resume(args: ResumeArgs) -> Exit {
             path.display()
         ));
     }
+    // One writer: the lock is taken before the log is read, so no other process can append
+    // between what recovery reads and what it writes.
+    let wait = if args.wait { Wait::Yes } else { Wait::No };
+    let dir = path.parent().unwrap_or(&path).to_path_buf();
+    let _lock = match tokio::task::spawn_blocking(move || SessionLock::acquire(&dir, wait)).await {
+        Ok(Ok(lock)) => lock,
+        Ok(Err(e)) => return fail(&e.to_string()),
+        Err(e) => return fail(&format!("waiting for the session lock failed: {e}")),
+    };
     let read = match read_log(&path) {
         Ok(read) => read,
         Err(e) => return fail(&e.to_string()),
     };
+    if args.message.is_none() && !has_task(&read.events) {
+        return fail(&format!(
+            "{NO_TASK}: paddock resume {} \"...\"",
+            args.session
+        ));
+    }
     let Some(Body::SessionStart(start)) = read.events.first().map(|e| e.body.clone()) else {
         return fail("the log does not start with session/start");
     };
@@ -148,46 +168,38 @@ fn with_limit(
     config
 }
 
-/// Appends what recovery owes: synthesized results, re-run idempotent calls, then the end of
-/// the open turn.
+/// Settles what recovery found, in the calls' order: synthesized results are appended,
+/// idempotent calls are run again one at a time (each result logged as it ends), and the
+/// open turn is ended last.
 async fn repair(
     agent: &Agent<'_>,
     printer: &Printer,
     recovery: crate::log::Recovery,
 ) -> std::io::Result<()> {
-    let (ends, results): (Vec<Body>, Vec<Body>) = recovery
-        .append
-        .into_iter()
-        .partition(|b| matches!(b, Body::TurnEnd { .. }));
-    for body in results {
-        if let Body::ToolResult { id, code, .. } = &body {
-            printer.notice(&format!(
-                "call {id}: {} (recorded on resume)",
-                code.as_deref().unwrap_or("")
-            ));
+    for step in recovery.steps {
+        match step {
+            Settle::Append(body) => {
+                if let Body::ToolResult { id, code, .. } = &body {
+                    printer.notice(&format!(
+                        "call {id}: {} (recorded on resume)",
+                        code.as_deref().unwrap_or("")
+                    ));
+                }
+                agent.log.append(body)?;
+            }
+            Settle::Rerun(call) => {
+                printer.notice(&format!(
+                    "call {}: running `{}` again (idempotent; its result was lost)",
+                    call.id, call.name
+                ));
+                let call = RawCall {
+                    id: call.id,
+                    name: call.name,
+                    arguments: call.arguments,
+                };
+                agent.execute(&[call]).await?;
+            }
         }
-        agent.log.append(body)?;
-    }
-    if !recovery.rerun.is_empty() {
-        let calls: Vec<RawCall> = recovery
-            .rerun
-            .iter()
-            .map(|c| RawCall {
-                id: c.id.clone(),
-                name: c.name.clone(),
-                arguments: c.arguments.clone(),
-            })
-            .collect();
-        printer.notice(&format!(
-            "running again {} idempotent call(s) whose results were lost",
-            calls.len()
-        ));
-        for record in agent.execute(&calls).await {
-            agent.record(&crate::agent::summarize(&record), Some(&record))?;
-        }
-    }
-    for body in ends {
-        agent.log.append(body)?;
     }
     agent.log.sync()
 }

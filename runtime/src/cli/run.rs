@@ -12,7 +12,9 @@ use super::{Env, Exit};
 use crate::agent::scripted::ScriptedProvider;
 use crate::agent::{Agent, DEFAULT_SYSTEM, TurnEnd};
 use crate::hooks::{Approver, TerminalApprover};
-use crate::log::{Body, LOG_FILE, LogWriter, PluginHash, SessionLog, SessionStart, StopReason};
+use crate::log::{
+    Body, LOG_FILE, LogWriter, PluginHash, SessionLock, SessionLog, SessionStart, StopReason, Wait,
+};
 use crate::model::{ProviderConfig, ProviderKind, ToolDef, connect};
 use crate::preset;
 
@@ -65,6 +67,8 @@ pub(super) struct Started {
     pub log: SessionLog,
     pub start: SessionStart,
     pub path: PathBuf,
+    /// Held while the session runs: it has one writer (L6).
+    pub _lock: SessionLock,
 }
 
 /// Loads the preset, chooses the model, and writes `session/start` (synced).
@@ -102,12 +106,10 @@ pub(super) async fn start_session(
         model_config,
         system: DEFAULT_SYSTEM.to_string(),
     };
-    let log = LogWriter::create(&path)
-        .and_then(|mut writer| {
-            let event = writer.append(Body::SessionStart(Box::new(start.clone())))?;
-            writer.sync()?;
-            Ok(SessionLog::new(writer, vec![event]))
-        })
+    let dir = path.parent().unwrap_or(&path);
+    let lock = SessionLock::acquire(dir, Wait::No).map_err(|e| fail(&e.to_string()))?;
+    let log = LogWriter::start(&path, Body::SessionStart(Box::new(start.clone())))
+        .map(|(writer, event)| SessionLog::new(writer, vec![event]))
         .map_err(|e| {
             fail(&format!(
                 "cannot create the session log {}: {e}",
@@ -120,6 +122,7 @@ pub(super) async fn start_session(
         log,
         start,
         path,
+        _lock: lock,
     })
 }
 

@@ -332,6 +332,7 @@ async fn batch(
         max_parallel: usize::try_from(max_parallel).unwrap_or(usize::MAX),
         events: None,
         on_start: None,
+        on_end: None,
     };
     let records = scheduler.run(&calls).await;
     let text = serde_json::to_string_pretty(&records_json(&records)).unwrap_or_default();

@@ -87,6 +87,9 @@ pub struct CallRecord {
 /// Told a call's id just before it enters the sandbox; an error refuses the call.
 pub type StartHook<'a> = dyn Fn(&str) -> Result<(), String> + Send + Sync + 'a;
 
+/// Told each call's record as that call ends, before any call waiting on it starts.
+pub type EndHook<'a> = dyn Fn(&CallRecord) + Send + Sync + 'a;
+
 /// Runs batches of calls for one session.
 pub struct Scheduler<'a> {
     pub cx: CallContext<'a>,
@@ -96,6 +99,10 @@ pub struct Scheduler<'a> {
     /// log makes `tool/start` durable here, so a crash can never pass a started call off as
     /// one that never ran (L2). An error refuses the call (HOST_ERROR) with that text.
     pub on_start: Option<&'a StartHook<'a>>,
+    /// Called with each call's record as soon as that call ends (not when its batch does),
+    /// and before a later call that conflicts with it starts: the session log writes the
+    /// result here, so a crash mid-batch loses no finished call's result (L8).
+    pub on_end: Option<&'a EndHook<'a>>,
 }
 
 /// A checked call ready to run.
@@ -186,40 +193,57 @@ impl Scheduler<'_> {
         let pool = Semaphore::new(self.max_parallel.max(1));
         let (done_tx, done_rx): (Vec<_>, Vec<_>) =
             group.iter().map(|_| watch::channel(false)).unzip();
-        let runs = group.iter().enumerate().map(|(pos, call)| {
-            let waits: Vec<watch::Receiver<bool>> = group[..pos]
-                .iter()
-                .enumerate()
-                .filter(|(_, earlier)| earlier.access.conflicts_with(&call.access))
-                .map(|(k, _)| done_rx[k].clone())
-                .collect();
-            let done = &done_tx[pos];
-            let pool = &pool;
-            async move {
-                for mut wait in waits {
-                    // An error means the sender is gone, which only happens once it is done.
-                    let _ = wait.wait_for(|finished| *finished).await;
+        let drafts: Vec<Option<CallRecord>> = group
+            .iter()
+            .map(|call| records[call.index].take())
+            .collect();
+        let runs = group
+            .iter()
+            .zip(drafts)
+            .enumerate()
+            .map(|(pos, (call, draft))| {
+                let waits: Vec<watch::Receiver<bool>> = group[..pos]
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, earlier)| earlier.access.conflicts_with(&call.access))
+                    .map(|(k, _)| done_rx[k].clone())
+                    .collect();
+                let done = &done_tx[pos];
+                let pool = &pool;
+                async move {
+                    for mut wait in waits {
+                        // An error means the sender is gone, which only happens once it is done.
+                        let _ = wait.wait_for(|finished| *finished).await;
+                    }
+                    let id = &calls[call.index].id;
+                    let executed = match pool.acquire().await {
+                        Ok(_permit) => self.execute_one(call, id).await,
+                        Err(_) => Executed::refused(super::run::not_executed(), Vec::new()),
+                    };
+                    // Reported as each call ends, not when the group does (X4).
+                    let started = executed.report.is_some();
+                    self.emit(call.index, id, phase_of(&executed.result, started));
+                    let record = draft.map(|mut record| {
+                        record.disposition = disposition_of(&executed.result);
+                        record.args = executed.args;
+                        record.result = executed.result;
+                        record.context = executed.context;
+                        self.ended(&record);
+                        record
+                    });
+                    done.send_replace(true);
+                    record
                 }
-                let id = &calls[call.index].id;
-                let executed = match pool.acquire().await {
-                    Ok(_permit) => self.execute_one(call, id).await,
-                    Err(_) => Executed::refused(super::run::not_executed(), Vec::new()),
-                };
-                // Reported as each call ends, not when the group does (X4).
-                let started = executed.report.is_some();
-                self.emit(call.index, id, phase_of(&executed.result, started));
-                done.send_replace(true);
-                executed
-            }
-        });
-        let results = join_all(runs).await;
-        for (call, executed) in group.iter().zip(results) {
-            if let Some(record) = &mut records[call.index] {
-                record.disposition = disposition_of(&executed.result);
-                record.args = executed.args;
-                record.result = executed.result;
-                record.context = executed.context;
-            }
+            });
+        let finished = join_all(runs).await;
+        for (call, record) in group.iter().zip(finished) {
+            records[call.index] = record;
+        }
+    }
+
+    fn ended(&self, record: &CallRecord) {
+        if let Some(hook) = self.on_end {
+            hook(record);
         }
     }
 
@@ -238,6 +262,7 @@ impl Scheduler<'_> {
     fn refuse(&self, index: usize, mut record: CallRecord) -> CallRecord {
         record.disposition = disposition_of(&record.result);
         self.emit(index, &record.id, phase_of(&record.result, false));
+        self.ended(&record);
         record
     }
 

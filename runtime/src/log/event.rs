@@ -75,6 +75,10 @@ pub enum Body {
         tool: Option<String>,
         /// Safe to run again when its outcome is unknown (L2).
         idempotent: bool,
+        /// The real paths the call may touch; recovery re-runs a started idempotent call only
+        /// when no later call touching them has started (L8). Absent: it may touch anything.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        touches: Option<Touches>,
     },
     /// A call entered the sandbox. Synced before a tool that is not idempotent runs, so a crash
     /// after it reads as "outcome unknown", never as "not executed" (L2). An idempotent call's
@@ -143,6 +147,33 @@ pub struct SessionStart {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_config: Option<crate::model::ProviderConfig>,
     pub system: String,
+}
+
+/// What a call may touch: real host paths (empty: anything its mounts reach), and whether it
+/// may change them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Touches {
+    pub paths: Vec<String>,
+    pub writes: bool,
+}
+
+impl Touches {
+    /// Whether running one of the two calls again could change what the other did or saw:
+    /// either writes, and their paths overlap (the same path, or one inside the other).
+    pub fn overlaps(&self, other: &Touches) -> bool {
+        if !(self.writes || other.writes) {
+            return false;
+        }
+        if self.paths.is_empty() || other.paths.is_empty() {
+            return true;
+        }
+        self.paths.iter().any(|a| {
+            other.paths.iter().any(|b| {
+                let (a, b) = (std::path::Path::new(a), std::path::Path::new(b));
+                a.starts_with(b) || b.starts_with(a)
+            })
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -217,4 +248,22 @@ impl StopReason {
             StopReason::HostError => "host_error",
         }
     }
+}
+
+/// A minimal `session/start` for the log's unit tests.
+#[cfg(test)]
+pub(crate) fn test_start() -> Body {
+    Body::SessionStart(Box::new(SessionStart {
+        session: "s".into(),
+        preset: "default".into(),
+        preset_origin: "<embedded>".into(),
+        preset_text: String::new(),
+        preset_from: None,
+        preset_sha256: None,
+        cwd: "/".into(),
+        plugins: Vec::new(),
+        model: "m".into(),
+        model_config: None,
+        system: String::new(),
+    }))
 }

@@ -1,11 +1,24 @@
-//! The log file: append-only JSONL (L1), read back with a torn last line dropped (L2).
+//! The log writer: append-only JSONL (L1), one `write` per event, `sync` on demand.
+//!
+//! A log holds only whole lines. A failed append (a short write, then ENOSPC or EIO) is cut
+//! back to the end of the last whole line before the error is returned; if even that fails,
+//! the writer refuses every later append, so nothing is ever written after half a line, and
+//! the next open (`reopen`) drops exactly that unfinished last line (L8). A new log comes into
+//! existence with its `session/start` already in it (written aside, synced, renamed), so no
+//! crash leaves an empty log.
+//!
+//! Test hook: `PADDOCK_CRASH_AT_APPEND=N[:before|:torn|:after]` aborts the process at the Nth
+//! append of this process (before writing it, after writing half of it, or after writing it),
+//! so the crash harness (`cargo xtask crash`) can stop paddock at every log write.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::event::{Body, Event};
+use super::read::LogRead;
 
 /// Appends events to one session's log. Each event is one `write` of one line; `sync` makes
 /// everything written so far durable.
@@ -13,10 +26,14 @@ pub struct LogWriter {
     file: File,
     path: PathBuf,
     next_seq: u64,
+    /// Bytes of whole lines in the file.
+    len: u64,
+    /// Set when a failed write could not be cut back: the file may end in half a line.
+    broken: Option<String>,
 }
 
 impl LogWriter {
-    /// Creates a new log; fails if one exists at `path`.
+    /// Creates a new, empty log; fails if one exists at `path`.
     /// The session's directory is created private (0700) and the log readable by its owner
     /// only (0600): it holds every tool result the session saw.
     pub fn create(path: &Path) -> io::Result<LogWriter> {
@@ -32,50 +49,121 @@ impl LogWriter {
             .create_new(true)
             .mode(0o600)
             .open(path)?;
-        Ok(LogWriter {
-            file,
-            path: path.to_path_buf(),
-            next_seq: 1,
-        })
+        Ok(LogWriter::over(file, path, 1, 0))
     }
 
-    /// Reopens a log that `read_log` has read: drops its torn tail, if any, and appends after
-    /// its last event.
+    /// Creates a new log whose first event is `first`, atomically: the line is written to a
+    /// file beside it, synced, and renamed into place, so the log never exists without it.
+    /// Private like `create`'s.
+    pub fn start(path: &Path, first: Body) -> io::Result<(LogWriter, Event)> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        if path.exists() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} exists", path.display()),
+            ));
+        }
+        let event = stamp(1, first);
+        let line = line_of(&event)?;
+        let aside = path.with_extension("jsonl.new");
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&aside)?;
+        file.write_all(&line)?;
+        file.sync_all()?;
+        std::fs::rename(&aside, path)?;
+        File::open(dir)?.sync_all()?;
+        let file = OpenOptions::new().append(true).open(path)?;
+        let len = line.len() as u64;
+        Ok((LogWriter::over(file, path, 2, len), event))
+    }
+
+    /// Reopens a log that `read_log` has read: drops its torn last line, if any (and nothing
+    /// else), and appends after its last event.
     pub fn reopen(path: &Path, read: &LogRead) -> io::Result<LogWriter> {
         let file = OpenOptions::new().append(true).open(path)?;
         if read.torn.is_some() {
             file.set_len(read.good_len)?;
             file.sync_all()?;
         }
-        Ok(LogWriter {
+        let next = read.events.last().map_or(1, |e| e.seq + 1);
+        Ok(LogWriter::over(file, path, next, read.good_len))
+    }
+
+    fn over(file: File, path: &Path, next_seq: u64, len: u64) -> LogWriter {
+        LogWriter {
             file,
             path: path.to_path_buf(),
-            next_seq: read.events.last().map_or(1, |e| e.seq + 1),
-        })
+            next_seq,
+            len,
+            broken: None,
+        }
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Writes one event and returns it.
+    /// Writes one event and returns it. On failure the file is cut back to its last whole
+    /// line; when that fails too, this and every later append is refused.
     pub fn append(&mut self, body: Body) -> io::Result<Event> {
-        let event = Event {
-            seq: self.next_seq,
-            ts_ms: now_ms(),
-            body,
-        };
-        let mut line = serde_json::to_vec(&event).map_err(io::Error::other)?;
-        line.push(b'\n');
-        self.file.write_all(&line)?;
+        self.usable()?;
+        let event = stamp(self.next_seq, body);
+        let line = line_of(&event)?;
+        crash_point(&mut self.file, &line);
+        if let Err(error) = self.file.write_all(&line) {
+            if let Err(cut) = self.file.set_len(self.len) {
+                self.broken = Some(format!(
+                    "a write failed ({error}) and cutting the log back to its last whole line failed too ({cut})"
+                ));
+            }
+            return Err(error);
+        }
+        self.len += line.len() as u64;
         self.next_seq += 1;
         Ok(event)
     }
 
-    /// Makes every event written so far durable (fsync).
+    /// Makes every event written so far durable (fsync). After a failed sync the kernel may
+    /// have dropped the data, so the writer refuses further appends.
     pub fn sync(&mut self) -> io::Result<()> {
-        self.file.sync_data()
+        self.usable()?;
+        self.file.sync_data().inspect_err(|e| {
+            self.broken = Some(format!("a sync failed ({e})"));
+        })
     }
+
+    fn usable(&self) -> io::Result<()> {
+        match &self.broken {
+            None => Ok(()),
+            Some(why) => Err(io::Error::other(format!(
+                "{why}; nothing more is written to {} in this process. `paddock resume` repairs it",
+                self.path.display()
+            ))),
+        }
+    }
+}
+
+fn stamp(seq: u64, body: Body) -> Event {
+    Event {
+        seq,
+        ts_ms: now_ms(),
+        body,
+    }
+}
+
+fn line_of(event: &Event) -> io::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(event).map_err(io::Error::other)?;
+    line.push(b'\n');
+    Ok(line)
 }
 
 fn now_ms() -> u64 {
@@ -84,109 +172,40 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// A log as read from disk.
-#[derive(Debug)]
-pub struct LogRead {
-    pub events: Vec<Event>,
-    /// Bytes up to the end of the last whole event.
-    pub good_len: u64,
-    /// A last line that was cut short by a crash (no newline, or not a whole event).
-    pub torn: Option<String>,
-}
-
-/// A log that cannot be trusted: a line in the middle is not an event.
-#[derive(Debug, thiserror::Error)]
-pub enum LogError {
-    #[error("cannot read session log {path}: {source}")]
-    Io { path: String, source: io::Error },
-    #[error(
-        "{path}:{line}: not a paddock event ({problem}); the log is damaged before its last line, so paddock will not guess. Inspect it, or start a new session"
-    )]
-    Damaged {
-        path: String,
-        line: usize,
-        problem: String,
-    },
-    #[error("{path}: the log is empty or does not start with session/start")]
-    NoStart { path: String },
-}
-
-/// Reads every event. Only the last line may be torn (a crash mid-write); it is reported in
-/// `torn` and excluded. Any other bad line is an error with its line number.
-pub fn read_log(path: &Path) -> Result<LogRead, LogError> {
-    let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| LogError::Io {
-        path: shown.clone(),
-        source,
-    })?;
-    let mut events = Vec::new();
-    let mut good_len = 0u64;
-    let mut torn = None;
-    let mut rest = &bytes[..];
-    let mut line_no = 0;
-    while !rest.is_empty() {
-        line_no += 1;
-        let (line, complete, used) = match memchr_newline(rest) {
-            Some(at) => (&rest[..at], true, at + 1),
-            None => (rest, false, rest.len()),
-        };
-        rest = &rest[used..];
-        let is_last = rest.is_empty();
-        match serde_json::from_slice::<Event>(line) {
-            Ok(event) if complete => {
-                events.push(event);
-                good_len += used as u64;
-            }
-            parsed => {
-                if is_last {
-                    torn = Some(String::from_utf8_lossy(line).into_owned());
-                } else {
-                    let problem = match parsed {
-                        Err(e) => e.to_string(),
-                        Ok(_) => "no line end".into(),
-                    };
-                    return Err(LogError::Damaged {
-                        path: shown,
-                        line: line_no,
-                        problem,
-                    });
-                }
-            }
+/// The crash harness's hook (see the module doc); does nothing unless the variable is set.
+fn crash_point(file: &mut File, line: &[u8]) {
+    static APPENDS: AtomicU64 = AtomicU64::new(0);
+    static AT: std::sync::OnceLock<Option<(u64, String)>> = std::sync::OnceLock::new();
+    let Some((at, how)) = AT.get_or_init(|| {
+        let spec = std::env::var("PADDOCK_CRASH_AT_APPEND").ok()?;
+        let (n, how) = spec.split_once(':').unwrap_or((&spec, "before"));
+        Some((n.parse().ok()?, how.to_string()))
+    }) else {
+        return;
+    };
+    if APPENDS.fetch_add(1, Ordering::SeqCst) + 1 != *at {
+        return;
+    }
+    match how.as_str() {
+        "torn" => {
+            let _ = file.write_all(&line[..line.len() / 2]);
         }
+        "after" => {
+            let _ = file.write_all(line);
+        }
+        _ => {}
     }
-    if !matches!(events.first().map(|e| &e.body), Some(Body::SessionStart(_))) {
-        return Err(LogError::NoStart { path: shown });
-    }
-    Ok(LogRead {
-        events,
-        good_len,
-        torn,
-    })
-}
-
-fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    std::process::abort();
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::event::{SessionStart, Source};
+    use crate::log::event::Source;
+    use crate::log::read::read_log;
 
     fn start() -> Body {
-        Body::SessionStart(Box::new(SessionStart {
-            session: "s".into(),
-            preset: "default".into(),
-            preset_origin: "<embedded>".into(),
-            preset_text: String::new(),
-            preset_from: None,
-            preset_sha256: None,
-            cwd: "/".into(),
-            plugins: Vec::new(),
-            model: "m".into(),
-            model_config: None,
-            system: String::new(),
-        }))
+        crate::log::event::test_start()
     }
 
     fn user(text: &str) -> Body {
@@ -200,8 +219,8 @@ mod tests {
     fn events_round_trip_with_sequence_numbers() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("events.jsonl");
-        let mut log = LogWriter::create(&path).unwrap();
-        log.append(start()).unwrap();
+        let (mut log, first) = LogWriter::start(&path, start()).unwrap();
+        assert_eq!(first.seq, 1);
         log.append(user("hi")).unwrap();
         log.sync().unwrap();
         let read = read_log(&path).unwrap();
@@ -211,14 +230,18 @@ mod tests {
         assert!(read.torn.is_none());
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains(r#""type":"user/message""#), "{text}");
+        assert!(
+            !path.with_extension("jsonl.new").exists(),
+            "the start was renamed into place"
+        );
+        assert!(LogWriter::start(&path, start()).is_err(), "never clobbers");
     }
 
     #[test]
     fn a_torn_last_line_is_dropped_and_truncated_on_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("events.jsonl");
-        let mut log = LogWriter::create(&path).unwrap();
-        log.append(start()).unwrap();
+        let (mut log, _) = LogWriter::start(&path, start()).unwrap();
         log.append(user("kept")).unwrap();
         drop(log);
         let whole = std::fs::metadata(&path).unwrap().len();
@@ -238,27 +261,19 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_line_in_the_middle_is_an_error_with_its_line_number() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("events.jsonl");
-        let line = |seq, body| {
-            serde_json::to_string(&Event {
-                seq,
-                ts_ms: 1,
-                body,
-            })
-            .unwrap()
+    fn a_failed_append_leaves_only_whole_lines_and_the_next_append_follows_them() {
+        // /dev/full fails every write with ENOSPC: the kernel's own "disk full".
+        let Ok(full) = OpenOptions::new().append(true).open("/dev/full") else {
+            eprintln!("skipped: no /dev/full here");
+            return;
         };
-        let text = format!(
-            "{}\ngarbage\n{}\n",
-            line(1, start()),
-            line(2, user("later"))
-        );
-        std::fs::write(&path, text).unwrap();
-        let error = read_log(&path).unwrap_err().to_string();
-        assert!(
-            error.contains("events.jsonl:2: not a paddock event"),
-            "{error}"
-        );
+        let mut log = LogWriter::over(full, Path::new("/dev/full"), 7, 0);
+        let error = log.append(user("lost")).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::ENOSPC), "{error}");
+        // Cutting /dev/full back is not possible either: the writer now refuses to go on
+        // rather than write after what may be half a line.
+        let refused = log.append(user("later")).unwrap_err().to_string();
+        assert!(refused.contains("paddock resume"), "{refused}");
+        assert_eq!(log.next_seq, 7, "no sequence number was used up");
     }
 }

@@ -77,6 +77,7 @@ mounts = [{{ host = ".", guest = "/workspace", mode = "rw" }}]
             max_parallel,
             events: Some(tx),
             on_start: None,
+            on_end: None,
         };
         (scheduler, rx)
     }

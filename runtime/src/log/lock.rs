@@ -1,0 +1,162 @@
+//! The session lock (L6): a session has one writer. Every process that appends to a session's
+//! log (`run` and `chat` from its creation, `resume` before it reads the log for recovery)
+//! first takes an exclusive `flock` on the session's `lock` file and holds it until it exits.
+//! A second process is refused at once with the holder's pid, or waits when asked to.
+//!
+//! `flock` belongs to the open file: the kernel releases it when the holder exits, however it
+//! dies (a `kill -9` included), so a crashed session is never locked out. The file is opened
+//! close-on-exec, so programs a tool starts never inherit the lock.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// The lock file's name inside a session directory.
+pub const LOCK_FILE: &str = "lock";
+
+/// An exclusive hold on one session; released when dropped (or when the process ends).
+#[derive(Debug)]
+pub struct SessionLock {
+    // Kept open: closing the file releases the lock.
+    _file: File,
+    path: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error(
+        "session {session} is in use by another paddock process ({holder}); a session has one writer. Wait for that process to end or stop it, or pass --wait to wait for it"
+    )]
+    Held { session: String, holder: String },
+    #[error("cannot lock session {path}: {source}")]
+    Io { path: String, source: io::Error },
+}
+
+/// Whether to wait for a lock another process holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    No,
+    Yes,
+}
+
+impl SessionLock {
+    /// Takes the lock of the session in `dir` (created if missing), and records this
+    /// process's pid in it for whoever is refused next.
+    pub fn acquire(dir: &Path, wait: Wait) -> Result<SessionLock, LockError> {
+        let path = dir.join(LOCK_FILE);
+        let io_error = |source| LockError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        // Private, as the log's own directory is (it holds every tool result).
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(io_error)?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io_error)?;
+        if let Err(e) = flock(&file, libc::LOCK_EX | libc::LOCK_NB) {
+            if e.kind() != io::ErrorKind::WouldBlock {
+                return Err(io_error(e));
+            }
+            if wait == Wait::No {
+                return Err(LockError::Held {
+                    session: dir
+                        .file_name()
+                        .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into()),
+                    holder: holder(&mut file),
+                });
+            }
+            flock(&file, libc::LOCK_EX).map_err(io_error)?;
+        }
+        let pid = std::process::id().to_string();
+        file.set_len(0)
+            .and_then(|()| file.rewind())
+            .and_then(|()| file.write_all(pid.as_bytes()))
+            .map_err(io_error)?;
+        Ok(SessionLock { _file: file, path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Who holds the lock, as its lock file says. The holder writes its pid just after taking the
+/// lock, so a contender that reads in between finds nothing.
+fn holder(file: &mut File) -> String {
+    let mut text = String::new();
+    let _ = file.rewind().and_then(|()| file.read_to_string(&mut text));
+    match text.trim().parse::<u32>() {
+        Ok(pid) => format!("pid {pid}"),
+        Err(_) => "pid not yet recorded".into(),
+    }
+}
+
+fn flock(file: &File, operation: libc::c_int) -> io::Result<()> {
+    loop {
+        // SAFETY: the descriptor is open for the duration of the call (borrowed from `file`);
+        // flock has no other precondition.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), operation) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_holder_is_refused_with_the_pid_and_admitted_after_release() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join("s1");
+        let first = SessionLock::acquire(&session, Wait::No).unwrap();
+        // flock conflicts between open file descriptions, even within one process.
+        let refused = SessionLock::acquire(&session, Wait::No).unwrap_err();
+        let said = refused.to_string();
+        assert!(
+            said.contains(&format!("pid {}", std::process::id())) && said.contains("--wait"),
+            "{said}"
+        );
+        assert!(said.contains("session s1"), "{said}");
+        drop(first);
+        let again = SessionLock::acquire(&session, Wait::No).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(again.path()).unwrap(),
+            std::process::id().to_string()
+        );
+    }
+
+    #[test]
+    fn a_waiting_holder_gets_the_lock_when_it_is_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join("s2");
+        let first = SessionLock::acquire(&session, Wait::No).unwrap();
+        let waiter = {
+            let session = session.clone();
+            std::thread::spawn(move || SessionLock::acquire(&session, Wait::Yes).is_ok())
+        };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !waiter.is_finished(),
+            "the waiter waits while the lock is held"
+        );
+        drop(first);
+        assert!(waiter.join().unwrap());
+    }
+}
