@@ -1,4 +1,5 @@
-//! edit_file: replace one exact occurrence of a string (or all, when asked).
+//! edit_file: replace one exact occurrence of a string (or all, when asked), writing the file
+//! atomically (L7: see `atomic`).
 
 use paddock_sdk::{Output, Spec, Tool, ToolError, resolve};
 use schemars::JsonSchema;
@@ -63,7 +64,9 @@ impl Tool for EditFile {
                 format!("{}: {}", self.path, e.message(&self.old_string)),
             )
         })?;
-        std::fs::write(&path, updated).map_err(|e| ToolError::io(&self.path, &e))?;
+        // Temp file + rename: a crash leaves the old content or the new (L7).
+        crate::atomic::replace(&path, updated.as_bytes())
+            .map_err(|e| ToolError::io(&self.path, &e))?;
         let what = if count == 1 {
             "1 occurrence".to_string()
         } else {

@@ -2,6 +2,7 @@
 //! Paths are guest paths; relative ones are relative to `/workspace`. The sandbox keeps every
 //! path inside its mount; this plugin adds no checks of its own and trusts none of its own.
 
+mod atomic;
 mod edit;
 mod lines;
 mod list;

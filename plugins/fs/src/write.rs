@@ -1,4 +1,4 @@
-//! write_file: create or overwrite a whole file.
+//! write_file: create or overwrite a whole file, atomically (L7: see `atomic`).
 
 use paddock_sdk::{Output, Spec, Tool, ToolError, resolve};
 use schemars::JsonSchema;
@@ -37,7 +37,8 @@ impl Tool for WriteFile {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| ToolError::io(&self.path, &e))?;
         }
-        std::fs::write(&path, self.content.as_bytes())
+        // Temp file + rename: a crash leaves the old content or the new (L7).
+        crate::atomic::replace(&path, self.content.as_bytes())
             .map_err(|e| ToolError::io(&self.path, &e))?;
         let verb = if existed { "overwrote" } else { "created" };
         Ok(Output::text(format!(
