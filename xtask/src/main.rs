@@ -8,6 +8,9 @@
 //! - `fuzz [SECONDS]`: run every cargo-fuzz target in `fuzz/` for SECONDS each (default 60) on
 //!   its committed corpus, with `RUSTC_BOOTSTRAP=1` so a stable toolchain will do; needs
 //!   `cargo install cargo-fuzz`. New inputs go to `fuzz/corpus/new/TARGET` (not committed).
+//! - `crash N [SEED]`: build paddock and the crash harness, run N crash trials (kill, resume,
+//!   check from the outside); it ends with `CRASH trials=.. double_exec=.. ...`. Not part of
+//!   `test`, which runs a 20-trial version (`tests/tests/crash.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -29,9 +32,11 @@ fn main() -> ExitCode {
         ["demo"] => build_plugins().and_then(|()| demo()),
         ["fuzz"] => fuzz("60"),
         ["fuzz", seconds] => fuzz(seconds),
+        ["crash", n] => build_plugins().and_then(|()| crash(n, None)),
+        ["crash", n, seed] => build_plugins().and_then(|()| crash(n, Some(seed))),
         _ => Err(format!(
             "usage: cargo xtask build-plugins | test [-- cargo test args] | bench NAME | demo \
-             | fuzz [SECONDS]\n\
+             | fuzz [SECONDS] | crash N [SEED]\n\
              benchmarks: {}",
             BENCHES.join(", ")
         )),
@@ -209,6 +214,31 @@ fn demo() -> Result<(), String> {
     } else {
         Err(format!("the session did not complete ({status})"))
     }
+}
+
+/// The crash harness (`paddock-tests`' `crash-harness` binary) against a debug `paddock`.
+fn crash(trials: &str, seed: Option<&str>) -> Result<(), String> {
+    if trials.parse::<usize>().is_err() {
+        return Err(format!("crash N: N is a number of trials, not `{trials}`"));
+    }
+    let mut build = cargo();
+    build.args([
+        "build",
+        "-p",
+        "paddock",
+        "-p",
+        "paddock-tests",
+        "--bin",
+        "paddock",
+        "--bin",
+        "crash-harness",
+    ]);
+    run(build)?;
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
+    let mut harness = Command::new(target.join("debug/crash-harness"));
+    harness.arg(trials).args(seed);
+    run(harness)
 }
 
 fn shell_quote(arg: &str) -> String {

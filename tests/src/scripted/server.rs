@@ -37,6 +37,8 @@ struct State {
     quirks: Quirks,
     steps: Mutex<VecDeque<Step>>,
     requests: Mutex<Vec<RecordedRequest>>,
+    /// Answer by history (see `start_by_history`) instead of in order.
+    by_history: bool,
 }
 
 /// A running scripted server; it stops when dropped.
@@ -49,17 +51,33 @@ pub struct ScriptedServer {
 impl ScriptedServer {
     /// Binds 127.0.0.1 on an ephemeral port and serves `script` from the current Tokio runtime.
     pub async fn start(script: Script) -> std::io::Result<ScriptedServer> {
-        ScriptedServer::start_with(script, Quirks::default()).await
+        ScriptedServer::serve(script, Quirks::default(), false).await
     }
 
     /// Like `start`, imitating a real server's `quirks`.
     pub async fn start_with(script: Script, quirks: Quirks) -> std::io::Result<ScriptedServer> {
+        ScriptedServer::serve(script, quirks, false).await
+    }
+
+    /// Like `start`, but a request is answered with the step whose index is the number of
+    /// assistant messages in its history, and steps are never used up: a client that crashed
+    /// and resumed gets the reply that follows the history it sends (the crash harness).
+    pub async fn start_by_history(script: Script) -> std::io::Result<ScriptedServer> {
+        ScriptedServer::serve(script, Quirks::default(), true).await
+    }
+
+    async fn serve(
+        script: Script,
+        quirks: Quirks,
+        by_history: bool,
+    ) -> std::io::Result<ScriptedServer> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let state = Arc::new(State {
             quirks,
             steps: Mutex::new(script.steps.into()),
             requests: Mutex::default(),
+            by_history,
         });
         let shared = Arc::clone(&state);
         let accept = tokio::spawn(async move {
@@ -103,6 +121,11 @@ impl ScriptedServer {
         lock(&self.state.requests).clone()
     }
 
+    /// Every request received so far, in order, forgetting them (long runs stay small).
+    pub fn take_requests(&self) -> Vec<RecordedRequest> {
+        std::mem::take(&mut *lock(&self.state.requests))
+    }
+
     /// Steps not yet used.
     pub fn remaining_steps(&self) -> usize {
         lock(&self.state.steps).len()
@@ -136,6 +159,9 @@ async fn answer(state: &State, request: Request<Incoming>) -> Response<Body> {
         Err(e) => return plain(400, &format!("scripted server: unreadable body: {e}")),
     };
     let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let replied = body["messages"].as_array().map_or(0, |messages| {
+        messages.iter().filter(|m| m["role"] == "assistant").count()
+    });
     let model = body["model"]
         .as_str()
         .unwrap_or("scripted-model")
@@ -157,7 +183,12 @@ async fn answer(state: &State, request: Request<Incoming>) -> Response<Body> {
     } else {
         return plain(404, &format!("scripted server: no endpoint {path}"));
     };
-    let Some(step) = lock(&state.steps).pop_front() else {
+    let next = if state.by_history {
+        lock(&state.steps).get(replied).cloned()
+    } else {
+        lock(&state.steps).pop_front()
+    };
+    let Some(step) = next else {
         return plain(
             400,
             "scripted server: the script has no step left for this request",
