@@ -212,3 +212,45 @@ async fn without_a_terminal_a_question_is_a_deny_at_once() {
         "no question was put to a pipe"
     );
 }
+
+/// In chat, standard input belongs to the chat: on a terminal the next typed line answers, and
+/// an `a` holds for the later turns of the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_chat_on_a_terminal_the_next_line_answers_and_always_lasts_the_session() {
+    let project = Project::new(&[("a.txt", "alpha\n")]);
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            call_step("c1", "read_file", r#"{"path": "a.txt"}"#),
+            Step::Reply(Turn::text(&["first answer"])),
+            call_step("c2", "read_file", r#"{"path": "a.txt"}"#),
+            Step::Reply(Turn::text(&["second answer"])),
+        ],
+    })
+    .await
+    .unwrap();
+    let preset = asking_preset(&project);
+    let url = server.openai_base_url();
+    let args = [
+        "chat",
+        "--preset",
+        &preset,
+        "--base-url",
+        &url,
+        "--model",
+        "scripted",
+    ];
+    let mut pty = Pty::spawn(project.command(&args)).unwrap();
+    pty.expect("> ");
+    pty.type_line("read a.txt");
+    pty.expect(QUESTION);
+    pty.type_line("a");
+    pty.expect("first answer");
+    pty.type_line("read it again");
+    pty.expect("second answer");
+    pty.end_input();
+    pty.wait(LONG);
+    assert_eq!(pty.text().matches(QUESTION).count(), 1, "{}", pty.text());
+    let events = project.events(&project.only_session());
+    let codes: Vec<Option<String>> = results(&events).into_iter().map(|r| r.1).collect();
+    assert_eq!(codes, [None, None], "{}", pty.text());
+}

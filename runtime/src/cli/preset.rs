@@ -106,7 +106,7 @@ pub async fn run(cmd: PresetCommand) -> Exit {
 }
 
 fn resolve(env: &Env, name: &str) -> Result<ResolvedPreset, String> {
-    let project = super::trust::project_trusted(env);
+    let project = super::trust::project_trusted_for(env, name);
     let file = preset::find(name, &env.cwd, project)
         .and_then(|source| source.parse())
         .map_err(|e| e.to_string())?;

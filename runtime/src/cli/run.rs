@@ -77,7 +77,7 @@ pub(super) async fn start_session(
     approver: Box<dyn Approver>,
 ) -> Result<Started, Exit> {
     let env = Env::open().map_err(|e| fail(&format!("{e:#}")))?;
-    let project = super::trust::project_trusted(&env);
+    let project = super::trust::project_trusted_for(&env, &args.preset);
     let source = preset::find(&args.preset, &env.cwd, project).map_err(|e| fail(&e.to_string()))?;
     let file = source.parse().map_err(|e| fail(&e.to_string()))?;
     let model_config = choose_model(args, file.model.clone()).map_err(|m| fail(&m))?;

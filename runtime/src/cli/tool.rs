@@ -152,7 +152,7 @@ impl Loaded {
 
 async fn load(preset_name: &str, mounts: &[String]) -> Result<Loaded, (String, String)> {
     let env = Env::open().map_err(|e| ("HOST_ERROR".to_string(), format!("{e:#}")))?;
-    let project = super::trust::project_trusted(&env);
+    let project = super::trust::project_trusted_for(&env, preset_name);
     let file = preset::find(preset_name, &env.cwd, project)
         .and_then(|source| source.parse())
         .map_err(|e| ("USAGE_ERROR".to_string(), e.to_string()))?;

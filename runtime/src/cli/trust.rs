@@ -81,6 +81,15 @@ fn describe(config: &ProjectConfig) {
     }
 }
 
+/// `project_trusted` when `preset` is a name to look up; a path never needs the project's
+/// directory, so nothing is asked.
+pub(crate) fn project_trusted_for(env: &Env, preset: &str) -> bool {
+    if preset.contains('/') || preset.ends_with(".toml") {
+        return false;
+    }
+    project_trusted(env)
+}
+
 /// Whether this command may use the working directory's project presets. Trusted: yes. Not
 /// (or no longer) trusted: asks when standard input and standard error are a terminal, and
 /// otherwise (or on a no) reports in one line on standard error what it ignores and how to

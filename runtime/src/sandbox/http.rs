@@ -186,7 +186,38 @@ fn clip(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::allows;
+    use super::*;
+
+    /// A plugin may not pick another virtual host than the allowed one: no connection is made.
+    #[tokio::test]
+    async fn a_host_header_is_refused_before_any_connection() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let call = HttpCall {
+            plugin: "p".into(),
+            grant: Some(HttpGrant {
+                allow: vec![format!("http://127.0.0.1:{port}")],
+                timeout: Duration::from_secs(5),
+                max_response_bytes: 1024,
+            }),
+            deadline: Instant::now() + Duration::from_secs(5),
+            cancel: CancellationToken::new(),
+        };
+        let req = http::Request {
+            method: "GET".into(),
+            url: format!("http://127.0.0.1:{port}/"),
+            headers: vec![("HOST".into(), "metadata.internal".into())],
+            body: None,
+            timeout_ms: None,
+        };
+        let err = fetch(call, req).await.unwrap_err();
+        assert!(err.contains("header `HOST` is refused"), "{err}");
+        assert_eq!(
+            listener.accept().unwrap_err().kind(),
+            std::io::ErrorKind::WouldBlock
+        );
+    }
 
     #[test]
     fn entries_match_host_scheme_and_port() {
