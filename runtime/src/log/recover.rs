@@ -6,12 +6,14 @@
 //! - a started call without a result is run again only when its tool is idempotent *and* no
 //!   later call that touches the same paths has started (running it again could undo that
 //!   call's effect, or read what it wrote); otherwise it is answered `OUTCOME_UNKNOWN`;
-//! - an open turn gets an `interrupted` end.
+//! - an open turn gets an `interrupted` end, or a `completed` one when the log ends with the
+//!   model's committed final answer (only the turn's end was lost: asking again would only
+//!   repeat the answer).
 
 use std::collections::{HashMap, HashSet};
 
 use super::event::{Body, Event, StopReason, Touches};
-use crate::model::ToolCall;
+use crate::model::{Outcome, ToolCall};
 
 /// One thing recovery does, in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,7 +55,14 @@ pub fn recover(events: &[Event]) -> Recovery {
     // across responses ("call_0" every time) cannot make one call's result answer another.
     let mut segments: Vec<Segment> = Vec::new();
     let mut open_turn = false;
+    let mut answered = false;
     for event in events {
+        // Does the log end with a committed final answer (and what is said about its stream)?
+        answered = match &event.body {
+            Body::AssistantMessage { outcome, .. } => *outcome == Outcome::Completed,
+            Body::StreamAnomaly { .. } => answered,
+            _ => false,
+        };
         match &event.body {
             Body::AssistantMessage { tool_calls, .. } => segments.push(Segment {
                 calls: tool_calls,
@@ -144,7 +153,15 @@ pub fn recover(events: &[Event]) -> Recovery {
             )));
         }
     }
-    if open_turn {
+    if open_turn && answered {
+        recovery.steps.push(Settle::Append(Body::TurnEnd {
+            reason: StopReason::Completed,
+            detail: Some(
+                "paddock stopped after the model's final answer was committed; recorded on resume"
+                    .into(),
+            ),
+        }));
+    } else if open_turn {
         recovery.steps.push(Settle::Append(Body::TurnEnd {
             reason: StopReason::Interrupted,
             detail: Some(
@@ -169,7 +186,7 @@ fn answer(id: &str, code: &str, message: String) -> Body {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Finish, Outcome};
+    use crate::model::Finish;
 
     fn events(bodies: Vec<Body>) -> Vec<Event> {
         bodies
@@ -372,6 +389,41 @@ mod tests {
         assert_eq!(
             steps(&recover(&log)),
             pairs(&[("call_0", "NOT_EXECUTED"), ("turn", "interrupted")])
+        );
+    }
+
+    #[test]
+    fn a_turn_that_lost_only_its_end_after_the_final_answer_is_completed() {
+        let answer = Body::AssistantMessage {
+            attempt: "a2".into(),
+            text: "done".into(),
+            tool_calls: Vec::new(),
+            finish: Finish::Stop,
+            outcome: Outcome::Completed,
+            usage: None,
+            cost_usd: None,
+        };
+        let log = events(vec![
+            Body::TurnStart { turn: 1 },
+            assistant(&[("c1", "read_file")]),
+            queued("c1", true),
+            start("c1"),
+            result("c1"),
+            answer,
+        ]);
+        assert_eq!(steps(&recover(&log)), pairs(&[("turn", "completed")]));
+        let mut asked_again = log.clone();
+        asked_again.push(Event {
+            seq: 7,
+            ts_ms: 0,
+            body: Body::AttemptStart {
+                attempt: "a3".into(),
+                number: 1,
+            },
+        });
+        assert_eq!(
+            steps(&recover(&asked_again)),
+            pairs(&[("turn", "interrupted")])
         );
     }
 
