@@ -44,9 +44,10 @@ async fn main() -> ExitCode {
     let started = std::time::Instant::now();
     let report = harness.run(trials, seed).await;
     eprintln!(
-        "crash-harness: {:.0?}; crash point not reached in {} trials",
+        "crash-harness: {:.0?}; crash point not reached in {} trials; {} temporary file(s) left beside their targets by killed writes",
         started.elapsed(),
-        report.not_crashed
+        report.not_crashed,
+        report.leftover_temps
     );
     println!("{report}");
     if report.clean() {

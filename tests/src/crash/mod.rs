@@ -37,6 +37,8 @@ pub struct Report {
     pub unrecoverable: usize,
     /// Trials where the chosen crash point was never reached (the run ended first).
     pub not_crashed: usize,
+    /// Temporary files a killed write left beside its target (litter, not damage).
+    pub leftover_temps: usize,
 }
 
 impl Report {
@@ -178,6 +180,7 @@ impl Harness {
             report.out_of_order += found.out_of_order;
             report.unrecoverable += found.unrecoverable;
             report.not_crashed += found.not_crashed;
+            report.leftover_temps += found.leftover_temps;
         }
         report
     }

@@ -163,6 +163,14 @@ pub fn check(
             found.torn_files = 1;
         }
     }
+    found.leftover_temps = std::fs::read_dir(&work)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().contains(".paddock-"))
+                .count()
+        })
+        .unwrap_or(0);
     // The session finished, and its log is whole and settled.
     let Some(log) = log else {
         found.unrecoverable = 1;
