@@ -1,13 +1,12 @@
 //! Assembles an Anthropic Messages stream (`stream: true`) into an assistant message.
 //!
-//! SPEC V2 and M1. Follows the event sequence `message_start`, `content_block_start`/`_delta`/
-//! `_stop`, `message_delta`, `message_stop`, and survives: `ping`, an empty `partial_json`
-//! (`{}`), a repeated `message_start` for the same message (ignored; another message's start is
-//! a protocol error and the attempt fails, issue 11), deltas for a block that never started (the
-//! block is created) or already stopped (ignored), error events mid-stream, a missing
-//! `message_stop`, and the stop reasons `max_tokens`, `refusal` and `tool_use`. A body with no
-//! event of this API (another API's events, data that is not JSON) is a protocol error naming
-//! what arrived.
+//! SPEC V2 and M1. Follows `message_start`, `content_block_start`/`_delta`/`_stop`,
+//! `message_delta`, `message_stop`, and survives: `ping`, an empty `partial_json` (`{}`), a
+//! repeated `message_start` of the same message (ignored; another message's start is a protocol
+//! error, issue 11), deltas for a block that never started (created) or already stopped
+//! (ignored), error events mid-stream, a missing `message_stop`, and the stop reasons
+//! `max_tokens`, `refusal` and `tool_use`. A body with no event of this API (another API's
+//! events, data that is not JSON) is a protocol error naming what arrived.
 
 use super::calls::Fragment;
 use super::draft::Draft;
@@ -105,8 +104,16 @@ struct BlockState {
     stopped: bool,
 }
 
-/// The wire format's name in errors.
+/// The wire format's name in errors, and its events besides `ping` and `error`.
 const WIRE: &str = "Anthropic Messages";
+const KNOWN_EVENTS: [&str; 6] = [
+    "message_start",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "message_delta",
+    "message_stop",
+];
 
 pub struct AnthropicAssembler {
     draft: Draft,
@@ -115,7 +122,7 @@ pub struct AnthropicAssembler {
     usage: WireUsage,
     saw_usage: bool,
     saw_start: bool,
-    /// The id of the message this stream is about (its first `message_start`).
+    /// The id in the first `message_start`: the message this stream is about.
     message_id: Option<String>,
     saw_event: bool,
     saw_stop: bool,
@@ -236,9 +243,8 @@ impl AnthropicAssembler {
         }
     }
 
-    /// A second `message_start`: the same message repeated is ignored (its usage too: usage
-    /// belongs to the message kept); another message's start inside this one is a spliced
-    /// retry, and nothing from this response may run (issue 11, item 5).
+    /// A second `message_start`: the same message is ignored, usage too (it belongs to the kept
+    /// one); another message's start is a spliced retry: nothing of this response may run.
     fn on_repeated_start(&mut self, id: Option<String>) -> Result<(), ModelError> {
         match (&self.message_id, id) {
             (Some(first), Some(second)) if *first != second => Err(ModelError::Protocol {
@@ -306,15 +312,7 @@ impl WireAssembler for AnthropicAssembler {
             }
             _ => {}
         }
-        let known = [
-            "message_start",
-            "content_block_start",
-            "content_block_delta",
-            "content_block_stop",
-            "message_delta",
-            "message_stop",
-        ];
-        if !known.contains(&kind) {
+        if !KNOWN_EVENTS.contains(&kind) {
             self.draft
                 .note(Diagnostic::UnknownEvent { name: sample(kind) });
             self.draft.note_unrecognized(data);
