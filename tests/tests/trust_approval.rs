@@ -98,7 +98,9 @@ async fn on_a_terminal_y_runs_once_a_approves_the_pattern_and_n_sends_a_reason()
         "c3 was not asked about"
     );
     let events = project.events(&project.only_session());
-    let results = results(&events);
+    // Results are logged as each call ends: c2 and c3 (parallel) in either order.
+    let mut results = results(&events);
+    results.sort();
     let codes: Vec<(&str, Option<&str>)> = results
         .iter()
         .map(|(id, code, _)| (id.as_str(), code.as_deref()))
@@ -120,6 +122,32 @@ async fn on_a_terminal_y_runs_once_a_approves_the_pattern_and_n_sends_a_reason()
         results[3].2
     );
     assert_eq!(last_stop(&events), "denied");
+    let mut approvals: Vec<(String, Option<String>)> = events
+        .iter()
+        .filter(|e| e["type"] == "tool/result")
+        .map(|e| {
+            let d = &e["data"];
+            (
+                d["id"].as_str().unwrap().to_string(),
+                d["approval"].as_str().map(str::to_string),
+            )
+        })
+        .collect();
+    approvals.sort();
+    let approvals: Vec<Option<String>> = approvals.into_iter().map(|(_, a)| a).collect();
+    // c2 and c3 ran in parallel: whichever was asked got the `a`, the other was covered.
+    let mut parallel = vec![approvals[1].clone(), approvals[2].clone()];
+    parallel.sort();
+    assert_eq!(approvals[0].as_deref(), Some("once"), "{approvals:?}");
+    assert_eq!(
+        parallel,
+        [
+            Some("always (earlier): read_file *".to_string()),
+            Some("always: read_file *".to_string())
+        ],
+        "every answer is in the log: {approvals:?}"
+    );
+    assert_eq!(approvals[3], None, "the no is the DECLINED result");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -186,6 +186,7 @@ impl Agent<'_> {
                     .filter_map(|repair| serde_json::to_value(repair).ok())
                     .collect()
             }),
+            approval: record.and_then(|r| r.approval.clone()),
         })?;
         self.observer.result(call);
         Ok(())

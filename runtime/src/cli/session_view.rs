@@ -284,6 +284,15 @@ fn describe(body: &Body) -> (&'static str, String) {
             ),
         ),
         Body::ToolStart { id } => ("tool/start", id.clone()),
+        Body::ToolResult {
+            id,
+            content,
+            approval: Some(how),
+            ..
+        } => (
+            "tool/result",
+            format!("{id}: {} (approved: {how})", short(content)),
+        ),
         Body::ToolResult { id, content, .. } => {
             ("tool/result", format!("{id}: {}", short(content)))
         }

@@ -57,6 +57,12 @@ pub struct Outcome {
 pub trait CallGate: Send + Sync {
     async fn before(&self, call: GateCall<'_>) -> Admission;
     async fn after(&self, call: GateCall<'_>, result: ToolResult) -> Outcome;
+
+    /// How the user approved the call `before` just admitted, when a question was involved
+    /// (T2): taken once, and logged with the call's result.
+    fn approval(&self, _call_id: &str) -> Option<String> {
+        None
+    }
 }
 
 /// Lets every call through unchanged: no hooks, no approval.

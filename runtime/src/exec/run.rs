@@ -34,6 +34,8 @@ pub struct Executed {
     pub args: Option<serde_json::Value>,
     /// Context for the model added by hooks.
     pub context: Vec<String>,
+    /// How the user approved the call, when a question was involved (T2).
+    pub approval: Option<String>,
 }
 
 impl Executed {
@@ -43,6 +45,7 @@ impl Executed {
             report: None,
             args: None,
             context,
+            approval: None,
         }
     }
 }
@@ -109,6 +112,7 @@ async fn execute_unbounded(
         _ = cx.cancel.cancelled() => return Executed::refused(not_executed(), Vec::new()),
         admission = cx.gate.before(gate_call(cx, call_id, &entry.spec, &args)) => admission,
     };
+    let approval = cx.gate.approval(call_id);
     let (args, mut context) = match admission {
         Admission::Deny { reason, context } => {
             let error = ToolError::new(ErrorCode::Denied, format!("the call was denied: {reason}"));
@@ -183,6 +187,7 @@ async fn execute_unbounded(
         report: Some(report),
         args: Some(args),
         context,
+        approval,
     }
 }
 

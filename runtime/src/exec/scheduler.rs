@@ -80,6 +80,8 @@ pub struct CallRecord {
     pub result: ToolResult,
     /// Context for the model added by hooks.
     pub context: Vec<String>,
+    /// How the user approved it, when asked (T2).
+    pub approval: Option<String>,
     /// For a failure: back to the model, or the end of the turn (V5).
     pub disposition: Option<Disposition>,
 }
@@ -140,6 +142,7 @@ impl Scheduler<'_> {
                 args,
                 result,
                 context: Vec::new(),
+                approval: None,
                 disposition: None,
             };
             match (entry, &checked.args) {
@@ -228,6 +231,7 @@ impl Scheduler<'_> {
                         record.args = executed.args;
                         record.result = executed.result;
                         record.context = executed.context;
+                        record.approval = executed.approval;
                         self.ended(&record);
                         record
                     });

@@ -11,8 +11,13 @@ use crate::preset::ApprovalMode;
 use crate::sandbox::Permission;
 
 impl HookChain {
-    /// Approval by risk, combined with what the hooks said: the stricter wins.
-    async fn approve(&self, call: GateCall<'_>, verdict: &PreVerdict) -> Result<(), Refused> {
+    /// Approval by risk, combined with what the hooks said: the stricter wins. `Ok(Some(how))`
+    /// when the user approved it (now, or earlier with `a`), for the log.
+    async fn approve(
+        &self,
+        call: GateCall<'_>,
+        verdict: &PreVerdict,
+    ) -> Result<Option<String>, Refused> {
         let (mode, tier) = self.approval.mode(call.tool.meta.risk);
         let key = format!("approval.{tier}");
         if mode == ApprovalMode::Deny {
@@ -33,18 +38,18 @@ impl HookChain {
                 format!("the preset asks for {tier}-risk tools (`{key} = \"ask\"`)"),
                 key,
             ),
-            _ => return Ok(()),
+            _ => return Ok(None),
         };
         let pattern = Pattern::offered(&call.tool.name, call.args);
         // One question at a time, and the `always` list read after waiting for the previous
         // one: a parallel call that an `a` just covered is not asked about.
         let _asking = self.asking.lock().await;
-        if self
+        if let Some(earlier) = self
             .always()
             .iter()
-            .any(|p| p.matches(&call.tool.name, call.args))
+            .find(|p| p.matches(&call.tool.name, call.args))
         {
-            return Ok(());
+            return Ok(Some(format!("always (earlier): {}", earlier.shown())));
         }
         let lines = render_call(call.args).map_err(|reason| Refused {
             reason,
@@ -60,10 +65,20 @@ impl HookChain {
                 pattern: pattern.shown(),
             })
             .await?;
-        if always {
-            self.always().push(pattern);
+        if !always {
+            return Ok(Some("once".into()));
         }
-        Ok(())
+        let how = format!("always: {}", pattern.shown());
+        self.always().push(pattern);
+        Ok(Some(how))
+    }
+
+    fn approved_calls(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, String>> {
+        self.approved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn always(&self) -> std::sync::MutexGuard<'_, Vec<Pattern>> {
@@ -89,10 +104,15 @@ impl CallGate for HookChain {
             ..call
         };
         match self.approve(rewritten, &verdict).await {
-            Ok(()) => Admission::Allow {
-                args: verdict.args,
-                context: verdict.context,
-            },
+            Ok(approval) => {
+                if let Some(how) = approval {
+                    self.approved_calls().insert(call.call_id.to_string(), how);
+                }
+                Admission::Allow {
+                    args: verdict.args,
+                    context: verdict.context,
+                }
+            }
             Err(Refused {
                 reason,
                 by_user: true,
@@ -109,5 +129,9 @@ impl CallGate for HookChain {
 
     async fn after(&self, call: GateCall<'_>, result: ToolResult) -> Outcome {
         self.post_tool_use(call, result).await
+    }
+
+    fn approval(&self, call_id: &str) -> Option<String> {
+        self.approved_calls().remove(call_id)
     }
 }

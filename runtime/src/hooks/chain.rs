@@ -77,6 +77,8 @@ pub struct HookChain {
     pub(super) always: std::sync::Mutex<Vec<Pattern>>,
     /// Held while a question is open (`admit.rs`).
     pub(super) asking: tokio::sync::Mutex<()>,
+    /// How the user approved each admitted call, by call id, until the pipeline takes it.
+    pub(super) approved: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl HookChain {
@@ -106,6 +108,7 @@ impl HookChain {
             approval,
             always: std::sync::Mutex::new(Vec::new()),
             asking: tokio::sync::Mutex::new(()),
+            approved: std::sync::Mutex::new(std::collections::HashMap::new()),
         };
         for spec in &preset.hooks {
             let (index, hook) = (spec.index, spec.name.clone());

@@ -155,6 +155,7 @@ mod tests {
             code: None,
             args: None,
             repairs: Vec::new(),
+            approval: None,
         }
     }
 

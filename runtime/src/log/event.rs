@@ -99,6 +99,10 @@ pub enum Body {
         /// The repairs applied to the model's call, in order (V3).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         repairs: Vec<serde_json::Value>,
+        /// How the user approved the call when it was asked about (T2): `once`,
+        /// `always: PATTERN`, `always (earlier): PATTERN`. A no is the `DECLINED` result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval: Option<String>,
     },
     /// Input that arrived while the loop ran (I1), logged before it is acknowledged.
     #[serde(rename = "inbox/in")]

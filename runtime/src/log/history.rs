@@ -125,6 +125,7 @@ mod tests {
             code: None,
             args: None,
             repairs: Vec::new(),
+            approval: None,
         }
     }
 

@@ -180,6 +180,7 @@ fn answer(id: &str, code: &str, message: String) -> Body {
         code: Some(code.into()),
         args: None,
         repairs: Vec::new(),
+        approval: None,
     }
 }
 
@@ -248,6 +249,7 @@ mod tests {
             code: None,
             args: None,
             repairs: Vec::new(),
+            approval: None,
         }
     }
 
