@@ -11,6 +11,7 @@ mod run;
 mod session_view;
 mod style;
 mod tool;
+mod tool_print;
 mod trust;
 
 use std::path::PathBuf;

@@ -5,10 +5,9 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::style::{self, BOLD, DIM, RED, YELLOW, json_for_terminal, paint, sanitize};
+use super::style::{self, BOLD, DIM, RED, json_for_terminal, paint, sanitize};
 use super::{Env, Exit};
 use crate::calls::{AliasTable, Registry};
-use crate::contract::ToolResult;
 use crate::exec::{CallContext, Scheduler, SpillDir, parse_batch, records_json, run_call};
 use crate::hooks::{Approval, Approver, HookChain, TerminalApprover};
 use crate::preset::{self, ResolveContext, make_mount};
@@ -280,7 +279,7 @@ async fn call(name: &str, args: &str, mounts: &[String], preset_name: &str, json
     let cx = loaded.context();
     let call_id = format!("cli-{}", std::process::id());
     let executed = run_call(&cx, &call_id, name, args).await;
-    print_result(&executed.result, &executed.context, json)
+    super::tool_print::print_result(&executed.result, &executed.context, json)
 }
 
 /// Seconds, nanoseconds and the process id: unique enough for one user's commands.
@@ -341,69 +340,5 @@ async fn batch(
         Exit::Ok
     } else {
         Exit::Failed
-    }
-}
-
-fn print_result(result: &ToolResult, context: &[String], json: bool) -> Exit {
-    if !json {
-        // What hooks added for the model; the result itself goes to stdout below.
-        for line in context {
-            eprintln!(
-                "{}",
-                paint(style::color_enabled_stderr(), DIM, &sanitize(line))
-            );
-        }
-    }
-    match (result, json) {
-        (Ok(out), true) => {
-            let mut object = json!({"ok": true, "content": out.content, "truncated": out.truncated, "continuation": out.continuation});
-            with_context(&mut object, context);
-            println!("{}", json_for_terminal(&object.to_string()));
-            Exit::Ok
-        }
-        (Err(err), true) => {
-            let mut object = json!({"ok": false, "error": err});
-            with_context(&mut object, context);
-            println!("{}", json_for_terminal(&object.to_string()));
-            Exit::Failed
-        }
-        (Ok(out), false) => {
-            print!("{}", sanitize(&out.content));
-            if !out.content.ends_with('\n') {
-                println!();
-            }
-            if let (true, Some(next)) = (out.truncated, &out.continuation) {
-                eprintln!(
-                    "{}",
-                    paint(
-                        style::color_enabled_stderr(),
-                        YELLOW,
-                        &format!("(truncated; to continue: {})", sanitize(next))
-                    )
-                );
-            }
-            Exit::Ok
-        }
-        (Err(err), false) => {
-            let retry = if err.retryable { " (retryable)" } else { "" };
-            eprintln!(
-                "{} {}{retry}",
-                paint(
-                    style::color_enabled_stderr(),
-                    RED,
-                    &format!("error[{}]:", sanitize(err.code.as_str()))
-                ),
-                sanitize(&err.message)
-            );
-            Exit::Failed
-        }
-    }
-}
-
-/// Hook context joins the JSON object only when there is some, so the common shape stays
-/// `{"ok", "content", "truncated", "continuation"}` or `{"ok", "error"}`.
-fn with_context(object: &mut serde_json::Value, context: &[String]) {
-    if !context.is_empty() {
-        object["context"] = json!(context);
     }
 }
