@@ -117,6 +117,7 @@ async fn run() {
         host: data.clone(),
         guest: "/workspace".into(),
         mode: MountMode::Ro,
+        handle: None,
     }]);
     let read_args = r#"{"path":"one-mib.txt","limit":100000}"#;
     // Interleaved, one read_file then one std::fs::read, for the same reason as above.

@@ -47,6 +47,7 @@ pub fn grant(host: &Path, mode: MountMode) -> Grant {
             host: host.to_path_buf(),
             guest: "/workspace".into(),
             mode,
+            handle: None,
         }],
         capabilities: Vec::new(),
         limits: Limits {

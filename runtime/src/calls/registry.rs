@@ -94,11 +94,14 @@ impl Registry {
                         })));
                     }
                 };
+                // K5: the preset may raise a plugin's risk, never lower it.
+                let mut spec = spec.clone();
+                spec.meta.raise_risk(resolved.risk);
                 registry.order.push(spec.name.clone());
                 registry.tools.insert(
                     spec.name.clone(),
                     ToolEntry {
-                        spec: spec.clone(),
+                        spec,
                         plugin: plugin.clone(),
                         grant: resolved.grant.clone(),
                         budget,

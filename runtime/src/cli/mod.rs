@@ -79,6 +79,7 @@ pub(crate) struct Env {
 impl Env {
     fn open() -> anyhow::Result<Env> {
         let store = PluginStore::open(PluginStore::default_root());
+        store.make_private()?;
         let sandbox = Sandbox::new(store.cache_dir())?;
         let cwd = std::env::current_dir()?;
         Ok(Env {

@@ -77,6 +77,29 @@ impl RuntimeMeta {
     pub fn effective_risk(&self) -> Risk {
         self.risk.unwrap_or(Risk::High)
     }
+
+    /// What a tool says about itself may tighten policy, never loosen it (K5). A tool whose
+    /// component imports a host capability (`exec`, `http`) reaches beyond its mounts, so it
+    /// is never read-only (its mounts are not made read-only on its word, and it never skips
+    /// the hooks and approval a writer gets) and at least medium risk, whatever it declares.
+    pub fn floor_for_capabilities(&mut self, holds_capability: bool) {
+        if !holds_capability {
+            return;
+        }
+        if self.read_only == Some(true) {
+            self.read_only = Some(false);
+        }
+        if self.risk == Some(Risk::Low) {
+            self.risk = Some(Risk::Medium);
+        }
+    }
+
+    /// The preset's `risk` for a plugin raises its tools' risk, never lowers it (K5).
+    pub fn raise_risk(&mut self, floor: Option<Risk>) {
+        if let Some(floor) = floor {
+            self.risk = Some(self.effective_risk().max(floor));
+        }
+    }
 }
 
 /// One tool, as a plugin describes it.
@@ -111,6 +134,36 @@ mod tests {
         assert!(!meta.is_idempotent());
         assert!(!meta.is_cancellable());
         assert_eq!(meta.effective_risk(), Risk::High);
+    }
+
+    #[test]
+    fn capabilities_and_presets_only_tighten_self_declared_metadata() {
+        // K5: an exec/http tool claiming read-only and low risk is a medium-risk writer.
+        let claims = RuntimeMeta {
+            read_only: Some(true),
+            risk: Some(Risk::Low),
+            ..RuntimeMeta::default()
+        };
+        let mut meta = claims.clone();
+        meta.floor_for_capabilities(true);
+        assert!(!meta.is_read_only());
+        assert_eq!(meta.effective_risk(), Risk::Medium);
+        let mut plain = claims.clone();
+        plain.floor_for_capabilities(false);
+        assert_eq!(plain, claims);
+        let mut high = RuntimeMeta {
+            risk: Some(Risk::High),
+            ..RuntimeMeta::default()
+        };
+        high.floor_for_capabilities(true);
+        assert_eq!(high.effective_risk(), Risk::High);
+        // A preset raises, never lowers; undeclared stays high.
+        let mut raised = claims.clone();
+        raised.raise_risk(Some(Risk::High));
+        assert_eq!(raised.effective_risk(), Risk::High);
+        let mut kept = RuntimeMeta::default();
+        kept.raise_risk(Some(Risk::Low));
+        assert_eq!(kept.effective_risk(), Risk::High);
     }
 
     #[test]

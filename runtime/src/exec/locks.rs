@@ -98,6 +98,7 @@ mod tests {
             host: host.to_path_buf(),
             guest: "/workspace".into(),
             mode: MountMode::Rw,
+            handle: None,
         }]
     }
 

@@ -8,9 +8,12 @@
 //! ```text
 //! blobs/<sha256>.wasm      the component, named by its hash
 //! installed/<name>.json    what `plugin install` recorded
-//! cache/                   compiled code (never mounted into a plugin)
+//! cache/                   compiled code, each entry with an HMAC under cache/key (K4)
 //! sessions/<id>/spill/     results too large for the model, readable at /spill
 //! ```
+//!
+//! The directory and what paddock creates in it are private to the user (0700 directories,
+//! 0600 files), and no mount may contain it or lie inside it (`preset::check_mount_is_safe`).
 
 mod builtin;
 
@@ -21,7 +24,7 @@ use serde::{Deserialize, Serialize};
 pub use builtin::{builtin, builtin_names};
 
 use crate::preset::PluginSource;
-use crate::sandbox::{Capability, LoadError, Sandbox};
+use crate::sandbox::{Capability, LoadError, Sandbox, create_private_dir};
 
 /// Why a store operation failed; each message says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +102,12 @@ impl PluginStore {
 
     pub fn open(root: impl Into<PathBuf>) -> PluginStore {
         PluginStore { root: root.into() }
+    }
+
+    /// Creates the data directory private to this user (0700; an existing one is tightened),
+    /// so that nothing in it (compiled code, its key, sessions) is open to other users (K4).
+    pub fn make_private(&self) -> Result<(), StoreError> {
+        create_private_dir(&self.root).map_err(io("cannot create the data directory", &self.root))
     }
 
     pub fn root(&self) -> &Path {
@@ -228,7 +237,8 @@ impl PluginStore {
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     use std::io::Write;
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io("cannot create", dir))?;
+    create_private_dir(dir).map_err(io("cannot create", dir))?;
+    // NamedTempFile creates the file 0600.
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io("cannot write in", dir))?;
     tmp.write_all(bytes).map_err(io("cannot write", path))?;
     tmp.persist(path)

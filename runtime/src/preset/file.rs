@@ -7,6 +7,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use super::PresetError;
 use super::sections::{ApprovalEntry, GrantsEntry, HookEntry, LoopLimits, ToolSelection};
+use crate::contract::Risk;
 use crate::model::ProviderConfig;
 use crate::sandbox::MountMode;
 
@@ -76,6 +77,10 @@ pub struct PluginEntry {
     /// results that were too large (S5).
     #[serde(default)]
     pub read_spill: bool,
+    /// Raises the risk of every tool of this plugin to at least this tier (K5); a plugin's
+    /// own declaration can never go below it, and this can never lower what it declares.
+    #[serde(default)]
+    pub risk: Option<Risk>,
 }
 
 /// A mount as written.

@@ -24,8 +24,8 @@ pub use file::{FuelSetting, MountEntry, PluginEntry, PresetFile};
 pub use policy::{ApprovalPolicy, LoopBudgets, ResolvedHook, hook_limits};
 pub use resolve::{PluginSource, ResolveContext, ResolvedPlugin, ResolvedPreset, make_mount};
 pub use sections::{
-    ApprovalEntry, ApprovalMode, GrantsEntry, HookEntry, HookPhase, LoopLimits, OnError, ToolGlob,
-    ToolSelection,
+    ApprovalEntry, ApprovalMode, GrantsEntry, HookEntry, HookPhase, LoopLimits, OnError, RelPath,
+    ToolGlob, ToolSelection,
 };
 pub use trust::{PROJECT_DIR, ProjectConfig, TrustState, TrustStore};
 
@@ -228,24 +228,50 @@ pub fn list(cwd: &Path, project: bool) -> Vec<PresetInfo> {
     found
 }
 
-/// Mounts that would hand a plugin paddock's own data (the compiled-code cache above all) are
-/// refused: loading a cached file runs it as native code.
+/// Mounts that would hand a plugin paddock's own data (the compiled-code cache and its key
+/// above all) are refused, whether the mount contains the data directory or lies inside it
+/// (K4): loading a cached file runs it as native code. Both sides are compared as real paths
+/// (symlinks resolved), the data directory's even before it exists.
 pub fn check_mount_is_safe(mount: &Mount, data_dir: &Path) -> Result<(), PresetError> {
     let host = mount
         .host
         .canonicalize()
         .unwrap_or_else(|_| mount.host.clone());
-    let data = data_dir
-        .canonicalize()
-        .unwrap_or_else(|_| data_dir.to_path_buf());
-    if data.starts_with(&host) {
+    let data = real_path_of(data_dir);
+    if data.starts_with(&host) || host.starts_with(&data) {
         return Err(PresetError(format!(
-            "mount {} -> {} would expose paddock's data directory {} (its compiled-code cache) to a \
-             plugin; mount a narrower directory, or set PADDOCK_HOME to a place outside it",
+            "mount {} -> {} would expose paddock's data directory {} (its compiled-code cache \
+             and the key that authenticates it) to a plugin; mount a directory that neither \
+             contains nor lies inside it, or set PADDOCK_HOME to a place outside your mounts",
             mount.host.display(),
             mount.guest,
             data.display()
         )));
     }
     Ok(())
+}
+
+/// `path` with symlinks resolved as far as it exists, the missing rest appended.
+fn real_path_of(path: &Path) -> PathBuf {
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .unwrap_or_else(|_| PathBuf::from("/"))
+            .join(path)
+    };
+    let mut missing = Vec::new();
+    let mut existing = absolute.as_path();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            return missing.iter().rev().fold(real, |acc, part| acc.join(part));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return absolute,
+        }
+    }
 }

@@ -9,7 +9,7 @@ use super::PresetError;
 use super::file::{FuelSetting, PresetFile};
 use super::resolve::{PluginSource, ResolveContext, make_mount};
 use super::sections::{ApprovalMode, GrantsEntry, HookEntry, HookPhase, OnError};
-use crate::sandbox::{Capability, ExecGrant, Grant, HttpGrant, Limits};
+use crate::sandbox::{Capability, ExecGrant, Grant, HttpGrant, Limits, Protect};
 
 /// Loop budgets with defaults filled in (B3, X1).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -188,6 +188,14 @@ pub(super) fn grants(entry: Option<&GrantsEntry>) -> Grant {
     let mut grant = Grant::default();
     let Some(entry) = entry else {
         return grant;
+    };
+    grant.protect = Protect {
+        extra: entry.protect.iter().map(|p| p.0.clone()).collect(),
+        writable: entry
+            .writable_protected
+            .iter()
+            .map(|p| p.0.clone())
+            .collect(),
     };
     if let Some(exec) = &entry.exec {
         grant.capabilities.push(Capability::Exec);

@@ -10,6 +10,7 @@ use super::file::{FuelSetting, PluginEntry, PresetFile};
 use super::policy::{ApprovalPolicy, LoopBudgets, ResolvedHook, check_pin, grants};
 use super::sections::ToolSelection;
 use super::{PresetError, check_mount_is_safe};
+use crate::contract::Risk;
 use crate::exec::SpillDir;
 use crate::model::ProviderConfig;
 use crate::sandbox::{Grant, Limits, Mount, MountMode};
@@ -49,6 +50,9 @@ pub struct ResolvedPlugin {
     pub grant: Grant,
     /// The tool's own output budget applies unless the preset sets `output_bytes`.
     pub output_bytes: Option<u64>,
+    /// The preset's floor on this plugin's risk (K5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub risk: Option<Risk>,
 }
 
 /// A preset with every default filled in and every path absolute.
@@ -183,11 +187,17 @@ fn resolve_plugin(
                     spill.host.display()
                 ))
             })?;
-        mounts.push(Mount {
-            host: spill.host.clone(),
-            guest: spill.guest.clone(),
-            mode: MountMode::Ro,
-        });
+        let host = spill
+            .host
+            .canonicalize()
+            .unwrap_or_else(|_| spill.host.clone());
+        let mount = Mount::open(host, spill.guest.clone(), MountMode::Ro).map_err(|e| {
+            PresetError(format!(
+                "cannot open spill directory {}: {e}",
+                spill.host.display()
+            ))
+        })?;
+        mounts.push(mount);
     }
     let defaults = Limits::default();
     let limits = Limits {
@@ -223,6 +233,7 @@ fn resolve_plugin(
             ..grants(Some(&entry.grants))
         },
         output_bytes: entry.output_bytes,
+        risk: entry.risk,
     })
 }
 
@@ -240,22 +251,45 @@ pub fn make_mount(
             "{key}: guest path {guest:?} must be absolute, e.g. \"/workspace\""
         )));
     }
-    let host_path = cwd.join(host);
-    let host_path = host_path.canonicalize().map_err(|e| {
+    // No symbolic link may stand where the mount is named (K3): a link planted by a tool in
+    // one session would otherwise become the mount of the next. A relative path is taken
+    // from the real working directory and may contain no link at all; an absolute one may
+    // have links above it, but not as its last component.
+    let named = Path::new(host);
+    let host_path = if named.is_absolute() {
+        match (named.parent(), named.file_name()) {
+            (Some(parent), Some(name)) => parent
+                .canonicalize()
+                .map(|p| p.join(name))
+                .unwrap_or_else(|_| named.to_path_buf()),
+            _ => named.to_path_buf(),
+        }
+    } else {
+        cwd.canonicalize()
+            .unwrap_or_else(|_| cwd.to_path_buf())
+            .join(named)
+    };
+    match std::fs::metadata(&host_path) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => {
+            return Err(PresetError(format!(
+                "{key}: {} is not a directory; mount its parent",
+                host_path.display()
+            )));
+        }
+        Err(e) => {
+            return Err(PresetError(format!(
+                "{key}: host directory {} cannot be mounted: {e}",
+                host_path.display()
+            )));
+        }
+    }
+    // Held from now on (K3): calls use this open directory, never the name again.
+    Mount::open(&host_path, guest, mode).map_err(|e| {
         PresetError(format!(
-            "{key}: host directory {} cannot be mounted: {e}",
+            "{key}: host directory {} cannot be opened without following a symbolic link: {e}; \
+             mount the directory the link points to",
             host_path.display()
         ))
-    })?;
-    if !host_path.is_dir() {
-        return Err(PresetError(format!(
-            "{key}: {} is not a directory; mount its parent",
-            host_path.display()
-        )));
-    }
-    Ok(Mount {
-        host: host_path,
-        guest: guest.to_string(),
-        mode,
     })
 }

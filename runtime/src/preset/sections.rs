@@ -61,7 +61,8 @@ impl<'de> Deserialize<'de> for Dollars {
     }
 }
 
-/// `grants = { exec = {...}, http = {...} }`: host capabilities (S6). None by default.
+/// `grants = { exec = {...}, http = {...}, protect = [...], writable_protected = [...] }`:
+/// host capabilities (S6), none by default, and protected paths (K2).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GrantsEntry {
@@ -69,6 +70,40 @@ pub struct GrantsEntry {
     pub exec: Option<ExecEntry>,
     #[serde(default)]
     pub http: Option<HttpEntry>,
+    /// More protected paths, relative to each mount's root, beyond `.git`, `.paddock` and
+    /// `.cargo/config*` (K2).
+    #[serde(default)]
+    pub protect: Vec<RelPath>,
+    /// Protected paths this plugin may write after all, e.g. `.git` for a tool that commits.
+    #[serde(default)]
+    pub writable_protected: Vec<RelPath>,
+}
+
+/// A path relative to a mount's root, without `..`: checked while parsing so the error
+/// carries its file, line and column.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct RelPath(pub std::path::PathBuf);
+
+impl<'de> Deserialize<'de> for RelPath {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use std::path::{Component, Path};
+        let text = String::deserialize(d)?;
+        let plain = Path::new(&text)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+        let named = Path::new(&text)
+            .components()
+            .any(|c| matches!(c, Component::Normal(_)));
+        if plain && named {
+            Ok(RelPath(text.into()))
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "{text:?} is not a path relative to the mount's root; write e.g. \".envrc\" or \
+                 \"config/secrets\" (no leading `/`, no `..`)"
+            )))
+        }
+    }
 }
 
 /// `grants.exec`: programs the plugin may run.
@@ -286,6 +321,32 @@ pub struct ApprovalEntry {
 #[cfg(test)]
 mod tests {
     use super::ToolGlob;
+
+    #[test]
+    fn protect_keys_and_risk_parse_strictly() {
+        let ok = crate::preset::parse(
+            "t.toml",
+            "[plugins.a]\nsource = \"builtin:fs\"\nrisk = \"high\"\n\
+             grants = { protect = [\".envrc\", \"conf/secrets\"], writable_protected = [\".git\"] }\n",
+        )
+        .expect("parses");
+        let a = &ok.plugins["a"];
+        assert_eq!(a.risk, Some(crate::contract::Risk::High));
+        assert_eq!(a.grants.protect.len(), 2);
+        let bad = crate::preset::parse(
+            "t.toml",
+            "[plugins.a]\nsource = \"builtin:fs\"\ngrants = { protect = [\"../up\"] }\n",
+        )
+        .expect_err("refused");
+        assert!(bad.0.contains("t.toml:3"), "{}", bad.0);
+        assert!(bad.0.contains("relative to the mount"), "{}", bad.0);
+        let bad = crate::preset::parse(
+            "t.toml",
+            "[plugins.a]\nsource = \"builtin:fs\"\nrisk = \"extreme\"\n",
+        )
+        .expect_err("refused");
+        assert!(bad.0.contains("t.toml:3"), "{}", bad.0);
+    }
 
     #[test]
     fn globs_match_whole_names() {

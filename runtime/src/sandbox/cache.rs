@@ -1,20 +1,24 @@
-//! Compiled-code cache (S8): a plugin is compiled once per engine configuration and loaded
-//! from disk afterwards.
+//! Compiled-code cache (S8, K4): a plugin is compiled once per engine configuration and loaded
+//! from disk afterwards, but only when the entry is authenticated.
 //!
 //! Files are keyed by the SHA-256 of the wasm plus wasmtime's compatibility hash, so another
 //! wasmtime version or configuration simply misses; they are written to a temporary file and
-//! renamed, so a crash never leaves half a file under a valid name. Loading a cached file is
-//! `unsafe` (it is native code); the directory is private to paddock and `preset` refuses any
-//! mount that would expose it to a plugin.
+//! renamed, so a crash never leaves half a file under a valid name. Each entry ends with an
+//! HMAC-SHA256 (`cache_key`) over its name and bytes: loading a cached file is `unsafe` (it
+//! is native code), so an entry whose MAC is missing or wrong (planted, altered, or copied
+//! from another plugin) is discarded with a warning and compiled again. The MAC is checked on
+//! the very bytes that are then deserialized, never on a file read twice. The directory is
+//! created 0700, entries 0600, and `preset` refuses any mount that would reach it.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write;
-use std::path::PathBuf;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
-use wasmtime::{Engine, Precompiled};
 
+use super::cache_key::{CacheKey, MAC_LEN};
 use super::engine::Sandbox;
 use super::error::LoadError;
 
@@ -31,12 +35,63 @@ pub enum CacheUse {
     Compiled,
 }
 
+/// Creates `dir` (and its parents) private to this user: 0700. An existing directory is
+/// tightened to 0700.
+pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let mode = std::fs::metadata(dir)?.permissions().mode();
+    if mode & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
 impl Sandbox {
-    fn cache_path(&self, sha256: &str) -> PathBuf {
+    /// The entry's file name without extension: `<sha256>-<engine hash>`.
+    fn cache_name(&self, sha256: &str) -> String {
         let mut h = DefaultHasher::new();
         self.engine.precompile_compatibility_hash().hash(&mut h);
-        self.cache_dir
-            .join(format!("{sha256}-{:016x}.cwasm", h.finish()))
+        format!("{sha256}-{:016x}", h.finish())
+    }
+
+    /// The cache key, created on first use; `None` (warned once) leaves the cache unused.
+    fn cache_key(&self) -> Option<&CacheKey> {
+        self.cache_key
+            .get_or_init(|| match CacheKey::load_or_create(&self.cache_dir) {
+                Ok(key) => Some(key),
+                Err(e) => {
+                    tracing::warn!(
+                        "no key for the compiled-code cache in {} ({e}); plugins are compiled \
+                         on every start",
+                        self.cache_dir.display()
+                    );
+                    None
+                }
+            })
+            .as_ref()
+    }
+
+    /// An authenticated entry, deserialized; `None` when there is none or it fails its MAC.
+    fn load_entry(&self, key: &CacheKey, name: &str, path: &Path) -> Option<Component> {
+        let bytes = std::fs::read(path).ok()?;
+        let split = bytes.len().checked_sub(MAC_LEN)?;
+        let (compiled, tag) = bytes.split_at(split);
+        if !key.verify(name, compiled, tag) {
+            tracing::warn!(
+                "discarding compiled-code cache entry {}: its MAC does not match (altered, \
+                 planted, or written without this user's key); compiling the plugin again",
+                path.display()
+            );
+            let _ = std::fs::remove_file(path);
+            return None;
+        }
+        // SAFETY: these exact bytes carry a MAC under this user's private key, which only
+        // `store_compiled` below produces, over output of this engine's `precompile_component`;
+        // a file from another wasmtime build fails the compatibility check and returns `Err`.
+        unsafe { Component::deserialize(&self.engine, compiled) }.ok()
     }
 
     /// Returns the compiled component for `wasm`, from the cache when possible.
@@ -46,20 +101,21 @@ impl Sandbox {
         wasm: &[u8],
         sha256: &str,
     ) -> Result<(Component, CacheUse), LoadError> {
-        let path = self.cache_path(sha256);
-        if let Ok(Some(Precompiled::Component)) = Engine::detect_precompiled_file(&path) {
-            // SAFETY: the file was written by `store_compiled` below into paddock's private
-            // cache directory, which is never mounted into a plugin; a file from another
-            // wasmtime build fails the compatibility check and returns `Err`, and we recompile.
-            if let Ok(component) = unsafe { Component::deserialize_file(&self.engine, &path) } {
-                return Ok((component, CacheUse::Hit));
-            }
+        let name = self.cache_name(sha256);
+        let path = self.cache_dir.join(format!("{name}.cwasm"));
+        let key = self.cache_key();
+        if let Some(key) = key
+            && let Some(component) = self.load_entry(key, &name, &path)
+        {
+            return Ok((component, CacheUse::Hit));
         }
         let compiled = self
             .engine
             .precompile_component(wasm)
             .map_err(|e| classify_compile_error(origin, e))?;
-        if let Err(e) = self.store_compiled(&path, &compiled) {
+        if let Some(key) = key
+            && let Err(e) = self.store_compiled(key, &name, &path, &compiled)
+        {
             // A read-only or full disk costs a recompile next time, nothing more.
             tracing::warn!("could not cache compiled plugin at {}: {e}", path.display());
         }
@@ -74,13 +130,27 @@ impl Sandbox {
         Ok((component, CacheUse::Compiled))
     }
 
-    fn store_compiled(&self, path: &std::path::Path, compiled: &[u8]) -> std::io::Result<()> {
-        std::fs::create_dir_all(&*self.cache_dir)?;
+    fn store_compiled(
+        &self,
+        key: &CacheKey,
+        name: &str,
+        path: &Path,
+        compiled: &[u8],
+    ) -> std::io::Result<()> {
+        create_private_dir(&self.cache_dir)?;
+        // NamedTempFile creates the file 0600.
         let mut tmp = tempfile::NamedTempFile::new_in(&*self.cache_dir)?;
         tmp.write_all(compiled)?;
+        tmp.write_all(&key.mac(name, compiled))?;
         tmp.as_file().sync_all()?;
         tmp.persist(path).map_err(|e| e.error)?;
         Ok(())
+    }
+
+    /// Where the entry for wasm with this SHA-256 lives (for tests of the cache).
+    pub fn cache_entry_path(&self, sha256: &str) -> PathBuf {
+        self.cache_dir
+            .join(format!("{}.cwasm", self.cache_name(sha256)))
     }
 }
 

@@ -1,18 +1,25 @@
-//! One call in a fresh store (S2-S7): mounts (all read-only for read-only tools), fuel, an epoch
+//! One call in a fresh store (S2-S7, K2, K3): mounts opened from the handles held since the
+//! preset was resolved (all read-only for read-only tools), the filesystem behind the
+//! protected-path guard, fuel, an epoch
 //! deadline, cancellation, summed memory caps, capped stdio, and every way a plugin can fail
 //! turned into a `ToolError` with its own code.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{Store, UpdateDeadline};
+use wasmtime_wasi::filesystem::WasiFilesystemView;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::bindings::{ToolPlugin, ToolPluginPre, hook, log, types};
 use super::engine::Sandbox;
+use super::fsguard::FsGuard;
+use super::fsguard_host::{GuardedFs, GuardedView};
 use super::grant::{ExecGrant, Grant, HttpGrant, Mount, MountMode};
 use super::limits::CallLimiter;
+use super::mount::MountHandle;
 use super::outcome::{CallReport, finish, race};
 use super::plugin::{Plugin, truncate_for_message};
 use super::stdio::CappedPipe;
@@ -50,6 +57,19 @@ pub struct CallState {
     pub(super) mounts: Vec<Mount>,
     pub(super) exec: Option<ExecGrant>,
     pub(super) http: Option<HttpGrant>,
+    /// Protected paths in the mounts, checked on every filesystem change (K2).
+    fs_guard: Arc<FsGuard>,
+}
+
+impl CallState {
+    /// The filesystem as the guest sees it: wasmtime-wasi's, behind the guard.
+    fn guarded_fs(&mut self) -> GuardedView<'_> {
+        let guard = self.fs_guard.clone();
+        GuardedView {
+            inner: self.filesystem(),
+            guard,
+        }
+    }
 }
 
 impl WasiView for CallState {
@@ -91,9 +111,38 @@ impl hook::hook_types::Host for CallState {}
 pub(super) fn make_linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<CallState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    // `wasi:filesystem/types` again, through the guard (K2): same resource type, every
+    // function replaced.
+    linker.allow_shadowing(true);
+    wasmtime_wasi::p2::bindings::filesystem::types::add_to_linker::<CallState, GuardedFs>(
+        &mut linker,
+        CallState::guarded_fs,
+    )?;
+    linker.allow_shadowing(false);
     ToolPlugin::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |state| state)?;
     hook::hook_types::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |state| state)?;
     Ok(linker)
+}
+
+/// The mount's held directory, refused when its name now refers to something else (K3).
+fn held_mount(mount: &Mount) -> Result<std::sync::Arc<MountHandle>, ToolError> {
+    let refuse = |why: String| {
+        ToolError::new(
+            ErrorCode::Host,
+            format!(
+                "mount {} -> {} no longer refers to the directory opened when the session \
+                 started: {why}; the call is refused so that it cannot reach what now stands \
+                 there. Put the directory back, or start a new session to mount what is there now",
+                mount.host.display(),
+                mount.guest
+            ),
+        )
+    };
+    let handle = mount
+        .held()
+        .map_err(|e| refuse(format!("it cannot be opened ({e})")))?;
+    handle.verify().map_err(refuse)?;
+    Ok(handle)
 }
 
 pub(super) struct Prepared {
@@ -112,6 +161,7 @@ impl Sandbox {
         cancel: &CancellationToken,
     ) -> Result<Prepared, ToolError> {
         let limits = &grant.limits;
+        let mut roots = Vec::with_capacity(grant.mounts.len());
         let stdout = CappedPipe::new(limits.stdio_bytes);
         let stderr = CappedPipe::new(limits.stdio_bytes);
         let mut wasi = WasiCtxBuilder::new();
@@ -126,7 +176,10 @@ impl Sandbox {
             } else {
                 FsPerms::ReadWrite
             };
-            wasi.preopened_dir(&mount.host, &mount.guest, perms)
+            let handle = held_mount(mount)?;
+            roots.push(handle.path().to_path_buf());
+            // The held directory itself, through the kernel's link to it (K3).
+            wasi.preopened_dir(handle.proc_path(), &mount.guest, perms)
                 .map_err(|e| {
                     ToolError::new(
                         ErrorCode::Host,
@@ -151,6 +204,7 @@ impl Sandbox {
             mounts: grant.mounts.clone(),
             exec: grant.exec.clone(),
             http: grant.http.clone(),
+            fs_guard: Arc::new(FsGuard::new(roots, grant.protect.clone())),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);

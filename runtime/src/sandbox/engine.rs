@@ -27,6 +27,8 @@ pub struct Sandbox {
     pub(super) engine: Engine,
     linker: Arc<Linker<CallState>>,
     pub(super) cache_dir: Arc<PathBuf>,
+    /// The cache's key, read or created on first use (K4).
+    pub(super) cache_key: Arc<std::sync::OnceLock<Option<super::cache_key::CacheKey>>>,
 }
 
 impl Sandbox {
@@ -48,6 +50,7 @@ impl Sandbox {
             engine,
             linker: Arc::new(linker),
             cache_dir: Arc::new(cache_dir.into()),
+            cache_key: Arc::default(),
         })
     }
 

@@ -2,10 +2,12 @@
 //! preset, enforced by `call`.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::mount::MountHandle;
 use super::protect::Protect;
 
 /// Read-only or read-write access to a mounted host directory.
@@ -24,6 +26,37 @@ pub struct Mount {
     /// Absolute guest path, e.g. `/workspace`.
     pub guest: String,
     pub mode: MountMode,
+    /// The directory, opened once when the preset was resolved (K3). Calls and exec'd
+    /// programs use it, never `host` by name; `None` (a mount built by hand) is opened at the
+    /// call, with the same refusal of symlinks.
+    #[serde(skip)]
+    pub handle: Option<Arc<MountHandle>>,
+}
+
+impl Mount {
+    /// A mount whose directory is opened now (no symlink anywhere in `host`, which must be
+    /// absolute) and held from then on; `host` becomes the real path that was opened.
+    pub fn open(
+        host: impl Into<PathBuf>,
+        guest: impl Into<String>,
+        mode: MountMode,
+    ) -> std::io::Result<Mount> {
+        let handle = MountHandle::open(&host.into())?;
+        Ok(Mount {
+            host: handle.path().to_path_buf(),
+            guest: guest.into(),
+            mode,
+            handle: Some(Arc::new(handle)),
+        })
+    }
+
+    /// The held directory, opening it now if the mount was built by hand.
+    pub fn held(&self) -> std::io::Result<Arc<MountHandle>> {
+        match &self.handle {
+            Some(handle) => Ok(handle.clone()),
+            None => MountHandle::open(&self.host).map(Arc::new),
+        }
+    }
 }
 
 /// Host capabilities beyond WASI that a plugin may import (S6).

@@ -8,25 +8,32 @@
 
 mod bindings;
 mod cache;
+mod cache_key;
 mod call;
 mod engine;
 mod error;
 mod exec;
+mod fsguard;
+mod fsguard_host;
 mod grant;
 mod hook;
 mod http;
 mod http_addr;
 mod limits;
+mod mount;
 mod outcome;
 mod plugin;
 mod protect;
 mod stdio;
 
+pub use cache::CacheUse;
+pub(crate) use cache::create_private_dir;
 pub use call::LogLine;
 pub use engine::Sandbox;
 pub use error::LoadError;
 pub use grant::{Capability, ExecGrant, Grant, HttpGrant, Limits, Mount, MountMode};
 pub use hook::{HookPlugin, Permission, PostDecision, PostToolUse, PreDecision, PreToolUse};
+pub use mount::MountHandle;
 pub use outcome::{CallOutcome, CallReport};
 pub use plugin::Plugin;
 pub use protect::Protect;

@@ -133,10 +133,17 @@ impl Sandbox {
                 plugin: name.to_string(),
                 detail: e.to_string(),
             })?;
-        let tools = listed
+        let mut tools = listed
             .into_iter()
             .map(|spec| convert_spec(name, spec))
             .collect::<Result<Vec<_>, _>>()?;
+        // K5: what the component imports, not what it declares, decides the floor.
+        let holds_capability = Capability::ALL
+            .iter()
+            .any(|cap| imports.iter().any(|i| i == cap.interface()));
+        for tool in &mut tools {
+            tool.meta.floor_for_capabilities(holds_capability);
+        }
         check_unique(name, &tools)?;
 
         Ok(Plugin {

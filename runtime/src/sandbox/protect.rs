@@ -41,7 +41,12 @@ impl Protect {
         let Some(rel) = normal(rel) else {
             return true;
         };
-        if self.writable.iter().filter_map(|w| normal(w)).any(|w| rel.starts_with(&w)) {
+        if self
+            .writable
+            .iter()
+            .filter_map(|w| normal(w))
+            .any(|w| rel.starts_with(&w))
+        {
             return false;
         }
         is_default_protected(&rel)
@@ -50,6 +55,20 @@ impl Protect {
                 .iter()
                 .filter_map(|p| normal(p))
                 .any(|p| rel.starts_with(&p))
+    }
+
+    /// Could a protected path lie *below* `rel`? Moving a directory to `rel` (or away from
+    /// it) would then create or remove protected paths wholesale: a directory renamed to
+    /// `.cargo` brings its `config.toml` along, one renamed over an `extra` entry's parent
+    /// replaces that entry.
+    pub fn holds(&self, rel: &Path) -> bool {
+        let Some(rel) = normal(rel) else {
+            return true;
+        };
+        let below = |p: PathBuf| p.starts_with(&rel) && p != rel && self.covers(&p);
+        let cargo = rel.file_name().is_some_and(|n| n == ".cargo")
+            && CARGO_CONFIGS.iter().any(|c| below(rel.join(c)));
+        cargo || self.extra.iter().filter_map(|p| normal(p)).any(below)
     }
 
     /// The protected paths that exist (or could be created) directly under `root`, for
@@ -145,6 +164,15 @@ mod tests {
         assert!(covers(&p, ".vscode/settings.json"));
         assert!(!covers(&p, ".git/config"));
         assert!(covers(&p, ".paddock/x"));
+        assert!(p.holds(Path::new(".cargo")));
+        assert!(p.holds(Path::new("crates/a/.cargo")));
+        assert!(!p.holds(Path::new("src")));
+        let nested = Protect {
+            extra: vec!["conf/secrets".into()],
+            writable: Vec::new(),
+        };
+        assert!(nested.holds(Path::new("conf")));
+        assert!(!nested.holds(Path::new("other")));
         let roots = p.roots_under(Path::new("/w"));
         assert!(roots.contains(&PathBuf::from("/w/.envrc")));
         assert!(roots.contains(&PathBuf::from("/w/.cargo/config.toml")));
