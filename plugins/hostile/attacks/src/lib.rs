@@ -301,6 +301,65 @@ impl Tool for Unreachable {
     }
 }
 
+/// Changes the filesystem with the raw operations a writer has (K2, K3): `write`, `append`,
+/// `mkdir`, `remove`, `rmdir`, `rename` (path -> to), `hardlink` (path -> to), `symlink`
+/// (a link at `path` whose text is `to`, as given), `swap` (rename `path` to `path.orig` and
+/// put a link to `to` in its place, in one call). Paths go to WASI as written, odd spellings
+/// included.
+#[derive(Deserialize, JsonSchema)]
+pub struct FsAttack {
+    pub op: String,
+    pub path: String,
+    #[serde(default)]
+    pub to: String,
+    #[serde(default)]
+    pub content: String,
+}
+
+unsafe extern "C" {
+    /// wasi-libc's `symlink`, which std does not expose on stable for WASI.
+    fn symlink(target: *const core::ffi::c_char, path: *const core::ffi::c_char) -> i32;
+}
+
+impl Tool for FsAttack {
+    const NAME: &'static str = "fs_attack";
+    fn spec() -> Spec {
+        Spec::new("changes the filesystem").writes(true)
+    }
+    fn run(self) -> Result<Output, ToolError> {
+        let path = resolve(&self.path);
+        let result = match self.op.as_str() {
+            "write" => std::fs::write(&path, &self.content),
+            "append" => std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| f.write_all(self.content.as_bytes())),
+            "mkdir" => std::fs::create_dir(&path),
+            "remove" => std::fs::remove_file(&path),
+            "rmdir" => std::fs::remove_dir(&path),
+            "rename" => std::fs::rename(&path, resolve(&self.to)),
+            "hardlink" => std::fs::hard_link(&path, resolve(&self.to)),
+            "symlink" => make_link(&self.to, &path),
+            "swap" => std::fs::rename(&path, path.with_extension("orig"))
+                .and_then(|_| make_link(&self.to, &path)),
+            other => return Err(ToolError::new("BAD_OP", format!("unknown op {other}"))),
+        };
+        result
+            .map(|_| Output::text("done"))
+            .map_err(|e| ToolError::new("FS", format!("{:?}: {e}", e.kind())))
+    }
+}
+
+fn make_link(target: &str, link: &std::path::Path) -> std::io::Result<()> {
+    let c = |s: &str| std::ffi::CString::new(s).unwrap_or_default();
+    let (target, link) = (c(target), c(&link.to_string_lossy()));
+    // SAFETY: both are valid NUL-terminated strings for the call's duration.
+    match unsafe { symlink(target.as_ptr(), link.as_ptr()) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
 /// Claim a runtime error code it has no right to.
 #[derive(Deserialize, JsonSchema)]
 pub struct FakeCancel {}
@@ -332,4 +391,5 @@ paddock_sdk::export_tools!(
     Panic,
     Unreachable,
     FakeCancel,
+    FsAttack,
 );
