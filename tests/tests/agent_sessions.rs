@@ -275,3 +275,34 @@ async fn calls_in_a_filtered_response_get_results_so_the_log_stays_resumable() {
     assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
     assert_eq!(last_stop(&project.events(&id)), "completed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_that_lost_only_its_end_is_completed_without_asking_again() {
+    let project = Project::new(&[]);
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step::Reply(Turn::text(&["Done."]))],
+    })
+    .await
+    .unwrap();
+    let url = server.openai_base_url();
+    let out = project
+        .paddock(&["run", "go", "--base-url", &url, "--model", "m"])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let id = project.only_session();
+    // A kill just before turn/end: the final answer is committed, the end is not.
+    let events = project.events(&id);
+    assert_eq!(events.last().unwrap()["type"], "turn/end");
+    let cut: String = events[..events.len() - 1]
+        .iter()
+        .map(|e| format!("{e}\n"))
+        .collect();
+    std::fs::write(project.log_path(&id), cut).unwrap();
+    let resumed = project.paddock(&["resume", &id]).await;
+    let said = text(&resumed);
+    assert_eq!(resumed.status.code(), Some(0), "{said}");
+    assert!(said.contains("last turn completed"), "{said}");
+    assert_eq!(server.requests().len(), 1, "the model was not asked again");
+    assert_eq!(last_stop(&project.events(&id)), "completed");
+    seqs_are_whole(&project, &id);
+}

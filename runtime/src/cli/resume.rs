@@ -130,7 +130,16 @@ pub async fn resume(args: ResumeArgs) -> Exit {
         Err(e) => return fail(&format!("cannot reopen {}: {e}", path.display())),
     };
     let recovery = recover(&read.events);
-    let last_turn = last_stop(&read.events);
+    // How the last turn ended, counting the end recovery is about to write.
+    let last_turn = recovery
+        .steps
+        .iter()
+        .rev()
+        .find_map(|step| match step {
+            Settle::Append(Body::TurnEnd { reason, .. }) => Some(*reason),
+            _ => None,
+        })
+        .or_else(|| last_stop(&read.events));
     let log = SessionLog::new(writer, read.events);
     printer.header(&start, &path);
     cancel_on_ctrl_c(&loaded.cancel);

@@ -109,6 +109,20 @@ pub struct Harness {
     appends: u64,
     duration: Duration,
     pub verbose: bool,
+    /// A trial failed: keep its project and the sessions for inspection.
+    failed: std::sync::atomic::AtomicBool,
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if self.failed.load(std::sync::atomic::Ordering::Relaxed) {
+            self.root.disable_cleanup(true);
+            eprintln!(
+                "crash-harness: kept {} (sessions in home/sessions)",
+                self.root.path().display()
+            );
+        }
+    }
 }
 
 impl Harness {
@@ -131,6 +145,7 @@ impl Harness {
             appends: 0,
             duration: Duration::ZERO,
             verbose: false,
+            failed: std::sync::atomic::AtomicBool::new(false),
         };
         // Twice: the first run compiles the plugins into the shared cache.
         for _ in 0..2 {
@@ -264,7 +279,9 @@ impl Harness {
         );
         if found.clean() && std::env::var_os("CRASH_KEEP").is_none() {
             let _ = std::fs::remove_dir_all(&project);
-        } else {
+        } else if !found.clean() {
+            self.failed
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             eprintln!("trial {trial}: kept {}", project.display());
         }
         found
