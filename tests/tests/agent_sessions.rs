@@ -47,6 +47,19 @@ async fn attempts(project: &Project, n: usize) -> String {
     }
 }
 
+/// Waits until the server has received `n` requests (an attempt is logged before its request
+/// arrives).
+async fn requests(server: &ScriptedServer, n: usize) {
+    let started = Instant::now();
+    while server.requests().len() < n {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no request {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn kill(mut child: Child) {
     child.kill().expect("kill");
     tokio::task::spawn_blocking(move || child.wait())
@@ -75,6 +88,7 @@ async fn a_resume_while_the_run_is_alive_is_refused_with_its_pid() {
         &["run", "think", "--base-url", &url, "--model", "m"],
     );
     let id = attempts(&project, 1).await;
+    requests(&server, 1).await;
     let before = project.events(&id).len();
 
     let refused = project.paddock(&["resume", &id]).await;
@@ -119,6 +133,7 @@ async fn two_resumes_at_once_one_is_refused_and_one_waits_with_wait() {
 
     let first = spawn(&project, &["resume", &id]);
     attempts(&project, 2).await;
+    requests(&server, 2).await;
     let refused = project.paddock(&["resume", &id]).await;
     let said = text(&refused);
     assert_eq!(refused.status.code(), Some(2), "{said}");
