@@ -261,7 +261,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_append_leaves_only_whole_lines_and_the_next_append_follows_them() {
+    fn a_failed_append_that_cannot_be_cut_back_stops_every_later_append() {
         // /dev/full fails every write with ENOSPC: the kernel's own "disk full".
         let Ok(full) = OpenOptions::new().append(true).open("/dev/full") else {
             eprintln!("skipped: no /dev/full here");
