@@ -14,7 +14,7 @@ mod inbox;
 pub mod scripted;
 
 use crate::exec::CallContext;
-use crate::log::{Body, Lane, SessionLog, Source, StopReason, derive_history};
+use crate::log::{Body, Lane, SessionLog, Source, StopReason, derive_history, has_task};
 use crate::model::{
     AssistantMessage, Completion, EventSink, Message, ModelError, ModelEvent, ModelRequest,
     Outcome, Provider, ToolChoice, ToolDef,
@@ -371,15 +371,6 @@ impl Agent<'_> {
 
 /// Why `run_turns` refuses a history with no user message.
 pub const NO_TASK: &str = "the session has no message from the user (its task never reached the log), so there is nothing to work on; give the task as a MESSAGE";
-
-/// Whether the history holds a message from the user: the task, a follow-up or steering.
-pub fn has_task(events: &[crate::log::Event]) -> bool {
-    events.iter().any(|e| match &e.body {
-        Body::UserMessage { source, .. } => *source == Source::User,
-        Body::InboxTake { .. } => true,
-        _ => false,
-    })
-}
 
 /// The attempt events that go into the log (L3); deltas are for display only.
 fn attempt_body(event: &ModelEvent) -> Option<Body> {

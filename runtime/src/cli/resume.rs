@@ -11,13 +11,13 @@ use super::session_view::{Printer, print_log};
 use super::tool::{cancel_on_ctrl_c, load_preset, setup_error};
 use super::{Env, Exit};
 use crate::agent::Agent;
+use crate::agent::NO_TASK;
 use crate::agent::scripted::ScriptedProvider;
-use crate::agent::{NO_TASK, has_task};
 use crate::exec::RawCall;
 use crate::hooks::TerminalApprover;
 use crate::log::{
     Body, Event, LOG_FILE, LogWriter, PluginHash, SessionLock, SessionLog, Settle, StopReason,
-    Wait, read_log, recover,
+    Wait, has_task, read_log, recover,
 };
 use crate::model::connect;
 use crate::preset;

@@ -66,6 +66,16 @@ pub fn derive_history(events: &[Event]) -> Vec<Message> {
     history
 }
 
+/// Whether the history holds a message from the user (the task, a follow-up or steering):
+/// without one there is nothing to work on, and no turn runs (issue 12, item 4).
+pub fn has_task(events: &[Event]) -> bool {
+    events.iter().any(|e| match &e.body {
+        Body::UserMessage { source, .. } => *source == super::event::Source::User,
+        Body::InboxTake { .. } => true,
+        _ => false,
+    })
+}
+
 /// Appends the results gathered so far in the order of `calls`.
 fn flush<'e>(
     history: &mut Vec<Message>,

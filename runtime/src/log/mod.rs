@@ -18,7 +18,7 @@ mod session;
 
 pub use event::{Body, Event, Lane, PluginHash, SessionStart, Source, StopReason, Touches};
 pub use file::LogWriter;
-pub use history::derive_history;
+pub use history::{derive_history, has_task};
 pub use lock::{LOCK_FILE, LockError, SessionLock, Wait};
 pub use read::{LogError, LogRead, read_log};
 pub use recover::{OUTCOME_UNKNOWN, Recovery, Settle, recover};
