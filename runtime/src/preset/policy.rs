@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::PresetError;
 use super::file::{FuelSetting, PresetFile};
 use super::resolve::{PluginSource, ResolveContext, make_mount};
-use super::sections::{ApprovalMode, GrantsEntry, HookEntry, HookPhase, OnError};
+use super::sections::{ApprovalMode, ConfineMode, GrantsEntry, HookEntry, HookPhase, OnError};
 use crate::sandbox::{Capability, ExecGrant, Grant, HttpGrant, Limits, Protect};
 
 /// Loop budgets with defaults filled in (B3, X1).
@@ -199,11 +199,19 @@ pub(super) fn grants(entry: Option<&GrantsEntry>) -> Grant {
     };
     if let Some(exec) = &entry.exec {
         grant.capabilities.push(Capability::Exec);
+        let defaults = ExecGrant::default();
         grant.exec = Some(ExecGrant {
             allow: exec.allow.clone(),
             env: exec.env.clone(),
             timeout: Duration::from_millis(exec.timeout_ms.map_or(30_000, |n| n.0)),
             output_bytes: exec.output_bytes.map_or(1 << 20, |n| n.0 as usize),
+            confine: exec.confine != Some(ConfineMode::Off),
+            network: exec.network,
+            read: exec.read.iter().map(|p| home_path(p)).collect(),
+            write: exec.write.iter().map(|p| home_path(p)).collect(),
+            memory_bytes: exec.memory_mb.map_or(defaults.memory_bytes, |n| n.0 << 20),
+            processes: exec.processes.map_or(defaults.processes, |n| n.0),
+            file_bytes: exec.file_mb.map_or(defaults.file_bytes, |n| n.0 << 20),
         });
     }
     if let Some(http) = &entry.http {
@@ -215,6 +223,14 @@ pub(super) fn grants(entry: Option<&GrantsEntry>) -> Grant {
         });
     }
     grant
+}
+
+/// `~/x` is `x` in the home directory; other paths are taken as they are.
+fn home_path(path: &str) -> std::path::PathBuf {
+    match (path.strip_prefix("~/"), dirs::home_dir()) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => std::path::PathBuf::from(path),
+    }
 }
 
 /// A pin must be a SHA-256 in lower-case hex.

@@ -120,6 +120,36 @@ pub struct ExecEntry {
     /// Bytes of stdout and of stderr kept per run.
     #[serde(default)]
     pub output_bytes: Option<Positive>,
+    /// `"on"` (the default): programs run confined by the kernel (K1). `"off"` runs them with
+    /// the user's full rights; paddock warns about it at every start.
+    #[serde(default)]
+    pub confine: Option<ConfineMode>,
+    /// Whether programs may use the network.
+    #[serde(default)]
+    pub network: bool,
+    /// More host paths programs may read and run (`~/` is the home directory).
+    #[serde(default)]
+    pub read: Vec<String>,
+    /// More host paths programs may write.
+    #[serde(default)]
+    pub write: Vec<String>,
+    /// Largest address space of a program, in MiB.
+    #[serde(default)]
+    pub memory_mb: Option<Positive>,
+    /// Most processes a program may run at once.
+    #[serde(default)]
+    pub processes: Option<Positive>,
+    /// Largest file a program may write, in MiB.
+    #[serde(default)]
+    pub file_mb: Option<Positive>,
+}
+
+/// `grants.exec.confine`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfineMode {
+    On,
+    Off,
 }
 
 /// `grants.http`: hosts the plugin may reach.

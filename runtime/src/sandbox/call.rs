@@ -22,6 +22,7 @@ use super::limits::CallLimiter;
 use super::mount::MountHandle;
 use super::outcome::{CallReport, finish, race};
 use super::plugin::{Plugin, truncate_for_message};
+use super::protect::Protect;
 use super::stdio::CappedPipe;
 use crate::contract::{ErrorCode, ToolError, ToolOutput};
 
@@ -54,7 +55,10 @@ pub struct CallState {
     log_bytes: usize,
     /// For the capabilities: who is calling, what it may do, and where.
     pub(super) plugin: String,
+    /// The call's mounts with their effective modes (all read-only for a read-only tool):
+    /// programs started through `exec` get exactly these.
     pub(super) mounts: Vec<Mount>,
+    pub(super) protect: Protect,
     pub(super) exec: Option<ExecGrant>,
     pub(super) http: Option<HttpGrant>,
     /// Protected paths in the mounts, checked on every filesystem change (K2).
@@ -201,7 +205,15 @@ impl Sandbox {
             logs: Vec::new(),
             log_bytes: 0,
             plugin: plugin.to_string(),
-            mounts: grant.mounts.clone(),
+            mounts: grant
+                .mounts
+                .iter()
+                .map(|mount| Mount {
+                    mode: if read_only { MountMode::Ro } else { mount.mode },
+                    ..mount.clone()
+                })
+                .collect(),
+            protect: grant.protect.clone(),
             exec: grant.exec.clone(),
             http: grant.http.clone(),
             fs_guard: Arc::new(FsGuard::new(roots, grant.protect.clone())),

@@ -6,8 +6,11 @@
 //! output. When the call is cancelled, times out, or its future is dropped, the whole process
 //! group is killed (`killpg`), so nothing it started outlives the call.
 //!
-//! What it does not do: confine the program. A program runs with the host user's rights; the
-//! allow-list is the control, so grant only programs you would let the model run.
+//! The program runs confined by the kernel (K1, `confine`): it sees only the call's mounts
+//! (read-only ones read-only, protected paths read-only), the system's read-only locations and
+//! a private temporary directory; no network unless granted; and it is PID 1 of its own PID
+//! namespace, so nothing it starts outlives it, `setsid` or not. Which programs and arguments
+//! may run is `exec_policy`'s job.
 
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
@@ -18,13 +21,17 @@ use tokio_util::sync::CancellationToken;
 
 use super::bindings::exec;
 use super::call::CallState;
+use super::confined::Confined;
+use super::exec_policy;
 use super::grant::{ExecGrant, Mount};
+use super::protect::Protect;
 
 /// What a run needs from its call.
 struct ExecCall {
     plugin: String,
     grant: Option<ExecGrant>,
     mounts: Vec<Mount>,
+    protect: Protect,
     deadline: Instant,
     cancel: CancellationToken,
 }
@@ -38,6 +45,7 @@ impl exec::Host for CallState {
             plugin: self.plugin.clone(),
             grant: self.exec.clone(),
             mounts: self.mounts.clone(),
+            protect: self.protect.clone(),
             deadline: self.deadline,
             cancel: self.cancel.clone(),
         };
@@ -65,17 +73,7 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
             "running programs is not granted to this plugin; add `{key}` to the preset"
         ));
     };
-    if !grant.allow.contains(&cmd.program) {
-        return Err(format!(
-            "program `{}` is not allowed; add it to `{key}.allow` in the preset (allowed: {})",
-            cmd.program.chars().take(200).collect::<String>(),
-            if grant.allow.is_empty() {
-                "none".to_string()
-            } else {
-                grant.allow.join(", ")
-            }
-        ));
-    }
+    exec_policy::check(&grant.allow, &cmd.program, &cmd.args, &key)?;
     let program = find_program(&cmd.program)?;
     let cwd = host_dir(&call.mounts, cmd.cwd.as_deref())?;
     let mut timeout = grant
@@ -104,9 +102,32 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
             command.env(name, value);
         }
     }
+    let confined = if grant.confine {
+        let mut confined = Confined::prepare(&call.mounts, &call.protect, grant, &program, &key)?;
+        command.env("TMPDIR", confined.tmp.path());
+        let mut jail = confined.jail_for_child()?;
+        // SAFETY: the closure runs in the forked child before exec and only makes system
+        // calls on values prepared by the parent (see `confine::child`).
+        unsafe {
+            command.pre_exec(move || jail.enter());
+        }
+        Some(confined)
+    } else {
+        None
+    };
     let mut child = command
         .spawn()
-        .map_err(|e| format!("cannot start `{}`: {e}", program.display()))?;
+        .map_err(|e| {
+            if grant.confine {
+                format!(
+                    "cannot start `{}` confined: {e}; the kernel refused a step of the sandbox \
+                     set-up (see `confine = \"off\"` in `{key}` to run unconfined at your own risk)",
+                    program.display()
+                )
+            } else {
+                format!("cannot start `{}`: {e}", program.display())
+            }
+        })?;
     let guard = child.id().map(|pid| GroupGuard(pid as i32));
 
     if let (Some(bytes), Some(mut stdin)) = (cmd.stdin, child.stdin.take()) {
@@ -138,7 +159,14 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
     drop(guard);
     let _ = child.wait().await;
     let (stdout, cut_out) = collect(stdout).await;
-    let (stderr, cut_err) = collect(stderr).await;
+    let (mut stderr, cut_err) = collect(stderr).await;
+    if let Some(confined) = confined {
+        // Every process of the run is dead now (its PID namespace is gone), so what it left
+        // at a protected path cannot change under us.
+        for note in confined.undo_protected_creations() {
+            stderr.extend_from_slice(note.as_bytes());
+        }
+    }
     Ok(exec::Output {
         status,
         stdout,

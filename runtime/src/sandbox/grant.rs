@@ -114,10 +114,11 @@ impl Default for Limits {
     }
 }
 
-/// What the `exec` capability may run (S6): `plugins.<name>.grants.exec`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// What the `exec` capability may run (S6) and how the program is confined (K1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExecGrant {
-    /// Programs by name (looked up on the host's PATH) or absolute path.
+    /// Patterns: a program name (any arguments) or a program with arguments, `*` for the rest
+    /// (`"cargo test *"`); see `exec_policy`.
     pub allow: Vec<String>,
     /// Host environment variables passed through; every other variable is cleared.
     pub env: Vec<String>,
@@ -125,6 +126,59 @@ pub struct ExecGrant {
     pub timeout: Duration,
     /// Bytes of stdout and of stderr kept per run.
     pub output_bytes: usize,
+    /// Confine the program by the kernel (the default). `false` runs it as the user, with
+    /// the user's rights: only by the preset's explicit `confine = "off"`.
+    #[serde(default = "yes")]
+    pub confine: bool,
+    /// Whether the program may use the network (TCP/UDP and UNIX sockets).
+    #[serde(default)]
+    pub network: bool,
+    /// More host paths the program may read (and run), e.g. a toolchain outside `/usr`.
+    #[serde(default)]
+    pub read: Vec<PathBuf>,
+    /// More host paths the program may write, e.g. a build cache.
+    #[serde(default)]
+    pub write: Vec<PathBuf>,
+    /// Largest address space of the program, in bytes (`RLIMIT_AS`).
+    #[serde(default = "default_memory")]
+    pub memory_bytes: u64,
+    /// Most processes the program may run at once.
+    #[serde(default = "default_processes")]
+    pub processes: u64,
+    /// Largest file the program may write, in bytes.
+    #[serde(default = "default_file_bytes")]
+    pub file_bytes: u64,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_memory() -> u64 {
+    ExecGrant::default().memory_bytes
+}
+fn default_processes() -> u64 {
+    ExecGrant::default().processes
+}
+fn default_file_bytes() -> u64 {
+    ExecGrant::default().file_bytes
+}
+
+impl Default for ExecGrant {
+    fn default() -> ExecGrant {
+        ExecGrant {
+            allow: Vec::new(),
+            env: Vec::new(),
+            timeout: Duration::from_secs(30),
+            output_bytes: 1 << 20,
+            confine: true,
+            network: false,
+            read: Vec::new(),
+            write: Vec::new(),
+            memory_bytes: 8 << 30,
+            processes: 512,
+            file_bytes: 4 << 30,
+        }
+    }
 }
 
 /// Which hosts the `http` capability may reach (S6): `plugins.<name>.grants.http`.

@@ -1,0 +1,182 @@
+//! Kernel confinement of every host process paddock starts for a tool (K1, K2): today the
+//! programs of the `exec` capability; MCP servers and process hooks are meant to use the same
+//! `Jail`.
+//!
+//! A confined program runs in its own user, mount and PID namespaces (and network namespace
+//! unless the grant allows the network), with the protected paths of its mounts bound
+//! read-only, resource limits, no capabilities, `no_new_privs`, a Landlock ruleset and a
+//! seccomp filter (see `child`, `rules`, `filter`). It is PID 1 of its namespace, so when it
+//! ends or is killed every process it started dies with it.
+//!
+//! Confinement fails closed: when the kernel lacks a piece, `Jail::prepare` says which one and
+//! names the preset key (`confine = "off"`) that accepts running unconfined.
+//!
+//! What it does not do: decide what is granted (the preset), or which programs and arguments
+//! may run (`exec_policy`).
+
+mod child;
+mod filter;
+mod rules;
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use child::{ChildPlan, ReadOnlyBind, Rlimit};
+pub(crate) use rules::FsAccess;
+
+/// Resource limits of a confined program (from the grant).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ProcessLimits {
+    pub cpu_secs: u64,
+    pub address_space_bytes: u64,
+    pub processes: u64,
+    pub file_bytes: u64,
+    pub open_files: u64,
+}
+
+/// What to confine a program to. Paths are real (canonical) host paths.
+pub(crate) struct JailSpec {
+    pub fs: FsAccess,
+    /// Protected paths that exist now, to bind read-only.
+    pub protected: Vec<PathBuf>,
+    pub network: bool,
+    pub limits: ProcessLimits,
+}
+
+/// A prepared confinement, moved into the child (`std::process::Command::pre_exec`).
+pub(crate) struct Jail {
+    plan: ChildPlan,
+}
+
+impl Jail {
+    /// Opens and checks everything in the parent, so the child only makes system calls and the
+    /// errors the user sees say what is missing.
+    /// `key` is the preset key of the grant, for the error that says how to accept the risk.
+    pub(crate) fn prepare(spec: JailSpec, key: &str) -> Result<Jail, String> {
+        let unavailable = |what: String| {
+            format!(
+                "cannot confine the program: {what}. paddock refuses to run it unconfined; to \
+                 accept the risk, set `confine = \"off\"` in `{key}` of the preset"
+            )
+        };
+        namespaces_available().map_err(|e| unavailable(e.clone()))?;
+        let ruleset = rules::build(&spec.fs).map_err(unavailable)?;
+        let filters = vec![
+            filter::build(spec.network).map_err(|e| unavailable(format!("seccomp: {e}")))?,
+            filter::build_clone3().map_err(|e| unavailable(format!("seccomp: {e}")))?,
+        ];
+        let binds = spec
+            .protected
+            .iter()
+            .map(|path| read_only_bind(path))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(unavailable)?;
+        // SAFETY: getuid/getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let limits = spec.limits;
+        Ok(Jail {
+            plan: ChildPlan {
+                network: spec.network,
+                uid_map: format!("{uid} {uid} 1").into_bytes(),
+                gid_map: format!("{gid} {gid} 1").into_bytes(),
+                binds,
+                rlimits: vec![
+                    rlimit(libc::RLIMIT_CPU, limits.cpu_secs),
+                    rlimit(libc::RLIMIT_AS, limits.address_space_bytes),
+                    rlimit(libc::RLIMIT_NPROC, limits.processes),
+                    rlimit(libc::RLIMIT_FSIZE, limits.file_bytes),
+                    rlimit(libc::RLIMIT_NOFILE, limits.open_files),
+                    rlimit(libc::RLIMIT_CORE, 0),
+                ],
+                ruleset: Some(ruleset),
+                proc_access: rules::proc_access(),
+                host_proc: std::fs::File::open("/proc")
+                    .ok()
+                    .map(std::os::fd::OwnedFd::from),
+                filters,
+            },
+        })
+    }
+
+    /// Runs in the child between `fork` and `exec`. See `child` for what it does.
+    pub(crate) fn enter(&mut self) -> std::io::Result<()> {
+        self.plan.enter()
+    }
+}
+
+fn rlimit(resource: libc::__rlimit_resource_t, value: u64) -> Rlimit {
+    Rlimit { resource, value }
+}
+
+/// A read-only bind over `path`, keeping the flags its mount has (locked in a user namespace).
+fn read_only_bind(path: &Path) -> Result<ReadOnlyBind, String> {
+    let c_path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| format!("protected path {} has a NUL byte", path.display()))?;
+    // SAFETY: statvfs with a valid C string and an out pointer to zeroed memory.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c_path.as_ptr(), &mut stat) } == -1 {
+        return Err(format!(
+            "cannot inspect protected path {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    let mut keep = 0;
+    for (st, ms) in [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ] {
+        if stat.f_flag & st != 0 {
+            keep |= ms;
+        }
+    }
+    Ok(ReadOnlyBind {
+        path: c_path,
+        keep_flags: keep,
+    })
+}
+
+/// Whether this kernel lets paddock create the namespaces a jail needs, probed once per
+/// process in a throw-away child.
+fn namespaces_available() -> Result<(), &'static String> {
+    static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
+    PROBE.get_or_init(probe_namespaces).as_ref().map(|_| ())
+}
+
+fn probe_namespaces() -> Result<(), String> {
+    let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWNET;
+    // SAFETY: the child only calls unshare and _exit, both async-signal-safe.
+    let pid = unsafe { libc::fork() };
+    if pid == -1 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        // SAFETY: as above.
+        unsafe {
+            let code = if libc::unshare(flags) == 0 {
+                0
+            } else {
+                *libc::__errno_location()
+            };
+            libc::_exit(code);
+        }
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
+        Some(0) => Ok(()),
+        Some(errno) => Err(format!(
+            "the kernel refused user namespaces ({}); check `sysctl kernel.unprivileged_userns_clone` \
+             and `user.max_user_namespaces`",
+            std::io::Error::from_raw_os_error(errno)
+        )),
+        None => Err("the namespace probe died".into()),
+    }
+}

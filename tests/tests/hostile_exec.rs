@@ -1,0 +1,303 @@
+//! Attacks that go around the WASM sandbox through the programs `exec` starts (K1, K2, S6),
+//! through the real binary: `paddock tool call run_command` with a preset that allows shells,
+//! as a model's call would. Each test asserts from the outside: the decoy outside the mounts is
+//! neither read nor written, a planted config creates no marker, a loopback listener sees no
+//! connection, paddock is not signalled, and nothing the program started survives the call.
+
+mod agent_common;
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use agent_common::{Project, text};
+
+/// A project, a decoy directory outside it, and a preset that mounts the project at
+/// /workspace and allows `programs` with `extra` exec grant keys.
+struct Attack {
+    project: Project,
+    decoy: tempfile::TempDir,
+    preset: tempfile::TempDir,
+}
+
+const SECRET: &str = "DECOY-SECRET-7f3a";
+
+impl Attack {
+    fn new(mode: &str, extra: &str) -> Attack {
+        let project = Project::new(&[("README.md", "hello\n")]);
+        let decoy = tempfile::tempdir().unwrap();
+        std::fs::write(decoy.path().join("secret.txt"), SECRET).unwrap();
+        let preset = tempfile::tempdir().unwrap();
+        let text = format!(
+            "[plugins.shell]\nsource = \"builtin:shell\"\n\
+             mounts = [{{ host = \"{}\", guest = \"/workspace\", mode = \"{mode}\" }}]\n\
+             grants.exec = {{ allow = [\"sh\", \"bash\", \"cat\", \"git\", \"ls\"], env = [\"PATH\"], timeout_ms = 10_000{extra} }}\n\
+             [approval]\nlow = \"allow\"\nmedium = \"allow\"\nhigh = \"allow\"\n",
+            project.dir.path().display()
+        );
+        std::fs::write(preset.path().join("attack.toml"), text).unwrap();
+        Attack {
+            project,
+            decoy,
+            preset,
+        }
+    }
+
+    fn preset_path(&self) -> String {
+        self.preset.path().join("attack.toml").display().to_string()
+    }
+
+    fn decoy(&self) -> &Path {
+        self.decoy.path()
+    }
+
+    fn workspace(&self) -> &Path {
+        self.project.dir.path()
+    }
+
+    /// `run_command` with `program args`, as the model would call it.
+    fn run(&self, program: &str, args: &[&str]) -> Output {
+        let call = serde_json::json!({ "program": program, "args": args }).to_string();
+        let preset = self.preset_path();
+        self.project
+            .command(&["tool", "call", "run_command", &call, "--preset", &preset])
+            .output()
+            .expect("run paddock")
+    }
+
+    /// `sh -c script`.
+    fn sh(&self, script: &str) -> String {
+        text(&self.run("sh", &["-c", script]))
+    }
+}
+
+#[test]
+fn a_program_cannot_read_or_write_outside_its_mounts() {
+    let a = Attack::new("rw", "");
+    let decoy = a.decoy().display().to_string();
+    let out = a.sh(&format!(
+        "cat {decoy}/secret.txt; echo pwned > {decoy}/planted; cat $HOME/.bashrc /root/.bashrc; \
+         ls {decoy}; echo inside > inside.txt; echo done"
+    ));
+    assert!(!out.contains(SECRET), "the decoy was read: {out}");
+    assert!(
+        !a.decoy().join("planted").exists(),
+        "the decoy dir was written: {out}"
+    );
+    assert!(out.contains("done"), "the program ran: {out}");
+    assert_eq!(
+        std::fs::read_to_string(a.workspace().join("inside.txt")).unwrap(),
+        "inside\n",
+        "the rw mount stays writable: {out}"
+    );
+}
+
+#[test]
+fn a_read_only_mount_stays_read_only_for_programs() {
+    let a = Attack::new("ro", "");
+    let out = a.sh("echo x > new.txt; echo x >> README.md; rm README.md; echo done");
+    assert!(out.contains("done"), "{out}");
+    assert!(!a.workspace().join("new.txt").exists(), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(a.workspace().join("README.md")).unwrap(),
+        "hello\n",
+        "{out}"
+    );
+}
+
+#[test]
+fn git_config_and_hooks_cannot_be_planted_whatever_the_spelling() {
+    let a = Attack::new("rw", "");
+    let w = a.workspace();
+    std::fs::create_dir_all(w.join(".git/hooks")).unwrap();
+    std::fs::write(w.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+    std::fs::create_dir(w.join("sub")).unwrap();
+    let marker = a.decoy().join("fsmonitor-ran");
+    let payload = format!("[core]\\n\\tfsmonitor = touch {}\\n", marker.display());
+    let out = a.sh(&format!(
+        "printf '{payload}' >> .git/config; printf '{payload}' >> ./.git//config; \
+         printf '{payload}' >> sub/../.git/config; ln -s .git g && printf '{payload}' >> g/config; \
+         ln .git/config hard; printf '#!/bin/sh\\ntouch {m}\\n' > .git/hooks/pre-commit; \
+         mv .git moved; rm -rf .git; echo done",
+        m = marker.display()
+    ));
+    assert!(out.contains("done"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(w.join(".git/config")).unwrap(),
+        "[core]\n\tbare = false\n",
+        "{out}"
+    );
+    assert!(!w.join(".git/hooks/pre-commit").exists(), "{out}");
+    assert!(!w.join("moved").exists(), "{out}");
+    assert!(
+        !w.join("hard").exists(),
+        "a hard link across the protection: {out}"
+    );
+}
+
+#[test]
+fn protected_paths_a_program_creates_are_removed_after_the_call() {
+    let a = Attack::new("rw", "");
+    let w = a.workspace();
+    let out = a.sh(
+        "mkdir -p .cargo && printf '[target.x86_64-unknown-linux-gnu]\\nrunner = \"sh\"\\n' > .cargo/config.toml; \
+         printf 'gitdir: /tmp/evil\\n' > .git; mkdir -p .paddock/presets; echo ok > keep.txt; echo done",
+    );
+    assert!(out.contains("done"), "{out}");
+    assert!(!w.join(".cargo/config.toml").exists(), "{out}");
+    assert!(!w.join(".git").exists(), "{out}");
+    assert!(!w.join(".paddock").exists(), "{out}");
+    assert!(w.join("keep.txt").exists(), "ordinary files stay: {out}");
+    assert!(out.contains("protected path"), "the model is told: {out}");
+}
+
+#[test]
+fn the_network_is_closed_unless_granted() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let a = Attack::new("rw", "");
+    let out = a.sh(&format!(
+        "bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}' 2>&1; echo done"
+    ));
+    assert!(out.contains("done"), "{out}");
+    assert!(
+        listener.accept().is_err(),
+        "a connection got through: {out}"
+    );
+
+    let granted = Attack::new("rw", ", network = true");
+    let out = granted.sh(&format!(
+        "bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'; echo done"
+    ));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while listener.accept().is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "granted network did not connect: {out}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_program_cannot_signal_paddock_or_outlive_the_call() {
+    let a = Attack::new("rw", "");
+    let tag = format!("77.{}", std::process::id());
+    let out = a.sh(&format!(
+        "setsid sleep {tag} & (sleep {tag} &) ; kill -9 $PPID; kill -9 -1; echo done"
+    ));
+    assert!(
+        out.contains("exit status"),
+        "paddock finished the call and printed its result: {out}"
+    );
+    let survivors: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&tag))
+        .collect();
+    assert!(survivors.is_empty(), "still running: {survivors:?}");
+}
+
+#[test]
+fn git_options_that_run_commands_are_refused_naming_the_rule() {
+    let a = Attack::new("rw", "");
+    let marker = a.decoy().join("ran");
+    let fsmonitor = format!("core.fsmonitor=touch {}", marker.display());
+    let out = text(&a.run("git", &["-c", &fsmonitor, "status"]));
+    assert!(out.contains("`git -c` is refused"), "{out}");
+    assert!(out.contains("plugins.shell.grants.exec.allow"), "{out}");
+    assert!(!marker.exists());
+}
+
+#[test]
+fn argument_patterns_allow_only_what_they_name() {
+    let a = Attack::new("rw", "");
+    let preset = std::fs::read_to_string(a.preset_path()).unwrap().replace(
+        r#"allow = ["sh", "bash", "cat", "git", "ls"]"#,
+        r#"allow = ["git status", "ls *"]"#,
+    );
+    std::fs::write(a.preset_path(), preset).unwrap();
+    let ok = text(&a.run("ls", &["-a"]));
+    assert!(ok.contains("README.md"), "{ok}");
+    let refused = text(&a.run("git", &["push"]));
+    assert!(refused.contains("matches no allowed pattern"), "{refused}");
+}
+
+#[test]
+fn a_planted_repository_config_runs_only_inside_the_sandbox() {
+    // The repository itself is hostile: its .git/config names a command that git runs on
+    // `git status`. The allowed `git status` runs it, but confined.
+    let a = Attack::new("rw", "");
+    let w = a.workspace();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(w)
+            .output()
+            .expect("git");
+        assert!(status.status.success(), "{status:?}");
+    };
+    git(&["init", "-q"]);
+    let decoy = a.decoy().display().to_string();
+    let hook = format!(
+        "sh -c 'cat {decoy}/secret.txt; echo pwned > {decoy}/planted; echo pwned > $HOME/paddock-planted' #"
+    );
+    git(&["config", "core.fsmonitor", &hook]);
+    let out = a.sh("git status; echo done");
+    assert!(out.contains("done"), "{out}");
+    assert!(!out.contains(SECRET), "the decoy was read: {out}");
+    assert!(!a.decoy().join("planted").exists(), "{out}");
+}
+
+#[test]
+fn a_program_cannot_see_other_processes() {
+    let a = Attack::new("rw", "");
+    let out = a.sh("for d in /proc/[0-9]*; do cat $d/cmdline; echo; done; echo done");
+    assert!(out.contains("done"), "{out}");
+    assert!(
+        !out.contains("paddock"),
+        "paddock's command line is visible: {out}"
+    );
+}
+
+#[test]
+fn confinement_that_cannot_be_set_up_fails_closed_naming_the_key() {
+    // A user namespace in which no further namespaces may be created: the kernel refuses
+    // what paddock's jail needs, and the call must fail rather than run unconfined.
+    let Ok(probe) = std::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "true"])
+        .output()
+    else {
+        eprintln!("skipped: no unshare(1) on this machine");
+        return;
+    };
+    if !probe.status.success() {
+        eprintln!("skipped: this kernel refuses unprivileged user namespaces to the test itself");
+        return;
+    }
+    let a = Attack::new("rw", "");
+    let call = serde_json::json!({ "program": "sh", "args": ["-c", "echo ran > ran.txt"] });
+    let script = format!(
+        "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" tool call run_command '{call}' --preset {}",
+        a.preset_path()
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "sh", "-c", &script])
+        .arg(agent_common::paddock_bin())
+        .current_dir(a.workspace())
+        .env("PADDOCK_HOME", a.project.home.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("unshare");
+    let shown = text(&out);
+    assert!(
+        !a.workspace().join("ran.txt").exists(),
+        "ran unconfined: {shown}"
+    );
+    assert!(shown.contains("cannot confine the program"), "{shown}");
+    assert!(shown.contains(r#"confine = "off""#), "{shown}");
+}
