@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub(super) use super::confine::{ConfinedChild, Program};
 use super::confine::{FsAccess, Jail, JailSpec, ProcessLimits};
 use super::grant::{ExecGrant, Mount, MountMode};
 use super::protect::Protect;

@@ -16,12 +16,12 @@ use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 use super::bindings::exec;
 use super::call::CallState;
-use super::confined::Confined;
+use super::confined::{Confined, ConfinedChild, Program};
 use super::exec_policy;
 use super::grant::{ExecGrant, Mount};
 use super::protect::Protect;
@@ -53,16 +53,39 @@ impl exec::Host for CallState {
     }
 }
 
-/// Kills the process group when dropped: the one place that guarantees no orphan, whether
-/// the run ends, times out, is cancelled, or its future is dropped by the call's deadline.
-struct GroupGuard(i32);
+/// A started program, confined or not: its streams, and how to wait for it and kill it.
+enum Running {
+    /// Confined (the default): PID 1 of its own namespace; killing it kills all it started.
+    Confined(ConfinedChild),
+    /// `confine = "off"`: its own process group, killed as a group.
+    Plain(tokio::process::Child, Option<i32>),
+}
 
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        // SAFETY: killpg has no memory-safety preconditions; a stale or empty group gives ESRCH.
-        unsafe {
-            libc::killpg(self.0, libc::SIGKILL);
+impl Running {
+    async fn wait(&mut self) -> Option<i32> {
+        match self {
+            Running::Confined(child) => child.wait().await.ok().flatten(),
+            Running::Plain(child, _) => child.wait().await.ok().and_then(|s| s.code()),
         }
+    }
+
+    fn kill(&mut self) {
+        match self {
+            Running::Confined(child) => child.kill(),
+            // SAFETY: killpg has no memory-safety preconditions; a stale group gives ESRCH.
+            Running::Plain(_, Some(group)) => unsafe {
+                libc::killpg(*group, libc::SIGKILL);
+            },
+            Running::Plain(..) => {}
+        }
+    }
+}
+
+impl Drop for Running {
+    /// Whether the run ended, timed out, was cancelled or its future dropped by the call's
+    /// deadline: nothing it started outlives it.
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 
@@ -82,82 +105,108 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
     if let Some(ms) = cmd.timeout_ms {
         timeout = timeout.min(Duration::from_millis(ms.into()));
     }
+    let mut env: Vec<(String, std::ffi::OsString)> = grant
+        .env
+        .iter()
+        .filter_map(|name| std::env::var_os(name).map(|value| (name.clone(), value)))
+        .collect();
 
-    let mut command = tokio::process::Command::new(&program);
-    command
-        .args(&cmd.args)
-        .env_clear()
-        .current_dir(&cwd)
-        .stdin(if cmd.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    for name in &grant.env {
-        if let Some(value) = std::env::var_os(name) {
-            command.env(name, value);
-        }
-    }
-    let confined = if grant.confine {
+    let (mut running, stdin, stdout, stderr, confined) = if grant.confine {
         let mut confined = Confined::prepare(&call.mounts, &call.protect, grant, &program, &key)?;
-        command.env("TMPDIR", confined.tmp.path());
-        let mut jail = confined.jail_for_child()?;
-        // SAFETY: the closure runs in the forked child before exec and only makes system
-        // calls on values prepared by the parent (see `confine::child`).
-        unsafe {
-            command.pre_exec(move || jail.enter());
-        }
-        Some(confined)
-    } else {
-        None
-    };
-    let mut child = command
-        .spawn()
-        .map_err(|e| {
-            if grant.confine {
+        env.retain(|(name, _)| name != "TMPDIR");
+        env.push(("TMPDIR".into(), confined.tmp.path().into()));
+        let mut child = confined
+            .jail_for_child()?
+            .spawn(Program {
+                path: &program,
+                args: &cmd.args,
+                env,
+                cwd: &cwd,
+                stdin: cmd.stdin.is_some(),
+            })
+            .map_err(|e| {
                 format!(
-                    "cannot start `{}` confined: {e}; the kernel refused a step of the sandbox \
-                     set-up (see `confine = \"off\"` in `{key}` to run unconfined at your own risk)",
+                    "cannot start `{}` confined: {e}; paddock runs no program unconfined unless \
+                     `{key}.confine = \"off\"` accepts the risk",
                     program.display()
                 )
+            })?;
+        let stdin = child
+            .stdin
+            .take()
+            .map(|s| Box::new(s) as Box<dyn AsyncWrite + Send + Unpin>);
+        let stdout = child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>);
+        let stderr = child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>);
+        (
+            Running::Confined(child),
+            stdin,
+            stdout,
+            stderr,
+            Some(confined),
+        )
+    } else {
+        let mut command = tokio::process::Command::new(&program);
+        command
+            .args(&cmd.args)
+            .env_clear()
+            .envs(env)
+            .current_dir(&cwd)
+            .stdin(if cmd.stdin.is_some() {
+                Stdio::piped()
             } else {
-                format!("cannot start `{}`: {e}", program.display())
-            }
-        })?;
-    let guard = child.id().map(|pid| GroupGuard(pid as i32));
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("cannot start `{}`: {e}", program.display()))?;
+        let stdin = child
+            .stdin
+            .take()
+            .map(|s| Box::new(s) as Box<dyn AsyncWrite + Send + Unpin>);
+        let stdout = child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>);
+        let stderr = child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>);
+        let group = child.id().map(|pid| pid as i32);
+        (Running::Plain(child, group), stdin, stdout, stderr, None)
+    };
 
-    if let (Some(bytes), Some(mut stdin)) = (cmd.stdin, child.stdin.take()) {
+    if let (Some(bytes), Some(mut stdin)) = (cmd.stdin, stdin) {
         tokio::spawn(async move {
             // A program that does not read its input is not an error.
             let _ = stdin.write_all(&bytes).await;
         });
     }
     let cap = grant.output_bytes;
-    let stdout = child
-        .stdout
-        .take()
-        .map(|s| tokio::spawn(read_capped(s, cap)));
-    let stderr = child
-        .stderr
-        .take()
-        .map(|s| tokio::spawn(read_capped(s, cap)));
+    let stdout = stdout.map(|s| tokio::spawn(read_capped(s, cap)));
+    let stderr = stderr.map(|s| tokio::spawn(read_capped(s, cap)));
 
     let (status, timed_out) = tokio::select! {
         biased;
         _ = call.cancel.cancelled() => {
-            drop(guard);
+            drop(running);
             return Err("cancelled; the program and everything it started were killed".into());
         }
-        status = child.wait() => (status.ok().and_then(|s| s.code()), false),
+        status = running.wait() => (status, false),
         _ = tokio::time::sleep(timeout) => (None, true),
     };
-    // Whatever the program left running in its group goes with it, so the pipes close too.
-    drop(guard);
-    let _ = child.wait().await;
+    // Whatever the program left running goes with it, so the pipes close too.
+    running.kill();
+    let _ = running.wait().await;
     let (stdout, cut_out) = collect(stdout).await;
     let (mut stderr, cut_err) = collect(stderr).await;
     if let Some(confined) = confined {
@@ -184,7 +233,7 @@ async fn collect(task: Option<tokio::task::JoinHandle<(Vec<u8>, bool)>>) -> (Vec
 }
 
 /// Keeps the first `cap` bytes and drains the rest, so the program never blocks on a full pipe.
-async fn read_capped(mut from: impl AsyncRead + Unpin, cap: usize) -> (Vec<u8>, bool) {
+async fn read_capped(mut from: Box<dyn AsyncRead + Send + Unpin>, cap: usize) -> (Vec<u8>, bool) {
     let mut kept = Vec::new();
     let mut cut = false;
     let mut buf = [0u8; 8192];

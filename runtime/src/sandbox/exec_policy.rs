@@ -143,10 +143,10 @@ pub(super) fn check(
     args: &[String],
     key: &str,
 ) -> Result<(), String> {
-    let Some(pattern) = allow.iter().find(|p| matches(p, program, args)) else {
+    let matching: Vec<&String> = allow.iter().filter(|p| matches(p, program, args)).collect();
+    if matching.is_empty() {
         return Err(refusal(allow, program, args, key));
-    };
-    let pattern_words: Vec<&str> = pattern.split_whitespace().collect();
+    }
     let name = program.rsplit('/').next().unwrap_or(program);
     let subcommand = args
         .iter()
@@ -157,10 +157,12 @@ pub(super) fn check(
             continue;
         }
         let used = args.iter().any(|a| uses_option(a, rule.option));
-        let spelled = pattern_words
-            .iter()
-            .skip(1)
-            .any(|w| uses_option(w, rule.option));
+        let spelled = matching.iter().any(|pattern| {
+            pattern
+                .split_whitespace()
+                .skip(1)
+                .any(|w| uses_option(w, rule.option))
+        });
         if used && !spelled {
             return Err(format!(
                 "`{name} {}` is refused: it {}. paddock refuses it for {name} unless the allowed \

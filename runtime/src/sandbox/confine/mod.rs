@@ -2,11 +2,11 @@
 //! programs of the `exec` capability; MCP servers and process hooks are meant to use the same
 //! `Jail`.
 //!
-//! A confined program runs in its own user, mount and PID namespaces (and network namespace
-//! unless the grant allows the network), with the protected paths of its mounts bound
-//! read-only, resource limits, no capabilities, `no_new_privs`, a Landlock ruleset and a
-//! seccomp filter (see `child`, `rules`, `filter`). It is PID 1 of its namespace, so when it
-//! ends or is killed every process it started dies with it.
+//! A confined program runs in its own user, mount and PID namespaces, with the protected paths
+//! of its mounts bound read-only, its own `/proc`, resource limits, no capabilities,
+//! `no_new_privs`, a Landlock ruleset and a seccomp filter (see `spawn`, `child`, `rules`,
+//! `filter`); without the network grant it cannot open a socket at all. It is PID 1 of its
+//! namespace, so when it ends or is killed every process it started dies with it.
 //!
 //! Confinement fails closed: when the kernel lacks a piece, `Jail::prepare` says which one and
 //! names the preset key (`confine = "off"`) that accepts running unconfined.
@@ -17,14 +17,17 @@
 mod child;
 mod filter;
 mod rules;
+mod spawn;
 
 use std::ffi::CString;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use child::{ChildPlan, ReadOnlyBind, Rlimit};
+use child::ReadOnlyBind;
 pub(crate) use rules::FsAccess;
+pub(crate) use spawn::{ConfinedChild, Program};
 
 /// Resource limits of a confined program (from the grant).
 #[derive(Debug, Clone, Copy)]
@@ -45,14 +48,19 @@ pub(crate) struct JailSpec {
     pub limits: ProcessLimits,
 }
 
-/// A prepared confinement, moved into the child (`std::process::Command::pre_exec`).
+/// A prepared confinement: everything opened, built and checked in paddock's process, so the
+/// child only makes system calls. Used once, by `Jail::spawn`.
 pub(crate) struct Jail {
-    plan: ChildPlan,
+    ruleset: OwnedFd,
+    proc_access: u64,
+    filter: &'static [libc::sock_filter],
+    uid_map: CString,
+    gid_map: CString,
+    binds: Vec<ReadOnlyBind>,
+    rlimits: Vec<(libc::__rlimit_resource_t, libc::rlim_t)>,
 }
 
 impl Jail {
-    /// Opens and checks everything in the parent, so the child only makes system calls and the
-    /// errors the user sees say what is missing.
     /// `key` is the preset key of the grant, for the error that says how to accept the risk.
     pub(crate) fn prepare(spec: JailSpec, key: &str) -> Result<Jail, String> {
         let unavailable = |what: String| {
@@ -62,11 +70,8 @@ impl Jail {
             )
         };
         namespaces_available().map_err(|e| unavailable(e.clone()))?;
-        let ruleset = rules::build(&spec.fs).map_err(unavailable)?;
-        let filters = vec![
-            filter::build(spec.network).map_err(|e| unavailable(format!("seccomp: {e}")))?,
-            filter::build_clone3().map_err(|e| unavailable(format!("seccomp: {e}")))?,
-        ];
+        let ruleset = rules::build(&spec.fs, spec.network).map_err(unavailable)?;
+        let filter = filter::program(spec.network);
         let binds = spec
             .protected
             .iter()
@@ -75,39 +80,25 @@ impl Jail {
             .map_err(unavailable)?;
         // SAFETY: getuid/getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let map = |id: u32| CString::new(format!("{id} {id} 1")).expect("digits have no NUL");
         let limits = spec.limits;
         Ok(Jail {
-            plan: ChildPlan {
-                network: spec.network,
-                uid_map: format!("{uid} {uid} 1").into_bytes(),
-                gid_map: format!("{gid} {gid} 1").into_bytes(),
-                binds,
-                rlimits: vec![
-                    rlimit(libc::RLIMIT_CPU, limits.cpu_secs),
-                    rlimit(libc::RLIMIT_AS, limits.address_space_bytes),
-                    rlimit(libc::RLIMIT_NPROC, limits.processes),
-                    rlimit(libc::RLIMIT_FSIZE, limits.file_bytes),
-                    rlimit(libc::RLIMIT_NOFILE, limits.open_files),
-                    rlimit(libc::RLIMIT_CORE, 0),
-                ],
-                ruleset: Some(ruleset),
-                proc_access: rules::proc_access(),
-                host_proc: std::fs::File::open("/proc")
-                    .ok()
-                    .map(std::os::fd::OwnedFd::from),
-                filters,
-            },
+            ruleset,
+            proc_access: rules::proc_access(),
+            filter,
+            uid_map: map(uid),
+            gid_map: map(gid),
+            binds,
+            rlimits: vec![
+                (libc::RLIMIT_CPU, limits.cpu_secs),
+                (libc::RLIMIT_AS, limits.address_space_bytes),
+                (libc::RLIMIT_NPROC, limits.processes),
+                (libc::RLIMIT_FSIZE, limits.file_bytes),
+                (libc::RLIMIT_NOFILE, limits.open_files),
+                (libc::RLIMIT_CORE, 0),
+            ],
         })
     }
-
-    /// Runs in the child between `fork` and `exec`. See `child` for what it does.
-    pub(crate) fn enter(&mut self) -> std::io::Result<()> {
-        self.plan.enter()
-    }
-}
-
-fn rlimit(resource: libc::__rlimit_resource_t, value: u64) -> Rlimit {
-    Rlimit { resource, value }
 }
 
 /// A read-only bind over `path`, keeping the flags its mount has (locked in a user namespace).
@@ -150,7 +141,7 @@ fn namespaces_available() -> Result<(), &'static String> {
 }
 
 fn probe_namespaces() -> Result<(), String> {
-    let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWNET;
+    let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
     // SAFETY: the child only calls unshare and _exit, both async-signal-safe.
     let pid = unsafe { libc::fork() };
     if pid == -1 {

@@ -12,9 +12,12 @@
 
 use std::path::{Path, PathBuf};
 
+use std::os::fd::OwnedFd;
+use std::sync::OnceLock;
+
 use landlock::{
-    ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreated, RulesetCreatedAttr, Scope,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
 
 /// Read-only locations every program may need to start (dynamic loader, libraries, locale,
@@ -52,14 +55,17 @@ pub(crate) struct FsAccess {
     pub write: Vec<PathBuf>,
 }
 
-/// What a program may do under `/proc` (read), granted by the child on the procfs it sees.
-pub(super) fn proc_access() -> landlock::BitFlags<AccessFs> {
-    AccessFs::from_read(WANTED)
+/// What a program may do under `/proc` (read), granted by the child on the procfs it sees
+/// (the raw access bits of the kernel ABI).
+pub(super) fn proc_access() -> u64 {
+    AccessFs::from_read(WANTED).bits()
 }
 
 /// Builds the ruleset in the parent (opening every path now); the child only enforces it.
 /// Fails when the kernel lacks Landlock or the required ABI: confinement fails closed.
-pub(super) fn build(access: &FsAccess) -> Result<RulesetCreated, String> {
+/// Without `network`, TCP bind and connect are refused too where the kernel can (ABI 4), on
+/// top of the seccomp filter that refuses every socket.
+pub(super) fn build(access: &FsAccess, network: bool) -> Result<OwnedFd, String> {
     let read = AccessFs::from_read(WANTED);
     let all = AccessFs::from_all(WANTED);
     let mut ruleset = Ruleset::default()
@@ -70,24 +76,59 @@ pub(super) fn build(access: &FsAccess) -> Result<RulesetCreated, String> {
         .handle_access(all)
         .map_err(|e| e.to_string())?
         .scope(Scope::Signal | Scope::AbstractUnixSocket)
-        .map_err(|e| e.to_string())?
-        .create()
-        .map_err(|e| format!("Landlock: {e}"))?;
-    let system = SYSTEM_READ.iter().map(Path::new);
-    for path in system.chain(access.read.iter().map(PathBuf::as_path)) {
+        .map_err(|e| e.to_string())?;
+    if !network {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(ABI::V4))
+            .map_err(|e| e.to_string())?;
+    }
+    let mut ruleset = ruleset.create().map_err(|e| format!("Landlock: {e}"))?;
+    for (fd, dir, writable) in system_paths() {
+        let access = if *writable { all } else { read };
+        ruleset = add_fd(ruleset, fd, *dir, access).map_err(|e| format!("Landlock rule: {e}"))?;
+    }
+    for path in &access.read {
         ruleset = add(ruleset, path, read)?;
     }
-    for path in DEVICE_WRITE
-        .iter()
-        .map(Path::new)
-        .chain(access.write.iter().map(PathBuf::as_path))
-    {
+    for path in &access.write {
         ruleset = add(ruleset, path, all)?;
     }
-    Ok(ruleset)
+    Option::<OwnedFd>::from(ruleset)
+        .ok_or_else(|| "Landlock is not supported by this kernel".into())
 }
 
-/// Adds one rule; a path that does not exist is skipped (a system without `/lib32`).
+/// The system locations, opened once per process: (handle, is a directory, writable).
+/// Missing ones are skipped (a system without `/lib32`).
+fn system_paths() -> &'static [(PathFd, bool, bool)] {
+    static PATHS: OnceLock<Vec<(PathFd, bool, bool)>> = OnceLock::new();
+    PATHS.get_or_init(|| {
+        let read = SYSTEM_READ.iter().map(|p| (*p, false));
+        let write = DEVICE_WRITE.iter().map(|p| (*p, true));
+        read.chain(write)
+            .filter_map(|(path, writable)| {
+                let fd = PathFd::new(path).ok()?;
+                Some((fd, Path::new(path).is_dir(), writable))
+            })
+            .collect()
+    })
+}
+
+fn add_fd(
+    ruleset: RulesetCreated,
+    fd: &PathFd,
+    dir: bool,
+    access: landlock::BitFlags<AccessFs>,
+) -> Result<RulesetCreated, landlock::RulesetError> {
+    // A rule on a file (not a directory) may only carry file rights.
+    let access = if dir {
+        access
+    } else {
+        access & AccessFs::from_file(WANTED)
+    };
+    ruleset.add_rule(PathBeneath::new(fd, access))
+}
+
+/// Adds one rule; a path that does not exist is skipped.
 fn add(
     ruleset: RulesetCreated,
     path: &Path,

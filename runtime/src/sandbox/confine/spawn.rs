@@ -1,0 +1,305 @@
+//! Starting a confined program and waiting for it (K1), without `fork`.
+//!
+//! `clone(CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_PIDFD)`
+//! starts the program's process directly as PID 1 of a new PID namespace, sharing paddock's
+//! memory (as `posix_spawn` does) until it calls `execve`: copying paddock's page tables for a
+//! `fork` would cost more than all the confinement together. The child's steps are in `child`.
+//!
+//! The process is watched through its pidfd: waiting is an async read on it, killing is
+//! `pidfd_send_signal`, so a recycled pid can never be hit. Killing it (PID 1) makes the kernel
+//! kill every process of its namespace.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use tokio::io::unix::AsyncFd;
+use tokio::net::unix::pipe;
+
+use super::Jail;
+use super::child::{ChildPlan, STEPS, child_main};
+
+/// Stack of the cloned process until it calls execve.
+const STACK_BYTES: usize = 256 << 10;
+
+/// What to run.
+pub(crate) struct Program<'a> {
+    pub path: &'a Path,
+    pub args: &'a [String],
+    pub env: Vec<(String, std::ffi::OsString)>,
+    pub cwd: &'a Path,
+    pub stdin: bool,
+}
+
+/// A running confined program.
+pub(crate) struct ConfinedChild {
+    pidfd: AsyncFd<OwnedFd>,
+    pub stdin: Option<pipe::Sender>,
+    pub stdout: Option<pipe::Receiver>,
+    pub stderr: Option<pipe::Receiver>,
+    reaped: bool,
+}
+
+fn cstring(bytes: &[u8], what: &str) -> Result<CString, String> {
+    CString::new(bytes).map_err(|_| format!("{what} contains a NUL byte"))
+}
+
+/// A pipe whose both ends are above the standard descriptors and close on exec.
+fn pipe_pair() -> Result<(OwnedFd, OwnedFd), String> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
+        return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: both descriptors are fresh and ours.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok((above_stdio(read)?, above_stdio(write)?))
+}
+
+/// When paddock runs with a standard stream closed, a new descriptor can be 0, 1 or 2; the
+/// child's `dup2` onto those numbers would then clobber it. Move it up.
+fn above_stdio(fd: OwnedFd) -> Result<OwnedFd, String> {
+    if fd.as_raw_fd() > 2 {
+        return Ok(fd);
+    }
+    // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor ≥ 3 or -1.
+    let moved = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if moved == -1 {
+        return Err(format!("fcntl: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: fresh descriptor.
+    Ok(unsafe { OwnedFd::from_raw_fd(moved) })
+}
+
+impl Jail {
+    /// Starts `program` inside this jail.
+    pub(crate) fn spawn(self, program: Program<'_>) -> Result<ConfinedChild, String> {
+        let path = cstring(program.path.as_os_str().as_bytes(), "the program path")?;
+        let mut args = vec![path.clone()];
+        for arg in program.args {
+            args.push(cstring(arg.as_bytes(), "an argument")?);
+        }
+        let env = program
+            .env
+            .iter()
+            .map(|(k, v)| {
+                let mut pair = k.as_bytes().to_vec();
+                pair.push(b'=');
+                pair.extend_from_slice(v.as_bytes());
+                cstring(&pair, "an environment variable")
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let cwd = cstring(program.cwd.as_os_str().as_bytes(), "the working directory")?;
+        let (stdin_read, stdin_write) = if program.stdin {
+            let (r, w) = pipe_pair()?;
+            (r, Some(w))
+        } else {
+            let null = std::fs::File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
+            (above_stdio(OwnedFd::from(null))?, None)
+        };
+        let (stdout_read, stdout_write) = pipe_pair()?;
+        let (stderr_read, stderr_write) = pipe_pair()?;
+        let ruleset = self.ruleset;
+        let plan = ChildPlan {
+            program: path,
+            argv: nul_terminated(&args),
+            envp: nul_terminated(&env),
+            cwd,
+            stdin: stdin_read.as_raw_fd(),
+            stdout: stdout_write.as_raw_fd(),
+            stderr: stderr_write.as_raw_fd(),
+            uid_map: self.uid_map,
+            gid_map: self.gid_map,
+            binds: self.binds,
+            rlimits: self.rlimits,
+            ruleset: ruleset.as_raw_fd(),
+            proc_access: self.proc_access,
+            filter: libc::sock_fprog {
+                len: self.filter.len() as u16,
+                filter: self.filter.as_ptr() as *mut libc::sock_filter,
+            },
+            failure: std::sync::atomic::AtomicU64::new(0),
+        };
+        let pidfd = clone_into(&plan)?;
+        let failure = plan.failure.load(Ordering::SeqCst);
+        // The child has exec'd (or exited); what it was given can go.
+        drop((stdin_read, stdout_write, stderr_write, ruleset));
+        let mut child = ConfinedChild {
+            // SAFETY: the pidfd is ours alone; nothing else registers or closes it.
+            pidfd: unsafe { AsyncFd::register(pidfd) }.map_err(|e| format!("pidfd: {e}"))?,
+            stdin: None,
+            stdout: None,
+            stderr: None,
+            reaped: false,
+        };
+        if failure != 0 {
+            child.reap_blocking();
+            let step = STEPS.get((failure >> 32) as usize).copied().unwrap_or("?");
+            let errno = std::io::Error::from_raw_os_error((failure & 0xffff_ffff) as i32);
+            return Err(format!("could not {step}: {errno}"));
+        }
+        let receiver =
+            |fd: OwnedFd| pipe::Receiver::from_owned_fd(fd).map_err(|e| format!("pipe: {e}"));
+        child.stdout = Some(receiver(stdout_read)?);
+        child.stderr = Some(receiver(stderr_read)?);
+        child.stdin = match stdin_write {
+            Some(fd) => Some(pipe::Sender::from_owned_fd(fd).map_err(|e| format!("pipe: {e}"))?),
+            None => None,
+        };
+        Ok(child)
+    }
+}
+
+fn nul_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
+    strings
+        .iter()
+        .map(|s| s.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect()
+}
+
+/// Clones the child; returns its pidfd once it has exec'd or exited.
+fn clone_into(plan: &ChildPlan) -> Result<OwnedFd, String> {
+    // SAFETY: a private anonymous mapping, unmapped below; the child runs on it only until
+    // execve (after which it has its own memory) or _exit.
+    let stack = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            STACK_BYTES,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if stack == libc::MAP_FAILED {
+        return Err(format!("stack: {}", std::io::Error::last_os_error()));
+    }
+    let flags = libc::CLONE_VM
+        | libc::CLONE_VFORK
+        | libc::CLONE_PIDFD
+        | libc::CLONE_NEWUSER
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWPID
+        | libc::SIGCHLD;
+    let mut pidfd: RawFd = -1;
+    // SAFETY: the stack grows down from its top; `plan` outlives the child's use of it because
+    // CLONE_VFORK suspends this thread until the child calls execve or exits.
+    let pid = unsafe {
+        let top = (stack as *mut u8).add(STACK_BYTES);
+        libc::clone(
+            child_main,
+            top.cast(),
+            flags,
+            plan as *const ChildPlan as *mut libc::c_void,
+            &mut pidfd as *mut RawFd,
+        )
+    };
+    let error = std::io::Error::last_os_error();
+    // SAFETY: the child no longer uses the stack (see above).
+    unsafe { libc::munmap(stack, STACK_BYTES) };
+    if pid == -1 {
+        return Err(format!("clone into new namespaces: {error}"));
+    }
+    // SAFETY: CLONE_PIDFD stored a fresh descriptor for the child.
+    Ok(unsafe { OwnedFd::from_raw_fd(pidfd) })
+}
+
+impl ConfinedChild {
+    /// Waits for the program to end; its exit code, or `None` when a signal ended it.
+    pub(crate) async fn wait(&mut self) -> std::io::Result<Option<i32>> {
+        loop {
+            if let Some(code) = self.try_reap()? {
+                return Ok(code);
+            }
+            // A pidfd turns readable when the process ends, and stays so.
+            self.pidfd.readable().await?.clear_ready();
+        }
+    }
+
+    /// Kills the program, and with it every process of its PID namespace.
+    pub(crate) fn kill(&self) {
+        // SAFETY: pidfd_send_signal on our own pidfd; fails harmlessly once it is gone.
+        unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.pidfd.get_ref().as_raw_fd(),
+                libc::SIGKILL,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            );
+        }
+    }
+
+    /// `Some(code)` once the process has ended and been reaped.
+    fn try_reap(&mut self) -> std::io::Result<Option<Option<i32>>> {
+        if self.reaped {
+            return Ok(Some(None));
+        }
+        // SAFETY: waitid on our own pidfd, writing into a zeroed siginfo.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let ret = unsafe {
+            libc::waitid(
+                libc::P_PIDFD,
+                self.pidfd.get_ref().as_raw_fd() as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG,
+            )
+        };
+        if ret == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: si_pid and si_status are valid for a CLD_* siginfo (zero when nothing ended).
+        let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+        if pid == 0 {
+            return Ok(None);
+        }
+        self.reaped = true;
+        Ok(Some((info.si_code == libc::CLD_EXITED).then_some(status)))
+    }
+
+    fn reap_blocking(&mut self) {
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as in try_reap, blocking.
+        unsafe {
+            libc::waitid(
+                libc::P_PIDFD,
+                self.pidfd.get_ref().as_raw_fd() as libc::id_t,
+                &mut info,
+                libc::WEXITED,
+            );
+        }
+        self.reaped = true;
+    }
+}
+
+impl Drop for ConfinedChild {
+    /// A program whose call ended (timeout, cancellation, a dropped future) dies with its
+    /// whole namespace; a thread reaps it so no zombie stays behind.
+    fn drop(&mut self) {
+        if self.reaped {
+            return;
+        }
+        self.kill();
+        if let Ok(Some(_)) = self.try_reap() {
+            return;
+        }
+        let fd = self.pidfd.get_ref().try_clone();
+        if let Ok(fd) = fd {
+            std::thread::spawn(move || {
+                let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+                // SAFETY: waitid on a pidfd we own.
+                unsafe {
+                    libc::waitid(
+                        libc::P_PIDFD,
+                        fd.as_raw_fd() as libc::id_t,
+                        &mut info,
+                        libc::WEXITED,
+                    );
+                }
+            });
+        }
+    }
+}
