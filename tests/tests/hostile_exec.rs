@@ -301,3 +301,16 @@ fn confinement_that_cannot_be_set_up_fails_closed_naming_the_key() {
     assert!(shown.contains("cannot confine the program"), "{shown}");
     assert!(shown.contains(r#"confine = "off""#), "{shown}");
 }
+
+#[test]
+fn running_unconfined_is_the_presets_explicit_choice_and_said_at_every_start() {
+    let a = Attack::new("rw", r#", confine = "off""#);
+    let out = a.sh("echo ran");
+    assert!(out.contains("ran"), "{out}");
+    assert!(
+        out.contains("warning:")
+            && out.contains("confine = \"off\"")
+            && out.contains("outside any sandbox"),
+        "{out}"
+    );
+}

@@ -197,6 +197,9 @@ pub(crate) async fn load_preset(
     let resolved = file
         .resolve(preset_name, &cx)
         .map_err(|e| usage(e.to_string()))?;
+    for warning in resolved.warnings() {
+        eprintln!("warning: {warning}");
+    }
     let mut registry = Registry::load(&env.sandbox, &env.store, &resolved)
         .await
         .map_err(|e| ("BAD_PLUGIN".to_string(), e.to_string()))?;

@@ -73,6 +73,21 @@ pub struct ResolvedPreset {
 
 impl ResolvedPreset {
     /// Does the preset's tool selection keep tool `name`?
+    /// Warnings to show at every start: the risks this preset accepts by name (K1).
+    pub fn warnings(&self) -> Vec<String> {
+        self.plugins
+            .iter()
+            .filter(|plugin| plugin.grant.exec.as_ref().is_some_and(|exec| !exec.confine))
+            .map(|plugin| {
+                format!(
+                    "`plugins.{}.grants.exec.confine = \"off\"`: the programs it starts run with \
+                     your full rights, outside any sandbox",
+                    plugin.name
+                )
+            })
+            .collect()
+    }
+
     pub fn keeps_tool(&self, name: &str) -> bool {
         let enabled = match &self.tools.enable {
             Some(globs) => globs.iter().any(|g| g.matches(name)),
