@@ -21,6 +21,8 @@ pub(super) struct Confined {
     /// Protected paths that did not exist when the run started, by mount root.
     absent: Vec<(PathBuf, PathBuf)>,
     key: String,
+    /// Keeps the mounts' descriptors (named by the paths above) open for the whole run.
+    _held: Vec<std::sync::Arc<super::mount::MountHandle>>,
 }
 
 impl Confined {
@@ -38,8 +40,16 @@ impl Confined {
         let mut fs = FsAccess::default();
         let mut protected = Vec::new();
         let mut absent = Vec::new();
+        let mut held = Vec::new();
         for mount in mounts {
-            let root = real(&mount.host)?;
+            // Every path below goes through the mount's held directory (K3): `/proc/self/fd/N`
+            // in paddock, and the same descriptor number in the cloned child, whose
+            // descriptor table is a copy. A name swapped for a symlink gains nothing.
+            let handle = mount
+                .held()
+                .map_err(|e| format!("mount {} -> {}: {e}", mount.host.display(), mount.guest))?;
+            let root = handle.proc_path();
+            held.push(handle);
             match mount.mode {
                 MountMode::Ro => fs.read.push(root),
                 MountMode::Rw => {
@@ -80,6 +90,7 @@ impl Confined {
             }),
             absent,
             key: key.to_string(),
+            _held: held,
         })
     }
 

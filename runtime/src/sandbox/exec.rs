@@ -269,44 +269,60 @@ fn find_program(program: &str) -> Result<PathBuf, String> {
         .ok_or_else(|| format!("program `{program}` is not on the host's PATH"))
 }
 
-/// Maps a guest directory to its host directory, refusing anything outside the mounts.
+/// Maps a guest directory to its host directory, refusing anything outside the mounts. The
+/// directory is resolved through the mount's held handle (K3), never by its name.
 fn host_dir(mounts: &[Mount], guest: Option<&str>) -> Result<PathBuf, String> {
     let Some(first) = mounts.first() else {
         return Err(
             "this plugin has no mounts, so there is no directory to run in; add a mount".into(),
         );
     };
-    let Some(guest) = guest else {
-        return Ok(first.host.clone());
+    let (mount, rel) = match guest {
+        None => (first, Path::new("")),
+        Some(guest) => {
+            let guest_path = Path::new(guest);
+            match mounts
+                .iter()
+                .find_map(|m| guest_path.strip_prefix(&m.guest).ok().map(|rel| (m, rel)))
+            {
+                Some(found) => found,
+                None => return Err(not_inside(guest, mounts)),
+            }
+        }
     };
-    let guest_path = Path::new(guest);
-    for mount in mounts {
-        let Ok(rel) = guest_path.strip_prefix(&mount.guest) else {
-            continue;
-        };
-        if rel
-            .components()
-            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
-        {
-            return Err(format!("cwd {guest:?} may not contain `..`"));
-        }
-        let host = mount
-            .host
-            .join(rel)
-            .canonicalize()
-            .map_err(|e| format!("cwd {guest:?}: {e}"))?;
-        // A symlink inside the mount may not lead out of it.
-        if !host.starts_with(&mount.host) || !host.is_dir() {
-            return Err(format!("cwd {guest:?} is not a directory inside its mount"));
-        }
-        return Ok(host);
+    let shown = guest.unwrap_or(&mount.guest);
+    if rel
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(format!("cwd {shown:?} may not contain `..`"));
     }
-    Err(format!(
+    let held = mount
+        .held()
+        .map_err(|e| format!("mount {} -> {}: {e}", mount.host.display(), mount.guest))?;
+    let root = held
+        .proc_path()
+        .canonicalize()
+        .map_err(|e| format!("mount {}: {e}", mount.guest))?;
+    let host = held
+        .proc_path()
+        .join(rel)
+        .canonicalize()
+        .map_err(|e| format!("cwd {shown:?}: {e}"))?;
+    // A symlink inside the mount may not lead out of it.
+    if !host.starts_with(&root) || !host.is_dir() {
+        return Err(format!("cwd {shown:?} is not a directory inside its mount"));
+    }
+    Ok(host)
+}
+
+fn not_inside(guest: &str, mounts: &[Mount]) -> String {
+    format!(
         "cwd {guest:?} is not inside a mount (mounts: {})",
         mounts
             .iter()
             .map(|m| m.guest.as_str())
             .collect::<Vec<_>>()
             .join(", ")
-    ))
+    )
 }

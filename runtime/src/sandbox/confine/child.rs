@@ -26,6 +26,8 @@ use libc::{c_char, c_int};
 pub(super) struct ReadOnlyBind {
     pub path: CString,
     pub keep_flags: libc::c_ulong,
+    /// Device and inode the parent saw through the held mount: the bound path must be it.
+    pub identity: (u64, u64),
 }
 
 /// Everything the child needs, prepared by the parent. Read by the child through a pointer.
@@ -117,6 +119,11 @@ fn run(plan: &ChildPlan) -> (usize, c_int) {
             );
             let flags = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | bind.keep_flags;
             step!(3, libc::mount(null, path, null, flags, null.cast()));
+            let mut stat: libc::stat = std::mem::zeroed();
+            step!(3, libc::stat(path, &mut stat));
+            if (stat.st_dev, stat.st_ino) != bind.identity {
+                return (3, libc::ESTALE);
+            }
         }
         let proc_flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
         step!(

@@ -22,6 +22,7 @@ mod spawn;
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -102,9 +103,20 @@ impl Jail {
 }
 
 /// A read-only bind over `path`, keeping the flags its mount has (locked in a user namespace).
+///
+/// `path` may lead through a held mount (`/proc/self/fd/N/.git`); the child cannot bind through
+/// such a descriptor (it belongs to paddock's mount namespace), so the bind is made at the
+/// kernel's current name for the path, and the child checks, after binding, that this name
+/// still leads to the device and inode seen here. A swap in between fails the run.
 fn read_only_bind(path: &Path) -> Result<ReadOnlyBind, String> {
-    let c_path = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| format!("protected path {} has a NUL byte", path.display()))?;
+    // A protected path that is itself a symlink is bound where it leads.
+    let real = path
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve protected path {}: {e}", path.display()))?;
+    let target = std::fs::metadata(&real)
+        .map_err(|e| format!("cannot inspect protected path {}: {e}", real.display()))?;
+    let c_path = CString::new(real.as_os_str().as_bytes())
+        .map_err(|_| format!("protected path {} has a NUL byte", real.display()))?;
     // SAFETY: statvfs with a valid C string and an out pointer to zeroed memory.
     let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
     if unsafe { libc::statvfs(c_path.as_ptr(), &mut stat) } == -1 {
@@ -130,6 +142,7 @@ fn read_only_bind(path: &Path) -> Result<ReadOnlyBind, String> {
     Ok(ReadOnlyBind {
         path: c_path,
         keep_flags: keep,
+        identity: (target.dev(), target.ino()),
     })
 }
 
