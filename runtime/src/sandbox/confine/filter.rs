@@ -259,6 +259,8 @@ mod tests {
     const EPERM: u32 = RET_ERRNO | libc::EPERM as u32;
 
     #[test]
+    // ioctl numbers are `c_ulong`, u64 here but not on every target.
+    #[allow(clippy::unnecessary_cast)]
     fn the_filter_refuses_what_it_says_and_allows_the_rest() {
         let closed = build(false);
         let open = build(true);
