@@ -72,8 +72,11 @@ fn preset_show_prints_the_resolved_preset_with_defaults_filled_in() {
         shell["grant"]["exec"]["allow"]
             .as_array()
             .unwrap()
-            .contains(&"git".into())
+            .contains(&"git status *".into())
     );
+    // Programs run confined unless the preset says otherwise (K1).
+    assert_eq!(shell["grant"]["exec"]["confine"], true);
+    assert_eq!(shell["grant"]["exec"]["network"], false);
     let hooks = shown["hooks"].as_array().unwrap();
     assert_eq!(hooks[0]["name"], "protect-paths");
     assert_eq!(hooks[0]["on_error"], "deny");
