@@ -131,18 +131,8 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
                     program.display()
                 )
             })?;
-        let stdin = child
-            .stdin
-            .take()
-            .map(|s| Box::new(s) as Box<dyn AsyncWrite + Send + Unpin>);
-        let stdout = child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>);
-        let stderr = child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>);
+        let (stdin, stdout, stderr) =
+            streams(child.stdin.take(), child.stdout.take(), child.stderr.take());
         (
             Running::Confined(child),
             stdin,
@@ -169,18 +159,8 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
         let mut child = command
             .spawn()
             .map_err(|e| format!("cannot start `{}`: {e}", program.display()))?;
-        let stdin = child
-            .stdin
-            .take()
-            .map(|s| Box::new(s) as Box<dyn AsyncWrite + Send + Unpin>);
-        let stdout = child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>);
-        let stderr = child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>);
+        let (stdin, stdout, stderr) =
+            streams(child.stdin.take(), child.stdout.take(), child.stderr.take());
         let group = child.id().map(|pid| pid as i32);
         (Running::Plain(child, group), stdin, stdout, stderr, None)
     };
@@ -225,6 +205,22 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
     })
 }
 
+type ProgramIn = Box<dyn AsyncWrite + Send + Unpin>;
+type ProgramOut = Box<dyn AsyncRead + Send + Unpin>;
+
+/// A program's standard streams, whichever way it was started.
+fn streams(
+    stdin: Option<impl AsyncWrite + Send + Unpin + 'static>,
+    stdout: Option<impl AsyncRead + Send + Unpin + 'static>,
+    stderr: Option<impl AsyncRead + Send + Unpin + 'static>,
+) -> (Option<ProgramIn>, Option<ProgramOut>, Option<ProgramOut>) {
+    (
+        stdin.map(|s| Box::new(s) as ProgramIn),
+        stdout.map(|s| Box::new(s) as ProgramOut),
+        stderr.map(|s| Box::new(s) as ProgramOut),
+    )
+}
+
 async fn collect(task: Option<tokio::task::JoinHandle<(Vec<u8>, bool)>>) -> (Vec<u8>, bool) {
     match task {
         Some(task) => task.await.unwrap_or_default(),
@@ -233,7 +229,7 @@ async fn collect(task: Option<tokio::task::JoinHandle<(Vec<u8>, bool)>>) -> (Vec
 }
 
 /// Keeps the first `cap` bytes and drains the rest, so the program never blocks on a full pipe.
-async fn read_capped(mut from: Box<dyn AsyncRead + Send + Unpin>, cap: usize) -> (Vec<u8>, bool) {
+async fn read_capped(mut from: ProgramOut, cap: usize) -> (Vec<u8>, bool) {
     let mut kept = Vec::new();
     let mut cut = false;
     let mut buf = [0u8; 8192];
