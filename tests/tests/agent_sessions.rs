@@ -129,6 +129,9 @@ async fn two_resumes_at_once_one_is_refused_and_one_waits_with_wait() {
         &["run", "think", "--base-url", &url, "--model", "m"],
     );
     let id = attempts(&project, 1).await;
+    // The attempt is logged before its request is sent: kill only once the server has it, so
+    // the resume's request is the second one (and gets the second stalled step).
+    requests(&server, 1).await;
     kill(run).await;
 
     let first = spawn(&project, &["resume", &id]);
