@@ -268,3 +268,64 @@ fn grep_and_glob_skip_what_gitignore_excludes_unless_asked() {
     );
     assert!(!found.contains("target/"), "{found}");
 }
+
+/// L7: write_file and edit_file replace a file by renaming a temporary file over it; WASI has
+/// no modes, so the host carries the replaced file's permission bits (never set-id ones).
+#[test]
+fn a_replaced_file_keeps_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Sandbox::new();
+    let script = s.file("build.sh");
+    std::fs::write(&script, "#!/bin/sh\necho old\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o4751)).unwrap();
+    let mode = || std::fs::metadata(&script).unwrap().permissions().mode() & 0o7777;
+    let edit = r#"{"path":"build.sh","old_string":"old","new_string":"new"}"#;
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "edit_file",
+        edit,
+        "--preset",
+        "coding",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        std::fs::read_to_string(&script).unwrap(),
+        "#!/bin/sh\necho new\n"
+    );
+    assert_eq!(
+        mode(),
+        0o751,
+        "the executable bits stay, the set-id bit does not travel"
+    );
+    let write = r##"{"path":"build.sh","content":"#!/bin/sh\necho third\n"}"##;
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "write_file",
+        write,
+        "--preset",
+        "coding",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(mode(), 0o751);
+    // A new file gets the default mode, not a neighbour's.
+    let fresh = r#"{"path":"fresh.txt","content":"x"}"#;
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "write_file",
+        fresh,
+        "--preset",
+        "coding",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let fresh_mode = std::fs::metadata(s.file("fresh.txt"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(fresh_mode & 0o111, 0, "a new file is not executable");
+}

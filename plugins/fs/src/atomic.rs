@@ -9,8 +9,8 @@
 //!   its permissions).
 //! - Mode: the existing file's permissions are copied to the temporary file where the host
 //!   allows it. Natively that is the whole mode; WASI (preview 2) has no file modes at all, so
-//!   inside the sandbox the replaced file gets the mode the host gives new files (0666 less
-//!   the umask), and an executable bit is not kept.
+//!   inside the sandbox paddock's host does it: a file renamed over a regular file gets that
+//!   file's `rwxrwxrwx` bits (`runtime/src/sandbox/fsmode.rs`), so an executable stays one.
 //! - The temporary name is `.NAME.paddock-XXXXXXXX.tmp` beside the target: a plain file name,
 //!   never a protected one (`.git`, `.paddock`, `.cargo/config*`), and removed on any failure.
 

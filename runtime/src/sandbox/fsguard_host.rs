@@ -11,13 +11,15 @@
 use std::sync::Arc;
 
 use wasmtime::component::{HasData, Resource};
-use wasmtime_wasi::filesystem::{Descriptor, Dir, WasiFilesystemCtxView};
+use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     self, ErrorCode, HostDescriptor, HostDirectoryEntryStream,
 };
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult};
 
-use super::fsguard::{FsGuard, Refusal, Target};
+use super::fsguard::FsGuard;
+use super::fsguard_pin::{Fd, refused};
+use super::fsmode::carry_mode;
 
 /// `HasData` marker for the guarded filesystem.
 pub(super) struct GuardedFs;
@@ -30,78 +32,6 @@ impl HasData for GuardedFs {
 pub(super) struct GuardedView<'a> {
     pub(super) inner: WasiFilesystemCtxView<'a>,
     pub(super) guard: Arc<FsGuard>,
-}
-
-fn refused(r: Refusal) -> FsError {
-    match r {
-        Refusal::Protected => ErrorCode::NotPermitted.into(),
-        Refusal::Os(code) => ErrorCode::from(std::io::Error::from_raw_os_error(code)).into(),
-    }
-}
-
-type Fd = Resource<types::Descriptor>;
-
-impl GuardedView<'_> {
-    /// The directory behind `fd`.
-    fn dir(&self, fd: &Fd) -> FsResult<Dir> {
-        match self.inner.table.get(fd)? {
-            Descriptor::Dir(d) => Ok(d.clone()),
-            Descriptor::File(_) => Err(ErrorCode::NotDirectory.into()),
-        }
-    }
-
-    /// Checks `path` under `fd` and pushes its held parent as a temporary descriptor with
-    /// the same permissions; returns where to run the operation. Drop it with `unpin`.
-    fn pin(&mut self, fd: &Fd, path: &str, follow: bool, holder: bool) -> FsResult<Pinned> {
-        let dir = self.dir(fd)?;
-        let target = self
-            .guard
-            .pinned(&dir.dir, path, follow, holder)
-            .map_err(refused)?;
-        let Target::Named {
-            parent,
-            name,
-            final_is_symlink,
-        } = target
-        else {
-            return Ok(Pinned {
-                own: None,
-                at: fd.rep(),
-                name: path.to_string(),
-                final_is_symlink: false,
-            });
-        };
-        let held = Dir::new(std::fs::File::from(parent), dir.perms, dir.open_mode, true);
-        let own = self.inner.table.push(Descriptor::Dir(held))?;
-        Ok(Pinned {
-            at: own.rep(),
-            own: Some(own),
-            name: name.to_string_lossy().into_owned(),
-            final_is_symlink,
-        })
-    }
-
-    fn unpin(&mut self, pinned: Pinned) -> FsResult<()> {
-        if let Some(own) = pinned.own {
-            self.inner.table.delete(own)?;
-        }
-        Ok(())
-    }
-}
-
-/// Where a checked operation runs: the pinned parent (a temporary descriptor, `own`) and a
-/// single name, or the caller's own descriptor and path when the path was checked whole.
-struct Pinned {
-    own: Option<Fd>,
-    at: u32,
-    name: String,
-    final_is_symlink: bool,
-}
-
-impl Pinned {
-    fn fd(&self) -> Fd {
-        Resource::new_borrow(self.at)
-    }
 }
 
 /// Runs `$op` with the pinned parent, then drops the temporary descriptor whatever `$op` did.
@@ -183,16 +113,14 @@ impl HostDescriptor for GuardedView<'_> {
     }
 
     async fn rename_at(&mut self, fd: Fd, old: String, new_fd: Fd, new: String) -> FsResult<()> {
-        let from = self.pin(&fd, &old, false, true)?;
-        let to = match self.pin(&new_fd, &new, false, true) {
-            Ok(to) => to,
-            Err(e) => {
-                self.unpin(from)?;
-                return Err(e);
-            }
-        };
+        let (from, to) = self.pin_both((&fd, &old, false), (&new_fd, &new), true)?;
         let (from_at, from_name, to_at, to_name) =
             (from.fd(), from.name.clone(), to.fd(), to.name.clone());
+        if let (Some(_), Some(_), Ok(a), Ok(b)) =
+            (&from.own, &to.own, self.dir(&from_at), self.dir(&to_at))
+        {
+            carry_mode(&a.dir, &from_name, &b.dir, &to_name); // WASI has no modes (L7)
+        }
         let result =
             HostDescriptor::rename_at(&mut self.inner, from_at, from_name, to_at, to_name).await;
         self.unpin(from)?;
@@ -209,14 +137,7 @@ impl HostDescriptor for GuardedView<'_> {
         new: String,
     ) -> FsResult<()> {
         let follow = old_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
-        let from = self.pin(&fd, &old, follow, false)?;
-        let to = match self.pin(&new_fd, &new, false, false) {
-            Ok(to) => to,
-            Err(e) => {
-                self.unpin(from)?;
-                return Err(e);
-            }
-        };
+        let (from, to) = self.pin_both((&fd, &old, follow), (&new_fd, &new), false)?;
         let (from_at, from_name, to_at, to_name) =
             (from.fd(), from.name.clone(), to.fd(), to.name.clone());
         let result = HostDescriptor::link_at(

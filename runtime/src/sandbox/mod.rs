@@ -18,6 +18,8 @@ mod exec;
 mod exec_policy;
 mod fsguard;
 mod fsguard_host;
+mod fsguard_pin;
+mod fsmode;
 mod grant;
 mod hook;
 mod http;
