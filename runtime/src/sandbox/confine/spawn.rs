@@ -8,6 +8,11 @@
 //! The process is watched through its pidfd: waiting is an async read on it, killing is
 //! `pidfd_send_signal`, so a recycled pid can never be hit. Killing it (PID 1) makes the kernel
 //! kill every process of its namespace.
+//!
+//! Tearing a mount namespace down waits for an RCU grace period. When the program's exit
+//! dropped the last reference, that wait lay between its end and the call's result; so
+//! paddock takes a reference of its own (`PIDFD_GET_MNT_NAMESPACE`) as soon as the program
+//! runs, and a background thread drops it after the call (`Retired`).
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -36,6 +41,8 @@ pub(crate) struct Program<'a> {
 /// A running confined program.
 pub(crate) struct ConfinedChild {
     pidfd: AsyncFd<OwnedFd>,
+    /// The program's mount namespace, held so its teardown happens off the call's path.
+    mount_ns: Option<OwnedFd>,
     pub stdin: Option<pipe::Sender>,
     pub stdout: Option<pipe::Receiver>,
     pub stderr: Option<pipe::Receiver>,
@@ -123,12 +130,14 @@ impl Jail {
             failure: std::sync::atomic::AtomicU64::new(0),
         };
         let pidfd = clone_into(&plan)?;
+        let mount_ns = mount_namespace(&pidfd);
         let failure = plan.failure.load(Ordering::SeqCst);
         // The child has exec'd (or exited); what it was given can go.
         drop((stdin_read, stdout_write, stderr_write, ruleset));
         let mut child = ConfinedChild {
             // SAFETY: the pidfd is ours alone; nothing else registers or closes it.
             pidfd: unsafe { AsyncFd::register(pidfd) }.map_err(|e| format!("pidfd: {e}"))?,
+            mount_ns,
             stdin: None,
             stdout: None,
             stderr: None,
@@ -275,10 +284,50 @@ impl ConfinedChild {
     }
 }
 
+/// `PIDFD_GET_MNT_NAMESPACE` (`_IO(0xFF, 3)`, Linux 6.11).
+const PIDFD_GET_MNT_NAMESPACE: libc::c_ulong = 0xFF03;
+
+/// A reference to the mount namespace of the process behind `pidfd`, if it still runs and the
+/// kernel has the ioctl; `None` only costs the teardown wait on the call's path.
+fn mount_namespace(pidfd: &OwnedFd) -> Option<OwnedFd> {
+    // SAFETY: an ioctl on our own pidfd; it returns a new descriptor or -1.
+    let fd = unsafe { libc::ioctl(pidfd.as_raw_fd(), PIDFD_GET_MNT_NAMESPACE, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: a fresh descriptor that only this function holds.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // The kernel opens it close-on-exec; make sure, as other threads may spawn programs.
+    // SAFETY: fcntl on our own descriptor.
+    unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+    Some(fd)
+}
+
+/// Namespace references handed to one background thread, which drops them (and waits for the
+/// kernel's teardown) away from any call. Without the thread they are dropped in place.
+fn retire(fd: OwnedFd) {
+    static RETIRED: std::sync::OnceLock<Option<std::sync::mpsc::Sender<OwnedFd>>> =
+        std::sync::OnceLock::new();
+    let sender = RETIRED.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<OwnedFd>();
+        std::thread::Builder::new()
+            .name("paddock-ns-retire".into())
+            .spawn(move || rx.into_iter().for_each(drop))
+            .ok()
+            .map(|_| tx)
+    });
+    if let Some(Err(std::sync::mpsc::SendError(fd))) = sender.as_ref().map(|tx| tx.send(fd)) {
+        drop(fd);
+    }
+}
+
 impl Drop for ConfinedChild {
     /// A program whose call ended (timeout, cancellation, a dropped future) dies with its
     /// whole namespace; a thread reaps it so no zombie stays behind.
     fn drop(&mut self) {
+        if let Some(ns) = self.mount_ns.take() {
+            retire(ns);
+        }
         if self.reaped {
             return;
         }
