@@ -329,3 +329,38 @@ fn a_replaced_file_keeps_its_mode() {
         .mode();
     assert_eq!(fresh_mode & 0o111, 0, "a new file is not executable");
 }
+
+/// K4: an altered compiled-code entry is discarded and compiled again, and the user is told
+/// so on stderr without asking for logs.
+#[test]
+fn an_altered_cache_entry_is_recompiled_with_a_warning_by_default() {
+    let s = Sandbox::new();
+    let args = ["tool", "call", "list_dir", r#"{"path":"."}"#, "--json"];
+    let first = s.paddock(&args);
+    assert_eq!(first.status.code(), Some(0));
+    let entries: Vec<_> = std::fs::read_dir(s.home.path().join("cache"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .collect();
+    assert!(!entries.is_empty(), "the first call cached compiled code");
+    for entry in &entries {
+        let mut bytes = std::fs::read(entry).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0xff;
+        std::fs::write(entry, &bytes).unwrap();
+    }
+    let again = s.paddock(&args);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("discarding compiled-code cache entry"),
+        "{stderr}"
+    );
+    let quiet = s.paddock(&args);
+    assert!(
+        quiet.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&quiet.stderr)
+    );
+}

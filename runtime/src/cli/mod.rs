@@ -94,8 +94,16 @@ impl Env {
 pub fn main() -> ExitCode {
     restore_sigpipe();
     let cli = Cli::parse();
+    // Warnings (a discarded cache entry, a failing hook let through) are shown by default;
+    // `PADDOCK_LOG` (e.g. `debug`, `paddock::sandbox=trace`) changes the level.
+    let filter = tracing_subscriber::EnvFilter::builder()
+        .with_default_directive(tracing_subscriber::filter::LevelFilter::WARN.into())
+        .with_env_var("PADDOCK_LOG")
+        .from_env_lossy();
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("PADDOCK_LOG"))
+        .with_env_filter(filter)
+        .without_time()
+        .with_target(false)
         .with_writer(std::io::stderr)
         .with_ansi(style::color_enabled_stderr())
         .try_init();

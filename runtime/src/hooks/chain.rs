@@ -14,6 +14,7 @@ use crate::exec::{GateCall, Outcome};
 use crate::plugin_store::{PluginStore, StoreError};
 use crate::preset::{HookPhase, OnError, ResolvedHook, ResolvedPreset};
 use crate::sandbox::{HookPlugin, LoadError, Permission, PostToolUse, PreToolUse, Sandbox};
+use crate::terminal::sanitize;
 
 /// Why a preset's hooks could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -209,7 +210,7 @@ impl HookChain {
                         return verdict;
                     }
                     if hook.spec.on_error == OnError::Allow {
-                        tracing::warn!("{failed}; allowing, as its on_error says");
+                        tracing::warn!("{}; allowing, as its on_error says", sanitize(&failed));
                         continue;
                     }
                     verdict.permission = Permission::Deny(format!(
@@ -301,7 +302,7 @@ impl HookChain {
                 Err(error) => tracing::warn!(
                     "post-tool hook `{}` failed ({}); keeping the result",
                     hook.spec.name,
-                    error.message
+                    sanitize(&error.message)
                 ),
             }
         }
