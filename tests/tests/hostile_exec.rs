@@ -152,6 +152,49 @@ fn protected_paths_a_program_creates_are_removed_after_the_call() {
     assert!(out.contains("protected path"), "the model is told: {out}");
 }
 
+/// K2 at any depth: a nested repository's `.git` and a crate's `.cargo/config.toml` are held
+/// like the root's, and ones a program creates in subdirectories are removed after the call;
+/// moving a directory that holds the user's own nested repository does not cost it.
+#[test]
+fn protected_paths_below_the_root_are_held_and_created_ones_removed() {
+    let a = Attack::new("rw", "");
+    let w = a.workspace();
+    std::fs::create_dir_all(w.join("vendor/x/.git")).unwrap();
+    std::fs::write(w.join("vendor/x/.git/config"), "[core]\n").unwrap();
+    std::fs::create_dir_all(w.join("crates/a/.cargo")).unwrap();
+    std::fs::write(w.join("crates/a/.cargo/config.toml"), "# mine\n").unwrap();
+    let out = a.sh("printf '\\tfsmonitor = x\\n' >> vendor/x/.git/config; \
+         printf 'runner = \"sh\"\\n' >> crates/a/.cargo/config.toml; \
+         mkdir -p new/deep/.git && echo '[core]' > new/deep/.git/config; \
+         mkdir -p crates/b/.cargo && echo x > crates/b/.cargo/config.toml; \
+         mkdir s && printf 'gitdir: /tmp/x\\n' > s/.git; echo ok > s/kept.txt; \
+         mv vendor moved; echo done");
+    assert!(out.contains("done"), "{out}");
+    let nested = ["moved/x/.git/config", "vendor/x/.git/config"]
+        .iter()
+        .map(|p| w.join(p))
+        .find(|p| p.exists())
+        .expect("the nested repository is still there");
+    assert_eq!(
+        std::fs::read_to_string(nested).unwrap(),
+        "[core]\n",
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.join("crates/a/.cargo/config.toml")).unwrap(),
+        "# mine\n",
+        "{out}"
+    );
+    assert!(!w.join("new/deep/.git").exists(), "{out}");
+    assert!(!w.join("crates/b/.cargo/config.toml").exists(), "{out}");
+    assert!(!w.join("s/.git").exists(), "{out}");
+    assert!(w.join("s/kept.txt").exists(), "ordinary files stay: {out}");
+    assert!(
+        out.contains("new/deep/.git"),
+        "the model is told what was removed: {out}"
+    );
+}
+
 #[test]
 fn the_network_is_closed_unless_granted() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -2,24 +2,29 @@
 //! write, which protected paths are bound read-only, its private temporary directory, and
 //! the clean-up of protected paths it created.
 //!
-//! Existing protected paths are bound read-only below the name (a mount), so no spelling,
-//! symlink or hard link writes them. A protected path that does *not* exist yet cannot be
-//! covered by a mount; the run may create it (say `.cargo/config.toml` at a mount's root), and
-//! paddock removes it when the run is over, with a note in the program's stderr. When that
+//! Existing protected paths, at any depth of a writable mount (`protect_walk`), are bound
+//! read-only below the name (a mount), so no spelling, symlink or hard link writes them. A
+//! protected path that does *not* exist yet cannot be covered by a mount; the run may create
+//! it (say `.cargo/config.toml`, or `sub/.git/config` in a new directory), and paddock finds
+//! and removes it when the run is over, with a note in the program's stderr. When that
 //! happens, every process of the run is already dead (see `confine`), so nothing races it.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 pub(super) use super::confine::{ConfinedChild, Program};
 use super::confine::{FsAccess, Jail, JailSpec, ProcessLimits};
 use super::grant::{ExecGrant, Mount, MountMode};
 use super::protect::Protect;
+use super::protect_walk;
 
 pub(super) struct Confined {
     pub tmp: tempfile::TempDir,
     spec: Option<JailSpec>,
-    /// Protected paths that did not exist when the run started, by mount root.
-    absent: Vec<(PathBuf, PathBuf)>,
+    /// Each writable mount's root and the identities (device, inode) of its protected paths
+    /// when the run started: one the run moved (a parent directory renamed) is still theirs.
+    writable: Vec<(PathBuf, BTreeSet<(u64, u64)>)>,
+    protect: Protect,
     key: String,
     /// Keeps the mounts' descriptors (named by the paths above) open for the whole run.
     _held: Vec<std::sync::Arc<super::mount::MountHandle>>,
@@ -39,7 +44,7 @@ impl Confined {
             .map_err(|e| format!("cannot create the program's private temporary directory: {e}"))?;
         let mut fs = FsAccess::default();
         let mut protected = Vec::new();
-        let mut absent = Vec::new();
+        let mut writable = Vec::new();
         let mut held = Vec::new();
         for mount in mounts {
             // Every path below goes through the mount's held directory (K3): `/proc/self/fd/N`
@@ -53,13 +58,10 @@ impl Confined {
             match mount.mode {
                 MountMode::Ro => fs.read.push(root),
                 MountMode::Rw => {
-                    for path in protect.roots_under(&root) {
-                        if path.symlink_metadata().is_ok() {
-                            protected.push(path);
-                        } else {
-                            absent.push((root.clone(), path));
-                        }
-                    }
+                    let existing = protect_walk::existing(&root, protect);
+                    let ids = existing.iter().filter_map(|p| identity(p)).collect();
+                    protected.extend(existing);
+                    writable.push((root.clone(), ids));
                     fs.write.push(root);
                 }
             }
@@ -88,7 +90,8 @@ impl Confined {
                     open_files: 4096,
                 },
             }),
-            absent,
+            writable,
+            protect: protect.clone(),
             key: key.to_string(),
             _held: held,
         })
@@ -103,16 +106,22 @@ impl Confined {
     /// Removes protected paths the run created, and says so.
     pub(super) fn undo_protected_creations(&self) -> Vec<String> {
         let mut notes = Vec::new();
-        for (root, path) in &self.absent {
+        let created = self.writable.iter().flat_map(|(root, before)| {
+            protect_walk::existing(root, &self.protect)
+                .into_iter()
+                .filter(|path| identity(path).is_some_and(|id| !before.contains(&id)))
+                .map(move |path| (root, path))
+        });
+        for (root, path) in created {
             let Ok(meta) = path.symlink_metadata() else {
                 continue;
             };
             let removed = if meta.is_dir() {
-                std::fs::remove_dir_all(path)
+                std::fs::remove_dir_all(&path)
             } else {
-                std::fs::remove_file(path)
+                std::fs::remove_file(&path)
             };
-            let rel = path.strip_prefix(root).unwrap_or(path).display();
+            let rel = path.strip_prefix(root).unwrap_or(&path).display();
             notes.push(match removed {
                 Ok(()) => format!(
                     "\n[paddock] removed `{rel}`, which the program created: it is a protected \
@@ -123,6 +132,11 @@ impl Confined {
         }
         notes
     }
+}
+
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    path.symlink_metadata().ok().map(|m| (m.dev(), m.ino()))
 }
 
 fn real(path: &Path) -> Result<PathBuf, String> {

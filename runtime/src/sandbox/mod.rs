@@ -29,6 +29,7 @@ mod mount;
 mod outcome;
 mod plugin;
 mod protect;
+mod protect_walk;
 mod stdio;
 
 pub use cache::CacheUse;

@@ -70,19 +70,6 @@ impl Protect {
             && CARGO_CONFIGS.iter().any(|c| below(rel.join(c)));
         cargo || self.extra.iter().filter_map(|p| normal(p)).any(below)
     }
-
-    /// The protected paths that exist (or could be created) directly under `root`, for
-    /// enforcement that needs concrete paths (bind mounts): the defaults at the root and every
-    /// `extra` entry, less what the grant makes writable.
-    pub fn roots_under(&self, root: &Path) -> Vec<PathBuf> {
-        let mut rels: Vec<PathBuf> = PROTECTED_NAMES.iter().map(PathBuf::from).collect();
-        rels.extend(CARGO_CONFIGS.iter().map(|c| Path::new(".cargo").join(c)));
-        rels.extend(self.extra.iter().filter_map(|p| normal(p)));
-        rels.into_iter()
-            .filter(|rel| self.covers(rel))
-            .map(|rel| root.join(rel))
-            .collect()
-    }
 }
 
 /// A default rule matches `rel`: a `.git` or `.paddock` component anywhere, or `.cargo/config*`.
@@ -173,9 +160,5 @@ mod tests {
         };
         assert!(nested.holds(Path::new("conf")));
         assert!(!nested.holds(Path::new("other")));
-        let roots = p.roots_under(Path::new("/w"));
-        assert!(roots.contains(&PathBuf::from("/w/.envrc")));
-        assert!(roots.contains(&PathBuf::from("/w/.cargo/config.toml")));
-        assert!(!roots.contains(&PathBuf::from("/w/.git")));
     }
 }
