@@ -224,6 +224,31 @@ fn the_network_is_closed_unless_granted() {
     }
 }
 
+/// The network grant opens hosts, not the user's local services: a UNIX socket found by path
+/// (an ssh-agent, the Docker socket) stays out of reach even with `network = true`.
+#[test]
+fn granted_network_does_not_reach_local_sockets_by_path() {
+    if !Path::new("/usr/bin/perl").exists() {
+        eprintln!("skipped: no /usr/bin/perl to connect to a UNIX socket from inside the jail");
+        return;
+    }
+    let a = Attack::new("rw", ", network = true");
+    let socket = a.decoy().join("agent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let out = a.sh(&format!(
+        "perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => \"{}\") or die \"refused: $!\\n\"' 2>&1; echo done",
+        socket.display()
+    ));
+    assert!(out.contains("done"), "{out}");
+    assert!(out.contains("refused"), "perl said why: {out}");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        listener.accept().is_err(),
+        "a connection got through: {out}"
+    );
+}
+
 #[test]
 fn a_program_cannot_signal_paddock_or_outlive_the_call() {
     let a = Attack::new("rw", "");

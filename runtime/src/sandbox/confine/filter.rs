@@ -8,7 +8,10 @@
 //! inode (`open_by_handle_at`), typing into a terminal (`ioctl` `TIOCSTI`, `TIOCLINUX`), and
 //! the x32 system call numbers. Without the network grant, `socket` is refused for every
 //! family: the program may still use pipes and `socketpair`, but not connect to a host socket
-//! by path (ssh-agent, D-Bus) or by address. With it, only `AF_UNIX`, `AF_INET` and `AF_INET6`.
+//! by path (ssh-agent, D-Bus) or by address. With it, only `AF_INET` and `AF_INET6`: the
+//! network grant is for hosts, not for the user's local services (an ssh-agent or a Docker
+//! socket found by path would act with the user's keys or as root), and Landlock cannot
+//! restrict connecting to a socket by path. `socketpair` stays allowed.
 //!
 //! The filter is one short classic-BPF program assembled here rather than by a filter
 //! compiler: the kernel emulates a new filter for every system call number when it is
@@ -193,7 +196,7 @@ fn build(network: bool) -> Vec<libc::sock_filter> {
     a.label("socket");
     if network {
         a.load(arg_low(0));
-        for family in [libc::AF_UNIX, libc::AF_INET, libc::AF_INET6] {
+        for family in [libc::AF_INET, libc::AF_INET6] {
             a.jump(libc::BPF_JEQ, family as u32, Label("allow"), Next);
         }
     }
@@ -306,6 +309,15 @@ mod tests {
                 &open,
                 libc::SYS_socket,
                 [libc::AF_NETLINK as u64, 3, 0, 0, 0, 0]
+            ),
+            EPERM
+        );
+        // The network grant is for hosts: no socket to reach a local service by path.
+        assert_eq!(
+            run(
+                &open,
+                libc::SYS_socket,
+                [libc::AF_UNIX as u64, 1, 0, 0, 0, 0]
             ),
             EPERM
         );
