@@ -87,17 +87,45 @@ impl FsGuard {
         self.check(&parent_real.join(&name), holder)?;
         let final_is_symlink = is_symlink_at(&parent, &name);
         if follow && final_is_symlink {
-            // The operation will follow it: check where it leads, resolved the same way. A
+            // The operation would follow it: check where it leads, resolved the same way. A
             // dangling or escaping link is refused: creating through it would create its
             // target, which the guard cannot see yet.
             let to = open_beneath(dir.as_raw_fd(), Path::new(path), libc::O_PATH)
                 .map_err(|_| Refusal::Protected)?;
-            self.check(&real_path(&to)?, holder)?;
+            let to_real = real_path(&to)?;
+            self.check(&to_real, holder)?;
+            // Pin what was checked, not the link: a link retargeted after this check (by a
+            // program running beside the call) must not lead the operation elsewhere.
+            return self.pinned_resolved(dir, &to_real, holder);
         }
         Ok(Target::Named {
             parent,
             name,
             final_is_symlink,
+        })
+    }
+
+    /// The target of a followed link, `real` (beneath `dir`), pinned as its own parent and
+    /// name, to be operated on without following anything again.
+    fn pinned_resolved(
+        &self,
+        dir: &std::fs::File,
+        real: &Path,
+        holder: bool,
+    ) -> Result<Target, Refusal> {
+        let base = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd()))
+            .map_err(|_| Refusal::Protected)?;
+        let rel = real.strip_prefix(&base).map_err(|_| Refusal::Protected)?;
+        let Some(name) = rel.file_name().map(PathBuf::from) else {
+            return Err(Refusal::Protected);
+        };
+        let parent_part = dot_if_empty(rel.parent().map(Path::to_path_buf).unwrap_or_default());
+        let parent = open_beneath(dir.as_raw_fd(), &parent_part, libc::O_DIRECTORY)?;
+        self.check(&real_path(&parent)?.join(&name), holder)?;
+        Ok(Target::Named {
+            parent,
+            name,
+            final_is_symlink: false,
         })
     }
 
@@ -196,6 +224,7 @@ fn is_symlink_at(parent: &OwnedFd, name: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::FromRawFd;
 
     fn guard(root: &Path) -> FsGuard {
         FsGuard::new(vec![root.to_path_buf()], Protect::default())
@@ -252,5 +281,48 @@ mod tests {
         // Renaming a directory to `.cargo` would make its config.toml live.
         assert!(g.pinned(&dir, ".cargo", false, true).is_err());
         assert!(g.pinned(&dir, ".cargo", false, false).is_ok());
+    }
+
+    #[test]
+    fn a_followed_link_is_pinned_at_what_was_checked_so_retargeting_it_changes_nothing() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join(".git")).expect("mkdir");
+        std::fs::create_dir_all(root.join("sub")).expect("mkdir");
+        std::fs::write(root.join(".git/config"), "safe").expect("write");
+        std::fs::write(root.join("sub/ok.txt"), "ok").expect("write");
+        std::os::unix::fs::symlink("sub/ok.txt", root.join("link")).expect("symlink");
+        let dir = std::fs::File::open(&root).expect("open root");
+        let Ok(Target::Named {
+            parent,
+            name,
+            final_is_symlink,
+        }) = guard(&root).pinned(&dir, "link", true, false)
+        else {
+            panic!("a link to an ordinary file is allowed");
+        };
+        assert_eq!(name, PathBuf::from("ok.txt"));
+        assert!(!final_is_symlink, "the operation follows nothing more");
+        assert_eq!(real_path(&parent).unwrap(), root.join("sub"));
+        // Retarget the link at a protected file after the check, as a racing program would.
+        std::fs::remove_file(root.join("link")).expect("unlink");
+        std::os::unix::fs::symlink(".git/config", root.join("link")).expect("symlink");
+        let c_name = CString::new("ok.txt").unwrap();
+        // SAFETY: a valid descriptor and name; the result is checked and closed.
+        let fd = unsafe {
+            libc::openat(
+                parent.as_raw_fd(),
+                c_name.as_ptr(),
+                libc::O_WRONLY | libc::O_NOFOLLOW,
+            )
+        };
+        assert!(fd >= 0);
+        // SAFETY: our own descriptor.
+        let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+        std::io::Write::write_all(&mut file, b"x").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join(".git/config")).unwrap(),
+            "safe"
+        );
     }
 }
