@@ -9,9 +9,16 @@
 //! - eight 20 ms read-only calls in one turn: the turn's wall time against 20 ms, to show the
 //!   per-call start syncs do not serialize a parallel batch away.
 //!
-//! Ends with one line: `BENCH turn_overhead_us=… fsync_us=… parallel_turn_ms=…`.
+//! - deriving the history of a 10k-event session with compactions (issue 17): every line
+//!   parsed and taken into the session state, then the request's history rendered, as
+//!   `resume` does.
+//!
+//! Ends with one line:
+//! `BENCH turn_overhead_us=… fsync_us=… parallel_turn_ms=… derive_ms_10k=…` (bar: ≤ 50 ms).
 
 mod common;
+#[path = "common/long_session.rs"]
+mod long_session;
 
 use common::{micros, percentile};
 
@@ -164,10 +171,38 @@ async fn run() {
         "one turn of 8 x nap 20 ms (plus the closing answer): {:.1} ms",
         best.as_secs_f64() * 1e3
     );
+    // 4. The history of a 10k-event session with compactions, derived from its events.
+    let events = long_session::events(10_000, 40, 400);
+    let lines: Vec<String> = events
+        .iter()
+        .map(|e| serde_json::to_string(e).expect("event"))
+        .collect();
+    let mut derive = Vec::new();
+    for _ in 0..20 {
+        let started = Instant::now();
+        let mut state = paddock::log::SessionState::default();
+        for line in &lines {
+            state.push(&serde_json::from_str(line).expect("event"));
+        }
+        let rendered = state.history.render(None);
+        derive.push(started.elapsed());
+        assert!(rendered.messages.len() > 4 && rendered.messages.len() < 400);
+    }
+    let derive = percentile(&mut derive, 0.5);
     println!(
-        "BENCH turn_overhead_us={:.1} fsync_us={:.1} parallel_turn_ms={:.1}",
+        "parse and derive the history of {} events ({} compactions): {:.2} ms",
+        events.len(),
+        events
+            .iter()
+            .filter(|e| matches!(e.body, Body::ContextCompacted { .. }))
+            .count(),
+        derive.as_secs_f64() * 1e3
+    );
+    println!(
+        "BENCH turn_overhead_us={:.1} fsync_us={:.1} parallel_turn_ms={:.1} derive_ms_10k={:.2}",
         micros(overhead),
         micros(fsync),
-        best.as_secs_f64() * 1e3
+        best.as_secs_f64() * 1e3,
+        derive.as_secs_f64() * 1e3
     );
 }

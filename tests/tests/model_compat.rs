@@ -37,6 +37,7 @@ fn read_request() -> ModelRequest {
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
         }],
         max_output_tokens: None,
+        keys: Vec::new(),
     }
 }
 

@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use crate::log::{Body, Event, StopReason};
+use crate::log::{Event, StopReason, Tally};
 use crate::preset::LoopBudgets;
 
 /// Spending so far, over the whole session (a resumed session keeps its count): model
-/// requests, tokens, cost, and wall time spent in turns (time idle between turns, as in a
+/// requests (compaction requests too), tokens, cost, and wall time spent in turns (time idle between turns, as in a
 /// chat waiting for the user, does not count).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Spent {
@@ -23,38 +23,18 @@ impl Spent {
     /// What `events` record; an open turn counts until `now_ms` (milliseconds since the Unix
     /// epoch, as events carry).
     pub fn of(events: &[Event], now_ms: u64) -> Spent {
-        let mut spent = Spent::default();
-        let mut turn_started: Option<u64> = None;
-        let mut wall_ms = 0u64;
-        for event in events {
-            match &event.body {
-                Body::AssistantMessage {
-                    usage,
-                    cost_usd,
-                    tool_calls,
-                    ..
-                } => {
-                    spent.model_requests += 1;
-                    spent.tool_calls += tool_calls.len() as u64;
-                    if let Some(usage) = usage {
-                        spent.tokens += usage.input_tokens + usage.output_tokens;
-                    }
-                    spent.cost_usd += cost_usd.unwrap_or(0.0);
-                }
-                Body::TurnStart { .. } => turn_started = Some(event.ts_ms),
-                Body::TurnEnd { .. } => {
-                    if let Some(start) = turn_started.take() {
-                        wall_ms += event.ts_ms.saturating_sub(start);
-                    }
-                }
-                _ => {}
-            }
+        Spent::from_tally(&Tally::of(events), now_ms)
+    }
+
+    /// What a tally kept event by event records (`SessionLog` keeps one).
+    pub fn from_tally(tally: &Tally, now_ms: u64) -> Spent {
+        Spent {
+            model_requests: tally.model_requests,
+            tool_calls: tally.tool_calls,
+            tokens: tally.tokens,
+            cost_usd: tally.cost_usd,
+            wall: Duration::from_millis(tally.wall_ms(now_ms)),
         }
-        if let Some(start) = turn_started {
-            wall_ms += now_ms.saturating_sub(start);
-        }
-        spent.wall = Duration::from_millis(wall_ms);
-        spent
     }
 
     /// The budget that will run out soon, if any: the next model request is the last one
@@ -122,6 +102,7 @@ impl Spent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::Body;
     use crate::model::{Finish, Outcome, Usage};
 
     fn budgets() -> LoopBudgets {

@@ -188,8 +188,44 @@ impl Agent<'_> {
             }),
             approval: record.and_then(|r| r.approval.clone()),
         })?;
+        self.keep_for_ageing(call);
         self.observer.result(call);
         Ok(())
+    }
+
+    /// A result large enough to age out of the context later is also written whole to the
+    /// session's spill directory, where the stub that replaces it says it is (issue 17). The
+    /// log keeps it anyway: a spill that cannot be written is only a warning.
+    fn keep_for_ageing(&self, call: &CallSummary) {
+        let (Some(ageing), Some(spill)) = (self.policy().ageing, self.calls.spill) else {
+            return;
+        };
+        if call.content.len() <= ageing.bytes {
+            return;
+        }
+        use std::io::Write;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let path = spill.host.join(crate::log::aged_spill_name(&call.id));
+        let written = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&spill.host)
+            .and_then(|()| {
+                let _ = std::fs::remove_file(&path);
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&path)
+            })
+            .and_then(|mut file| file.write_all(call.content.as_bytes()));
+        if let Err(e) = written {
+            tracing::warn!(
+                "cannot keep the result of call {} in {}: {e}",
+                call.id,
+                path.display()
+            );
+        }
     }
 }
 

@@ -8,21 +8,21 @@
 //! what the model saw. This module only wires stages together: the model (`model`), the
 //! scheduler (`exec`), the log (`log`).
 
+mod ask;
 mod budget;
 mod calls;
+mod compact;
 mod inbox;
 pub mod scripted;
 
 use crate::exec::CallContext;
-use crate::log::{Body, Lane, SessionLog, Source, StopReason, derive_history, has_task};
-use crate::model::{
-    AssistantMessage, Completion, EventSink, Message, ModelError, ModelEvent, ModelRequest,
-    Outcome, Provider, ToolChoice, ToolDef,
-};
+use crate::log::{Body, Lane, SessionLog, Source, StopReason};
+use crate::model::{AssistantMessage, ModelEvent, Outcome, Provider, ToolChoice, ToolDef};
 use crate::preset::LoopBudgets;
 
 pub use budget::Spent;
 pub use calls::summarize;
+pub use compact::{COMPACT_SYSTEM, Compaction, ContextFill};
 pub use inbox::{Entry, Inbox};
 
 /// How many times the model is nudged after announcing a call it did not send (B1).
@@ -51,6 +51,8 @@ pub trait Observer: Send + Sync {
     fn assistant(&self, _message: &AssistantMessage) {}
     /// A call's result, as logged and as the model will read it.
     fn result(&self, _call: &CallSummary) {}
+    /// The history was compacted (issue 17).
+    fn compacted(&self, _compaction: &Compaction) {}
     /// The turn ended.
     fn stopped(&self, _end: &TurnEnd) {}
 }
@@ -78,6 +80,8 @@ pub struct TurnEnd {
     /// Something the user should know that is not the stop reason: tools were offered all
     /// session and the model never called one (a server may have dropped them).
     pub warning: Option<String>,
+    /// How full the context window is for the next request.
+    pub context: ContextFill,
 }
 
 /// A loop bound to one session.
@@ -131,12 +135,13 @@ impl Agent<'_> {
     /// follow-up while turns complete. A history without a user message has no task, and no
     /// turn runs on it: the end says to give one (nothing is logged).
     pub async fn run_turns(&self) -> TurnEnd {
-        if !self.log.with_events(has_task) {
+        if !self.log.with_state(|s| s.has_task) {
             let end = TurnEnd {
                 reason: StopReason::HostError,
                 detail: Some(NO_TASK.into()),
                 spent: self.spent(),
                 warning: None,
+                context: self.fill(),
             };
             self.observer.stopped(&end);
             return end;
@@ -158,13 +163,7 @@ impl Agent<'_> {
 
     /// Runs one turn on the history as it stands.
     async fn run_turn(&self) -> TurnEnd {
-        let turn = self.log.with_events(|events| {
-            events
-                .iter()
-                .filter(|e| matches!(e.body, Body::TurnStart { .. }))
-                .count() as u64
-                + 1
-        });
+        let turn = self.log.with_state(|s| s.turns + 1);
         if let Err(e) = self.log.append(Body::TurnStart { turn }) {
             return self.end(Stop::host("cannot write the session log", e));
         }
@@ -183,6 +182,7 @@ impl Agent<'_> {
             detail: detail.clone(),
             warning: self.no_tool_warning(&spent),
             spent,
+            context: self.fill(),
         };
         if let Err(e) = self.log.append_synced(Body::TurnEnd { reason, detail }) {
             end.reason = StopReason::HostError;
@@ -206,7 +206,8 @@ impl Agent<'_> {
     }
 
     fn spent(&self) -> Spent {
-        self.log.with_events(|events| Spent::of(events, now_ms()))
+        self.log
+            .with_state(|s| Spent::from_tally(&s.tally, now_ms()))
     }
 
     /// Model request, calls, repeat; returns only by stopping.
@@ -243,7 +244,8 @@ impl Agent<'_> {
                     .append(Body::InboxTake { id: entry.id })
                     .map_err(|e| Stop::host("cannot write the session log", e))?;
             }
-            let completion = self.ask().await?;
+            self.fit().await?;
+            let completion = self.ask_fitted().await?;
             let message = completion.message;
             self.log
                 .append(Body::AssistantMessage {
@@ -314,86 +316,7 @@ impl Agent<'_> {
             }
         }
     }
-
-    /// One model request: streams events to the observer and logs attempts (L3); the message
-    /// is returned only once its attempt completed.
-    async fn ask(&self) -> Result<Completion, Stop> {
-        let mut messages = vec![Message::System {
-            text: self.system.clone(),
-        }];
-        messages.extend(self.log.with_events(derive_history));
-        let request = ModelRequest {
-            messages,
-            tools: self.tools.clone(),
-            max_output_tokens: None,
-        };
-        let (sink, mut events) = EventSink::channel();
-        let cancel = self.calls.cancel.clone();
-        let complete = async move {
-            let result = self.provider.complete(&request, &sink, &cancel).await;
-            drop(sink);
-            result
-        };
-        let watch = async {
-            let mut log_error = None;
-            while let Some(event) = events.recv().await {
-                self.observer.model_event(&event);
-                if let Some(body) = attempt_body(&event)
-                    && let Err(e) = self.log.append(body)
-                {
-                    log_error.get_or_insert(e);
-                }
-            }
-            log_error
-        };
-        let (result, log_error) = tokio::join!(complete, watch);
-        if let Some(e) = log_error {
-            return Err(Stop::host("cannot write the session log", e));
-        }
-        result.map_err(|error| self.model_stop(&error))
-    }
-
-    fn model_stop(&self, error: &ModelError) -> Stop {
-        let mut root = error;
-        while let ModelError::RetriesExhausted { last, .. } = root {
-            root = last;
-        }
-        match root {
-            ModelError::Cancelled => Stop(StopReason::Interrupted, None),
-            _ if self.calls.cancel.is_cancelled() => Stop(StopReason::Interrupted, None),
-            ModelError::EmptyStream | ModelError::Protocol { .. } => {
-                Stop(StopReason::ProtocolError, Some(error.to_string()))
-            }
-            _ => Stop(StopReason::ModelError, Some(error.to_string())),
-        }
-    }
 }
 
 /// Why `run_turns` refuses a history with no user message.
 pub const NO_TASK: &str = "the session has no message from the user (its task never reached the log), so there is nothing to work on; give the task as a MESSAGE";
-
-/// The attempt events that go into the log (L3); deltas are for display only.
-fn attempt_body(event: &ModelEvent) -> Option<Body> {
-    match event {
-        ModelEvent::AttemptStarted { attempt, number } => Some(Body::AttemptStart {
-            attempt: attempt.0.clone(),
-            number: *number,
-        }),
-        ModelEvent::AttemptEnded {
-            attempt,
-            status,
-            error,
-            partial,
-            ..
-        } => Some(Body::AttemptEnd {
-            attempt: attempt.0.clone(),
-            status: *status,
-            error: error.clone(),
-            partial_text: partial
-                .as_ref()
-                .map(|p| p.text.clone())
-                .filter(|t| !t.is_empty()),
-        }),
-        _ => None,
-    }
-}

@@ -1,6 +1,7 @@
 //! `paddock chat` (M2, I1, I2): an interactive session. A line typed while paddock is idle is
 //! the next message; a line typed while it works is steering that enters before its next model
-//! request; `/next TEXT` queues a follow-up for when the turn would end; `/stop` or Ctrl-C
+//! request; `/next TEXT` queues a follow-up for when the turn would end; `/compact [FOCUS]`
+//! (between turns) summarizes the history now (issue 17); `/stop` or Ctrl-C
 //! interrupts the turn; `/quit`, Ctrl-D, or Ctrl-C while idle leaves. Every line is logged
 //! before it is acknowledged.
 
@@ -45,6 +46,8 @@ enum Typed {
     Input(Lane, String),
     /// Interrupt, then leave.
     Quit,
+    /// Compact the history now, keeping what concerns the focus (issue 17).
+    Compact(Option<String>),
     Unknown(String),
     Blank,
 }
@@ -65,8 +68,9 @@ fn classify(raw: &str) -> Typed {
         ("/next", "") => Typed::Unknown("/next needs a message: /next TEXT".into()),
         ("/next", rest) => Typed::Input(Lane::NextTurn, rest.to_string()),
         ("/quit", _) => Typed::Quit,
+        ("/compact", rest) => Typed::Compact((!rest.is_empty()).then(|| rest.to_string())),
         (command, _) if command.starts_with('/') => Typed::Unknown(format!(
-            "{command} is not a command; use /stop, /next TEXT or /quit (start a line with a space to send a slash)"
+            "{command} is not a command; use /stop, /next TEXT, /compact [FOCUS] or /quit (start a line with a space to send a slash)"
         )),
         _ => Typed::Input(Lane::NextStep, line.to_string()),
     }
@@ -103,6 +107,21 @@ pub async fn chat(args: ChatArgs) -> Exit {
             Typed::Blank => continue,
             Typed::Quit => break,
             Typed::Input(Lane::NextStep, text) => text,
+            Typed::Compact(focus) => {
+                let agent = agent(
+                    &started.loaded,
+                    started.provider.as_ref(),
+                    &started.log,
+                    &printer,
+                    args.session.max_turns,
+                );
+                match agent.compact(focus.as_deref()).await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => printer.notice("nothing to compact yet"),
+                    Err(e) => printer.notice(&format!("compaction failed: {e}")),
+                }
+                continue;
+            }
             Typed::Input(..) => {
                 printer.notice("nothing is running: type a message, or /quit");
                 continue;
@@ -142,6 +161,10 @@ pub async fn chat(args: ChatArgs) -> Exit {
                     let (lane, text) = match classify(&line) {
                         Typed::Input(lane, text) => (lane, text),
                         Typed::Blank => continue,
+                        Typed::Compact(_) => {
+                            printer.notice("/compact works between turns: type it when this one ends");
+                            continue;
+                        }
                         Typed::Unknown(message) => {
                             printer.notice(&message);
                             continue;

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::style::{self, BOLD, DIM, RED, YELLOW, paint, sanitize};
-use crate::agent::{CallSummary, Observer, TurnEnd};
+use crate::agent::{CallSummary, Compaction, Observer, TurnEnd};
 use crate::log::{Body, Event, SessionStart, StopReason};
 use crate::model::{AssistantMessage, Delta, ModelEvent, shorten};
 use crate::preset::Origin;
@@ -152,11 +152,23 @@ impl Observer for Printer {
         self.result_line(call);
     }
 
+    fn compacted(&self, compaction: &Compaction) {
+        self.end_line();
+        self.notice(&format!(
+            "context compacted ({}): ~{} → ~{} tokens of {}; the summary replaces events 1-{} (all of them stay in `paddock log`)",
+            compaction.reason.as_str(),
+            compaction.before.tokens,
+            compaction.after.tokens,
+            compaction.after.window,
+            compaction.upto
+        ));
+    }
+
     fn stopped(&self, end: &TurnEnd) {
         self.end_line();
         let spent = &end.spent;
         let line = format!(
-            "stopped: {}{} · {} model request(s) · {} tokens · ${:.4} · {:.1} s{}",
+            "stopped: {}{} · {} model request(s) · {} tokens · ${:.4} · {:.1} s · context {}% of {}k{}",
             end.reason.as_str(),
             end.detail
                 .as_deref()
@@ -166,6 +178,8 @@ impl Observer for Printer {
             spent.tokens,
             spent.cost_usd,
             spent.wall.as_secs_f64(),
+            end.context.percent(),
+            end.context.window / 1000,
             end.warning
                 .as_deref()
                 .map(|w| format!(" · note: {w}"))
@@ -300,6 +314,28 @@ fn describe(body: &Body) -> (&'static str, String) {
             ("inbox/in", format!("{id} {lane:?}: {}", short(text)))
         }
         Body::InboxTake { id } => ("inbox/take", id.clone()),
+        Body::ContextCompact {
+            id,
+            upto,
+            reason,
+            focus,
+        } => (
+            "context/compact",
+            format!(
+                "{id} ({}): summarizing events 1-{upto}{}",
+                reason.as_str(),
+                focus
+                    .as_deref()
+                    .map(|f| format!(", focus: {}", short(f)))
+                    .unwrap_or_default()
+            ),
+        ),
+        Body::ContextCompacted {
+            id, upto, summary, ..
+        } => (
+            "context/compacted",
+            format!("{id}: events 1-{upto} summarized: {}", short(summary)),
+        ),
         Body::TurnEnd { reason, detail } => (
             "turn/end",
             format!(

@@ -2,7 +2,8 @@
 //! 1, 2, 3 ... without gaps or repeats; `session/start` first and only first; every queue,
 //! start and result names a call of the assistant message before it, and each call gets at
 //! most one result; no assistant message follows calls still owed a result; no turn starts
-//! inside another; an inbox entry is taken only after it arrived. A log that breaks one was
+//! inside another; an inbox entry is taken only after it arrived; a compaction covers only
+//! events before it, and never less than the one before it. A log that breaks one was
 //! edited or damaged, and the model would be sent a call answered twice or an orphan result.
 
 use std::collections::HashSet;
@@ -16,6 +17,7 @@ pub(super) fn check(events: &[Event]) -> Result<(), (usize, String)> {
     let mut answered: HashSet<&str> = HashSet::new();
     let mut inbox: HashSet<&str> = HashSet::new();
     let mut open_turn = None;
+    let mut compacted_upto = 0;
     for (index, event) in events.iter().enumerate() {
         let line = index + 1;
         let expected = line as u64;
@@ -87,6 +89,14 @@ pub(super) fn check(events: &[Event]) -> Result<(), (usize, String)> {
                 open_turn = Some(*turn);
             }
             Body::TurnEnd { .. } => open_turn = None,
+            Body::ContextCompacted { upto, .. } => {
+                if *upto >= event.seq || *upto < compacted_upto {
+                    return fail(format!(
+                        "context/compacted covers up to event {upto}: not before itself, or less than an earlier compaction ({compacted_upto})"
+                    ));
+                }
+                compacted_upto = *upto;
+            }
             Body::InboxIn { id, .. } => {
                 inbox.insert(id);
             }

@@ -115,6 +115,34 @@ pub enum Body {
     /// An inbox entry entered the history (steering before a model request, or a follow-up).
     #[serde(rename = "inbox/take")]
     InboxTake { id: String },
+    /// A compaction began: the model is asked to summarize the history of every event up to
+    /// `upto` (L1). Without its `context/compacted` (a crash, a failed request) it changes
+    /// nothing: a half-done compaction is ignored.
+    #[serde(rename = "context/compact")]
+    ContextCompact {
+        id: String,
+        /// Events with `seq <= upto` are what the summary replaces.
+        upto: u64,
+        reason: CompactReason,
+        /// What the user asked the summary to keep (`/compact FOCUS`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        focus: Option<String>,
+    },
+    /// The summary arrived: from here on the history derived from the log shows it in place of
+    /// the events up to `upto` (L1). The summary is model text and is sent as such, never as
+    /// instructions.
+    #[serde(rename = "context/compacted")]
+    ContextCompacted {
+        id: String,
+        upto: u64,
+        summary: String,
+        /// The summary request's attempt, usage and cost: budgets count it (B3).
+        attempt: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+    },
     /// The loop stopped, and why (B1).
     #[serde(rename = "turn/end")]
     TurnEnd {
@@ -206,6 +234,28 @@ pub enum Lane {
     NextStep,
     /// Follow-up: runs when the loop would otherwise stop.
     NextTurn,
+}
+
+/// Why a compaction ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactReason {
+    /// The next request would have passed `compact_at` of the context window.
+    Threshold,
+    /// The user asked (`/compact`, `Agent::compact`).
+    Requested,
+    /// The server refused a request as longer than its context.
+    Overflow,
+}
+
+impl CompactReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactReason::Threshold => "threshold",
+            CompactReason::Requested => "requested",
+            CompactReason::Overflow => "overflow",
+        }
+    }
 }
 
 /// Why the loop stopped (B1).

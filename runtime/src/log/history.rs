@@ -1,37 +1,133 @@
-//! The history is a pure function of the events (L1): what the model is sent, rebuilt from the
-//! log before every request. Results are logged as each call ends (L8), so they may sit in the
-//! log in completion order; the history puts them in the order of the calls in the assistant
-//! message that made them, so every request shows the model its own order.
+//! The history is a pure function of the events (L1): what the model is sent, derived from the
+//! log. `History` takes the events one at a time, as they are appended or read, so a request
+//! costs what was added since the last one, not the whole session (issue 13).
+//!
+//! - Results are logged as each call ends (L8), so they may sit in the log in completion order;
+//!   the history puts them in the order of the calls of the assistant message that made them.
+//! - A `context/compacted` event replaces every message derived from events up to its `upto`
+//!   by its summary, sent as a user message marked as the model's own summary (never as
+//!   instructions), followed by the user's latest message when the summary replaced it. A
+//!   `context/compact` without its `context/compacted` (a crash mid-compaction) changes nothing.
+//! - `render` ages out large results: older than `after_steps` assistant messages and larger
+//!   than `bytes`, a result is sent as a stub naming where the whole of it stays readable.
 
 use std::collections::HashMap;
 
-use super::event::{Body, Event};
-use crate::model::{Message, ToolCall, ToolResult};
+use super::ageing::Ageing;
+use super::ageing::{AGED, STUB_BYTES, aged};
+use super::event::{Body, Event, Source};
+use crate::model::{Message, ToolResult};
 
-/// The conversation the model sees, in order: user messages (including steering and
-/// follow-ups taken from the inbox), committed assistant messages, and tool results in their
-/// calls' order.
-pub fn derive_history(events: &[Event]) -> Vec<Message> {
-    let mut inbox: HashMap<&str, &str> = HashMap::new();
-    let mut history = Vec::new();
-    // The calls of the latest assistant message, and the results they got so far.
-    let mut calls: &[ToolCall] = &[];
-    let mut results: HashMap<&str, ToolResult> = HashMap::new();
-    for event in events {
+/// Opens the message that stands for a compacted part of the session.
+pub const SUMMARY_HEADER: &str = "[paddock: the earlier part of this session was compacted to save room. \
+What follows is a summary the model wrote of it: it is a record of the work, not instructions. \
+The whole history stays in the session log.]";
+
+/// Opens the user's latest message when a summary replaced it.
+pub const TASK_HEADER: &str =
+    "[paddock: the user's latest message, from before the summary, verbatim:]";
+
+/// One message of the history and where it came from.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The event it was derived from; for a result, the assistant message that made the call,
+    /// so a compaction never separates a call from its result.
+    pub seq: u64,
+    /// How many assistant messages came before it (its own included).
+    pub step: u64,
+    /// Unique per content: a request may reuse what it serialized for the same key.
+    pub key: u64,
+    /// A summary (or the task re-sent with it): what a compaction put in place.
+    pub compacted: bool,
+    pub message: Message,
+}
+
+/// The history derived so far; see the module doc.
+#[derive(Debug, Default)]
+pub struct History {
+    entries: Vec<Entry>,
+    /// The seq of the latest assistant message and its calls' ids, while results arrive.
+    calls: Option<(u64, Vec<String>)>,
+    pending: HashMap<String, ToolResult>,
+    inbox: HashMap<String, String>,
+    steps: u64,
+    next_key: u64,
+    /// The latest message from the user: re-sent after a summary that replaced it.
+    last_user: Option<(u64, String)>,
+    /// The key of the latest assistant message with usage, and the tokens it reported.
+    usage_mark: Option<(u64, u64)>,
+    /// Open compactions (`context/compact` seen, its summary not yet).
+    compactions: u64,
+}
+
+/// A rendered history: the messages, their keys, and an estimate of their size in tokens.
+#[derive(Debug, Default)]
+pub struct Rendered {
+    pub messages: Vec<Message>,
+    pub keys: Vec<u64>,
+    pub tokens: u64,
+}
+
+/// The documented estimate where no tokenizer is at hand: three bytes a token (prose runs
+/// about four, code and escaped JSON denser: the estimate errs on the large side), plus a few
+/// tokens of framing per message. Where the server reports usage, the estimate only covers
+/// what was added since.
+pub fn estimate_tokens(bytes: usize) -> u64 {
+    bytes as u64 / 3 + 6
+}
+
+fn message_bytes(message: &Message) -> usize {
+    match message {
+        Message::System { text } | Message::User { text } => text.len(),
+        Message::Assistant { text, tool_calls } => {
+            text.len()
+                + tool_calls
+                    .iter()
+                    .map(|c| c.id.len() + c.name.len() + c.arguments.len() + 16)
+                    .sum::<usize>()
+        }
+        Message::Tool(result) => result.content.len() + result.call_id.len(),
+    }
+}
+
+impl History {
+    /// The history of `events`.
+    pub fn of(events: &[Event]) -> History {
+        let mut history = History::default();
+        for event in events {
+            history.push(event);
+        }
+        history
+    }
+
+    /// Takes one more event.
+    pub fn push(&mut self, event: &Event) {
         match &event.body {
-            Body::UserMessage { text, .. } => {
-                flush(&mut history, calls, &mut results);
-                history.push(Message::User { text: text.clone() });
+            Body::UserMessage { text, source } => {
+                self.flush();
+                if *source == Source::User {
+                    self.last_user = Some((event.seq, text.clone()));
+                }
+                self.add(event.seq, Message::User { text: text.clone() });
             }
             Body::AssistantMessage {
-                text, tool_calls, ..
+                text,
+                tool_calls,
+                usage,
+                ..
             } => {
-                flush(&mut history, calls, &mut results);
-                history.push(Message::Assistant {
-                    text: text.clone(),
-                    tool_calls: tool_calls.clone(),
-                });
-                calls = tool_calls;
+                self.flush();
+                self.steps += 1;
+                let key = self.add(
+                    event.seq,
+                    Message::Assistant {
+                        text: text.clone(),
+                        tool_calls: tool_calls.clone(),
+                    },
+                );
+                self.usage_mark = usage.map(|u| (key, u.input_tokens + u.output_tokens));
+                let ids = tool_calls.iter().map(|c| c.id.clone()).collect();
+                self.calls = Some((event.seq, ids));
             }
             Body::ToolResult {
                 id,
@@ -39,147 +135,231 @@ pub fn derive_history(events: &[Event]) -> Vec<Message> {
                 is_error,
                 ..
             } => {
-                results.insert(
-                    id,
-                    ToolResult {
-                        call_id: id.clone(),
-                        content: content.clone(),
-                        is_error: *is_error,
-                    },
-                );
+                let owed = self.calls.as_ref().is_some_and(|(_, ids)| ids.contains(id));
+                if owed {
+                    self.pending.insert(
+                        id.clone(),
+                        ToolResult {
+                            call_id: id.clone(),
+                            content: content.clone(),
+                            is_error: *is_error,
+                        },
+                    );
+                    self.flush_if_complete();
+                }
             }
             Body::InboxIn { id, text, .. } => {
-                inbox.insert(id, text);
+                self.inbox.insert(id.clone(), text.clone());
             }
             Body::InboxTake { id } => {
-                if let Some(text) = inbox.get(id.as_str()) {
-                    flush(&mut history, calls, &mut results);
-                    history.push(Message::User {
-                        text: (*text).to_string(),
-                    });
+                if let Some(text) = self.inbox.get(id).cloned() {
+                    self.flush();
+                    self.last_user = Some((event.seq, text.clone()));
+                    self.add(event.seq, Message::User { text });
                 }
+            }
+            Body::ContextCompact { .. } => self.compactions += 1,
+            Body::ContextCompacted { upto, summary, .. } => {
+                self.compactions = self.compactions.saturating_sub(1);
+                self.compact(*upto, summary);
             }
             _ => {}
         }
     }
-    flush(&mut history, calls, &mut results);
-    history
+
+    fn add(&mut self, seq: u64, message: Message) -> u64 {
+        self.next_key += 1;
+        let key = self.next_key;
+        self.entries.push(Entry {
+            seq,
+            step: self.steps,
+            key,
+            compacted: false,
+            message,
+        });
+        key
+    }
+
+    /// Appends the results gathered so far in the order of the calls, and forgets the calls:
+    /// a result that arrives later has no place in the history.
+    fn flush(&mut self) {
+        let Some((seq, ids)) = self.calls.take() else {
+            return;
+        };
+        for id in ids {
+            if let Some(result) = self.pending.remove(&id) {
+                self.add(seq, Message::Tool(result));
+            }
+        }
+        self.pending.clear();
+    }
+
+    fn flush_if_complete(&mut self) {
+        let complete = self
+            .calls
+            .as_ref()
+            .is_some_and(|(_, ids)| ids.iter().all(|id| self.pending.contains_key(id)));
+        if complete {
+            self.flush();
+        }
+    }
+
+    /// Replaces everything derived from events up to `upto` by `summary` (and the user's
+    /// latest message, when it was among them).
+    fn compact(&mut self, upto: u64, summary: &str) {
+        self.entries.retain(|e| e.seq > upto);
+        if self.calls.as_ref().is_some_and(|(seq, _)| *seq <= upto) {
+            self.calls = None;
+            self.pending.clear();
+        }
+        let mut front = vec![Message::User {
+            text: format!("{SUMMARY_HEADER}\n\n{summary}"),
+        }];
+        if let Some((seq, text)) = &self.last_user
+            && *seq <= upto
+        {
+            front.push(Message::User {
+                text: format!("{TASK_HEADER}\n\n{text}"),
+            });
+        }
+        let kept = std::mem::take(&mut self.entries);
+        for message in front {
+            self.add(upto, message);
+            if let Some(entry) = self.entries.last_mut() {
+                entry.compacted = true;
+            }
+        }
+        self.entries.extend(kept);
+        self.usage_mark = None;
+    }
+
+    /// The messages in order (results of calls still running are not in it yet).
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// Assistant messages so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// The history as sent, with large old results aged out (`None`: none is).
+    pub fn render(&self, ageing: Option<Ageing>) -> Rendered {
+        let mut rendered = Rendered {
+            messages: Vec::with_capacity(self.entries.len() + self.pending.len()),
+            keys: Vec::with_capacity(self.entries.len() + self.pending.len()),
+            tokens: 0,
+        };
+        let mut after_mark: Option<u64> = None;
+        let mut all = 0u64;
+        for entry in &self.entries {
+            let (key, message) = match (&entry.message, ageing) {
+                (Message::Tool(result), Some(ageing))
+                    if result.content.len() > ageing.bytes
+                        && entry.step + ageing.after_steps <= self.steps =>
+                {
+                    (entry.key | AGED, Message::Tool(aged(result, ageing)))
+                }
+                (message, _) => (entry.key, message.clone()),
+            };
+            let tokens = estimate_tokens(message_bytes(&message));
+            all += tokens;
+            if let Some(sum) = after_mark.as_mut() {
+                *sum += tokens;
+            }
+            if self.usage_mark.is_some_and(|(mark, _)| mark == entry.key) {
+                after_mark = Some(0);
+            }
+            rendered.messages.push(message);
+            rendered.keys.push(key);
+        }
+        // Results of calls still owed one (a log read mid-batch) follow in the calls' order.
+        if let Some((_, ids)) = &self.calls {
+            for id in ids {
+                if let Some(result) = self.pending.get(id) {
+                    let message = Message::Tool(result.clone());
+                    let tokens = estimate_tokens(message_bytes(&message));
+                    all += tokens;
+                    if let Some(sum) = after_mark.as_mut() {
+                        *sum += tokens;
+                    }
+                    rendered.messages.push(message);
+                    rendered.keys.push(0);
+                }
+            }
+        }
+        rendered.tokens = match (self.usage_mark, after_mark) {
+            (Some((_, reported)), Some(added)) => reported + added,
+            _ => all,
+        };
+        rendered
+    }
+
+    /// The `tokens` of `render`, without rendering.
+    pub fn estimate(&self, ageing: Option<Ageing>) -> u64 {
+        let mut all = 0;
+        let mut after_mark: Option<u64> = None;
+        let pending = self
+            .pending
+            .values()
+            .map(|r| r.content.len() + r.call_id.len());
+        let sizes = self.entries.iter().map(|entry| {
+            let bytes = match (&entry.message, ageing) {
+                (Message::Tool(result), Some(ageing))
+                    if result.content.len() > ageing.bytes
+                        && entry.step + ageing.after_steps <= self.steps =>
+                {
+                    STUB_BYTES
+                }
+                (message, _) => message_bytes(message),
+            };
+            (Some(entry.key), bytes)
+        });
+        for (key, bytes) in sizes.chain(pending.map(|b| (None, b))) {
+            let tokens = estimate_tokens(bytes);
+            all += tokens;
+            if let Some(sum) = after_mark.as_mut() {
+                *sum += tokens;
+            }
+            if key.is_some() && self.usage_mark.map(|(mark, _)| mark) == key {
+                after_mark = Some(0);
+            }
+        }
+        match (self.usage_mark, after_mark) {
+            (Some((_, reported)), Some(added)) => reported + added,
+            _ => all,
+        }
+    }
+
+    /// Whether the size estimate of `render` starts from what the server last reported (the
+    /// rest is estimated) rather than from the estimate alone.
+    pub fn measured(&self) -> bool {
+        self.usage_mark.is_some()
+    }
+}
+
+/// The conversation the model sees, in order (no ageing): user messages (including steering
+/// and follow-ups taken from the inbox), committed assistant messages, and tool results in
+/// their calls' order, with compacted parts replaced by their summaries.
+pub fn derive_history(events: &[Event]) -> Vec<Message> {
+    History::of(events).render(None).messages
 }
 
 /// Whether the history holds a message from the user (the task, a follow-up or steering):
 /// without one there is nothing to work on, and no turn runs (issue 12, item 4).
 pub fn has_task(events: &[Event]) -> bool {
-    events.iter().any(|e| match &e.body {
-        Body::UserMessage { source, .. } => *source == super::event::Source::User,
-        Body::InboxTake { .. } => true,
-        _ => false,
-    })
+    events.iter().any(|e| is_task(&e.body))
 }
 
-/// Appends the results gathered so far in the order of `calls`.
-fn flush<'e>(
-    history: &mut Vec<Message>,
-    calls: &'e [ToolCall],
-    results: &mut HashMap<&'e str, ToolResult>,
-) {
-    for call in calls {
-        if let Some(result) = results.remove(call.id.as_str()) {
-            history.push(Message::Tool(result));
-        }
+/// Whether this event gives the session something to work on.
+pub fn is_task(body: &Body) -> bool {
+    match body {
+        Body::UserMessage { source, .. } => *source == Source::User,
+        Body::InboxTake { .. } => true,
+        _ => false,
     }
-    results.clear();
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::log::event::Source;
-    use crate::model::{Finish, Outcome};
-
-    fn events(bodies: Vec<Body>) -> Vec<Event> {
-        bodies
-            .into_iter()
-            .enumerate()
-            .map(|(i, body)| Event {
-                seq: i as u64 + 1,
-                ts_ms: 0,
-                body,
-            })
-            .collect()
-    }
-
-    fn assistant(ids: &[&str]) -> Body {
-        Body::AssistantMessage {
-            attempt: "a1".into(),
-            text: "working".into(),
-            tool_calls: ids
-                .iter()
-                .map(|id| ToolCall {
-                    id: (*id).into(),
-                    name: "read_file".into(),
-                    arguments: "{}".into(),
-                })
-                .collect(),
-            finish: Finish::ToolCalls,
-            outcome: Outcome::ToolCalls,
-            usage: None,
-            cost_usd: None,
-        }
-    }
-
-    fn result(id: &str) -> Body {
-        Body::ToolResult {
-            id: id.into(),
-            content: "ok".into(),
-            is_error: false,
-            code: None,
-            args: None,
-            repairs: Vec::new(),
-            approval: None,
-        }
-    }
-
-    #[test]
-    fn history_is_derived_in_order_with_steering_from_the_inbox() {
-        let log = events(vec![
-            Body::UserMessage {
-                text: "task".into(),
-                source: Source::User,
-            },
-            assistant(&["c1"]),
-            Body::InboxIn {
-                id: "i1".into(),
-                source: Source::User,
-                lane: crate::log::Lane::NextStep,
-                text: "also check docs".into(),
-            },
-            result("c1"),
-            Body::InboxTake { id: "i1".into() },
-        ]);
-        let history = derive_history(&log);
-        assert_eq!(history.len(), 4);
-        assert!(matches!(&history[0], Message::User { text } if text == "task"));
-        assert!(matches!(&history[2], Message::Tool(r) if r.call_id == "c1"));
-        assert!(matches!(&history[3], Message::User { text } if text == "also check docs"));
-    }
-
-    #[test]
-    fn results_logged_as_calls_end_are_sent_in_the_calls_order() {
-        let log = events(vec![
-            assistant(&["a", "b", "c"]),
-            result("c"),
-            result("a"),
-            result("b"),
-            assistant(&[]),
-        ]);
-        let history = derive_history(&log);
-        let ids: Vec<&str> = history
-            .iter()
-            .filter_map(|m| match m {
-                Message::Tool(r) => Some(r.call_id.as_str()),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(ids, ["a", "b", "c"]);
-    }
-}
+#[path = "history_tests.rs"]
+mod tests;

@@ -4,9 +4,11 @@
 //! Map: `event` (the event types, stop reasons, inbox lanes), `file` (the writer: whole lines
 //! only, fsync, atomic creation), `read` (the reader: a torn last line is reported, anything
 //! else wrong is refused), `check` (sequence and pairing invariants), `history` (derive the
-//! history in the calls' order), `recover` (what a crash left owing, call by call), `lock` (one
+//! history in the calls' order, compactions and aged results applied), `state` (history,
+//! spending and turns kept up to date event by event), `recover` (what a crash left owing, call by call), `lock` (one
 //! writer per session), `session` (the log as the loop shares it).
 
+mod ageing;
 mod check;
 mod event;
 mod file;
@@ -15,14 +17,22 @@ mod lock;
 mod read;
 mod recover;
 mod session;
+mod state;
 
-pub use event::{Body, Event, Lane, PluginHash, SessionStart, Source, StopReason, Touches};
+pub use ageing::{Ageing, aged_spill_name};
+pub use event::{
+    Body, CompactReason, Event, Lane, PluginHash, SessionStart, Source, StopReason, Touches,
+};
 pub use file::LogWriter;
-pub use history::{derive_history, has_task};
+pub use history::{
+    Entry, History, Rendered, SUMMARY_HEADER, TASK_HEADER, derive_history, estimate_tokens,
+    has_task, is_task,
+};
 pub use lock::{LOCK_FILE, LockError, SessionLock, Wait};
 pub use read::{LogError, LogRead, read_log};
 pub use recover::{OUTCOME_UNKNOWN, Recovery, Settle, recover};
 pub use session::SessionLog;
+pub use state::{SessionState, Tally};
 
 /// The log's file name inside a session directory.
 pub const LOG_FILE: &str = "events.jsonl";

@@ -1,11 +1,15 @@
-//! A session's log as the loop uses it: the writer and every event so far, behind one lock so
-//! that the scheduler's start hook can append from inside a batch.
+//! A session's log as the loop uses it: the writer and the state derived from every event so
+//! far (`SessionState`: history, spending, turns), behind one lock so that the scheduler's
+//! start hook can append from inside a batch. The events themselves are not kept: each one
+//! updates the state as it is written, so a long session costs memory for what the model is
+//! sent, not for everything it did.
 
 use std::io;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::event::{Body, Event};
 use super::file::LogWriter;
+use super::state::SessionState;
 
 pub struct SessionLog {
     inner: Mutex<Inner>,
@@ -13,19 +17,24 @@ pub struct SessionLog {
 
 struct Inner {
     writer: LogWriter,
-    events: Vec<Event>,
+    state: SessionState,
 }
 
 impl SessionLog {
     /// `events` are the ones already in the file `writer` appends to.
     pub fn new(writer: LogWriter, events: Vec<Event>) -> SessionLog {
+        SessionLog::from_state(writer, SessionState::of(&events))
+    }
+
+    /// `state` is derived from the events already in the file `writer` appends to.
+    pub fn from_state(writer: LogWriter, state: SessionState) -> SessionLog {
         SessionLog {
-            inner: Mutex::new(Inner { writer, events }),
+            inner: Mutex::new(Inner { writer, state }),
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        // A panic while appending leaves the vector and file as they were; go on.
+        // A panic while appending leaves the state and file as they were; go on.
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -33,7 +42,7 @@ impl SessionLog {
     pub fn append(&self, body: Body) -> io::Result<()> {
         let mut inner = self.lock();
         let event = inner.writer.append(body)?;
-        inner.events.push(event);
+        inner.state.push(&event);
         Ok(())
     }
 
@@ -41,7 +50,7 @@ impl SessionLog {
     pub fn append_synced(&self, body: Body) -> io::Result<()> {
         let mut inner = self.lock();
         let event = inner.writer.append(body)?;
-        inner.events.push(event);
+        inner.state.push(&event);
         inner.writer.sync()
     }
 
@@ -49,14 +58,9 @@ impl SessionLog {
         self.lock().writer.sync()
     }
 
-    /// A copy of every event so far.
-    pub fn events(&self) -> Vec<Event> {
-        self.lock().events.clone()
-    }
-
-    /// Runs `f` over the events without copying them.
-    pub fn with_events<R>(&self, f: impl FnOnce(&[Event]) -> R) -> R {
-        f(&self.lock().events)
+    /// Runs `f` over the state derived from every event so far.
+    pub fn with_state<R>(&self, f: impl FnOnce(&SessionState) -> R) -> R {
+        f(&self.lock().state)
     }
 
     pub fn path(&self) -> std::path::PathBuf {

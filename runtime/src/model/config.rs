@@ -97,6 +97,26 @@ pub struct ProviderConfig {
     /// Overrides the built-in price table for this model.
     #[serde(default)]
     pub price: Option<Price>,
+    /// The model's context window in tokens; unset: the built-in table
+    /// (`context::known_window`), else `context::DEFAULT_WINDOW`.
+    #[serde(default)]
+    pub context_window: Option<u64>,
+    /// Compact the history when the next request would pass this fraction of the window
+    /// (0.1 to 0.95).
+    #[serde(
+        default = "defaults::compact_at",
+        deserialize_with = "super::context::fraction"
+    )]
+    pub compact_at: f64,
+    /// Assistant messages (with their calls' results) a compaction keeps verbatim.
+    #[serde(default = "defaults::compact_keep")]
+    pub compact_keep: u32,
+    /// Tool results older than this many assistant messages and larger than `age_bytes` are
+    /// sent as a stub naming where the whole result stays readable; 0 turns this off.
+    #[serde(default = "defaults::age_after")]
+    pub age_after: u32,
+    #[serde(default = "defaults::age_bytes")]
+    pub age_bytes: u64,
 }
 
 mod defaults {
@@ -134,6 +154,18 @@ mod defaults {
     pub fn anthropic_version() -> String {
         "2023-06-01".into()
     }
+    pub fn compact_at() -> f64 {
+        0.8
+    }
+    pub fn compact_keep() -> u32 {
+        4
+    }
+    pub fn age_after() -> u32 {
+        8
+    }
+    pub fn age_bytes() -> u64 {
+        4096
+    }
 }
 
 /// The output limit sent when the preset sets none (Anthropic requires one; many
@@ -165,6 +197,11 @@ impl ProviderConfig {
             temperature: None,
             anthropic_version: defaults::anthropic_version(),
             price: None,
+            context_window: None,
+            compact_at: defaults::compact_at(),
+            compact_keep: defaults::compact_keep(),
+            age_after: defaults::age_after(),
+            age_bytes: defaults::age_bytes(),
         }
     }
 

@@ -5,7 +5,8 @@
 //! assemblers turn raw streams into clean messages), L3 and L4 (attempts and retries), and the
 //! request half of X2 (one cancellation token aborts the request and any retry wait).
 //!
-//! Map: `types` (values), `config` (`[model]` in a preset), `assembler` (pure stream state
+//! Map: `types` (values), `config` (`[model]` in a preset), `context` (the context window:
+//! built-in table, compaction and ageing settings), `assembler` (pure stream state
 //! machines), `sse` (bytes to events), `http` (one attempt over reqwest), `openai` and
 //! `anthropic` (request bodies), `attempt` (retries), `price` (cost), `error` (`ModelError`).
 //! This module does not decide what the loop does with a message; it reports `Outcome`.
@@ -15,6 +16,7 @@ mod anthropic;
 pub mod assembler;
 mod attempt;
 mod config;
+pub mod context;
 mod error;
 mod http;
 mod openai;

@@ -137,6 +137,7 @@ mod tests {
                 parameters: json!({"type": "object"}),
             }],
             max_output_tokens: None,
+            keys: Vec::new(),
         };
         let body = OpenAi::body(&config, &request);
         assert_eq!(body["stream"], json!(true));

@@ -61,6 +61,9 @@ pub struct ModelRequest {
     pub tools: Vec<ToolDef>,
     /// Overrides the provider's configured `max_output_tokens` for this request.
     pub max_output_tokens: Option<u32>,
+    /// Identifies each message's content (0: unknown), so a provider may reuse what it
+    /// serialized for the same key in an earlier request; empty: nothing is reused.
+    pub keys: Vec<u64>,
 }
 
 /// Token counts reported by the provider, normalised across wire formats.

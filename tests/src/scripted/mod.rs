@@ -14,5 +14,5 @@ mod wire;
 
 pub use quirks::{Quirks, null_content_error};
 pub use script::{Fault, Script, ScriptCall, ScriptFinish, ScriptUsage, Step, Turn};
-pub use server::{RecordedRequest, ScriptedServer};
+pub use server::{RecordedRequest, Responder, ScriptedServer};
 pub use wire::{anthropic_frames, openai_frames};

@@ -39,7 +39,12 @@ struct State {
     requests: Mutex<Vec<RecordedRequest>>,
     /// Answer by history (see `start_by_history`) instead of in order.
     by_history: bool,
+    /// Answer with what this decides from each request (see `start_responder`).
+    responder: Option<Responder>,
 }
+
+/// Decides the step for a request from its JSON body and its size in bytes.
+pub type Responder = Arc<dyn Fn(&serde_json::Value, usize) -> Step + Send + Sync>;
 
 /// A running scripted server; it stops when dropped.
 pub struct ScriptedServer {
@@ -66,10 +71,27 @@ impl ScriptedServer {
         ScriptedServer::serve(script, Quirks::default(), true).await
     }
 
+    /// A server that answers each request with the step `responder` computes from it: a
+    /// model whose replies depend on what it is sent (a window it enforces, a summary request
+    /// it recognises).
+    pub async fn start_responder(responder: Responder) -> std::io::Result<ScriptedServer> {
+        ScriptedServer::serve_with(Script::default(), Quirks::default(), false, Some(responder))
+            .await
+    }
+
     async fn serve(
         script: Script,
         quirks: Quirks,
         by_history: bool,
+    ) -> std::io::Result<ScriptedServer> {
+        ScriptedServer::serve_with(script, quirks, by_history, None).await
+    }
+
+    async fn serve_with(
+        script: Script,
+        quirks: Quirks,
+        by_history: bool,
+        responder: Option<Responder>,
     ) -> std::io::Result<ScriptedServer> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
@@ -78,6 +100,7 @@ impl ScriptedServer {
             steps: Mutex::new(script.steps.into()),
             requests: Mutex::default(),
             by_history,
+            responder,
         });
         let shared = Arc::clone(&state);
         let accept = tokio::spawn(async move {
@@ -158,6 +181,7 @@ async fn answer(state: &State, request: Request<Incoming>) -> Response<Body> {
         Ok(collected) => collected.to_bytes(),
         Err(e) => return plain(400, &format!("scripted server: unreadable body: {e}")),
     };
+    let size = body.len();
     let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
     let replied = body["messages"].as_array().map_or(0, |messages| {
         messages.iter().filter(|m| m["role"] == "assistant").count()
@@ -183,7 +207,9 @@ async fn answer(state: &State, request: Request<Incoming>) -> Response<Body> {
     } else {
         return plain(404, &format!("scripted server: no endpoint {path}"));
     };
-    let next = if state.by_history {
+    let next = if let Some(responder) = &state.responder {
+        Some(responder(&body, size))
+    } else if state.by_history {
         lock(&state.steps).get(replied).cloned()
     } else {
         lock(&state.steps).pop_front()

@@ -1,0 +1,141 @@
+//! One model request of the loop (L3): the request built from the history the log keeps
+//! derived (L1), attempts logged as they happen, and a request the server refuses as longer
+//! than its context compacted once and sent again, never a crash (issue 17).
+
+use super::{Agent, Stop};
+use crate::log::{Body, CompactReason, StopReason};
+use crate::model::context::is_overflow;
+use crate::model::{Completion, EventSink, Message, ModelError, ModelEvent, ModelRequest};
+
+/// How a request failed: the model, or the log while recording it.
+pub(super) enum Failed {
+    Model(ModelError),
+    Log(std::io::Error),
+}
+
+impl Agent<'_> {
+    /// The next request; when the server says it is too long, one compaction and one retry.
+    pub(super) async fn ask_fitted(&self) -> Result<Completion, Stop> {
+        match self.ask(&self.request(), true).await {
+            Err(Failed::Model(error)) if overflowed(&error) => {
+                self.compact_with(CompactReason::Overflow, None).await?;
+                self.ask(&self.request(), true)
+                    .await
+                    .map_err(|f| self.stop_of(f))
+            }
+            other => other.map_err(|f| self.stop_of(f)),
+        }
+    }
+
+    /// The system prompt, then the history as the log derives it, large old results aged out.
+    pub(super) fn request(&self) -> ModelRequest {
+        let ageing = self.policy().ageing;
+        let rendered = self.log.with_state(|s| s.history.render(ageing));
+        let mut messages = Vec::with_capacity(rendered.messages.len() + 1);
+        messages.push(Message::System {
+            text: self.system.clone(),
+        });
+        messages.extend(rendered.messages);
+        let mut keys = Vec::with_capacity(messages.len());
+        keys.push(0);
+        keys.extend(rendered.keys);
+        ModelRequest {
+            messages,
+            tools: self.tools.clone(),
+            max_output_tokens: None,
+            keys,
+        }
+    }
+
+    /// Sends `request`: streams its events to the observer when `show`, and logs its attempts
+    /// (L3); the message is returned only once its attempt completed.
+    pub(super) async fn ask(
+        &self,
+        request: &ModelRequest,
+        show: bool,
+    ) -> Result<Completion, Failed> {
+        let (sink, mut events) = EventSink::channel();
+        let cancel = self.calls.cancel.clone();
+        let complete = async move {
+            let result = self.provider.complete(request, &sink, &cancel).await;
+            drop(sink);
+            result
+        };
+        let watch = async {
+            let mut log_error = None;
+            while let Some(event) = events.recv().await {
+                if show || matches!(event, ModelEvent::RetryScheduled { .. }) {
+                    self.observer.model_event(&event);
+                }
+                if let Some(body) = attempt_body(&event)
+                    && let Err(e) = self.log.append(body)
+                {
+                    log_error.get_or_insert(e);
+                }
+            }
+            log_error
+        };
+        let (result, log_error) = tokio::join!(complete, watch);
+        if let Some(e) = log_error {
+            return Err(Failed::Log(e));
+        }
+        result.map_err(Failed::Model)
+    }
+
+    pub(super) fn stop_of(&self, failed: Failed) -> Stop {
+        match failed {
+            Failed::Log(e) => Stop::host("cannot write the session log", e),
+            Failed::Model(e) => self.model_stop(&e),
+        }
+    }
+
+    fn model_stop(&self, error: &ModelError) -> Stop {
+        match root(error) {
+            ModelError::Cancelled => Stop(StopReason::Interrupted, None),
+            _ if self.calls.cancel.is_cancelled() => Stop(StopReason::Interrupted, None),
+            ModelError::EmptyStream | ModelError::Protocol { .. } => {
+                Stop(StopReason::ProtocolError, Some(error.to_string()))
+            }
+            _ => Stop(StopReason::ModelError, Some(error.to_string())),
+        }
+    }
+}
+
+fn root(error: &ModelError) -> &ModelError {
+    let mut root = error;
+    while let ModelError::RetriesExhausted { last, .. } = root {
+        root = last;
+    }
+    root
+}
+
+/// The server refused the request as longer than the model's context.
+fn overflowed(error: &ModelError) -> bool {
+    matches!(root(error), ModelError::Status { status, body, .. } if is_overflow(*status, body))
+}
+
+/// The attempt events that go into the log (L3); deltas are for display only.
+fn attempt_body(event: &ModelEvent) -> Option<Body> {
+    match event {
+        ModelEvent::AttemptStarted { attempt, number } => Some(Body::AttemptStart {
+            attempt: attempt.0.clone(),
+            number: *number,
+        }),
+        ModelEvent::AttemptEnded {
+            attempt,
+            status,
+            error,
+            partial,
+            ..
+        } => Some(Body::AttemptEnd {
+            attempt: attempt.0.clone(),
+            status: *status,
+            error: error.clone(),
+            partial_text: partial
+                .as_ref()
+                .map(|p| p.text.clone())
+                .filter(|t| !t.is_empty()),
+        }),
+        _ => None,
+    }
+}

@@ -1,0 +1,52 @@
+//! Large results age out (issue 17): a tool result older than some assistant messages and
+//! larger than some bytes is sent as a stub naming where the whole result stays readable (the
+//! session log; the spill directory, which the agent fills when it logs such a result).
+
+use crate::model::ToolResult;
+
+/// When a large result leaves the context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ageing {
+    /// Results older than this many assistant messages...
+    pub after_steps: u64,
+    /// ...and larger than this many bytes are sent as a stub.
+    pub bytes: usize,
+}
+
+/// About the size of a stub (`aged`).
+pub(super) const STUB_BYTES: usize = 330;
+
+/// Marks the key of a result sent as its stub.
+pub(super) const AGED: u64 = 1 << 63;
+
+/// The name a result's whole text has in the spill directory when it ages out.
+pub fn aged_spill_name(call_id: &str) -> String {
+    let name: String = call_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(80)
+        .collect();
+    format!("{name}.result.txt")
+}
+
+pub(super) fn aged(result: &ToolResult, ageing: Ageing) -> ToolResult {
+    ToolResult {
+        call_id: result.call_id.clone(),
+        content: format!(
+            "[paddock: this result ({} bytes) is older than {} steps and larger than {} bytes, so it left \
+             the context to save room. It stays whole in the session log, and at /spill/{} for a tool \
+             granted read_spill (read_file). Call the tool again if you need it now.]",
+            result.content.len(),
+            ageing.after_steps,
+            ageing.bytes,
+            aged_spill_name(&result.call_id)
+        ),
+        is_error: result.is_error,
+    }
+}

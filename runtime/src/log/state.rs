@@ -1,0 +1,121 @@
+//! What the loop needs to know about a session, kept up to date event by event: the derived
+//! history (`History`), what was spent (`Tally`), how many turns ran, whether there is a task,
+//! and how the last turn ended. Every field is a function of the events alone (L1), so the log
+//! stays the only memory; this only saves reading it again for every request (issue 13).
+
+use super::event::{Body, Event, StopReason};
+use super::history::{History, is_task};
+
+/// Spending counted from the log (B3): model requests (compaction requests included),
+/// tokens, cost, and wall time inside turns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    /// Committed model responses and completed compaction requests.
+    pub model_requests: u64,
+    /// Of which compactions.
+    pub compactions: u64,
+    pub tool_calls: u64,
+    pub tokens: u64,
+    pub cost_usd: f64,
+    /// Milliseconds inside closed turns.
+    pub closed_wall_ms: u64,
+    /// When the open turn started (ms since the epoch).
+    pub open_turn: Option<u64>,
+}
+
+impl Tally {
+    pub fn of(events: &[Event]) -> Tally {
+        let mut tally = Tally::default();
+        for event in events {
+            tally.push(event);
+        }
+        tally
+    }
+
+    pub fn push(&mut self, event: &Event) {
+        match &event.body {
+            Body::AssistantMessage {
+                usage,
+                cost_usd,
+                tool_calls,
+                ..
+            } => {
+                self.model_requests += 1;
+                self.tool_calls += tool_calls.len() as u64;
+                if let Some(usage) = usage {
+                    self.tokens += usage.input_tokens + usage.output_tokens;
+                }
+                self.cost_usd += cost_usd.unwrap_or(0.0);
+            }
+            Body::ContextCompacted {
+                usage, cost_usd, ..
+            } => {
+                self.model_requests += 1;
+                self.compactions += 1;
+                if let Some(usage) = usage {
+                    self.tokens += usage.input_tokens + usage.output_tokens;
+                }
+                self.cost_usd += cost_usd.unwrap_or(0.0);
+            }
+            Body::TurnStart { .. } => self.open_turn = Some(event.ts_ms),
+            Body::TurnEnd { .. } => {
+                if let Some(start) = self.open_turn.take() {
+                    self.closed_wall_ms += event.ts_ms.saturating_sub(start);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Wall time inside turns, the open one counted until `now_ms`.
+    pub fn wall_ms(&self, now_ms: u64) -> u64 {
+        self.closed_wall_ms + self.open_turn.map_or(0, |s| now_ms.saturating_sub(s))
+    }
+}
+
+/// The session as the loop sees it; see the module doc.
+#[derive(Debug, Default)]
+pub struct SessionState {
+    pub history: History,
+    pub tally: Tally,
+    /// `turn/start` events so far.
+    pub turns: u64,
+    /// A message from the user is in the log (`has_task`).
+    pub has_task: bool,
+    /// How the last turn ended; `Interrupted` while one is open.
+    pub last_stop: Option<StopReason>,
+    /// Events taken.
+    pub events: u64,
+    /// Time of the first and the latest event.
+    pub first_ms: u64,
+    pub last_ms: u64,
+}
+
+impl SessionState {
+    pub fn of(events: &[Event]) -> SessionState {
+        let mut state = SessionState::default();
+        for event in events {
+            state.push(event);
+        }
+        state
+    }
+
+    pub fn push(&mut self, event: &Event) {
+        self.history.push(event);
+        self.tally.push(event);
+        self.has_task |= is_task(&event.body);
+        match &event.body {
+            Body::TurnStart { .. } => {
+                self.turns += 1;
+                self.last_stop = Some(StopReason::Interrupted);
+            }
+            Body::TurnEnd { reason, .. } => self.last_stop = Some(*reason),
+            _ => {}
+        }
+        if self.events == 0 {
+            self.first_ms = event.ts_ms;
+        }
+        self.events += 1;
+        self.last_ms = event.ts_ms;
+    }
+}

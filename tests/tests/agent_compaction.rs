@@ -1,0 +1,286 @@
+//! Long sessions (issue 17; SPEC L1, L2, B3) through the real binary, against a scripted model
+//! that enforces its context window the way servers do (a 400 naming the maximum context
+//! length), answers summary requests with a summary, and checks every request it receives:
+//! each call paired with its result, in order.
+//!
+//! - 300 turns whose raw history is more than 10 times the window complete; no request passes
+//!   the window; the summary requests and the `context/compact(ed)` events are in the log;
+//!   large old results leave the context as a stub naming their spill file; a `resume` halfway
+//!   (the turn budget stopped the run) goes on from the compacted history.
+//! - A preset that claims a larger window than the server has: the refused request is
+//!   compacted once and sent again, and the session completes.
+
+mod agent_common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agent_common::{Project, last_stop, text};
+use paddock_tests::scripted::{ScriptCall, ScriptUsage, ScriptedServer, Step, Turn};
+use serde_json::Value;
+
+/// A model with a window of `window` tokens (a token is four bytes of request body here).
+struct Model {
+    window: usize,
+    turns: usize,
+    calls: AtomicUsize,
+    summaries: AtomicUsize,
+    refused: AtomicUsize,
+    largest: AtomicUsize,
+    problems: Mutex<Vec<String>>,
+}
+
+impl Model {
+    fn new(window: usize, turns: usize) -> Arc<Model> {
+        Arc::new(Model {
+            window,
+            turns,
+            calls: AtomicUsize::new(0),
+            summaries: AtomicUsize::new(0),
+            refused: AtomicUsize::new(0),
+            largest: AtomicUsize::new(0),
+            problems: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn respond(&self, body: &Value, size: usize) -> Step {
+        let tokens = size / 4;
+        if tokens > self.window {
+            self.refused.fetch_add(1, Ordering::SeqCst);
+            return Step::Status {
+                status: 400,
+                body: format!(
+                    r#"{{"error":{{"message":"This model's maximum context length is {} tokens. However, your messages resulted in {tokens} tokens.","code":"context_length_exceeded"}}}}"#,
+                    self.window
+                ),
+                retry_after_secs: None,
+                retry_after_ms: None,
+            };
+        }
+        self.largest.fetch_max(tokens, Ordering::SeqCst);
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        if let Some(problem) = pairing_problem(&messages) {
+            self.problems.lock().unwrap().push(problem);
+        }
+        let usage = Some(ScriptUsage {
+            input: tokens as u64,
+            output: 20,
+        });
+        let system = messages[0]["content"].as_str().unwrap_or_default();
+        if system.starts_with("You summarize") {
+            let n = self.summaries.fetch_add(1, Ordering::SeqCst) + 1;
+            if body.get("tools").is_some() {
+                self.problems
+                    .lock()
+                    .unwrap()
+                    .push("a summary request offered tools".into());
+            }
+            return Step::Reply(Turn {
+                usage,
+                ..Turn::text(&[&format!(
+                    "Summary {n}: the user asked to read notes.txt over and over; it was read each time."
+                )])
+            });
+        }
+        let i = self.calls.fetch_add(1, Ordering::SeqCst);
+        if i >= self.turns {
+            return Step::Reply(Turn {
+                usage,
+                ..Turn::text(&["done"])
+            });
+        }
+        let path = if i % 10 == 5 { "big.txt" } else { "notes.txt" };
+        let call = ScriptCall::new(
+            &format!("call_{i}"),
+            "read_file",
+            &format!(r#"{{"path":"{path}"}}"#),
+            &[],
+        );
+        Step::Reply(Turn {
+            usage,
+            ..Turn::calls(vec![call])
+        })
+    }
+}
+
+/// A call without its result, a result without its call, or results out of order.
+fn pairing_problem(messages: &[Value]) -> Option<String> {
+    let mut open: Vec<String> = Vec::new();
+    for (i, message) in messages.iter().enumerate() {
+        if message["role"] == "tool" {
+            let id = message["tool_call_id"].as_str().unwrap_or_default();
+            if open.first().map(String::as_str) != Some(id) {
+                return Some(format!("message {i}: result {id} while {open:?} were owed"));
+            }
+            open.remove(0);
+            continue;
+        }
+        if !open.is_empty() {
+            return Some(format!("message {i}: calls {open:?} have no result"));
+        }
+        if let Some(calls) = message["tool_calls"].as_array() {
+            open = calls
+                .iter()
+                .map(|c| c["id"].as_str().unwrap_or_default().to_string())
+                .collect();
+        }
+    }
+    (!open.is_empty()).then(|| format!("the request ends with calls {open:?} unanswered"))
+}
+
+fn preset(server: &ScriptedServer, window: usize, max_turns: u64) -> String {
+    format!(
+        "[model]\nprovider = \"openai\"\nmodel = \"scripted\"\nbase_url = \"{}\"\n\
+         context_window = {window}\nmax_output_tokens = 200\nmax_retries = 0\nage_after = 2\n\n\
+         [limits]\nmax_turns = {max_turns}\nmax_tokens = 1_000_000_000\n\n\
+         [plugins.fs]\nsource = \"builtin:fs\"\n\
+         mounts = [{{ host = \".\", guest = \"/workspace\", mode = \"ro\" }}]\nread_spill = true\n\n\
+         [tools]\nenable = [\"read_file\"]\n",
+        server.openai_base_url()
+    )
+}
+
+fn project() -> Project {
+    let notes = "a line of notes that the model reads again and again\n".repeat(12);
+    let big = format!("{}\n", "x".repeat(99)).repeat(60);
+    Project::new(&[("notes.txt", &notes), ("big.txt", &big)])
+}
+
+fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn three_hundred_turns_ten_windows_long_complete_inside_the_window() {
+    let model = Model::new(4000, 300);
+    let answering = Arc::clone(&model);
+    let server =
+        ScriptedServer::start_responder(Arc::new(move |body, size| answering.respond(body, size)))
+            .await
+            .expect("server");
+    let project = project();
+    std::fs::write(
+        project.dir.path().join("long.toml"),
+        preset(&server, 4000, 200),
+    )
+    .unwrap();
+    let first = project
+        .paddock(&["run", "--preset", "long.toml", "read notes.txt, 300 times"])
+        .await;
+    let id = project.only_session();
+    let events = project.events(&id);
+    assert_eq!(last_stop(&events), "max_turns", "{}", text(&first));
+
+    // Halfway: the turn budget stopped it; resume goes on from the compacted log.
+    let resumed = project
+        .paddock(&["resume", &id, "--max-turns", "1000"])
+        .await;
+    let events = project.events(&id);
+    assert_eq!(last_stop(&events), "completed", "{}", text(&resumed));
+    assert!(
+        text(&resumed).contains("context compacted"),
+        "the resumed run compacted too: {}",
+        text(&resumed)
+    );
+
+    let problems = model.problems.lock().unwrap().clone();
+    assert!(problems.is_empty(), "invalid requests: {problems:?}");
+    assert_eq!(
+        model.refused.load(Ordering::SeqCst),
+        0,
+        "a request passed the window"
+    );
+    assert!(model.largest.load(Ordering::SeqCst) <= 4000);
+    let results: usize = of_type(&events, "tool/result")
+        .iter()
+        .map(|e| e["data"]["content"].as_str().unwrap_or_default().len())
+        .sum();
+    assert!(
+        results / 4 > 10 * 4000,
+        "the raw history ({results} bytes of results) is more than ten windows"
+    );
+    assert_eq!(model.calls.load(Ordering::SeqCst), 301);
+
+    // Every summary request is in the log: a context/compact, its attempt, its summary.
+    let compacts = of_type(&events, "context/compact");
+    let compacted = of_type(&events, "context/compacted");
+    assert!(compacted.len() >= 5, "{} compactions", compacted.len());
+    assert_eq!(compacted.len(), model.summaries.load(Ordering::SeqCst));
+    assert_eq!(compacts.len(), compacted.len());
+    for done in &compacted {
+        let attempt = done["data"]["attempt"].as_str().unwrap();
+        assert!(
+            of_type(&events, "attempt/start")
+                .iter()
+                .any(|a| a["data"]["attempt"] == attempt),
+            "the summary request's attempt {attempt} is logged"
+        );
+        assert!(
+            done["data"]["summary"]
+                .as_str()
+                .unwrap()
+                .starts_with("Summary ")
+        );
+        assert_eq!(
+            done["data"]["usage"]["output_tokens"], 20,
+            "its usage counts"
+        );
+    }
+
+    // A large result older than 2 steps (the preset's age_after) was sent as a stub naming
+    // its spill file, which holds the whole result.
+    let stub = server
+        .requests()
+        .iter()
+        .find_map(|r| {
+            let body = r.body.to_string();
+            let at = body.find("left the context to save room")?;
+            let name = body[at..].split("/spill/").nth(1)?.split(' ').next()?;
+            Some(name.to_string())
+        })
+        .expect("no request carried an aged stub");
+    let spilled = project
+        .home
+        .path()
+        .join("sessions")
+        .join(&id)
+        .join("spill")
+        .join(&stub);
+    let whole = std::fs::read_to_string(&spilled).unwrap_or_default();
+    assert!(
+        whole.len() > 6000,
+        "{} holds the whole result",
+        spilled.display()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_the_server_refuses_as_too_long_is_compacted_once_and_sent_again() {
+    let model = Model::new(3000, 60);
+    let answering = Arc::clone(&model);
+    let server =
+        ScriptedServer::start_responder(Arc::new(move |body, size| answering.respond(body, size)))
+            .await
+            .expect("server");
+    let project = project();
+    // The preset claims 20k tokens; the server has 3k.
+    std::fs::write(
+        project.dir.path().join("long.toml"),
+        preset(&server, 20_000, 500),
+    )
+    .unwrap();
+    let run = project
+        .paddock(&["run", "--preset", "long.toml", "read notes.txt, 60 times"])
+        .await;
+    let id = project.only_session();
+    let events = project.events(&id);
+    assert_eq!(last_stop(&events), "completed", "{}", text(&run));
+    let refused = model.refused.load(Ordering::SeqCst);
+    assert!(refused >= 1, "the server refused a request");
+    let overflow = of_type(&events, "context/compact")
+        .iter()
+        .filter(|e| e["data"]["reason"] == "overflow")
+        .count();
+    assert_eq!(overflow, refused, "one compaction per refusal");
+    assert!(model.problems.lock().unwrap().is_empty());
+}
