@@ -4,6 +4,7 @@
 //! session that stopped for any reason but `completed`), 2 a usage or configuration error.
 
 mod chat;
+mod log;
 mod plugin;
 mod preset;
 mod resume;
@@ -44,7 +45,7 @@ enum Command {
     /// Recover a session from its log (a crash, Ctrl-C, a budget) and continue it.
     Resume(resume::ResumeArgs),
     /// Show a session's event log, or list the sessions.
-    Log(resume::LogArgs),
+    Log(log::LogArgs),
     /// List and call tools directly, without a model.
     #[command(subcommand)]
     Tool(tool::ToolCommand),
@@ -122,7 +123,7 @@ pub fn main() -> ExitCode {
             Command::Run(args) => run::run(args).await,
             Command::Chat(args) => chat::chat(args).await,
             Command::Resume(args) => resume::resume(args).await,
-            Command::Log(args) => resume::log(args).await,
+            Command::Log(args) => log::log(args).await,
             Command::Tool(cmd) => tool::run(cmd).await,
             Command::Plugin(cmd) => plugin::run(cmd).await,
             Command::Preset(cmd) => preset::run(cmd).await,

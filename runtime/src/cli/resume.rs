@@ -1,13 +1,13 @@
-//! `paddock resume` and `paddock log` (L2, L5, M2): recover a session from its log (drop a
-//! torn tail, settle what a crash left open, refuse changed plugins) and continue it; show or
-//! list sessions.
+//! `paddock resume` (L2, L5, M2): recover a session from its log (drop a torn tail, settle
+//! what a crash left open, refuse changed plugins) and continue it. The log is streamed: a
+//! long session is resumed holding what the model will be sent, not every event (issue 13).
 
 use std::path::PathBuf;
 
 use clap::Args;
 
 use super::run::{agent, exit_of, fail, plugin_hashes};
-use super::session_view::{Printer, print_log};
+use super::session_view::Printer;
 use super::tool::{cancel_on_ctrl_c, load_preset, setup_error};
 use super::{Env, Exit};
 use crate::agent::Agent;
@@ -16,8 +16,8 @@ use crate::agent::scripted::ScriptedProvider;
 use crate::exec::RawCall;
 use crate::hooks::TerminalApprover;
 use crate::log::{
-    Body, Event, LOG_FILE, LogWriter, PluginHash, SessionLock, SessionLog, Settle, StopReason,
-    Wait, has_task, read_log, recover,
+    Body, LOG_FILE, LogWriter, PluginHash, SessionLock, SessionLog, Settle, StopReason, Wait,
+    recover_tail, stream_log,
 };
 use crate::model::connect;
 use crate::preset;
@@ -37,18 +37,6 @@ pub struct ResumeArgs {
     /// When another paddock process has the session, wait for it to end instead of refusing.
     #[arg(long)]
     wait: bool,
-}
-
-#[derive(Args)]
-pub struct LogArgs {
-    /// The session id; omit it with --list.
-    session: Option<String>,
-    /// Print the events as they are stored (JSON lines).
-    #[arg(long)]
-    json: bool,
-    /// List the sessions, newest last.
-    #[arg(long)]
-    list: bool,
 }
 
 /// `paddock resume`: take the session (L6), recover the log (L2, L8), then continue (L5).
@@ -74,19 +62,18 @@ pub async fn resume(args: ResumeArgs) -> Exit {
         Ok(Err(e)) => return fail(&e.to_string()),
         Err(e) => return fail(&format!("waiting for the session lock failed: {e}")),
     };
-    let read = match read_log(&path) {
+    // Streamed: the state the loop needs and the events recovery needs, not every event.
+    let read = match stream_log(&path) {
         Ok(read) => read,
         Err(e) => return fail(&e.to_string()),
     };
-    if args.message.is_none() && !has_task(&read.events) {
+    if args.message.is_none() && !read.state.has_task {
         return fail(&format!(
             "{NO_TASK}: paddock resume {} \"...\"",
             args.session
         ));
     }
-    let Some(Body::SessionStart(start)) = read.events.first().map(|e| e.body.clone()) else {
-        return fail("the log does not start with session/start");
-    };
+    let start = read.start.clone();
     let file = match preset::parse(&start.preset_origin, &start.preset_text) {
         Ok(file) => file,
         Err(e) => {
@@ -108,9 +95,8 @@ pub async fn resume(args: ResumeArgs) -> Exit {
     let provider: Box<dyn crate::model::Provider> = match &start.model_config {
         None => {
             let demo = ScriptedProvider::demo();
-            demo.skip(count(&read.events, |b| {
-                matches!(b, Body::AssistantMessage { .. })
-            }));
+            let tally = &read.state.tally;
+            demo.skip((tally.model_requests - tally.compactions) as usize);
             Box::new(demo)
         }
         Some(config) => match connect(with_limit(config, args.max_output_tokens)) {
@@ -125,11 +111,11 @@ pub async fn resume(args: ResumeArgs) -> Exit {
             torn.len()
         ));
     }
-    let writer = match LogWriter::reopen(&path, &read) {
+    let writer = match LogWriter::reopen_streamed(&path, &read) {
         Ok(writer) => writer,
         Err(e) => return fail(&format!("cannot reopen {}: {e}", path.display())),
     };
-    let recovery = recover(&read.events);
+    let recovery = recover_tail(&read.tail, read.tail_opens_in_turn);
     // How the last turn ended, counting the end recovery is about to write.
     let last_turn = recovery
         .steps
@@ -139,8 +125,8 @@ pub async fn resume(args: ResumeArgs) -> Exit {
             Settle::Append(Body::TurnEnd { reason, .. }) => Some(*reason),
             _ => None,
         })
-        .or_else(|| last_stop(&read.events));
-    let log = SessionLog::new(writer, read.events);
+        .or(read.state.last_stop);
+    let log = SessionLog::from_state(writer, read.state);
     printer.header(&start, &path);
     cancel_on_ctrl_c(&loaded.cancel);
     let agent = agent(&loaded, provider.as_ref(), &log, &printer, args.max_turns);
@@ -213,68 +199,6 @@ async fn repair(
     agent.log.sync()
 }
 
-/// `paddock log`.
-pub async fn log(args: LogArgs) -> Exit {
-    let env = match Env::open() {
-        Ok(env) => env,
-        Err(e) => return fail(&format!("{e:#}")),
-    };
-    let sessions = env.store.root().join("sessions");
-    if args.list {
-        let mut found = Vec::new();
-        if let Ok(entries) = std::fs::read_dir(&sessions) {
-            for entry in entries.flatten() {
-                let path = entry.path().join(LOG_FILE);
-                if let Ok(read) = read_log(&path) {
-                    found.push((entry.file_name().to_string_lossy().into_owned(), read));
-                }
-            }
-        }
-        found.sort_by_key(|(_, read)| read.events.first().map_or(0, |e| e.ts_ms));
-        for (id, read) in found {
-            let stop = last_stop(&read.events).map_or("open", |r| r.as_str());
-            let task = read.events.iter().find_map(|e| match &e.body {
-                Body::UserMessage { text, .. } => Some(text.clone()),
-                _ => None,
-            });
-            println!(
-                "{id}  {stop:<17}  {}",
-                super::style::sanitize(
-                    &task
-                        .unwrap_or_default()
-                        .chars()
-                        .take(70)
-                        .collect::<String>()
-                )
-            );
-        }
-        return Exit::Ok;
-    }
-    let Some(session) = args.session else {
-        return fail("give a session id, or --list to see them");
-    };
-    let path = sessions.join(&session).join(LOG_FILE);
-    if args.json {
-        return match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                print!("{}", super::style::json_for_terminal(&text));
-                Exit::Ok
-            }
-            Err(e) => fail(&format!("cannot read {}: {e}", path.display())),
-        };
-    }
-    match read_log(&path) {
-        Ok(read) => {
-            print_log(&read.events);
-            if read.torn.is_some() {
-                println!("(the last line is torn; `paddock resume {session}` drops it)");
-            }
-            Exit::Ok
-        }
-        Err(e) => fail(&e.to_string()),
-    }
-}
-
 /// Resume runs the plugins the session ran with, or refuses (P1).
 fn same_plugins(then: &[PluginHash], now: &[PluginHash]) -> Result<(), String> {
     for old in then {
@@ -295,16 +219,4 @@ fn same_plugins(then: &[PluginHash], now: &[PluginHash]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-fn count(events: &[Event], pick: impl Fn(&Body) -> bool) -> usize {
-    events.iter().filter(|e| pick(&e.body)).count()
-}
-
-fn last_stop(events: &[Event]) -> Option<StopReason> {
-    events.iter().rev().find_map(|e| match &e.body {
-        Body::TurnEnd { reason, .. } => Some(*reason),
-        Body::TurnStart { .. } => Some(StopReason::Interrupted),
-        _ => None,
-    })
 }

@@ -12,14 +12,27 @@ use super::event::{Body, Event};
 
 /// The first broken invariant: its line (1-based; line n holds seq n) and what is wrong.
 pub(super) fn check(events: &[Event]) -> Result<(), (usize, String)> {
-    let mut calls: Vec<&str> = Vec::new();
-    let mut queued: HashSet<&str> = HashSet::new();
-    let mut answered: HashSet<&str> = HashSet::new();
-    let mut inbox: HashSet<&str> = HashSet::new();
-    let mut open_turn = None;
-    let mut compacted_upto = 0;
-    for (index, event) in events.iter().enumerate() {
-        let line = index + 1;
+    let mut checker = Checker::default();
+    events.iter().try_for_each(|event| checker.push(event))
+}
+
+/// The invariants checked one event at a time, as a log is streamed (`stream_log`).
+#[derive(Default)]
+pub(super) struct Checker {
+    line: usize,
+    calls: Vec<String>,
+    queued: HashSet<String>,
+    answered: HashSet<String>,
+    inbox: HashSet<String>,
+    open_turn: Option<u64>,
+    compacted_upto: u64,
+}
+
+impl Checker {
+    /// Takes the next event; the first broken invariant with its line.
+    pub(super) fn push(&mut self, event: &Event) -> Result<(), (usize, String)> {
+        self.line += 1;
+        let line = self.line;
         let expected = line as u64;
         if event.seq != expected {
             let why = if event.seq < expected {
@@ -45,68 +58,69 @@ pub(super) fn check(events: &[Event]) -> Result<(), (usize, String)> {
                 return fail("the log does not start with session/start".into());
             }
             Body::AssistantMessage { tool_calls, .. } => {
-                if let Some(owed) = calls.iter().find(|id| !answered.contains(*id)) {
+                if let Some(owed) = self.calls.iter().find(|id| !self.answered.contains(*id)) {
                     return fail(format!(
                         "an assistant message while call `{owed}` of the one before has no result"
                     ));
                 }
-                calls = tool_calls.iter().map(|c| c.id.as_str()).collect();
-                queued.clear();
-                answered.clear();
+                self.calls = tool_calls.iter().map(|c| c.id.clone()).collect();
+                self.queued.clear();
+                self.answered.clear();
             }
             Body::ToolCall { id, .. } => {
-                if !calls.contains(&id.as_str()) {
+                if !self.calls.contains(id) {
                     return fail(format!(
                         "tool/call `{id}` is not a call of the assistant message before it"
                     ));
                 }
-                if !queued.insert(id) {
+                if !self.queued.insert(id.clone()) {
                     return fail(format!("call `{id}` is queued twice"));
                 }
             }
             Body::ToolStart { id } => {
-                if !queued.contains(id.as_str()) {
+                if !self.queued.contains(id) {
                     return fail(format!("call `{id}` starts without being queued"));
                 }
-                if answered.contains(id.as_str()) {
+                if self.answered.contains(id) {
                     return fail(format!("call `{id}` starts after its result"));
                 }
             }
             Body::ToolResult { id, .. } => {
-                if !calls.contains(&id.as_str()) {
+                if !self.calls.contains(id) {
                     return fail(format!(
                         "a result for `{id}`, which is not a call of the assistant message before it"
                     ));
                 }
-                if !answered.insert(id) {
+                if !self.answered.insert(id.clone()) {
                     return fail(format!("a second result for call `{id}`"));
                 }
             }
             Body::TurnStart { turn } => {
-                if let Some(open) = open_turn {
+                if let Some(open) = self.open_turn {
                     return fail(format!("turn {turn} starts while turn {open} is open"));
                 }
-                open_turn = Some(*turn);
+                self.open_turn = Some(*turn);
             }
-            Body::TurnEnd { .. } => open_turn = None,
+            Body::TurnEnd { .. } => self.open_turn = None,
             Body::ContextCompacted { upto, .. } => {
-                if *upto >= event.seq || *upto < compacted_upto {
+                if *upto >= event.seq || *upto < self.compacted_upto {
                     return fail(format!(
-                        "context/compacted covers up to event {upto}: not before itself, or less than an earlier compaction ({compacted_upto})"
+                        "context/compacted covers up to event {upto}: not before itself, or less than an earlier compaction ({})",
+                        self.compacted_upto
                     ));
                 }
-                compacted_upto = *upto;
+                self.compacted_upto = *upto;
             }
             Body::InboxIn { id, .. } => {
-                inbox.insert(id);
+                self.inbox.insert(id.clone());
             }
-            Body::InboxTake { id } if !inbox.contains(id.as_str()) => {
+            Body::InboxTake { id } if !self.inbox.contains(id) => {
                 return fail(format!("inbox entry `{id}` is taken but never arrived"));
             }
             _ => {}
         }
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]

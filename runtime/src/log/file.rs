@@ -98,6 +98,26 @@ impl LogWriter {
         Ok(LogWriter::over(file, path, next, read.good_len))
     }
 
+    /// `reopen` for a log that `stream_log` has read.
+    pub fn reopen_streamed(path: &Path, read: &super::Streamed) -> io::Result<LogWriter> {
+        let file = OpenOptions::new().append(true).open(path)?;
+        if read.torn.is_some() {
+            file.set_len(read.good_len)?;
+            file.sync_all()?;
+        }
+        Ok(LogWriter::over(
+            file,
+            path,
+            read.last_seq + 1,
+            read.good_len,
+        ))
+    }
+
+    /// Bytes of whole lines in the file.
+    pub fn bytes(&self) -> u64 {
+        self.len
+    }
+
     fn over(file: File, path: &Path, next_seq: u64, len: u64) -> LogWriter {
         LogWriter {
             file,

@@ -13,11 +13,13 @@ mod check;
 mod event;
 mod file;
 mod history;
+mod index;
 mod lock;
 mod read;
 mod recover;
 mod session;
 mod state;
+mod stream;
 
 pub use ageing::{Ageing, aged_spill_name};
 pub use event::{
@@ -28,11 +30,13 @@ pub use history::{
     Entry, History, Rendered, SUMMARY_HEADER, TASK_HEADER, derive_history, estimate_tokens,
     has_task, is_task,
 };
+pub use index::{INDEX_FILE, SessionIndex, session_index};
 pub use lock::{LOCK_FILE, LockError, SessionLock, Wait};
 pub use read::{LogError, LogRead, read_log};
-pub use recover::{OUTCOME_UNKNOWN, Recovery, Settle, recover};
+pub use recover::{OUTCOME_UNKNOWN, Recovery, Settle, recover, recover_tail};
 pub use session::SessionLog;
 pub use state::{SessionState, Tally};
+pub use stream::{Streamed, stream_log};
 
 /// The log's file name inside a session directory.
 pub const LOG_FILE: &str = "events.jsonl";

@@ -51,10 +51,16 @@ static ANYTHING: Touches = Touches {
 
 /// Applies the rules in the module doc.
 pub fn recover(events: &[Event]) -> Recovery {
+    recover_tail(events, false)
+}
+
+/// `recover` of the events from the last assistant message on (`stream_log`'s tail): only
+/// that message's calls can be owed a result. `turn_open`: a turn was open before them.
+pub fn recover_tail(events: &[Event], turn_open: bool) -> Recovery {
     // Calls are scoped to the assistant message that made them, so a provider that reuses ids
     // across responses ("call_0" every time) cannot make one call's result answer another.
     let mut segments: Vec<Segment> = Vec::new();
-    let mut open_turn = false;
+    let mut open_turn = turn_open;
     let mut answered = false;
     for event in events {
         // Does the log end with a committed final answer (and what is said about its stream)?

@@ -9,6 +9,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::event::{Body, Event};
 use super::file::LogWriter;
+use super::index::SessionIndex;
 use super::state::SessionState;
 
 pub struct SessionLog {
@@ -20,16 +21,37 @@ struct Inner {
     state: SessionState,
 }
 
+impl Inner {
+    /// Best effort: the index is a cache that the list rebuilds when it is missing or stale.
+    fn write_index(&self) {
+        let Some(dir) = self.writer.path().parent() else {
+            return;
+        };
+        let session = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+        let index = SessionIndex::of(
+            session.as_deref().unwrap_or_default(),
+            &self.state,
+            self.writer.bytes(),
+        );
+        if let Err(e) = index.write(dir) {
+            tracing::debug!("cannot write the session index in {}: {e}", dir.display());
+        }
+    }
+}
+
 impl SessionLog {
     /// `events` are the ones already in the file `writer` appends to.
     pub fn new(writer: LogWriter, events: Vec<Event>) -> SessionLog {
         SessionLog::from_state(writer, SessionState::of(&events))
     }
 
-    /// `state` is derived from the events already in the file `writer` appends to.
+    /// `state` is derived from the events already in the file `writer` appends to. The
+    /// session's index is written now, so a new session is listed at once.
     pub fn from_state(writer: LogWriter, state: SessionState) -> SessionLog {
+        let inner = Inner { writer, state };
+        inner.write_index();
         SessionLog {
-            inner: Mutex::new(Inner { writer, state }),
+            inner: Mutex::new(inner),
         }
     }
 
@@ -46,12 +68,17 @@ impl SessionLog {
         Ok(())
     }
 
-    /// Appends one event and makes the log durable up to it.
+    /// Appends one event and makes the log durable up to it. At the end of a turn the
+    /// session's index (`index.json`, for `paddock log --list`) is written too.
     pub fn append_synced(&self, body: Body) -> io::Result<()> {
         let mut inner = self.lock();
         let event = inner.writer.append(body)?;
         inner.state.push(&event);
-        inner.writer.sync()
+        inner.writer.sync()?;
+        if matches!(event.body, Body::TurnEnd { .. }) {
+            inner.write_index();
+        }
+        Ok(())
     }
 
     pub fn sync(&self) -> io::Result<()> {

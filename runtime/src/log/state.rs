@@ -89,7 +89,15 @@ pub struct SessionState {
     /// Time of the first and the latest event.
     pub first_ms: u64,
     pub last_ms: u64,
+    /// From `session/start`: where it ran and with which model.
+    pub cwd: String,
+    pub model: String,
+    /// The start of the user's first message (for `paddock log --list`).
+    pub first_message: Option<String>,
 }
+
+/// How much of the first message the state keeps.
+const FIRST_MESSAGE_CHARS: usize = 200;
 
 impl SessionState {
     pub fn of(events: &[Event]) -> SessionState {
@@ -110,6 +118,15 @@ impl SessionState {
                 self.last_stop = Some(StopReason::Interrupted);
             }
             Body::TurnEnd { reason, .. } => self.last_stop = Some(*reason),
+            Body::SessionStart(start) => {
+                self.cwd.clone_from(&start.cwd);
+                self.model.clone_from(&start.model);
+            }
+            Body::UserMessage { text, source }
+                if self.first_message.is_none() && *source == super::Source::User =>
+            {
+                self.first_message = Some(text.chars().take(FIRST_MESSAGE_CHARS).collect());
+            }
             _ => {}
         }
         if self.events == 0 {
