@@ -10,6 +10,7 @@ pub mod contract;
 pub mod exec;
 pub mod hooks;
 pub mod log;
+pub mod mcp;
 pub mod model;
 pub mod plugin_store;
 pub mod preset;

@@ -1,10 +1,12 @@
 //! The `paddock` command line (SPEC M2): `run` a task, `chat` interactively, `resume` a session, show a session's
 //! `log`, `tool list|call|batch`, `plugin install|list|inspect|remove`, and
-//! `preset list|show|check` (P1), `trust [DIR]` (T1). Exit codes: 0 success, 1 a tool or plugin error (or a
+//! `preset list|show|check` (P1), `trust [DIR]` (T1), `mcp serve` (issue 16). Exit codes: 0 success, 1 a tool or plugin error (or a
 //! session that stopped for any reason but `completed`), 2 a usage or configuration error.
 
 mod chat;
 mod log;
+mod mcp;
+mod mcp_serve;
 mod plugin;
 mod preset;
 mod resume;
@@ -59,6 +61,10 @@ enum Command {
     /// Trust a project directory's own configuration (.paddock/presets): until then paddock
     /// ignores it, since a cloned repository could grant itself tools or pick the model server.
     Trust(trust::TrustArgs),
+    /// The Model Context Protocol: `paddock mcp serve` offers the preset's sandboxed tools to
+    /// any MCP client (Claude Code, codex, Cursor).
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
 }
 
 /// How a command ended.
@@ -128,6 +134,7 @@ pub fn main() -> ExitCode {
             Command::Plugin(cmd) => plugin::run(cmd).await,
             Command::Preset(cmd) => preset::run(cmd).await,
             Command::Trust(args) => trust::trust(args).await,
+            Command::Mcp(cmd) => mcp::run(cmd).await,
         }
     });
     ExitCode::from(exit as u8)

@@ -106,16 +106,7 @@ pub(super) async fn start_session(
         model_config,
         system: DEFAULT_SYSTEM.to_string(),
     };
-    let dir = path.parent().unwrap_or(&path);
-    let lock = SessionLock::acquire(dir, Wait::No).map_err(|e| fail(&e.to_string()))?;
-    let log = LogWriter::start(&path, Body::SessionStart(Box::new(start.clone())))
-        .map(|(writer, event)| SessionLog::new(writer, vec![event]))
-        .map_err(|e| {
-            fail(&format!(
-                "cannot create the session log {}: {e}",
-                path.display()
-            ))
-        })?;
+    let (lock, log) = begin_log(&path, &start)?;
     Ok(Started {
         loaded,
         provider,
@@ -124,6 +115,24 @@ pub(super) async fn start_session(
         path,
         _lock: lock,
     })
+}
+
+/// Takes the new session's lock (L6) and writes its `session/start`, synced.
+pub(super) fn begin_log(
+    path: &std::path::Path,
+    start: &SessionStart,
+) -> Result<(SessionLock, SessionLog), Exit> {
+    let dir = path.parent().unwrap_or(path);
+    let lock = SessionLock::acquire(dir, Wait::No).map_err(|e| fail(&e.to_string()))?;
+    let log = LogWriter::start(path, Body::SessionStart(Box::new(start.clone())))
+        .map(|(writer, event)| SessionLog::new(writer, vec![event]))
+        .map_err(|e| {
+            fail(&format!(
+                "cannot create the session log {}: {e}",
+                path.display()
+            ))
+        })?;
+    Ok((lock, log))
 }
 
 /// `paddock run`.
@@ -268,7 +277,7 @@ pub(super) fn exit_of(end: &TurnEnd) -> Exit {
 
 /// A sortable, unique-enough id: seconds since the epoch and a few bits of the clock's
 /// nanoseconds and the process id.
-fn new_session_id() -> String {
+pub(super) fn new_session_id() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();

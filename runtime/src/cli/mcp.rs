@@ -1,0 +1,111 @@
+//! `paddock mcp serve` (issue 16): the preset's tools to any MCP client over standard input
+//! and output. The session is set up like `run`'s: the preset found (a project preset only
+//! when the directory is already trusted: standard input is the protocol, nothing is asked on
+//! it), its plugins, hooks and approval loaded, and a session log started whose
+//! `session/start` records the preset, so every call the client makes is in a log like any
+//! other (`paddock log`). Approval `ask` goes to the client as MCP elicitation.
+
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+
+use super::Exit;
+use super::run::{begin_log, fail, new_session_id, plugin_hashes};
+use super::tool::{Loaded, load_preset, setup_error};
+use crate::log::{LOG_FILE, SessionLock, SessionLog, SessionStart};
+use crate::mcp::ElicitApprover;
+use crate::preset::{self, TrustState, TrustStore};
+
+#[derive(Subcommand)]
+pub enum McpCommand {
+    /// Serve the preset's tools over MCP on standard input and output: for Claude Code, codex,
+    /// Cursor or any MCP client. Every call runs through the preset's hooks, approval (`ask`
+    /// becomes a question to the client's user), sandbox and output budgets, and is logged in
+    /// a session.
+    Serve(ServeArgs),
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Preset name or path to a .toml file (see `paddock preset list`).
+    #[arg(long, default_value = "default")]
+    preset: String,
+    /// Never ask the client's user: a call the preset would ask about is denied.
+    #[arg(long)]
+    no_elicitation: bool,
+}
+
+pub async fn run(cmd: McpCommand) -> Exit {
+    match cmd {
+        McpCommand::Serve(args) => serve(args).await,
+    }
+}
+
+/// What a served session holds while it runs.
+pub(super) struct ServedSession {
+    pub loaded: Loaded,
+    pub log: SessionLog,
+    pub approver: ElicitApprover,
+    pub _lock: SessionLock,
+}
+
+async fn serve(args: ServeArgs) -> Exit {
+    let session = match start(&args).await {
+        Ok(session) => Arc::new(session),
+        Err(exit) => return exit,
+    };
+    eprintln!(
+        "paddock: serving preset `{}` over MCP on standard input and output (session {})",
+        session.loaded.preset, session.loaded.session
+    );
+    match super::mcp_serve::serve_stdio(session).await {
+        Ok(()) => Exit::Ok,
+        Err(message) => fail(&message),
+    }
+}
+
+async fn start(args: &ServeArgs) -> Result<ServedSession, Exit> {
+    let env = super::Env::open().map_err(|e| fail(&format!("{e:#}")))?;
+    let by_name = !(args.preset.contains('/') || args.preset.ends_with(".toml"));
+    let project = by_name
+        && matches!(
+            TrustStore::open(env.store.root()).state(&env.cwd),
+            TrustState::Trusted(_)
+        );
+    let source = preset::find(&args.preset, &env.cwd, project).map_err(|e| fail(&e.to_string()))?;
+    let file = source.parse().map_err(|e| fail(&e.to_string()))?;
+    let session = new_session_id();
+    let cwd = env.cwd.clone();
+    let path = env.store.session_dir(&session).join(LOG_FILE);
+    let approver = ElicitApprover::new(!args.no_elicitation);
+    let loaded = load_preset(
+        env,
+        file,
+        &args.preset,
+        &[],
+        &session,
+        Box::new(approver.clone()),
+    )
+    .await
+    .map_err(|(code, message)| setup_error(false, &code, &message))?;
+    let start = SessionStart {
+        session,
+        preset: loaded.preset.clone(),
+        preset_origin: source.location.clone(),
+        preset_sha256: Some(source.sha256()),
+        preset_from: Some(source.origin),
+        preset_text: source.text,
+        cwd: cwd.display().to_string(),
+        plugins: plugin_hashes(&loaded),
+        model: "mcp-client".into(),
+        model_config: None,
+        system: String::new(),
+    };
+    let (lock, log) = begin_log(&path, &start)?;
+    Ok(ServedSession {
+        loaded,
+        log,
+        approver,
+        _lock: lock,
+    })
+}

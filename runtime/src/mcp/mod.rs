@@ -1,0 +1,33 @@
+//! The Model Context Protocol both ways (issue 16), with the `rmcp` crate.
+//!
+//! - Serve (`paddock mcp serve`, `cli/mcp.rs`): the preset's tools offered to any MCP client,
+//!   each call through the whole spine (repair, validation, hooks, approval, sandbox, output
+//!   budget) and logged in a session. `annotations` says what a tool's runtime metadata
+//!   becomes for the client; `elicit` asks the client's user when the preset says `ask`.
+//! - Use (`[mcp.NAME]` in a preset, coming): an MCP server started confined,
+//!   its tools exposed like plugin tools (`client`), their metadata read conservatively from
+//!   the server's annotations (`annotations`).
+//!
+//! What it does not do: decide policy. The preset and the hooks decide; an MCP client and an
+//! MCP server are both untrusted parties here, like the model and a plugin.
+
+mod annotations;
+
+mod elicit;
+
+pub use annotations::{annotations_for, meta_from_annotations};
+
+pub use elicit::ElicitApprover;
+
+/// The protocol versions paddock speaks on either side: the ones with an `initialize`
+/// handshake, in which a server may ask its client (elicitation). Every MCP client and server
+/// in use today speaks one of them.
+pub fn protocol_versions() -> std::borrow::Cow<'static, [rmcp::model::ProtocolVersion]> {
+    use rmcp::model::ProtocolVersion;
+    std::borrow::Cow::Borrowed(&[
+        ProtocolVersion::V_2024_11_05,
+        ProtocolVersion::V_2025_03_26,
+        ProtocolVersion::V_2025_06_18,
+        ProtocolVersion::V_2025_11_25,
+    ])
+}

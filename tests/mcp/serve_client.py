@@ -1,0 +1,102 @@
+"""An MCP client made with the official Python SDK (PyPI `mcp`), driving `paddock mcp serve`.
+
+Usage: serve_client.py PADDOCK PRESET SCENARIO [ELICIT]
+  PADDOCK   the paddock binary; it is started with this process's environment and cwd
+  PRESET    the preset path given to `paddock mcp serve --preset`
+  SCENARIO  list | call | cancel | hostile | ask
+  ELICIT    for `ask`: "none" (declare no elicitation), "no" or "once" (answer so)
+
+Prints one JSON object on stdout; the Rust test (tests/tests/mcp_serve.rs) asserts on it.
+"""
+
+import json
+import os
+import sys
+import time
+
+import anyio
+import mcp
+from mcp import types
+
+
+def text_of(result):
+    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def called(result):
+    return {"is_error": bool(result.is_error), "text": text_of(result)}
+
+
+async def scenario(session, name, out):
+    if name == "list":
+        listed = await session.list_tools()
+        out["tools"] = {
+            t.name: {
+                "description": t.description,
+                "schema": t.input_schema,
+                "annotations": t.annotations.model_dump(by_alias=True, exclude_none=True)
+                if t.annotations
+                else None,
+            }
+            for t in listed.tools
+        }
+    elif name == "call":
+        out["read"] = called(await session.call_tool("read_file", {"path": "README.md"}))
+        out["unknown"] = called(await session.call_tool("no_such_tool", {}))
+        out["invalid"] = called(await session.call_tool("read_file", {"path": 7}))
+    elif name == "cancel":
+        progress = []
+
+        async def on_progress(value, total, message):
+            progress.append({"progress": value, "message": message})
+
+        started = time.monotonic()
+        with anyio.move_on_after(1.6):
+            await session.call_tool("sleep", {}, progress_callback=on_progress)
+        out["cancelled_after_s"] = time.monotonic() - started
+        out["progress"] = progress
+        # The session goes on: the next call is answered at once.
+        started = time.monotonic()
+        out["after"] = called(await session.call_tool("read_file", {"path": "README.md"}))
+        out["after_s"] = time.monotonic() - started
+    elif name == "hostile":
+        out["outside"] = called(await session.call_tool("read_path", {"path": "/decoy/secret.txt"}))
+        out["escape"] = called(await session.call_tool("read_path", {"path": "../../../../etc/shadow"}))
+        out["spin"] = called(await session.call_tool("spin", {}))
+        out["memory"] = called(await session.call_tool("memory_bomb", {}))
+        out["after"] = called(await session.call_tool("read_file", {"path": "README.md"}))
+    elif name == "ask":
+        out["write"] = called(
+            await session.call_tool("write_path", {"path": "/workspace/asked.txt", "content": "yes"})
+        )
+    else:
+        raise SystemExit(f"unknown scenario {name}")
+
+
+async def main():
+    paddock, preset, name = sys.argv[1:4]
+    elicit = sys.argv[4] if len(sys.argv) > 4 else "none"
+    asked = []
+
+    async def on_elicit(context, params):
+        asked.append(params.message)
+        if elicit == "no":
+            return types.ElicitResult(action="accept", content={"answer": "no", "reason": "not today"})
+        return types.ElicitResult(action="accept", content={"answer": elicit})
+
+    server = mcp.StdioServerParameters(
+        command=paddock, args=["mcp", "serve", "--preset", preset], env=dict(os.environ)
+    )
+    out = {}
+    async with mcp.stdio_client(server) as (read, write):
+        kwargs = {"elicitation_callback": on_elicit} if elicit != "none" else {}
+        async with mcp.ClientSession(read, write, **kwargs) as session:
+            init = await session.initialize()
+            out["server"] = init.server_info.name
+            out["protocol"] = init.protocol_version
+            await scenario(session, name, out)
+    out["asked"] = asked
+    print(json.dumps(out))
+
+
+anyio.run(main)
