@@ -12,11 +12,9 @@
 //! MCP server are both untrusted parties here, like the model and a plugin.
 
 mod annotations;
-
 mod elicit;
 
 pub use annotations::{annotations_for, meta_from_annotations};
-
 pub use elicit::ElicitApprover;
 
 /// The protocol versions paddock speaks on either side: the ones with an `initialize`
