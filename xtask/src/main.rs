@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 const WASM_TARGET: &str = "wasm32-wasip2";
-const BENCHES: &[&str] = &["sandbox", "stream", "hooks", "pipeline", "agent", "exec"];
+const BENCHES: &[&str] = &[
+    "sandbox", "stream", "hooks", "pipeline", "agent", "exec", "scale",
+];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -8,6 +8,7 @@
 
 use super::assembler::WireAssembler;
 use super::attempt::{AttemptResult, run_attempts};
+use super::body::BodyCache;
 use super::config::ProviderConfig;
 use super::error::ModelError;
 use super::types::{AttemptId, Completion, ModelEvent, ModelRequest};
@@ -27,6 +28,11 @@ pub(crate) trait Wire: Send + Sync + 'static {
     /// Headers carrying the API key (when there is one) and the API version.
     fn auth_headers(config: &ProviderConfig, key: Option<&str>) -> Vec<(&'static str, String)>;
     fn body(config: &ProviderConfig, request: &ModelRequest) -> serde_json::Value;
+    /// The JSON of one history message when the format sends one value per message (it may
+    /// then be serialized once and reused, `body::BodyCache`); `None` when it merges them.
+    fn message(_message: &super::types::Message) -> Option<serde_json::Value> {
+        None
+    }
     fn assembler(attempt: AttemptId) -> Self::Assembler;
 }
 
@@ -35,6 +41,7 @@ pub(crate) struct HttpProvider<W> {
     client: reqwest::Client,
     url: String,
     headers: HeaderMap,
+    cache: BodyCache,
     wire: PhantomData<W>,
 }
 
@@ -74,6 +81,7 @@ impl<W: Wire> HttpProvider<W> {
             client,
             url,
             headers,
+            cache: BodyCache::default(),
             wire: PhantomData,
         })
     }
@@ -183,7 +191,9 @@ impl<W: Wire> Provider for HttpProvider<W> {
         sink: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<Completion, ModelError> {
-        let body = serde_json::to_vec(&W::body(&self.config, request))
+        let body = self
+            .cache
+            .body::<W>(&self.config, request)
             .map_err(|e| ModelError::Config(format!("request body: {e}")))?;
         let body = Bytes::from(body);
         let policy = self.config.retry_policy();

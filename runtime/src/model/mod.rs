@@ -7,7 +7,8 @@
 //!
 //! Map: `types` (values), `config` (`[model]` in a preset), `context` (the context window:
 //! built-in table, compaction and ageing settings), `assembler` (pure stream state
-//! machines), `sse` (bytes to events), `http` (one attempt over reqwest), `openai` and
+//! machines), `sse` (bytes to events), `http` (one attempt over reqwest), `body` (the request body, each
+//! history message serialized once), `openai` and
 //! `anthropic` (request bodies), `attempt` (retries), `price` (cost), `error` (`ModelError`).
 //! This module does not decide what the loop does with a message; it reports `Outcome`.
 
@@ -15,6 +16,7 @@ mod anomaly;
 mod anthropic;
 pub mod assembler;
 mod attempt;
+mod body;
 mod config;
 pub mod context;
 mod error;

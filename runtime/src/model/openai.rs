@@ -64,6 +64,10 @@ impl Wire for OpenAi {
         body
     }
 
+    fn message(history: &Message) -> Option<Value> {
+        Some(message(history))
+    }
+
     fn assembler(attempt: AttemptId) -> OpenAiAssembler {
         OpenAiAssembler::new(attempt)
     }

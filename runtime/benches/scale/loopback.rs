@@ -1,0 +1,141 @@
+//! A minimal OpenAI-compatible model server on 127.0.0.1 for the scale bench: plain blocking
+//! HTTP/1.1 with keep-alive, one thread per connection, each reply a short SSE stream chosen by
+//! a function of the request's number and body. It records when each request arrived and how
+//! large the last one was; it does not parse requests (its own cost stays out of the
+//! measurement).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// What the model answers.
+pub enum Reply {
+    Text(String),
+    /// One call: id, tool name, arguments.
+    Call(String, &'static str, String),
+}
+
+type Decide = dyn Fn(usize, &[u8]) -> Reply + Send + Sync;
+
+#[derive(Default)]
+struct Seen {
+    arrivals: Vec<Instant>,
+    last_size: usize,
+}
+
+pub struct Loopback {
+    url: String,
+    seen: Arc<Mutex<Seen>>,
+}
+
+impl Loopback {
+    /// Serves until the process ends; `decide(n, body)` answers request `n` (from 0).
+    pub fn start(decide: impl Fn(usize, &[u8]) -> Reply + Send + Sync + 'static) -> Loopback {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+        let seen: Arc<Mutex<Seen>> = Arc::default();
+        let decide: Arc<Decide> = Arc::new(decide);
+        let shared = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (seen, decide) = (Arc::clone(&shared), Arc::clone(&decide));
+                std::thread::spawn(move || {
+                    let _ = serve(stream, &seen, decide.as_ref());
+                });
+            }
+        });
+        Loopback { url, seen }
+    }
+
+    pub fn base_url(&self) -> String {
+        self.url.clone()
+    }
+
+    pub fn arrivals(&self) -> Vec<Instant> {
+        self.seen.lock().expect("seen").arrivals.clone()
+    }
+
+    pub fn last_size(&self) -> usize {
+        self.seen.lock().expect("seen").last_size
+    }
+}
+
+fn serve(stream: std::net::TcpStream, seen: &Mutex<Seen>, decide: &Decide) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut writer = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    let mut body = Vec::new();
+    loop {
+        let mut length = 0usize;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if reader.read_line(&mut line)? == 0 {
+                return Ok(());
+            }
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+        body.resize(length, 0);
+        reader.read_exact(&mut body)?;
+        let n = {
+            let mut seen = seen.lock().expect("seen");
+            seen.arrivals.push(Instant::now());
+            seen.last_size = length;
+            seen.arrivals.len() - 1
+        };
+        let sse = frames(decide(n, &body), length / 4);
+        // One write: split writes meet Nagle and delayed ACKs (40 ms each) on loopback.
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{sse}",
+            sse.len()
+        );
+        writer.write_all(response.as_bytes())?;
+    }
+}
+
+fn frames(reply: Reply, prompt_tokens: usize) -> String {
+    let chunk = |delta: serde_json::Value, finish: Option<&str>| {
+        let frame = serde_json::json!({
+            "id": "chatcmpl-bench", "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        });
+        format!("data: {frame}\n\n")
+    };
+    let (first, finish) = match reply {
+        Reply::Text(text) => (
+            chunk(
+                serde_json::json!({"role": "assistant", "content": text}),
+                None,
+            ),
+            "stop",
+        ),
+        Reply::Call(id, name, arguments) => (
+            chunk(
+                serde_json::json!({"role": "assistant", "tool_calls": [{
+                    "index": 0, "id": id, "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                }]}),
+                None,
+            ),
+            "tool_calls",
+        ),
+    };
+    let usage = serde_json::json!({
+        "id": "chatcmpl-bench", "object": "chat.completion.chunk", "choices": [],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 10,
+                  "total_tokens": prompt_tokens + 10},
+    });
+    format!(
+        "{first}{}data: {usage}\n\ndata: [DONE]\n\n",
+        chunk(serde_json::json!({}), Some(finish))
+    )
+}

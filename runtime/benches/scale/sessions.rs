@@ -1,0 +1,230 @@
+//! Sessions that stay flat as they grow (issue 13), measured through the real binary against
+//! a loopback model server (`loopback.rs`):
+//!
+//! - `rt_10k_over_first`: one `paddock run` of ~2,000 model requests, each making one
+//!   `read_file` call, with a window large enough that nothing is compacted (the worst case: the
+//!   request grows to ~1.3 MB): the time between two requests arriving at the server near 10k
+//!   events, over the same at the start (medians of ten). `rt_10k_over_first_32k`: the same
+//!   session with a 32k-token window, compacted as a real one is.
+//! - `resume_1m_ms`, `resume_1m_rss_over_log`: a generated session of 1M events (the log's own
+//!   types, compactions every 40 steps as a long session has them), resumed with a message:
+//!   the time from starting `paddock resume` to its first request reaching the server, and the
+//!   process's peak resident memory (VmHWM) over the log's size.
+
+#[path = "../common/long_session.rs"]
+mod long_session;
+#[path = "loopback.rs"]
+mod loopback;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use loopback::{Loopback, Reply};
+use paddock::log::{Body, LOG_FILE};
+use paddock::model::{ProviderConfig, ProviderKind};
+
+const PADDOCK: &str = env!("CARGO_BIN_EXE_paddock");
+
+/// How a summary request starts (`paddock::agent::COMPACT_SYSTEM`).
+const SUMMARY_MARK: &str = "You summarize the earlier part";
+
+pub fn measure() -> Vec<(String, String)> {
+    let rt = round_trip(1_000_000_000);
+    let compacting = round_trip(32_000);
+    let (resume_ms, rss_over_log) = resume_1m();
+    vec![
+        ("rt_10k_over_first".into(), format!("{rt:.2}")),
+        ("rt_10k_over_first_32k".into(), format!("{compacting:.2}")),
+        ("resume_1m_ms".into(), format!("{resume_ms:.0}")),
+        (
+            "resume_1m_rss_over_log".into(),
+            format!("{rss_over_log:.2}"),
+        ),
+    ]
+}
+
+fn paddock(home: &Path, cwd: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(PADDOCK);
+    cmd.args(args)
+        .current_dir(cwd)
+        .env("PADDOCK_HOME", home)
+        .env("NO_COLOR", "1")
+        .env_remove("PADDOCK_BASE_URL")
+        .env_remove("PADDOCK_MODEL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// Round trips at the start of a session and near 10k events, with a context window of
+/// `window` tokens (the server counts four bytes a token, and answers summary requests).
+fn round_trip(window: u64) -> f64 {
+    const REQUESTS: usize = 2_050;
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let server = Loopback::start(move |_, body| {
+        if body
+            .windows(SUMMARY_MARK.len())
+            .any(|w| w == SUMMARY_MARK.as_bytes())
+        {
+            return Reply::Text("Summary: notes.txt was read many times.".into());
+        }
+        let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if n < REQUESTS {
+            Reply::Call(
+                format!("call_{n}"),
+                "read_file",
+                r#"{"path":"notes.txt"}"#.into(),
+            )
+        } else {
+            Reply::Text("done".into())
+        }
+    });
+    let work = tempfile::tempdir().expect("tempdir");
+    let home = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        work.path().join("notes.txt"),
+        "a line of notes, as a project file has them\n".repeat(8),
+    )
+    .expect("notes");
+    let preset = format!(
+        "[model]\nprovider = \"openai\"\nmodel = \"bench\"\nbase_url = \"{}\"\n\
+         context_window = {window}\n\n\
+         [limits]\nmax_turns = 100_000\nmax_tokens = 100_000_000_000\nmax_wall_secs = 36_000\n\n\
+         [plugins.fs]\nsource = \"builtin:fs\"\n\
+         mounts = [{{ host = \".\", guest = \"/workspace\", mode = \"ro\" }}]\n\n\
+         [tools]\nenable = [\"read_file\"]\n",
+        server.base_url()
+    );
+    std::fs::write(work.path().join("bench.toml"), preset).expect("preset");
+    let status = paddock(
+        home.path(),
+        work.path(),
+        &[
+            "run",
+            "--preset",
+            "bench.toml",
+            "read notes.txt again and again",
+        ],
+    )
+    .status()
+    .expect("run paddock");
+    assert!(status.success(), "the round-trip session failed: {status}");
+    let arrivals = server.arrivals();
+    assert!(arrivals.len() > REQUESTS);
+    let events = count_events(home.path());
+    let gaps: Vec<Duration> = arrivals.windows(2).map(|w| w[1] - w[0]).collect();
+    let first = median(gaps[1..11].to_vec());
+    let last = median(gaps[gaps.len() - 10..].to_vec());
+    println!(
+        "round trip (window {window} tokens): {:.2} ms at requests 2-12, {:.2} ms at the last ten ({} events, last request {} KiB)",
+        first.as_secs_f64() * 1e3,
+        last.as_secs_f64() * 1e3,
+        events,
+        server.last_size() / 1024
+    );
+    last.as_secs_f64() / first.as_secs_f64()
+}
+
+fn count_events(home: &Path) -> usize {
+    let sessions = home.join("sessions");
+    std::fs::read_dir(&sessions)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join(LOG_FILE)).ok())
+        .map(|t| t.lines().count())
+        .sum()
+}
+
+/// Resume of a generated 1M-event session: time to the first request, peak RSS over log size.
+fn resume_1m() -> (f64, f64) {
+    let server = Loopback::start(|_, _: &[u8]| Reply::Text("done".into()));
+    let work = tempfile::tempdir().expect("tempdir");
+    let home = tempfile::tempdir().expect("tempdir");
+    let dir = home.path().join("sessions/long");
+    std::fs::create_dir_all(&dir).expect("session dir");
+    let mut events = long_session::events(1_000_000, 40, 300);
+    let config = ProviderConfig::new(ProviderKind::Openai, "bench", Some(&server.base_url()));
+    if let Body::SessionStart(start) = &mut events[0].body {
+        start.cwd = work.path().display().to_string();
+        start.model = "bench".into();
+        start.model_config = Some(config);
+        start.preset_text = "[limits]\nmax_turns = 100_000_000\nmax_tokens = 100_000_000_000_000\n\
+                             max_wall_secs = 100_000_000\n"
+            .into();
+    }
+    let path = dir.join(LOG_FILE);
+    {
+        use std::io::Write;
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path).expect("log"));
+        for event in &events {
+            serde_json::to_writer(&mut out, event).expect("event");
+            out.write_all(b"\n").expect("newline");
+        }
+    }
+    drop(events);
+    let log_len = std::fs::metadata(&path).expect("log").len();
+    let mut samples = Vec::new();
+    let mut rss = 0u64;
+    for _ in 0..3 {
+        let started = Instant::now();
+        let child = paddock(home.path(), work.path(), &["resume", "long", "go on"])
+            .spawn()
+            .expect("resume");
+        let (status, peak) = wait_with_rss(child);
+        assert!(status == 0, "resume failed with status {status}");
+        let first = server
+            .arrivals()
+            .last()
+            .copied()
+            .expect("a request arrived");
+        samples.push(first - started);
+        rss = rss.max(peak);
+    }
+    let first = median(samples);
+    println!(
+        "resume of {} events ({} MiB): first request after {:.0} ms, peak RSS {} MiB",
+        1_000_000,
+        log_len >> 20,
+        first.as_secs_f64() * 1e3,
+        rss >> 20
+    );
+    (first.as_secs_f64() * 1e3, rss as f64 / log_len as f64)
+}
+
+/// Waits for `pid`; its exit status and peak resident memory in bytes. The peak is the
+/// process's own `VmHWM` (since its exec), sampled every millisecond until it exits: wait4's
+/// `ru_maxrss` would count this large bench process, which the child was forked from.
+fn wait_with_rss(mut child: std::process::Child) -> (i32, u64) {
+    let pid = child.id();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watching = std::sync::Arc::clone(&stop);
+    let sampler = std::thread::spawn(move || {
+        let mut peak = 0u64;
+        while !watching.load(std::sync::atomic::Ordering::SeqCst) {
+            let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+                break;
+            };
+            let Some(kib) = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            else {
+                break;
+            };
+            peak = peak.max(kib * 1024);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        peak
+    });
+    let status = child.wait().expect("wait for resume");
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let code = status.code().unwrap_or(-1);
+    (code, sampler.join().unwrap_or(0))
+}
