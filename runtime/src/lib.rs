@@ -15,4 +15,5 @@ pub mod model;
 pub mod plugin_store;
 pub mod preset;
 pub mod sandbox;
+pub mod scaffold;
 pub mod terminal;

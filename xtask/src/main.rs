@@ -1,6 +1,8 @@
 //! `cargo xtask`: the project's own build steps, so a fresh machine needs nothing but cargo.
 //!
-//! - `build-plugins`: add the wasm32-wasip2 target if missing, build every plugin in release.
+//! - `build-plugins`: add the wasm32-wasip2 target if missing, build every plugin in release,
+//!   and the JavaScript and Python examples when their toolchains are installed
+//!   (`.ci/authoring-tools.sh`, see `examples.rs`).
 //! - `test`: build the plugins, run their unit tests on the host, then the whole workspace.
 //! - `bench NAME`: build the plugins, run benchmark NAME in release; it ends with `BENCH ...`.
 //! - `demo`: build paddock and run its agent loop on this repository: the scripted demo model
@@ -11,6 +13,8 @@
 //! - `crash N [SEED]`: build paddock and the crash harness, run N crash trials (kill, resume,
 //!   check from the outside); it ends with `CRASH trials=.. double_exec=.. ...`. Not part of
 //!   `test`, which runs a 20-trial version (`tests/tests/crash.rs`).
+
+mod examples;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -110,7 +114,8 @@ fn build_plugins() -> Result<(), String> {
     build.args(["build", "--release", "--target", WASM_TARGET, "--workspace"]);
     // runtime/build.rs embeds the components from plugins/target, wherever the host builds go.
     build.env_remove("CARGO_TARGET_DIR");
-    run_in_plugins(build)
+    run_in_plugins(build)?;
+    examples::build()
 }
 
 fn host_target() -> Result<String, String> {

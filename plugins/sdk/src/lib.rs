@@ -18,9 +18,11 @@
 //! ```
 //!
 //! The SDK derives the JSON Schema from the arguments struct (doc comments become field
-//! descriptions), parses arguments into it, and turns errors into the WIT `tool-error`. See
-//! `plugins/README.md` for the whole walk-through.
+//! descriptions), parses arguments into it, and turns errors into the WIT `tool-error`. Hooks
+//! have the same shape in [`hook`]: the struct is the hook's config, `export_hook!` exports it.
+//! The WIT the bindings come from is inside this crate (`wit/`).
 
+pub mod hook;
 mod path;
 mod spec;
 
@@ -35,7 +37,7 @@ pub mod bindings {
     // refuses any capability import the preset does not grant (S6).
     wit_bindgen::generate!({
         world: "tool-host",
-        path: "../../wit",
+        path: "wit",
         pub_export_macro: true,
         export_macro_name: "__export_tool_plugin",
         default_bindings_module: "paddock_sdk::bindings",

@@ -51,7 +51,7 @@ enum Command {
     /// List and call tools directly, without a model.
     #[command(subcommand)]
     Tool(tool::ToolCommand),
-    /// Install, list, inspect and remove tool plugins.
+    /// Create, install, list, inspect and remove tool plugins and hooks.
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
     /// List, show and check presets: which plugins, tools, grants, hooks and approval a

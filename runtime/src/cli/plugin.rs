@@ -7,19 +7,37 @@ use clap::Subcommand;
 use super::style::{self, BOLD, RED, json_for_terminal, paint, sanitize};
 use super::{Env, Exit};
 use crate::preset::PluginSource;
+use crate::sandbox::{Capability, World};
+use crate::scaffold::{self, Kind, Lang};
 
 #[derive(Subcommand)]
 pub enum PluginCommand {
-    /// Validate a .wasm tool plugin and store it by SHA-256 under the data directory.
+    /// Write a new plugin project (or with --hook, a hook) in ./NAME that builds with its
+    /// language's own tools and no paddock checkout; its README gives the commands.
+    New {
+        /// The project's name; the built component installs as NAME with `-` as `_`.
+        name: String,
+        /// A hook (world `hook`) instead of a tool plugin (Rust only).
+        #[arg(long)]
+        hook: bool,
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: Lang,
+        /// Where to create it (default ./NAME); must not exist or be empty.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Validate a .wasm tool plugin or hook (the world is detected) and store it by SHA-256
+    /// under the data directory. Installing under a name in use replaces that plugin.
     Install {
         file: PathBuf,
-        /// Name to install it under; defaults to the file name without `.wasm`.
+        /// Name to install it under; defaults to the file name without `.wasm`, unchanged.
         #[arg(long)]
         name: Option<String>,
     },
     /// List installed plugins.
     List,
-    /// Show a plugin's tools, metadata, imports and hash. NAME may be `builtin:fs`.
+    /// Show a plugin's tools (or a hook's events), metadata, imports and hash. NAME may be
+    /// `builtin:fs` or a path to a .wasm file.
     Inspect { name: String },
     /// Remove an installed plugin.
     Remove { name: String },
@@ -41,19 +59,44 @@ pub async fn run(cmd: PluginCommand) -> Exit {
     };
     let color = style::color_enabled_stdout();
     match cmd {
+        PluginCommand::New {
+            name,
+            hook,
+            lang,
+            dir,
+        } => new_project(&env, name, hook, lang, dir),
         PluginCommand::Install { file, name } => match env
             .store
             .install(&env.sandbox, &file, name.as_deref())
             .await
         {
-            Ok(record) => {
+            Ok(report) => {
+                let record = &report.record;
+                if let Some(old) = &report.replaced {
+                    let same = if old.sha256 == record.sha256 { ", same bytes" } else { "" };
+                    println!(
+                        "replaces the {} `{}` installed from {} (sha256 {}{same})",
+                        old.kind,
+                        old.name,
+                        sanitize(&old.installed_from),
+                        &old.sha256[..12.min(old.sha256.len())]
+                    );
+                }
                 println!(
-                    "installed {} ({} bytes, sha256 {})",
+                    "installed {} {} ({} bytes, sha256 {})",
+                    record.kind,
                     paint(color, BOLD, &record.name),
                     record.size,
                     record.sha256
                 );
-                println!("tools: {}", sanitize(&record.tools.join(", ")));
+                if record.kind == World::Hook.as_str() {
+                    println!(
+                        "name it in a preset: [[hooks]] source = \"{}\", on = \"pre\" or \"post\"",
+                        record.name
+                    );
+                } else {
+                    println!("tools: {}", sanitize(&record.tools.join(", ")));
+                }
                 Exit::Ok
             }
             Err(e) => fail(format!("{e}\nnothing was installed")),
@@ -65,11 +108,16 @@ pub async fn run(cmd: PluginCommand) -> Exit {
             }
             Ok(records) => {
                 for r in records {
+                    let what = if r.kind == World::Hook.as_str() {
+                        "(hook)".to_string()
+                    } else {
+                        r.tools.join(", ")
+                    };
                     println!(
                         "{}  {}  {}",
                         paint(color, BOLD, &format!("{:<16}", r.name)),
                         &r.sha256[..12],
-                        sanitize(&r.tools.join(", "))
+                        sanitize(&what)
                     );
                 }
                 Exit::Ok
@@ -94,24 +142,24 @@ async fn inspect(env: &Env, name: &str, color: bool) -> Exit {
         Err(e) => return fail(e),
     };
     let label = name.strip_prefix("builtin:").unwrap_or(name);
-    let plugin = match env
-        .sandbox
-        .load(label, &bytes, &crate::sandbox::Capability::ALL)
-        .await
-    {
+    let world = match env.sandbox.world_of(label, &bytes) {
+        Ok(world) => world,
+        Err(e) => return fail(e),
+    };
+    if world == World::Hook {
+        return inspect_hook(env, name, label, &bytes, color).await;
+    }
+    let plugin = match env.sandbox.load(label, &bytes, &Capability::ALL).await {
         Ok(plugin) => plugin,
         Err(e) => return fail(e),
     };
     println!(
-        "{}  sha256 {}  ({} bytes)",
-        paint(color, BOLD, name),
+        "{}  tool plugin  sha256 {}  ({} bytes)",
+        paint(color, BOLD, &sanitize(name)),
         plugin.sha256,
         bytes.len()
     );
-    println!("imports:");
-    for import in &plugin.imports {
-        println!("  {import}");
-    }
+    print_imports(&plugin.imports);
     for tool in plugin.tools.iter() {
         println!();
         println!("{}", paint(color, BOLD, &sanitize(&tool.name)));
@@ -146,6 +194,65 @@ async fn inspect(env: &Env, name: &str, color: bool) -> Exit {
             "  parameters: {}",
             json_for_terminal(&tool.parameters.to_string())
         );
+    }
+    Exit::Ok
+}
+
+fn print_imports(imports: &[String]) {
+    println!("imports:");
+    for import in imports {
+        let note = match Capability::ALL.iter().find(|c| c.interface() == import) {
+            Some(cap) => format!(
+                "  (capability: needs plugins.NAME.grants.{} in the preset)",
+                cap.name()
+            ),
+            None => String::new(),
+        };
+        println!("  {}{note}", sanitize(import));
+    }
+}
+
+/// A hook exports both events; the preset's `on` chooses the one that runs.
+async fn inspect_hook(env: &Env, name: &str, label: &str, bytes: &[u8], color: bool) -> Exit {
+    let hook = match env.sandbox.load_hook(label, bytes, &Capability::ALL).await {
+        Ok(hook) => hook,
+        Err(e) => return fail(e),
+    };
+    println!(
+        "{}  hook  sha256 {}  ({} bytes)",
+        paint(color, BOLD, &sanitize(name)),
+        hook.sha256,
+        bytes.len()
+    );
+    println!("events: pre-tool-use, post-tool-use (a preset's [[hooks]] `on = \"pre\"|\"post\"` picks one)");
+    print_imports(&hook.imports);
+    Exit::Ok
+}
+
+fn new_project(env: &Env, name: String, hook: bool, lang: Lang, dir: Option<PathBuf>) -> Exit {
+    let dir = env.cwd.join(dir.unwrap_or_else(|| PathBuf::from(&name)));
+    let request = scaffold::Request {
+        name,
+        kind: if hook { Kind::Hook } else { Kind::Tool },
+        lang,
+        dir,
+        data_dir: env.store.root().to_path_buf(),
+    };
+    let created = match scaffold::create(&request) {
+        Ok(created) => created,
+        Err(e) => return fail(e),
+    };
+    println!("created {}", sanitize(&created.dir.display().to_string()));
+    if let Some(sdk) = &created.sdk {
+        println!(
+            "paddock-sdk {} is not on crates.io yet: its source is in {} (Cargo.toml's [patch.crates-io] points there)",
+            scaffold::SDK_VERSION,
+            sanitize(&sdk.display().to_string())
+        );
+    }
+    println!("next, in {}:", sanitize(&created.dir.display().to_string()));
+    for command in &created.commands {
+        println!("  {}", sanitize(command));
     }
     Exit::Ok
 }

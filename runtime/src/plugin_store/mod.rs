@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 pub use builtin::{builtin, builtin_names};
 
 use crate::preset::PluginSource;
-use crate::sandbox::{Capability, LoadError, Sandbox, create_private_dir};
+use crate::sandbox::{Capability, LoadError, Sandbox, World, create_private_dir};
 
 /// Why a store operation failed; each message says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -37,8 +37,8 @@ pub enum StoreError {
         path: String,
         source: std::io::Error,
     },
-    #[error("no installed plugin is named `{0}`; `paddock plugin list` shows what is installed")]
-    NotInstalled(String),
+    #[error("no installed plugin is named `{0}`{1}; `paddock plugin list` shows what is installed")]
+    NotInstalled(String, DidYouMean),
     #[error(
         "no built-in plugin is named `{0}`; the built-ins are: {1}. If the list is empty, this \
          binary was built before its plugins: run `cargo xtask build-plugins`, then rebuild"
@@ -67,6 +67,42 @@ pub enum StoreError {
     },
 }
 
+fn tools_kind() -> String {
+    World::Tools.as_str().to_string()
+}
+
+/// ", did you mean `x`?" when a known name is close to the one asked for, else nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DidYouMean(pub Option<String>);
+
+impl DidYouMean {
+    /// The closest of `known` to `wanted`, if it is close enough to be a typo.
+    pub fn among<'a>(wanted: &str, known: impl IntoIterator<Item = &'a str>) -> DidYouMean {
+        let best = known
+            .into_iter()
+            .map(|k| (strsim::damerau_levenshtein(wanted, k), k))
+            .filter(|(d, k)| *d <= (wanted.len().max(k.len()) / 3).max(1))
+            .min();
+        DidYouMean(best.map(|(_, k)| k.to_string()))
+    }
+}
+
+impl std::fmt::Display for DidYouMean {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(name) => write!(f, " (did you mean `{name}`?)"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What `install` did: the new record, and the one it replaced under the same name.
+#[derive(Debug, Clone)]
+pub struct InstallReport {
+    pub record: Installed,
+    pub replaced: Option<Installed>,
+}
+
 fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> StoreError {
     let path = path.display().to_string();
     move |source| StoreError::Io { what, path, source }
@@ -76,6 +112,9 @@ fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> StoreEr
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Installed {
     pub name: String,
+    /// `tools` or `hook` (records from before hooks could be installed are tools).
+    #[serde(default = "tools_kind")]
+    pub kind: String,
     pub sha256: String,
     pub size: u64,
     pub installed_from: String,
@@ -145,39 +184,57 @@ impl PluginStore {
         }
     }
 
-    /// Validates `file` as a tool plugin (it must load and list valid tools) and stores it.
-    /// Nothing is written unless it is valid.
+    /// Validates `file` as a tool plugin (it must load and list valid tools) or a hook (it must
+    /// link as the `hook` world), whichever world it exports, and stores it under `name`, else
+    /// the file name without `.wasm`. Nothing is written unless it is valid.
     pub async fn install(
         &self,
         sandbox: &Sandbox,
         file: &Path,
         name: Option<&str>,
-    ) -> Result<Installed, StoreError> {
+    ) -> Result<InstallReport, StoreError> {
         let name = match name {
             Some(name) => name.to_string(),
             None => file
-                .file_stem()
-                .map(|s| s.to_string_lossy().replace('_', "-"))
+                .file_name()
+                .map(|s| s.to_string_lossy())
+                .map(|s| s.strip_suffix(".wasm").unwrap_or(&s).to_string())
                 .unwrap_or_default(),
         };
         if !crate::contract::valid_tool_name(&name) {
             return Err(StoreError::BadName(name));
         }
         let bytes = std::fs::read(file).map_err(io("cannot read", file))?;
-        let plugin = sandbox.load(&name, &bytes, &Capability::ALL).await?;
+        let world = sandbox.world_of(&name, &bytes)?;
+        let (sha256, tools, imports) = match world {
+            World::Tools => {
+                let plugin = sandbox.load(&name, &bytes, &Capability::ALL).await?;
+                let tools = plugin.tools.iter().map(|t| t.name.clone()).collect();
+                (plugin.sha256, tools, plugin.imports)
+            }
+            World::Hook => {
+                let hook = sandbox.load_hook(&name, &bytes, &Capability::ALL).await?;
+                (hook.sha256, Vec::new(), hook.imports)
+            }
+        };
         let record = Installed {
             name: name.clone(),
-            sha256: plugin.sha256.clone(),
+            kind: world.as_str().to_string(),
+            sha256,
             size: bytes.len() as u64,
             installed_from: file.display().to_string(),
-            tools: plugin.tools.iter().map(|t| t.name.clone()).collect(),
-            imports: plugin.imports.clone(),
+            tools,
+            imports,
         };
+        let replaced = self.get(&name).ok();
         let blob = self.blob_path(&record.sha256);
         write_atomically(&blob, &bytes)?;
         let json = serde_json::to_vec_pretty(&record).unwrap_or_default();
         write_atomically(&self.record_path(&name), &json)?;
-        Ok(record)
+        if let Some(old) = &replaced {
+            self.drop_blob_if_unused(&old.sha256)?;
+        }
+        Ok(InstallReport { record, replaced })
     }
 
     pub fn get(&self, name: &str) -> Result<Installed, StoreError> {
@@ -185,7 +242,9 @@ impl PluginStore {
         let text = match std::fs::read(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(StoreError::NotInstalled(name.into()));
+                let names = self.names().unwrap_or_default();
+                let hint = DidYouMean::among(name, names.iter().map(String::as_str));
+                return Err(StoreError::NotInstalled(name.into(), hint));
             }
             Err(e) => return Err(io("cannot read", &path)(e)),
         };
@@ -198,6 +257,11 @@ impl PluginStore {
 
     /// Installed plugins, sorted by name.
     pub fn list(&self) -> Result<Vec<Installed>, StoreError> {
+        self.names()?.iter().map(|name| self.get(name)).collect()
+    }
+
+    /// Names of the installed plugins, sorted.
+    pub fn names(&self) -> Result<Vec<String>, StoreError> {
         let dir = self.root.join("installed");
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
@@ -214,7 +278,7 @@ impl PluginStore {
             })
             .collect();
         names.sort();
-        names.iter().map(|name| self.get(name)).collect()
+        Ok(names)
     }
 
     /// Forgets `name`; its blob goes too unless another name uses the same bytes.
@@ -222,15 +286,19 @@ impl PluginStore {
         let record = self.get(name)?;
         let path = self.record_path(name);
         std::fs::remove_file(&path).map_err(io("cannot remove", &path))?;
-        let still_used = self
-            .list()?
-            .iter()
-            .any(|other| other.sha256 == record.sha256);
-        if !still_used {
-            let blob = self.blob_path(&record.sha256);
-            std::fs::remove_file(&blob).map_err(io("cannot remove", &blob))?;
-        }
+        self.drop_blob_if_unused(&record.sha256)?;
         Ok(record)
+    }
+
+    fn drop_blob_if_unused(&self, sha256: &str) -> Result<(), StoreError> {
+        if self.list()?.iter().any(|other| other.sha256 == sha256) {
+            return Ok(());
+        }
+        let blob = self.blob_path(sha256);
+        match std::fs::remove_file(&blob) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io("cannot remove", &blob)(e)),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -18,6 +18,10 @@ pub struct PresetFile {
     /// Where the text came from, for messages: a path or `<embedded preset NAME>`.
     #[serde(skip)]
     pub origin: String,
+    /// The directory of the file the preset was read from (`None` for an embedded preset):
+    /// relative plugin and hook `source` paths are relative to it.
+    #[serde(skip)]
+    pub base_dir: Option<std::path::PathBuf>,
     /// Shown by `preset list`; defaults to the file name.
     #[serde(default)]
     pub name: Option<String>,
@@ -47,7 +51,8 @@ pub struct PresetFile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginEntry {
-    /// `builtin:NAME`, the name of an installed plugin, or a path to a `.wasm` file.
+    /// `builtin:NAME`, the name of an installed plugin, or a path to a `.wasm` file (relative
+    /// to the directory of the preset file that names it).
     pub source: String,
     /// Refuse the plugin unless its SHA-256 is this (lower-case hex).
     #[serde(default)]
@@ -150,6 +155,9 @@ pub fn parse(origin: &str, text: &str) -> Result<PresetFile, PresetError> {
     let mut file: PresetFile =
         toml::from_str(text).map_err(|e| PresetError(describe(origin, text, &e)))?;
     file.origin = origin.to_string();
+    file.base_dir = (!origin.starts_with('<'))
+        .then(|| std::path::Path::new(origin).parent().map(std::path::Path::to_path_buf))
+        .flatten();
     Ok(file)
 }
 

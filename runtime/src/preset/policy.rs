@@ -1,6 +1,7 @@
 //! Resolving what a preset says about capabilities, hooks, approval and loop budgets (P1, S6,
 //! H2, C2, B3): defaults filled in, so `preset show` prints exactly what a session enforces.
 
+use std::path::Path;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -96,7 +97,7 @@ impl PresetFile {
         self.hooks
             .iter()
             .enumerate()
-            .map(|(i, h)| resolve_hook(i, h, cx))
+            .map(|(i, h)| resolve_hook(i, h, &self.source_dir(cx.cwd), cx))
             .collect()
     }
 }
@@ -104,10 +105,11 @@ impl PresetFile {
 fn resolve_hook(
     index: usize,
     entry: &HookEntry,
+    source_dir: &Path,
     cx: &ResolveContext<'_>,
 ) -> Result<ResolvedHook, PresetError> {
     let key = format!("hooks[{index}]");
-    let source = PluginSource::parse(&entry.source, cx.cwd);
+    let source = PluginSource::parse(&entry.source, source_dir);
     let name = entry.name.clone().unwrap_or_else(|| match &source {
         PluginSource::Builtin(n) | PluginSource::Installed(n) => n.clone(),
         PluginSource::Path(p) => p

@@ -28,8 +28,9 @@ pub enum PluginSource {
 }
 
 impl PluginSource {
-    /// `builtin:NAME`; anything with a `/` or ending in `.wasm` is a path (relative to the
-    /// working directory); anything else names an installed plugin.
+    /// `builtin:NAME`; anything with a `/` or ending in `.wasm` is a path (relative to `dir`:
+    /// the preset file's directory, or the working directory for a name given on the command
+    /// line); anything else names an installed plugin.
     pub fn parse(source: &str, cwd: &Path) -> PluginSource {
         if let Some(name) = source.strip_prefix("builtin:") {
             PluginSource::Builtin(name.to_string())
@@ -107,6 +108,15 @@ pub struct ResolveContext<'a> {
 }
 
 impl PresetFile {
+    /// Where relative `source` paths start: the preset file's directory (relative to `cwd`
+    /// when the file was named relatively), else `cwd`.
+    pub fn source_dir(&self, cwd: &Path) -> PathBuf {
+        match &self.base_dir {
+            Some(dir) => cwd.join(dir),
+            None => cwd.to_path_buf(),
+        }
+    }
+
     /// Resolves the preset; an error names the file and the key.
     pub fn resolve(
         &self,
@@ -128,7 +138,7 @@ impl PresetFile {
         let plugins = self
             .plugins
             .iter()
-            .map(|(name, entry)| resolve_plugin(name, entry, cx))
+            .map(|(name, entry)| resolve_plugin(name, entry, &self.source_dir(cx.cwd), cx))
             .collect::<Result<Vec<_>, _>>()?;
         if let Some(model) = &self.model
             && model.model.trim().is_empty()
@@ -164,6 +174,7 @@ impl PresetFile {
 fn resolve_plugin(
     name: &str,
     entry: &PluginEntry,
+    source_dir: &Path,
     cx: &ResolveContext<'_>,
 ) -> Result<ResolvedPlugin, PresetError> {
     if !crate::contract::valid_tool_name(name) {
@@ -240,7 +251,7 @@ fn resolve_plugin(
     }
     Ok(ResolvedPlugin {
         name: name.to_string(),
-        source: PluginSource::parse(&entry.source, cx.cwd),
+        source: PluginSource::parse(&entry.source, source_dir),
         sha256: entry.sha256.clone(),
         grant: Grant {
             mounts,

@@ -301,7 +301,8 @@ pub struct HookEntry {
     /// Shown in messages; defaults to the source's name.
     #[serde(default)]
     pub name: Option<String>,
-    /// `builtin:NAME`, an installed name, or a path to a `.wasm` file.
+    /// `builtin:NAME`, an installed name (`paddock plugin install`), or a path to a `.wasm`
+    /// file relative to the directory of the preset file that names it.
     pub source: String,
     #[serde(default)]
     pub sha256: Option<String>,

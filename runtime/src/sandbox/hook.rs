@@ -21,6 +21,8 @@ use crate::contract::{ErrorCode, ToolError, ToolOutput, ToolResult};
 pub struct HookPlugin {
     pub name: String,
     pub sha256: String,
+    /// Every interface the component imports, as the component names them.
+    pub imports: Vec<String>,
     pre: HookPre<CallState>,
 }
 
@@ -92,7 +94,7 @@ impl Sandbox {
         granted: &[Capability],
     ) -> Result<HookPlugin, LoadError> {
         let checked = self.compile_checked(name, wasm, granted)?;
-        let (component, sha256) = (checked.component, checked.sha256);
+        let (component, sha256, imports) = (checked.component, checked.sha256, checked.imports);
         let not_a_hook = |e: wasmtime::Error| LoadError::NotAHook {
             hook: name.to_string(),
             detail: format!("{e:#}"),
@@ -105,6 +107,7 @@ impl Sandbox {
         Ok(HookPlugin {
             name: name.to_string(),
             sha256,
+            imports,
             pre,
         })
     }

@@ -31,6 +31,7 @@ mod plugin;
 mod protect;
 mod protect_walk;
 mod stdio;
+mod world;
 
 pub use cache::CacheUse;
 pub(crate) use cache::create_private_dir;
@@ -43,3 +44,4 @@ pub use mount::MountHandle;
 pub use outcome::{CallOutcome, CallReport};
 pub use plugin::Plugin;
 pub use protect::Protect;
+pub use world::World;

@@ -9,54 +9,31 @@
 //! mounts for it). Paths are normalised (`.`, `..`, `/workspace/`) before matching, so
 //! `src/../.git/config` is caught.
 
-wit_bindgen::generate!({ world: "hook", path: "../../../wit" });
-
-use exports::paddock::plugin::hooks::Guest;
-use paddock::plugin::hook_types::{
-    PermissionDecision, PostToolUseDecision, PostToolUseEvent, PreToolUseDecision, PreToolUseEvent,
-};
+use paddock_sdk::hook::{Hook, PreDecision, PreToolUse};
 
 const DEFAULT_GLOBS: &[&str] = &[".git/**", "**/.git/**", ".env", "**/.env", ".env.*"];
 
 #[derive(serde::Deserialize, Default)]
-struct Config {
+#[serde(default, deny_unknown_fields)]
+struct ProtectPaths {
     globs: Option<Vec<String>>,
-    #[serde(default)]
     deny_writes: bool,
 }
 
-struct ProtectPaths;
-
-fn decide(permission_decision: PermissionDecision) -> PreToolUseDecision {
-    PreToolUseDecision {
-        permission_decision,
-        updated_input: None,
-        additional_context: None,
-    }
-}
-
-impl Guest for ProtectPaths {
-    fn pre_tool_use(event: PreToolUseEvent) -> PreToolUseDecision {
+impl Hook for ProtectPaths {
+    fn pre_tool_use(&self, event: &PreToolUse) -> PreDecision {
         if event.read_only {
-            return decide(PermissionDecision::Allow);
+            return PreDecision::allow();
         }
-        let config: Config = match serde_json::from_str(&event.config) {
-            Ok(config) => config,
-            Err(e) => {
-                return decide(PermissionDecision::Deny(format!(
-                    "protect-paths is misconfigured ({e}); fix its `config` in preset `{}`",
-                    event.preset
-                )));
-            }
-        };
-        if config.deny_writes {
-            return decide(PermissionDecision::Deny(format!(
+        if self.deny_writes {
+            return PreDecision::deny(format!(
                 "preset `{}` allows no writes, and `{}` is not a read-only tool",
                 event.preset, event.tool_name
-            )));
+            ));
         }
-        let globs: Vec<String> = config
+        let globs: Vec<String> = self
             .globs
+            .clone()
             .unwrap_or_else(|| DEFAULT_GLOBS.iter().map(|g| g.to_string()).collect());
         let mut builder = globset::GlobSetBuilder::new();
         for glob in &globs {
@@ -65,18 +42,17 @@ impl Guest for ProtectPaths {
                     builder.add(g);
                 }
                 Err(e) => {
-                    return decide(PermissionDecision::Deny(format!(
-                        "protect-paths glob {glob:?} is invalid: {e}"
-                    )));
+                    return PreDecision::deny(format!(
+                        "protect-paths glob {glob:?} is invalid: {e}; fix its `config` in preset `{}`",
+                        event.preset
+                    ));
                 }
             }
         }
         let Ok(set) = builder.build() else {
-            return decide(PermissionDecision::Deny(
-                "protect-paths globs do not compile".into(),
-            ));
+            return PreDecision::deny("protect-paths globs do not compile");
         };
-        let input: serde_json::Value = serde_json::from_str(&event.tool_input).unwrap_or_default();
+        let input = event.input();
         let fields: Vec<String> = if event.path_params.is_empty() {
             vec!["path".into()]
         } else {
@@ -88,21 +64,14 @@ impl Guest for ProtectPaths {
             };
             let normal = normalise(path);
             if let Some(i) = set.matches(&normal).first() {
-                return decide(PermissionDecision::Deny(format!(
+                return PreDecision::deny(format!(
                     "writing `{path}` is blocked: it matches the protected glob {:?} \
                      (protect-paths hook in preset `{}`)",
                     globs[*i], event.preset
-                )));
+                ));
             }
         }
-        decide(PermissionDecision::Allow)
-    }
-
-    fn post_tool_use(_event: PostToolUseEvent) -> PostToolUseDecision {
-        PostToolUseDecision {
-            replace: None,
-            additional_context: None,
-        }
+        PreDecision::allow()
     }
 }
 
@@ -122,4 +91,4 @@ fn normalise(path: &str) -> String {
     parts.join("/")
 }
 
-export!(ProtectPaths);
+paddock_sdk::export_hook!(ProtectPaths);

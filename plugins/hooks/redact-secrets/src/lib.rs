@@ -5,13 +5,8 @@
 //! inspect a result it fails (traps), so the host withholds the result (its `on_error`, whose
 //! default for post-hooks is `deny`) instead of passing it on unchecked.
 
-wit_bindgen::generate!({ world: "hook", path: "../../../wit" });
-
-use exports::paddock::plugin::hooks::Guest;
-use paddock::plugin::hook_types::{
-    PermissionDecision, PostToolUseDecision, PostToolUseEvent, PreToolUseDecision, PreToolUseEvent,
-};
-use paddock::plugin::types::{ToolError, ToolOutput};
+use paddock_sdk::hook::{Hook, PostDecision, PostToolUse};
+use paddock_sdk::{Output, ToolError};
 
 const PATTERN: &str = r#"(?x)
     sk-(?:ant-)?[A-Za-z0-9_\-]{20,}
@@ -23,18 +18,13 @@ const PATTERN: &str = r#"(?x)
   | (?i:(?:api[_-]?key|secret|token|password)["']?\s*[:=]\s*["']?)[A-Za-z0-9_\-/+]{16,}
 "#;
 
-struct RedactSecrets;
+/// No configuration.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RedactSecrets {}
 
-impl Guest for RedactSecrets {
-    fn pre_tool_use(_event: PreToolUseEvent) -> PreToolUseDecision {
-        PreToolUseDecision {
-            permission_decision: PermissionDecision::Allow,
-            updated_input: None,
-            additional_context: None,
-        }
-    }
-
-    fn post_tool_use(event: PostToolUseEvent) -> PostToolUseDecision {
+impl Hook for RedactSecrets {
+    fn post_tool_use(&self, event: &PostToolUse) -> PostDecision {
         // A pattern that does not compile means nothing was checked: fail, never pass.
         let re = regex::Regex::new(PATTERN).expect("the secret pattern compiles");
         let text = match &event.tool_response {
@@ -43,32 +33,24 @@ impl Guest for RedactSecrets {
         };
         let found = re.find_iter(text).count();
         if found == 0 {
-            return PostToolUseDecision {
-                replace: None,
-                additional_context: None,
-            };
+            return PostDecision::keep();
         }
         let masked = re.replace_all(text, "[REDACTED]").into_owned();
         let replaced = match &event.tool_response {
-            Ok(output) => Ok(ToolOutput {
+            Ok(output) => Ok(Output {
                 content: masked,
-                truncated: output.truncated,
-                continuation: output.continuation.clone(),
+                ..output.clone()
             }),
             Err(error) => Err(ToolError {
-                code: error.code.clone(),
                 message: masked,
-                retryable: error.retryable,
+                ..error.clone()
             }),
         };
-        PostToolUseDecision {
-            replace: Some(replaced),
-            additional_context: Some(format!(
-                "redact-secrets masked {found} secret-shaped string(s) in the result of {}",
-                event.tool_name
-            )),
-        }
+        PostDecision::replace(replaced).context(format!(
+            "redact-secrets masked {found} secret-shaped string(s) in the result of {}",
+            event.tool_name
+        ))
     }
 }
 
-export!(RedactSecrets);
+paddock_sdk::export_hook!(RedactSecrets);

@@ -1,0 +1,49 @@
+// {{tool}}: a paddock tool plugin in JavaScript (componentize-js, world
+// `tool-plugin`). Counts the lines, words and characters of a text. Build:
+//   npm run build   (see package.json)
+
+const NAME = "{{tool}}";
+
+const PARAMETERS = {
+  type: "object",
+  properties: {
+    text: { type: "string", description: "The text to measure." },
+  },
+  required: ["text"],
+  additionalProperties: false,
+};
+
+export const tools = {
+  // Describe every tool; optional fields left `undefined` are "undeclared" (read conservatively).
+  list() {
+    return [
+      {
+        name: NAME,
+        description:
+          "Count the lines, words and characters of a text. Use it to measure text you already " +
+          "have; it reads no files. Returns one line: `L lines, W words, C characters`.",
+        parameters: JSON.stringify(PARAMETERS),
+        examples: [{ args: '{"text": "one two"}', correct: true, note: "two words" }],
+        readOnly: true,
+        concurrencySafe: true,
+        idempotent: true,
+        cancellable: true,
+        risk: "low",
+        outputBudget: undefined,
+        pathParams: [],
+      },
+    ];
+  },
+
+  // A returned value is the `ok` result; a thrown `{ code, message, retryable }` the `err`.
+  call(name, args) {
+    if (name !== NAME) {
+      throw { code: "UNKNOWN_TOOL", message: `this plugin has no tool \`${name}\`; it has: ${NAME}`, retryable: false };
+    }
+    const { text } = JSON.parse(args);
+    const lines = text === "" ? 0 : text.split("\n").length;
+    const words = text.split(/\s+/).filter((w) => w.length > 0).length;
+    const chars = [...text].length;
+    return { content: `${lines} lines, ${words} words, ${chars} characters`, truncated: false, continuation: undefined };
+  },
+};
