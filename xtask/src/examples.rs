@@ -35,10 +35,23 @@ const EXAMPLES: &[Example] = &[
         component: "js_text_stats.wasm",
         build: |tools, out| {
             let mut cmd = Command::new(tools.join("js/node_modules/.bin/componentize-js"));
-            cmd.args(["tool.js", "--wit", "../../../wit", "--world-name", "tool-plugin"])
-                .args(["--disable", "stdio", "random", "clocks", "http", "fetch-event"])
-                .arg("-o")
-                .arg(out);
+            cmd.args([
+                "tool.js",
+                "--wit",
+                "../../../wit",
+                "--world-name",
+                "tool-plugin",
+            ])
+            .args([
+                "--disable",
+                "stdio",
+                "random",
+                "clocks",
+                "http",
+                "fetch-event",
+            ])
+            .arg("-o")
+            .arg(out);
             cmd
         },
     },
@@ -48,8 +61,16 @@ const EXAMPLES: &[Example] = &[
         component: "py_word_freq.wasm",
         build: |tools, out| {
             let mut cmd = Command::new(tools.join("py/bin/componentize-py"));
-            cmd.args(["-d", "../../../wit", "-w", "tool-plugin", "componentize", "app", "-o"])
-                .arg(out);
+            cmd.args([
+                "-d",
+                "../../../wit",
+                "-w",
+                "tool-plugin",
+                "componentize",
+                "app",
+                "-o",
+            ])
+            .arg(out);
             cmd
         },
     },
@@ -58,7 +79,10 @@ const EXAMPLES: &[Example] = &[
 /// Builds each example whose component is missing or older than its source or the WIT.
 pub fn build() -> Result<(), String> {
     let tools = tools_dir();
-    let out_dir = root().join("plugins/target").join(WASM_TARGET).join("release");
+    let out_dir = root()
+        .join("plugins/target")
+        .join(WASM_TARGET)
+        .join("release");
     std::fs::create_dir_all(&out_dir).map_err(|e| format!("cannot create {out_dir:?}: {e}"))?;
     for example in EXAMPLES {
         let dir = root().join(example.dir);

@@ -3,7 +3,8 @@
 //! - `build-plugins`: add the wasm32-wasip2 target if missing, build every plugin in release,
 //!   and the JavaScript and Python examples when their toolchains are installed
 //!   (`.ci/authoring-tools.sh`, see `examples.rs`).
-//! - `test`: build the plugins, run their unit tests on the host, then the whole workspace.
+//! - `test`: build the plugins, run their unit tests on the host, package the SDK (`cargo
+//!   package --no-verify`: it must stay publishable), then the whole workspace.
 //! - `bench NAME`: build the plugins, run benchmark NAME in release; it ends with `BENCH ...`.
 //! - `demo`: build paddock and run its agent loop on this repository: the scripted demo model
 //!   by default, a real one when PADDOCK_BASE_URL is set.
@@ -142,6 +143,19 @@ fn test(extra: &[&str]) -> Result<(), String> {
         "search",
     ]);
     run_in_plugins(unit)?;
+    // The SDK is publishable on its own (issue 15): manifest without workspace inheritance,
+    // WIT inside the crate. Building it outside any workspace is what the scaffold tests do.
+    let mut package = cargo();
+    package.args([
+        "package",
+        "-p",
+        "paddock-sdk",
+        "--offline",
+        "--allow-dirty",
+        "--no-verify",
+    ]);
+    package.env_remove("CARGO_TARGET_DIR");
+    run_in_plugins(package)?;
     let mut all = cargo();
     all.args(["test", "--workspace"]).args(extra);
     run(all)

@@ -73,19 +73,23 @@ pub async fn run(cmd: PluginCommand) -> Exit {
             Ok(report) => {
                 let record = &report.record;
                 if let Some(old) = &report.replaced {
-                    let same = if old.sha256 == record.sha256 { ", same bytes" } else { "" };
+                    let same = if old.sha256 == record.sha256 {
+                        ", same bytes"
+                    } else {
+                        ""
+                    };
                     println!(
                         "replaces the {} `{}` installed from {} (sha256 {}{same})",
-                        old.kind,
+                        kind_label(&old.kind),
                         old.name,
                         sanitize(&old.installed_from),
                         &old.sha256[..12.min(old.sha256.len())]
                     );
                 }
                 println!(
-                    "installed {} {} ({} bytes, sha256 {})",
-                    record.kind,
+                    "installed {} ({}, {} bytes, sha256 {})",
                     paint(color, BOLD, &record.name),
+                    kind_label(&record.kind),
                     record.size,
                     record.sha256
                 );
@@ -198,6 +202,14 @@ async fn inspect(env: &Env, name: &str, color: bool) -> Exit {
     Exit::Ok
 }
 
+fn kind_label(kind: &str) -> &'static str {
+    if kind == World::Hook.as_str() {
+        "hook"
+    } else {
+        "tool plugin"
+    }
+}
+
 fn print_imports(imports: &[String]) {
     println!("imports:");
     for import in imports {
@@ -224,7 +236,9 @@ async fn inspect_hook(env: &Env, name: &str, label: &str, bytes: &[u8], color: b
         hook.sha256,
         bytes.len()
     );
-    println!("events: pre-tool-use, post-tool-use (a preset's [[hooks]] `on = \"pre\"|\"post\"` picks one)");
+    println!(
+        "events: pre-tool-use, post-tool-use (a preset's [[hooks]] `on = \"pre\"|\"post\"` picks one)"
+    );
     print_imports(&hook.imports);
     Exit::Ok
 }

@@ -296,7 +296,9 @@ impl PluginStore {
         }
         let blob = self.blob_path(sha256);
         match std::fs::remove_file(&blob) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io("cannot remove", &blob)(e)),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(io("cannot remove", &blob)(e))
+            }
             _ => Ok(()),
         }
     }

@@ -156,7 +156,11 @@ pub fn parse(origin: &str, text: &str) -> Result<PresetFile, PresetError> {
         toml::from_str(text).map_err(|e| PresetError(describe(origin, text, &e)))?;
     file.origin = origin.to_string();
     file.base_dir = (!origin.starts_with('<'))
-        .then(|| std::path::Path::new(origin).parent().map(std::path::Path::to_path_buf))
+        .then(|| {
+            std::path::Path::new(origin)
+                .parent()
+                .map(std::path::Path::to_path_buf)
+        })
         .flatten();
     Ok(file)
 }

@@ -134,13 +134,19 @@ fn files(kind: Kind, lang: Lang) -> Vec<(&'static str, &'static str)> {
     files.extend(match (kind, lang) {
         (Kind::Tool, Lang::Rust) => vec![
             ("Cargo.toml", include_str!("templates/rust-Cargo.toml")),
-            (".cargo/config.toml", include_str!("templates/cargo-config.toml")),
+            (
+                ".cargo/config.toml",
+                include_str!("templates/cargo-config.toml"),
+            ),
             ("src/lib.rs", include_str!("templates/rust-tool.rs")),
             ("preset.toml", include_str!("templates/preset-tool.toml")),
         ],
         (Kind::Hook, _) => vec![
             ("Cargo.toml", include_str!("templates/rust-Cargo.toml")),
-            (".cargo/config.toml", include_str!("templates/cargo-config.toml")),
+            (
+                ".cargo/config.toml",
+                include_str!("templates/cargo-config.toml"),
+            ),
             ("src/lib.rs", include_str!("templates/rust-hook.rs")),
             ("preset.toml", include_str!("templates/preset-hook.toml")),
         ],
@@ -150,7 +156,10 @@ fn files(kind: Kind, lang: Lang) -> Vec<(&'static str, &'static str)> {
             ("preset.toml", include_str!("templates/preset-text.toml")),
         ],
         (Kind::Tool, Lang::Python) => vec![
-            ("requirements.txt", include_str!("templates/py-requirements.txt")),
+            (
+                "requirements.txt",
+                include_str!("templates/py-requirements.txt"),
+            ),
             ("app.py", include_str!("templates/py-app.py")),
             ("preset.toml", include_str!("templates/preset-text.toml")),
         ],
@@ -226,7 +235,10 @@ fn readme(kind: Kind, lang: Lang, file: &str) -> Readme {
         .replace("{{lang}}", lang_name)
         .replace("{{toolchain}}", toolchain)
         .replace("{{world}}", world)
-        .replace("{{setup}}", &setup.map(|s| format!("{s}\n")).unwrap_or_default())
+        .replace(
+            "{{setup}}",
+            &setup.map(|s| format!("{s}\n")).unwrap_or_default(),
+        )
         .replace("{{build}}", build)
         .replace("{{wasm}}", &wasm)
         .replace("{{try}}", try_it)
