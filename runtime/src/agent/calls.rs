@@ -174,6 +174,7 @@ impl Agent<'_> {
     /// Logs a call's result (with the arguments it ran with and the repairs applied, when it
     /// went through the scheduler) and shows it.
     pub fn record(&self, call: &CallSummary, record: Option<&CallRecord>) -> std::io::Result<()> {
+        let step = self.log.with_state(|s| s.history.open_calls_seq());
         self.log.append(Body::ToolResult {
             id: call.id.clone(),
             content: call.content.clone(),
@@ -188,7 +189,9 @@ impl Agent<'_> {
             }),
             approval: record.and_then(|r| r.approval.clone()),
         })?;
-        self.keep_for_ageing(call);
+        if let Some(step) = step {
+            self.keep_for_ageing(step, call);
+        }
         self.observer.result(call);
         Ok(())
     }
@@ -196,7 +199,7 @@ impl Agent<'_> {
     /// A result large enough to age out of the context later is also written whole to the
     /// session's spill directory, where the stub that replaces it says it is (issue 17). The
     /// log keeps it anyway: a spill that cannot be written is only a warning.
-    fn keep_for_ageing(&self, call: &CallSummary) {
+    fn keep_for_ageing(&self, step: u64, call: &CallSummary) {
         let (Some(ageing), Some(spill)) = (self.policy().ageing, self.calls.spill) else {
             return;
         };
@@ -205,7 +208,7 @@ impl Agent<'_> {
         }
         use std::io::Write;
         use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-        let path = spill.host.join(crate::log::aged_spill_name(&call.id));
+        let path = spill.host.join(crate::log::aged_spill_name(step, &call.id));
         let written = std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)

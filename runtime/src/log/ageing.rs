@@ -20,7 +20,9 @@ pub(super) const STUB_BYTES: usize = 330;
 pub(super) const AGED: u64 = 1 << 63;
 
 /// The name a result's whole text has in the spill directory when it ages out.
-pub fn aged_spill_name(call_id: &str) -> String {
+/// `step_seq` is the seq of the assistant message that made the call: a provider that reuses
+/// call ids across responses (`call_0` every time) cannot make one result's file another's.
+pub fn aged_spill_name(step_seq: u64, call_id: &str) -> String {
     let name: String = call_id
         .chars()
         .map(|c| {
@@ -32,10 +34,10 @@ pub fn aged_spill_name(call_id: &str) -> String {
         })
         .take(80)
         .collect();
-    format!("{name}.result.txt")
+    format!("{step_seq}-{name}.result.txt")
 }
 
-pub(super) fn aged(result: &ToolResult, ageing: Ageing) -> ToolResult {
+pub(super) fn aged(result: &ToolResult, step_seq: u64, ageing: Ageing) -> ToolResult {
     ToolResult {
         call_id: result.call_id.clone(),
         content: format!(
@@ -45,7 +47,7 @@ pub(super) fn aged(result: &ToolResult, ageing: Ageing) -> ToolResult {
             result.content.len(),
             ageing.after_steps,
             ageing.bytes,
-            aged_spill_name(&result.call_id)
+            aged_spill_name(step_seq, &result.call_id)
         ),
         is_error: result.is_error,
     }

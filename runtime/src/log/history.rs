@@ -238,6 +238,11 @@ impl History {
         &self.entries
     }
 
+    /// The seq of the assistant message whose calls are still collecting results.
+    pub fn open_calls_seq(&self) -> Option<u64> {
+        self.calls.as_ref().map(|(seq, _)| *seq)
+    }
+
     /// Assistant messages so far.
     pub fn steps(&self) -> u64 {
         self.steps
@@ -258,7 +263,10 @@ impl History {
                     if result.content.len() > ageing.bytes
                         && entry.step + ageing.after_steps <= self.steps =>
                 {
-                    (entry.key | AGED, Message::Tool(aged(result, ageing)))
+                    (
+                        entry.key | AGED,
+                        Message::Tool(aged(result, entry.seq, ageing)),
+                    )
                 }
                 (message, _) => (entry.key, message.clone()),
             };

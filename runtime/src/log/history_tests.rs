@@ -208,7 +208,7 @@ fn large_old_results_age_out_to_a_stub_that_names_the_spill_file() {
         panic!("{:?}", rendered.messages[2]);
     };
     assert!(
-        stub.content.contains("/spill/c_1.result.txt"),
+        stub.content.contains("/spill/2-c_1.result.txt"),
         "{}",
         stub.content
     );
