@@ -64,7 +64,10 @@ fn a_successful_call_prints_one_object_and_exits_0() {
             .starts_with("     1\tone\n     2\ttwo\n")
     );
     assert_eq!(out["truncated"], true);
-    assert_eq!(out["continuation"], r#"{"offset":3,"path":"notes.txt"}"#);
+    assert_eq!(
+        out["continuation"],
+        r#"{"byte":8,"offset":3,"path":"notes.txt"}"#
+    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! read_file: numbered lines, with offset/limit paging and a continuation when cut.
 
 use std::fmt::Write as _;
+use std::io::{Read, Seek, SeekFrom};
 
 use paddock_sdk::{Output, Overflow, Spec, Tool, ToolError, resolve};
 use schemars::JsonSchema;
@@ -25,6 +26,11 @@ pub struct ReadFile {
     /// Most lines to return. Default 2000.
     #[serde(default)]
     pub limit: Option<usize>,
+    /// Byte offset where line `offset` starts, as a continuation gives it: the read starts
+    /// there instead of counting lines from the top, so each page of a long file costs what it
+    /// returns. Leave it out when you choose the offset yourself.
+    #[serde(default)]
+    pub byte: Option<u64>,
 }
 
 impl Tool for ReadFile {
@@ -37,8 +43,8 @@ impl Tool for ReadFile {
              glob to find files by name, list_dir to see a directory.\n\
              Paths are relative to /workspace unless absolute. At most `limit` lines (default 2000) \
              and about 100 KiB are returned; lines over 2000 bytes are cut. When the result \
-             is cut, it says so and gives the offset to continue from: call read_file again with \
-             that offset.",
+             is cut, it says so and gives the arguments to continue with (offset and byte): call \
+             read_file again with them.",
         )
         .read_only()
         .output_budget(128 * 1024, Overflow::Truncate)
@@ -59,7 +65,7 @@ impl Tool for ReadFile {
         if limit == 0 {
             return Err(ToolError::invalid_args("limit must be at least 1"));
         }
-        let file =
+        let mut file =
             std::fs::File::open(resolve(&self.path)).map_err(|e| ToolError::io(&self.path, &e))?;
         let meta = file.metadata().map_err(|e| ToolError::io(&self.path, &e))?;
         if meta.is_dir() {
@@ -69,8 +75,9 @@ impl Tool for ReadFile {
             ));
         }
         let io = |e: std::io::Error| ToolError::io(&self.path, &e);
-        let mut lines = Lines::new(file, MAX_LINE_BYTES);
-        if memchr::memchr(0, lines.head(8192).map_err(io)?).is_some() {
+        let mut head = Vec::with_capacity(8192);
+        (&mut file).take(8192).read_to_end(&mut head).map_err(io)?;
+        if memchr::memchr(0, &head).is_some() {
             return Err(ToolError::new(
                 "BINARY_FILE",
                 format!(
@@ -83,26 +90,57 @@ impl Tool for ReadFile {
         if meta.len() == 0 {
             return Ok(Output::text(format!("({} is empty)", self.path)));
         }
-        render(&self.path, meta.len(), &mut lines, offset, limit).map_err(io)
+        let start = match self.byte {
+            None | Some(0) => 0,
+            Some(byte) => line_start(&mut file, byte, meta.len()).map_err(|why| {
+                ToolError::invalid_args(format!(
+                    "byte {byte} of {} {why}; leave byte out to read from line {offset}",
+                    self.path
+                ))
+            })?,
+        };
+        file.seek(SeekFrom::Start(start)).map_err(io)?;
+        let mut lines = Lines::new(file, MAX_LINE_BYTES);
+        lines.consumed = start;
+        let skip = if self.byte.is_some() { 0 } else { offset - 1 };
+        render(&self.path, meta.len(), &mut lines, offset, limit, skip).map_err(io)
     }
 }
 
-/// Formats lines `offset..offset+limit` as `     N\tline`, stopping early when the page is full.
+/// Where a continuation's byte offset stands: the start of a line (after a newline) within
+/// the file, or why not.
+fn line_start(file: &mut std::fs::File, byte: u64, size: u64) -> Result<u64, String> {
+    if byte >= size {
+        return Err(format!("is past the end ({size} bytes)"));
+    }
+    let mut before = [0u8; 1];
+    file.seek(SeekFrom::Start(byte - 1))
+        .and_then(|_| file.read_exact(&mut before))
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    if before[0] != b'\n' {
+        return Err("is not the start of a line".into());
+    }
+    Ok(byte)
+}
+
+/// Formats lines `offset..offset+limit` as `     N\tline` after skipping `skip` lines of
+/// `lines`, stopping early when the page is full.
 fn render<R: std::io::Read>(
     shown_path: &str,
     size: u64,
     lines: &mut Lines<R>,
     offset: usize,
     limit: usize,
+    skip: usize,
 ) -> std::io::Result<Output> {
     let past_end = |lines_in_file: usize| {
         Output::text(format!(
             "({shown_path} has {lines_in_file} lines; offset {offset} is past the end)"
         ))
     };
-    for skipped in 1..offset {
+    for skipped in 0..skip {
         if !lines.skip()? {
-            return Ok(past_end(skipped - 1));
+            return Ok(past_end(offset - 1 - skip + skipped));
         }
     }
     // Room for a full page, one more long line, and the marker: the page never reallocates.
@@ -143,11 +181,14 @@ fn render<R: std::io::Read>(
     }
     let _ = write!(
         content,
-        "[showing lines {offset}-{} (up to byte {} of {size}); call read_file with offset {number} to read on]",
+        "[showing lines {offset}-{} (up to byte {} of {size}); call read_file with offset {number} and byte {} to read on]",
         number - 1,
+        lines.consumed,
         lines.consumed
     );
-    let continuation = serde_json::json!({ "path": shown_path, "offset": number }).to_string();
+    let continuation =
+        serde_json::json!({ "path": shown_path, "offset": number, "byte": lines.consumed })
+            .to_string();
     Ok(Output::partial(content, continuation))
 }
 
@@ -183,7 +224,15 @@ mod tests {
 
     fn page(text: &str, offset: usize, limit: usize) -> Output {
         let mut lines = Lines::new(text.as_bytes(), MAX_LINE_BYTES);
-        render("f.txt", text.len() as u64, &mut lines, offset, limit).unwrap()
+        render(
+            "f.txt",
+            text.len() as u64,
+            &mut lines,
+            offset,
+            limit,
+            offset - 1,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -192,16 +241,43 @@ mod tests {
         let out = page(text, 2, 2);
         assert_eq!(
             out.content,
-            "     2\tb\n     3\tc\n[showing lines 2-3 (up to byte 6 of 8); call read_file with offset 4 to read on]"
+            "     2\tb\n     3\tc\n[showing lines 2-3 (up to byte 6 of 8); call read_file with offset 4 and byte 6 to read on]"
         );
         assert!(out.truncated);
         assert_eq!(
             out.continuation.as_deref(),
-            Some(r#"{"offset":4,"path":"f.txt"}"#)
+            Some(r#"{"byte":6,"offset":4,"path":"f.txt"}"#)
         );
         let rest = page(text, 4, 2);
         assert_eq!(rest.content, "     4\td\n");
         assert!(!rest.truncated);
+    }
+
+    #[test]
+    fn paging_by_byte_offset_returns_every_line_once() {
+        let text: String = (1..=5000)
+            .map(|i| format!("line {i} {}\n", "z".repeat(i % 90)))
+            .collect();
+        let (mut offset, mut byte, mut seen) = (1usize, 0u64, Vec::new());
+        loop {
+            let mut reader = &text.as_bytes()[byte as usize..];
+            let mut lines = Lines::new(&mut reader, MAX_LINE_BYTES);
+            lines.consumed = byte;
+            let out = render("f.txt", text.len() as u64, &mut lines, offset, 700, 0).unwrap();
+            seen.extend(
+                out.content
+                    .lines()
+                    .filter(|l| !l.starts_with('['))
+                    .map(|l| l.split('\t').nth(1).unwrap().to_string()),
+            );
+            let Some(next) = out.continuation else { break };
+            let next: serde_json::Value = serde_json::from_str(&next).unwrap();
+            offset = next["offset"].as_u64().unwrap() as usize;
+            byte = next["byte"].as_u64().unwrap();
+            assert_eq!(text.as_bytes()[byte as usize - 1], b'\n');
+        }
+        let want: Vec<String> = text.lines().map(str::to_string).collect();
+        assert_eq!(seen, want);
     }
 
     #[test]
@@ -229,7 +305,7 @@ mod tests {
     #[test]
     fn invalid_utf8_is_replaced_not_refused() {
         let mut lines = Lines::new(&b"ok\n\xff bad\n"[..], MAX_LINE_BYTES);
-        let out = render("f.txt", 9, &mut lines, 1, 10).unwrap();
+        let out = render("f.txt", 9, &mut lines, 1, 10, 0).unwrap();
         assert_eq!(out.content, "     1\tok\n     2\t\u{fffd} bad\n");
     }
 

@@ -22,10 +22,12 @@
 //! have the same shape in [`hook`]: the struct is the hook's config, `export_hook!` exports it.
 //! The WIT the bindings come from is inside this crate (`wit/`).
 
+mod budget;
 pub mod hook;
 mod path;
 mod spec;
 
+pub use budget::{FUEL_VAR, OUTPUT_BYTES_VAR, fuel_budget, output_budget};
 pub use path::{WORKSPACE, display_path, resolve};
 pub use spec::{Example, Output, Overflow, Risk, Spec, ToolError};
 

@@ -3,6 +3,8 @@
 
 mod glob;
 mod grep;
+mod page;
+mod scan;
 mod walk;
 
 pub use glob::Glob;

@@ -1,11 +1,20 @@
-//! `cargo xtask bench scale` (issue 13): sessions whose cost stays flat (`sessions.rs`).
-//! Ends with one line: `BENCH rt_10k_over_first=… resume_1m_ms=… resume_1m_rss_over_log=…`
-//! (bars: ≤ 2, ≤ 1000, ≤ 1.5).
+//! `cargo xtask bench scale` (issue 13): paddock on big inputs. Builds its own data in temp
+//! directories and ends with one line:
+//! `BENCH grep_over_rg=… glob_over_rg=… read100m_over_cat=… first_run_ms=… rt_10k_over_first=…
+//! resume_1m_ms=… resume_1m_rss_over_log=…`
+//! (bars: grep ≤ 3, glob ≤ 2, read ≤ 10, first run ≤ 1000 ms; sessions ≤ 2, ≤ 1000, ≤ 1.5; the
+//! ratios against ripgrep are skipped, and say so, when `rg` is not installed).
+//! Search and paging are measured in `search.rs`, sessions in `sessions.rs`.
 
+#[path = "../common/mod.rs"]
+mod common;
+mod data;
+mod search;
 mod sessions;
 
 fn main() {
-    let pairs = sessions::measure();
-    let line: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let mut keys = search::measure();
+    keys.extend(sessions::measure());
+    let line: Vec<String> = keys.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!("BENCH {}", line.join(" "));
 }

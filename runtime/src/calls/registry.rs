@@ -103,7 +103,7 @@ impl Registry {
                     ToolEntry {
                         spec,
                         plugin: plugin.clone(),
-                        grant: resolved.grant.clone(),
+                        grant: budgeted(&resolved.grant, budget),
                         budget,
                         validator,
                     },
@@ -151,4 +151,12 @@ impl super::check::ToolIndex for Registry {
     fn names(&self) -> Vec<&str> {
         self.order.iter().map(String::as_str).collect()
     }
+}
+
+/// The grant a tool's calls run with: its plugin's, carrying the tool's output budget so the
+/// call can tell the tool (docs/output-paging.md).
+fn budgeted(grant: &Grant, budget: OutputBudget) -> Grant {
+    let mut grant = grant.clone();
+    grant.limits.output_bytes = Some(budget.max_bytes);
+    grant
 }

@@ -1,6 +1,10 @@
-//! Output budgets (S5): a result over its budget is cut at a character boundary, with a marker
-//! that says how much was cut and how to read the rest, or spilled whole to a session file that
-//! read_file can read back through the read-only `/spill` mount. Errors and hook context reach
+//! Output budgets (S5): a result over its budget is cut on a line boundary (a character
+//! boundary inside a single over-long line), with a marker that says how much was cut and how
+//! to read the rest, or spilled whole to a session file that read_file can read back through
+//! the read-only `/spill` mount. Tools are told the budget (`PADDOCK_OUTPUT_BYTES`) and the
+//! built-in ones page themselves within it; when the host must still cut a result that carries
+//! the tool's own continuation, that continuation would skip what was cut, so the host withholds
+//! it and names the first line not shown (docs/output-paging.md). Errors and hook context reach
 //! the model too: `bound_result` cuts an error's message and a replaced result to the same
 //! budget, so nothing a plugin or hook says reaches the log or the next request unbounded.
 
@@ -35,11 +39,12 @@ pub fn apply_budget(
     if total <= max {
         return output;
     }
-    let keep = floor_char_boundary(
+    let keep = line_boundary(
         &output.content,
         max.saturating_sub(MARKER_ROOM).max(max / 2),
     );
     let head = &output.content[..keep];
+    let lines_kept = head.matches('\n').count();
     if budget.on_overflow == Overflow::Spill
         && let Some(spill) = spill
     {
@@ -49,18 +54,25 @@ pub fn apply_budget(
         }
     }
     let how = match &output.continuation {
-        Some(next) => format!("the tool says how to continue: {next}"),
+        // The tool's continuation resumes after its whole page: following it would lose what
+        // was cut here. Say exactly what was lost instead.
+        Some(_) => format!(
+            "the tool went over its budget of {max} bytes, so its own continuation would skip \
+             everything after line {lines_kept} of this result and is withheld; repeat the call \
+             asking for fewer results (about {lines_kept}) to see them"
+        ),
         None => {
             "ask for less (a narrower path or pattern, a smaller limit) to see the rest".to_string()
         }
     };
+    let separator = if head.ends_with('\n') { "" } else { "\n" };
     ToolOutput {
         content: format!(
-            "{head}\n[output cut: showing {keep} of {total} bytes; {} bytes cut; {how}]",
+            "{head}{separator}[output cut after line {lines_kept}: showing {keep} of {total} bytes; {} bytes cut; {how}]",
             total - keep
         ),
         truncated: true,
-        continuation: output.continuation.or(Some(how)),
+        continuation: Some(how),
     }
 }
 
@@ -102,11 +114,17 @@ pub fn bound_text(text: String, max: usize) -> String {
 }
 
 fn spilled(head: &str, total: usize, guest_path: &str) -> ToolOutput {
-    let next_line = head.matches('\n').count() + 1;
-    let args = serde_json::json!({ "path": guest_path, "offset": next_line }).to_string();
+    // A cut inside one over-long line resumes at that line, shown again whole.
+    let (next_line, byte) = match head.rfind('\n') {
+        Some(at) => (head.matches('\n').count() + 1, at + 1),
+        None => (1, 0),
+    };
+    let args =
+        serde_json::json!({ "path": guest_path, "offset": next_line, "byte": byte }).to_string();
+    let separator = if head.ends_with('\n') { "" } else { "\n" };
     ToolOutput {
         content: format!(
-            "{head}\n[output cut: showing {} of {total} bytes; the whole result is saved at {guest_path}; \
+            "{head}{separator}[output cut: showing {} of {total} bytes; the whole result is saved at {guest_path}; \
              read on with read_file {args}]",
             head.len()
         ),
@@ -144,6 +162,16 @@ fn write_spill(spill: &SpillDir, call_id: &str, content: &str) -> std::io::Resul
         .open(&path)?
         .write_all(content.as_bytes())?;
     Ok(format!("{}/{name}.txt", spill.guest.trim_end_matches('/')))
+}
+
+/// Where to cut `s` at or before `at`: just after the last newline there, unless that would
+/// keep less than half (one very long line), then at a character boundary.
+fn line_boundary(s: &str, at: usize) -> usize {
+    let at = floor_char_boundary(s, at);
+    match s.as_bytes()[..at].iter().rposition(|&b| b == b'\n') {
+        Some(newline) if newline + 1 >= at / 2 => newline + 1,
+        _ => at,
+    }
 }
 
 fn floor_char_boundary(s: &str, mut at: usize) -> usize {
@@ -210,6 +238,27 @@ mod tests {
     }
 
     #[test]
+    fn a_cut_falls_on_a_line_and_withholds_a_continuation_that_would_skip_lines() {
+        let content: String = (1..=1000).map(|i| format!("match {i}\n")).collect();
+        let tool = ToolOutput {
+            content,
+            truncated: true,
+            continuation: Some(r#"{"pattern":"m","offset":1000}"#.into()),
+        };
+        let out = apply_budget(tool, budget(4096, Overflow::Truncate), None, "c1");
+        let (shown, marker) = out.content.rsplit_once('\n').unwrap();
+        let last: usize = shown.lines().last().unwrap()["match ".len()..]
+            .parse()
+            .unwrap();
+        assert_eq!(shown.lines().count(), last, "whole lines only: {shown}");
+        assert!(
+            marker.contains(&format!("after line {last}")) && !marker.contains("offset"),
+            "{marker}"
+        );
+        assert!(!out.continuation.unwrap().contains("offset\":1000"));
+    }
+
+    #[test]
     fn spilled_results_are_saved_whole_and_point_at_read_file() {
         let dir = tempfile::tempdir().unwrap();
         let spill = SpillDir {
@@ -230,6 +279,11 @@ mod tests {
         let next: serde_json::Value =
             serde_json::from_str(out.continuation.as_deref().unwrap()).unwrap();
         assert_eq!(next["path"], "/spill/call_7.txt");
-        assert!(next["offset"].as_u64().unwrap() > 1);
+        let (line, byte) = (
+            next["offset"].as_u64().unwrap(),
+            next["byte"].as_u64().unwrap(),
+        );
+        let resumed = &content[byte as usize..];
+        assert!(resumed.starts_with(&format!("line {} \n", line - 1).replace(" \n", "\n")));
     }
 }

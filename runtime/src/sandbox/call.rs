@@ -28,6 +28,10 @@ use crate::contract::{ErrorCode, ToolError, ToolOutput};
 
 /// Most bytes of `log` lines kept per call.
 const LOG_CAP: usize = 64 << 10;
+/// The environment variable that carries a call's output budget (the SDK's `output_budget`).
+pub const OUTPUT_BYTES_VAR: &str = "PADDOCK_OUTPUT_BYTES";
+/// The environment variable that carries a call's fuel (the SDK's `fuel_budget`).
+pub const FUEL_VAR: &str = "PADDOCK_FUEL";
 
 /// Why the host stopped a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,11 +173,20 @@ impl Sandbox {
         let stdout = CappedPipe::new(limits.stdio_bytes);
         let stderr = CappedPipe::new(limits.stdio_bytes);
         let mut wasi = WasiCtxBuilder::new();
-        // No environment, arguments, sockets or name lookup (S6): the builder starts empty and
+        // No arguments, sockets or name lookup (S6): the builder starts empty and
         // wasmtime 48 denies TCP and UDP by default.
         wasi.stdout(stdout.clone())
             .stderr(stderr.clone())
             .allow_blocking_current_thread(true);
+        // The only variables a tool sees: the output budget the host will hold its result to,
+        // so a tool that pages itself stops on a line within it, and the call's fuel, so a
+        // tool sizes its share of the work to it (docs/output-paging.md).
+        if let Some(bytes) = limits.output_bytes {
+            wasi.env(OUTPUT_BYTES_VAR, bytes.to_string());
+        }
+        if let Some(fuel) = limits.fuel {
+            wasi.env(FUEL_VAR, fuel.to_string());
+        }
         for mount in &grant.mounts {
             let perms = if read_only || mount.mode == MountMode::Ro {
                 FsPerms::ReadOnly

@@ -28,6 +28,10 @@ pub const SDK: &[(&str, &str)] = &[
         include_str!("../../../plugins/sdk/src/lib.rs"),
     ),
     (
+        "src/budget.rs",
+        include_str!("../../../plugins/sdk/src/budget.rs"),
+    ),
+    (
         "src/hook.rs",
         include_str!("../../../plugins/sdk/src/hook.rs"),
     ),
