@@ -160,7 +160,12 @@ async fn no_environment_variables_or_arguments_reach_the_plugin() {
     );
     let report = arena.call("env", "{}").await;
     let content = report.result.expect("env tool runs").content;
-    assert_eq!(content, "vars=[] args=[] home=None");
+    // Only the call's own limits, as docs/output-paging.md documents: never the host's.
+    let fuel = arena.grant(MountMode::Ro).limits.fuel.expect("fuel on");
+    assert_eq!(
+        content,
+        format!("vars=[\"PADDOCK_FUEL={fuel}\"] args=[] home=None")
+    );
 }
 
 #[tokio::test]
