@@ -5,9 +5,12 @@
 //! - read_file of a 1 MiB file (its first page, as the model gets it) against `std::fs::read`
 //!   of the whole file, with the whole file read inside the sandbox printed for reference;
 //! - cancel latency over 100 runaway calls;
-//! - plugin load from the compiled cache against a cold compile.
+//! - plugin load from the compiled cache against a cold compile;
+//! - the example tool of each authoring language (Rust `word-count`, JavaScript
+//!   `js-text-stats`, Python `py-word-freq`): component size, cold compile, call p50.
 //!
-//! Ends with one line: `BENCH call_p50_us=… spawn_over_call=… read1m_over_native=… cancel_p99_ms=… cold_over_cached=…`.
+//! Ends with one line: `BENCH call_p50_us=… spawn_over_call=… read1m_over_native=… cancel_p99_ms=… cold_over_cached=…`
+//! then per language `LANG_call_p50_us=… LANG_cold_ms=… LANG_size_kb=…` (rust, js, py).
 
 mod common;
 
@@ -214,12 +217,81 @@ async fn run() {
         cached_p50.as_secs_f64() * 1e3
     );
 
+    // 5. One example tool per language, each called with about the same small input.
+    std::fs::write(work.path().join("words.txt"), "a b a c a b").expect("write words");
+    let words = grant(vec![Mount {
+        host: work.path().to_path_buf(),
+        guest: "/workspace".into(),
+        mode: MountMode::Ro,
+        handle: None,
+    }]);
+    let mut languages = String::new();
+    for (lang, file, tool, args, grant) in [
+        (
+            "rust",
+            "word_count.wasm",
+            "count_words",
+            r#"{"path":"words.txt"}"#,
+            &words,
+        ),
+        (
+            "js",
+            "js_text_stats.wasm",
+            "text_stats",
+            r#"{"text":"a b a c a b"}"#,
+            &no_mounts,
+        ),
+        (
+            "py",
+            "py_word_freq.wasm",
+            "word_freq",
+            r#"{"text":"a b a c a b"}"#,
+            &no_mounts,
+        ),
+    ] {
+        let (size, cold, p50) =
+            language_example(&work.path().join(lang), file, tool, args, grant).await;
+        println!(
+            "{lang} example {file}: {} KiB, cold compile {:.0} ms, call p50 {:.1} us",
+            size / 1024,
+            cold.as_secs_f64() * 1e3,
+            micros(p50)
+        );
+        languages.push_str(&format!(
+            " {lang}_call_p50_us={:.1} {lang}_cold_ms={:.0} {lang}_size_kb={}",
+            micros(p50),
+            cold.as_secs_f64() * 1e3,
+            size / 1024
+        ));
+    }
+
     println!(
-        "BENCH call_p50_us={:.1} spawn_over_call={:.1} read1m_over_native={:.2} cancel_p99_ms={:.2} cold_over_cached={:.1}",
+        "BENCH call_p50_us={:.1} spawn_over_call={:.1} read1m_over_native={:.2} cancel_p99_ms={:.2} cold_over_cached={:.1}{languages}",
         micros(call_p50),
         spawn_p50.as_secs_f64() / call_p50.as_secs_f64(),
         read_p50.as_secs_f64() / native_read_p50.as_secs_f64(),
         cancel_p99.as_secs_f64() * 1e3,
         cold_p50.as_secs_f64() / cached_p50.as_secs_f64()
     );
+}
+
+/// Size, cold compile (a fresh cache) and call p50 of one language's example tool.
+async fn language_example(
+    cache: &std::path::Path,
+    file: &str,
+    tool: &str,
+    args: &str,
+    grant: &Grant,
+) -> (usize, Duration, Duration) {
+    let bytes = plugin_bytes(file);
+    let sandbox = Sandbox::new(cache).expect("sandbox");
+    let started = Instant::now();
+    let plugin = sandbox
+        .load(file, &bytes, &[])
+        .await
+        .expect("example loads");
+    let cold = started.elapsed();
+    timed_calls(&sandbox, &plugin, tool, args, grant, 20).await; // warm-up
+    let mut calls = timed_calls(&sandbox, &plugin, tool, args, grant, 200).await;
+    (bytes.len(), cold, percentile(&mut calls, 0.5))
 }

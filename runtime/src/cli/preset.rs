@@ -14,10 +14,14 @@ pub enum PresetCommand {
     /// List the presets found by name: ./.paddock/presets (once trusted: `paddock trust`),
     /// then $XDG_CONFIG_HOME/paddock/presets, then the shipped ones.
     List,
-    /// Print a preset fully resolved, every default filled in, as JSON.
+    /// Print a preset fully resolved, every default filled in, as JSON; with --toml, the
+    /// effective preset (its `extends` merged in) as TOML that `preset check` accepts.
     Show {
         /// Preset name or path to a .toml file.
         name: String,
+        /// Print the effective preset as TOML instead.
+        #[arg(long)]
+        toml: bool,
     },
     /// Check a preset: parse it strictly, resolve it, and load its plugins and hooks.
     Check {
@@ -52,7 +56,20 @@ pub async fn run(cmd: PresetCommand) -> Exit {
             }
             Exit::Ok
         }
-        PresetCommand::Show { name } => match resolve(&env, &name) {
+        PresetCommand::Show { name, toml: true } => match resolve(&env, &name) {
+            Ok(_) => {
+                let project = super::trust::project_trusted_for(&env, &name);
+                match preset::find(&name, &env.cwd, project) {
+                    Ok(source) => {
+                        print!("{}", sanitize(&source.text));
+                        Exit::Ok
+                    }
+                    Err(e) => fail(&e.to_string()),
+                }
+            }
+            Err(message) => fail(&message),
+        },
+        PresetCommand::Show { name, toml: false } => match resolve(&env, &name) {
             Ok(resolved) => {
                 let mut value = serde_json::to_value(&resolved).unwrap_or_default();
                 value["model"] = match &resolved.model {

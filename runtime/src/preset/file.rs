@@ -22,6 +22,9 @@ pub struct PresetFile {
     /// relative plugin and hook `source` paths are relative to it.
     #[serde(skip)]
     pub base_dir: Option<std::path::PathBuf>,
+    /// The preset this one builds on (a name or a path), merged in by `preset::find`.
+    #[serde(default, skip_serializing)]
+    pub extends: Option<String>,
     /// Shown by `preset list`; defaults to the file name.
     #[serde(default)]
     pub name: Option<String>,

@@ -12,6 +12,7 @@
 //! Relative mount paths (`host = "."`) resolve against the working directory paddock runs
 //! in, not the preset's folder: a shipped preset then works in whatever project it is used.
 
+mod extends;
 mod file;
 mod policy;
 mod resolve;
@@ -123,12 +124,27 @@ pub fn load_in(name_or_path: &str, cwd: &Path) -> Result<PresetFile, PresetError
 /// (only when the user trusts it, T1).
 pub fn find(name_or_path: &str, cwd: &Path, project: bool) -> Result<Source, PresetError> {
     let looks_like_path = name_or_path.contains('/') || name_or_path.ends_with(".toml");
-    if looks_like_path {
-        return read_source(Origin::File, &PathBuf::from(name_or_path));
-    }
+    let source = if looks_like_path {
+        read_source(Origin::File, &PathBuf::from(name_or_path))?
+    } else {
+        find_by_name(name_or_path, cwd, project, &[])?
+    };
+    extends::apply(source, cwd, project)
+}
+
+/// A preset by name, as written (its `extends` not applied), skipping the files in `skip`: a
+/// user's `coding.toml` that extends "coding" builds on the shipped one.
+fn find_by_name(
+    name: &str,
+    cwd: &Path,
+    project: bool,
+    skip: &[String],
+) -> Result<Source, PresetError> {
+    let name_or_path = name;
     for (origin, dir) in search_dirs(cwd, project) {
         let path = dir.join(format!("{name_or_path}.toml"));
-        if path.is_file() {
+        let real = path.canonicalize().map(|p| p.display().to_string());
+        if path.is_file() && !real.is_ok_and(|r| skip.contains(&r)) {
             return read_source(origin, &path);
         }
     }
@@ -202,7 +218,10 @@ pub fn list(cwd: &Path, project: bool) -> Vec<PresetInfo> {
             if found.iter().any(|p| p.name == name) {
                 continue;
             }
-            let description = match read_source(from, &path).and_then(|s| s.parse()) {
+            let description = match read_source(from, &path)
+                .and_then(|s| extends::apply(s, cwd, project))
+                .and_then(|s| s.parse())
+            {
                 Ok(file) => file.description,
                 Err(e) => Some(format!("(does not parse: {e})")),
             };

@@ -1,0 +1,272 @@
+//! `extends = "NAME"` or `extends = "PATH.toml"` (P1): a preset built on another. The base is
+//! found as `--preset` would find it (a path is relative to the extending file), merged under
+//! the preset, and the result is the preset's text: what a session records, what `resume`
+//! rebuilds and what `preset show --toml` prints.
+//!
+//! Merge rules: tables merge key by key, recursively (`[plugins.fs]` in the preset changes
+//! only the keys it sets); everything else, lists included (`tools.enable`, `mounts`,
+//! `[[hooks]]`), is replaced whole by the preset's value. A base's relative `source` paths are
+//! made absolute against the base's directory first, so they keep meaning the same file.
+//! A cycle is refused with its chain; so is a chain deeper than `MAX_DEPTH`.
+//!
+//! Trust (T1): a project preset (from `.paddock/presets`, used only when trusted) may extend
+//! a preset by name, or by a path that stays inside `.paddock/presets`, whose every file the
+//! trust covers; and its relative `source` paths must stay there too.
+
+use std::path::{Path, PathBuf};
+
+use super::{Origin, PresetError, Source};
+
+const MAX_DEPTH: usize = 8;
+
+/// `source` with its `extends` chain merged in; a source without `extends` is returned as is.
+pub fn apply(source: Source, cwd: &Path, project: bool) -> Result<Source, PresetError> {
+    let mut chain = vec![identity(&source)];
+    merged(source, cwd, project, &mut chain)
+}
+
+/// How a preset is told apart in a chain: its real path, or its embedded name.
+fn identity(source: &Source) -> String {
+    std::fs::canonicalize(&source.location)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| source.location.clone())
+}
+
+fn merged(
+    source: Source,
+    cwd: &Path,
+    project: bool,
+    chain: &mut Vec<String>,
+) -> Result<Source, PresetError> {
+    let mut table = parse_table(&source)?;
+    if source.origin == Origin::Project {
+        check_sources_stay_inside(&source, &table)?;
+    }
+    let Some(extends) = table.remove("extends") else {
+        return Ok(source);
+    };
+    let Some(base_name) = extends.as_str() else {
+        return Err(PresetError(format!(
+            "{}: extends must be a preset name or a path to a .toml file, e.g. extends = \"coding\"",
+            source.location
+        )));
+    };
+    let base = find_base(&source, base_name, cwd, project, chain)?;
+    let id = identity(&base);
+    if chain.contains(&id) || chain.len() >= MAX_DEPTH {
+        chain.push(id);
+        return Err(PresetError(format!(
+            "{}: extends makes a cycle (or a chain deeper than {MAX_DEPTH}): {}; remove one `extends`",
+            source.location,
+            chain.join(" -> ")
+        )));
+    }
+    chain.push(id);
+    let base = merged(base, cwd, project, chain)?;
+    let mut base_table = parse_table(&base)?;
+    if let Some(dir) = file_dir(&base) {
+        absolutise_sources(&mut base_table, &dir);
+    }
+    merge(&mut base_table, table);
+    let header = format!(
+        "# The effective preset: {} extends {} (merged by paddock; lines below are the ones errors name)\n",
+        source.location, base.location
+    );
+    let body = toml::to_string_pretty(&base_table).map_err(|e| {
+        PresetError(format!(
+            "{}: the merged preset cannot be written: {e}",
+            source.location
+        ))
+    })?;
+    Ok(Source {
+        origin: source.origin,
+        location: source.location,
+        text: header + &body,
+    })
+}
+
+fn parse_table(source: &Source) -> Result<toml::Table, PresetError> {
+    // Syntax errors get file:line:column from the strict parser.
+    toml::from_str(&source.text).map_err(|_| match super::parse(&source.location, &source.text) {
+        Err(e) => e,
+        Ok(_) => PresetError(format!("{}: not a TOML table", source.location)),
+    })
+}
+
+fn find_base(
+    source: &Source,
+    base: &str,
+    cwd: &Path,
+    project: bool,
+    chain: &[String],
+) -> Result<Source, PresetError> {
+    let looks_like_path = base.contains('/') || base.ends_with(".toml");
+    if !looks_like_path {
+        return super::find_by_name(base, cwd, project, chain);
+    }
+    let dir = file_dir(source).unwrap_or_else(|| cwd.to_path_buf());
+    let path = dir.join(base);
+    if source.origin == Origin::Project {
+        let root = project_root(source)?;
+        if !real_path(&path).starts_with(&root) {
+            return Err(PresetError(format!(
+                "{}: extends = {base:?} leaves {}, which is all that trusting this project covers; \
+                 extend a preset by name, or move it into {}",
+                source.location,
+                root.display(),
+                root.display()
+            )));
+        }
+    }
+    super::read_source(source.origin, &path)
+}
+
+/// The directory of a preset read from a file.
+fn file_dir(source: &Source) -> Option<PathBuf> {
+    if source.location.starts_with('<') {
+        return None;
+    }
+    Path::new(&source.location).parent().map(Path::to_path_buf)
+}
+
+/// The project's `.paddock/presets`, canonical, for a project preset.
+fn project_root(source: &Source) -> Result<PathBuf, PresetError> {
+    let dir = file_dir(source).unwrap_or_default();
+    let mut root = dir.canonicalize().unwrap_or(dir);
+    // A project preset may live in a subdirectory of .paddock/presets.
+    while !root.ends_with(super::PROJECT_DIR) {
+        if !root.pop() {
+            return Err(PresetError(format!(
+                "{}: a project preset outside {}",
+                source.location,
+                super::PROJECT_DIR
+            )));
+        }
+    }
+    Ok(root)
+}
+
+/// Every relative `source` path (plugins and hooks) of a project preset must stay inside
+/// `.paddock/presets`, where the trust's hash covers it.
+fn check_sources_stay_inside(source: &Source, table: &toml::Table) -> Result<(), PresetError> {
+    let root = project_root(source)?;
+    let dir = file_dir(source).unwrap_or_default();
+    for (key, value) in sources(table) {
+        if !is_path(&value) {
+            continue;
+        }
+        if !real_path(&dir.join(&value)).starts_with(&root) {
+            return Err(PresetError(format!(
+                "{}: {key} = {value:?} leaves {}, which is all that trusting this project covers; \
+                 install the plugin (`paddock plugin install`) and name it, or move it into {}",
+                source.location,
+                root.display(),
+                root.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The real path; for a path that does not exist (yet), its `..` resolved by name, so that
+/// `presets/../../x` never counts as inside `presets`.
+fn real_path(path: &Path) -> PathBuf {
+    if let Ok(real) = path.canonicalize() {
+        return real;
+    }
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+fn is_path(source: &str) -> bool {
+    !source.starts_with("builtin:") && (source.contains('/') || source.ends_with(".wasm"))
+}
+
+/// (key, value) of every `source` in the table: `plugins.NAME.source`, `hooks[i].source`.
+fn sources(table: &toml::Table) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    if let Some(plugins) = table.get("plugins").and_then(|p| p.as_table()) {
+        for (name, entry) in plugins {
+            if let Some(s) = entry.get("source").and_then(|s| s.as_str()) {
+                found.push((format!("plugins.{name}.source"), s.to_string()));
+            }
+        }
+    }
+    if let Some(hooks) = table.get("hooks").and_then(|h| h.as_array()) {
+        for (i, hook) in hooks.iter().enumerate() {
+            if let Some(s) = hook.get("source").and_then(|s| s.as_str()) {
+                found.push((format!("hooks[{i}].source"), s.to_string()));
+            }
+        }
+    }
+    found
+}
+
+fn absolutise_sources(table: &mut toml::Table, dir: &Path) {
+    let fix = |value: &mut toml::Value| {
+        if let Some(s) = value.as_str()
+            && is_path(s)
+            && !Path::new(s).is_absolute()
+        {
+            *value = toml::Value::String(dir.join(s).display().to_string());
+        }
+    };
+    if let Some(plugins) = table.get_mut("plugins").and_then(|p| p.as_table_mut()) {
+        for (_, entry) in plugins.iter_mut() {
+            if let Some(source) = entry.get_mut("source") {
+                fix(source);
+            }
+        }
+    }
+    if let Some(hooks) = table.get_mut("hooks").and_then(|h| h.as_array_mut()) {
+        for hook in hooks {
+            if let Some(source) = hook.get_mut("source") {
+                fix(source);
+            }
+        }
+    }
+}
+
+/// Tables merge key by key; anything else in `over` replaces what `base` has.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> toml::Table {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn tables_merge_and_lists_replace() {
+        let mut base = table(
+            "[plugins.fs]\nsource = \"builtin:fs\"\ntimeout_ms = 1\n[tools]\nenable = [\"a\", \"b\"]\n",
+        );
+        merge(
+            &mut base,
+            table("[plugins.fs]\ntimeout_ms = 2\n[tools]\nenable = [\"c\"]\n"),
+        );
+        assert_eq!(base["plugins"]["fs"]["source"].as_str(), Some("builtin:fs"));
+        assert_eq!(base["plugins"]["fs"]["timeout_ms"].as_integer(), Some(2));
+        assert_eq!(base["tools"]["enable"].as_array().unwrap().len(), 1);
+    }
+}
