@@ -114,7 +114,7 @@ async fn run() {
         for _ in 0..turns {
             let report = sandbox
                 .call(
-                    &echo_entry.plugin,
+                    echo_entry.plugin().expect("a plugin tool"),
                     "echo",
                     echo.1,
                     &echo_entry.grant,

@@ -128,7 +128,7 @@ async fn run() {
     for _ in 0..n {
         let report = sandbox
             .call(
-                &echo.plugin,
+                echo.plugin().expect("a plugin tool"),
                 "echo",
                 r#"{"text":"hi"}"#,
                 &echo.grant,

@@ -23,24 +23,51 @@ pub enum RegistryError {
         first: String,
         second: String,
     },
+    #[error("{0}")]
+    Mcp(#[from] crate::mcp::McpError),
+}
+
+/// What runs a tool: a WASM plugin in the sandbox, or an MCP server started confined.
+#[derive(Clone)]
+pub enum Backend {
+    Plugin(Plugin),
+    Mcp(crate::mcp::McpTool),
 }
 
 /// One tool, with everything needed to run it.
 pub struct ToolEntry {
     pub spec: ToolSpec,
-    pub plugin: Plugin,
+    pub backend: Backend,
     pub grant: Grant,
     /// The preset's budget, else the tool's own, else the default.
     pub budget: OutputBudget,
     pub validator: Arc<jsonschema::Validator>,
 }
 
+impl ToolEntry {
+    /// The WASM plugin that runs this tool, unless an MCP server does.
+    pub fn plugin(&self) -> Option<&Plugin> {
+        match &self.backend {
+            Backend::Plugin(plugin) => Some(plugin),
+            Backend::Mcp(_) => None,
+        }
+    }
+
+    /// The plugin's name, or `mcp.NAME` for an MCP server's tool.
+    pub fn owner(&self) -> String {
+        match &self.backend {
+            Backend::Plugin(plugin) => plugin.name.clone(),
+            Backend::Mcp(tool) => format!("mcp.{}", tool.server.spec.name),
+        }
+    }
+}
+
 /// All loaded tools by name.
 #[derive(Default)]
 pub struct Registry {
-    tools: HashMap<String, ToolEntry>,
+    pub(super) tools: HashMap<String, ToolEntry>,
     /// Tool names in the order the preset lists plugins and plugins list tools.
-    order: Vec<String>,
+    pub(super) order: Vec<String>,
     plugins: Vec<Plugin>,
 }
 
@@ -102,7 +129,7 @@ impl Registry {
                     spec.name.clone(),
                     ToolEntry {
                         spec,
-                        plugin: plugin.clone(),
+                        backend: Backend::Plugin(plugin.clone()),
                         grant: budgeted(&resolved.grant, budget),
                         budget,
                         validator,
@@ -110,6 +137,9 @@ impl Registry {
                 );
             }
             registry.plugins.push(plugin);
+        }
+        for server in &preset.mcp {
+            super::mcp_tools::load(&mut registry, &mut owner, server).await?;
         }
         Ok(registry)
     }

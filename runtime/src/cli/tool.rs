@@ -241,7 +241,7 @@ async fn list(preset_name: &str, json: bool) -> Exit {
             .tools()
             .map(|t| {
                 let mut value = serde_json::to_value(&t.spec).unwrap_or_default();
-                value["plugin"] = json!(t.plugin.name);
+                value["plugin"] = json!(t.owner());
                 value
             })
             .collect();
@@ -266,7 +266,7 @@ async fn list(preset_name: &str, json: bool) -> Exit {
             paint(
                 color,
                 DIM,
-                &format!("[{}: {}]", t.plugin.name, flags.join(", "))
+                &format!("[{}: {}]", t.owner(), flags.join(", "))
             ),
             sanitize(summary)
         );

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::{SpillDir, apply_budget, bound_error, bound_result, bound_text};
 use super::gate::{Admission, CallGate, GateCall};
-use crate::calls::{AliasTable, Registry, ToolEntry, check_call, validate_args};
+use crate::calls::{AliasTable, Backend, Registry, ToolEntry, check_call, validate_args};
 use crate::contract::{ErrorCode, OutputBudget, ToolError, ToolResult, ToolSpec};
 use crate::sandbox::{CallReport, Sandbox};
 
@@ -157,16 +157,21 @@ async fn execute_unbounded(
         return Executed::refused(ToolError::new(ErrorCode::Host, why), context);
     }
     // C3: the tool receives exactly the validated value.
-    let mut report = cx
-        .sandbox
-        .call(
-            &entry.plugin,
-            name,
-            &args.to_string(),
-            &entry.grant,
-            &cx.cancel,
-        )
-        .await;
+    let mut report = match &entry.backend {
+        Backend::Plugin(plugin) => {
+            cx.sandbox
+                .call(plugin, name, &args.to_string(), &entry.grant, &cx.cancel)
+                .await
+        }
+        Backend::Mcp(tool) => {
+            let started = std::time::Instant::now();
+            let result = tool
+                .server
+                .call(&tool.remote, args.clone(), &cx.cancel)
+                .await;
+            CallReport::of_host(result, started.elapsed())
+        }
+    };
     let result = std::mem::replace(
         &mut report.result,
         Ok(crate::contract::ToolOutput::complete("")),

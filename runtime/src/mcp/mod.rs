@@ -4,7 +4,7 @@
 //!   each call through the whole spine (repair, validation, hooks, approval, sandbox, output
 //!   budget) and logged in a session. `annotations` says what a tool's runtime metadata
 //!   becomes for the client; `elicit` asks the client's user when the preset says `ask`.
-//! - Use (`[mcp.NAME]` in a preset, coming): an MCP server started confined,
+//! - Use (`[mcp.NAME]` in a preset): an MCP server started confined (`sandbox::server`),
 //!   its tools exposed like plugin tools (`client`), their metadata read conservatively from
 //!   the server's annotations (`annotations`).
 //!
@@ -12,9 +12,12 @@
 //! MCP server are both untrusted parties here, like the model and a plugin.
 
 mod annotations;
+mod client;
 mod elicit;
+mod lines;
 
 pub use annotations::{annotations_for, meta_from_annotations};
+pub use client::{McpError, McpServer, McpTool};
 pub use elicit::ElicitApprover;
 
 /// The protocol versions paddock speaks on either side: the ones with an `initialize`

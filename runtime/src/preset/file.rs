@@ -48,6 +48,9 @@ pub struct PresetFile {
     /// Risk tier => allow, ask or deny.
     #[serde(default)]
     pub approval: ApprovalEntry,
+    /// MCP servers started confined, their tools used like plugin tools (`mcp.rs`).
+    #[serde(default)]
+    pub mcp: BTreeMap<String, super::mcp::McpEntry>,
 }
 
 /// One plugin and what it is granted.

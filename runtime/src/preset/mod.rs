@@ -14,6 +14,7 @@
 
 mod extends;
 mod file;
+mod mcp;
 mod policy;
 mod resolve;
 mod sections;
@@ -22,6 +23,7 @@ mod trust;
 use std::path::{Path, PathBuf};
 
 pub use file::{FuelSetting, MountEntry, PluginEntry, PresetFile};
+pub use mcp::{McpEntry, ResolvedMcp};
 pub use policy::{ApprovalPolicy, LoopBudgets, ResolvedHook, hook_limits};
 pub use resolve::{PluginSource, ResolveContext, ResolvedPlugin, ResolvedPreset, make_mount};
 pub use sections::{

@@ -228,7 +228,7 @@ pub(super) fn grants(entry: Option<&GrantsEntry>) -> Grant {
 }
 
 /// `~/x` is `x` in the home directory; other paths are taken as they are.
-fn home_path(path: &str) -> std::path::PathBuf {
+pub(super) fn home_path(path: &str) -> std::path::PathBuf {
     match (path.strip_prefix("~/"), dirs::home_dir()) {
         (Some(rest), Some(home)) => home.join(rest),
         _ => std::path::PathBuf::from(path),

@@ -70,6 +70,8 @@ pub struct ResolvedPreset {
     pub tools: ToolSelection,
     pub hooks: Vec<ResolvedHook>,
     pub approval: ApprovalPolicy,
+    /// MCP servers to start confined (`[mcp.NAME]`).
+    pub mcp: Vec<super::ResolvedMcp>,
 }
 
 impl ResolvedPreset {
@@ -167,6 +169,11 @@ impl PresetFile {
             tools: self.tools.clone(),
             hooks: self.resolve_hooks(cx)?,
             approval: self.approval_policy(),
+            mcp: self
+                .mcp
+                .iter()
+                .map(|(name, entry)| super::mcp::resolve_mcp(name, entry, cx))
+                .collect::<Result<Vec<_>, _>>()?,
         })
     }
 }

@@ -247,7 +247,7 @@ async fn read_capped(mut from: ProgramOut, cap: usize) -> (Vec<u8>, bool) {
 }
 
 /// A bare name is looked up on the host's PATH; a path must be absolute.
-fn find_program(program: &str) -> Result<PathBuf, String> {
+pub(super) fn find_program(program: &str) -> Result<PathBuf, String> {
     if program.contains('/') {
         let path = PathBuf::from(program);
         return if path.is_absolute() {
@@ -267,7 +267,7 @@ fn find_program(program: &str) -> Result<PathBuf, String> {
 
 /// Maps a guest directory to its host directory, refusing anything outside the mounts. The
 /// directory is resolved through the mount's held handle (K3), never by its name.
-fn host_dir(mounts: &[Mount], guest: Option<&str>) -> Result<PathBuf, String> {
+pub(super) fn host_dir(mounts: &[Mount], guest: Option<&str>) -> Result<PathBuf, String> {
     let Some(first) = mounts.first() else {
         return Err(
             "this plugin has no mounts, so there is no directory to run in; add a mount".into(),

@@ -30,6 +30,7 @@ mod outcome;
 mod plugin;
 mod protect;
 mod protect_walk;
+mod server;
 mod stdio;
 mod world;
 
@@ -44,4 +45,5 @@ pub use mount::MountHandle;
 pub use outcome::{CallOutcome, CallReport};
 pub use plugin::Plugin;
 pub use protect::Protect;
+pub use server::{ServerProcess, ServerSpec, ServerStdio};
 pub use world::World;

@@ -34,6 +34,19 @@ pub enum CallOutcome<T> {
 }
 
 impl CallReport {
+    /// The report of a call run outside the WASM sandbox (an MCP server's tool): its result
+    /// and time, nothing captured.
+    pub fn of_host(result: ToolResult, elapsed: Duration) -> CallReport {
+        CallReport {
+            result,
+            stdout: Captured::default(),
+            stderr: Captured::default(),
+            logs: Vec::new(),
+            fuel_used: None,
+            elapsed,
+        }
+    }
+
     pub(super) fn failed(error: ToolError, started: Instant) -> CallReport {
         CallReport {
             result: Err(error),

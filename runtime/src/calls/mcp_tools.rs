@@ -1,0 +1,100 @@
+//! An MCP server's tools in the registry (issue 16): named as the server names them, or
+//! `SERVER_TOOL` when that name is taken (or is not a valid tool name); metadata read
+//! conservatively from the server's annotations (`mcp::meta_from_annotations`), the preset's
+//! `risk` only raising it; the server's mounts as the tools' grant (for path locks), and its
+//! `output_bytes` as their budget. A tool whose schema does not compile is skipped with a
+//! warning: the server's word is never trusted to be well-formed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::registry::{Backend, Registry, RegistryError, ToolEntry};
+use crate::contract::{OutputBudget, ToolSpec, valid_tool_name};
+use crate::mcp::{McpServer, McpTool, meta_from_annotations};
+use crate::preset::ResolvedMcp;
+use crate::sandbox::Grant;
+
+pub(super) async fn load(
+    registry: &mut Registry,
+    owner: &mut HashMap<String, String>,
+    resolved: &ResolvedMcp,
+) -> Result<(), RegistryError> {
+    let (server, tools) = McpServer::start(resolved.clone()).await?;
+    let key = format!("mcp.{}", resolved.name);
+    for tool in tools {
+        let remote = tool.name.to_string();
+        let mut name = remote.clone();
+        if owner.contains_key(&name) || !valid_tool_name(&name) {
+            name = format!("{}_{}", resolved.name, sanitized(&remote));
+        }
+        if !valid_tool_name(&name) {
+            tracing::warn!("{key}: tool {remote:?} has no usable name; skipped");
+            continue;
+        }
+        if let Some(first) = owner.insert(name.clone(), key.clone()) {
+            return Err(RegistryError::Collision {
+                tool: name,
+                first,
+                second: key,
+            });
+        }
+        let parameters = serde_json::Value::Object((*tool.input_schema).clone());
+        let validator = match jsonschema::validator_for(&parameters) {
+            Ok(v) => Arc::new(v),
+            Err(e) => {
+                tracing::warn!(
+                    "{key}: tool {remote:?} has a schema that does not compile ({e}); skipped"
+                );
+                owner.remove(&name);
+                continue;
+            }
+        };
+        let mut meta = meta_from_annotations(tool.annotations.as_ref(), resolved.read_only());
+        meta.raise_risk(resolved.risk);
+        let mut budget = OutputBudget::DEFAULT;
+        if let Some(max) = resolved.output_bytes {
+            budget.max_bytes = max;
+        }
+        meta.output_budget = Some(budget);
+        let spec = ToolSpec {
+            name: name.clone(),
+            description: tool.description.as_deref().unwrap_or("").to_string(),
+            parameters,
+            examples: Vec::new(),
+            meta,
+        };
+        registry.order.push(name.clone());
+        registry.tools.insert(
+            name,
+            ToolEntry {
+                spec,
+                backend: Backend::Mcp(McpTool {
+                    server: server.clone(),
+                    remote,
+                }),
+                grant: Grant {
+                    mounts: resolved.mounts.clone(),
+                    protect: resolved.protect.clone(),
+                    ..Grant::default()
+                },
+                budget,
+                validator,
+            },
+        );
+    }
+    Ok(())
+}
+
+/// Letters, digits, `_` and `-` kept; anything else becomes `_`.
+fn sanitized(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(48)
+        .collect()
+}

@@ -1,0 +1,286 @@
+//! Using an MCP server (issue 16): `[mcp.NAME]` started confined (`sandbox::ServerProcess`),
+//! spoken to with `rmcp`'s client over its standard streams, its tools exposed like plugin
+//! tools. The server is untrusted like a plugin:
+//!
+//! - a call past `timeout_ms` errors `TIMEOUT`; a server that dies, closes its output or sends
+//!   a message over the cap (`lines`) fails the call with `MCP_SERVER_FAILED`; either way the server
+//!   is killed with all it started, and started again once, for the next call. A second
+//!   failure leaves it down: its tools answer `MCP_SERVER_DOWN`, and the session goes on (these
+//!   codes go back to the model, like a plugin's own);
+//! - what it returns is text for the model, bounded by the tool's output budget afterwards;
+//! - its stderr is drained (kept: the last few KiB, for the error message), never blocking it;
+//! - a cancelled call sends the server `notifications/cancelled` and returns `CANCELLED`.
+//!
+//! Calls to one server are made one at a time (it is one process; restarts must not race).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ContentBlock,
+    Implementation, Tool,
+};
+use rmcp::service::{RoleClient, RunningService, serve_client};
+use tokio::io::AsyncReadExt;
+use tokio_util::sync::CancellationToken;
+
+use super::lines::LineCap;
+use crate::contract::{ErrorCode, ToolError, ToolOutput, ToolResult};
+use crate::preset::ResolvedMcp;
+use crate::sandbox::{ServerProcess, ServerSpec};
+
+/// The largest single message a server may send.
+const MESSAGE_CAP: usize = 16 << 20;
+/// Bytes of the server's stderr kept for error messages.
+const STDERR_TAIL: usize = 4 << 10;
+/// How long a server may take to start and list its tools.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Why a server could not be used at all.
+#[derive(Debug, thiserror::Error)]
+#[error("MCP server `mcp.{server}`: {message}")]
+pub struct McpError {
+    pub server: String,
+    pub message: String,
+}
+
+struct Connection {
+    service: RunningService<RoleClient, ClientConfig>,
+    process: ServerProcess,
+    stderr: Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.process.kill();
+    }
+}
+
+struct State {
+    connection: Option<Connection>,
+    restarted: bool,
+}
+
+/// One configured MCP server and its connection.
+pub struct McpServer {
+    pub spec: ResolvedMcp,
+    state: tokio::sync::Mutex<State>,
+}
+
+/// A tool of an MCP server, as the registry holds it.
+#[derive(Clone)]
+pub struct McpTool {
+    pub server: Arc<McpServer>,
+    /// The tool's name on the server (the registry's may be namespaced).
+    pub remote: String,
+}
+
+impl McpServer {
+    /// Starts the server confined and lists its tools.
+    pub async fn start(spec: ResolvedMcp) -> Result<(Arc<McpServer>, Vec<Tool>), McpError> {
+        let fail = |message: String| McpError {
+            server: spec.name.clone(),
+            message,
+        };
+        let connection = connect(&spec).await.map_err(fail)?;
+        let tools = tokio::time::timeout(START_TIMEOUT, connection.service.list_all_tools())
+            .await
+            .map_err(|_| fail("it did not list its tools in time".into()))?
+            .map_err(|e| fail(format!("cannot list its tools: {e}{}", tail(&connection))))?;
+        let server = McpServer {
+            spec,
+            state: tokio::sync::Mutex::new(State {
+                connection: Some(connection),
+                restarted: false,
+            }),
+        };
+        Ok((Arc::new(server), tools))
+    }
+
+    fn key(&self) -> String {
+        format!("mcp.{}", self.spec.name)
+    }
+
+    /// Calls `tool` with `args`, under the server's timeout and the call's cancellation.
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: serde_json::Value,
+        cancel: &CancellationToken,
+    ) -> ToolResult {
+        let mut state = self.state.lock().await;
+        if state.connection.is_none() {
+            if state.restarted {
+                return Err(ToolError::new(
+                    ErrorCode::Plugin("MCP_SERVER_DOWN".into()),
+                    format!(
+                        "MCP server `{}` is down (it failed again after a restart); the session goes \
+                         on without it",
+                        self.key()
+                    ),
+                ));
+            }
+            state.restarted = true;
+            match connect(&self.spec).await {
+                Ok(connection) => state.connection = Some(connection),
+                Err(e) => {
+                    return Err(ToolError::new(
+                        ErrorCode::Plugin("MCP_SERVER_DOWN".into()),
+                        format!("MCP server `{}` could not be restarted: {e}", self.key()),
+                    ));
+                }
+            }
+        }
+        let Some(connection) = state.connection.as_ref() else {
+            return Err(ToolError::new(ErrorCode::Host, "no connection"));
+        };
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = match args {
+            serde_json::Value::Object(map) => Some(map),
+            _ => None,
+        };
+        let outcome = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => {
+                return Err(ToolError::new(
+                    ErrorCode::Cancelled,
+                    "interrupted while running: the MCP server was told to cancel it",
+                ));
+            }
+            _ = tokio::time::sleep(self.spec.call_timeout) => Err(format!(
+                "took longer than {} ms (`{}.timeout_ms`)",
+                self.spec.call_timeout.as_millis(),
+                self.key()
+            )),
+            answer = connection.service.peer().call_tool_once(params) => Ok(answer),
+        };
+        let broken = match outcome {
+            Ok(Ok(CallToolResponse::Complete(result))) => {
+                let text = content_text(&result.content);
+                return if result.is_error == Some(true) {
+                    Err(ToolError::new(
+                        ErrorCode::Plugin("MCP_TOOL_ERROR".into()),
+                        text,
+                    ))
+                } else {
+                    Ok(ToolOutput::complete(text))
+                };
+            }
+            Ok(Ok(_)) => {
+                return Err(ToolError::new(
+                    ErrorCode::Plugin("MCP_UNSUPPORTED".into()),
+                    "the MCP server asked for input or started a task; paddock does not support either",
+                ));
+            }
+            Ok(Err(e)) => (
+                ErrorCode::Plugin("MCP_SERVER_FAILED".into()),
+                format!("failed: {e}{}", tail(connection)),
+            ),
+            Err(timeout) => (ErrorCode::Timeout, timeout),
+        };
+        // Dead, hung or flooding: kill it (and all it started); the next call restarts it once.
+        let restart = if state.restarted {
+            "it was restarted once already, so it stays down"
+        } else {
+            "it was stopped and starts again for the next call"
+        };
+        state.connection = None;
+        Err(ToolError::new(
+            broken.0,
+            format!("MCP server `{}` {}; {restart}", self.key(), broken.1),
+        ))
+    }
+}
+
+/// Starts the process confined and completes the MCP handshake.
+async fn connect(spec: &ResolvedMcp) -> Result<Connection, String> {
+    let key = format!("mcp.{}", spec.name);
+    let (process, (stdin, stdout, stderr)) = ServerProcess::start(&ServerSpec {
+        key: &key,
+        command: &spec.command,
+        args: &spec.args,
+        mounts: &spec.mounts,
+        protect: &spec.protect,
+        jail: &spec.jail,
+    })?;
+    let kept = Arc::new(std::sync::Mutex::new(Vec::new()));
+    tokio::spawn(drain(stderr, kept.clone()));
+    let mut info = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("paddock", env!("CARGO_PKG_VERSION")),
+    );
+    info.protocol_version = rmcp::model::ProtocolVersion::V_2025_11_25;
+    let transport = (LineCap::new(stdout, MESSAGE_CAP), stdin);
+    let handshake = tokio::time::timeout(START_TIMEOUT, serve_client(info, transport)).await;
+    let mut connection_tail = String::new();
+    let service = match handshake {
+        Ok(Ok(service)) => service,
+        Ok(Err(e)) => {
+            connection_tail = stderr_tail(&kept);
+            return Err(format!("the MCP handshake failed: {e}{connection_tail}"));
+        }
+        Err(_) => {
+            return Err(format!(
+                "no MCP handshake within {} s{connection_tail}",
+                START_TIMEOUT.as_secs()
+            ));
+        }
+    };
+    Ok(Connection {
+        service,
+        process,
+        stderr: kept,
+    })
+}
+
+/// Reads the server's stderr to the end, keeping the last `STDERR_TAIL` bytes.
+async fn drain(mut from: tokio::net::unix::pipe::Receiver, kept: Arc<std::sync::Mutex<Vec<u8>>>) {
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = from.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let mut kept = kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        kept.extend_from_slice(&buf[..n]);
+        let excess = kept.len().saturating_sub(STDERR_TAIL);
+        kept.drain(..excess);
+    }
+}
+
+fn stderr_tail(kept: &std::sync::Mutex<Vec<u8>>) -> String {
+    let kept = kept
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if kept.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; its stderr ends: {}",
+        String::from_utf8_lossy(&kept).trim()
+    )
+}
+
+fn tail(connection: &Connection) -> String {
+    stderr_tail(&connection.stderr)
+}
+
+/// The text of a result for the model; other content is named, not inlined.
+fn content_text(content: &[ContentBlock]) -> String {
+    content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(text) => text.text.clone(),
+            other => format!("[{} content not shown]", kind(other)),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn kind(block: &ContentBlock) -> String {
+    serde_json::to_value(block)
+        .ok()
+        .and_then(|v| v["type"].as_str().map(str::to_string))
+        .unwrap_or_else(|| "other".into())
+}
