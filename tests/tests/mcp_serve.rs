@@ -1,10 +1,10 @@
 //! `paddock mcp serve` driven by the official MCP Python SDK client (PyPI `mcp`, pinned in
-//! `.ci/run`): tools listed with their annotations, calls through the whole pipeline, a long
+//! `.ci/mcp-requirements.txt`): tools listed with their annotations, calls through the whole pipeline, a long
 //! call cancelled with progress seen while it ran, a hostile plugin contained, approval `ask`
 //! through elicitation or denied naming the preset key, and every call in the session log.
 //!
-//! The SDK's Python is found in `PADDOCK_MCP_PYTHON` (`.ci/run` installs it). Outside CI, a
-//! machine without it skips these tests with a message saying how to install it; in CI
+//! The SDK's Python is found in `PADDOCK_MCP_PYTHON`, which `cargo xtask test` installs and
+//! sets (`xtask/src/tools.rs`). Outside `cargo xtask test`, a machine without it skips these tests with a message saying how to install it; in CI
 //! (`CI` set) its absence fails them.
 
 mod agent_common;
@@ -20,7 +20,7 @@ fn python() -> Option<PathBuf> {
     match std::env::var_os("PADDOCK_MCP_PYTHON") {
         Some(path) => Some(PathBuf::from(path)),
         None if std::env::var_os("CI").is_some() => {
-            panic!("PADDOCK_MCP_PYTHON is not set in CI: .ci/run installs the MCP Python SDK")
+            panic!("PADDOCK_MCP_PYTHON is not set in CI: cargo xtask test installs the MCP Python SDK")
         }
         None => {
             eprintln!(

@@ -3,8 +3,9 @@
 //! - `build-plugins`: add the wasm32-wasip2 target if missing, build every plugin in release,
 //!   and the JavaScript and Python examples when their toolchains are installed
 //!   (`.ci/authoring-tools.sh`, see `examples.rs`).
-//! - `test`: build the plugins, run their unit tests on the host, package the SDK (`cargo
-//!   package --no-verify`: it must stay publishable), then the whole workspace.
+//! - `test`: install what the tests need beyond cargo (pinned, cached: `tools.rs`), build the
+//!   plugins, run their unit tests on the host, package the SDK (`cargo package
+//!   --no-verify`: it must stay publishable), then the whole workspace.
 //! - `bench NAME`: build the plugins, run benchmark NAME in release; it ends with `BENCH ...`.
 //! - `demo`: build paddock and run its agent loop on this repository: the scripted demo model
 //!   by default, a real one when PADDOCK_BASE_URL is set.
@@ -16,6 +17,7 @@
 //!   `test`, which runs a 20-trial version (`tests/tests/crash.rs`).
 
 mod examples;
+mod tools;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -34,7 +36,8 @@ fn main() -> ExitCode {
         .as_slice()
     {
         ["build-plugins"] => build_plugins(),
-        ["test", rest @ ..] => build_plugins().and_then(|()| test(rest)),
+        ["test", rest @ ..] => tools::install()
+            .and_then(|env| build_plugins().and_then(|()| test(rest, &env))),
         ["bench", name] => build_plugins().and_then(|()| bench(name)),
         ["demo"] => build_plugins().and_then(|()| demo()),
         ["fuzz"] => fuzz("60"),
@@ -130,7 +133,7 @@ fn host_target() -> Result<String, String> {
         .ok_or_else(|| "rustc -vV did not name the host target".to_string())
 }
 
-fn test(extra: &[&str]) -> Result<(), String> {
+fn test(extra: &[&str], env: &[(&str, PathBuf)]) -> Result<(), String> {
     // The plugins' own unit tests run natively: they test logic, not the sandbox.
     let mut unit = cargo();
     unit.args([
@@ -158,6 +161,7 @@ fn test(extra: &[&str]) -> Result<(), String> {
     run_in_plugins(package)?;
     let mut all = cargo();
     all.args(["test", "--workspace"]).args(extra);
+    all.envs(env.iter().map(|(k, v)| (k, v)));
     run(all)
 }
 
