@@ -4,7 +4,7 @@
 //! listener sees no connection); a server that dies, hangs or floods fails that call with its
 //! code, is restarted once, and the session goes on. Its annotations only tighten metadata.
 //!
-//! Needs the SDK's Python in `PADDOCK_MCP_PYTHON` (installed by `.ci/run`); see mcp_serve.rs.
+//! Needs the SDK's Python in `PADDOCK_MCP_PYTHON` (installed and set by `cargo xtask test`); see mcp_serve.rs.
 
 mod agent_common;
 
@@ -29,7 +29,7 @@ fn setup(mode: &str, timeout_ms: u64) -> Option<Served> {
     let python = match std::env::var_os("PADDOCK_MCP_PYTHON") {
         Some(path) => PathBuf::from(path),
         None if std::env::var_os("CI").is_some() => {
-            panic!("PADDOCK_MCP_PYTHON is not set in CI: .ci/run installs the MCP Python SDK")
+            panic!("PADDOCK_MCP_PYTHON is not set in CI: cargo xtask test installs the MCP Python SDK")
         }
         None => {
             eprintln!(
