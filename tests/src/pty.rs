@@ -2,6 +2,10 @@
 //! T3): approval questions, trust questions, what reaches the screen. Standard input, output
 //! and error of the child are the pty's slave side; the test reads everything the child writes
 //! from the master side and types into it.
+//!
+//! The bytes also drive a terminal emulator (`vt100`), so a test can read the screen as a
+//! person would see it (`screen_text`), and the harness answers the cursor-position queries a
+//! line editor sends (`ESC [ 6 n`), as a real terminal does.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -11,10 +15,17 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+pub const ROWS: u16 = 40;
+pub const COLS: u16 = 200;
+
+/// The cursor-position query (DSR 6).
+const CURSOR_QUERY: &[u8] = b"\x1b[6n";
+
 pub struct Pty {
     pub child: Child,
     master: File,
     screen: Arc<Mutex<Vec<u8>>>,
+    emulator: Arc<Mutex<vt100::Parser>>,
 }
 
 impl Pty {
@@ -22,8 +33,8 @@ impl Pty {
     pub fn spawn(mut cmd: Command) -> std::io::Result<Pty> {
         let (mut master, mut slave) = (0, 0);
         let size = libc::winsize {
-            ws_row: 40,
-            ws_col: 200,
+            ws_row: ROWS,
+            ws_col: COLS,
             ws_xpixel: 0,
             ws_ypixel: 0,
         };
@@ -63,8 +74,15 @@ impl Pty {
         // The parent's copies of the slave side go with `cmd`.
         drop(cmd);
         let screen = Arc::new(Mutex::new(Vec::new()));
+        let emulator = Arc::new(Mutex::new(vt100::Parser::new(
+            nonzero(ROWS),
+            nonzero(COLS),
+            0,
+        )));
         let mut reader = master.try_clone()?;
+        let mut answers = master.try_clone()?;
         let sink = Arc::clone(&screen);
+        let terminal = Arc::clone(&emulator);
         std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             // EIO once the child and every holder of the slave side are gone.
@@ -72,13 +90,25 @@ impl Pty {
                 if n == 0 {
                     break;
                 }
-                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+                let bytes = &buf[..n];
+                sink.lock().unwrap().extend_from_slice(bytes);
+                let mut rest = bytes;
+                while let Some(at) = find(rest, CURSOR_QUERY) {
+                    let end = at + CURSOR_QUERY.len();
+                    let mut term = terminal.lock().unwrap();
+                    term.process(&rest[..end]);
+                    let (row, col) = term.screen().cursor_position();
+                    let _ = write!(answers, "\x1b[{};{}R", row + 1, col + 1);
+                    rest = &rest[end..];
+                }
+                terminal.lock().unwrap().process(rest);
             }
         });
         Ok(Pty {
             child,
             master,
             screen,
+            emulator,
         })
     }
 
@@ -89,6 +119,32 @@ impl Pty {
 
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.screen()).into_owned()
+    }
+
+    /// The screen as a person sees it now (rows of text, trailing spaces trimmed).
+    pub fn screen_text(&self) -> String {
+        self.emulator.lock().unwrap().screen().contents()
+    }
+
+    /// Waits until the screen as seen shows `needle`; panics after `timeout`.
+    pub fn expect_on_screen(&self, needle: &str, timeout: Duration) {
+        let started = Instant::now();
+        while !self.screen_text().contains(needle) {
+            assert!(
+                started.elapsed() < timeout,
+                "the screen never showed {needle:?}; it shows:\n{}",
+                self.screen_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Types `text` as is (no Enter): keys, escape sequences.
+    pub fn type_keys(&mut self, text: &str) {
+        self.master
+            .write_all(text.as_bytes())
+            .expect("type into the pty");
+        self.master.flush().expect("flush the pty");
     }
 
     /// Waits until the screen shows `needle` `count` times; panics after `timeout` with the
@@ -141,6 +197,10 @@ impl Pty {
     }
 }
 
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
 impl Drop for Pty {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
@@ -148,4 +208,8 @@ impl Drop for Pty {
             let _ = self.child.wait();
         }
     }
+}
+
+fn nonzero(n: u16) -> std::num::NonZero<u16> {
+    std::num::NonZero::new(n).expect("a terminal has rows and columns")
 }

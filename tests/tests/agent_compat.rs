@@ -144,7 +144,7 @@ async fn a_500_repeated_with_the_same_body_is_shown_once_and_not_retried_on() {
     let url = server.openai_base_url();
     let output = project.paddock(&run_args(&url, "hello", &[])).await;
     let said = text(&output);
-    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert_eq!(output.status.code(), Some(4), "{said}");
     assert_eq!(server.requests().len(), 2, "{said}");
     assert_eq!(
         said.matches("'typed-dict'").count(),
@@ -197,7 +197,7 @@ async fn a_stream_that_never_ends_is_cut_and_recorded_as_a_failed_attempt() {
     let path = path.display().to_string();
     let output = project.paddock(&["run", "ramble", "--preset", &path]).await;
     let said = text(&output);
-    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert_eq!(output.status.code(), Some(4), "{said}");
     assert!(said.contains("attempt_timeout_ms"), "{said}");
     let events = project.events(&project.only_session());
     assert_eq!(last_stop(&events), "model_error");

@@ -119,7 +119,7 @@ async fn max_turns_stops_the_loop_with_its_reason() {
     let output = project
         .paddock(&run_args(&url, "loop forever", &["--max-turns", "2"]))
         .await;
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output));
     let events = project.events(&project.only_session());
     assert_eq!(last_stop(&events), "max_turns");
     let end = events.last().unwrap();
@@ -176,7 +176,7 @@ async fn a_model_that_fails_stops_with_model_error_and_says_why() {
     .await;
     let url = server.openai_base_url();
     let output = project.paddock(&run_args(&url, "hello", &[])).await;
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert_eq!(output.status.code(), Some(4), "{}", text(&output));
     let events = project.events(&project.only_session());
     assert_eq!(last_stop(&events), "model_error");
     let detail = events.last().unwrap()["data"]["detail"]

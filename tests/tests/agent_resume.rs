@@ -195,7 +195,7 @@ async fn ctrl_c_interrupts_a_streaming_model_and_resume_continues() {
         "Ctrl-C took {:?}",
         interrupted_at.elapsed()
     );
-    assert_eq!(status.code(), Some(1));
+    assert_eq!(status.code(), Some(130));
     let events = project.events(&id);
     assert_eq!(last_stop(&events), "interrupted");
     assert!(

@@ -280,7 +280,7 @@ async fn calls_in_a_filtered_response_get_results_so_the_log_stays_resumable() {
     let out = project
         .paddock(&["run", "go", "--base-url", &url, "--model", "m"])
         .await;
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
     let id = project.only_session();
     let events = project.events(&id);
     assert_eq!(last_stop(&events), "model_error");

@@ -101,11 +101,13 @@ impl Agent<'_> {
             } else {
                 self.log.append(start)
             };
-            written.map_err(|e| {
-                format!(
-                    "the session log cannot record that this call started ({e}); it was not run"
-                )
-            })
+            written
+                .map(|()| self.observer.tool_started(id))
+                .map_err(|e| {
+                    format!(
+                        "the session log cannot record that this call started ({e}); it was not run"
+                    )
+                })
         };
         let on_end = |record: &CallRecord| {
             let written = self

@@ -49,6 +49,8 @@ pub trait Observer: Send + Sync {
     fn model_event(&self, _event: &ModelEvent) {}
     /// A committed assistant message.
     fn assistant(&self, _message: &AssistantMessage) {}
+    /// A call started running (its `tool/start` is logged).
+    fn tool_started(&self, _id: &str) {}
     /// A call's result, as logged and as the model will read it.
     fn result(&self, _call: &CallSummary) {}
     /// The history was compacted (issue 17).

@@ -100,6 +100,7 @@ async fn start(args: &ServeArgs) -> Result<ServedSession, Exit> {
         model: "mcp-client".into(),
         model_config: None,
         system: String::new(),
+        instructions: Vec::new(),
     };
     let (lock, log) = begin_log(&path, &start)?;
     Ok(ServedSession {

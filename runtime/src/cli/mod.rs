@@ -1,14 +1,21 @@
 //! The `paddock` command line (SPEC M2): `run` a task, `chat` interactively, `resume` a session, show a session's
 //! `log`, `tool list|call|batch`, `plugin install|list|inspect|remove`, and
-//! `preset list|show|check` (P1), `trust [DIR]` (T1), `mcp serve` (issue 16). Exit codes: 0 success, 1 a tool or plugin error (or a
-//! session that stopped for any reason but `completed`), 2 a usage or configuration error.
+//! `preset list|show|check` (P1), `trust [DIR]` (T1), `mcp serve` (issue 16). Exit codes
+//! (`EXIT_CODES`, shown by `--help`): 0 success, 1 a tool or plugin error or a session that
+//! stopped for another reason, 2 a usage or configuration error, 3 a budget stop, 4 a model or
+//! protocol error, 5 the user declined a call, 130 interrupted (Ctrl-C).
 
 mod chat;
+mod json_events;
 mod log;
+mod log_view;
 mod mcp;
 mod mcp_serve;
+mod out;
 mod plugin;
 mod preset;
+mod reopen;
+mod results;
 mod resume;
 mod run;
 mod session_view;
@@ -29,7 +36,8 @@ use crate::sandbox::Sandbox;
 #[command(
     name = "paddock",
     version,
-    about = "A coding-agent runtime whose tools are sandboxed WebAssembly components"
+    about = "A coding-agent runtime whose tools are sandboxed WebAssembly components",
+    after_help = EXIT_CODES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -67,12 +75,38 @@ enum Command {
     Mcp(mcp::McpCommand),
 }
 
+/// What the exit codes mean, for `--help` (the README repeats it).
+pub const EXIT_CODES: &str = "Exit codes: 0 completed · 1 a tool or plugin error, or a session \
+that stopped for another reason (truncated, dropped tool call, host error) · 2 a usage or \
+configuration error · 3 a budget stopped the session (max_turns, tokens, time, cost) · 4 the \
+model or its protocol failed (model_error, protocol_error) · 5 you declined a call (denied) · \
+130 interrupted (Ctrl-C)";
+
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     Ok = 0,
     Failed = 1,
     Usage = 2,
+    Budget = 3,
+    Model = 4,
+    Denied = 5,
+    Interrupted = 130,
+}
+
+impl Exit {
+    /// The exit code of a session that stopped for `reason`.
+    pub fn of_stop(reason: crate::log::StopReason) -> Exit {
+        use crate::log::StopReason as S;
+        match reason {
+            S::Completed => Exit::Ok,
+            S::MaxTurns | S::TokenBudget | S::TimeBudget | S::CostBudget => Exit::Budget,
+            S::ModelError | S::ProtocolError => Exit::Model,
+            S::Denied => Exit::Denied,
+            S::Interrupted => Exit::Interrupted,
+            S::Truncated | S::DroppedToolCall | S::HostError => Exit::Failed,
+        }
+    }
 }
 
 /// The things most commands need: the data directory and a sandbox whose compiled-code cache

@@ -6,14 +6,16 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::json_events::{self, JsonMode, JsonObserver};
 use super::session_view::Printer;
 use super::tool::{Loaded, cancel_on_ctrl_c, load_preset, setup_error};
 use super::{Env, Exit};
 use crate::agent::scripted::ScriptedProvider;
-use crate::agent::{Agent, DEFAULT_SYSTEM, TurnEnd};
+use crate::agent::{Agent, DEFAULT_SYSTEM, Observer, TurnEnd};
 use crate::hooks::{Approver, TerminalApprover};
 use crate::log::{
-    Body, LOG_FILE, LogWriter, PluginHash, SessionLock, SessionLog, SessionStart, StopReason, Wait,
+    Body, InstructionRecord, LOG_FILE, LogWriter, PluginHash, SessionLock, SessionLog,
+    SessionStart, Tap, Wait,
 };
 use crate::model::{ProviderConfig, ProviderKind, ToolDef, connect};
 use crate::preset;
@@ -23,8 +25,13 @@ const DEMO_TASK: &str = "Show me around this project, and show what the sandbox 
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// What the agent should do. Optional with --demo.
+    /// What the agent should do; `-` reads it from standard input. Optional with --demo.
     task: Option<String>,
+    /// Print one JSON object per line on standard output for every event, then a `result`
+    /// line with the stop reason and totals (docs/json-events.md); `--json=deltas` adds the
+    /// streamed message text.
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "events")]
+    json: Option<JsonMode>,
     #[command(flatten)]
     session: SessionArgs,
 }
@@ -45,15 +52,26 @@ pub struct SessionArgs {
     /// The model name to request (with --base-url; default: the preset's, else "default").
     #[arg(long, env = "PADDOCK_MODEL")]
     model: Option<String>,
-    /// Wire format for --base-url: openai or anthropic.
-    #[arg(long, default_value = "openai")]
-    provider: String,
+    /// Wire format for --base-url: openai (the default) or anthropic.
+    #[arg(long)]
+    provider: Option<String>,
     /// Override the preset's limits.max_turns (model requests per session).
     #[arg(long)]
     pub(super) max_turns: Option<u64>,
     /// Output limit per model response, instead of [model] max_output_tokens (default 8192).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     max_output_tokens: Option<u32>,
+}
+
+impl SessionArgs {
+    /// The model flags, as a move of a reopened session (`chat --resume`).
+    pub(super) fn move_args(&self) -> super::reopen::MoveArgs {
+        super::reopen::MoveArgs {
+            base_url: self.base_url.clone(),
+            model: self.model.clone(),
+            provider: self.provider.clone(),
+        }
+    }
 }
 
 pub(super) fn fail(message: &str) -> Exit {
@@ -75,11 +93,25 @@ pub(super) struct Started {
 pub(super) async fn start_session(
     args: &SessionArgs,
     approver: Box<dyn Approver>,
+    tap: Option<Tap>,
 ) -> Result<Started, Exit> {
     let env = Env::open().map_err(|e| fail(&format!("{e:#}")))?;
-    let project = super::trust::project_trusted_for(&env, &args.preset);
-    let source = preset::find(&args.preset, &env.cwd, project).map_err(|e| fail(&e.to_string()))?;
+    let project = project_config_trusted(&env, &args.preset);
+    let source =
+        preset::find(&args.preset, &env.cwd, project.presets).map_err(|e| fail(&e.to_string()))?;
     let file = source.parse().map_err(|e| fail(&e.to_string()))?;
+    let base = preset::system_prompt(&file, &source.text, &env.cwd)
+        .map_err(|e| fail(&e.to_string()))?
+        .unwrap_or_else(|| DEFAULT_SYSTEM.to_string());
+    let instructions = if project.instructions {
+        let (files, notices) = preset::read_instructions(&env.cwd);
+        for notice in notices {
+            super::trust::notice(&notice);
+        }
+        files
+    } else {
+        Vec::new()
+    };
     let model_config = choose_model(args, file.model.clone()).map_err(|m| fail(&m))?;
     let session = new_session_id();
     let cwd = env.cwd.clone();
@@ -104,9 +136,17 @@ pub(super) async fn start_session(
             .as_ref()
             .map_or("scripted-demo".to_string(), |c| c.model.clone()),
         model_config,
-        system: DEFAULT_SYSTEM.to_string(),
+        system: preset::with_instructions(&base, &instructions),
+        instructions: instructions
+            .iter()
+            .map(|f| InstructionRecord {
+                file: f.name.clone(),
+                sha256: f.sha256.clone(),
+                bytes: f.text.len() as u64,
+            })
+            .collect(),
     };
-    let (lock, log) = begin_log(&path, &start)?;
+    let (lock, log) = begin_log_with(&path, &start, tap)?;
     Ok(Started {
         loaded,
         provider,
@@ -122,10 +162,28 @@ pub(super) fn begin_log(
     path: &std::path::Path,
     start: &SessionStart,
 ) -> Result<(SessionLock, SessionLog), Exit> {
+    begin_log_with(path, start, None)
+}
+
+/// `begin_log`, with every event shown to `tap` as it is written (`run --json`).
+fn begin_log_with(
+    path: &std::path::Path,
+    start: &SessionStart,
+    tap: Option<Tap>,
+) -> Result<(SessionLock, SessionLog), Exit> {
     let dir = path.parent().unwrap_or(path);
     let lock = SessionLock::acquire(dir, Wait::No).map_err(|e| fail(&e.to_string()))?;
     let log = LogWriter::start(path, Body::SessionStart(Box::new(start.clone())))
-        .map(|(writer, event)| SessionLog::new(writer, vec![event]))
+        .map(|(writer, event)| {
+            let log = SessionLog::new(writer, vec![event.clone()]);
+            match tap {
+                Some(tap) => {
+                    tap(&event);
+                    log.with_tap(tap)
+                }
+                None => log,
+            }
+        })
         .map_err(|e| {
             fail(&format!(
                 "cannot create the session log {}: {e}",
@@ -135,9 +193,40 @@ pub(super) fn begin_log(
     Ok((lock, log))
 }
 
+/// Which parts of the working directory's project configuration this session may use (T1).
+struct ProjectUse {
+    presets: bool,
+    instructions: bool,
+}
+
+/// Asks (or gives the one-line notice) at most once: when the preset is looked up by name, or
+/// when the project has instruction files. A preset given as a path never needs the project's
+/// presets.
+fn project_config_trusted(env: &Env, preset: &str) -> ProjectUse {
+    let by_name = !(preset.contains('/') || preset.ends_with(".toml"));
+    let has_instructions = preset::INSTRUCTION_FILES
+        .iter()
+        .any(|name| env.cwd.join(name).symlink_metadata().is_ok());
+    if !by_name && !has_instructions {
+        return ProjectUse {
+            presets: false,
+            instructions: false,
+        };
+    }
+    let trusted = super::trust::project_trusted(env);
+    ProjectUse {
+        presets: trusted && by_name,
+        instructions: trusted,
+    }
+}
+
 /// `paddock run`.
 pub async fn run(args: RunArgs) -> Exit {
     let task = match (&args.task, args.session.demo) {
+        (Some(dash), _) if dash == "-" => match read_task_from_stdin() {
+            Ok(task) => task,
+            Err(message) => return fail(&message),
+        },
         (Some(task), _) => task.clone(),
         (None, true) => DEMO_TASK.to_string(),
         (None, false) => {
@@ -146,39 +235,57 @@ pub async fn run(args: RunArgs) -> Exit {
             );
         }
     };
-    let started = match start_session(&args.session, Box::new(TerminalApprover::new())).await {
+    let tap = args.json.map(|_| json_events::tap());
+    let approver = Box::new(TerminalApprover::new());
+    let started = match start_session(&args.session, approver, tap).await {
         Ok(started) => started,
         Err(exit) => return exit,
     };
     let printer = Printer::new();
-    printer.header(&started.start, &started.path);
-    printer.user(&task);
+    let json = args.json.map(|mode| JsonObserver { mode });
+    let observer: &dyn Observer = match &json {
+        Some(json) => json,
+        None => {
+            printer.header(&started.start, &started.path);
+            printer.user(&task);
+            &printer
+        }
+    };
     cancel_on_ctrl_c(&started.loaded.cancel);
-    let agent = agent(
-        &started.loaded,
-        started.provider.as_ref(),
-        &started.log,
-        &printer,
-        args.session.max_turns,
-    );
+    let agent = agent(&started, observer, args.session.max_turns);
     let end = agent.send(&task).await;
-    printer.footer(&started.start.session);
-    exit_of(&end)
+    let exit = exit_of(&end);
+    match json {
+        Some(_) => json_events::result(&started.start.session, &end, exit as i32),
+        None => printer.footer(&started.start.session),
+    }
+    exit
+}
+
+/// `paddock run -`: the task is all of standard input.
+fn read_task_from_stdin() -> Result<String, String> {
+    let mut task = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut task)
+        .map_err(|e| format!("cannot read the task from standard input: {e}"))?;
+    let task = task.trim().to_string();
+    if task.is_empty() {
+        return Err("`paddock run -` read an empty task from standard input; pipe the task in, e.g. echo \"explain src/main.rs\" | paddock run -".into());
+    }
+    Ok(task)
 }
 
 pub(super) fn agent<'a>(
-    loaded: &'a Loaded,
-    provider: &'a dyn crate::model::Provider,
-    log: &'a SessionLog,
-    printer: &'a Printer,
+    started: &'a Started,
+    observer: &'a dyn Observer,
     max_turns: Option<u64>,
 ) -> Agent<'a> {
+    let loaded = &started.loaded;
     let mut budgets = loaded.resolved.limits.clone();
     if let Some(n) = max_turns {
         budgets.max_turns = n;
     }
     Agent {
-        provider,
+        provider: started.provider.as_ref(),
         calls: loaded.context(),
         max_parallel: usize::try_from(loaded.max_parallel).unwrap_or(usize::MAX),
         tools: loaded
@@ -190,11 +297,11 @@ pub(super) fn agent<'a>(
                 parameters: t.spec.parameters.clone(),
             })
             .collect(),
-        system: DEFAULT_SYSTEM.to_string(),
+        system: started.start.system.clone(),
         budgets,
-        log,
+        log: &started.log,
         inbox: None,
-        observer: printer,
+        observer,
     }
 }
 
@@ -227,7 +334,7 @@ fn model_from(
     from_preset: Option<ProviderConfig>,
 ) -> Result<Option<ProviderConfig>, String> {
     if let Some(url) = &args.base_url {
-        let kind = match args.provider.as_str() {
+        let kind = match args.provider.as_deref().unwrap_or("openai") {
             "openai" => ProviderKind::Openai,
             "anthropic" => ProviderKind::Anthropic,
             other => {
@@ -269,10 +376,7 @@ pub(super) fn plugin_hashes(loaded: &Loaded) -> Vec<PluginHash> {
 }
 
 pub(super) fn exit_of(end: &TurnEnd) -> Exit {
-    match end.reason {
-        StopReason::Completed => Exit::Ok,
-        _ => Exit::Failed,
-    }
+    Exit::of_stop(end.reason)
 }
 
 /// A sortable, unique-enough id: seconds since the epoch and a few bits of the clock's

@@ -2,13 +2,16 @@
 //! and the event listing of `paddock log`. Respects NO_COLOR. Everything from a model, a tool,
 //! a hook or the log passes `style::sanitize` before it is printed (T3).
 
-use std::io::Write;
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use super::style::{self, BOLD, DIM, RED, YELLOW, paint, sanitize};
+use super::out::{Out, Progress, Stdout};
+use super::results;
+use super::style::{self, BOLD, DIM, YELLOW, paint, sanitize};
 use crate::agent::{CallSummary, Compaction, Observer, TurnEnd};
-use crate::log::{Body, Event, SessionStart, StopReason};
+use crate::log::{SessionStart, StopReason};
 use crate::model::{AssistantMessage, Delta, ModelEvent, shorten};
 use crate::preset::Origin;
 
@@ -19,83 +22,120 @@ pub struct Printer {
     color: bool,
     /// Streamed text is on the current line.
     mid_line: AtomicBool,
+    out: Arc<dyn Out>,
+    /// Where a result's hidden lines can be seen: `/show ID` in chat.
+    show_command: bool,
+    /// Tool names by call id, from the committed message (for progress).
+    names: Mutex<HashMap<String, String>>,
 }
 
 impl Printer {
     pub fn new() -> Printer {
+        Printer::with_out(Arc::new(Stdout), style::color_enabled_stdout(), false)
+    }
+
+    /// A printer writing to `out`; with `show_command`, results point at `/show ID`.
+    pub fn with_out(out: Arc<dyn Out>, color: bool, show_command: bool) -> Printer {
         Printer {
-            color: style::color_enabled_stdout(),
+            color,
             mid_line: AtomicBool::new(false),
+            out,
+            show_command,
+            names: Mutex::new(HashMap::new()),
         }
     }
 
+    fn line(&self, text: &str) {
+        self.out.write(&format!("{text}\n"));
+    }
+
     pub fn header(&self, start: &SessionStart, log: &Path) {
-        println!(
-            "{}",
-            paint(
+        self.line(&paint(
+            self.color,
+            DIM,
+            &format!(
+                "paddock session {} · preset {} ({}) · model {} · log {}",
+                start.session,
+                sanitize(&start.preset),
+                sanitize(&preset_origin(start)),
+                sanitize(&start.model),
+                log.display()
+            ),
+        ));
+        if !start.instructions.is_empty() {
+            let files: Vec<String> = start
+                .instructions
+                .iter()
+                .map(|f| {
+                    format!(
+                        "{} ({} bytes, sha256 {})",
+                        f.file,
+                        f.bytes,
+                        &f.sha256[..12.min(f.sha256.len())]
+                    )
+                })
+                .collect();
+            self.line(&paint(
                 self.color,
                 DIM,
-                &format!(
-                    "paddock session {} · preset {} ({}) · model {} · log {}",
-                    start.session,
-                    sanitize(&start.preset),
-                    sanitize(&preset_origin(start)),
-                    sanitize(&start.model),
-                    log.display()
-                )
-            )
-        );
+                &format!("project instructions: {}", sanitize(&files.join(", "))),
+            ));
+        }
     }
 
     pub fn user(&self, text: &str) {
-        println!("{} {}", paint(self.color, BOLD, "you:"), sanitize(text));
+        self.line(&format!(
+            "{} {}",
+            paint(self.color, BOLD, "you:"),
+            sanitize(text)
+        ));
     }
 
     pub fn notice(&self, text: &str) {
         // Notices carry text from elsewhere too (a server's retry reason, a log error).
+        self.end_line();
         let text = sanitize(text);
-        println!("{}", paint(self.color, YELLOW, &format!("paddock: {text}")));
+        self.line(&paint(self.color, YELLOW, &format!("paddock: {text}")));
+    }
+
+    /// Text paddock wrote, as is (a listing, help).
+    pub fn plain(&self, text: &str) {
+        self.end_line();
+        self.line(text);
     }
 
     pub fn footer(&self, session: &str) {
-        println!(
-            "{}",
-            paint(
-                self.color,
-                DIM,
-                &format!(
-                    "inspect: paddock log {session} · continue: paddock resume {session} \"...\""
-                )
-            )
-        );
+        self.line(&paint(
+            self.color,
+            DIM,
+            &format!("inspect: paddock log {session} · continue: paddock resume {session} \"...\""),
+        ));
+    }
+
+    /// The chat's last line: how to come back.
+    pub fn footer_chat(&self, session: &str) {
+        self.line(&paint(
+            self.color,
+            DIM,
+            &format!("inspect: paddock log {session} · continue: paddock chat --continue (here) or --resume {session}"),
+        ));
     }
 
     fn end_line(&self) {
         if self.mid_line.swap(false, Ordering::Relaxed) {
-            println!();
+            self.out.write("\n");
         }
     }
 
     pub fn result_line(&self, call: &CallSummary) {
-        let lines = call.content.lines().count();
-        let first: String = call
-            .content
-            .lines()
-            .next()
-            .unwrap_or("")
-            .chars()
-            .take(110)
-            .collect();
-        let first = sanitize(&first);
-        if call.is_error {
-            println!("    {} {first}", paint(self.color, RED, "✗"));
+        self.end_line();
+        let more = if self.show_command {
+            format!("/show {}", sanitize(&call.id))
         } else {
-            println!(
-                "    {} {}",
-                paint(self.color, BOLD, "✓"),
-                paint(self.color, DIM, &format!("{lines} line(s): {first}"))
-            );
-        }
+            "all of it: paddock log --json".to_string()
+        };
+        self.out
+            .write(&results::render(call, self.out.width(), self.color, &more));
     }
 }
 
@@ -108,22 +148,28 @@ impl Default for Printer {
 impl Observer for Printer {
     fn model_event(&self, event: &ModelEvent) {
         match event {
+            ModelEvent::AttemptStarted { .. } => self.out.progress(Progress::Waiting),
             ModelEvent::Delta {
                 delta: Delta::Text { text },
                 ..
             } => {
+                self.out.progress(Progress::Streaming);
+                let mut piece = String::new();
                 if !self.mid_line.swap(true, Ordering::Relaxed) {
-                    print!("{} ", paint(self.color, BOLD, "agent:"));
+                    piece.push_str(&format!("{} ", paint(self.color, BOLD, "agent:")));
                 }
-                print!("{}", sanitize(text));
-                let _ = std::io::stdout().flush();
+                piece.push_str(&sanitize(text));
+                self.out.write(&piece);
             }
             ModelEvent::RetryScheduled { delay, reason, .. } => {
-                self.end_line();
                 self.notice(&format!(
                     "{reason}; retrying in {:.1} s",
                     delay.as_secs_f64()
                 ));
+                self.out.progress(Progress::Retry {
+                    delay: *delay,
+                    reason: reason.clone(),
+                });
             }
             _ => {}
         }
@@ -132,23 +178,49 @@ impl Observer for Printer {
     fn assistant(&self, message: &AssistantMessage) {
         self.end_line();
         for anomaly in &message.diagnostics {
-            println!(
+            self.line(&format!(
                 "  {}",
                 paint(self.color, YELLOW, &sanitize(&format!("stream: {anomaly}")))
-            );
+            ));
         }
+        let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
         for call in &message.calls {
-            let args: String = call.call.arguments.chars().take(100).collect();
-            println!(
-                "  {} {} {}",
+            names.insert(call.call.id.clone(), call.call.name.clone());
+            let args = elide(
+                &call.call.arguments,
+                self.out.width().saturating_sub(20).max(40),
+            );
+            self.line(&format!(
+                "  {} {} {} {}",
                 paint(self.color, BOLD, "→"),
+                paint(self.color, DIM, &sanitize(&call.call.id)),
                 sanitize(&call.call.name),
                 paint(self.color, DIM, &sanitize(&args))
-            );
+            ));
+        }
+        if !message.calls.is_empty() {
+            self.out.progress(Progress::Calls);
         }
     }
 
+    fn tool_started(&self, id: &str) {
+        let name = self
+            .names
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
+            .unwrap_or_default();
+        self.out.progress(Progress::ToolStarted {
+            id: id.to_string(),
+            name,
+        });
+    }
+
     fn result(&self, call: &CallSummary) {
+        self.out.progress(Progress::ToolEnded {
+            id: call.id.clone(),
+        });
         self.result_line(call);
     }
 
@@ -166,6 +238,7 @@ impl Observer for Printer {
 
     fn stopped(&self, end: &TurnEnd) {
         self.end_line();
+        self.out.progress(Progress::Idle);
         let spent = &end.spent;
         let line = format!(
             "stopped: {}{} · {} model request(s) · {} tokens · ${:.4} · {:.1} s · context {}% of {}k{}",
@@ -190,8 +263,19 @@ impl Observer for Printer {
         } else {
             YELLOW
         };
-        println!("{}", paint(self.color, tone, &sanitize(&line)));
+        self.line(&paint(self.color, tone, &sanitize(&line)));
     }
+}
+
+/// `text` cut in the middle to about `max` characters.
+fn elide(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(max * 2 / 3).collect();
+    let tail: String = text.chars().skip(count - max / 4).collect();
+    format!("{head}…{tail}")
 }
 
 /// Where the session's preset came from and its hash (T1): `shipped, sha256 0123456789ab`,
@@ -206,146 +290,5 @@ fn preset_origin(start: &SessionStart) -> String {
         Some(Origin::Shipped) => format!("shipped{hash}"),
         Some(from) => format!("{} {}{hash}", from.as_str(), start.preset_origin),
         None => format!("{}{hash}", start.preset_origin),
-    }
-}
-
-/// `paddock log SESSION`: one line per event.
-pub fn print_log(events: &[Event]) {
-    let color = style::color_enabled_stdout();
-    for event in events {
-        let (kind, text) = describe(&event.body);
-        let text = sanitize(&text);
-        println!(
-            "{} {} {text}",
-            paint(color, DIM, &format!("{:>4}", event.seq)),
-            paint(color, BOLD, &format!("{kind:<17}"))
-        );
-    }
-}
-
-fn describe(body: &Body) -> (&'static str, String) {
-    let short = |s: &str| -> String {
-        let line = s.lines().next().unwrap_or("");
-        let cut: String = line.chars().take(100).collect();
-        if cut.len() < s.len() {
-            format!("{cut}…")
-        } else {
-            cut
-        }
-    };
-    match body {
-        Body::SessionStart(s) => (
-            "session/start",
-            format!(
-                "{} · preset {} · model {} · cwd {}",
-                s.session, s.preset, s.model, s.cwd
-            ),
-        ),
-        Body::UserMessage { text, source } => {
-            ("user/message", format!("[{source:?}] {}", short(text)))
-        }
-        Body::TurnStart { turn } => ("turn/start", format!("turn {turn}")),
-        Body::AttemptStart { attempt, number } => {
-            ("attempt/start", format!("{attempt} (try {number})"))
-        }
-        Body::AttemptEnd {
-            attempt,
-            status,
-            error,
-            ..
-        } => (
-            "attempt/end",
-            format!(
-                "{attempt} {status:?}{}",
-                error
-                    .as_deref()
-                    .map(|e| format!(": {e}"))
-                    .unwrap_or_default()
-            ),
-        ),
-        Body::AssistantMessage {
-            text,
-            tool_calls,
-            outcome,
-            ..
-        } => (
-            "assistant/message",
-            format!("{outcome:?}, {} call(s): {}", tool_calls.len(), short(text)),
-        ),
-        Body::ToolCall {
-            id,
-            name,
-            idempotent,
-            ..
-        } => (
-            "tool/call",
-            format!(
-                "{id} {name}{}",
-                if *idempotent { " (idempotent)" } else { "" }
-            ),
-        ),
-        Body::StreamAnomaly { attempt, anomalies } => (
-            "stream/anomaly",
-            format!(
-                "{attempt}: {}",
-                short(
-                    &anomalies
-                        .iter()
-                        .map(|a| a.to_string())
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                )
-            ),
-        ),
-        Body::ToolStart { id } => ("tool/start", id.clone()),
-        Body::ToolResult {
-            id,
-            content,
-            approval: Some(how),
-            ..
-        } => (
-            "tool/result",
-            format!("{id}: {} (approved: {how})", short(content)),
-        ),
-        Body::ToolResult { id, content, .. } => {
-            ("tool/result", format!("{id}: {}", short(content)))
-        }
-        Body::InboxIn { id, lane, text, .. } => {
-            ("inbox/in", format!("{id} {lane:?}: {}", short(text)))
-        }
-        Body::InboxTake { id } => ("inbox/take", id.clone()),
-        Body::ContextCompact {
-            id,
-            upto,
-            reason,
-            focus,
-        } => (
-            "context/compact",
-            format!(
-                "{id} ({}): summarizing events 1-{upto}{}",
-                reason.as_str(),
-                focus
-                    .as_deref()
-                    .map(|f| format!(", focus: {}", short(f)))
-                    .unwrap_or_default()
-            ),
-        ),
-        Body::ContextCompacted {
-            id, upto, summary, ..
-        } => (
-            "context/compacted",
-            format!("{id}: events 1-{upto} summarized: {}", short(summary)),
-        ),
-        Body::TurnEnd { reason, detail } => (
-            "turn/end",
-            format!(
-                "{}{}",
-                reason.as_str(),
-                detail
-                    .as_deref()
-                    .map(|d| format!(" ({d})"))
-                    .unwrap_or_default()
-            ),
-        ),
     }
 }

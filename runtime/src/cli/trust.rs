@@ -133,6 +133,18 @@ pub(crate) fn project_trusted(env: &Env) -> bool {
     false
 }
 
+/// A one-line notice about project configuration on standard error.
+pub(crate) fn notice(text: &str) {
+    eprintln!(
+        "{}",
+        paint(
+            style::color_enabled_stderr(),
+            YELLOW,
+            &format!("paddock: {}", sanitize(text))
+        )
+    );
+}
+
 /// Asks on the terminal; true on yes.
 fn ask(config: &ProjectConfig, changed: bool) -> bool {
     let mut err = std::io::stderr();

@@ -8,6 +8,9 @@ use crate::preset::{ApprovalMode, ApprovalPolicy};
 
 pub use super::question::Answer;
 
+/// Where the answer is typed.
+pub const ANSWER_PROMPT: &str = "  allow? [y/a/N] ";
+
 /// What the user is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Question {
@@ -26,6 +29,12 @@ impl Question {
     /// The question as printed: what comes from the model and from hooks is labelled and
     /// sanitized (T3); the answers are spelled out.
     pub fn text(&self) -> String {
+        format!("{}{ANSWER_PROMPT}", self.body())
+    }
+
+    /// The question without the answer prompt (`ANSWER_PROMPT`): what `chat` prints above its
+    /// input line, whose prompt then asks for the answer.
+    pub fn body(&self) -> String {
         let safe = |t: &str| crate::terminal::sanitize(t).into_owned();
         let mut text = format!(
             "paddock: approve this call? The model asks to run {}:\n",
@@ -39,7 +48,6 @@ impl Question {
             "  y = run it once, a = always run {} in this session, n = no (n: REASON tells the model why)\n",
             safe(&self.pattern)
         ));
-        text.push_str("  allow? [y/a/N] ");
         text
     }
 }

@@ -60,6 +60,9 @@ impl Approver for TerminalApprover {
 
 type Waiting = Option<tokio::sync::oneshot::Sender<String>>;
 
+/// Shows a question that waits for its answer (`Some`), and that it has one (`None`).
+pub type Presenter = Arc<dyn Fn(Option<&Question>) + Send + Sync>;
+
 /// Questions asked inside `paddock chat`, where standard input belongs to the chat: the chat
 /// hands the next typed line to the waiting question (`answer`) instead of to the inbox.
 #[derive(Clone, Default)]
@@ -67,9 +70,19 @@ pub struct ChatQuestions {
     waiting: Arc<Mutex<Waiting>>,
     closed: Arc<AtomicBool>,
     one_at_a_time: Arc<tokio::sync::Mutex<()>>,
+    /// How a question is shown; `None` writes it to standard error.
+    presenter: Option<Presenter>,
 }
 
 impl ChatQuestions {
+    /// Questions shown by `presenter` (the chat's terminal view) instead of on standard error.
+    pub fn with_presenter(presenter: Presenter) -> ChatQuestions {
+        ChatQuestions {
+            presenter: Some(presenter),
+            ..ChatQuestions::default()
+        }
+    }
+
     fn waiting(&self) -> MutexGuard<'_, Waiting> {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -106,10 +119,19 @@ impl Approver for ChatQuestions {
             }
             *waiting = Some(reply);
         }
-        let mut err = std::io::stderr();
-        let _ = err.write_all(q.text().as_bytes());
-        let _ = err.flush();
-        match answer.await {
+        match &self.presenter {
+            Some(show) => show(Some(q)),
+            None => {
+                let mut err = std::io::stderr();
+                let _ = err.write_all(q.text().as_bytes());
+                let _ = err.flush();
+            }
+        }
+        let answer = answer.await;
+        if let Some(show) = &self.presenter {
+            show(None);
+        }
+        match answer {
             Ok(line) => Ok(parse_answer(&line)),
             Err(_) => Err("the chat's input closed before an answer".into()),
         }

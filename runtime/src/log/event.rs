@@ -143,6 +143,14 @@ pub enum Body {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,
     },
+    /// The session moved to another model or server (`resume`/`chat --resume` with
+    /// `--base-url`, `--model`, `--provider`): from here on requests go there. No secrets: the
+    /// key stays in the environment variable the configuration names.
+    #[serde(rename = "session/model")]
+    SessionModel {
+        model: String,
+        model_config: crate::model::ProviderConfig,
+    },
     /// The loop stopped, and why (B1).
     #[serde(rename = "turn/end")]
     TurnEnd {
@@ -178,7 +186,20 @@ pub struct SessionStart {
     /// names). `None` for the scripted demo.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_config: Option<crate::model::ProviderConfig>,
+    /// The whole system prompt: the preset's (or paddock's default) with the project's
+    /// instruction files appended.
     pub system: String,
+    /// The project instruction files appended to `system` (`AGENTS.md`, `CLAUDE.md`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instructions: Vec<InstructionRecord>,
+}
+
+/// A project instruction file as it went into the system prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstructionRecord {
+    pub file: String,
+    pub sha256: String,
+    pub bytes: u64,
 }
 
 /// What a call may touch: real host paths (empty: anything its mounts reach), and whether it
@@ -319,5 +340,6 @@ pub(crate) fn test_start() -> Body {
         model: "m".into(),
         model_config: None,
         system: String::new(),
+        instructions: Vec::new(),
     }))
 }

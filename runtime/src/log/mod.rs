@@ -23,7 +23,8 @@ mod stream;
 
 pub use ageing::{Ageing, aged_spill_name};
 pub use event::{
-    Body, CompactReason, Event, Lane, PluginHash, SessionStart, Source, StopReason, Touches,
+    Body, CompactReason, Event, InstructionRecord, Lane, PluginHash, SessionStart, Source,
+    StopReason, Touches,
 };
 pub use file::LogWriter;
 pub use history::{
@@ -34,7 +35,7 @@ pub use index::{INDEX_FILE, SessionIndex, session_index};
 pub use lock::{LOCK_FILE, LockError, SessionLock, Wait};
 pub use read::{LogError, LogRead, read_log};
 pub use recover::{OUTCOME_UNKNOWN, Recovery, Settle, recover, recover_tail};
-pub use session::SessionLog;
+pub use session::{SessionLog, Tap};
 pub use state::{SessionState, Tally};
 pub use stream::{Streamed, stream_log};
 

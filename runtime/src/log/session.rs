@@ -12,8 +12,12 @@ use super::file::LogWriter;
 use super::index::SessionIndex;
 use super::state::SessionState;
 
+/// Sees every event as it is appended (`paddock run --json`).
+pub type Tap = Box<dyn Fn(&Event) + Send + Sync>;
+
 pub struct SessionLog {
     inner: Mutex<Inner>,
+    tap: Option<Tap>,
 }
 
 struct Inner {
@@ -52,7 +56,22 @@ impl SessionLog {
         inner.write_index();
         SessionLog {
             inner: Mutex::new(inner),
+            tap: None,
         }
+    }
+
+    /// Shows each event to `tap` as it is appended, in the log's order (the tap runs under
+    /// the log's lock). Events already written are not shown again.
+    pub fn with_tap(mut self, tap: Tap) -> SessionLog {
+        self.tap = Some(tap);
+        self
+    }
+
+    fn taken(&self, inner: &mut Inner, event: &Event) {
+        if let Some(tap) = &self.tap {
+            tap(event);
+        }
+        inner.state.push(event);
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -64,7 +83,7 @@ impl SessionLog {
     pub fn append(&self, body: Body) -> io::Result<()> {
         let mut inner = self.lock();
         let event = inner.writer.append(body)?;
-        inner.state.push(&event);
+        self.taken(&mut inner, &event);
         Ok(())
     }
 
@@ -73,7 +92,7 @@ impl SessionLog {
     pub fn append_synced(&self, body: Body) -> io::Result<()> {
         let mut inner = self.lock();
         let event = inner.writer.append(body)?;
-        inner.state.push(&event);
+        self.taken(&mut inner, &event);
         inner.writer.sync()?;
         if matches!(event.body, Body::TurnEnd { .. }) {
             inner.write_index();

@@ -92,6 +92,9 @@ pub struct SessionState {
     /// From `session/start`: where it ran and with which model.
     pub cwd: String,
     pub model: String,
+    /// How the model is reached now: `session/start`'s, or the last `session/model`'s (a
+    /// session moved with `resume --base-url`). `None` for the scripted demo.
+    pub model_config: Option<crate::model::ProviderConfig>,
     /// The start of the user's first message (for `paddock log --list`).
     pub first_message: Option<String>,
 }
@@ -121,6 +124,14 @@ impl SessionState {
             Body::SessionStart(start) => {
                 self.cwd.clone_from(&start.cwd);
                 self.model.clone_from(&start.model);
+                self.model_config.clone_from(&start.model_config);
+            }
+            Body::SessionModel {
+                model,
+                model_config,
+            } => {
+                self.model.clone_from(model);
+                self.model_config = Some(model_config.clone());
             }
             Body::UserMessage { text, source }
                 if self.first_message.is_none() && *source == super::Source::User =>

@@ -51,6 +51,12 @@ pub struct PresetFile {
     /// MCP servers started confined, their tools used like plugin tools (`mcp.rs`).
     #[serde(default)]
     pub mcp: BTreeMap<String, super::mcp::McpEntry>,
+    /// The system prompt, instead of paddock's default (`system.rs`).
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// A file holding the system prompt, relative to the preset file's folder.
+    #[serde(default)]
+    pub system_prompt_file: Option<toml::Spanned<String>>,
 }
 
 /// One plugin and what it is granted.
@@ -183,7 +189,7 @@ fn describe(origin: &str, text: &str, error: &toml::de::Error) -> String {
     format!("{origin}:{line}:{col}: {message}{hint}")
 }
 
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;

@@ -14,15 +14,18 @@
 
 mod extends;
 mod file;
+mod instructions;
 mod mcp;
 mod policy;
 mod resolve;
 mod sections;
+mod system;
 mod trust;
 
 use std::path::{Path, PathBuf};
 
 pub use file::{FuelSetting, MountEntry, PluginEntry, PresetFile};
+pub use instructions::{INSTRUCTION_FILES, InstructionFile, read_instructions};
 pub use mcp::{McpEntry, ResolvedMcp};
 pub use policy::{ApprovalPolicy, LoopBudgets, ResolvedHook, hook_limits};
 pub use resolve::{PluginSource, ResolveContext, ResolvedPlugin, ResolvedPreset, make_mount};
@@ -30,6 +33,7 @@ pub use sections::{
     ApprovalEntry, ApprovalMode, GrantsEntry, HookEntry, HookPhase, LoopLimits, OnError, RelPath,
     ToolGlob, ToolSelection,
 };
+pub use system::{system_prompt, with_instructions};
 pub use trust::{PROJECT_DIR, ProjectConfig, TrustState, TrustStore};
 
 use crate::sandbox::Mount;

@@ -1,4 +1,5 @@
-//! Workspace trust (T1): configuration found in the working tree (`.paddock/presets/`) can grant
+//! Workspace trust (T1): configuration found in the working tree (`.paddock/presets/`, and the
+//! instruction files `AGENTS.md` and `CLAUDE.md` that go into the system prompt) can grant
 //! tools, allow every call, and choose the model server and the key sent to it, so it is used
 //! only once the user has trusted that directory with exactly that content.
 //!
@@ -23,7 +24,8 @@ pub const PROJECT_DIR: &str = ".paddock/presets";
 pub struct ProjectConfig {
     /// The project directory, canonical.
     pub dir: PathBuf,
-    /// Every file under `.paddock/presets`, relative to `dir`, sorted.
+    /// Every file under `.paddock/presets`, and `AGENTS.md`/`CLAUDE.md`, relative to `dir`,
+    /// sorted.
     pub files: Vec<String>,
     /// SHA-256 over every file's relative name and bytes.
     pub sha256: String,
@@ -35,8 +37,19 @@ impl ProjectConfig {
     pub fn find(cwd: &Path) -> Option<ProjectConfig> {
         let dir = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
         let root = dir.join(PROJECT_DIR);
-        let mut files = Vec::new();
-        collect(&root, &root, 0, &mut files);
+        let mut presets = Vec::new();
+        collect(&root, &root, 0, &mut presets);
+        let mut files: Vec<String> = presets
+            .into_iter()
+            .map(|f| format!("{PROJECT_DIR}/{f}"))
+            .collect();
+        // The instruction files are project configuration too (a link counts: it is refused
+        // when read, but its presence still changes the hash).
+        for name in super::INSTRUCTION_FILES {
+            if dir.join(name).symlink_metadata().is_ok() {
+                files.push(name.to_string());
+            }
+        }
         if files.is_empty() {
             return None;
         }
@@ -45,7 +58,14 @@ impl ProjectConfig {
         for name in &files {
             hasher.update(name.as_bytes());
             hasher.update([0]);
-            match std::fs::read(root.join(name)) {
+            // Followed like the loader follows it; only regular files are read (a FIFO
+            // would block).
+            let path = dir.join(name);
+            let read = match std::fs::metadata(&path) {
+                Ok(meta) if !meta.is_file() => Err(std::io::Error::other("not a regular file")),
+                _ => std::fs::read(&path),
+            };
+            match read {
                 Ok(bytes) => {
                     hasher.update((bytes.len() as u64).to_le_bytes());
                     hasher.update(&bytes);
@@ -54,14 +74,7 @@ impl ProjectConfig {
             }
         }
         let sha256 = hex(&hasher.finalize());
-        Some(ProjectConfig {
-            dir,
-            files: files
-                .into_iter()
-                .map(|f| format!("{PROJECT_DIR}/{f}"))
-                .collect(),
-            sha256,
-        })
+        Some(ProjectConfig { dir, files, sha256 })
     }
 
     /// `abcdef012345`: the first 12 hex digits, for one-line messages.

@@ -1,0 +1,80 @@
+//! `paddock run --json` (M2): one JSON object per line on standard output for every event the
+//! session log records (the log's own vocabulary, `docs/json-events.md`), message deltas too
+//! with `--json=deltas`, and a final `result` line with the stop reason and the totals. Nothing
+//! else goes to standard output; notices and questions go to standard error.
+
+use std::io::Write;
+
+use clap::ValueEnum;
+use serde_json::json;
+
+use crate::agent::{Observer, TurnEnd};
+use crate::log::{Event, Tap};
+use crate::model::{Delta, ModelEvent};
+use crate::terminal::json_for_terminal;
+
+/// What `--json` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum JsonMode {
+    /// Every logged event, then the result.
+    Events,
+    /// Also each piece of streamed message text (`message/delta`).
+    Deltas,
+}
+
+/// One line on standard output, made safe for a terminal (T3) without changing its meaning.
+fn emit(value: &serde_json::Value) {
+    let line = format!("{value}\n");
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(json_for_terminal(&line).as_bytes());
+    let _ = out.flush();
+}
+
+/// The log's tap: each event as it is stored.
+pub fn tap() -> Tap {
+    Box::new(|event: &Event| {
+        if let Ok(value) = serde_json::to_value(event) {
+            emit(&value);
+        }
+    })
+}
+
+/// The observer of a `--json` run: deltas when asked for, nothing else (the tap has the rest).
+pub struct JsonObserver {
+    pub mode: JsonMode,
+}
+
+impl Observer for JsonObserver {
+    fn model_event(&self, event: &ModelEvent) {
+        if self.mode != JsonMode::Deltas {
+            return;
+        }
+        if let ModelEvent::Delta {
+            attempt,
+            delta: Delta::Text { text },
+        } = event
+        {
+            emit(&json!({"type": "message/delta", "data": {"attempt": attempt, "text": text}}));
+        }
+    }
+}
+
+/// The last line: how the run ended and what it spent.
+pub fn result(session: &str, end: &TurnEnd, exit: i32) {
+    let spent = &end.spent;
+    emit(&json!({
+        "type": "result",
+        "data": {
+            "session": session,
+            "stop_reason": end.reason.as_str(),
+            "detail": end.detail,
+            "warning": end.warning,
+            "exit_code": exit,
+            "model_requests": spent.model_requests,
+            "tool_calls": spent.tool_calls,
+            "tokens": spent.tokens,
+            "cost_usd": spent.cost_usd,
+            "wall_ms": u64::try_from(spent.wall.as_millis()).unwrap_or(u64::MAX),
+        }
+    }));
+}

@@ -1,0 +1,263 @@
+//! Reopening a recorded session (L2, L5) for `paddock resume` and `paddock chat --resume ID` /
+//! `--continue`: take its lock, read and check its log, rebuild its preset from the recorded
+//! text, refuse changed plugins, and reconnect its model, or move it to another server
+//! (`--base-url`, `--model`, `--provider`, recorded as `session/model`).
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::run::{Started, fail, plugin_hashes};
+use super::tool::{load_preset, setup_error};
+use super::{Env, Exit};
+use crate::agent::scripted::ScriptedProvider;
+use crate::hooks::Approver;
+use crate::log::{
+    Body, Event, LOG_FILE, LogWriter, PluginHash, Recovery, SessionLock, SessionLog, Settle,
+    StopReason, Wait, recover_tail, stream_log,
+};
+use crate::model::{ProviderConfig, ProviderKind, connect};
+use crate::preset;
+
+/// Where a reopened session's requests go from now on (recorded in the log when it changes).
+#[derive(Args, Debug, Default, Clone)]
+pub struct MoveArgs {
+    /// Send this session's requests to another OpenAI-compatible (or, with --provider
+    /// anthropic, Anthropic) server from now on; the key, if needed, is read from
+    /// PADDOCK_API_KEY. Recorded in the log (`session/model`).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Request another model from now on (recorded in the log).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Wire format of --base-url: openai or anthropic (default: the session's).
+    #[arg(long)]
+    pub provider: Option<String>,
+}
+
+/// A session ready to go on, and what recovery must settle first.
+pub(super) struct Reopened {
+    pub started: Started,
+    pub recovery: Recovery,
+    /// How the last turn ended, counting the end recovery is about to write.
+    pub last_turn: Option<StopReason>,
+    /// Bytes of a torn last line that recovery dropped.
+    pub torn: Option<usize>,
+}
+
+/// Reopens session `id`.
+pub(super) async fn reopen(
+    id: &str,
+    wait: Wait,
+    max_output_tokens: Option<u32>,
+    moved: &MoveArgs,
+    approver: Box<dyn Approver>,
+) -> Result<Reopened, Exit> {
+    let env = Env::open().map_err(|e| fail(&format!("{e:#}")))?;
+    let path = env.store.session_dir(id).join(LOG_FILE);
+    if !path.is_file() {
+        return Err(fail(&format!(
+            "no session `{id}` (looked for {}); `paddock log --list` shows the sessions",
+            path.display()
+        )));
+    }
+    // One writer: the lock is taken before the log is read, so no other process can append
+    // between what recovery reads and what it writes.
+    let dir = path.parent().unwrap_or(&path).to_path_buf();
+    let lock = match tokio::task::spawn_blocking(move || SessionLock::acquire(&dir, wait)).await {
+        Ok(Ok(lock)) => lock,
+        Ok(Err(e)) => return Err(fail(&e.to_string())),
+        Err(e) => return Err(fail(&format!("waiting for the session lock failed: {e}"))),
+    };
+    // Streamed: the state the loop needs and the events recovery needs, not every event.
+    let read = stream_log(&path).map_err(|e| fail(&e.to_string()))?;
+    let mut start = read.start.clone();
+    let file = preset::parse(&start.preset_origin, &start.preset_text).map_err(|e| {
+        fail(&format!(
+            "the session's recorded preset no longer parses: {e}"
+        ))
+    })?;
+    let mut env = env;
+    env.cwd = PathBuf::from(&start.cwd);
+    let loaded = load_preset(env, file, &start.preset, &[], &start.session, approver)
+        .await
+        .map_err(|(code, message)| setup_error(false, &code, &message))?;
+    same_plugins(&start.plugins, &plugin_hashes(&loaded)).map_err(|m| fail(&m))?;
+    let recorded = read.state.model_config.clone();
+    let moved_to = move_model(recorded.as_ref(), moved).map_err(|m| fail(&m))?;
+    let config = moved_to.clone().or(recorded);
+    let provider: Box<dyn crate::model::Provider> = match &config {
+        None => {
+            let demo = ScriptedProvider::demo();
+            let tally = &read.state.tally;
+            demo.skip((tally.model_requests - tally.compactions) as usize);
+            Box::new(demo)
+        }
+        Some(config) => {
+            connect(with_limit(config, max_output_tokens)).map_err(|e| fail(&e.to_string()))?
+        }
+    };
+    let writer = LogWriter::reopen_streamed(&path, &read)
+        .map_err(|e| fail(&format!("cannot reopen {}: {e}", path.display())))?;
+    let recovery = recover_tail(&read.tail, read.tail_opens_in_turn);
+    let last_turn = recovery
+        .steps
+        .iter()
+        .rev()
+        .find_map(|step| match step {
+            Settle::Append(Body::TurnEnd { reason, .. }) => Some(*reason),
+            _ => None,
+        })
+        .or(read.state.last_stop);
+    let torn = read.torn.as_ref().map(String::len);
+    let log = SessionLog::from_state(writer, read.state);
+    if let Some(config) = moved_to {
+        log.append_synced(Body::SessionModel {
+            model: config.model.clone(),
+            model_config: config.clone(),
+        })
+        .map_err(|e| fail(&format!("cannot write the session log: {e}")))?;
+    }
+    if let Some(config) = &config {
+        start.model = config.model.clone();
+        start.model_config = Some(config.clone());
+    }
+    Ok(Reopened {
+        started: Started {
+            loaded,
+            provider,
+            log,
+            start,
+            path,
+            _lock: lock,
+        },
+        recovery,
+        last_turn,
+        torn,
+    })
+}
+
+/// The configuration `moved` asks for, or `None` when it asks for no change.
+fn move_model(
+    current: Option<&ProviderConfig>,
+    moved: &MoveArgs,
+) -> Result<Option<ProviderConfig>, String> {
+    if moved.base_url.is_none() && moved.model.is_none() && moved.provider.is_none() {
+        return Ok(None);
+    }
+    let unchanged = current.is_some_and(|c| {
+        moved
+            .base_url
+            .as_ref()
+            .is_none_or(|u| c.base_url.as_ref() == Some(u))
+            && moved.model.as_ref().is_none_or(|m| &c.model == m)
+            && moved.provider.as_deref().is_none_or(|p| {
+                matches!(
+                    (p, c.kind),
+                    ("openai", ProviderKind::Openai) | ("anthropic", ProviderKind::Anthropic)
+                )
+            })
+    });
+    if unchanged {
+        return Ok(None);
+    }
+    let kind = match moved.provider.as_deref() {
+        None => current.map_or(ProviderKind::Openai, |c| c.kind),
+        Some("openai") => ProviderKind::Openai,
+        Some("anthropic") => ProviderKind::Anthropic,
+        Some(other) => {
+            return Err(format!(
+                "--provider {other}: use openai (also for vLLM, llama.cpp, Ollama) or anthropic"
+            ));
+        }
+    };
+    let Some(url) = moved
+        .base_url
+        .clone()
+        .or_else(|| current.and_then(|c| c.base_url.clone()))
+    else {
+        return Err(
+            "this session ran without a model server (the scripted demo, or a provider's default URL); give --base-url URL to move it to one".into(),
+        );
+    };
+    let model = moved
+        .model
+        .clone()
+        .or_else(|| current.map(|c| c.model.clone()))
+        .unwrap_or_else(|| "default".into());
+    let mut config = match current {
+        // Same server: keep its settings (timeouts, headers, key variable), change the model.
+        Some(c) if moved.base_url.is_none() && moved.provider.is_none() => c.clone(),
+        _ => ProviderConfig::new(kind, &model, Some(&url)),
+    };
+    config.model = model;
+    if moved.base_url.is_some() {
+        config.api_key_env = std::env::var_os("PADDOCK_API_KEY")
+            .is_some()
+            .then(|| "PADDOCK_API_KEY".to_string());
+    }
+    if let Some(limit) = current.and_then(|c| c.max_output_tokens) {
+        config.max_output_tokens.get_or_insert(limit);
+    }
+    Ok(Some(config))
+}
+
+/// The recorded model configuration, with --max-output-tokens applied.
+fn with_limit(config: &ProviderConfig, limit: Option<u32>) -> ProviderConfig {
+    let mut config = config.clone();
+    if let Some(limit) = limit {
+        config.max_output_tokens = Some(limit);
+    }
+    config
+}
+
+/// Resume runs the plugins the session ran with, or refuses (P1).
+fn same_plugins(then: &[PluginHash], now: &[PluginHash]) -> Result<(), String> {
+    for old in then {
+        match now.iter().find(|p| p.name == old.name) {
+            Some(new) if new.sha256 != old.sha256 => {
+                return Err(format!(
+                    "plugin `{}` changed since the session started (sha256 {} then, {} now); resuming would run different code. Start a new session",
+                    old.name, old.sha256, new.sha256
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "plugin `{}` (sha256 {}) that the session ran with is no longer available; reinstall it or start a new session",
+                    old.name, old.sha256
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The newest session started in `cwd` (for `chat --continue`), by its start time.
+pub(super) fn latest_in(sessions: &Path, cwd: &Path) -> Option<String> {
+    let mut best: Option<(u64, String)> = None;
+    for entry in std::fs::read_dir(sessions).ok()?.flatten() {
+        let Some(first) = first_line(&entry.path().join(LOG_FILE)) else {
+            continue;
+        };
+        let Ok(event) = serde_json::from_str::<Event>(&first) else {
+            continue;
+        };
+        if let Body::SessionStart(start) = &event.body
+            && Path::new(&start.cwd) == cwd
+            && best.as_ref().is_none_or(|(ts, _)| event.ts_ms >= *ts)
+        {
+            best = Some((event.ts_ms, start.session.clone()));
+        }
+    }
+    best.map(|(_, id)| id)
+}
+
+/// The first line of a file, read without the rest.
+fn first_line(path: &Path) -> Option<String> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(file).read_line(&mut line).ok()?;
+    Some(line)
+}
