@@ -21,6 +21,7 @@ pub fn start(cwd: &str) -> Body {
         model: "scripted-demo".into(),
         model_config: None,
         system: String::new(),
+        instructions: Vec::new(),
     }))
 }
 

@@ -114,7 +114,7 @@ pub(super) async fn reopen(
     if let Some(config) = moved_to {
         log.append_synced(Body::SessionModel {
             model: config.model.clone(),
-            model_config: config.clone(),
+            model_config: Box::new(config.clone()),
         })
         .map_err(|e| fail(&format!("cannot write the session log: {e}")))?;
     }

@@ -149,7 +149,7 @@ pub enum Body {
     #[serde(rename = "session/model")]
     SessionModel {
         model: String,
-        model_config: crate::model::ProviderConfig,
+        model_config: Box<crate::model::ProviderConfig>,
     },
     /// The loop stopped, and why (B1).
     #[serde(rename = "turn/end")]

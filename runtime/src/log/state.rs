@@ -131,7 +131,7 @@ impl SessionState {
                 model_config,
             } => {
                 self.model.clone_from(model);
-                self.model_config = Some(model_config.clone());
+                self.model_config = Some((**model_config).clone());
             }
             Body::UserMessage { text, source }
                 if self.first_message.is_none() && *source == super::Source::User =>
