@@ -249,6 +249,32 @@ fn granted_network_does_not_reach_local_sockets_by_path() {
     );
 }
 
+/// Run as root (as CI is), a confined program still has uid 0 inside its namespace and would
+/// pass the owner check on `/etc/shadow` and private keys under `/etc`: those are covered.
+#[test]
+fn files_only_root_may_read_stay_hidden_when_paddock_runs_as_root() {
+    let Ok(shadow) = std::fs::read_to_string("/etc/shadow") else {
+        eprintln!("skipped: this test runs as a user who cannot read /etc/shadow either");
+        return;
+    };
+    let first = shadow.lines().next().unwrap_or_default().to_string();
+    let a = Attack::new("rw", "");
+    let out = a.sh("cat /etc/shadow /etc/gshadow 2>&1; ls /etc/ssl/private 2>&1; cat /etc/hostname /etc/passwd >/dev/null && echo readable; echo done");
+    assert!(out.contains("done"), "{out}");
+    assert!(
+        !first.is_empty() && !out.contains(&first),
+        "/etc/shadow was read: {out}"
+    );
+    assert!(
+        !out.contains("snakeoil"),
+        "a private key directory was listed: {out}"
+    );
+    assert!(
+        out.contains("readable"),
+        "ordinary /etc files stay readable: {out}"
+    );
+}
+
 #[test]
 fn a_program_cannot_signal_paddock_or_outlive_the_call() {
     let a = Attack::new("rw", "");

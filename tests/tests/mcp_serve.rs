@@ -20,7 +20,9 @@ fn python() -> Option<PathBuf> {
     match std::env::var_os("PADDOCK_MCP_PYTHON") {
         Some(path) => Some(PathBuf::from(path)),
         None if std::env::var_os("CI").is_some() => {
-            panic!("PADDOCK_MCP_PYTHON is not set in CI: cargo xtask test installs the MCP Python SDK")
+            panic!(
+                "PADDOCK_MCP_PYTHON is not set in CI: cargo xtask test installs the MCP Python SDK"
+            )
         }
         None => {
             eprintln!(

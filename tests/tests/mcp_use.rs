@@ -29,7 +29,9 @@ fn setup(mode: &str, timeout_ms: u64) -> Option<Served> {
     let python = match std::env::var_os("PADDOCK_MCP_PYTHON") {
         Some(path) => PathBuf::from(path),
         None if std::env::var_os("CI").is_some() => {
-            panic!("PADDOCK_MCP_PYTHON is not set in CI: cargo xtask test installs the MCP Python SDK")
+            panic!(
+                "PADDOCK_MCP_PYTHON is not set in CI: cargo xtask test installs the MCP Python SDK"
+            )
         }
         None => {
             eprintln!(

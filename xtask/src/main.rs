@@ -36,8 +36,9 @@ fn main() -> ExitCode {
         .as_slice()
     {
         ["build-plugins"] => build_plugins(),
-        ["test", rest @ ..] => tools::install()
-            .and_then(|env| build_plugins().and_then(|()| test(rest, &env))),
+        ["test", rest @ ..] => {
+            tools::install().and_then(|env| build_plugins().and_then(|()| test(rest, &env)))
+        }
         ["bench", name] => build_plugins().and_then(|()| bench(name)),
         ["demo"] => build_plugins().and_then(|()| demo()),
         ["fuzz"] => fuzz("60"),

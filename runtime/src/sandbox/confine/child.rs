@@ -6,8 +6,9 @@
 //! the parent prepared. In order:
 //!
 //! 1. default signal handling, and the caller's uid and gid mapped to themselves;
-//! 2. every protected path bound read-only in the private mount namespace (K2), and a procfs of
-//!    the new PID namespace over `/proc` (the program sees its own processes only);
+//! 2. every protected path bound read-only in the private mount namespace (K2), owner-only
+//!    files under `/etc` covered when paddock runs as root (`mask`), and a procfs of the new
+//!    PID namespace over `/proc` (the program sees its own processes only);
 //! 3. standard streams, working directory, process group, resource limits;
 //! 4. no capabilities, `no_new_privs`, the Landlock ruleset, the seccomp filter;
 //! 5. `execve`.
@@ -44,6 +45,8 @@ pub(super) struct ChildPlan {
     pub uid_map: CString,
     pub gid_map: CString,
     pub binds: Vec<ReadOnlyBind>,
+    /// Owner-only system files to cover (`mask`): (path, is a directory).
+    pub masks: &'static [(CString, bool)],
     pub rlimits: Vec<(libc::__rlimit_resource_t, libc::rlim_t)>,
     pub ruleset: RawFd,
     /// What the program may do under its `/proc`.
@@ -69,6 +72,7 @@ pub(super) const STEPS: &[&str] = &[
     "enforce the Landlock ruleset",
     "install the seccomp filter",
     "execute the program",
+    "hide files only root may read (/etc)",
 ];
 
 /// The entry point given to `clone`. `arg` points at a `ChildPlan`.
@@ -124,6 +128,28 @@ fn run(plan: &ChildPlan) -> (usize, c_int) {
             if (stat.st_dev, stat.st_ino) != bind.identity {
                 return (3, libc::ESTALE);
             }
+        }
+        for (path, dir) in plan.masks {
+            let path = path.as_ptr();
+            let hidden = if *dir {
+                let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+                libc::mount(
+                    c"tmpfs".as_ptr(),
+                    path,
+                    c"tmpfs".as_ptr(),
+                    flags,
+                    null.cast(),
+                )
+            } else {
+                libc::mount(
+                    c"/dev/null".as_ptr(),
+                    path,
+                    null,
+                    libc::MS_BIND,
+                    null.cast(),
+                )
+            };
+            step!(14, hidden);
         }
         let proc_flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
         step!(

@@ -16,6 +16,7 @@
 
 mod child;
 mod filter;
+mod mask;
 mod rules;
 mod spawn;
 
@@ -58,6 +59,7 @@ pub(crate) struct Jail {
     uid_map: CString,
     gid_map: CString,
     binds: Vec<ReadOnlyBind>,
+    masks: &'static [mask::Masked],
     rlimits: Vec<(libc::__rlimit_resource_t, libc::rlim_t)>,
 }
 
@@ -90,6 +92,7 @@ impl Jail {
             uid_map: map(uid),
             gid_map: map(gid),
             binds,
+            masks: mask::for_uid(uid),
             rlimits: vec![
                 (libc::RLIMIT_CPU, limits.cpu_secs),
                 (libc::RLIMIT_AS, limits.address_space_bytes),

@@ -120,6 +120,7 @@ impl Jail {
             uid_map: self.uid_map,
             gid_map: self.gid_map,
             binds: self.binds,
+            masks: self.masks,
             rlimits: self.rlimits,
             ruleset: ruleset.as_raw_fd(),
             proc_access: self.proc_access,
