@@ -162,10 +162,8 @@ async fn no_environment_variables_or_arguments_reach_the_plugin() {
     let content = report.result.expect("env tool runs").content;
     // Only the call's own limits, as docs/output-paging.md documents: never the host's.
     let fuel = arena.grant(MountMode::Ro).limits.fuel.expect("fuel on");
-    assert_eq!(
-        content,
-        format!("vars=[\"PADDOCK_FUEL={fuel}\"] args=[] home=None")
-    );
+    let expected = format!("vars=[\"PADDOCK_FUEL={fuel}\"] args=[] home=None");
+    assert_eq!(content, expected);
 }
 
 #[tokio::test]

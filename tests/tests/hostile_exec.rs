@@ -5,72 +5,14 @@
 //! connection, paddock is not signalled, and nothing the program started survives the call.
 
 mod agent_common;
+mod exec_attack;
 
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::Output;
 use std::time::{Duration, Instant};
 
-use agent_common::{Project, text};
-
-/// A project, a decoy directory outside it, and a preset that mounts the project at
-/// /workspace and allows `programs` with `extra` exec grant keys.
-struct Attack {
-    project: Project,
-    decoy: tempfile::TempDir,
-    preset: tempfile::TempDir,
-}
-
-const SECRET: &str = "DECOY-SECRET-7f3a";
-
-impl Attack {
-    fn new(mode: &str, extra: &str) -> Attack {
-        let project = Project::new(&[("README.md", "hello\n")]);
-        let decoy = tempfile::tempdir().unwrap();
-        std::fs::write(decoy.path().join("secret.txt"), SECRET).unwrap();
-        let preset = tempfile::tempdir().unwrap();
-        let text = format!(
-            "[plugins.shell]\nsource = \"builtin:shell\"\n\
-             mounts = [{{ host = \"{}\", guest = \"/workspace\", mode = \"{mode}\" }}]\n\
-             grants.exec = {{ allow = [\"sh\", \"bash\", \"cat\", \"git\", \"ls\"], env = [\"PATH\"], timeout_ms = 10_000{extra} }}\n\
-             [approval]\nlow = \"allow\"\nmedium = \"allow\"\nhigh = \"allow\"\n",
-            project.dir.path().display()
-        );
-        std::fs::write(preset.path().join("attack.toml"), text).unwrap();
-        Attack {
-            project,
-            decoy,
-            preset,
-        }
-    }
-
-    fn preset_path(&self) -> String {
-        self.preset.path().join("attack.toml").display().to_string()
-    }
-
-    fn decoy(&self) -> &Path {
-        self.decoy.path()
-    }
-
-    fn workspace(&self) -> &Path {
-        self.project.dir.path()
-    }
-
-    /// `run_command` with `program args`, as the model would call it.
-    fn run(&self, program: &str, args: &[&str]) -> Output {
-        let call = serde_json::json!({ "program": program, "args": args }).to_string();
-        let preset = self.preset_path();
-        self.project
-            .command(&["tool", "call", "run_command", &call, "--preset", &preset])
-            .output()
-            .expect("run paddock")
-    }
-
-    /// `sh -c script`.
-    fn sh(&self, script: &str) -> String {
-        text(&self.run("sh", &["-c", script]))
-    }
-}
+use agent_common::text;
+use exec_attack::{Attack, SECRET};
 
 #[test]
 fn a_program_cannot_read_or_write_outside_its_mounts() {
