@@ -215,7 +215,9 @@ fn demo() -> Result<(), String> {
     let mut build = cargo();
     build.args(["build", "-p", "paddock"]);
     run(build)?;
-    let paddock = root().join("target/debug/paddock");
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
+    let paddock = target.join("debug/paddock");
     let real_model = std::env::var_os("PADDOCK_BASE_URL").is_some();
     let args: &[&str] = if real_model {
         &[
