@@ -1,6 +1,7 @@
 //! Built-in plugin `search`: grep (contents, by regex) and glob (names, by pattern), walking the
 //! mounts read-only. Hidden `.git` directories are skipped; so are files that look binary.
 
+mod dir;
 mod glob;
 mod grep;
 mod page;

@@ -17,11 +17,7 @@ use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use paddock_sdk::ToolError;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    File,
-    Dir,
-}
+use crate::dir::Kind;
 
 struct Frame {
     dir: PathBuf,
@@ -179,17 +175,7 @@ impl Iterator for Walk {
 
 /// A directory's files and subdirectories (not symlinks, not the unreadable), sorted by name.
 fn list(dir: &Path) -> std::io::Result<Vec<(OsString, Kind)>> {
-    let mut entries: Vec<(OsString, Kind)> = std::fs::read_dir(dir)?
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let kind = match e.file_type() {
-                Ok(t) if t.is_file() => Kind::File,
-                Ok(t) if t.is_dir() => Kind::Dir,
-                _ => return None,
-            };
-            Some((e.file_name(), kind))
-        })
-        .collect();
+    let mut entries = crate::dir::read(dir)?;
     entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     Ok(entries)
 }
