@@ -105,7 +105,7 @@ async fn stream_anomalies_are_logged_and_shown_by_run() {
     let output = project.paddock(&run_args(&url, "say hello")).await;
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert!(
-        text(&output).contains("stream: data that is not JSON was skipped: \"this is not json\""),
+        text(&output).contains("stream: line 3 is not JSON and was skipped: \"this is not json\""),
         "{}",
         text(&output)
     );
@@ -116,8 +116,120 @@ async fn stream_anomalies_are_logged_and_shown_by_run() {
         .expect("a stream/anomaly event");
     assert_eq!(
         anomaly["data"]["anomalies"][0],
-        json!({"kind": "non_json_data", "sample": "this is not json"})
+        json!({"kind": "non_json_data", "line": 3, "sample": "this is not json"})
     );
     let at = |kind: &str| events.iter().position(|e| e["type"] == kind);
     assert!(at("assistant/message") < at("stream/anomaly"));
+}
+
+fn raw(frames: &[&str]) -> Step {
+    Step::Reply(Turn {
+        raw: Some(frames.iter().map(|f| f.to_string()).collect()),
+        ..Turn::default()
+    })
+}
+
+/// Issue 11, item 5, through `run`: a second Anthropic message spliced into the first (its
+/// `write_file` call cut off) runs nothing; the attempt is recorded as failed, naming the
+/// splice, and the retry's answer is the one kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spliced_anthropic_response_runs_nothing_and_is_retried_as_failed() {
+    let project = Project::new(&[]);
+    let start = |id: &str| {
+        format!(
+            "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"{id}\",\"usage\":{{\"input_tokens\":5,\"output_tokens\":1}}}}}}\n\n"
+        )
+    };
+    let tool = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"write_file\",\"input\":{}}}\n\n";
+    let args = |json: &str| {
+        format!(
+            "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":{}}}}}\n\n",
+            serde_json::to_string(json).unwrap_or_default()
+        )
+    };
+    let end = "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":9}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    let (first, second) = (start("msg_a"), start("msg_b"));
+    let (cut, whole) = (
+        args(r#"{"path": "cut"#),
+        args(r#"{"path": "b.txt", "content": "x"}"#),
+    );
+    let spliced = [first.as_str(), tool, &cut, &second, tool, &whole, end];
+    let server = server(vec![
+        raw(&spliced),
+        Step::Reply(Turn::text(&["nothing written"])),
+    ])
+    .await;
+    let url = server.anthropic_base_url();
+    let output = project
+        .paddock(&[
+            "run",
+            "write b",
+            "--base-url",
+            &url,
+            "--provider",
+            "anthropic",
+            "--model",
+            "scripted",
+        ])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let events = project.events(&project.only_session());
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["type"] == "tool/start" || e["type"] == "tool/call"),
+        "{events:?}"
+    );
+    let ends: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "attempt/end")
+        .collect();
+    assert_eq!(ends.len(), 2, "{ends:?}");
+    assert_eq!(ends[0]["data"]["status"], "failed");
+    let error = ends[0]["data"]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("msg_b") && error.contains("spliced"),
+        "{error}"
+    );
+    assert_eq!(ends[1]["data"]["status"], "completed");
+    assert!(!project.dir.path().join("b.txt").exists());
+}
+
+/// Issue 11, item 8: `chat` shows stream anomalies under the answer, as `run` does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_anomalies_are_shown_by_chat() {
+    use std::io::Write;
+    let project = Project::new(&[]);
+    let noisy = Turn {
+        garbage: vec!["data: this is not json".into()],
+        ..Turn::text(&["hello"])
+    };
+    let server = server(vec![Step::Reply(noisy)]).await;
+    let url = server.openai_base_url();
+    let mut child = project
+        .command(&["chat", "--base-url", &url, "--model", "scripted"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn paddock chat");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    writeln!(stdin, "say hello").expect("type a line");
+    let started = std::time::Instant::now();
+    while !project.sessions().first().is_some_and(|id| {
+        std::fs::read_to_string(project.log_path(id)).is_ok_and(|t| t.contains("\"turn/end\""))
+    }) {
+        assert!(started.elapsed().as_secs() < 30, "the turn never ended");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    drop(stdin);
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output().expect("wait"))
+        .await
+        .expect("join");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        text(&output).contains("stream: line 3 is not JSON and was skipped: \"this is not json\""),
+        "{}",
+        text(&output)
+    );
 }

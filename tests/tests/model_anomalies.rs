@@ -74,14 +74,16 @@ async fn another_apis_stream_fails_at_once_and_names_what_arrived() {
 #[tokio::test]
 async fn lines_that_are_not_json_are_named_and_not_retried() {
     for kind in KINDS {
+        // A keep-alive comment first: the garbage is on line 3 of the body.
         let garbage = [
+            ": keep-alive\n\n",
             "data: <html><body>Bad gateway</body></html>\n\n",
             "data: oops\n\n",
         ];
         let server = server(vec![raw(&garbage), Step::Reply(Turn::text(&["never"]))]).await;
         let (result, _) = run(provider(config(kind, &server)).as_ref(), &user("hi")).await;
         let text = result.expect_err("garbage is an error").to_string();
-        assert!(text.contains("event 1 is not JSON"), "{kind:?}: {text}");
+        assert!(text.contains("line 3 is not JSON"), "{kind:?}: {text}");
         assert!(text.contains("<html><body>Bad gateway"), "{kind:?}: {text}");
         assert_eq!(server.requests().len(), 1, "{kind:?}: not retried");
     }

@@ -182,6 +182,50 @@ fn repaired_arguments_run_and_a_refusal_names_the_repairs_applied() {
     );
 }
 
+/// Issue 11, item 4: every refusal for bad arguments says which repairs were tried, whatever
+/// stopped the call: cut off, unreadable, two readings, or the schema (with or without repairs
+/// applied first).
+#[test]
+fn every_refusal_for_bad_arguments_names_the_repairs_tried() {
+    let cases = [
+        (
+            "cut off",
+            r#"{"path": "a"#,
+            ErrorCode::InvalidJson,
+            "paddock tried: concatenated objects",
+        ),
+        (
+            "unreadable",
+            "path=a.txt",
+            ErrorCode::InvalidJson,
+            "tried: concatenated objects",
+        ),
+        (
+            "two readings",
+            r#"{"path": "a"} or {"path": "b"}"#,
+            ErrorCode::InvalidJson,
+            "tried: concatenated objects",
+        ),
+        (
+            "schema, nothing repaired",
+            r#"{"path": 5}"#,
+            ErrorCode::InvalidArgs,
+            "no repair applied; paddock tried: parameter names",
+        ),
+        (
+            "schema, repaired first",
+            r#"{"file_path": 5}"#,
+            ErrorCode::InvalidArgs,
+            "paddock repaired the arguments before checking them: `file_path` renamed to `path`",
+        ),
+    ];
+    for (name, raw, code, tried) in cases {
+        let error = check("read_file", raw).args.expect_err(name);
+        assert_eq!(error.code, code, "{name}: {}", error.message);
+        assert!(error.message.contains(tried), "{name}: {}", error.message);
+    }
+}
+
 #[test]
 fn schema_violations_carry_the_path_keyword_and_an_example() {
     let error = check("read_file", r#"{"path": "a", "limit": "ten"}"#)

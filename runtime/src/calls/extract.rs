@@ -36,16 +36,16 @@ pub fn strip_fence(text: &str) -> Option<(&str, usize)> {
 pub(crate) struct Found {
     pub value: Value,
     pub forgiven: Forgiven,
-    /// Bytes of prose dropped before and after the object.
+    /// Bytes of prose dropped before and after the object (and between its copies).
     pub before: usize,
     pub after: usize,
-    /// An identical copy of the object followed it.
-    pub duplicate: bool,
+    /// How many times the object was sent (identical copies follow it).
+    pub copies: usize,
 }
 
 /// The object in `text`: the text itself, or the first `{` after prose that holds no `{`.
-/// Text after the object must be prose (not structure, and no second object); a copy of the
-/// same object is allowed and reported.
+/// Text after the object must be prose (not structure); identical copies of the object, any
+/// number of them, are that object and counted; a different object is a second reading.
 pub(crate) fn find_object(text: &str) -> Result<Found, Failure> {
     let Some(start) = text.find('{') else {
         return Err(Failure::Invalid {
@@ -55,16 +55,36 @@ pub(crate) fn find_object(text: &str) -> Result<Found, Failure> {
     };
     let (value, end, forgiven) = read_object(text, start)?;
     let before = text[..start].trim().len();
-    let (rest, _) = skip_blank(text, end).unwrap_or((end, 0));
-    let tail = &text[rest..];
-    let mut duplicate = false;
-    let mut after = tail.trim_end().len();
-    if let Some(next) = tail.find('{') {
-        let second = read_object(text, rest + next);
-        match second {
-            Ok((copy, copy_end, _)) if copy == value && text[copy_end..].trim().is_empty() => {
-                duplicate = true;
-                after = tail[..next].trim().len();
+    let mut copies = 1;
+    let mut after = 0;
+    let mut pos = end;
+    loop {
+        let (rest, _) = skip_blank(text, pos).unwrap_or((pos, 0));
+        let tail = &text[rest..];
+        let prose = tail.find('{').map_or(tail, |next| &tail[..next]);
+        let first = tail.chars().next().unwrap_or(' ');
+        if !prose.trim().is_empty() && matches!(first, '"' | '\'' | ',' | ':' | '}' | ']' | '[') {
+            return Err(Failure::Invalid {
+                at: rest,
+                what: format!("the object ends, then {first:?} follows"),
+            });
+        }
+        if !prose.trim().is_empty() && forgiven.unescaped_quotes > 0 {
+            // With quotes inside strings repaired, text after the object may be the rest of a
+            // string that closed too early: not prose we may drop.
+            return Err(Failure::Invalid {
+                at: rest,
+                what: "text follows an object whose strings needed repaired quotes".into(),
+            });
+        }
+        after += prose.trim().len();
+        let Some(next) = tail.find('{') else {
+            break;
+        };
+        match read_object(text, rest + next) {
+            Ok((copy, copy_end, _)) if copy == value => {
+                copies += 1;
+                pos = copy_end;
             }
             Ok((other, _, _)) => {
                 return Err(Failure::Ambiguous {
@@ -81,29 +101,12 @@ pub(crate) fn find_object(text: &str) -> Result<Found, Failure> {
             }
         }
     }
-    if after > 0 {
-        let first = tail.chars().next().unwrap_or(' ');
-        if matches!(first, '"' | '\'' | ',' | ':' | '}' | ']' | '[') {
-            return Err(Failure::Invalid {
-                at: rest,
-                what: format!("the object ends, then {first:?} follows"),
-            });
-        }
-        if forgiven.unescaped_quotes > 0 {
-            // With quotes inside strings repaired, text after the object may be the rest of a
-            // string that closed too early: not prose we may drop.
-            return Err(Failure::Invalid {
-                at: rest,
-                what: "text follows an object whose strings needed repaired quotes".into(),
-            });
-        }
-    }
     Ok(Found {
         value,
         forgiven,
         before,
         after,
-        duplicate,
+        copies,
     })
 }
 

@@ -77,9 +77,11 @@ pub fn truncated_json(spec: &ToolSpec, raw: &str, error: &str) -> ToolError {
     ToolError::new(
         ErrorCode::InvalidJson,
         format!(
-            "the arguments for `{}` are cut off ({error}); they were not completed or run. \
-             Received: {}. Send the whole JSON object again{}{}",
+            "the arguments for `{}` are cut off ({error}); they were not completed or run \
+             (paddock tried: {}; none completes cut-off text). Received: {}. Send the whole \
+             JSON object again{}{}",
             spec.name,
+            STEPS_TRIED.join(", "),
             quote(raw),
             required_hint(&spec.parameters),
             example_hint(spec)
@@ -117,11 +119,12 @@ pub fn ambiguous_json(spec: &ToolSpec, raw: &str, error: &str, readings: [&str; 
         ErrorCode::InvalidJson,
         format!(
             "the arguments for `{}` are not valid JSON and {error}: either {}, or {}; paddock \
-             runs neither. Received: {}. Send one JSON object, with quotes inside strings \
-             escaped as \\\"{}{}",
+             runs neither (tried: {}). Received: {}. Send one JSON object, with quotes inside \
+             strings escaped as \\\"{}{}",
             spec.name,
             readings[0],
             readings[1],
+            STEPS_TRIED.join(", "),
             quote(raw),
             required_hint(&spec.parameters),
             example_hint(spec)
@@ -130,10 +133,18 @@ pub fn ambiguous_json(spec: &ToolSpec, raw: &str, error: &str, readings: [&str; 
     .retryable(true)
 }
 
-/// A schema refusal of repaired arguments also says which repairs were applied first (issue
-/// 11, item 4), so the model can tell its own text from paddock's reading of it.
+/// The repairs tried on arguments that are JSON, before the schema check.
+pub const JSON_STEPS_TRIED: &str = "parameter names matched to the schema's, fields sent as \
+     JSON strings decoded";
+
+/// A schema refusal says which repairs were applied first, or that none applied and which were
+/// tried (issue 11, item 4), so the model can tell its own text from paddock's reading of it.
 pub fn with_repairs(mut error: ToolError, repairs: &[Repair]) -> ToolError {
-    if !repairs.is_empty() {
+    if repairs.is_empty() {
+        error.message.push_str(&format!(
+            " (no repair applied; paddock tried: {JSON_STEPS_TRIED})"
+        ));
+    } else {
         let names: Vec<String> = repairs.iter().map(Repair::label).collect();
         error.message.push_str(&format!(
             " (paddock repaired the arguments before checking them: {})",

@@ -232,8 +232,10 @@ fn read_leniently(
             after: found.after,
         });
     }
-    if found.duplicate {
-        repairs.push(Repair::DuplicateObjects { count: 2 });
+    if found.copies > 1 {
+        repairs.push(Repair::DuplicateObjects {
+            count: found.copies,
+        });
     }
     repairs.extend(forgiven_repairs(&found.forgiven));
     Ok(found.value)

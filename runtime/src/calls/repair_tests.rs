@@ -284,6 +284,14 @@ fn each_repair_step_is_applied_and_recorded() {
             }],
         ),
         (
+            "{'path': 'a'} {'path': 'a'}\n{'path': 'a'}",
+            json!({"path": "a"}),
+            vec![
+                Repair::DuplicateObjects { count: 3 },
+                Repair::SingleQuotes { count: 2 },
+            ],
+        ),
+        (
             "```\n{'path': 'a', file_path: None,}\n```",
             json!({"path": "a", "file_path": null}),
             vec![
@@ -308,6 +316,11 @@ fn two_readings_are_refused_with_both_named() {
     let cases = [
         (
             "Use {\"path\": \"a\"} or {\"path\": \"b\"}",
+            "{\"path\":\"a\"}",
+            "{\"path\":\"b\"}",
+        ),
+        (
+            "{'path': 'a'} {'path': 'a'} {'path': 'b'}",
             "{\"path\":\"a\"}",
             "{\"path\":\"b\"}",
         ),

@@ -9,9 +9,10 @@ use super::types::Diagnostic;
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Diagnostic::NonJsonData { sample } => {
-                write!(f, "data that is not JSON was skipped: {sample:?}")
-            }
+            Diagnostic::NonJsonData { line, sample } => match line {
+                Some(line) => write!(f, "line {line} is not JSON and was skipped: {sample:?}"),
+                None => write!(f, "data that is not JSON was skipped: {sample:?}"),
+            },
             Diagnostic::UnexpectedShape { sample } => {
                 write!(f, "an event of an unexpected shape was ignored: {sample:?}")
             }
@@ -45,6 +46,11 @@ impl fmt::Display for Diagnostic {
                 write!(f, "an unknown event `{name}` was ignored")
             }
             Diagnostic::RefusalText => write!(f, "the model refused in its text"),
+            Diagnostic::SecondResponse { id } => write!(
+                f,
+                "a second response ({id}) followed the first in one body; it was ignored, \
+                 its usage too"
+            ),
             Diagnostic::MirroredFunctionCall { id } => write!(
                 f,
                 "a legacy function_call repeated call {id}; taken as that call, not another"

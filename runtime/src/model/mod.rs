@@ -24,6 +24,7 @@ mod http;
 mod openai;
 pub mod price;
 mod sse;
+mod sse_lines;
 mod types;
 
 pub use attempt::RetryPolicy;

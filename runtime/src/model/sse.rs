@@ -8,14 +8,15 @@
 
 use super::assembler::{Step, WireAssembler};
 use super::error::ModelError;
+use super::sse_lines::LineTracker;
 use super::types::{AssistantMessage, Delta};
 use bytes::Bytes;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -85,6 +86,8 @@ struct SseText<S> {
     utf8: Utf8Repair,
     idle: Option<(Duration, Pin<Box<tokio::time::Sleep>>)>,
     replaced: Arc<AtomicUsize>,
+    /// Which body line each event began on, for the assembler's messages.
+    lines: Arc<Mutex<LineTracker>>,
     ended: bool,
 }
 
@@ -127,6 +130,9 @@ where
             }
         };
         this.replaced.store(this.utf8.replaced(), Ordering::Relaxed);
+        if let (Ok(text), Ok(mut lines)) = (&item, this.lines.lock()) {
+            lines.push(text);
+        }
         Poll::Ready(Some(item))
     }
 }
@@ -144,11 +150,13 @@ where
     A: WireAssembler,
 {
     let replaced = Arc::new(AtomicUsize::new(0));
+    let lines = Arc::new(Mutex::new(LineTracker::default()));
     let text = SseText {
         inner: bytes,
         utf8: Utf8Repair::default(),
         idle: idle.map(|after| (after, Box::pin(tokio::time::sleep(after)))),
         replaced: Arc::clone(&replaced),
+        lines: Arc::clone(&lines),
         ended: false,
     };
     let mut events = text.eventsource();
@@ -158,6 +166,9 @@ where
             EventStreamError::Transport(e) => e,
             other => ModelError::StreamBroken(other.to_string()),
         })?;
+        if let Some(line) = lines.lock().ok().and_then(|mut lines| lines.take()) {
+            assembler.at_line(line);
+        }
         let step = assembler.on_event(&event.event, &event.data, &mut deltas)?;
         deltas.drain(..).for_each(&mut on_delta);
         if step == Step::Done {

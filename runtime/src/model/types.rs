@@ -134,6 +134,9 @@ pub const MISSING_TOOL_NAME: &str = "missing_tool_name";
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Diagnostic {
     NonJsonData {
+        /// The 1-based line of the body the data began on, when the transport knew it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        line: Option<usize>,
         sample: String,
     },
     UnexpectedShape {
@@ -166,6 +169,11 @@ pub enum Diagnostic {
     /// A legacy `function_call` delta repeated a `tool_calls` call (llama-cpp-python does);
     /// it was taken as that call, not as another. `id` is the call's (empty if it had none).
     MirroredFunctionCall {
+        id: String,
+    },
+    /// Another response (chunks with another `id`) followed the one that finished, in the same
+    /// body; it was ignored, its usage too: the usage recorded is the kept response's.
+    SecondResponse {
         id: String,
     },
 }

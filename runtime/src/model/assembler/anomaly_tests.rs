@@ -92,13 +92,13 @@ fn a_stream_with_no_recognizable_event_names_what_arrived_and_is_not_retried() {
             "HTML on Chat Completions",
             openai,
             &["data: <html>\n\n", "data: oops\n\n"],
-            "event 1 is not JSON (expected value at line 1 column 1): \"<html>\"",
+            "line 1 is not JSON (event 1: expected value at line 1 column 1): \"<html>\"",
         ),
         (
             "garbage on Anthropic Messages",
             anthropic,
             &["event: message_start\ndata: {oops\n\n"],
-            "event 1 is not JSON",
+            "line 2 is not JSON",
         ),
     ];
     for (name, assemble, frames, named) in cases {
@@ -131,7 +131,7 @@ fn noise_around_a_readable_stream_is_recorded_not_fatal() {
     assert_eq!(message.text, "hi");
     assert!(matches!(
         message.diagnostics.first(),
-        Some(Diagnostic::NonJsonData { sample }) if sample == "not json"
+        Some(Diagnostic::NonJsonData { sample, line: Some(1) }) if sample == "not json"
     ));
     let message = anthropic(&[
         START_1,
@@ -148,4 +148,57 @@ fn noise_around_a_readable_stream_is_recorded_not_fatal() {
         shown.contains(&"an unknown event `response.created` was ignored".to_string()),
         "{shown:?}"
     );
+}
+
+/// Item 8: a second Chat Completions response after the first finished, in the same body, is
+/// recorded and ignored, its usage too; a server that gives each chunk its own id still counts
+/// its usage chunk.
+#[test]
+fn a_second_response_in_one_body_is_ignored_and_usage_is_the_kept_ones() {
+    let chunk = |id: &str, delta: &str, finish: &str| {
+        format!(
+            "data: {{\"id\":\"{id}\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":{finish}}}]}}\n\n"
+        )
+    };
+    let usage = |id: &str, input: u64| {
+        format!(
+            "data: {{\"id\":\"{id}\",\"choices\":[],\"usage\":{{\"prompt_tokens\":{input},\"completion_tokens\":2}}}}\n\n"
+        )
+    };
+    let body = [
+        chunk("r1", r#"{"content":"kept"}"#, "null"),
+        chunk("r1", "{}", "\"stop\""),
+        usage("r1", 10),
+        chunk("r2", r#"{"content":"second"}"#, "null"),
+        chunk(
+            "r2",
+            r#"{"tool_calls":[{"index":0,"id":"c","function":{"name":"write_file","arguments":"{}"}}]}"#,
+            "\"tool_calls\"",
+        ),
+        usage("r2", 99),
+        "data: [DONE]\n\n".to_owned(),
+    ];
+    let frames: Vec<&str> = body.iter().map(String::as_str).collect();
+    let message = openai(&frames).expect("assembles");
+    assert_eq!(message.text, "kept");
+    assert!(message.calls.is_empty(), "{:?}", message.calls);
+    assert_eq!(message.usage.map(|u| u.input_tokens), Some(10));
+    assert!(
+        message
+            .diagnostics
+            .contains(&Diagnostic::SecondResponse { id: "r2".into() }),
+        "{:?}",
+        message.diagnostics
+    );
+
+    let per_chunk_ids = [
+        chunk("a", r#"{"content":"hi"}"#, "null"),
+        chunk("b", "{}", "\"stop\""),
+        usage("c", 7),
+        "data: [DONE]\n\n".to_owned(),
+    ];
+    let frames: Vec<&str> = per_chunk_ids.iter().map(String::as_str).collect();
+    let message = openai(&frames).expect("assembles");
+    assert_eq!(message.usage.map(|u| u.input_tokens), Some(7));
+    assert!(message.diagnostics.is_empty(), "{:?}", message.diagnostics);
 }

@@ -38,9 +38,7 @@ struct Event<'a> {
 
 #[derive(Deserialize)]
 struct MessageStart {
-    #[serde(default)]
     id: Option<String>,
-    #[serde(default)]
     usage: Option<WireUsage>,
 }
 
@@ -70,15 +68,12 @@ struct EventDelta<'a> {
     stop_reason: Option<Cow<'a, str>>,
 }
 
+/// Missing fields are `None` (serde's rule for `Option`).
 #[derive(Deserialize, Default)]
 struct WireUsage {
-    #[serde(default)]
     input_tokens: Option<u64>,
-    #[serde(default)]
     output_tokens: Option<u64>,
-    #[serde(default)]
     cache_creation_input_tokens: Option<u64>,
-    #[serde(default)]
     cache_read_input_tokens: Option<u64>,
 }
 
@@ -365,6 +360,10 @@ impl WireAssembler for AnthropicAssembler {
             _ => {}
         }
         Ok(Step::Continue)
+    }
+
+    fn at_line(&mut self, line: usize) {
+        self.draft.line = Some(line);
     }
 
     fn note_invalid_utf8(&mut self, bytes_replaced: usize) {

@@ -27,8 +27,10 @@ pub(super) struct Draft {
     pub diagnostics: Vec<Diagnostic>,
     /// Events with data so far; messages number them from 1.
     events: usize,
-    /// The first event whose data was not JSON: its number, serde's error, its start.
-    first_garbage: Option<(usize, String, String)>,
+    /// The body line the current event began on, when the transport knows it.
+    pub line: Option<usize>,
+    /// The first event whose data was not JSON: its number, its line, serde's error, its start.
+    first_garbage: Option<(usize, Option<usize>, String, String)>,
     /// What arrived that this wire format does not know (event types), the first few.
     unrecognized: Vec<String>,
 }
@@ -41,6 +43,7 @@ impl Draft {
             calls: CallSlots::new(),
             diagnostics: Vec::new(),
             events: 0,
+            line: None,
             first_garbage: None,
             unrecognized: Vec::new(),
         }
@@ -65,8 +68,8 @@ impl Draft {
     }
 
     /// The error for a stream in which no event of `wire` arrived (SPEC V2, issue 11 items 6
-    /// and 7): another API's events are named, data that is not JSON is quoted with its event
-    /// number; neither is retried, since the same request brings the same body. A body with no
+    /// and 7): another API's events are named, data that is not JSON is quoted with its body
+    /// line (and event number); neither is retried, since the same request brings the same body. A body with no
     /// events at all stays `EmptyStream` (a dropped connection, worth another attempt).
     pub fn nothing_recognized(&self, wire: &'static str) -> ModelError {
         if !self.unrecognized.is_empty() {
@@ -80,11 +83,16 @@ impl Draft {
                 retry: false,
             };
         }
-        if let Some((number, error, data)) = &self.first_garbage {
+        if let Some((number, line, error, data)) = &self.first_garbage {
+            let what = match line {
+                Some(line) => format!("line {line} is not JSON (event {number}: {error})"),
+                None => format!("event {number} is not JSON ({error})"),
+            };
             return ModelError::Protocol {
                 wire,
                 detail: format!(
-                    "event {number} is not JSON ({error}): {data:?}; no event was readable"
+                    "{what}: {data:?}; no event was readable, and the same request would bring \
+                     the same body, so it is not retried"
                 ),
                 retry: false,
             };
@@ -113,13 +121,14 @@ impl Draft {
             Ok(value) => Some(value),
             Err(e) => {
                 let sample = sample(data);
+                let line = self.line;
                 if !e.is_data() && self.first_garbage.is_none() {
-                    self.first_garbage = Some((self.events, e.to_string(), sample.clone()));
+                    self.first_garbage = Some((self.events, line, e.to_string(), sample.clone()));
                 }
                 self.note(if e.is_data() {
                     Diagnostic::UnexpectedShape { sample }
                 } else {
-                    Diagnostic::NonJsonData { sample }
+                    Diagnostic::NonJsonData { line, sample }
                 });
                 None
             }

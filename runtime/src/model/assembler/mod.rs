@@ -14,6 +14,7 @@ mod anthropic;
 mod calls;
 mod draft;
 mod openai;
+mod openai_wire;
 mod outcome;
 
 pub use anthropic::AnthropicAssembler;
@@ -41,6 +42,10 @@ pub trait WireAssembler {
         data: &str,
         out: &mut Vec<Delta>,
     ) -> Result<Step, ModelError>;
+
+    /// The 1-based line of the response body the next event began on, when the transport
+    /// knows it, so that messages about that event can name it (issue 11, item 7).
+    fn at_line(&mut self, line: usize);
 
     /// Records that the transport replaced invalid UTF-8 bytes before decoding.
     fn note_invalid_utf8(&mut self, bytes_replaced: usize);

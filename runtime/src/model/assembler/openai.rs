@@ -16,8 +16,9 @@
 
 use super::calls::Fragment;
 use super::draft::Draft;
+use super::openai_wire::{finish_from_openai, provider_error};
 use super::{Step, WireAssembler, sample};
-use crate::model::error::{ModelError, transient_error_kind};
+use crate::model::error::ModelError;
 use crate::model::types::{
     AssistantMessage, AttemptId, Delta, Diagnostic, Finish, PartialOutput, ToolCall, Usage,
 };
@@ -25,17 +26,19 @@ use serde::Deserialize;
 use std::borrow::Cow;
 
 #[derive(Deserialize)]
-struct Chunk<'a> {
+pub(super) struct Chunk<'a> {
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     choices: Option<Vec<Choice<'a>>>,
     #[serde(default)]
     usage: Option<WireUsage>,
     #[serde(default)]
-    error: Option<serde_json::Value>,
+    pub(super) error: Option<serde_json::Value>,
     #[serde(borrow, default)]
-    object: Option<Cow<'a, str>>,
+    pub(super) object: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    message: Option<Cow<'a, str>>,
+    pub(super) message: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -124,6 +127,10 @@ pub struct OpenAiAssembler {
     usage: Option<Usage>,
     saw_chunk: bool,
     saw_done: bool,
+    /// The `id` of the response being assembled (its first chunk's).
+    response_id: Option<String>,
+    /// The `id` of a second response that followed it in the same body, ignored.
+    ignored_id: Option<String>,
 }
 
 impl OpenAiAssembler {
@@ -137,6 +144,8 @@ impl OpenAiAssembler {
             usage: None,
             saw_chunk: false,
             saw_done: false,
+            response_id: None,
+            ignored_id: None,
         }
     }
 
@@ -218,6 +227,37 @@ impl OpenAiAssembler {
             .apply(fragment, out, &mut self.draft.diagnostics);
     }
 
+    /// Whether a chunk belongs to a second response after this one finished (issue 11, item
+    /// 8): recorded once, then all of it is ignored, usage too. Only a chunk with text or calls
+    /// starts one: some servers give every chunk its own id, and their closing and usage chunks
+    /// must still count.
+    fn is_second_response(&mut self, chunk: &Chunk<'_>) -> bool {
+        let Some(id) = chunk.id.as_deref().filter(|id| !id.is_empty()) else {
+            return false;
+        };
+        let first = self.response_id.get_or_insert_with(|| id.to_owned());
+        if first.as_str() == id {
+            return false;
+        }
+        if self.ignored_id.as_deref() == Some(id) {
+            return true;
+        }
+        let content = chunk.choices.iter().flatten().any(|c| {
+            c.delta.as_ref().is_some_and(|d| {
+                d.content.as_deref().is_some_and(|t| !t.is_empty())
+                    || d.tool_calls.as_ref().is_some_and(|t| !t.is_empty())
+                    || d.function_call.is_some()
+            })
+        });
+        if self.finish.is_none() || !content || self.ignored_id.is_some() {
+            return false;
+        }
+        self.draft
+            .note(Diagnostic::SecondResponse { id: id.to_owned() });
+        self.ignored_id = Some(id.to_owned());
+        true
+    }
+
     fn on_finish_reason(&mut self, reason: Option<Cow<'_, str>>) {
         if let Some(reason) = reason.filter(|r| !r.is_empty())
             && self.finish.is_none()
@@ -233,49 +273,6 @@ fn arguments_text<'a>(arguments: &'a Arguments<'a>) -> Cow<'a, str> {
         Arguments::Text(text) => Cow::Borrowed(text.as_ref()),
         Arguments::Json(serde_json::Value::Null) => Cow::Borrowed(""),
         Arguments::Json(value) => Cow::Owned(value.to_string()),
-    }
-}
-
-/// An error object sent as a chunk: `{"error": {...}}` or vLLM's `{"object": "error", ...}`.
-fn provider_error(chunk: &Chunk<'_>) -> Option<ModelError> {
-    let (kind, message) = match (&chunk.error, &chunk.object) {
-        (Some(serde_json::Value::Object(error)), _) => {
-            let field = |name: &str| match error.get(name) {
-                Some(serde_json::Value::String(s)) => Some(s.clone()),
-                Some(serde_json::Value::Number(n)) => Some(n.to_string()),
-                _ => None,
-            };
-            let kind = field("type").or_else(|| field("code"));
-            (
-                kind.unwrap_or_default(),
-                field("message").unwrap_or_default(),
-            )
-        }
-        (Some(serde_json::Value::Null), _) | (None, None) => return None,
-        (Some(other), _) => (String::new(), other.to_string()),
-        (None, Some(object)) if object == "error" => (
-            "error".to_owned(),
-            chunk.message.as_deref().unwrap_or_default().to_owned(),
-        ),
-        (None, Some(_)) => return None,
-    };
-    let retryable = transient_error_kind(&kind);
-    Some(ModelError::Provider {
-        kind,
-        message,
-        retryable,
-    })
-}
-
-/// Maps an OpenAI (or compatible) `finish_reason`.
-pub fn finish_from_openai(reason: &str) -> Finish {
-    match reason {
-        "stop" | "eos" | "end_turn" | "stop_sequence" => Finish::Stop,
-        "tool_calls" | "function_call" | "tool_use" => Finish::ToolCalls,
-        "length" | "max_tokens" => Finish::Length,
-        "content_filter" => Finish::ContentFilter,
-        "refusal" => Finish::Refusal,
-        other => Finish::Unknown(other.to_owned()),
     }
 }
 
@@ -309,6 +306,9 @@ impl WireAssembler for OpenAiAssembler {
             return Ok(Step::Continue);
         }
         self.saw_chunk = true;
+        if self.is_second_response(&chunk) {
+            return Ok(Step::Continue);
+        }
         if let Some(usage) = chunk.usage {
             let cached = usage
                 .prompt_tokens_details
@@ -327,6 +327,10 @@ impl WireAssembler for OpenAiAssembler {
             }
         }
         Ok(Step::Continue)
+    }
+
+    fn at_line(&mut self, line: usize) {
+        self.draft.line = Some(line);
     }
 
     fn note_invalid_utf8(&mut self, bytes_replaced: usize) {

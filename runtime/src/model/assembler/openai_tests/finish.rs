@@ -145,6 +145,7 @@ fn data_that_is_not_json_is_skipped_and_recorded() {
     ]);
     assert_eq!(m.text, "ab");
     assert!(m.diagnostics.contains(&Diagnostic::NonJsonData {
+        line: Some(3),
         sample: "this is not json".into()
     }));
     assert!(
