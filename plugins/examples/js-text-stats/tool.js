@@ -1,7 +1,7 @@
-// text_stats: a paddock tool plugin in JavaScript (componentize-js, world
-// `tool-plugin`). Counts the lines, words and characters of a text. Build:
-//   componentize-js tool.js --wit ../../../wit --world-name tool-plugin \
-//     --disable stdio random clocks http fetch-event -o js_text_stats.wasm
+// text_stats: a paddock tool plugin in JavaScript, built into a component by componentize-js
+// (world `tool-plugin`). Counts the lines, words and characters of a text.
+// `paddock plugin new NAME --lang js` starts a project from this very file (as src/tool.js,
+// the tool named after the project); its `npm run build` builds it.
 
 const NAME = "text_stats";
 

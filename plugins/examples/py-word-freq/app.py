@@ -1,7 +1,8 @@
-"""word_freq: a paddock tool plugin in Python (componentize-py, world `tool-plugin`).
+"""word_freq: a paddock tool plugin in Python, built into a component by componentize-py
+(world `tool-plugin`). The most frequent words of a text, counted without case.
 
-The most frequent words of a text, counted without case. Build:
-    componentize-py -d ../../../wit -w tool-plugin componentize app -o py_word_freq.wasm
+`paddock plugin new NAME --lang python` starts a project from this very file (the tool
+named after the project); its README gives the componentize-py command that builds it.
 """
 
 import json

@@ -85,6 +85,13 @@ fn an_unknown_name_lists_the_tools_closest_first() {
     assert!(error.retryable);
     assert!(error.message.contains("\"write_fil\""), "{}", error.message);
     assert!(
+        error.message.contains("did you mean `write_file`?"),
+        "{}",
+        error.message
+    );
+    let far = check("frobnicate", "{}").args.unwrap_err();
+    assert!(!far.message.contains("did you mean"), "{}", far.message);
+    assert!(
         error
             .message
             .contains("closest first: write_file, read_file, list_dir"),

@@ -58,14 +58,16 @@ impl Disposition {
     }
 }
 
-/// UNKNOWN_TOOL: the name as sent, and the available tools closest first.
+/// UNKNOWN_TOOL: the name as sent, the tool it is probably a typo of, and the available
+/// tools closest first.
 pub fn unknown_tool(name: &str, closest_first: &[&str]) -> ToolError {
     let shown: String = name.chars().take(64).collect();
+    let typo = crate::plugin_store::DidYouMean::among(&shown, closest_first.iter().copied());
     ToolError::new(
         ErrorCode::UnknownTool,
         format!(
-            "there is no tool named {shown:?}. Available tools, closest first: {}. Call one of \
-             these by its exact name",
+            "there is no tool named {shown:?}{typo}. Available tools, closest first: {}. Call \
+             one of these by its exact name",
             closest_first.join(", ")
         ),
     )

@@ -15,8 +15,9 @@ pub enum RegistryError {
     #[error("plugin `{plugin}`: {source}")]
     Store { plugin: String, source: StoreError },
     #[error(
-        "tool `{tool}` is defined by both plugin `{first}` and plugin `{second}`; disable one of \
-         them in the preset"
+        "tool `{tool}` is defined by both plugin `{first}` and plugin `{second}`; pick one in the \
+         preset: `tools.disable = [\"{second}:{tool}\"]` keeps `{first}`'s, \
+         `tools.disable = [\"{first}:{tool}\"]` keeps `{second}`'s"
     )]
     Collision {
         tool: String,
@@ -69,10 +70,14 @@ pub struct Registry {
     /// Tool names in the order the preset lists plugins and plugins list tools.
     pub(super) order: Vec<String>,
     plugins: Vec<Plugin>,
+    /// Tools a loaded plugin provides that the preset's selection left out, with the plugin.
+    dropped: HashMap<String, String>,
 }
 
 impl Registry {
-    /// Loads every plugin of `preset`, checking pins and grants.
+    /// Loads every plugin of `preset`, checking pins and grants. A plugin's tools that the
+    /// preset's selection leaves out (`PLUGIN:tool` entries included) are not registered, so
+    /// they cannot collide with another plugin's.
     pub async fn load(
         sandbox: &Sandbox,
         store: &PluginStore,
@@ -100,6 +105,12 @@ impl Registry {
                 }));
             }
             for spec in plugin.tools.iter() {
+                if !preset.keeps(&resolved.name, &spec.name) {
+                    registry
+                        .dropped
+                        .insert(spec.name.clone(), resolved.name.clone());
+                    continue;
+                }
                 if let Some(first) = owner.insert(spec.name.clone(), resolved.name.clone()) {
                     return Err(RegistryError::Collision {
                         tool: spec.name.clone(),
@@ -144,11 +155,26 @@ impl Registry {
         Ok(registry)
     }
 
-    /// Keeps only the tools `keep` accepts, e.g. a preset's enable/disable selection (P1).
-    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
-        self.order.retain(|name| keep(name));
+    /// Keeps only the tools `keep(name, owner)` accepts, e.g. a preset's enable/disable
+    /// selection (P1); `owner` as `ToolEntry::owner` names it.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str, &str) -> bool) {
+        let tools = &self.tools;
+        let dropped = &mut self.dropped;
+        self.order.retain(|name| {
+            let owner = tools.get(name).map(ToolEntry::owner).unwrap_or_default();
+            let kept = keep(name, &owner);
+            if !kept {
+                dropped.insert(name.clone(), owner);
+            }
+            kept
+        });
         let order = &self.order;
         self.tools.retain(|name, _| order.contains(name));
+    }
+
+    /// The plugin providing tool `name` when the preset's selection left it out.
+    pub fn left_out(&self, name: &str) -> Option<&str> {
+        self.dropped.get(name).map(String::as_str)
     }
 
     pub fn get(&self, name: &str) -> Option<&ToolEntry> {

@@ -14,6 +14,7 @@ mod mcp_serve;
 mod out;
 mod plugin;
 mod preset;
+mod preset_check;
 mod reopen;
 mod results;
 mod resume;

@@ -17,7 +17,7 @@ pub enum PluginCommand {
     New {
         /// The project's name; the built component installs as NAME with `-` as `_`.
         name: String,
-        /// A hook (world `hook`) instead of a tool plugin (Rust only).
+        /// A hook (world `hook`) instead of a tool plugin.
         #[arg(long)]
         hook: bool,
         #[arg(long, value_enum, default_value = "rust")]

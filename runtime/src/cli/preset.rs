@@ -3,10 +3,8 @@
 use clap::Subcommand;
 use serde_json::json;
 
-use super::style::{self, BOLD, DIM, GREEN, RED, paint, sanitize};
+use super::style::{self, BOLD, DIM, RED, paint, sanitize};
 use super::{Env, Exit};
-use crate::calls::Registry;
-use crate::hooks::{Approval, HookChain, TerminalApprover};
 use crate::preset::{self, ResolveContext, ResolvedPreset};
 
 #[derive(Subcommand)]
@@ -23,7 +21,10 @@ pub enum PresetCommand {
         #[arg(long)]
         toml: bool,
     },
-    /// Check a preset: parse it strictly, resolve it, and load its plugins and hooks.
+    /// Check a preset: parse it strictly, resolve it, load its plugins and hooks, and find
+    /// what would break a session (tool names no plugin provides, two mounts on one guest
+    /// path, tools without /workspace, unused grants, no tools, one tool name from two
+    /// plugins), each with file:line:column and a fix.
     Check {
         /// Path to a .toml file, or a preset name.
         file: String,
@@ -95,30 +96,7 @@ pub async fn run(cmd: PresetCommand) -> Exit {
             }
             Err(message) => fail(&message),
         },
-        PresetCommand::Check { file } => {
-            let resolved = match resolve(&env, &file) {
-                Ok(resolved) => resolved,
-                Err(message) => return fail(&message),
-            };
-            if let Err(e) = Registry::load(&env.sandbox, &env.store, &resolved).await {
-                return fail(&format!("{file}: {e}"));
-            }
-            let approval = Approval {
-                policy: resolved.approval,
-                approver: Box::new(TerminalApprover::new()),
-            };
-            if let Err(e) = HookChain::load(&env.sandbox, &env.store, &resolved, approval).await {
-                return fail(&format!("{file}: {e}"));
-            }
-            println!(
-                "{} {file}: preset `{}` is valid ({} plugins, {} hooks)",
-                paint(style::color_enabled_stdout(), GREEN, "ok"),
-                resolved.name,
-                resolved.plugins.len(),
-                resolved.hooks.len()
-            );
-            Exit::Ok
-        }
+        PresetCommand::Check { file } => super::preset_check::check(&env, &file).await,
     }
 }
 

@@ -203,7 +203,7 @@ pub(crate) async fn load_preset(
     let mut registry = Registry::load(&env.sandbox, &env.store, &resolved)
         .await
         .map_err(|e| ("BAD_PLUGIN".to_string(), e.to_string()))?;
-    registry.retain(|tool| resolved.keeps_tool(tool));
+    registry.retain(|tool, owner| resolved.keeps(owner, tool));
     let mut aliases = AliasTable::default();
     aliases.extend(resolved.tools.aliases.clone());
     // Not cancelled on Ctrl-C here: `run` and `resume` cancel it for their one turn, `chat`
@@ -281,7 +281,18 @@ async fn call(name: &str, args: &str, mounts: &[String], preset_name: &str, json
     };
     let cx = loaded.context();
     let call_id = format!("cli-{}", std::process::id());
-    let executed = run_call(&cx, &call_id, name, args).await;
+    let mut executed = run_call(&cx, &call_id, name, args).await;
+    if let Err(error) = &mut executed.result
+        && error.code == crate::contract::ErrorCode::UnknownTool
+        && let Some(plugin) = loaded.registry.left_out(name)
+    {
+        // The model is never told about tools its preset hides; the person at the terminal is.
+        error.message = format!(
+            "`{name}` is a tool of plugin `{plugin}`, but preset `{}` leaves it out (its \
+             `[tools]` enable/disable); use a preset that keeps it, e.g. `--preset coding`",
+            loaded.preset
+        );
+    }
     super::tool_print::print_result(&executed.result, &executed.context, json)
 }
 

@@ -21,8 +21,20 @@ const MAX_DEPTH: usize = 8;
 
 /// `source` with its `extends` chain merged in; a source without `extends` is returned as is.
 pub fn apply(source: Source, cwd: &Path, project: bool) -> Result<Source, PresetError> {
+    apply_written(source, cwd, project).map(|(merged, _)| merged)
+}
+
+/// `apply`, and every file of the chain as written, the preset first and its bases after
+/// (what `preset check` points into).
+pub fn apply_written(
+    source: Source,
+    cwd: &Path,
+    project: bool,
+) -> Result<(Source, Vec<Source>), PresetError> {
     let mut chain = vec![identity(&source)];
-    merged(source, cwd, project, &mut chain)
+    let mut written = Vec::new();
+    let merged = merged(source, cwd, project, &mut chain, &mut written)?;
+    Ok((merged, written))
 }
 
 /// How a preset is told apart in a chain: its real path, or its embedded name.
@@ -37,7 +49,9 @@ fn merged(
     cwd: &Path,
     project: bool,
     chain: &mut Vec<String>,
+    written: &mut Vec<Source>,
 ) -> Result<Source, PresetError> {
+    written.push(source.clone());
     let mut table = parse_table(&source)?;
     if source.origin == Origin::Project {
         check_sources_stay_inside(&source, &table)?;
@@ -62,7 +76,7 @@ fn merged(
         )));
     }
     chain.push(id);
-    let base = merged(base, cwd, project, chain)?;
+    let base = merged(base, cwd, project, chain, written)?;
     let mut base_table = parse_table(&base)?;
     if let Some(dir) = file_dir(&base) {
         absolutise_sources(&mut base_table, &dir);

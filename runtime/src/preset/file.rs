@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::PresetError;
-use super::sections::{ApprovalEntry, GrantsEntry, HookEntry, LoopLimits, ToolSelection};
+use super::sections::{ApprovalEntry, GrantsEntry, HookEntry, LoopLimits};
+use super::tools::ToolSelection;
 use crate::contract::Risk;
 use crate::model::ProviderConfig;
 use crate::sandbox::MountMode;
@@ -189,7 +190,8 @@ fn describe(origin: &str, text: &str, error: &toml::de::Error) -> String {
     format!("{origin}:{line}:{col}: {message}{hint}")
 }
 
-pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;

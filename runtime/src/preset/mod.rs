@@ -20,20 +20,21 @@ mod policy;
 mod resolve;
 mod sections;
 mod system;
+mod tools;
 mod trust;
 
 use std::path::{Path, PathBuf};
 
-pub use file::{FuelSetting, MountEntry, PluginEntry, PresetFile};
+pub use file::{FuelSetting, MountEntry, PluginEntry, PresetFile, line_col};
 pub use instructions::{INSTRUCTION_FILES, InstructionFile, read_instructions};
 pub use mcp::{McpEntry, ResolvedMcp};
 pub use policy::{ApprovalPolicy, LoopBudgets, ResolvedHook, hook_limits};
 pub use resolve::{PluginSource, ResolveContext, ResolvedPlugin, ResolvedPreset, make_mount};
 pub use sections::{
     ApprovalEntry, ApprovalMode, GrantsEntry, HookEntry, HookPhase, LoopLimits, OnError, RelPath,
-    ToolGlob, ToolSelection,
 };
 pub use system::{system_prompt, with_instructions};
+pub use tools::{ToolGlob, ToolSelection};
 pub use trust::{PROJECT_DIR, ProjectConfig, TrustState, TrustStore};
 
 use crate::sandbox::Mount;
@@ -129,13 +130,22 @@ pub fn load_in(name_or_path: &str, cwd: &Path) -> Result<PresetFile, PresetError
 /// preset it ran with). `project`: the working tree's `.paddock/presets` is searched first
 /// (only when the user trusts it, T1).
 pub fn find(name_or_path: &str, cwd: &Path, project: bool) -> Result<Source, PresetError> {
+    find_written(name_or_path, cwd, project).map(|(merged, _)| merged)
+}
+
+/// `find`, and every file of its `extends` chain as written, the preset's own first.
+pub fn find_written(
+    name_or_path: &str,
+    cwd: &Path,
+    project: bool,
+) -> Result<(Source, Vec<Source>), PresetError> {
     let looks_like_path = name_or_path.contains('/') || name_or_path.ends_with(".toml");
     let source = if looks_like_path {
         read_source(Origin::File, &PathBuf::from(name_or_path))?
     } else {
         find_by_name(name_or_path, cwd, project, &[])?
     };
-    extends::apply(source, cwd, project)
+    extends::apply_written(source, cwd, project)
 }
 
 /// A preset by name, as written (its `extends` not applied), skipping the files in `skip`: a

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::file::{FuelSetting, PluginEntry, PresetFile};
 use super::policy::{ApprovalPolicy, LoopBudgets, ResolvedHook, check_pin, grants};
-use super::sections::ToolSelection;
+use super::tools::ToolSelection;
 use super::{PresetError, check_mount_is_safe};
 use crate::contract::Risk;
 use crate::exec::SpillDir;
@@ -75,7 +75,6 @@ pub struct ResolvedPreset {
 }
 
 impl ResolvedPreset {
-    /// Does the preset's tool selection keep tool `name`?
     /// Warnings to show at every start: the risks this preset accepts by name (K1).
     pub fn warnings(&self) -> Vec<String> {
         self.plugins
@@ -91,12 +90,15 @@ impl ResolvedPreset {
             .collect()
     }
 
+    /// Does the preset's tool selection keep tool `name` (any plugin's)?
     pub fn keeps_tool(&self, name: &str) -> bool {
-        let enabled = match &self.tools.enable {
-            Some(globs) => globs.iter().any(|g| g.matches(name)),
-            None => true,
-        };
-        enabled && !self.tools.disable.iter().any(|g| g.matches(name))
+        self.tools.keeps(None, name)
+    }
+
+    /// Does the preset's tool selection keep tool `name` of plugin `plugin` (`PLUGIN:tool`
+    /// entries count too)?
+    pub fn keeps(&self, plugin: &str, name: &str) -> bool {
+        self.tools.keeps(Some(plugin), name)
     }
 }
 

@@ -2,8 +2,6 @@
 //! selection, hooks and approval, as written. Each value that can be wrong is checked while it
 //! is parsed, so its error carries the file, line and column of the value itself.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::file::{FuelSetting, MountEntry};
@@ -199,64 +197,6 @@ impl<'de> Deserialize<'de> for HostPattern {
     }
 }
 
-/// `[tools]`: which tools load, by name or glob, and aliases for them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolSelection {
-    /// Names or globs (`*`, `?`); only matching tools load. Absent: every tool.
-    #[serde(default)]
-    pub enable: Option<Vec<ToolGlob>>,
-    /// Names or globs removed after `enable`.
-    #[serde(default)]
-    pub disable: Vec<ToolGlob>,
-    /// Another name the model may use => the registered tool it means.
-    #[serde(default)]
-    pub aliases: BTreeMap<String, String>,
-}
-
-/// A tool name or a glob over tool names.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(transparent)]
-pub struct ToolGlob(pub String);
-
-impl ToolGlob {
-    pub fn matches(&self, name: &str) -> bool {
-        glob_match(self.0.as_bytes(), name.as_bytes())
-    }
-}
-
-impl<'de> Deserialize<'de> for ToolGlob {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        let ok = !text.is_empty()
-            && text.len() <= 64
-            && text
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'*' | b'?'));
-        if ok {
-            Ok(ToolGlob(text))
-        } else {
-            Err(serde::de::Error::custom(format!(
-                "{text:?} is not a tool name or glob; use letters, digits, _, - and the \
-                 wildcards * and ?"
-            )))
-        }
-    }
-}
-
-/// `*` matches any run of characters, `?` one character.
-fn glob_match(pattern: &[u8], name: &[u8]) -> bool {
-    match (pattern.first(), name.first()) {
-        (None, None) => true,
-        (Some(b'*'), _) => {
-            glob_match(&pattern[1..], name) || (!name.is_empty() && glob_match(pattern, &name[1..]))
-        }
-        (Some(b'?'), Some(_)) => glob_match(&pattern[1..], &name[1..]),
-        (Some(p), Some(n)) if p == n => glob_match(&pattern[1..], &name[1..]),
-        _ => false,
-    }
-}
-
 /// When a hook runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -351,8 +291,6 @@ pub struct ApprovalEntry {
 
 #[cfg(test)]
 mod tests {
-    use super::ToolGlob;
-
     #[test]
     fn protect_keys_and_risk_parse_strictly() {
         let ok = crate::preset::parse(
@@ -377,15 +315,5 @@ mod tests {
         )
         .expect_err("refused");
         assert!(bad.0.contains("t.toml:3"), "{}", bad.0);
-    }
-
-    #[test]
-    fn globs_match_whole_names() {
-        let g = |p: &str| ToolGlob(p.into());
-        assert!(g("*").matches("read_file"));
-        assert!(g("read_*").matches("read_file"));
-        assert!(!g("read_*").matches("write_file"));
-        assert!(g("?rep").matches("grep"));
-        assert!(!g("grep").matches("grep2"));
     }
 }

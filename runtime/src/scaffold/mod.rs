@@ -59,10 +59,6 @@ pub enum ScaffoldError {
     BadName(String),
     #[error("{0} already exists and is not empty; choose another name or --dir")]
     Exists(PathBuf),
-    #[error(
-        "hooks are scaffolded in Rust only (`--hook` without `--lang`); a {0:?} hook implements world `hook` in wit/hook.wit by hand"
-    )]
-    HookLang(Lang),
     #[error("cannot write {path}: {source}")]
     Io {
         path: PathBuf,
@@ -90,9 +86,6 @@ pub fn create(request: &Request) -> Result<Created, ScaffoldError> {
     if !valid_name(name) {
         return Err(ScaffoldError::BadName(name.clone()));
     }
-    if *kind == Kind::Hook && *lang != Lang::Rust {
-        return Err(ScaffoldError::HookLang(*lang));
-    }
     if std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()) {
         return Err(ScaffoldError::Exists(dir.clone()));
     }
@@ -103,8 +96,16 @@ pub fn create(request: &Request) -> Result<Created, ScaffoldError> {
         .then(|| write_sdk(data_dir))
         .transpose()?;
     let sdk_path = sdk.as_deref().map(toml_path).unwrap_or_default();
+    let (what, world) = kind.describe();
+    let js_entry = match kind {
+        Kind::Tool => "tool.js",
+        Kind::Hook => "hook.js",
+    };
     let fill = |template: &str| {
         template
+            .replace("{{what}}", what)
+            .replace("{{world}}", world)
+            .replace("{{js_entry}}", js_entry)
             .replace("{{name}}", name)
             .replace("{{file}}", &file)
             .replace("{{tool}}", &file)
@@ -116,7 +117,7 @@ pub fn create(request: &Request) -> Result<Created, ScaffoldError> {
     let readme = readme(*kind, *lang, &file);
     write(&dir.join("README.md"), &fill(&readme.text))?;
     for (path, template) in files(*kind, *lang) {
-        write(&dir.join(path), &fill(template))?;
+        write(&dir.join(path), &fill(&template))?;
     }
     let commands = readme.commands.iter().map(|c| fill(c)).collect();
     Ok(Created {
@@ -127,10 +128,41 @@ pub fn create(request: &Request) -> Result<Created, ScaffoldError> {
     })
 }
 
+impl Kind {
+    /// What it is called in prose, and the WIT world it implements.
+    fn describe(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Tool => ("tool plugin", "tool-plugin"),
+            Kind::Hook => ("hook", "hook"),
+        }
+    }
+}
+
+/// The example tools in `plugins/examples` are the JavaScript and Python tool templates: one
+/// source, their tool name replaced by the project's (a test checks that `plugin new` with the
+/// example's name writes the example byte for byte).
+pub const JS_EXAMPLE: (&str, &str) = (
+    "text_stats",
+    include_str!("../../../plugins/examples/js-text-stats/tool.js"),
+);
+pub const PY_EXAMPLE: (&str, &str) = (
+    "word_freq",
+    include_str!("../../../plugins/examples/py-word-freq/app.py"),
+);
+
+fn from_example((tool, text): (&str, &str)) -> String {
+    text.replace(tool, "{{tool}}")
+}
+
 /// The project's files (besides `wit/` and the README), as templates.
-fn files(kind: Kind, lang: Lang) -> Vec<(&'static str, &'static str)> {
+fn files(kind: Kind, lang: Lang) -> Vec<(&'static str, String)> {
     const GITIGNORE: &str = "target/\nnode_modules/\n.venv/\n*.wasm\n__pycache__/\n";
     let mut files = vec![(".gitignore", GITIGNORE)];
+    let example = match (kind, lang) {
+        (Kind::Tool, Lang::Js) => Some(("src/tool.js", from_example(JS_EXAMPLE))),
+        (Kind::Tool, Lang::Python) => Some(("app.py", from_example(PY_EXAMPLE))),
+        _ => None,
+    };
     files.extend(match (kind, lang) {
         (Kind::Tool, Lang::Rust) => vec![
             ("Cargo.toml", include_str!("templates/rust-Cargo.toml")),
@@ -141,7 +173,7 @@ fn files(kind: Kind, lang: Lang) -> Vec<(&'static str, &'static str)> {
             ("src/lib.rs", include_str!("templates/rust-tool.rs")),
             ("preset.toml", include_str!("templates/preset-tool.toml")),
         ],
-        (Kind::Hook, _) => vec![
+        (Kind::Hook, Lang::Rust) => vec![
             ("Cargo.toml", include_str!("templates/rust-Cargo.toml")),
             (
                 ".cargo/config.toml",
@@ -152,18 +184,34 @@ fn files(kind: Kind, lang: Lang) -> Vec<(&'static str, &'static str)> {
         ],
         (Kind::Tool, Lang::Js) => vec![
             ("package.json", include_str!("templates/js-package.json")),
-            ("src/tool.js", include_str!("templates/js-tool.js")),
             ("preset.toml", include_str!("templates/preset-text.toml")),
+        ],
+        (Kind::Hook, Lang::Js) => vec![
+            ("package.json", include_str!("templates/js-package.json")),
+            ("src/hook.js", include_str!("templates/js-hook.js")),
+            ("preset.toml", include_str!("templates/preset-hook.toml")),
         ],
         (Kind::Tool, Lang::Python) => vec![
             (
                 "requirements.txt",
                 include_str!("templates/py-requirements.txt"),
             ),
-            ("app.py", include_str!("templates/py-app.py")),
             ("preset.toml", include_str!("templates/preset-text.toml")),
         ],
+        (Kind::Hook, Lang::Python) => vec![
+            (
+                "requirements.txt",
+                include_str!("templates/py-requirements.txt"),
+            ),
+            ("app.py", include_str!("templates/py-hook.py")),
+            ("preset.toml", include_str!("templates/preset-hook.toml")),
+        ],
     });
+    let mut files: Vec<(&'static str, String)> = files
+        .into_iter()
+        .map(|(path, text)| (path, text.to_string()))
+        .collect();
+    files.extend(example);
     files
 }
 
@@ -174,10 +222,7 @@ struct Readme {
 }
 
 fn readme(kind: Kind, lang: Lang, file: &str) -> Readme {
-    let (what, world) = match kind {
-        Kind::Tool => ("tool plugin", "tool-plugin"),
-        Kind::Hook => ("hook", "hook"),
-    };
+    let (what, world) = kind.describe();
     let (lang_name, toolchain, setup, build, wasm) = match lang {
         Lang::Rust => (
             "Rust",
@@ -197,7 +242,7 @@ fn readme(kind: Kind, lang: Lang, file: &str) -> Readme {
             "Python",
             "componentize-py (from PyPI)",
             Some("python3 -m venv .venv && .venv/bin/pip install -r requirements.txt"),
-            ".venv/bin/componentize-py -d wit -w tool-plugin componentize app -o {{file}}.wasm",
+            ".venv/bin/componentize-py -d wit -w {{world}} componentize app -o {{file}}.wasm",
             format!("{file}.wasm"),
         ),
     };
@@ -213,9 +258,14 @@ fn readme(kind: Kind, lang: Lang, file: &str) -> Readme {
         }
     };
     let notes = match (kind, lang) {
-        (Kind::Hook, _) => {
+        (Kind::Hook, Lang::Rust) => {
             "A hook's `allow` never overrides the preset's approval, and its rewritten \
              arguments are validated again."
+        }
+        (Kind::Hook, _) => {
+            "A hook's `allow` never overrides the preset's approval, and its rewritten \
+             arguments are validated again. A hook that throws fails its call as the \
+             preset's `on_error` says (deny, by default)."
         }
         (_, Lang::Rust) => "",
         (_, Lang::Js) => {
@@ -239,7 +289,7 @@ fn readme(kind: Kind, lang: Lang, file: &str) -> Readme {
             "{{setup}}",
             &setup.map(|s| format!("{s}\n")).unwrap_or_default(),
         )
-        .replace("{{build}}", build)
+        .replace("{{build}}", &build.replace("{{world}}", world))
         .replace("{{wasm}}", &wasm)
         .replace("{{try}}", try_it)
         .replace("{{notes}}", notes);
@@ -286,3 +336,6 @@ fn write(path: &Path, text: &str) -> Result<(), ScaffoldError> {
     }
     std::fs::write(path, text).map_err(fail)
 }
+
+#[cfg(test)]
+mod tests;

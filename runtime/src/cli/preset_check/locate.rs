@@ -1,0 +1,155 @@
+//! Where a key of the effective preset is written: a key path (`tools.enable[1]`,
+//! `plugins.fs.mounts[0].guest`) looked up in each file of the `extends` chain as written,
+//! the preset's own first (lists and values replace a base's, so the first file that writes
+//! a key is the one that decides it), as `file:line:column`.
+
+use toml::de::{DeTable, DeValue};
+
+use crate::preset::Source;
+
+/// One step of a key path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+/// A key path from the top of a preset.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyPath(pub Vec<Seg>);
+
+impl KeyPath {
+    /// `"plugins.fs.mounts"` (no indices).
+    pub fn of(dotted: &str) -> KeyPath {
+        KeyPath(dotted.split('.').map(|k| Seg::Key(k.to_string())).collect())
+    }
+
+    pub fn key(mut self, key: &str) -> KeyPath {
+        self.0.push(Seg::Key(key.to_string()));
+        self
+    }
+
+    pub fn index(mut self, index: usize) -> KeyPath {
+        self.0.push(Seg::Index(index));
+        self
+    }
+}
+
+impl std::fmt::Display for KeyPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, seg) in self.0.iter().enumerate() {
+            match seg {
+                Seg::Key(key) if i == 0 => write!(f, "{key}")?,
+                Seg::Key(key) => write!(f, ".{key}")?,
+                Seg::Index(index) => write!(f, "[{index}]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `file:line:column` of `path`: in the first file of `chain` that writes it, else where the
+/// longest part of it that some file writes is, else the top of the preset's own file.
+pub fn locate(chain: &[Source], path: &KeyPath) -> String {
+    let mut best: Option<(usize, String)> = None;
+    for source in chain {
+        let Ok(doc) = DeTable::parse(&source.text) else {
+            continue;
+        };
+        let (depth, offset) = deepest(doc.get_ref(), &path.0);
+        if depth == path.0.len() {
+            return at(source, offset);
+        }
+        if depth > 0 && best.as_ref().is_none_or(|(d, _)| depth > *d) {
+            best = Some((depth, at(source, offset)));
+        }
+    }
+    match (best, chain.first()) {
+        (Some((_, found)), _) => found,
+        (None, Some(source)) => format!("{}:1:1", source.location),
+        (None, None) => "<preset>:1:1".to_string(),
+    }
+}
+
+fn at(source: &Source, offset: usize) -> String {
+    let (line, col) = crate::preset::line_col(&source.text, offset);
+    format!("{}:{line}:{col}", source.location)
+}
+
+/// How many steps of `path` the table has, and the offset of the last one found: a key where
+/// the key is written, a list element where its value is.
+fn deepest(table: &DeTable<'_>, path: &[Seg]) -> (usize, usize) {
+    let mut found = (0, 0);
+    let mut here: Option<&DeValue<'_>> = None;
+    for (depth, seg) in path.iter().enumerate() {
+        let next = match (seg, here) {
+            (Seg::Key(key), None) => entry(table, key),
+            (Seg::Key(key), Some(DeValue::Table(t))) => entry(t, key),
+            (Seg::Index(i), Some(DeValue::Array(items))) => items
+                .get(*i)
+                .map(|item| (item.span().start, item.get_ref())),
+            _ => None,
+        };
+        let Some((offset, value)) = next else {
+            break;
+        };
+        found = (depth + 1, offset);
+        here = Some(value);
+    }
+    found
+}
+
+fn entry<'t, 'i>(table: &'t DeTable<'i>, key: &str) -> Option<(usize, &'t DeValue<'i>)> {
+    table
+        .iter()
+        .find(|(k, _)| {
+            let name: &str = k.get_ref();
+            name == key
+        })
+        .map(|(k, v)| (k.span().start, v.get_ref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::preset::Origin;
+
+    fn source(location: &str, text: &str) -> Source {
+        Source {
+            origin: Origin::File,
+            location: location.into(),
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn a_key_is_found_in_the_first_file_that_writes_it() {
+        let top = source(
+            "top.toml",
+            "extends = \"base.toml\"\n\n[tools]\nenable = [\"a\", \"b\"]\n",
+        );
+        let base = source(
+            "base.toml",
+            "[plugins.fs]\nsource = \"builtin:fs\"\nmounts = [\n  { host = \".\", guest = \"/w\" },\n  { host = \"x\", guest = \"/w\" },\n]\n",
+        );
+        let chain = [top, base];
+        let enable = KeyPath::of("tools.enable").index(1);
+        assert_eq!(enable.to_string(), "tools.enable[1]");
+        assert_eq!(locate(&chain, &enable), "top.toml:4:16");
+        let guest = KeyPath::of("plugins.fs.mounts").index(1).key("guest");
+        assert_eq!(locate(&chain, &guest), "base.toml:5:17");
+        // Not written anywhere: the nearest part that is.
+        let missing = KeyPath::of("plugins.fs.grants.exec");
+        assert_eq!(locate(&chain, &missing), "base.toml:1:10");
+        assert_eq!(locate(&chain, &KeyPath::of("approval")), "top.toml:1:1");
+    }
+
+    #[test]
+    fn array_of_tables_elements_are_found() {
+        let text =
+            "[[hooks]]\nsource = \"a\"\non = \"pre\"\n\n[[hooks]]\nsource = \"b\"\non = \"post\"\n";
+        let chain = [source("h.toml", text)];
+        let path = KeyPath::of("hooks").index(1).key("on");
+        assert_eq!(locate(&chain, &path), "h.toml:7:1");
+    }
+}

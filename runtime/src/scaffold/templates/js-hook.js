@@ -1,0 +1,48 @@
+// {{name}}: a paddock hook in JavaScript, built into a component by componentize-js (world
+// `hook`). `preToolUse` runs before a call, `postToolUse` after it; both get the preset's
+// `config` table for this hook as JSON text. Build: `npm run build` (see package.json).
+
+// The keys this hook's `config` may have; another key is a mistake in the preset, and a
+// pre-hook that cannot read its config denies rather than guess.
+const KEYS = ["deny_words", "note"];
+
+function readConfig(event) {
+  const config = JSON.parse(event.config);
+  const unknown = Object.keys(config).filter((key) => !KEYS.includes(key));
+  if (unknown.length > 0) {
+    throw new Error(
+      `{{name}}: unknown config key \`${unknown[0]}\` in preset \`${event.preset}\`; ` +
+        `the keys are: ${KEYS.join(", ")}`,
+    );
+  }
+  return { denyWords: config.deny_words ?? [], note: config.note };
+}
+
+const NOTHING = { updatedInput: undefined, additionalContext: undefined };
+
+export const hooks = {
+  preToolUse(event) {
+    let config;
+    try {
+      config = readConfig(event);
+    } catch (e) {
+      return { permissionDecision: { tag: "deny", val: e.message }, ...NOTHING };
+    }
+    const word = config.denyWords.find((w) => event.toolInput.includes(w));
+    if (word !== undefined) {
+      const reason =
+        `{{name}}: \`${event.toolName}\` was not run because its arguments mention \`${word}\` ` +
+        `(deny_words of hook {{name}} in preset \`${event.preset}\`)`;
+      return { permissionDecision: { tag: "deny", val: reason }, ...NOTHING };
+    }
+    return { permissionDecision: { tag: "allow" }, ...NOTHING };
+  },
+
+  postToolUse(event) {
+    const { note } = readConfig(event);
+    return {
+      replace: undefined,
+      additionalContext: note === undefined ? undefined : `${note} (${event.toolName})`,
+    };
+  },
+};
