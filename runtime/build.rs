@@ -1,10 +1,13 @@
 //! Embeds the built-in plugins (`plugins/fs`, `plugins/search`, `plugins/shell`,
 //! `plugins/fetch`) and example hooks (`plugins/hooks/*`) into the binary when they have been
 //! built (`cargo xtask build-plugins`). Without them the binary still builds, and
-//! `builtin:NAME` answers with how to build them.
+//! `builtin:NAME` answers with how to build them. Each built-in's SHA-256 is computed here,
+//! once, rather than on every start (`plugin_store::builtin_sha256`).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
+
+use sha2::{Digest, Sha256};
 
 const BUILTINS: &[&str] = &[
     "fs",
@@ -21,19 +24,26 @@ fn main() {
         PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let dir = manifest.join("../plugins/target/wasm32-wasip2/release");
     let mut code = String::from(
-        "/// Built-in plugins embedded at build time: (name, component bytes).\npub static BUILTINS: &[(&str, &[u8])] = &[\n",
+        "/// Built-in plugins embedded at build time: (name, component bytes, SHA-256 in hex).\npub static BUILTINS: &[(&str, &[u8], &str)] = &[\n",
     );
     for name in BUILTINS {
         // Cargo names a crate's artifact with underscores.
         let path = dir.join(format!("{}.wasm", name.replace('-', "_")));
         println!("cargo:rerun-if-changed={}", path.display());
         match path.canonicalize() {
-            Ok(path) => writeln!(
-                code,
-                "    ({name:?}, include_bytes!({:?})),",
-                path.display().to_string()
-            )
-            .unwrap(),
+            Ok(path) => {
+                let bytes = std::fs::read(&path).expect("a built plugin is readable");
+                let sha256: String = Sha256::digest(&bytes)
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                writeln!(
+                    code,
+                    "    ({name:?}, include_bytes!({:?}), {sha256:?}),",
+                    path.display().to_string()
+                )
+                .unwrap()
+            }
             Err(_) => println!(
                 "cargo:warning=built-in plugin `{name}` is not built; run `cargo xtask build-plugins`"
             ),

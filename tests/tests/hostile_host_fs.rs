@@ -297,3 +297,69 @@ async fn k4_a_planted_or_altered_cache_entry_is_discarded_and_recompiled() {
     assert_eq!(mode(&cache.join("key")), 0o600);
     assert_eq!(mode(&entry), 0o600);
 }
+
+/// A preset's plugins are compiled all at once on their own threads (`calls/warm.rs`); that
+/// route reads the same authenticated cache, so a planted or altered entry is still refused
+/// there, and the component kept in memory for the load is the recompiled one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k4_a_preset_compiled_at_once_refuses_an_altered_entry_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (work, home) = (tmp.path().join("work"), tmp.path().join("home"));
+    std::fs::create_dir_all(&work).unwrap();
+    let wasm = |file: &str| paddock_tests::plugin_dir().join(file);
+    std::fs::write(
+        work.join("two.toml"),
+        format!(
+            "[plugins.wc]\nsource = {:?}\n[plugins.attacks]\nsource = {:?}\n",
+            wasm("word_count.wasm"),
+            wasm("hostile_attacks.wasm")
+        ),
+    )
+    .unwrap();
+    let preset = paddock_tests::resolve_preset("two.toml", &work, &home);
+    let store = paddock::plugin_store::PluginStore::open(&home);
+    let cache = home.join("cache");
+    let load = || {
+        let (cache, store, preset) = (&cache, &store, &preset);
+        async move {
+            let sandbox = Sandbox::new(cache).unwrap();
+            let registry = paddock::calls::Registry::load(&sandbox, store, preset)
+                .await
+                .unwrap();
+            assert!(registry.get("count_words").is_some());
+            let uses: Vec<(String, CacheUse, String)> = registry
+                .plugins()
+                .iter()
+                .map(|p| (p.name.clone(), p.cache, p.sha256.clone()))
+                .collect();
+            (sandbox, uses)
+        }
+    };
+    let (sandbox, first) = load().await;
+    assert!(
+        first.iter().all(|(_, c, _)| *c == CacheUse::Compiled),
+        "{first:?}"
+    );
+    let wc = &first.iter().find(|(n, _, _)| n == "wc").unwrap().2;
+    let attacks = &first.iter().find(|(n, _, _)| n == "attacks").unwrap().2;
+    let entry = sandbox.cache_entry_path(wc);
+    let mut bytes = std::fs::read(&entry).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&entry, &bytes).unwrap();
+    let (_, altered) = load().await;
+    let use_of = |uses: &[(String, CacheUse, String)], name: &str| {
+        uses.iter().find(|(n, _, _)| n == name).unwrap().1
+    };
+    assert_eq!(use_of(&altered, "wc"), CacheUse::Compiled, "{altered:?}");
+    assert_eq!(use_of(&altered, "attacks"), CacheUse::Hit, "{altered:?}");
+    // Another plugin's authentic entry planted under this name.
+    std::fs::copy(sandbox.cache_entry_path(attacks), &entry).unwrap();
+    let (_, planted) = load().await;
+    assert_eq!(use_of(&planted, "wc"), CacheUse::Compiled, "{planted:?}");
+    let (_, clean) = load().await;
+    assert!(
+        clean.iter().all(|(_, c, _)| *c == CacheUse::Hit),
+        "{clean:?}"
+    );
+}

@@ -12,6 +12,7 @@ mod registry;
 mod repair;
 mod tool_list;
 mod validate;
+mod warm;
 
 pub use aliases::AliasTable;
 pub use check::{CheckedCall, ToolIndex, check_call, closest_first};

@@ -83,6 +83,7 @@ impl Registry {
         store: &PluginStore,
         preset: &ResolvedPreset,
     ) -> Result<Registry, RegistryError> {
+        super::warm::compile_preset(sandbox, store, preset).await;
         let mut registry = Registry::default();
         let mut owner: HashMap<String, String> = HashMap::new();
         for resolved in &preset.plugins {

@@ -22,8 +22,12 @@ use super::cache_key::{CacheKey, MAC_LEN};
 use super::engine::Sandbox;
 use super::error::LoadError;
 
-/// Lower-case hex SHA-256 of `bytes`.
+/// Lower-case hex SHA-256 of `bytes`; a built-in's was computed when the binary was built
+/// (`plugin_store::builtin_sha256`, a leaf table: the bytes are compared in full).
 pub fn sha256_hex(bytes: &[u8]) -> String {
+    if let Some(known) = crate::plugin_store::builtin_sha256(bytes) {
+        return known.to_string();
+    }
     let digest = Sha256::digest(bytes);
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -94,8 +98,8 @@ impl Sandbox {
         unsafe { Component::deserialize(&self.engine, compiled) }.ok()
     }
 
-    /// Returns the compiled component for `wasm`, from the cache when possible.
-    pub(super) fn compile_cached(
+    /// Returns the compiled component for `wasm`, from the cache on disk when possible.
+    pub(super) fn compile_disk_cached(
         &self,
         origin: &str,
         wasm: &[u8],

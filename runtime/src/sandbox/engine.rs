@@ -29,6 +29,8 @@ pub struct Sandbox {
     pub(super) cache_dir: Arc<PathBuf>,
     /// The cache's key, read or created on first use (K4).
     pub(super) cache_key: Arc<std::sync::OnceLock<Option<super::cache_key::CacheKey>>>,
+    /// Components `compile_many` compiled in this process.
+    pub(super) compiled: super::precompile::CompiledMemo,
 }
 
 impl Sandbox {
@@ -51,6 +53,7 @@ impl Sandbox {
             linker: Arc::new(linker),
             cache_dir: Arc::new(cache_dir.into()),
             cache_key: Arc::default(),
+            compiled: Arc::default(),
         })
     }
 

@@ -28,6 +28,7 @@ mod limits;
 mod mount;
 mod outcome;
 mod plugin;
+mod precompile;
 mod protect;
 mod protect_walk;
 mod server;

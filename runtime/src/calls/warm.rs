@@ -1,0 +1,24 @@
+//! The first run of a preset compiles all its plugins and hooks at once (S8): on an empty
+//! code cache (after an install or upgrade) each is compiled on its own thread, so the two
+//! cores share the work instead of one waiting through each plugin's serial phases. The loads
+//! that follow (`Registry::load`, `HookChain::load`) take the components from memory and do
+//! every check themselves: a source that cannot be read or compiled here is reported there.
+
+use crate::plugin_store::PluginStore;
+use crate::preset::ResolvedPreset;
+use crate::sandbox::Sandbox;
+
+/// Compiles (or takes from the cache on disk) every plugin and hook `preset` names, all at once.
+pub async fn compile_preset(sandbox: &Sandbox, store: &PluginStore, preset: &ResolvedPreset) {
+    let sources = preset
+        .plugins
+        .iter()
+        .map(|p| (&p.name, &p.source))
+        .chain(preset.hooks.iter().map(|h| (&h.name, &h.source)));
+    let wasm: Vec<(String, Vec<u8>)> = sources
+        .filter_map(|(name, source)| Some((name.clone(), store.bytes(source).ok()?)))
+        .collect();
+    if wasm.len() > 1 {
+        sandbox.compile_many(wasm).await;
+    }
+}

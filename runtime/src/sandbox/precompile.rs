@@ -1,0 +1,80 @@
+//! Compiling several plugins at once (S8): the first run after an install or upgrade compiles
+//! every plugin a preset names before the first model request, and one at a time that left a
+//! core idle through each plugin's serial phases (translation, linking, writing the entry).
+//! `compile_many` compiles them on their own threads, each through the authenticated cache
+//! (`cache.rs`), and keeps the results in memory for the loads that follow: a load then takes
+//! the component from memory instead of compiling or reading the cache again.
+//!
+//! The memory holds only what this process compiled or took from the authenticated cache,
+//! keyed by the wasm's SHA-256 (one engine per sandbox), so a load of other bytes never finds it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use wasmtime::component::Component;
+
+use super::cache::{CacheUse, sha256_hex};
+use super::engine::Sandbox;
+
+/// Components compiled in this process, by SHA-256 of their wasm.
+#[derive(Default)]
+pub(crate) struct Compiled(Mutex<HashMap<String, (Component, CacheUse)>>);
+
+impl Compiled {
+    pub(super) fn get(&self, sha256: &str) -> Option<(Component, CacheUse)> {
+        self.0.lock().ok()?.get(sha256).cloned()
+    }
+
+    fn insert(&self, sha256: String, entry: (Component, CacheUse)) {
+        if let Ok(mut map) = self.0.lock() {
+            map.insert(sha256, entry);
+        }
+    }
+}
+
+impl Sandbox {
+    /// Compiles each `(name, wasm)` on its own thread, through the cache, and keeps the
+    /// components for the loads that follow. Failures are left for those loads to report
+    /// (with the plugin's name and the preset key to change); nothing here is checked or
+    /// linked, only compiled.
+    pub async fn compile_many(&self, plugins: Vec<(String, Vec<u8>)>) {
+        let tasks: Vec<_> = plugins
+            .into_iter()
+            .map(|(name, wasm)| {
+                let sandbox = self.clone();
+                tokio::task::spawn_blocking(move || {
+                    if super::cache::check_component_header(&name, &wasm).is_err() {
+                        return;
+                    }
+                    let sha256 = sha256_hex(&wasm);
+                    if sandbox.compiled.get(&sha256).is_some() {
+                        return;
+                    }
+                    if let Ok(entry) = sandbox.compile_disk_cached(&name, &wasm, &sha256) {
+                        sandbox.compiled.insert(sha256, entry);
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            let _ = task.await;
+        }
+    }
+
+    /// The component for `wasm`: from memory when `compile_many` made it, else through the
+    /// cache on disk.
+    pub(super) fn compile_cached(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        sha256: &str,
+    ) -> Result<(Component, CacheUse), super::LoadError> {
+        if let Some(entry) = self.compiled.get(sha256) {
+            return Ok(entry);
+        }
+        self.compile_disk_cached(name, wasm, sha256)
+    }
+}
+
+/// Shared between clones of a sandbox.
+pub(crate) type CompiledMemo = Arc<Compiled>;
