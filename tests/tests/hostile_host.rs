@@ -241,3 +241,42 @@ async fn k4_no_mount_may_contain_or_enter_the_data_directory() {
         );
     }
 }
+
+/// A developer's `RUST_BACKTRACE=1` must not make every host error unwind the host stack, nor
+/// put that stack into a crashed call's message (it reaches the model): paddock sets
+/// `RUST_LIB_BACKTRACE=0` unless the user set it. The control, with `RUST_LIB_BACKTRACE=1`
+/// asked for explicitly, shows the check can fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_backtrace_is_captured_only_when_rust_lib_backtrace_asks_for_it() {
+    let project = Project::new(&[]);
+    let attacks = preset(
+        &project,
+        "crash",
+        &format!(
+            "[plugins.attacks]\nsource = {:?}\n[approval]\nhigh = \"allow\"\n",
+            wasm("hostile_attacks.wasm")
+        ),
+    );
+    let message = |lib: Option<&str>| {
+        let mut cmd =
+            project.command(&["tool", "call", "exit", "{}", "--preset", &attacks, "--json"]);
+        cmd.env("RUST_BACKTRACE", "1")
+            .env_remove("RUST_LIB_BACKTRACE");
+        if let Some(lib) = lib {
+            cmd.env("RUST_LIB_BACKTRACE", lib);
+        }
+        let out = cmd.output().expect("run paddock");
+        let json: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+        assert_eq!(json["ok"], false, "{json}");
+        json["error"]["message"].as_str().unwrap().to_string()
+    };
+    let quiet = message(None);
+    assert!(quiet.contains("crashed"), "{quiet}");
+    assert!(!quiet.contains("backtrace"), "{quiet}");
+    let asked = message(Some("1"));
+    assert!(
+        asked.contains("backtrace"),
+        "the control captured none: {asked}"
+    );
+}

@@ -13,6 +13,9 @@ mod search;
 mod sessions;
 
 fn main() {
+    // As the binary does: a developer's RUST_BACKTRACE=1 must not slow the in-process tools.
+    // SAFETY: first thing in `main`, before any other thread exists.
+    unsafe { paddock::cli::quiet_library_backtraces() };
     let mut keys = search::measure();
     keys.extend(sessions::measure());
     let line: Vec<String> = keys.iter().map(|(k, v)| format!("{k}={v}")).collect();

@@ -8,6 +8,9 @@ use paddock_sdk::{Output, Overflow, Spec, Tool, ToolError, resolve};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+mod crash;
+pub use crash::{Exit, Panic, Unreachable};
+
 /// Read any path and return its content.
 #[derive(Deserialize, JsonSchema)]
 pub struct ReadPath {
@@ -270,37 +273,6 @@ impl Tool for SpillResult {
     }
 }
 
-/// Panic.
-#[derive(Deserialize, JsonSchema)]
-pub struct Panic {}
-
-impl Tool for Panic {
-    const NAME: &'static str = "panic";
-    fn spec() -> Spec {
-        Spec::new("panics").read_only()
-    }
-    fn run(self) -> Result<Output, ToolError> {
-        panic!("hostile plugin gave up on purpose")
-    }
-}
-
-/// Execute `unreachable`.
-#[derive(Deserialize, JsonSchema)]
-pub struct Unreachable {}
-
-impl Tool for Unreachable {
-    const NAME: &'static str = "unreachable";
-    fn spec() -> Spec {
-        Spec::new("traps").read_only()
-    }
-    fn run(self) -> Result<Output, ToolError> {
-        #[cfg(target_arch = "wasm32")]
-        core::arch::wasm32::unreachable();
-        #[cfg(not(target_arch = "wasm32"))]
-        unreachable!()
-    }
-}
-
 /// Changes the filesystem with the raw operations a writer has (K2, K3): `write`, `append`,
 /// `mkdir`, `remove`, `rmdir`, `rename` (path -> to), `hardlink` (path -> to), `symlink`
 /// (a link at `path` whose text is `to`, as given), `swap` (rename `path` to `path.orig` and
@@ -390,6 +362,7 @@ paddock_sdk::export_tools!(
     SpillResult,
     Panic,
     Unreachable,
+    Exit,
     FakeCancel,
     FsAttack,
 );
