@@ -1,8 +1,9 @@
 //! A minimal OpenAI-compatible model server on 127.0.0.1 for the scale bench: plain blocking
 //! HTTP/1.1 with keep-alive, one thread per connection, each reply a short SSE stream chosen by
-//! a function of the request's number and body. It records when each request arrived and how
-//! large the last one was; it does not parse requests (its own cost stays out of the
-//! measurement).
+//! a function of the request's number and body. It does not parse requests. For each request it
+//! records when its first byte came (paddock has built the body and starts sending), when its
+//! last byte came, and when the reply was written, so a round trip splits into paddock's own
+//! time (reply written to the next request's first byte), the transfer, and the server's.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -18,9 +19,18 @@ pub enum Reply {
 
 type Decide = dyn Fn(usize, &[u8]) -> Reply + Send + Sync;
 
+/// When one request came and was answered.
+#[derive(Clone, Copy)]
+pub struct Timing {
+    pub first_byte: Instant,
+    pub arrived: Instant,
+    pub replied: Instant,
+}
+
 #[derive(Default)]
 struct Seen {
     arrivals: Vec<Instant>,
+    timings: Vec<Timing>,
     last_size: usize,
 }
 
@@ -56,6 +66,11 @@ impl Loopback {
         self.seen.lock().expect("seen").arrivals.clone()
     }
 
+    /// Every answered request's timing, in order.
+    pub fn timings(&self) -> Vec<Timing> {
+        self.seen.lock().expect("seen").timings.clone()
+    }
+
     pub fn last_size(&self) -> usize {
         self.seen.lock().expect("seen").last_size
     }
@@ -69,11 +84,13 @@ fn serve(stream: std::net::TcpStream, seen: &Mutex<Seen>, decide: &Decide) -> st
     loop {
         let mut length = 0usize;
         let mut line = String::new();
+        let mut first_byte = None;
         loop {
             line.clear();
             if reader.read_line(&mut line)? == 0 {
                 return Ok(());
             }
+            first_byte.get_or_insert_with(Instant::now);
             let header = line.trim_end();
             if header.is_empty() {
                 break;
@@ -86,9 +103,10 @@ fn serve(stream: std::net::TcpStream, seen: &Mutex<Seen>, decide: &Decide) -> st
         }
         body.resize(length, 0);
         reader.read_exact(&mut body)?;
+        let arrived = Instant::now();
         let n = {
             let mut seen = seen.lock().expect("seen");
-            seen.arrivals.push(Instant::now());
+            seen.arrivals.push(arrived);
             seen.last_size = length;
             seen.arrivals.len() - 1
         };
@@ -99,6 +117,12 @@ fn serve(stream: std::net::TcpStream, seen: &Mutex<Seen>, decide: &Decide) -> st
             sse.len()
         );
         writer.write_all(response.as_bytes())?;
+        let timing = Timing {
+            first_byte: first_byte.unwrap_or(arrived),
+            arrived,
+            replied: Instant::now(),
+        };
+        seen.lock().expect("seen").timings.push(timing);
     }
 }
 
