@@ -316,7 +316,8 @@ async fn k4_a_preset_compiled_at_once_refuses_an_altered_entry_too() {
         ),
     )
     .unwrap();
-    let preset = paddock_tests::resolve_preset("two.toml", &work, &home);
+    let path = work.join("two.toml").display().to_string();
+    let preset = paddock_tests::resolve_preset(&path, &work, &home);
     let store = paddock::plugin_store::PluginStore::open(&home);
     let cache = home.join("cache");
     let load = || {
