@@ -286,3 +286,36 @@ async fn always_stops_the_questions_for_its_pattern_and_ctrl_c_when_idle_exits_1
     pty.type_keys("\x03");
     assert_eq!(pty.wait(LONG).code(), Some(130), "{}", pty.screen_text());
 }
+
+/// The status line quotes what the server said (a retry's reason) and the model's call ids:
+/// drawn into the prompt, it is sanitized like every other line (T3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_line_never_carries_a_servers_escape_sequences() {
+    let project = Project::new(&[]);
+    let server = server(vec![
+        Step::Status {
+            status: 503,
+            body: "busy\x1b]0;pwned\x07\x1b]52;c;cHduZWQ=\x07".into(),
+            retry_after_secs: Some(2),
+            retry_after_ms: None,
+        },
+        Step::Reply(Turn::text(&["fine now"])),
+    ])
+    .await;
+    let url = server.openai_base_url();
+    let mut pty = chat(&project, &url, &[]);
+    pty.type_line("hi");
+    pty.expect_on_screen("fine now", LONG);
+    let raw = pty.text();
+    assert!(raw.contains("retrying in"), "{raw}");
+    assert!(
+        !raw.contains("\x1b]0;pwned") && !raw.contains("\x1b]52;"),
+        "the server's sequences reached the terminal: {raw:?}"
+    );
+    assert!(
+        raw.contains("busy\\x1b]0;pwned"),
+        "shown, not obeyed: {raw:?}"
+    );
+    pty.type_line("/quit");
+    pty.wait(LONG);
+}

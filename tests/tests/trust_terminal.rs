@@ -121,3 +121,37 @@ async fn escape_sequences_from_the_model_tools_and_the_log_never_reach_the_termi
     .unwrap();
     assert_inert(&error, "error");
 }
+
+/// `preset check` and `preset show` of a file from anywhere (a cloned repository's): its keys
+/// and values reach the screen only made visible, in errors, in JSON and in TOML.
+#[test]
+fn preset_errors_and_views_of_a_hostile_file_never_drive_the_terminal() {
+    let project = Project::new(&[]);
+    let bad = project.dir.path().join("bad.toml");
+    std::fs::write(&bad, "name = \"x\"\n\"\\u001b]0;owned\\u0007\" = 1\n").unwrap();
+    let bad = bad.display().to_string();
+    let screen = run_on_pty(&project, &["preset", "check", &bad]);
+    assert_inert(&screen, "preset check");
+    assert!(
+        String::from_utf8_lossy(&screen).contains("\\x1b]0;owned"),
+        "{}",
+        String::from_utf8_lossy(&screen)
+    );
+    let good = project.dir.path().join("good.toml");
+    std::fs::write(
+        &good,
+        "name = \"x\\u009b2J\"\ndescription = \"\\u001b]52;c;cHduZWQ=\\u0007\\u202e\"\n",
+    )
+    .unwrap();
+    let good = good.display().to_string();
+    for args in [
+        vec!["preset", "show", &good],
+        vec!["preset", "show", &good, "--toml"],
+        vec!["preset", "check", &good],
+    ] {
+        let screen = run_on_pty(&project, &args);
+        assert_inert(&screen, &args.join(" "));
+        let shown = String::from_utf8_lossy(&screen);
+        assert!(!shown.contains('\u{202e}'), "{shown}");
+    }
+}

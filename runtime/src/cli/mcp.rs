@@ -14,7 +14,7 @@ use super::run::{begin_log, fail, new_session_id, plugin_hashes};
 use super::tool::{Loaded, load_preset, setup_error};
 use crate::log::{LOG_FILE, SessionLock, SessionLog, SessionStart};
 use crate::mcp::ElicitApprover;
-use crate::preset::{self, TrustState, TrustStore};
+use crate::preset;
 
 #[derive(Subcommand)]
 pub enum McpCommand {
@@ -56,7 +56,8 @@ async fn serve(args: ServeArgs) -> Exit {
     };
     eprintln!(
         "paddock: serving preset `{}` over MCP on standard input and output (session {})",
-        session.loaded.preset, session.loaded.session
+        crate::terminal::sanitize(&session.loaded.preset),
+        session.loaded.session
     );
     match super::mcp_serve::serve_stdio(session).await {
         Ok(()) => Exit::Ok,
@@ -66,12 +67,7 @@ async fn serve(args: ServeArgs) -> Exit {
 
 async fn start(args: &ServeArgs) -> Result<ServedSession, Exit> {
     let env = super::Env::open().map_err(|e| fail(&format!("{e:#}")))?;
-    let by_name = !(args.preset.contains('/') || args.preset.ends_with(".toml"));
-    let project = by_name
-        && matches!(
-            TrustStore::open(env.store.root()).state(&env.cwd),
-            TrustState::Trusted(_)
-        );
+    let project = super::trust::project_trusted_without_asking(&env, &args.preset);
     let source = preset::find(&args.preset, &env.cwd, project).map_err(|e| fail(&e.to_string()))?;
     let file = source.parse().map_err(|e| fail(&e.to_string()))?;
     let session = new_session_id();

@@ -144,7 +144,20 @@ pub fn main() -> ExitCode {
         .with_default_directive(tracing_subscriber::filter::LevelFilter::WARN.into())
         .with_env_var("PADDOCK_LOG")
         .from_env_lossy();
+    // Warnings quote plugins, hooks and files: every field passes `sanitize` (T3), whoever
+    // wrote the `warn!`.
+    use tracing_subscriber::field::MakeExt;
+    let fields = tracing_subscriber::fmt::format::debug_fn(|writer, field, value| {
+        let text = format!("{value:?}");
+        let text = crate::terminal::sanitize(&text);
+        match field.name() {
+            "message" => write!(writer, "{text}"),
+            name => write!(writer, "{name}={text}"),
+        }
+    })
+    .delimited(" ");
     let _ = tracing_subscriber::fmt()
+        .fmt_fields(fields)
         .with_env_filter(filter)
         .without_time()
         .with_target(false)

@@ -3,7 +3,7 @@
 use clap::Subcommand;
 use serde_json::json;
 
-use super::style::{self, BOLD, DIM, RED, paint, sanitize};
+use super::style::{self, BOLD, DIM, RED, json_for_terminal, paint, sanitize};
 use super::{Env, Exit};
 use crate::preset::{self, ResolveContext, ResolvedPreset};
 
@@ -90,7 +90,7 @@ pub async fn run(cmd: PresetCommand) -> Exit {
                 };
                 println!(
                     "{}",
-                    serde_json::to_string_pretty(&value).unwrap_or_default()
+                    json_for_terminal(&serde_json::to_string_pretty(&value).unwrap_or_default())
                 );
                 Exit::Ok
             }
@@ -114,10 +114,12 @@ fn resolve(env: &Env, name: &str) -> Result<ResolvedPreset, String> {
     file.resolve(name, &cx).map_err(|e| e.to_string())
 }
 
+/// Errors quote the preset's text (keys, values, paths), which may come from anywhere.
 fn fail(message: &str) -> Exit {
     eprintln!(
-        "{} {message}",
-        paint(style::color_enabled_stderr(), RED, "error:")
+        "{} {}",
+        paint(style::color_enabled_stderr(), RED, "error:"),
+        sanitize(message)
     );
     Exit::Usage
 }

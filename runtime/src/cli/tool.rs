@@ -198,7 +198,7 @@ pub(crate) async fn load_preset(
         .resolve(preset_name, &cx)
         .map_err(|e| usage(e.to_string()))?;
     for warning in resolved.warnings() {
-        eprintln!("warning: {warning}");
+        eprintln!("warning: {}", sanitize(&warning.to_string()));
     }
     let mut registry = Registry::load(&env.sandbox, &env.store, &resolved)
         .await
@@ -266,7 +266,7 @@ async fn list(preset_name: &str, json: bool) -> Exit {
             paint(
                 color,
                 DIM,
-                &format!("[{}: {}]", t.owner(), flags.join(", "))
+                &format!("[{}: {}]", sanitize(&t.owner()), flags.join(", "))
             ),
             sanitize(summary)
         );

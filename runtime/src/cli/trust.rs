@@ -38,11 +38,11 @@ pub async fn trust(args: TrustArgs) -> Exit {
     if args.revoke {
         return match store.revoke(&dir) {
             Ok(true) => {
-                println!("paddock: {} is no longer trusted", dir.display());
+                println!("paddock: {} is no longer trusted", shown(&dir));
                 Exit::Ok
             }
             Ok(false) => {
-                println!("paddock: {} was not trusted", dir.display());
+                println!("paddock: {} was not trusted", shown(&dir));
                 Exit::Ok
             }
             Err(e) => super::run::fail(&format!("cannot update {}: {e}", store.path().display())),
@@ -51,17 +51,24 @@ pub async fn trust(args: TrustArgs) -> Exit {
     let Some(config) = ProjectConfig::find(&dir) else {
         println!(
             "paddock: {} has no project configuration ({}); nothing to trust",
-            dir.display(),
+            shown(&dir),
             crate::preset::PROJECT_DIR
         );
         return Exit::Ok;
     };
     describe(&config);
+    if let Some(why) = &config.unhashable {
+        return super::run::fail(&format!(
+            "cannot trust {}: {why}. Trust is a hash of every file there; keep the presets and \
+             the files they name within that",
+            config.dir.display()
+        ));
+    }
     match store.trust(&config) {
         Ok(()) => {
             println!(
                 "paddock: trusted {} (sha256 {}); a change to these files asks again",
-                config.dir.display(),
+                shown(&config.dir),
                 config.short_hash()
             );
             Exit::Ok
@@ -74,7 +81,7 @@ fn describe(config: &ProjectConfig) {
     println!(
         "{} has project configuration that can grant tools and programs, change what needs \
          approval, and choose the model server and the key sent to it:",
-        config.dir.display()
+        shown(&config.dir)
     );
     for file in &config.files {
         println!("  {}", sanitize(file));
@@ -95,14 +102,36 @@ pub(crate) fn project_trusted_for(env: &Env, preset: &str) -> bool {
 /// otherwise (or on a no) reports in one line on standard error what it ignores and how to
 /// trust it.
 pub(crate) fn project_trusted(env: &Env) -> bool {
+    let on_a_terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    decide(env, on_a_terminal)
+}
+
+/// `project_trusted` for a command whose standard input is not the user's (`mcp serve`
+/// speaks a protocol on it): never asks; the one-line notice still says what was ignored.
+pub(crate) fn project_trusted_without_asking(env: &Env, preset: &str) -> bool {
+    if preset.contains('/') || preset.ends_with(".toml") {
+        return false;
+    }
+    decide(env, false)
+}
+
+fn decide(env: &Env, may_ask: bool) -> bool {
     let store = TrustStore::open(env.store.root());
     let (config, changed) = match store.state(&env.cwd) {
         TrustState::NoProjectConfig => return false,
         TrustState::Trusted(_) => return true,
         TrustState::Untrusted(config) => (config, false),
         TrustState::Changed(config) => (config, true),
+        TrustState::Unhashable(config) => {
+            notice(&format!(
+                "ignoring project configuration in {}: {}; it cannot be trusted",
+                config.dir.display(),
+                config.unhashable.as_deref().unwrap_or("too large")
+            ));
+            return false;
+        }
     };
-    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && ask(&config, changed) {
+    if may_ask && ask(&config, changed) {
         if let Err(e) = store.trust(&config) {
             eprintln!(
                 "paddock: cannot record the trust in {} ({e}); using it for this run only",
@@ -178,6 +207,12 @@ fn ask(config: &ProjectConfig, changed: bool) -> bool {
         Ok(_) => matches!(line.trim(), "y" | "Y" | "yes" | "Yes"),
         Err(_) => false,
     }
+}
+
+/// A path for the terminal: a repository's directory name is the cloner's choice, or the
+/// repository's (T3).
+fn shown(path: &Path) -> String {
+    sanitize(&path.display().to_string()).into_owned()
 }
 
 /// `path` as one shell word, for a command the user can paste.

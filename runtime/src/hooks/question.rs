@@ -13,9 +13,11 @@ use serde_json::Value;
 
 /// Values longer than this many characters are elided in the middle.
 const VALUE_CHARS: usize = 160;
-/// A call with more fields than this, or arguments larger than `MAX_ARGS_BYTES`, is too large
-/// to show; it is denied instead of approved blind.
-const MAX_FIELDS: usize = 24;
+/// A call that takes more lines than this to show (one per scalar, nested values flattened),
+/// more argv words than `MAX_WORDS`, or arguments larger than `MAX_ARGS_BYTES`, is too large to
+/// show; it is denied instead of approved blind.
+const MAX_LINES: usize = 64;
+const MAX_WORDS: usize = 64;
 const MAX_ARGS_BYTES: usize = 1 << 20;
 
 /// What `a` (always) approves for the rest of the session: calls of `tool` whose argv starts
@@ -71,39 +73,88 @@ fn argv(args: &Value) -> Option<Vec<String>> {
     Some(argv)
 }
 
-/// The call as the question shows it, one line per field; `Err` when it is too large to show.
+/// The call as the question shows it: the command line first for exec-shaped calls (each
+/// word elided on its own, so a long one cannot hide the words after it), then one line per
+/// scalar in name order, nested objects and arrays flattened (`edits[0].old_string: ...`), so
+/// no field is hidden inside another's elision. `Err` when it is too large to show.
 pub fn render_call(args: &Value) -> Result<Vec<String>, String> {
     let size = args.to_string().len();
+    let too_large = |what: String| {
+        Err(format!(
+            "the call is too large to show for approval ({what}; at most {MAX_LINES} lines, \
+             {MAX_WORDS} command words and {MAX_ARGS_BYTES} bytes of arguments), so it was not run"
+        ))
+    };
+    if size > MAX_ARGS_BYTES {
+        return too_large(format!("{size} bytes of arguments"));
+    }
     let Some(fields) = args.as_object() else {
         return Ok(vec![format!("arguments: {}", value_text(args))]);
     };
-    if fields.len() > MAX_FIELDS || size > MAX_ARGS_BYTES {
-        return Err(format!(
-            "the call is too large to show for approval ({} fields, {size} bytes of arguments; \
-             at most {MAX_FIELDS} fields and {MAX_ARGS_BYTES} bytes), so it was not run",
-            fields.len()
-        ));
-    }
     let mut lines = Vec::new();
     let mut shown_first: Vec<&str> = Vec::new();
     if let Some(argv) = argv(args) {
-        let line: Vec<String> = argv.iter().map(|w| shell_word(w)).collect();
-        lines.push(format!("command: {}", elide(&line.join(" "))));
+        if argv.len() > MAX_WORDS {
+            return too_large(format!("{} command words", argv.len()));
+        }
+        let words: Vec<String> = argv.iter().map(|w| elide(&shell_word(w))).collect();
+        lines.push(format!("command: {}", words.join(" ")));
         shown_first = vec!["program", "args"];
     }
     let mut names: Vec<&String> = fields.keys().collect();
     names.sort();
     for name in names {
-        if shown_first.contains(&name.as_str()) {
-            continue;
+        if !shown_first.contains(&name.as_str()) {
+            flatten(field_name(name), &fields[name], &mut lines);
         }
-        lines.push(format!(
-            "{}: {}",
-            elide(&sanitize(name)),
-            value_text(&fields[name])
-        ));
+    }
+    if lines.len() > MAX_LINES {
+        return too_large(format!("more than {MAX_LINES} lines"));
     }
     Ok(lines)
+}
+
+/// `value` under `path`, one line per scalar (empty objects and arrays are scalars here);
+/// stops once the call is too large to show anyway.
+fn flatten(path: String, value: &Value, lines: &mut Vec<String>) {
+    if lines.len() > MAX_LINES {
+        return;
+    }
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            for key in keys {
+                let name = field_name(key);
+                let joined = if name.starts_with('"') {
+                    format!("{path}[{name}]")
+                } else {
+                    format!("{path}.{name}")
+                };
+                flatten(joined, &map[key], lines);
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            for (i, item) in items.iter().enumerate() {
+                flatten(format!("{path}[{i}]"), item, lines);
+            }
+        }
+        scalar => lines.push(format!("{}: {}", elide(&path), value_text(scalar))),
+    }
+}
+
+/// A key as shown: bare when it is a plain name, else JSON-quoted (so `a.b` as one key cannot
+/// pass for a nested `b`, and controls are visible).
+fn field_name(key: &str) -> String {
+    if !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        key.to_string()
+    } else {
+        sanitize(&Value::String(key.to_string()).to_string())
+    }
 }
 
 /// A value as one visible line: strings quoted with JSON escapes (so newlines and controls
@@ -200,6 +251,39 @@ mod tests {
     }
 
     #[test]
+    fn a_long_word_cannot_hide_the_words_after_it() {
+        let long = "a".repeat(400);
+        let args = json!({"program": "git", "args": ["log", long, "--output=/etc/x", "HEAD"]});
+        let lines = render_call(&args).unwrap();
+        assert!(
+            lines[0].starts_with("command: git log aaa")
+                && lines[0].ends_with(" --output=/etc/x HEAD")
+                && lines[0].contains("bytes elided of 400 bytes"),
+            "{}",
+            lines[0]
+        );
+    }
+
+    #[test]
+    fn nested_values_are_flattened_so_each_is_shown() {
+        let edits: Vec<Value> = (0..3)
+            .map(|i| json!({"old": "x".repeat(300), "new": format!("edit {i}")}))
+            .collect();
+        let args = json!({"path": "a.rs", "edits": edits, "a.b": {}, "opts": {"deep": [1, []]}});
+        let lines = render_call(&args).unwrap();
+        assert!(lines.contains(&"\"a.b\": {}".to_string()), "{lines:?}");
+        for i in 0..3 {
+            assert!(
+                lines.contains(&format!("edits[{i}].new: \"edit {i}\"")),
+                "{lines:?}"
+            );
+        }
+        assert!(lines.contains(&"opts.deep[0]: 1".to_string()), "{lines:?}");
+        assert!(lines.contains(&"opts.deep[1]: []".to_string()), "{lines:?}");
+        assert_eq!(lines.last().unwrap(), "path: \"a.rs\"");
+    }
+
+    #[test]
     fn every_field_is_shown_in_name_order_and_controls_are_visible() {
         let args = json!({"z": 1, "path": "a\u{1b}[2Jb\nc", "content": ""});
         let lines = render_call(&args).unwrap();
@@ -214,6 +298,10 @@ mod tests {
         let fields: serde_json::Map<String, Value> =
             (0..100).map(|i| (format!("f{i}"), json!(i))).collect();
         assert!(render_call(&Value::Object(fields)).is_err());
+        let nested = json!({"items": (0..100).collect::<Vec<u32>>()});
+        assert!(render_call(&nested).is_err());
+        let words: Vec<String> = (0..100).map(|i| i.to_string()).collect();
+        assert!(render_call(&json!({"program": "echo", "args": words})).is_err());
     }
 
     #[test]

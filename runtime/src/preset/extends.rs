@@ -166,13 +166,18 @@ fn check_sources_stay_inside(source: &Source, table: &toml::Table) -> Result<(),
     let root = project_root(source)?;
     let dir = file_dir(source).unwrap_or_default();
     for (key, value) in sources(table) {
-        if !is_path(&value) {
+        if key != "system_prompt_file" && !is_path(&value) {
             continue;
         }
         if !real_path(&dir.join(&value)).starts_with(&root) {
+            let fix = if key == "system_prompt_file" {
+                "move the file"
+            } else {
+                "install the plugin (`paddock plugin install`) and name it, or move it"
+            };
             return Err(PresetError(format!(
                 "{}: {key} = {value:?} leaves {}, which is all that trusting this project covers; \
-                 install the plugin (`paddock plugin install`) and name it, or move it into {}",
+                 {fix} into {}",
                 source.location,
                 root.display(),
                 root.display()
@@ -205,9 +210,13 @@ fn is_path(source: &str) -> bool {
     !source.starts_with("builtin:") && (source.contains('/') || source.ends_with(".wasm"))
 }
 
-/// (key, value) of every `source` in the table: `plugins.NAME.source`, `hooks[i].source`.
+/// (key, value) of every file the table names: `plugins.NAME.source`, `hooks[i].source`, and
+/// `system_prompt_file` (a prompt read from outside the trusted files could change unasked).
 fn sources(table: &toml::Table) -> Vec<(String, String)> {
     let mut found = Vec::new();
+    if let Some(s) = table.get("system_prompt_file").and_then(|s| s.as_str()) {
+        found.push(("system_prompt_file".to_string(), s.to_string()));
+    }
     if let Some(plugins) = table.get("plugins").and_then(|p| p.as_table()) {
         for (name, entry) in plugins {
             if let Some(s) = entry.get("source").and_then(|s| s.as_str()) {
@@ -234,6 +243,12 @@ fn absolutise_sources(table: &mut toml::Table, dir: &Path) {
             *value = toml::Value::String(dir.join(s).display().to_string());
         }
     };
+    // A base's prompt file is relative to the base's folder, like its sources.
+    if let Some(toml::Value::String(s)) = table.get_mut("system_prompt_file")
+        && !Path::new(s.as_str()).is_absolute()
+    {
+        *s = dir.join(s.as_str()).display().to_string();
+    }
     if let Some(plugins) = table.get_mut("plugins").and_then(|p| p.as_table_mut()) {
         for (_, entry) in plugins.iter_mut() {
             if let Some(source) = entry.get_mut("source") {

@@ -29,6 +29,10 @@ pub struct ProjectConfig {
     pub files: Vec<String>,
     /// SHA-256 over every file's relative name and bytes.
     pub sha256: String,
+    /// Why the hash cannot cover the whole configuration (a tree deeper than `MAX_DEPTH` or
+    /// larger than `MAX_FILES`); such a configuration is never trusted, since a file outside
+    /// the hash could change without asking again.
+    pub unhashable: Option<String>,
 }
 
 impl ProjectConfig {
@@ -38,7 +42,7 @@ impl ProjectConfig {
         let dir = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
         let root = dir.join(PROJECT_DIR);
         let mut presets = Vec::new();
-        collect(&root, &root, 0, &mut presets);
+        let unhashable = collect(&root, &root, 0, &mut presets).err();
         let mut files: Vec<String> = presets
             .into_iter()
             .map(|f| format!("{PROJECT_DIR}/{f}"))
@@ -74,7 +78,12 @@ impl ProjectConfig {
             }
         }
         let sha256 = hex(&hasher.finalize());
-        Some(ProjectConfig { dir, files, sha256 })
+        Some(ProjectConfig {
+            dir,
+            files,
+            sha256,
+            unhashable,
+        })
     }
 
     /// `abcdef012345`: the first 12 hex digits, for one-line messages.
@@ -83,28 +92,41 @@ impl ProjectConfig {
     }
 }
 
-/// Files under `dir` (relative to `root`), at most 4 levels deep and 1000 entries: enough for
-/// presets, bounded against a hostile tree.
-fn collect(root: &Path, dir: &Path, depth: usize, out: &mut Vec<String>) {
+/// The deepest directory level and the most files `.paddock/presets` may hold to be trusted.
+const MAX_DEPTH: usize = 4;
+const MAX_FILES: usize = 1000;
+
+/// Files under `dir` (relative to `root`): every one, or `Err` naming why not (deeper than
+/// `MAX_DEPTH`, more than `MAX_FILES`), bounded against a hostile tree. Fail closed: a file
+/// the hash does not cover could change without asking again.
+fn collect(root: &Path, dir: &Path, depth: usize, out: &mut Vec<String>) -> Result<(), String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
+        return Ok(());
     };
     for entry in entries.flatten() {
-        if out.len() >= 1000 {
-            return;
+        if out.len() >= MAX_FILES {
+            return Err(format!(
+                "{PROJECT_DIR} holds more than {MAX_FILES} files; trust covers at most {MAX_FILES}"
+            ));
         }
         let path = entry.path();
         let Ok(kind) = entry.file_type() else {
             continue;
         };
-        if kind.is_dir() && depth < 4 {
-            collect(root, &path, depth + 1, out);
-        } else if !kind.is_dir()
-            && let Ok(relative) = path.strip_prefix(root)
-        {
+        if kind.is_dir() {
+            if depth >= MAX_DEPTH {
+                return Err(format!(
+                    "{} is nested deeper than {MAX_DEPTH} levels under {PROJECT_DIR}; trust \
+                     covers {MAX_DEPTH} levels",
+                    path.strip_prefix(root).unwrap_or(&path).display()
+                ));
+            }
+            collect(root, &path, depth + 1, out)?;
+        } else if let Ok(relative) = path.strip_prefix(root) {
             out.push(relative.to_string_lossy().into_owned());
         }
     }
+    Ok(())
 }
 
 /// Whether the working directory's project configuration may be used.
@@ -118,6 +140,8 @@ pub enum TrustState {
     Untrusted(ProjectConfig),
     /// Trusted once, but the files changed since.
     Changed(ProjectConfig),
+    /// Too large or too deep to hash whole (`ProjectConfig::unhashable`): never trusted.
+    Unhashable(ProjectConfig),
 }
 
 /// The record of trusted directories, in the data directory.
@@ -148,6 +172,9 @@ impl TrustStore {
         let Some(config) = ProjectConfig::find(cwd) else {
             return TrustState::NoProjectConfig;
         };
+        if config.unhashable.is_some() {
+            return TrustState::Unhashable(config);
+        }
         match self.read().projects.get(&key(&config.dir)) {
             Some(hash) if *hash == config.sha256 => TrustState::Trusted(config),
             Some(_) => TrustState::Changed(config),
@@ -155,8 +182,12 @@ impl TrustStore {
         }
     }
 
-    /// Records `config` as trusted (replacing an older record of its directory).
+    /// Records `config` as trusted (replacing an older record of its directory); refused when
+    /// the hash cannot cover all of it.
     pub fn trust(&self, config: &ProjectConfig) -> std::io::Result<()> {
+        if let Some(why) = &config.unhashable {
+            return Err(std::io::Error::other(why.clone()));
+        }
         let mut record = self.read();
         record
             .projects
@@ -243,6 +274,15 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o777, 0o600);
         assert!(store.revoke(project.path()).unwrap());
+        // A file deeper than the hash reaches makes the whole configuration untrustable.
+        let deep = presets.join("a/b/c/d/e");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("plugin.wasm"), "x").unwrap();
+        let TrustState::Unhashable(config) = store.state(project.path()) else {
+            panic!("a tree deeper than the hash reaches is never trusted");
+        };
+        assert!(store.trust(&config).is_err());
+        std::fs::remove_dir_all(presets.join("a")).unwrap();
         assert!(matches!(
             store.state(project.path()),
             TrustState::Untrusted(_)

@@ -95,14 +95,7 @@ async fn fetch(call: HttpCall, req: http::Request) -> Result<http::Response, Str
         _ = call.cancel.cancelled() => return Err("cancelled".into()),
         addr = resolve => addr.map_err(|_| format!("resolving `{host}` timed out"))??,
     };
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .timeout(timeout)
-        // Pinned: reqwest connects to the checked address, whatever DNS says next.
-        .resolve(&host, addr)
-        .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    let client = pinned_client(&host, addr, timeout)?;
     let mut builder = client.request(method, url);
     for (name, value) in &req.headers {
         builder = builder.header(name.as_str(), value.as_str());
@@ -145,6 +138,23 @@ async fn fetch(call: HttpCall, req: http::Request) -> Result<http::Response, Str
     }
 }
 
+/// A client that connects to `addr` for `host`, whatever DNS says next (no second lookup
+/// between the check and the connection), follows no redirect (a new request, checked anew,
+/// is the plugin's to make) and uses no proxy.
+fn pinned_client(
+    host: &str,
+    addr: std::net::SocketAddr,
+    timeout: Duration,
+) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .timeout(timeout)
+        .resolve(host, addr)
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
 fn describe(error: &reqwest::Error, host: &str) -> String {
     if error.is_timeout() {
         format!("request to `{host}` timed out")
@@ -173,8 +183,14 @@ fn allows(entry: &str, scheme: &str, host: &str, port: u16) -> bool {
     };
     let host = host.to_ascii_lowercase();
     let pattern = pattern.to_ascii_lowercase();
+    // An address is granted only by itself: a wildcard covers names.
+    let is_address = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<std::net::IpAddr>()
+        .is_ok();
     let host_ok = match pattern.strip_prefix("*.") {
-        Some(parent) => host.ends_with(&format!(".{parent}")),
+        Some(parent) => !is_address && host.ends_with(&format!(".{parent}")),
         None => host == pattern,
     };
     host_ok && entry_scheme == scheme && entry_port.unwrap_or(default_port) == port
@@ -228,5 +244,39 @@ mod tests {
         assert!(!allows("*.github.com", "https", "github.com", 443));
         assert!(allows("http://127.0.0.1:8080", "http", "127.0.0.1", 8080));
         assert!(!allows("http://127.0.0.1:8080", "http", "127.0.0.1", 8081));
+        assert!(
+            !allows("http://*.0.1:80", "http", "127.0.0.1", 80),
+            "no wildcard address"
+        );
+    }
+
+    /// The connection goes to the checked address even for a name DNS does not know: nothing
+    /// is looked up again between the check and the connection.
+    #[tokio::test]
+    async fn the_connection_is_pinned_to_the_checked_address() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 1024];
+            let n = socket.read(&mut buf).await.unwrap();
+            socket
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            String::from_utf8_lossy(&buf[..n]).into_owned()
+        });
+        let client = pinned_client("pinned.invalid", addr, Duration::from_secs(5)).unwrap();
+        let url = format!("http://pinned.invalid:{}/", addr.port());
+        let response = client.get(url).send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        let request = server.await.unwrap();
+        assert!(
+            request
+                .to_ascii_lowercase()
+                .contains("host: pinned.invalid"),
+            "{request}"
+        );
     }
 }

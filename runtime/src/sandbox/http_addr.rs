@@ -17,13 +17,19 @@ pub async fn checked_address(host: &str, port: u16) -> Result<SocketAddr, String
     if let Ok(ip) = literal.parse::<IpAddr>() {
         return Ok(SocketAddr::new(canonical(ip), port));
     }
-    let candidates: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+    let candidates: Vec<IpAddr> = tokio::net::lookup_host((host, port))
         .await
         .map_err(|e| format!("cannot resolve `{host}`: {e}"))?
+        .map(|addr| addr.ip())
         .collect();
+    choose(host, port, &candidates)
+}
+
+/// Of the addresses `host` resolved to, the first public one; else why none may be used.
+fn choose(host: &str, port: u16, candidates: &[IpAddr]) -> Result<SocketAddr, String> {
     let mut refused = Vec::new();
-    for addr in candidates {
-        let ip = canonical(addr.ip());
+    for ip in candidates {
+        let ip = canonical(*ip);
         if is_public(ip) {
             return Ok(SocketAddr::new(ip, port));
         }
@@ -32,10 +38,14 @@ pub async fn checked_address(host: &str, port: u16) -> Result<SocketAddr, String
     let Some(first) = refused.first() else {
         return Err(format!("`{host}` resolves to no address"));
     };
+    let shown = match first.parse::<IpAddr>() {
+        Ok(IpAddr::V6(_)) => format!("[{first}]"),
+        _ => first.clone(),
+    };
     Err(format!(
         "request to `{host}` is denied: it resolves to {} (loopback, private, link-local or \
          otherwise not public); a name may only lead to public addresses. To reach that \
-         address, grant it by address (e.g. \"http://{first}:{port}\" in the http allow-list) \
+         address, grant it by address (e.g. \"http://{shown}:{port}\" in the http allow-list) \
          and use it in the URL",
         refused.join(", "),
     ))
@@ -74,15 +84,26 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
 }
 
 fn is_public_v6(ip: Ipv6Addr) -> bool {
-    let first = ip.segments()[0];
-    !(ip.is_loopback()
-        || ip.is_unspecified()
+    let seg = ip.segments();
+    // 6to4 (2002::/16) carries an IPv4 address: only as public as that address.
+    if seg[0] == 0x2002 {
+        let [a, b] = seg[1].to_be_bytes();
+        let [c, d] = seg[2].to_be_bytes();
+        return is_public_v4(Ipv4Addr::new(a, b, c, d));
+    }
+    !(ip.is_unspecified()
         || ip.is_multicast()
-        || (first & 0xfe00) == 0xfc00 // unique local
-        || (first & 0xffc0) == 0xfe80 // link-local
-        || (first & 0xffc0) == 0xfec0 // site-local (deprecated)
-        || first == 0x2001 && ip.segments()[1] == 0x0db8 // documentation
-        || first == 0x0064 && ip.segments()[1] == 0xff9b) // NAT64 maps onto IPv4
+        // ::/64: loopback, IPv4-compatible (::a.b.c.d), IPv4-translated (::ffff:0:a.b.c.d);
+        // IPv4-mapped ones were turned into IPv4 by `canonical`.
+        || seg[..4] == [0, 0, 0, 0]
+        || seg[..4] == [0x0100, 0, 0, 0] // discard-only (100::/64)
+        || (seg[0] & 0xfe00) == 0xfc00 // unique local
+        || (seg[0] & 0xffc0) == 0xfe80 // link-local
+        || (seg[0] & 0xffc0) == 0xfec0 // site-local (deprecated)
+        || (seg[0] == 0x2001 && seg[1] < 0x0200) // IETF protocol assignments, Teredo (2001::/23)
+        || (seg[0] == 0x2001 && seg[1] == 0x0db8) // documentation
+        || (seg[0] == 0x3fff && seg[1] < 0x1000) // documentation (3fff::/20)
+        || (seg[0] == 0x0064 && seg[1] == 0xff9b)) // NAT64 maps onto IPv4 (64:ff9b::/96, 64:ff9b:1::/48)
 }
 
 #[cfg(test)]
@@ -104,11 +125,55 @@ mod tests {
             "fe80::1",
             "fd00::1",
             "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "::ffff:169.254.169.254",
+            "::127.0.0.1",
+            "::ffff:0:127.0.0.1",
+            "fc00::1",
+            "64:ff9b::7f00:1",
+            "64:ff9b:1::a00:1",
+            "2002:7f00:1::1",
+            "2001::1",
+            "100::1",
+            "ff02::1",
         ] {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }
         assert!(is_public("93.184.216.34".parse().unwrap()));
         assert!(is_public("2606:4700::1111".parse().unwrap()));
+        assert!(
+            is_public("2002:5db8:d822::1".parse().unwrap()),
+            "6to4 of a public v4"
+        );
+    }
+
+    /// What a wildcard name under the allow-list may resolve to, each refused, and a name
+    /// with a public address among private ones gets the public one (and only it).
+    #[test]
+    fn a_name_resolving_to_any_non_public_address_is_refused() {
+        for private in [
+            "127.0.0.1",
+            "::1",
+            "10.0.0.7",
+            "169.254.169.254",
+            "fc00::1",
+            "::ffff:127.0.0.1",
+            "::ffff:192.168.0.1",
+        ] {
+            let ip: IpAddr = private.parse().unwrap();
+            let err = choose("a.allowed.example", 443, &[ip]).unwrap_err();
+            assert!(err.contains("not public"), "{private}: {err}");
+        }
+        let mixed: Vec<IpAddr> = vec![
+            "127.0.0.1".parse().unwrap(),
+            "93.184.216.34".parse().unwrap(),
+        ];
+        assert_eq!(
+            choose("a.allowed.example", 443, &mixed).unwrap(),
+            "93.184.216.34:443".parse().unwrap()
+        );
+        let err = choose("v6.example", 80, &["fd00::1".parse().unwrap()]).unwrap_err();
+        assert!(err.contains("\"http://[fd00::1]:80\""), "{err}");
     }
 
     #[tokio::test]

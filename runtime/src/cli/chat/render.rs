@@ -108,7 +108,8 @@ impl Screen {
             text.push_str(&paint(
                 self.color,
                 DIM,
-                &cut(&line, width.saturating_sub(1)),
+                // The status quotes the model's call ids and the server's errors (T3).
+                &cut(&sanitize(&line), width.saturating_sub(1)),
             ));
             text.push('\n');
         }

@@ -69,7 +69,7 @@ pub(super) async fn check(env: &Env, name: &str) -> Exit {
             "{} {}: {}: {}\n  fix: {}",
             paint(color, tint, label),
             sanitize(&locate::locate(&chain, &finding.at)),
-            finding.at,
+            sanitize(&finding.at.to_string()),
             sanitize(&finding.message),
             sanitize(&finding.fix)
         );
@@ -101,19 +101,22 @@ pub(super) async fn check(env: &Env, name: &str) -> Exit {
         n => format!(", {n} warning(s)"),
     };
     println!(
-        "{} {name}: preset `{}` is valid ({} plugins, {} hooks{warned})",
+        "{} {}: preset `{}` is valid ({} plugins, {} hooks{warned})",
         paint(style::color_enabled_stdout(), GREEN, "ok"),
-        resolved.name,
+        sanitize(name),
+        sanitize(&resolved.name),
         resolved.plugins.len(),
         resolved.hooks.len()
     );
     Exit::Ok
 }
 
+/// Errors quote the preset's text (keys, values, paths), which may come from anywhere (T3).
 fn fail(message: &str) -> Exit {
     eprintln!(
-        "{} {message}",
-        paint(style::color_enabled_stderr(), RED, "error:")
+        "{} {}",
+        paint(style::color_enabled_stderr(), RED, "error:"),
+        sanitize(message)
     );
     Exit::Usage
 }
