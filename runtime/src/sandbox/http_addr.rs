@@ -164,7 +164,7 @@ mod tests {
             let err = choose("a.allowed.example", 443, &[ip]).unwrap_err();
             assert!(err.contains("not public"), "{private}: {err}");
         }
-        let mixed: Vec<IpAddr> = vec![
+        let mixed: [IpAddr; 2] = [
             "127.0.0.1".parse().unwrap(),
             "93.184.216.34".parse().unwrap(),
         ];
