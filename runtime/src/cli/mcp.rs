@@ -3,13 +3,15 @@
 //! when the directory is already trusted: standard input is the protocol, nothing is asked on
 //! it), its plugins, hooks and approval loaded, and a session log started whose
 //! `session/start` records the preset, so every call the client makes is in a log like any
-//! other (`paddock log`). Approval `ask` goes to the client as MCP elicitation.
+//! other (`paddock log`). Approval `ask` goes to the client as MCP elicitation. With
+//! `--listen`, the same over streamable HTTP (`mcp_http.rs`).
 
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
 
 use super::Exit;
+use super::mcp_serve::Served;
 use super::run::{begin_log, fail, new_session_id, plugin_hashes};
 use super::tool::{Loaded, load_preset, setup_error};
 use crate::log::{LOG_FILE, SessionLock, SessionLog, SessionStart};
@@ -33,6 +35,17 @@ pub struct ServeArgs {
     /// Never ask the client's user: a call the preset would ask about is denied.
     #[arg(long)]
     no_elicitation: bool,
+    /// Serve streamable HTTP at http://ADDR/mcp instead of standard input and output, e.g.
+    /// 127.0.0.1:8765 (port 0 picks one; the address is printed). Clients send
+    /// `Authorization: Bearer TOKEN`: $PADDOCK_MCP_TOKEN, else a new token printed on stderr.
+    /// Only Host headers naming the address are answered, and no request carrying an Origin
+    /// (a web page), so a page in a browser cannot drive it.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<std::net::SocketAddr>,
+    /// Let `--listen` take an address that is not loopback (the network can then reach the
+    /// tools of this preset, with the token).
+    #[arg(long, requires = "listen")]
+    allow_non_loopback: bool,
 }
 
 pub async fn run(cmd: McpCommand) -> Exit {
@@ -50,16 +63,32 @@ pub(super) struct ServedSession {
 }
 
 async fn serve(args: ServeArgs) -> Exit {
+    // The address is checked and bound before anything is loaded or logged.
+    let listener = match args.listen {
+        Some(addr) => match super::mcp_http::bind(addr, args.allow_non_loopback).await {
+            Ok(listener) => Some(listener),
+            Err(message) => return fail(&message),
+        },
+        None => None,
+    };
     let session = match start(&args).await {
         Ok(session) => Arc::new(session),
         Err(exit) => return exit,
     };
-    eprintln!(
-        "paddock: serving preset `{}` over MCP on standard input and output (session {})",
-        crate::terminal::sanitize(&session.loaded.preset),
-        session.loaded.session
-    );
-    match super::mcp_serve::serve_stdio(session).await {
+    // The preset's name is printed, and names can come from files: sanitized (T3).
+    let preset = crate::terminal::sanitize(&session.loaded.preset).to_string();
+    let id = &session.loaded.session;
+    let served = Served::new(session.clone());
+    let result = match listener {
+        Some(listener) => super::mcp_http::serve_http(served, listener, &preset, id).await,
+        None => {
+            eprintln!(
+                "paddock: serving preset `{preset}` over MCP on standard input and output (session {id})"
+            );
+            super::mcp_serve::serve_stdio(served).await
+        }
+    };
+    match result {
         Ok(()) => Exit::Ok,
         Err(message) => fail(&message),
     }

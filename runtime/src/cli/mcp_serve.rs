@@ -34,31 +34,46 @@ use crate::model::{Finish, Outcome, ToolCall};
 /// How often a running call tells the client it is still running.
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 
-/// Serves until the client closes the connection.
-pub(super) async fn serve_stdio(session: Arc<ServedSession>) -> Result<(), String> {
-    let tools = session
-        .loaded
-        .registry
-        .tools()
-        .map(|t| {
-            let schema = match &t.spec.parameters {
-                serde_json::Value::Object(map) => map.clone(),
-                _ => serde_json::Map::new(),
-            };
-            Tool::new(
-                t.spec.name.clone(),
-                t.spec.description.clone(),
-                Arc::new(schema),
-            )
-            .with_annotations(crate::mcp::annotations_for(&t.spec.meta))
-        })
-        .collect();
-    let served = Served {
-        session,
-        tools,
-        one_call: tokio::sync::Mutex::new(()),
-        next: AtomicU64::new(1),
-    };
+/// The handler for one client connection. Clones share the session: its log, its one-call
+/// lock and its call ids, so several HTTP clients write one valid log.
+#[derive(Clone)]
+pub(super) struct Served {
+    session: Arc<ServedSession>,
+    tools: Arc<Vec<Tool>>,
+    one_call: Arc<tokio::sync::Mutex<()>>,
+    next: Arc<AtomicU64>,
+}
+
+impl Served {
+    pub(super) fn new(session: Arc<ServedSession>) -> Served {
+        let tools = session
+            .loaded
+            .registry
+            .tools()
+            .map(|t| {
+                let schema = match &t.spec.parameters {
+                    serde_json::Value::Object(map) => map.clone(),
+                    _ => serde_json::Map::new(),
+                };
+                Tool::new(
+                    t.spec.name.clone(),
+                    t.spec.description.clone(),
+                    Arc::new(schema),
+                )
+                .with_annotations(crate::mcp::annotations_for(&t.spec.meta))
+            })
+            .collect();
+        Served {
+            session,
+            tools: Arc::new(tools),
+            one_call: Arc::default(),
+            next: Arc::new(AtomicU64::new(1)),
+        }
+    }
+}
+
+/// Serves one client on standard input and output until it closes the connection.
+pub(super) async fn serve_stdio(served: Served) -> Result<(), String> {
     let running = served
         .serve((tokio::io::stdin(), tokio::io::stdout()))
         .await
@@ -68,13 +83,6 @@ pub(super) async fn serve_stdio(session: Arc<ServedSession>) -> Result<(), Strin
         .await
         .map(|_| ())
         .map_err(|e| format!("the MCP connection ended abnormally: {e}"))
-}
-
-struct Served {
-    session: Arc<ServedSession>,
-    tools: Vec<Tool>,
-    one_call: tokio::sync::Mutex<()>,
-    next: AtomicU64,
 }
 
 impl ServerHandler for Served {
@@ -98,7 +106,7 @@ impl ServerHandler for Served {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.clone()))
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
     }
 
     async fn call_tool(
@@ -106,7 +114,6 @@ impl ServerHandler for Served {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.session.approver.connect(context.peer.clone());
         let id = format!("mcp-{}", self.next.fetch_add(1, Ordering::Relaxed));
         let call = RawCall {
             id,
@@ -119,6 +126,8 @@ impl ServerHandler for Served {
                 _ = context.ct.cancelled() => None,
                 one = self.one_call.lock() => Some(one),
             };
+            // Questions go to the client whose call this is (one call at a time).
+            self.session.approver.connect(context.peer.clone());
             let progress = context.meta.get_progress_token().map(|token| {
                 tokio::spawn(progress(context.peer.clone(), token, call.name.clone()))
             });

@@ -1,6 +1,7 @@
-//! Using an MCP server (issue 16): `[mcp.NAME]` started confined (`sandbox::ServerProcess`),
-//! spoken to with `rmcp`'s client over its standard streams, its tools exposed like plugin
-//! tools. The server is untrusted like a plugin:
+//! Using an MCP server (issue 16): `[mcp.NAME]` started confined (`sandbox::ServerProcess`)
+//! and spoken to with `rmcp`'s client over its standard streams, or reached by `url` over
+//! streamable HTTP (`remote`); its tools exposed like plugin tools. The server is untrusted
+//! like a plugin, and the rules are the same for both:
 //!
 //! - a call past `timeout_ms` errors `TIMEOUT`; a server that dies, closes its output or sends
 //!   a message over the cap (`lines`) fails the call with `MCP_SERVER_FAILED`; either way the server
@@ -46,13 +47,16 @@ pub struct McpError {
 
 struct Connection {
     service: RunningService<RoleClient, ClientConfig>,
-    process: ServerProcess,
+    /// The started process; none for a `url` server.
+    process: Option<ServerProcess>,
     stderr: Arc<std::sync::Mutex<Vec<u8>>>,
 }
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        self.process.kill();
+        if let Some(process) = &self.process {
+            process.kill();
+        }
     }
 }
 
@@ -192,8 +196,34 @@ impl McpServer {
     }
 }
 
-/// Starts the process confined and completes the MCP handshake.
+fn client_info() -> ClientConfig {
+    let mut info = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("paddock", env!("CARGO_PKG_VERSION")),
+    );
+    info.protocol_version = rmcp::model::ProtocolVersion::V_2025_11_25;
+    info
+}
+
+/// Starts the process confined (or reaches the `url`) and completes the MCP handshake.
 async fn connect(spec: &ResolvedMcp) -> Result<Connection, String> {
+    if let Some(url) = &spec.url {
+        let transport = super::remote::transport(spec, url, MESSAGE_CAP).await?;
+        let service = tokio::time::timeout(START_TIMEOUT, serve_client(client_info(), transport))
+            .await
+            .map_err(|_| {
+                format!(
+                    "no MCP handshake with {url} within {} s",
+                    START_TIMEOUT.as_secs()
+                )
+            })?
+            .map_err(|e| format!("the MCP handshake with {url} failed: {e}"))?;
+        return Ok(Connection {
+            service,
+            process: None,
+            stderr: Arc::default(),
+        });
+    }
     let key = format!("mcp.{}", spec.name);
     let (process, (stdin, stdout, stderr)) = ServerProcess::start(&ServerSpec {
         key: &key,
@@ -205,13 +235,9 @@ async fn connect(spec: &ResolvedMcp) -> Result<Connection, String> {
     })?;
     let kept = Arc::new(std::sync::Mutex::new(Vec::new()));
     tokio::spawn(drain(stderr, kept.clone()));
-    let mut info = ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("paddock", env!("CARGO_PKG_VERSION")),
-    );
-    info.protocol_version = rmcp::model::ProtocolVersion::V_2025_11_25;
     let transport = (LineCap::new(stdout, MESSAGE_CAP), stdin);
-    let handshake = tokio::time::timeout(START_TIMEOUT, serve_client(info, transport)).await;
+    let handshake =
+        tokio::time::timeout(START_TIMEOUT, serve_client(client_info(), transport)).await;
     let mut connection_tail = String::new();
     let service = match handshake {
         Ok(Ok(service)) => service,
@@ -228,7 +254,7 @@ async fn connect(spec: &ResolvedMcp) -> Result<Connection, String> {
     };
     Ok(Connection {
         service,
-        process,
+        process: Some(process),
         stderr: kept,
     })
 }

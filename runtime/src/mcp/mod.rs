@@ -4,7 +4,8 @@
 //!   each call through the whole spine (repair, validation, hooks, approval, sandbox, output
 //!   budget) and logged in a session. `annotations` says what a tool's runtime metadata
 //!   becomes for the client; `elicit` asks the client's user when the preset says `ask`.
-//! - Use (`[mcp.NAME]` in a preset): an MCP server started confined (`sandbox::server`),
+//! - Use (`[mcp.NAME]` in a preset): an MCP server started confined (`sandbox::server`) or
+//!   reached by `url` with an http grant (`remote`),
 //!   its tools exposed like plugin tools (`client`), their metadata read conservatively from
 //!   the server's annotations (`annotations`).
 //!
@@ -15,6 +16,7 @@ mod annotations;
 mod client;
 mod elicit;
 mod lines;
+mod remote;
 
 pub use annotations::{annotations_for, meta_from_annotations};
 pub use client::{McpError, McpServer, McpTool};

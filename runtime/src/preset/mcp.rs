@@ -18,6 +18,20 @@
 //! temporary directory; no network unless granted; PID 1 of its own namespace. Its working
 //! directory is the first mount. Parsed strictly like the rest of the preset, so an error
 //! names the file, line and column.
+//!
+//! A server reached by URL (MCP's streamable HTTP) instead of started:
+//!
+//! ```toml
+//! [mcp.remote]
+//! url = "http://127.0.0.1:8123/mcp"
+//! http = { allow = ["http://127.0.0.1:8123"] }   # required, and must cover the URL (S6)
+//! timeout_ms = 30_000                            # as above, and output_bytes, risk
+//! ```
+//!
+//! The keys for a started process (`args`, `env`, `mounts`, `read`, `network`, `memory_mb`,
+//! `protect`) are refused with `url`. Its tools are never read-only (it is another machine's
+//! program, with whatever it can reach). Only `http://`: paddock's MCP HTTP client is built
+//! without TLS.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use super::file::MountEntry;
 use super::policy::home_path;
 use super::resolve::make_mount;
-use super::sections::{Positive, RelPath};
+use super::sections::{HostPattern, Positive, RelPath};
 use super::{PresetError, ResolveContext, check_mount_is_safe};
 use crate::contract::Risk;
 use crate::sandbox::{ExecGrant, Mount, Protect};
@@ -36,7 +50,12 @@ use crate::sandbox::{ExecGrant, Mount, Protect};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpEntry {
-    pub command: String,
+    #[serde(default)]
+    pub command: Option<String>,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub http: Option<McpHttpEntry>,
     #[serde(default)]
     pub args: Vec<String>,
     #[serde(default)]
@@ -59,10 +78,20 @@ pub struct McpEntry {
     pub protect: Vec<RelPath>,
 }
 
+/// `[mcp.NAME].http`: where a `url` server may be reached.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpHttpEntry {
+    pub allow: Vec<HostPattern>,
+}
+
 /// An MCP server, ready to start.
 #[derive(Debug, Clone, Serialize)]
 pub struct ResolvedMcp {
     pub name: String,
+    /// A streamable HTTP server's URL, inside `http_allow`; `command` is then empty.
+    pub url: Option<String>,
+    pub http_allow: Vec<String>,
     pub command: String,
     pub args: Vec<String>,
     pub mounts: Vec<Mount>,
@@ -78,7 +107,8 @@ pub struct ResolvedMcp {
 impl ResolvedMcp {
     /// The kernel lets the server write nothing and reach no network.
     pub fn read_only(&self) -> bool {
-        !self.jail.network
+        self.url.is_none()
+            && !self.jail.network
             && self
                 .mounts
                 .iter()
@@ -99,11 +129,29 @@ pub(super) fn resolve_mcp(
             "mcp.{name}: server names must match ^[A-Za-z0-9_-]{{1,64}}$"
         )));
     }
-    if entry.command.trim().is_empty() {
-        return Err(PresetError(format!(
-            "mcp.{name}.command: name the program, e.g. \"python3\""
-        )));
-    }
+    let url = match (&entry.command, &entry.url) {
+        (Some(command), None) if command.trim().is_empty() => {
+            return Err(PresetError(format!(
+                "mcp.{name}.command: name the program, e.g. \"python3\""
+            )));
+        }
+        (Some(_), None) => {
+            if entry.http.is_some() {
+                return Err(PresetError(format!(
+                    "mcp.{name}.http: only for a `url` server; a started server's network is \
+                     `network = true`"
+                )));
+            }
+            None
+        }
+        (None, Some(url)) => Some(check_url(name, url, entry)?),
+        _ => {
+            return Err(PresetError(format!(
+                "mcp.{name}: give `command` (a program paddock starts confined) or `url` (a \
+                 streamable HTTP server), exactly one"
+            )));
+        }
+    };
     let mounts = entry
         .mounts
         .iter()
@@ -124,7 +172,13 @@ pub(super) fn resolve_mcp(
     let defaults = ExecGrant::default();
     Ok(ResolvedMcp {
         name: name.to_string(),
-        command: entry.command.clone(),
+        url,
+        http_allow: entry
+            .http
+            .iter()
+            .flat_map(|h| h.allow.iter().map(|p| p.0.clone()))
+            .collect(),
+        command: entry.command.clone().unwrap_or_default(),
         args: entry.args.clone(),
         mounts,
         protect: Protect {
@@ -154,6 +208,51 @@ pub(super) fn resolve_mcp(
     })
 }
 
+/// A `url` server's URL: http, no started-process keys, and covered by `http.allow`.
+fn check_url(name: &str, url: &str, entry: &McpEntry) -> Result<String, PresetError> {
+    let err = |m: String| PresetError(format!("mcp.{name}.url: {m}"));
+    let parsed = reqwest::Url::parse(url).map_err(|e| err(format!("{url:?} is not a URL: {e}")))?;
+    if parsed.scheme() != "http" {
+        return Err(err(format!(
+            "scheme `{}` is not supported: paddock's MCP HTTP client speaks http:// only (no \
+             TLS); use a local server over http, or a stdio server",
+            parsed.scheme()
+        )));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(err("credentials in the URL are refused".into()));
+    }
+    let process_keys = [
+        ("args", !entry.args.is_empty()),
+        ("env", !entry.env.is_empty()),
+        ("mounts", !entry.mounts.is_empty()),
+        ("read", !entry.read.is_empty()),
+        ("network", entry.network),
+        ("memory_mb", entry.memory_mb.is_some()),
+        ("protect", !entry.protect.is_empty()),
+    ];
+    if let Some((key, _)) = process_keys.iter().find(|(_, set)| *set) {
+        return Err(PresetError(format!(
+            "mcp.{name}.{key}: only for a server paddock starts (`command`); a `url` server runs \
+             elsewhere"
+        )));
+    }
+    let host = parsed.host_str().unwrap_or_default();
+    let port = parsed.port_or_known_default().unwrap_or(80);
+    let allowed = entry
+        .http
+        .iter()
+        .flat_map(|h| &h.allow)
+        .any(|p| crate::sandbox::http_allows(&p.0, "http", host, port));
+    if !allowed {
+        return Err(err(format!(
+            "host `{host}` (port {port}, http) is not granted; add `http = {{ allow = \
+             [\"http://{host}:{port}\"] }}` to [mcp.{name}]"
+        )));
+    }
+    Ok(parsed.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -175,5 +274,53 @@ mod tests {
         let err = crate::preset::parse("p.toml", "[mcp.notes]\ncommand = \"x\"\ntimeout_ms = 0\n")
             .expect_err("zero timeout");
         assert!(err.0.starts_with("p.toml:3:"), "{}", err.0);
+    }
+
+    #[test]
+    fn a_url_server_needs_a_grant_covering_it_and_no_process_keys() {
+        let home = tempfile::tempdir().unwrap();
+        let cx = crate::preset::ResolveContext {
+            cwd: home.path(),
+            data_dir: home.path(),
+            spill: None,
+            mount_override: None,
+        };
+        let resolve = |body: &str| {
+            let file = crate::preset::parse("p.toml", &format!("[mcp.r]\n{body}")).expect("parses");
+            super::resolve_mcp("r", &file.mcp["r"], &cx).map_err(|e| e.0)
+        };
+        let ok = resolve(
+            "url = \"http://127.0.0.1:9000/mcp\"\nhttp = { allow = [\"http://127.0.0.1:9000\"] }",
+        )
+        .expect("granted");
+        assert_eq!(ok.url.as_deref(), Some("http://127.0.0.1:9000/mcp"));
+        assert!(!ok.read_only(), "a url server's tools are never read-only");
+        for (body, says) in [
+            ("url = \"http://127.0.0.1:9000/mcp\"", "is not granted"),
+            (
+                "url = \"http://127.0.0.1:9001/mcp\"\nhttp = { allow = [\"http://127.0.0.1:9000\"] }",
+                "is not granted",
+            ),
+            (
+                "url = \"https://example.com/mcp\"\nhttp = { allow = [\"example.com\"] }",
+                "http:// only",
+            ),
+            (
+                "url = \"http://127.0.0.1:9000/mcp\"\nhttp = { allow = [\"http://127.0.0.1:9000\"] }\nnetwork = true",
+                "mcp.r.network: only for a server paddock starts",
+            ),
+            (
+                "command = \"x\"\nurl = \"http://127.0.0.1/\"",
+                "exactly one",
+            ),
+            ("args = []", "exactly one"),
+            (
+                "command = \"x\"\nhttp = { allow = [\"http://127.0.0.1\"] }",
+                "only for a `url` server",
+            ),
+        ] {
+            let err = resolve(body).expect_err(body);
+            assert!(err.contains(says), "{body}: {err}");
+        }
     }
 }

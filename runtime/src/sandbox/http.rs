@@ -164,7 +164,7 @@ fn describe(error: &reqwest::Error, host: &str) -> String {
 }
 
 /// Does allow-list `entry` admit `scheme://host:port`?
-fn allows(entry: &str, scheme: &str, host: &str, port: u16) -> bool {
+pub(crate) fn allows(entry: &str, scheme: &str, host: &str, port: u16) -> bool {
     let (entry_scheme, rest) = match entry.split_once("://") {
         Some((s, rest)) => (s, rest),
         None => ("https", entry),

@@ -42,6 +42,8 @@ pub use engine::Sandbox;
 pub use error::LoadError;
 pub use grant::{Capability, ExecGrant, Grant, HttpGrant, Limits, Mount, MountMode};
 pub use hook::{HookPlugin, Permission, PostDecision, PostToolUse, PreDecision, PreToolUse};
+pub(crate) use http::allows as http_allows;
+pub use http_addr::checked_address;
 pub use mount::MountHandle;
 pub use outcome::{CallOutcome, CallReport};
 pub use plugin::Plugin;
