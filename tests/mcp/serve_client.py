@@ -6,6 +6,9 @@ Usage: serve_client.py PADDOCK PRESET SCENARIO [ELICIT]
   SCENARIO  list | call | cancel | hostile | ask
   ELICIT    for `ask`: "none" (declare no elicitation), "no" or "once" (answer so)
 
+With PADDOCK_MCP_URL and PADDOCK_MCP_TOKEN set, it connects to an already running
+`paddock mcp serve --listen` over streamable HTTP instead of starting one.
+
 Prints one JSON object on stdout; the Rust test (tests/tests/mcp_serve.rs) asserts on it.
 """
 
@@ -17,6 +20,8 @@ import time
 import anyio
 import mcp
 from mcp import types
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 def text_of(result):
@@ -84,17 +89,29 @@ async def main():
             return types.ElicitResult(action="accept", content={"answer": "no", "reason": "not today"})
         return types.ElicitResult(action="accept", content={"answer": elicit})
 
-    server = mcp.StdioServerParameters(
-        command=paddock, args=["mcp", "serve", "--preset", preset], env=dict(os.environ)
-    )
     out = {}
-    async with mcp.stdio_client(server) as (read, write):
-        kwargs = {"elicitation_callback": on_elicit} if elicit != "none" else {}
+    kwargs = {"elicitation_callback": on_elicit} if elicit != "none" else {}
+
+    async def run(read, write):
         async with mcp.ClientSession(read, write, **kwargs) as session:
             init = await session.initialize()
             out["server"] = init.server_info.name
             out["protocol"] = init.protocol_version
             await scenario(session, name, out)
+
+    url = os.environ.get("PADDOCK_MCP_URL")
+    if url:
+        # `paddock mcp serve --listen` is already running (the test started it): streamable HTTP.
+        headers = {"Authorization": "Bearer " + os.environ["PADDOCK_MCP_TOKEN"]}
+        async with create_mcp_http_client(headers=headers) as http:
+            async with streamable_http_client(url, http_client=http) as (read, write):
+                await run(read, write)
+    else:
+        server = mcp.StdioServerParameters(
+            command=paddock, args=["mcp", "serve", "--preset", preset], env=dict(os.environ)
+        )
+        async with mcp.stdio_client(server) as (read, write):
+            await run(read, write)
     out["asked"] = asked
     print(json.dumps(out))
 

@@ -5,9 +5,12 @@
 //!   (`.ci/authoring-tools.sh`: pinned, cached under `~/.cache/paddock/authoring-tools`);
 //! - the official MCP Python SDK for `tests/tests/mcp_*.rs` (pinned in
 //!   `.ci/mcp-requirements.txt`, in a virtual environment under `~/.cache/paddock/mcp-venv`),
-//!   handed to the tests as `PADDOCK_MCP_PYTHON` unless that is already set.
+//!   handed to the tests as `PADDOCK_MCP_PYTHON` unless that is already set;
+//! - the MCP Inspector CLI for `tests/tests/mcp_http.rs` (npm, pinned by
+//!   `.ci/mcp-inspector/package-lock.json`, `npm ci` into `~/.cache/paddock/mcp-inspector`),
+//!   handed to the tests as `PADDOCK_MCP_INSPECTOR` (the script `node` runs) unless set.
 //!
-//! A second run finds both in place and installs nothing.
+//! A second run finds them in place and installs nothing.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -19,10 +22,18 @@ pub fn install() -> Result<Vec<(&'static str, PathBuf)>, String> {
     let mut authoring = Command::new("bash");
     authoring.arg(root().join(".ci/authoring-tools.sh"));
     run(authoring)?;
-    if std::env::var_os("PADDOCK_MCP_PYTHON").is_some_and(|p| !p.is_empty()) {
-        return Ok(Vec::new());
+    let mut env = Vec::new();
+    if !is_set("PADDOCK_MCP_PYTHON") {
+        env.push(("PADDOCK_MCP_PYTHON", mcp_python()?));
     }
-    Ok(vec![("PADDOCK_MCP_PYTHON", mcp_python()?)])
+    if !is_set("PADDOCK_MCP_INSPECTOR") {
+        env.push(("PADDOCK_MCP_INSPECTOR", mcp_inspector()?));
+    }
+    Ok(env)
+}
+
+fn is_set(var: &str) -> bool {
+    std::env::var_os(var).is_some_and(|p| !p.is_empty())
 }
 
 fn cache() -> PathBuf {
@@ -56,4 +67,49 @@ fn mcp_python() -> Result<PathBuf, String> {
         started.elapsed().as_secs_f64()
     );
     Ok(python)
+}
+
+/// The MCP Inspector's launcher script, from the pinned lock file: the cached install when
+/// its lock matches, else `npm ci` (no install scripts run).
+fn mcp_inspector() -> Result<PathBuf, String> {
+    let pinned_dir = root().join(".ci/mcp-inspector");
+    let dir = cache().join("mcp-inspector");
+    let script =
+        dir.join("node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
+    let lock = std::fs::read(pinned_dir.join("package-lock.json"))
+        .map_err(|e| format!("{}: {e}", pinned_dir.display()))?;
+    let recorded = dir.join("installed-lock.json");
+    if script.exists() && std::fs::read(&recorded).is_ok_and(|r| r == lock) {
+        return Ok(script);
+    }
+    let started = std::time::Instant::now();
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for file in ["package.json", "package-lock.json"] {
+        std::fs::copy(pinned_dir.join(file), dir.join(file))
+            .map_err(|e| format!("cannot copy {file} to {}: {e}", dir.display()))?;
+    }
+    let mut npm = Command::new("npm");
+    npm.args([
+        "ci",
+        "--ignore-scripts",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+    ])
+    .current_dir(&dir);
+    super::run_in(npm, &dir).map_err(|e| format!("{e} (the MCP Inspector needs node and npm)"))?;
+    if !script.exists() {
+        return Err(format!(
+            "the MCP Inspector installed, but {} is missing",
+            script.display()
+        ));
+    }
+    std::fs::write(&recorded, &lock).map_err(|e| format!("{}: {e}", recorded.display()))?;
+    eprintln!(
+        "xtask: MCP Inspector installed in {} in {:.0} s",
+        dir.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(script)
 }
