@@ -4,7 +4,7 @@
 
 use super::{Agent, Stop};
 use crate::log::{Body, CompactReason, StopReason};
-use crate::model::context::is_overflow;
+use crate::model::context::{is_overflow, revealed_window};
 use crate::model::{Completion, EventSink, Message, ModelError, ModelEvent, ModelRequest};
 
 /// How a request failed: the model, or the log while recording it.
@@ -18,7 +18,12 @@ impl Agent<'_> {
     pub(super) async fn ask_fitted(&self) -> Result<Completion, Stop> {
         match self.ask(&self.request(), true).await {
             Err(Failed::Model(error)) if overflowed(&error) => {
-                self.compact_with(CompactReason::Overflow, None).await?;
+                let revealed = match root(&error) {
+                    ModelError::Status { body, .. } => revealed_window(body),
+                    _ => None,
+                };
+                self.compact_with(CompactReason::Overflow, None, revealed)
+                    .await?;
                 self.ask(&self.request(), true)
                     .await
                     .map_err(|f| self.stop_of(f))

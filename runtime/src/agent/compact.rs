@@ -4,21 +4,25 @@
 //! `context/compacted`. The history derived from the log then shows the summary in place of
 //! what it covers (`log::History`); nothing but the log remembers it.
 //!
-//! After a request the server refused as too long, the cut is planned for three quarters of
-//! that request's size, whatever the preset says the window is.
+//! A request the server refused as too long reveals the server's window: the number its
+//! error states (`context::revealed_window`), else nine tenths of what was refused. The
+//! compaction records it (`context/compact`'s `window`), and from then on the session keeps
+//! its requests inside it, whatever the preset says, until it moves to another model. The room
+//! for a request is that window less the output limit asked for (at most half of it): servers
+//! such as vLLM count both against it.
 //!
-//! The cut keeps the last `compact_keep` assistant messages verbatim with their results (less
-//! when they would take more than 30% of the window), never separates a call from its result,
-//! and the system prompt is never part of it. The summary request is the summarized part with
-//! each long text cut, no tools, and an instruction to summarize: its attempts are logged and
-//! budgets count it. The summary is model text: it is sent as a user message marked as the
-//! model's own summary, never as instructions.
+//! Where to cut and how the part before the cut is split into rounds: `compact_plan`. Each
+//! summary request is that round's part with long texts cut, no tools, the summary of the
+//! rounds before it, and an instruction to summarize: its attempts are logged and budgets
+//! count it. The summary is model text: it is sent as a user message marked as the model's own
+//! summary, never as instructions.
 
 use super::ask::Failed;
+use super::compact_plan::{Plan, cut, plan};
 use super::{Agent, Stop, now_ms};
-use crate::log::{Body, CompactReason, History, StopReason, estimate_tokens};
+use crate::log::{Body, CompactReason, StopReason, estimate_tokens};
 use crate::model::context::ContextPolicy;
-use crate::model::{Message, ModelRequest, ToolResult};
+use crate::model::{Message, ModelRequest, Usage};
 
 /// The system prompt of a summary request.
 pub const COMPACT_SYSTEM: &str = "You summarize the earlier part of a coding session so that the work can go on \
@@ -31,8 +35,13 @@ without calling a tool.";
 /// The request that ends a summary request.
 const COMPACT_ASK: &str = "Summarize the conversation above as your instructions say.";
 
-/// Longest text of one message in a summary request; the rest is cut with a marker.
-const ITEM_BYTES: usize = 8_000;
+/// What a later round adds to its request.
+const FOLD_ASK: &str = "Its first message is your summary of what came before it: carry what still \
+matters from it into the new summary.";
+
+/// The first message of a later round: the summary so far.
+const SUMMARY_SO_FAR: &str = "[paddock: your summary of the earlier part of this session, from the previous \
+summary request]";
 
 /// The estimated size of the next request against the window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -57,16 +66,15 @@ pub struct Compaction {
     pub after: ContextFill,
 }
 
-/// What to summarize: everything derived from events up to `upto`, as the summary request's
-/// messages.
-struct Plan {
-    upto: u64,
-    messages: Vec<Message>,
-}
-
 impl Agent<'_> {
+    /// The preset's context policy, inside the window a server revealed (see the module doc).
     pub(super) fn policy(&self) -> ContextPolicy {
-        ContextPolicy::of(self.provider.config())
+        let config = self.provider.config();
+        let mut policy = ContextPolicy::of(config);
+        if let Some(window) = self.log.with_state(|s| s.revealed_window) {
+            policy.window = policy.window.min(room(window, config.output_limit()));
+        }
+        policy
     }
 
     /// What the system prompt and the tool list take, estimated.
@@ -96,7 +104,7 @@ impl Agent<'_> {
     /// Compacts the history now (`/compact [focus]`); `focus` tells the summary what to keep.
     /// `Ok(None)`: there is nothing to summarize yet.
     pub async fn compact(&self, focus: Option<&str>) -> Result<Option<Compaction>, String> {
-        self.compact_with(CompactReason::Requested, focus.map(str::to_owned))
+        self.compact_with(CompactReason::Requested, focus.map(str::to_owned), None)
             .await
             .map_err(|Stop(reason, detail)| detail.unwrap_or_else(|| reason.as_str().to_string()))
     }
@@ -109,7 +117,10 @@ impl Agent<'_> {
         if fill.tokens < policy.threshold() {
             return Ok(());
         }
-        match self.compact_with(CompactReason::Threshold, None).await {
+        match self
+            .compact_with(CompactReason::Threshold, None, None)
+            .await
+        {
             Err(Stop(StopReason::ModelError | StopReason::ProtocolError, _))
                 if fill.tokens < policy.window =>
             {
@@ -119,17 +130,21 @@ impl Agent<'_> {
         }
     }
 
+    /// Compacts the history; `revealed` is the window a refusal stated (`Overflow`).
     pub(super) async fn compact_with(
         &self,
         reason: CompactReason,
         focus: Option<String>,
+        revealed: Option<u64>,
     ) -> Result<Option<Compaction>, Stop> {
         let mut policy = self.policy();
         let before = self.fill();
-        if reason == CompactReason::Overflow {
-            // The server's window is smaller than the preset says: plan for what it refused.
-            policy.window = policy.window.min(before.tokens * 3 / 4).max(1024);
-        }
+        let window = (reason == CompactReason::Overflow).then(|| {
+            let window = revealed.unwrap_or(before.tokens * 9 / 10).max(1024);
+            let output = self.provider.config().output_limit();
+            policy.window = policy.window.min(room(window, output));
+            window
+        });
         let budget = (policy.window * 6 / 10).saturating_sub(estimate_tokens(COMPACT_SYSTEM.len()));
         let Some(plan) = self.log.with_state(|s| plan(&s.history, &policy, budget)) else {
             return Ok(None);
@@ -142,157 +157,136 @@ impl Agent<'_> {
                 upto: plan.upto,
                 reason,
                 focus: focus.clone(),
+                window,
             })
             .map_err(log_error)?;
-        let mut messages = vec![Message::System {
-            text: COMPACT_SYSTEM.into(),
-        }];
-        messages.extend(plan.messages);
-        let ask = match &focus {
-            Some(focus) => format!("{COMPACT_ASK} Keep in particular what concerns: {focus}"),
-            None => COMPACT_ASK.to_string(),
-        };
-        messages.push(Message::User { text: ask });
-        let limit = self.provider.config().output_limit();
-        let request = ModelRequest {
-            messages,
-            tools: Vec::new(),
-            max_output_tokens: Some(
-                limit
-                    .min(u32::try_from(policy.window / 4).unwrap_or(limit))
-                    .max(256),
-            ),
-            keys: Vec::new(),
-        };
-        let completion = self.ask(&request, false).await.map_err(|failed| {
-            let Stop(reason, detail) = match failed {
-                Failed::Log(e) => return Stop::host("cannot write the session log", e),
-                model => self.stop_of(model),
-            };
-            let detail = detail.map(|d| format!("the summary request of a compaction failed: {d}"));
-            Stop(reason, detail)
-        })?;
-        let message = completion.message;
-        let summary = cut(
-            message.text.trim(),
-            usize::try_from(policy.window).unwrap_or(usize::MAX),
-        );
-        if summary.is_empty() {
-            return Err(Stop(
-                StopReason::ModelError,
-                Some("the model answered the summary request of a compaction with no text".into()),
-            ));
-        }
+        let upto = plan.upto;
+        let summary = self.summarize(plan, focus.as_deref(), &policy).await?;
         self.log
             .append_synced(Body::ContextCompacted {
                 id,
-                upto: plan.upto,
-                summary,
-                attempt: message.attempt.0.clone(),
-                usage: message.usage,
-                cost_usd: message.cost_usd,
+                upto,
+                summary: summary.text,
+                attempt: summary.attempt,
+                rounds: summary.rounds,
+                usage: summary.usage,
+                cost_usd: summary.cost_usd,
             })
             .map_err(log_error)?;
         let compaction = Compaction {
             reason,
-            upto: plan.upto,
+            upto,
             before,
             after: self.fill(),
         };
         self.observer.compacted(&compaction);
         Ok(Some(compaction))
     }
-}
 
-/// Where to cut and what the summary request sends; `None` when nothing new can be
-/// summarized. `budget` bounds the summarized part's estimated tokens.
-fn plan(history: &History, policy: &ContextPolicy, budget: u64) -> Option<Plan> {
-    let entries = history.entries();
-    let rendered = history.render(policy.ageing);
-    let tokens: Vec<u64> = rendered
-        .messages
-        .iter()
-        .map(|m| estimate_tokens(item_bytes(m)))
-        .collect();
-    // A cut may fall before any message that is not a result and not a summary.
-    let boundary =
-        |i: usize| !entries[i].compacted && !matches!(entries[i].message, Message::Tool(_));
-    let first = entries.iter().position(|e| !e.compacted)?;
-    let keep_budget = policy.window * 3 / 10;
-    let (mut cut_at, mut kept, mut steps) = (None, 0u64, 0u32);
-    for i in (first + 1..entries.len()).rev() {
-        kept += tokens[i];
-        if matches!(entries[i].message, Message::Assistant { .. }) {
-            steps += 1;
+    /// The summary of `plan`, one request per round.
+    async fn summarize(
+        &self,
+        plan: Plan,
+        focus: Option<&str>,
+        policy: &ContextPolicy,
+    ) -> Result<Summary, Stop> {
+        let limit = self.provider.config().output_limit();
+        let max_output_tokens = limit
+            .min(u32::try_from(policy.window / 4).unwrap_or(limit))
+            .max(256);
+        let mut summary = Summary::default();
+        for (round, part) in plan.rounds.into_iter().enumerate() {
+            let mut messages = vec![Message::System {
+                text: COMPACT_SYSTEM.into(),
+            }];
+            let mut ask = COMPACT_ASK.to_string();
+            if round > 0 {
+                messages.push(Message::User {
+                    text: format!("{SUMMARY_SO_FAR}\n\n{}", summary.text),
+                });
+                ask = format!("{ask} {FOLD_ASK}");
+            } else if plan.skipped > 0 {
+                messages.push(Message::User {
+                    text: format!(
+                        "[paddock: the first {} messages of this session are too long to summarize \
+                         here; they stay in the session log]",
+                        plan.skipped
+                    ),
+                });
+            }
+            messages.extend(part);
+            if let Some(focus) = focus {
+                ask = format!("{ask} Keep in particular what concerns: {focus}");
+            }
+            messages.push(Message::User { text: ask });
+            let request = ModelRequest {
+                messages,
+                tools: Vec::new(),
+                max_output_tokens: Some(max_output_tokens),
+                keys: Vec::new(),
+            };
+            let message = self
+                .ask(&request, false)
+                .await
+                .map_err(|failed| self.summary_failed(failed))?
+                .message;
+            summary.add(&message.usage, message.cost_usd);
+            summary.attempt = message.attempt.0.clone();
+            summary.text = cut(
+                message.text.trim(),
+                usize::try_from(policy.window).unwrap_or(usize::MAX),
+            );
+            if summary.text.is_empty() {
+                return Err(Stop(
+                    StopReason::ModelError,
+                    Some(
+                        "the model answered the summary request of a compaction with no text"
+                            .into(),
+                    ),
+                ));
+            }
         }
-        if !boundary(i) {
-            continue;
+        Ok(summary)
+    }
+
+    fn summary_failed(&self, failed: Failed) -> Stop {
+        let Stop(reason, detail) = match failed {
+            Failed::Log(e) => return Stop::host("cannot write the session log", e),
+            model => self.stop_of(model),
+        };
+        let detail = detail.map(|d| format!("the summary request of a compaction failed: {d}"));
+        Stop(reason, detail)
+    }
+}
+
+/// The tokens a request may take in `window` when `output` tokens are asked for: servers
+/// such as vLLM count the output limit against the window; at most half of it is set aside.
+fn room(window: u64, output: u32) -> u64 {
+    window - u64::from(output).min(window / 2)
+}
+
+/// A compaction's summary so far, and what its requests cost.
+#[derive(Default)]
+struct Summary {
+    text: String,
+    attempt: String,
+    rounds: u32,
+    usage: Option<Usage>,
+    cost_usd: Option<f64>,
+}
+
+impl Summary {
+    fn add(&mut self, usage: &Option<Usage>, cost_usd: Option<f64>) {
+        self.rounds += 1;
+        if let Some(u) = usage {
+            let sum = self.usage.get_or_insert_with(Usage::default);
+            sum.input_tokens += u.input_tokens;
+            sum.output_tokens += u.output_tokens;
+            sum.cache_read_tokens += u.cache_read_tokens;
+            sum.cache_write_tokens += u.cache_write_tokens;
         }
-        if cut_at.is_some() && (steps > policy.keep || kept > keep_budget) {
-            break;
+        if let Some(cost) = cost_usd {
+            *self.cost_usd.get_or_insert(0.0) += cost;
         }
-        cut_at = Some(i);
     }
-    // The summarized part must fit its request: cut earlier when it would not.
-    let mut end = cut_at?;
-    while tokens[..end].iter().sum::<u64>() > budget {
-        end = (first + 1..end).rev().find(|&i| boundary(i))?;
-    }
-    let messages = rendered.messages[..end].iter().map(shortened).collect();
-    Some(Plan {
-        upto: entries[end].seq - 1,
-        messages,
-    })
-}
-
-fn item_bytes(message: &Message) -> usize {
-    match message {
-        Message::System { text } | Message::User { text } => text.len().min(ITEM_BYTES),
-        Message::Assistant { text, tool_calls } => {
-            text.len().min(ITEM_BYTES)
-                + tool_calls
-                    .iter()
-                    .map(|c| c.arguments.len() + c.name.len() + 16)
-                    .sum::<usize>()
-        }
-        Message::Tool(result) => result.content.len().min(ITEM_BYTES),
-    }
-}
-
-/// A message with its long text cut for the summary request.
-fn shortened(message: &Message) -> Message {
-    match message {
-        Message::User { text } => Message::User {
-            text: cut_marked(text),
-        },
-        Message::Assistant { text, tool_calls } => Message::Assistant {
-            text: cut_marked(text),
-            tool_calls: tool_calls.clone(),
-        },
-        Message::Tool(result) => Message::Tool(ToolResult {
-            content: cut_marked(&result.content),
-            ..result.clone()
-        }),
-        other => other.clone(),
-    }
-}
-
-fn cut_marked(text: &str) -> String {
-    if text.len() <= ITEM_BYTES {
-        return text.to_string();
-    }
-    format!(
-        "{}\n[... {} more bytes, cut for the summary]",
-        cut(text, ITEM_BYTES),
-        text.len() - ITEM_BYTES
-    )
-}
-
-/// At most `max` bytes of `text`, on a character boundary.
-fn cut(text: &str, max: usize) -> String {
-    let mut end = max.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_string()
 }

@@ -12,6 +12,7 @@ mod ask;
 mod budget;
 mod calls;
 mod compact;
+mod compact_plan;
 mod inbox;
 pub mod scripted;
 

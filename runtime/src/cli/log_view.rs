@@ -114,11 +114,15 @@ fn describe(body: &Body) -> (&'static str, String) {
             upto,
             reason,
             focus,
+            window,
         } => (
             "context/compact",
             format!(
-                "{id} ({}): summarizing events 1-{upto}{}",
+                "{id} ({}): summarizing events 1-{upto}{}{}",
                 reason.as_str(),
+                window
+                    .map(|w| format!(", the server's window is {w} tokens"))
+                    .unwrap_or_default(),
                 focus
                     .as_deref()
                     .map(|f| format!(", focus: {}", short(f)))
@@ -126,10 +130,22 @@ fn describe(body: &Body) -> (&'static str, String) {
             ),
         ),
         Body::ContextCompacted {
-            id, upto, summary, ..
+            id,
+            upto,
+            summary,
+            rounds,
+            ..
         } => (
             "context/compacted",
-            format!("{id}: events 1-{upto} summarized: {}", short(summary)),
+            format!(
+                "{id}: events 1-{upto} summarized{}: {}",
+                if *rounds > 1 {
+                    format!(" in {rounds} rounds")
+                } else {
+                    String::new()
+                },
+                short(summary)
+            ),
         ),
         Body::SessionModel { model, .. } => ("session/model", model.clone()),
         Body::TurnEnd { reason, detail } => (

@@ -127,6 +127,11 @@ pub enum Body {
         /// What the user asked the summary to keep (`/compact FOCUS`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         focus: Option<String>,
+        /// The window the server revealed by refusing a request as too long (`overflow`), in
+        /// tokens: from here on the session keeps its requests inside it, whatever the preset
+        /// says, until the session moves to another model (`session/model`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        window: Option<u64>,
     },
     /// The summary arrived: from here on the history derived from the log shows it in place of
     /// the events up to `upto` (L1). The summary is model text and is sent as such, never as
@@ -136,8 +141,13 @@ pub enum Body {
         id: String,
         upto: u64,
         summary: String,
-        /// The summary request's attempt, usage and cost: budgets count it (B3).
+        /// The summary request's attempt (the last one when there were several rounds), and the
+        /// usage and cost of all its rounds: budgets count them (B3).
         attempt: String,
+        /// Summary requests made: a history longer than one request can carry is summarized in
+        /// rounds, each folding the summary so far into the next part.
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        rounds: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -342,4 +352,12 @@ pub(crate) fn test_start() -> Body {
         system: String::new(),
         instructions: Vec::new(),
     }))
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }

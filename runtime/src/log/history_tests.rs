@@ -104,6 +104,7 @@ fn compacted(upto: u64, summary: &str) -> Body {
         upto,
         summary: summary.into(),
         attempt: "a".into(),
+        rounds: 1,
         usage: None,
         cost_usd: None,
     }
@@ -134,6 +135,7 @@ fn a_compaction_replaces_what_it_covers_and_keeps_the_task_and_the_rest() {
             upto: 3,
             reason: CompactReason::Threshold,
             focus: None,
+            window: None,
         }, // 6
         compacted(3, "did a"), // 7
         assistant(&[]),    // 8
@@ -159,6 +161,7 @@ fn a_half_written_compaction_changes_nothing() {
         upto: 3,
         reason: CompactReason::Overflow,
         focus: None,
+        window: Some(3000),
     });
     bodies.push(Body::AttemptStart {
         attempt: "x".into(),

@@ -48,9 +48,12 @@ impl Tally {
                 self.cost_usd += cost_usd.unwrap_or(0.0);
             }
             Body::ContextCompacted {
-                usage, cost_usd, ..
+                usage,
+                cost_usd,
+                rounds,
+                ..
             } => {
-                self.model_requests += 1;
+                self.model_requests += u64::from(*rounds);
                 self.compactions += 1;
                 if let Some(usage) = usage {
                     self.tokens += usage.input_tokens + usage.output_tokens;
@@ -97,6 +100,9 @@ pub struct SessionState {
     pub model_config: Option<crate::model::ProviderConfig>,
     /// The start of the user's first message (for `paddock log --list`).
     pub first_message: Option<String>,
+    /// The smallest window the server revealed by refusing a request as too long, since the
+    /// session last moved to another model (`ContextCompact::window`).
+    pub revealed_window: Option<u64>,
 }
 
 /// How much of the first message the state keeps.
@@ -132,6 +138,14 @@ impl SessionState {
             } => {
                 self.model.clone_from(model);
                 self.model_config = Some((**model_config).clone());
+                self.revealed_window = None;
+            }
+            Body::ContextCompact {
+                window: Some(window),
+                ..
+            } => {
+                self.revealed_window =
+                    Some(self.revealed_window.map_or(*window, |w| w.min(*window)));
             }
             Body::UserMessage { text, source }
                 if self.first_message.is_none() && *source == super::Source::User =>

@@ -115,6 +115,35 @@ pub fn is_overflow(status: u16, body: &str) -> bool {
     matches!(status, 400 | 413 | 422) && WORDS.iter().any(|w| body.contains(w))
 }
 
+/// The window a refusal states, in tokens, when its wording gives one: OpenAI's and vLLM's
+/// "maximum context length is N tokens", Anthropic's "N tokens > M maximum", llama.cpp's
+/// "available context size (N tokens)", TGI's "must be <= N".
+pub fn revealed_window(body: &str) -> Option<u64> {
+    let body = body.to_ascii_lowercase();
+    let number_after = |marker: &str| {
+        let at = body.find(marker)? + marker.len();
+        let digits: String = body[at..]
+            .chars()
+            .skip_while(|c| *c == ' ')
+            .take_while(|c| c.is_ascii_digit() || *c == ',')
+            .filter(char::is_ascii_digit)
+            .collect();
+        digits.parse::<u64>().ok().filter(|n| *n > 0)
+    };
+    const AFTER: &[&str] = &[
+        "maximum context length is",
+        "available context size (",
+        "context window of",
+        "must be <=",
+    ];
+    AFTER.iter().find_map(|m| number_after(m)).or_else(|| {
+        // "prompt is too long: 210000 tokens > 200000 maximum"
+        let at = body.find(" maximum")?;
+        let before = body[..at].rsplit('>').next()?.trim().replace(',', "");
+        before.parse::<u64>().ok().filter(|n| *n > 0)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,5 +203,35 @@ mod tests {
         ));
         assert!(!is_overflow(500, "maximum context length"));
         assert!(!is_overflow(400, "invalid tool schema"));
+    }
+
+    #[test]
+    fn a_refusal_that_states_the_window_reveals_it() {
+        let cases = [
+            (
+                "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+                Some(8192),
+            ),
+            (
+                "prompt is too long: 210000 tokens > 200,000 maximum",
+                Some(200_000),
+            ),
+            (
+                "request (5000 tokens) exceeds the available context size (4096 tokens), try increasing it",
+                Some(4096),
+            ),
+            (
+                "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 2048. Given: 3000",
+                Some(2048),
+            ),
+            (
+                "the request exceeds the available context size, try increasing it",
+                None,
+            ),
+            ("context_length_exceeded", None),
+        ];
+        for (body, window) in cases {
+            assert_eq!(revealed_window(body), window, "{body}");
+        }
     }
 }
