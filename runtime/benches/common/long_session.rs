@@ -139,6 +139,7 @@ pub fn events(events: usize, compact_every: usize, result_bytes: usize) -> Vec<E
                     upto,
                     reason: CompactReason::Threshold,
                     focus: None,
+                    window: None,
                 },
             );
             let attempt = format!("att_c{step:015x}");
@@ -165,6 +166,7 @@ pub fn events(events: usize, compact_every: usize, result_bytes: usize) -> Vec<E
                     upto,
                     summary: format!("Summary up to step {step}: files read, nothing changed yet."),
                     attempt,
+                    rounds: 1,
                     usage: Some(Usage {
                         input_tokens: 3000,
                         output_tokens: 200,

@@ -74,13 +74,13 @@ pub(super) fn plan(history: &History, policy: &ContextPolicy, budget: u64) -> Op
     // Rounds: a new one starts at a boundary when the message would overfill the current one.
     let mut starts = vec![0];
     let mut filled = 0u64;
-    for i in 0..end {
+    for (i, &size) in tokens.iter().enumerate().take(end) {
         let room = round_budget(starts.len() == 1, budget, policy);
-        if filled + tokens[i] > room && i > *starts.last()? && boundary(i) {
+        if filled + size > room && i > *starts.last()? && boundary(i) {
             starts.push(i);
             filled = 0;
         }
-        filled += tokens[i];
+        filled += size;
     }
     let skip = starts.len().saturating_sub(MAX_ROUNDS);
     let starts = &starts[skip..];
