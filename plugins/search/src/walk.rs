@@ -298,17 +298,4 @@ mod tests {
             .collect();
         assert_eq!(sub, [".gitignore", "a.rs"]);
     }
-
-    /// Not a test: `SCALE_TREE=dir cargo test --release -p search walk_profile -- --ignored`
-    /// under callgrind shows where a walk's instructions go, natively.
-    #[test]
-    #[ignore]
-    fn walk_profile() {
-        let root = PathBuf::from(std::env::var("SCALE_TREE").unwrap());
-        let matcher = matcher("*.rs").unwrap();
-        let n = files(&root, false, None)
-            .filter(|f| glob_matches(&matcher, "*.rs", &root, f))
-            .count();
-        println!("{n} files");
-    }
 }
