@@ -40,12 +40,17 @@ struct Session {
 }
 
 async fn session() -> Session {
+    session_with("default").await
+}
+
+/// A session under `preset` (the registry holds only the tools the preset selects).
+async fn session_with(preset: &str) -> Session {
     let work = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("a.txt"), "alpha\n").unwrap();
     std::fs::write(work.path().join("b.txt"), "beta\n").unwrap();
     let store = PluginStore::open(home.path());
-    let resolved = resolve_preset("default", work.path(), home.path());
+    let resolved = resolve_preset(preset, work.path(), home.path());
     let registry = Registry::load(sandbox(), &store, &resolved).await.unwrap();
     Session {
         work,
@@ -90,7 +95,8 @@ async fn an_open_gate_runs_the_call_as_validated() {
 
 #[tokio::test]
 async fn a_denied_call_never_runs() {
-    let s = session().await;
+    // `coding` has write_file; the gate, not the tool selection, must stop it.
+    let s = session_with("coding").await;
     let g = gate(Admission::Deny {
         reason: "no writes today".into(),
         context: vec!["policy".into()],
