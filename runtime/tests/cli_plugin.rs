@@ -134,14 +134,24 @@ fn a_sha256_pin_that_does_not_match_refuses_the_plugin() {
 #[test]
 fn compiled_plugins_are_cached_outside_every_mount() {
     let s = Sandbox::new();
+    let cached = || {
+        std::fs::read_dir(s.home.path().join("cache"))
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+            .count()
+    };
     let (code, _) = s.json(&["tool", "call", "list_dir", "{}", "--json"]);
     assert_eq!(code, 0);
-    let cached: Vec<_> = std::fs::read_dir(s.home.path().join("cache"))
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
-        .collect();
-    assert_eq!(cached.len(), 2, "fs and search are compiled once each");
+    // S8: the built-ins are registered from their descriptions; a call compiles only the
+    // plugin it needs (fs), not search.
+    assert_eq!(cached(), 1, "only fs is compiled for list_dir");
+    let (code, _) = s.json(&["tool", "call", "glob", r#"{"pattern":"*"}"#, "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(cached(), 2, "fs and search are compiled once each");
+    let (code, _) = s.json(&["tool", "call", "list_dir", "{}", "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(cached(), 2, "a cached plugin is not compiled again");
 }
 
 #[test]

@@ -191,6 +191,14 @@ impl Registry {
         &self.plugins
     }
 
+    /// Starts compiling, in the background, every plugin registered from its build-time
+    /// description (a session does this at start, so the first request need not wait; S8).
+    pub fn start_compiling(&self) {
+        for plugin in &self.plugins {
+            plugin.start_compiling();
+        }
+    }
+
     /// Tool names, the closest to `wanted` first (for UNKNOWN_TOOL messages).
     pub fn names_closest_to(&self, wanted: &str) -> Vec<&str> {
         let names: Vec<&str> = self.order.iter().map(String::as_str).collect();

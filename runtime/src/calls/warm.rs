@@ -15,8 +15,11 @@ pub async fn compile_preset(sandbox: &Sandbox, store: &PluginStore, preset: &Res
         .iter()
         .map(|p| (&p.name, &p.source))
         .chain(preset.hooks.iter().map(|h| (&h.name, &h.source)));
+    // Built-ins with a build-time description are registered without compiling
+    // (`sandbox::described`); only the rest must be compiled before the first request.
     let wasm: Vec<(String, Vec<u8>)> = sources
         .filter_map(|(name, source)| Some((name.clone(), store.bytes(source).ok()?)))
+        .filter(|(_, wasm)| crate::plugin_store::builtin_described(wasm).is_none())
         .collect();
     if wasm.len() > 1 {
         sandbox.compile_many(wasm).await;

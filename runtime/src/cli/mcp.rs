@@ -113,6 +113,7 @@ async fn start(args: &ServeArgs) -> Result<ServedSession, Exit> {
     )
     .await
     .map_err(|(code, message)| setup_error(false, &code, &message))?;
+    loaded.start_compiling();
     let start = SessionStart {
         session,
         preset: loaded.preset.clone(),

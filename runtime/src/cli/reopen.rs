@@ -82,6 +82,7 @@ pub(super) async fn reopen(
     let loaded = load_preset(env, file, &start.preset, &[], &start.session, approver)
         .await
         .map_err(|(code, message)| setup_error(false, &code, &message))?;
+    loaded.start_compiling();
     same_plugins(&start.plugins, &plugin_hashes(&loaded)).map_err(|m| fail(&m))?;
     let recorded = read.state.model_config.clone();
     let moved_to = move_model(recorded.as_ref(), moved).map_err(|m| fail(&m))?;

@@ -119,6 +119,7 @@ pub(super) async fn start_session(
     let loaded = load_preset(env, file, &args.preset, &[], &session, approver)
         .await
         .map_err(|(code, message)| setup_error(false, &code, &message))?;
+    loaded.start_compiling();
     let provider: Box<dyn crate::model::Provider> = match &model_config {
         None => Box::new(ScriptedProvider::demo()),
         Some(config) => connect(config.clone()).map_err(|e| fail(&e.to_string()))?,

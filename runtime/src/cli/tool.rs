@@ -133,6 +133,14 @@ pub(crate) struct Loaded {
 }
 
 impl Loaded {
+    /// Starts compiling, in the background, the built-ins registered from their build-time
+    /// descriptions: a session's first request goes out while they compile (S8). `tool list`
+    /// and `tool call` never start it (a call compiles what it needs).
+    pub fn start_compiling(&self) {
+        self.registry.start_compiling();
+        self.chain.start_compiling();
+    }
+
     /// The context for CLI calls: the preset's aliases, hook chain and approval; cancelled by
     /// Ctrl-C.
     pub fn context(&self) -> CallContext<'_> {

@@ -93,6 +93,14 @@ impl HookChain {
             .collect()
     }
 
+    /// Starts compiling, in the background, every hook registered from its build-time
+    /// description (a session does this at start; `sandbox::described`).
+    pub fn start_compiling(&self) {
+        for hook in self.pre.iter().chain(&self.post) {
+            hook.plugin.start_compiling();
+        }
+    }
+
     /// Loads every hook of `preset`. Hooks run under each call's own abort signal
     /// (`GateCall::cancel`): an interrupt stops the hooks of the calls it interrupts, never
     /// those of later turns.
@@ -181,6 +189,15 @@ impl HookChain {
                 preset: call.preset.to_string(),
                 config: hook.spec.config.clone(),
             };
+            // A hook that could not load never ran: that is never an allow (S8, H2).
+            if let Some(error) = unloadable(&hook.plugin, call).await {
+                verdict.permission = Permission::Deny(format!(
+                    "pre-tool hook `{}` (hooks[{}]) could not be loaded, so the call does not \
+                     run: {error}",
+                    hook.spec.name, hook.spec.index
+                ));
+                return verdict;
+            }
             let answer = self
                 .sandbox
                 .pre_tool_use(&hook.plugin, &event, &hook.spec.grant, call.cancel)
@@ -265,6 +282,17 @@ impl HookChain {
                 config: hook.spec.config.clone(),
                 tool_response: result.clone(),
             };
+            if let Some(error) = unloadable(&hook.plugin, call).await {
+                result = Err(ToolError::new(
+                    ErrorCode::Denied,
+                    format!(
+                        "post-tool hook `{}` (hooks[{}]) could not be loaded, so the result is \
+                         withheld: {error}",
+                        hook.spec.name, hook.spec.index
+                    ),
+                ));
+                continue;
+            }
             match self
                 .sandbox
                 .post_tool_use(&hook.plugin, &event, &hook.spec.grant, call.cancel)
@@ -319,6 +347,16 @@ fn keep_runtime_code(before: &ToolResult, replaced: ToolResult) -> ToolResult {
             Err(new)
         }
         (_, replaced) => replaced,
+    }
+}
+
+/// Why `hook` cannot run, if its deferred compile failed (a built-in registered from its
+/// description, `sandbox::described`). An interrupt while it compiles is left to the sandbox,
+/// which reports the call as cancelled.
+async fn unloadable(hook: &crate::sandbox::HookPlugin, call: GateCall<'_>) -> Option<String> {
+    tokio::select! {
+        ready = hook.ready() => ready.err().map(|e| e.to_string()),
+        () = call.cancel.cancelled() => None,
     }
 }
 

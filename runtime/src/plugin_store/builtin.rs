@@ -6,13 +6,13 @@ include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 pub fn builtin(name: &str) -> Option<&'static [u8]> {
     BUILTINS
         .iter()
-        .find(|(n, _, _)| *n == name)
-        .map(|(_, bytes, _)| *bytes)
+        .find(|(n, ..)| *n == name)
+        .map(|(_, bytes, ..)| *bytes)
 }
 
 /// Names of the built-ins this binary carries.
 pub fn builtin_names() -> Vec<&'static str> {
-    BUILTINS.iter().map(|(n, _, _)| *n).collect()
+    BUILTINS.iter().map(|(n, ..)| *n).collect()
 }
 
 /// The SHA-256 (hex) of `wasm` when it is byte for byte a built-in's, computed when the binary
@@ -22,8 +22,25 @@ pub fn builtin_names() -> Vec<&'static str> {
 pub fn builtin_sha256(wasm: &[u8]) -> Option<&'static str> {
     BUILTINS
         .iter()
-        .find(|(_, bytes, _)| *bytes == wasm)
-        .map(|(_, _, sha256)| *sha256)
+        .find(|(_, bytes, ..)| *bytes == wasm)
+        .map(|(_, _, sha256, _)| *sha256)
+}
+
+/// The code and build-time description (JSON, `sandbox::Description`) of the built-in whose
+/// bytes are exactly `wasm`, if it was built with one. Compared in full, as for the hash.
+pub fn builtin_described(wasm: &[u8]) -> Option<(&'static [u8], &'static str)> {
+    BUILTINS
+        .iter()
+        .find(|(_, bytes, ..)| *bytes == wasm)
+        .and_then(|(_, bytes, _, described)| Some((*bytes, (*described)?)))
+}
+
+/// The description built-in `name` was built with, as embedded.
+pub fn builtin_description(name: &str) -> Option<&'static str> {
+    BUILTINS
+        .iter()
+        .find(|(n, ..)| *n == name)
+        .and_then(|(.., described)| *described)
 }
 
 #[cfg(test)]
@@ -33,7 +50,7 @@ mod tests {
 
     #[test]
     fn a_builtins_recorded_hash_is_its_bytes_hash_and_altered_bytes_get_none() {
-        for (name, bytes, sha256) in BUILTINS {
+        for (name, bytes, sha256, _) in BUILTINS {
             let computed: String = Sha256::digest(bytes)
                 .iter()
                 .map(|b| format!("{b:02x}"))

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use builtin::{builtin, builtin_names, builtin_sha256};
+pub use builtin::{builtin, builtin_described, builtin_description, builtin_names, builtin_sha256};
 
 use crate::preset::PluginSource;
 use crate::sandbox::{Capability, LoadError, Sandbox, World, create_private_dir};

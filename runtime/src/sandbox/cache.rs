@@ -37,6 +37,9 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 pub enum CacheUse {
     Hit,
     Compiled,
+    /// Registered from its build-time description; compiled (or read from the cache) later,
+    /// in the background or for its first call (`described.rs`).
+    Deferred,
 }
 
 /// Creates `dir` (and its parents) private to this user: 0700. An existing directory is

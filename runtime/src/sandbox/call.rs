@@ -289,6 +289,10 @@ impl Sandbox {
         cancel: &CancellationToken,
     ) -> CallReport {
         let started = Instant::now();
+        let pre = match code_for_call(&plugin.name, &plugin.pre, cancel).await {
+            Ok(pre) => pre,
+            Err(error) => return CallReport::failed(error, started),
+        };
         let read_only = plugin
             .tool(tool)
             .is_some_and(|spec| spec.meta.is_read_only());
@@ -300,7 +304,7 @@ impl Sandbox {
         let outcome = {
             let store = &mut prepared.store;
             let run = async {
-                let instance = plugin.pre.instantiate_async(&mut *store).await?;
+                let instance = pre.instantiate_async(&mut *store).await?;
                 instance
                     .paddock_plugin_tools()
                     .call_call(&mut *store, tool, args)
@@ -328,5 +332,28 @@ impl Sandbox {
         report.result = result;
         report.elapsed = started.elapsed();
         report
+    }
+}
+
+/// A plugin's or hook's linked code, waiting for its compile if it was deferred (S8). The
+/// wait is outside the call's deadline (the call has not started) but not outside its
+/// cancellation; a load that failed fails the call and nothing runs.
+pub(super) async fn code_for_call<T: Clone + Send + Sync + 'static>(
+    name: &str,
+    code: &super::deferred::Deferred<T>,
+    cancel: &CancellationToken,
+) -> Result<T, ToolError> {
+    tokio::select! {
+        biased;
+        ready = code.get() => ready.map_err(|e| {
+            ToolError::new(
+                ErrorCode::BadPlugin,
+                format!("`{name}` could not be loaded, so nothing ran: {e}"),
+            )
+        }),
+        () = cancel.cancelled() => Err(ToolError::new(
+            ErrorCode::Cancelled,
+            format!("cancelled while `{name}` was still compiling; nothing ran"),
+        )),
     }
 }

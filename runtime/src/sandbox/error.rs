@@ -46,6 +46,14 @@ pub enum LoadError {
     #[error("plugin `{plugin}` describes an invalid tool: {detail}")]
     BadSpec { plugin: String, detail: String },
 
+    #[error(
+        "built-in `{plugin}` does not match the description it was built with: {detail}; \
+         rebuild the plugins (`cargo xtask build-plugins`), write their descriptions again \
+         (`PADDOCK_BLESS=1 cargo test -p paddock-tests --test builtin_described`) and rebuild \
+         paddock"
+    )]
+    NotAsDescribed { plugin: String, detail: String },
+
     #[error("compiling plugin `{plugin}` failed: {detail}")]
     Compile { plugin: String, detail: String },
 

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::bindings::hook::{HookPre, hook_types as wit};
 use super::bindings::types;
 use super::call::CallState;
+use super::deferred::Deferred;
 use super::engine::Sandbox;
 use super::error::LoadError;
 use super::grant::{Capability, Grant};
@@ -23,7 +24,21 @@ pub struct HookPlugin {
     pub sha256: String,
     /// Every interface the component imports, as the component names them.
     pub imports: Vec<String>,
-    pre: HookPre<CallState>,
+    pub(super) pre: Deferred<HookPre<CallState>>,
+}
+
+impl HookPlugin {
+    /// Starts compiling a hook registered from its description, in the background.
+    pub fn start_compiling(&self) {
+        self.pre.start();
+    }
+
+    /// Waits until the hook's code is compiled, linked and checked against its description;
+    /// the load error if it could not be. A hook that cannot load must fail closed whatever
+    /// its `on_error` says: it never ran at all.
+    pub async fn ready(&self) -> Result<(), std::sync::Arc<LoadError>> {
+        self.pre.get().await.map(drop)
+    }
 }
 
 impl std::fmt::Debug for HookPlugin {
@@ -86,8 +101,25 @@ pub struct PostDecision {
 
 impl Sandbox {
     /// Loads `wasm` as hook `name`, which may import only WASI, `log`, and the capabilities
-    /// in `granted` (none by default).
+    /// in `granted` (none by default). A built-in hook with a build-time description is
+    /// registered from it and compiled later; anything else is compiled now.
     pub async fn load_hook(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        granted: &[Capability],
+    ) -> Result<HookPlugin, LoadError> {
+        // A built-in of the other world goes the long way, which says what it is.
+        match super::described::builtin(wasm) {
+            Some((code, description)) if description.world == super::World::Hook.as_str() => {
+                self.load_hook_described(name, code, granted, description)
+            }
+            _ => self.load_hook_now(name, wasm, granted).await,
+        }
+    }
+
+    /// Loads `wasm` as hook `name` from its code, compiled and linked before this returns.
+    pub async fn load_hook_now(
         &self,
         name: &str,
         wasm: &[u8],
@@ -108,7 +140,7 @@ impl Sandbox {
             name: name.to_string(),
             sha256,
             imports,
-            pre,
+            pre: Deferred::ready(pre),
         })
     }
 
@@ -120,6 +152,7 @@ impl Sandbox {
         grant: &Grant,
         cancel: &CancellationToken,
     ) -> Result<PreDecision, ToolError> {
+        let pre = super::call::code_for_call(&hook.name, &hook.pre, cancel).await?;
         let mut prepared = self.prepare_store(&hook.name, grant, false, cancel)?;
         let timeout = grant.limits.timeout;
         let wit_event = wit::PreToolUseEvent {
@@ -135,7 +168,7 @@ impl Sandbox {
         let outcome = {
             let store = &mut prepared.store;
             let run = async {
-                let instance = hook.pre.instantiate_async(&mut *store).await?;
+                let instance = pre.instantiate_async(&mut *store).await?;
                 instance
                     .paddock_plugin_hooks()
                     .call_pre_tool_use(&mut *store, &wit_event)
@@ -165,6 +198,7 @@ impl Sandbox {
         grant: &Grant,
         cancel: &CancellationToken,
     ) -> Result<PostDecision, ToolError> {
+        let pre = super::call::code_for_call(&hook.name, &hook.pre, cancel).await?;
         let mut prepared = self.prepare_store(&hook.name, grant, false, cancel)?;
         let timeout = grant.limits.timeout;
         let wit_event = wit::PostToolUseEvent {
@@ -179,7 +213,7 @@ impl Sandbox {
         let outcome = {
             let store = &mut prepared.store;
             let run = async {
-                let instance = hook.pre.instantiate_async(&mut *store).await?;
+                let instance = pre.instantiate_async(&mut *store).await?;
                 instance
                     .paddock_plugin_hooks()
                     .call_post_tool_use(&mut *store, &wit_event)

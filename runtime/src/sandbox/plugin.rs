@@ -1,5 +1,7 @@
 //! Loading a plugin (S1, S6, S7, S8): check the bytes, compile (or load from cache), refuse
-//! imports that were not granted, prepare an `InstancePre`, and read the tool list once.
+//! imports that were not granted, prepare an `InstancePre`, and read the tool list once. A
+//! built-in described at build time is registered from its description and compiled later
+//! (`described.rs`, `deferred.rs`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -11,6 +13,7 @@ use wasmtime::component::types::ComponentItem;
 use super::bindings::{ToolPluginPre, types};
 use super::cache::{CacheUse, check_component_header, sha256_hex};
 use super::call::CallState;
+use super::deferred::Deferred;
 use super::engine::Sandbox;
 use super::error::LoadError;
 use super::grant::{Capability, Grant, Limits};
@@ -28,7 +31,7 @@ pub struct Plugin {
     pub imports: Vec<String>,
     pub tools: Arc<Vec<ToolSpec>>,
     pub cache: CacheUse,
-    pub(super) pre: ToolPluginPre<CallState>,
+    pub(super) pre: Deferred<ToolPluginPre<CallState>>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -43,6 +46,18 @@ impl std::fmt::Debug for Plugin {
 impl Plugin {
     pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
         self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// Starts compiling a plugin registered from its description, in the background (a
+    /// session does this at start; a plugin loaded from its code is ready already).
+    pub fn start_compiling(&self) {
+        self.pre.start();
+    }
+
+    /// Waits until the plugin's code is compiled, linked and checked against its
+    /// description; the load error if it could not be.
+    pub async fn ready(&self) -> Result<(), Arc<LoadError>> {
+        self.pre.get().await.map(drop)
     }
 }
 
@@ -94,8 +109,26 @@ impl Sandbox {
     }
 
     /// Loads `wasm` as plugin `name`, which may import only WASI, `log`, and the capabilities
-    /// in `granted`.
+    /// in `granted`. A built-in with a build-time description is registered from it and
+    /// compiled later (`start_compiling`, or its first call); anything else is compiled now.
     pub async fn load(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        granted: &[Capability],
+    ) -> Result<Plugin, LoadError> {
+        // A built-in of the other world goes the long way, which says what it is.
+        match super::described::builtin(wasm) {
+            Some((code, description)) if description.world == super::World::Tools.as_str() => {
+                self.load_described(name, code, granted, description)
+            }
+            _ => self.load_now(name, wasm, granted).await,
+        }
+    }
+
+    /// Loads `wasm` as plugin `name` from its code: compiled (or read from the cache), linked,
+    /// and its tools listed, before this returns.
+    pub async fn load_now(
         &self,
         name: &str,
         wasm: &[u8],
@@ -138,12 +171,7 @@ impl Sandbox {
             .map(|spec| convert_spec(name, spec))
             .collect::<Result<Vec<_>, _>>()?;
         // K5: what the component imports, not what it declares, decides the floor.
-        let holds_capability = Capability::ALL
-            .iter()
-            .any(|cap| imports.iter().any(|i| i == cap.interface()));
-        for tool in &mut tools {
-            tool.meta.floor_for_capabilities(holds_capability);
-        }
+        floor_for_imports(&mut tools, &imports);
         check_unique(name, &tools)?;
 
         Ok(Plugin {
@@ -152,12 +180,23 @@ impl Sandbox {
             imports,
             tools: Arc::new(tools),
             cache,
-            pre,
+            pre: Deferred::ready(pre),
         })
     }
 }
 
-fn check_imports(
+/// Raises each tool's floor for what the component imports (K5): a tool whose plugin holds a
+/// capability is never read-only or low risk, whatever it declares.
+pub(super) fn floor_for_imports(tools: &mut [ToolSpec], imports: &[String]) {
+    let holds_capability = Capability::ALL
+        .iter()
+        .any(|cap| imports.iter().any(|i| i == cap.interface()));
+    for tool in tools {
+        tool.meta.floor_for_capabilities(holds_capability);
+    }
+}
+
+pub(super) fn check_imports(
     plugin: &str,
     imports: &[String],
     granted: &[Capability],
@@ -277,7 +316,7 @@ fn convert_spec(plugin: &str, spec: types::ToolSpec) -> Result<ToolSpec, LoadErr
     })
 }
 
-fn check_unique(plugin: &str, tools: &[ToolSpec]) -> Result<(), LoadError> {
+pub(super) fn check_unique(plugin: &str, tools: &[ToolSpec]) -> Result<(), LoadError> {
     let mut seen = BTreeSet::new();
     for tool in tools {
         if !seen.insert(tool.name.as_str()) {

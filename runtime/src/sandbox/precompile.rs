@@ -42,22 +42,35 @@ impl Sandbox {
             .into_iter()
             .map(|(name, wasm)| {
                 let sandbox = self.clone();
-                tokio::task::spawn_blocking(move || {
-                    if super::cache::check_component_header(&name, &wasm).is_err() {
-                        return;
-                    }
-                    let sha256 = sha256_hex(&wasm);
-                    if sandbox.compiled.get(&sha256).is_some() {
-                        return;
-                    }
-                    if let Ok(entry) = sandbox.compile_disk_cached(&name, &wasm, &sha256) {
-                        sandbox.compiled.insert(sha256, entry);
-                    }
-                })
+                tokio::task::spawn_blocking(move || sandbox.compile_into_memory(&name, &wasm))
             })
             .collect();
         for task in tasks {
             let _ = task.await;
+        }
+    }
+
+    /// Compiles `wasm` through the cache into memory, on a blocking thread, so the load
+    /// that follows finds it there: a compile of a second or more must never hold one of the
+    /// async runtime's two workers (a deferred built-in compiles while the session runs).
+    pub(super) async fn compile_off_runtime(&self, name: &str, wasm: bytes::Bytes) {
+        let (sandbox, name) = (self.clone(), name.to_string());
+        let _ =
+            tokio::task::spawn_blocking(move || sandbox.compile_into_memory(&name, &wasm)).await;
+    }
+
+    /// Compiles (or reads from the cache) and keeps the component; failures are left for
+    /// the load to report.
+    fn compile_into_memory(&self, name: &str, wasm: &[u8]) {
+        if super::cache::check_component_header(name, wasm).is_err() {
+            return;
+        }
+        let sha256 = sha256_hex(wasm);
+        if self.compiled.get(&sha256).is_some() {
+            return;
+        }
+        if let Ok(entry) = self.compile_disk_cached(name, wasm, &sha256) {
+            self.compiled.insert(sha256, entry);
         }
     }
 
