@@ -186,7 +186,7 @@ async fn run() {
         }
         let rendered = state.history.render(None);
         derive.push(started.elapsed());
-        assert!(rendered.messages.len() > 4 && rendered.messages.len() < 400);
+        assert!(rendered.len() > 4 && rendered.len() < 400);
     }
     let derive = percentile(&mut derive, 0.5);
     println!(

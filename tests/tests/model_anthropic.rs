@@ -33,14 +33,14 @@ async fn text_and_split_tool_use_arrive_whole_and_the_next_request_carries_the_e
             Message::User {
                 text: "What is in src?".into(),
             },
-        ],
+        ]
+        .into(),
         tools: vec![ToolDef {
             name: "list_dir".into(),
             description: "List a directory".into(),
             parameters: json!({"type": "object"}),
         }],
         max_output_tokens: None,
-        keys: Vec::new(),
     };
     let (first, _) = run(provider.as_ref(), &request).await;
     let first = first.expect("first turn completes").message;

@@ -30,14 +30,14 @@ fn read_request() -> ModelRequest {
     ModelRequest {
         messages: vec![Message::User {
             text: "What is in notes.txt?".into(),
-        }],
+        }]
+        .into(),
         tools: vec![ToolDef {
             name: "read_file".into(),
             description: "Read a file".into(),
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
         }],
         max_output_tokens: None,
-        keys: Vec::new(),
     }
 }
 

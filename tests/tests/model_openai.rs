@@ -92,10 +92,10 @@ async fn split_tool_call_arrives_whole_and_the_next_request_carries_the_exact_hi
             Message::User {
                 text: "What does main do?".into(),
             },
-        ],
+        ]
+        .into(),
         tools: vec![tool],
         max_output_tokens: Some(256),
-        keys: Vec::new(),
     };
     let (first, _) = run(provider.as_ref(), &request).await;
     let first = first.expect("first turn completes").message;

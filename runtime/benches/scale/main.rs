@@ -5,6 +5,8 @@
 //! (bars: grep ≤ 3, glob ≤ 2, read ≤ 10, first run ≤ 1000 ms; sessions ≤ 2, ≤ 1000, ≤ 1.5; the
 //! ratios against ripgrep are skipped, and say so, when `rg` is not installed).
 //! Search and paging are measured in `search.rs`, sessions in `sessions.rs`.
+//! `SCALE_ONLY=search` or `SCALE_ONLY=sessions` runs only that half (while working on one; the
+//! line then carries only its keys).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -16,8 +18,14 @@ fn main() {
     // As the binary does: a developer's RUST_BACKTRACE=1 must not slow the in-process tools.
     // SAFETY: first thing in `main`, before any other thread exists.
     unsafe { paddock::cli::quiet_library_backtraces() };
-    let mut keys = search::measure();
-    keys.extend(sessions::measure());
+    let only = std::env::var("SCALE_ONLY").unwrap_or_default();
+    let mut keys = Vec::new();
+    if only.is_empty() || only == "search" {
+        keys.extend(search::measure());
+    }
+    if only.is_empty() || only == "sessions" {
+        keys.extend(sessions::measure());
+    }
     let line: Vec<String> = keys.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!("BENCH {}", line.join(" "));
 }

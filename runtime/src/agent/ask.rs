@@ -5,7 +5,9 @@
 use super::{Agent, Stop};
 use crate::log::{Body, CompactReason, StopReason};
 use crate::model::context::{is_overflow, revealed_window};
-use crate::model::{Completion, EventSink, Message, ModelError, ModelEvent, ModelRequest};
+use crate::model::{
+    Completion, EventSink, Message, Messages, ModelError, ModelEvent, ModelRequest,
+};
 
 /// How a request failed: the model, or the log while recording it.
 pub(super) enum Failed {
@@ -16,7 +18,9 @@ pub(super) enum Failed {
 impl Agent<'_> {
     /// The next request; when the server says it is too long, one compaction and one retry.
     pub(super) async fn ask_fitted(&self) -> Result<Completion, Stop> {
-        match self.ask(&self.request(), true).await {
+        // The first request is dropped before a compaction changes the history it shares.
+        let first = self.ask(&self.request(), true).await;
+        match first {
             Err(Failed::Model(error)) if overflowed(&error) => {
                 let revealed = match root(&error) {
                     ModelError::Status { body, .. } => revealed_window(body),
@@ -33,22 +37,19 @@ impl Agent<'_> {
     }
 
     /// The system prompt, then the history as the log derives it, large old results aged out.
+    /// The history's messages are shared with the log's state, not copied (issue 13).
     pub(super) fn request(&self) -> ModelRequest {
         let ageing = self.policy().ageing;
-        let rendered = self.log.with_state(|s| s.history.render(ageing));
-        let mut messages = Vec::with_capacity(rendered.messages.len() + 1);
+        let history = self.log.with_state(|s| s.history.render(ageing));
+        let mut messages = Messages::default();
         messages.push(Message::System {
             text: self.system.clone(),
         });
-        messages.extend(rendered.messages);
-        let mut keys = Vec::with_capacity(messages.len());
-        keys.push(0);
-        keys.extend(rendered.keys);
+        messages.append(history);
         ModelRequest {
             messages,
             tools: self.tools.clone(),
             max_output_tokens: None,
-            keys,
         }
     }
 

@@ -220,10 +220,9 @@ impl Agent<'_> {
             }
             messages.push(Message::User { text: ask });
             let request = ModelRequest {
-                messages,
+                messages: messages.into(),
                 tools: Vec::new(),
                 max_output_tokens: Some(max_output_tokens),
-                keys: Vec::new(),
             };
             let message = self
                 .ask(&request, false)

@@ -45,21 +45,21 @@ fn round_budget(first: bool, budget: u64, policy: &ContextPolicy) -> u64 {
 pub(super) fn plan(history: &History, policy: &ContextPolicy, budget: u64) -> Option<Plan> {
     let entries = history.entries();
     let rendered = history.render(policy.ageing);
+    let rendered: Vec<&Message> = rendered.messages().collect();
     let item_cap = ITEM_BYTES.min(usize::try_from(budget).unwrap_or(usize::MAX));
     let tokens: Vec<u64> = rendered
-        .messages
         .iter()
         .map(|m| estimate_tokens(item_bytes(m, item_cap)))
         .collect();
     // A cut may fall before any message that is not a result and not a summary.
     let boundary =
-        |i: usize| !entries[i].compacted && !matches!(entries[i].message, Message::Tool(_));
+        |i: usize| !entries[i].compacted && !matches!(*entries[i].message, Message::Tool(_));
     let first = entries.iter().position(|e| !e.compacted)?;
     let keep_budget = policy.window * 3 / 10;
     let (mut cut_at, mut kept, mut steps) = (None, 0u64, 0u32);
     for i in (first + 1..entries.len()).rev() {
         kept += tokens[i];
-        if matches!(entries[i].message, Message::Assistant { .. }) {
+        if matches!(*entries[i].message, Message::Assistant { .. }) {
             steps += 1;
         }
         if !boundary(i) {
@@ -89,7 +89,7 @@ pub(super) fn plan(history: &History, policy: &ContextPolicy, budget: u64) -> Op
         .enumerate()
         .map(|(r, &from)| {
             let to = starts.get(r + 1).copied().unwrap_or(end);
-            rendered.messages[from..to]
+            rendered[from..to]
                 .iter()
                 .map(|m| shortened(m, item_cap))
                 .collect()

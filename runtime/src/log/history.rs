@@ -8,14 +8,15 @@
 //!   by its summary, sent as a user message marked as the model's own summary (never as
 //!   instructions), followed by the user's latest message when the summary replaced it. A
 //!   `context/compact` without its `context/compacted` (a crash mid-compaction) changes nothing.
-//! - `render` ages out large results: older than `after_steps` assistant messages and larger
-//!   than `bytes`, a result is sent as a stub naming where the whole of it stays readable.
+//! - `render` (`render.rs`) ages out large results: older than `after_steps` assistant messages
+//!   and larger than `bytes`, a result is sent as a stub naming where the whole of it stays
+//!   readable. Messages are kept behind `Arc`s, so a request shares them.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-use super::ageing::Ageing;
-use super::ageing::{AGED, STUB_BYTES, aged};
 use super::event::{Body, Event, Source};
+use super::render::View;
 use crate::model::{Message, ToolResult};
 
 /// Opens the message that stands for a compacted part of the session.
@@ -39,7 +40,7 @@ pub struct Entry {
     pub key: u64,
     /// A summary (or the task re-sent with it): what a compaction put in place.
     pub compacted: bool,
-    pub message: Message,
+    pub message: Arc<Message>,
 }
 
 /// The history derived so far; see the module doc.
@@ -54,18 +55,14 @@ pub struct History {
     next_key: u64,
     /// The latest message from the user: re-sent after a summary that replaced it.
     last_user: Option<(u64, String)>,
-    /// The key of the latest assistant message with usage, and the tokens it reported.
-    usage_mark: Option<(u64, u64)>,
+    /// The index of the latest assistant message with usage, and the tokens it reported.
+    usage_mark: Option<(usize, u64)>,
     /// Open compactions (`context/compact` seen, its summary not yet).
     compactions: u64,
-}
-
-/// A rendered history: the messages, their keys, and an estimate of their size in tokens.
-#[derive(Debug, Default)]
-pub struct Rendered {
-    pub messages: Vec<Message>,
-    pub keys: Vec<u64>,
-    pub tokens: u64,
+    /// Compactions applied: each replaced the entries.
+    generation: u64,
+    /// What `render` made of the entries last time (`render.rs`).
+    pub(super) view: Mutex<View>,
 }
 
 /// The documented estimate where no tokenizer is at hand: three bytes a token (prose runs
@@ -76,7 +73,7 @@ pub fn estimate_tokens(bytes: usize) -> u64 {
     bytes as u64 / 3 + 6
 }
 
-fn message_bytes(message: &Message) -> usize {
+pub(super) fn message_bytes(message: &Message) -> usize {
     match message {
         Message::System { text } | Message::User { text } => text.len(),
         Message::Assistant { text, tool_calls } => {
@@ -118,14 +115,15 @@ impl History {
             } => {
                 self.flush();
                 self.steps += 1;
-                let key = self.add(
+                self.add(
                     event.seq,
                     Message::Assistant {
                         text: text.clone(),
                         tool_calls: tool_calls.clone(),
                     },
                 );
-                self.usage_mark = usage.map(|u| (key, u.input_tokens + u.output_tokens));
+                let index = self.entries.len() - 1;
+                self.usage_mark = usage.map(|u| (index, u.input_tokens + u.output_tokens));
                 let ids = tool_calls.iter().map(|c| c.id.clone()).collect();
                 self.calls = Some((event.seq, ids));
             }
@@ -167,17 +165,15 @@ impl History {
         }
     }
 
-    fn add(&mut self, seq: u64, message: Message) -> u64 {
+    fn add(&mut self, seq: u64, message: Message) {
         self.next_key += 1;
-        let key = self.next_key;
         self.entries.push(Entry {
             seq,
             step: self.steps,
-            key,
+            key: self.next_key,
             compacted: false,
-            message,
+            message: Arc::new(message),
         });
-        key
     }
 
     /// Appends the results gathered so far in the order of the calls, and forgets the calls:
@@ -231,6 +227,7 @@ impl History {
         }
         self.entries.extend(kept);
         self.usage_mark = None;
+        self.generation += 1;
     }
 
     /// The messages in order (results of calls still running are not in it yet).
@@ -248,95 +245,20 @@ impl History {
         self.steps
     }
 
-    /// The history as sent, with large old results aged out (`None`: none is).
-    pub fn render(&self, ageing: Option<Ageing>) -> Rendered {
-        let mut rendered = Rendered {
-            messages: Vec::with_capacity(self.entries.len() + self.pending.len()),
-            keys: Vec::with_capacity(self.entries.len() + self.pending.len()),
-            tokens: 0,
-        };
-        let mut after_mark: Option<u64> = None;
-        let mut all = 0u64;
-        for entry in &self.entries {
-            let (key, message) = match (&entry.message, ageing) {
-                (Message::Tool(result), Some(ageing))
-                    if result.content.len() > ageing.bytes
-                        && entry.step + ageing.after_steps <= self.steps =>
-                {
-                    (
-                        entry.key | AGED,
-                        Message::Tool(aged(result, entry.seq, ageing)),
-                    )
-                }
-                (message, _) => (entry.key, message.clone()),
-            };
-            let tokens = estimate_tokens(message_bytes(&message));
-            all += tokens;
-            if let Some(sum) = after_mark.as_mut() {
-                *sum += tokens;
-            }
-            if self.usage_mark.is_some_and(|(mark, _)| mark == entry.key) {
-                after_mark = Some(0);
-            }
-            rendered.messages.push(message);
-            rendered.keys.push(key);
-        }
-        // Results of calls still owed one (a log read mid-batch) follow in the calls' order.
-        if let Some((_, ids)) = &self.calls {
-            for id in ids {
-                if let Some(result) = self.pending.get(id) {
-                    let message = Message::Tool(result.clone());
-                    let tokens = estimate_tokens(message_bytes(&message));
-                    all += tokens;
-                    if let Some(sum) = after_mark.as_mut() {
-                        *sum += tokens;
-                    }
-                    rendered.messages.push(message);
-                    rendered.keys.push(0);
-                }
-            }
-        }
-        rendered.tokens = match (self.usage_mark, after_mark) {
-            (Some((_, reported)), Some(added)) => reported + added,
-            _ => all,
-        };
-        rendered
+    /// Compactions applied so far.
+    pub(super) fn generation(&self) -> u64 {
+        self.generation
     }
 
-    /// The `tokens` of `render`, without rendering.
-    pub fn estimate(&self, ageing: Option<Ageing>) -> u64 {
-        let mut all = 0;
-        let mut after_mark: Option<u64> = None;
-        let pending = self
-            .pending
-            .values()
-            .map(|r| r.content.len() + r.call_id.len());
-        let sizes = self.entries.iter().map(|entry| {
-            let bytes = match (&entry.message, ageing) {
-                (Message::Tool(result), Some(ageing))
-                    if result.content.len() > ageing.bytes
-                        && entry.step + ageing.after_steps <= self.steps =>
-                {
-                    STUB_BYTES
-                }
-                (message, _) => message_bytes(message),
-            };
-            (Some(entry.key), bytes)
-        });
-        for (key, bytes) in sizes.chain(pending.map(|b| (None, b))) {
-            let tokens = estimate_tokens(bytes);
-            all += tokens;
-            if let Some(sum) = after_mark.as_mut() {
-                *sum += tokens;
-            }
-            if key.is_some() && self.usage_mark.map(|(mark, _)| mark) == key {
-                after_mark = Some(0);
-            }
-        }
-        match (self.usage_mark, after_mark) {
-            (Some((_, reported)), Some(added)) => reported + added,
-            _ => all,
-        }
+    /// The latest assistant message with usage: its index and the tokens it reported.
+    pub(super) fn usage_mark(&self) -> Option<(usize, u64)> {
+        self.usage_mark
+    }
+
+    /// Results of calls still owed one (a log read mid-batch), in the calls' order.
+    pub(super) fn pending_in_order(&self) -> impl Iterator<Item = &ToolResult> {
+        let ids = self.calls.iter().flat_map(|(_, ids)| ids);
+        ids.filter_map(|id| self.pending.get(id))
     }
 
     /// Whether the size estimate of `render` starts from what the server last reported (the
@@ -350,7 +272,7 @@ impl History {
 /// and follow-ups taken from the inbox), committed assistant messages, and tool results in
 /// their calls' order, with compacted parts replaced by their summaries.
 pub fn derive_history(events: &[Event]) -> Vec<Message> {
-    History::of(events).render(None).messages
+    History::of(events).render(None).to_vec()
 }
 
 /// Whether the history holds a message from the user (the task, a follow-up or steering):

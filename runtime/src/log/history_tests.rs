@@ -1,6 +1,7 @@
 //! Tests of the derived history: order, compaction, ageing (L1).
 
 use super::*;
+use crate::log::Ageing;
 use crate::log::event::{CompactReason, Source};
 use crate::model::{Finish, Outcome, ToolCall};
 
@@ -207,8 +208,9 @@ fn large_old_results_age_out_to_a_stub_that_names_the_spill_file() {
         bytes: 1000,
     };
     let rendered = history.render(Some(ageing));
-    let Message::Tool(stub) = &rendered.messages[2] else {
-        panic!("{:?}", rendered.messages[2]);
+    let stub = rendered.get(2).expect("a third message");
+    let Message::Tool(stub) = stub.message.as_ref() else {
+        panic!("{stub:?}");
     };
     assert!(
         stub.content.contains("/spill/2-c_1.result.txt"),
@@ -217,7 +219,7 @@ fn large_old_results_age_out_to_a_stub_that_names_the_spill_file() {
     );
     assert!(stub.content.len() < 400);
     assert_ne!(
-        rendered.keys[2],
+        rendered.keys()[2],
         history.entries()[2].key,
         "a new key for the stub"
     );
@@ -226,7 +228,7 @@ fn large_old_results_age_out_to_a_stub_that_names_the_spill_file() {
         bytes: 1000,
     };
     assert!(
-        matches!(&history.render(Some(young)).messages[2], Message::Tool(r) if r.content.len() == 5000)
+        matches!(history.render(Some(young)).to_vec()[2], Message::Tool(ref r) if r.content.len() == 5000)
     );
 }
 
@@ -244,9 +246,9 @@ fn deriving_event_by_event_equals_deriving_at_once_and_keys_stay_stable() {
     let mut keys = Vec::new();
     for event in &log {
         history.push(event);
-        keys.push(history.render(None).keys);
+        keys.push(history.render(None).keys());
     }
-    assert_eq!(history.render(None).messages, derive_history(&log));
+    assert_eq!(history.render(None).to_vec(), derive_history(&log));
     // What was rendered once keeps its key.
     assert_eq!(keys[1][..2], keys[4][..2]);
 }

@@ -4,7 +4,8 @@
 //! Map: `event` (the event types, stop reasons, inbox lanes), `file` (the writer: whole lines
 //! only, fsync, atomic creation), `read` (the reader: a torn last line is reported, anything
 //! else wrong is refused), `check` (sequence and pairing invariants), `history` (derive the
-//! history in the calls' order, compactions and aged results applied), `state` (history,
+//! history in the calls' order, compactions applied), `render` (the history as sent, aged
+//! results applied, kept up to date between requests), `state` (history,
 //! spending and turns kept up to date event by event), `recover` (what a crash left owing, call by call), `lock` (one
 //! writer per session), `session` (the log as the loop shares it).
 
@@ -17,9 +18,12 @@ mod index;
 mod lock;
 mod read;
 mod recover;
+mod render;
 mod session;
 mod state;
 mod stream;
+#[cfg(test)]
+pub(crate) mod test_session;
 
 pub use ageing::{Ageing, aged_spill_name};
 pub use event::{
@@ -28,8 +32,7 @@ pub use event::{
 };
 pub use file::LogWriter;
 pub use history::{
-    Entry, History, Rendered, SUMMARY_HEADER, TASK_HEADER, derive_history, estimate_tokens,
-    has_task, is_task,
+    Entry, History, SUMMARY_HEADER, TASK_HEADER, derive_history, estimate_tokens, has_task, is_task,
 };
 pub use index::{INDEX_FILE, SessionIndex, session_index};
 pub use lock::{LOCK_FILE, LockError, SessionLock, Wait};

@@ -27,7 +27,7 @@ impl Wire for Anthropic {
     fn body(config: &ProviderConfig, request: &ModelRequest) -> Value {
         let system: Vec<&str> = request
             .messages
-            .iter()
+            .messages()
             .filter_map(|m| match m {
                 Message::System { text } => Some(text.as_str()),
                 _ => None,
@@ -39,7 +39,7 @@ impl Wire for Anthropic {
         let mut body = json!({
             "model": config.model,
             "max_tokens": max_tokens,
-            "messages": turns(&request.messages),
+            "messages": turns(request.messages.messages()),
             "stream": true,
         });
         if !system.is_empty() {
@@ -78,7 +78,7 @@ impl Wire for Anthropic {
 /// The history as alternating turns of content blocks: consecutive entries with the same role
 /// share one turn (several tool results answer one assistant turn); empty text is left out,
 /// because the API rejects empty text blocks.
-fn turns(messages: &[Message]) -> Vec<Value> {
+fn turns<'a>(messages: impl Iterator<Item = &'a Message>) -> Vec<Value> {
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
     for message in messages {
         let (role, blocks) = match message {
@@ -175,7 +175,8 @@ mod tests {
                 },
                 result("t1", false),
                 result("t2", true),
-            ],
+            ]
+            .into(),
             ..ModelRequest::default()
         };
         let body = Anthropic::body(&config, &request);
@@ -211,7 +212,8 @@ mod tests {
                         arguments: raw.into(),
                     }],
                 },
-            ],
+            ]
+            .into(),
             ..ModelRequest::default()
         };
         let body = Anthropic::body(&config, &request);

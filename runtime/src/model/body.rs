@@ -1,41 +1,73 @@
-//! The request body (issue 13): a long session's request is mostly the history it sent last
-//! time. Where the wire format sends one JSON value per history message (OpenAI) and the
-//! request carries each message's key (`ModelRequest::keys`, from the log's derived history),
-//! each message is serialized once and its bytes reused while its key stays in place; the rest
-//! of the body is serialized as usual and the messages spliced in. Without keys, or for a wire
-//! format that merges messages (Anthropic's turns), the body is serialized whole.
+//! The request body (issue 13): a long session's request is the one it sent last time plus
+//! what was added since. Where the wire format sends one JSON value per history message
+//! (OpenAI), the body is `{…head…,"messages":[m0,m1,…]}` with the messages last, and the cache
+//! keeps the last body with where each message ends and its key: the messages that are as
+//! they were (same key in the same place; a key-0 message, such as the system prompt,
+//! serialized again and compared) stay where they are in that same buffer, which is taken back
+//! once the last request let go of it, and only the rest is written after them. A message
+//! further on whose key is still in its place is copied, not serialized again. Without a keyed
+//! message, or for a wire format that merges messages (Anthropic's turns), the body is
+//! serialized whole and the cache is left as it was.
 
 use std::sync::{Mutex, PoisonError};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use super::config::ProviderConfig;
 use super::http::Wire;
+use super::messages::{Keyed, Messages};
 use super::types::ModelRequest;
 
-/// Serialized history messages of the previous request, by position: (key, bytes).
+/// The body last sent; see the module doc.
 #[derive(Default)]
 pub(crate) struct BodyCache {
-    messages: Mutex<Vec<(u64, Bytes)>>,
+    last: Mutex<Option<Last>>,
+}
+
+struct Last {
+    body: Bytes,
+    /// The body up to the first message: the head and `"messages":[`.
+    start: usize,
+    /// Where each message ends in `body`, and its key.
+    ends: Vec<usize>,
+    keys: Vec<u64>,
+}
+
+impl Last {
+    /// The bytes of message `i`.
+    fn message(&self, i: usize) -> &[u8] {
+        let from = if i == 0 {
+            self.start
+        } else {
+            self.ends[i - 1] + 1
+        };
+        &self.body[from..self.ends[i]]
+    }
+
+    /// Where the body up to message `i` (excluded) ends.
+    fn end_before(&self, i: usize) -> usize {
+        if i == 0 { self.start } else { self.ends[i - 1] }
+    }
 }
 
 impl BodyCache {
-    /// The body of `request`, byte for byte the JSON `W::body` describes (the `messages` key
-    /// comes last).
+    /// The body of `request`: the JSON `W::body` describes, with the `messages` key last.
     pub fn body<W: Wire>(
         &self,
         config: &ProviderConfig,
         request: &ModelRequest,
-    ) -> serde_json::Result<Vec<u8>> {
-        let whole = || serde_json::to_vec(&W::body(config, request));
-        if request.keys.len() != request.messages.len() || request.messages.is_empty() {
+    ) -> serde_json::Result<Bytes> {
+        let whole = || serde_json::to_vec(&W::body(config, request)).map(Bytes::from);
+        let Some(first) = request.messages.iter().next() else {
+            return whole();
+        };
+        if W::message(&first.message).is_none() || request.messages.iter().all(|k| k.key == 0) {
             return whole();
         }
         let frame = ModelRequest {
-            messages: Vec::new(),
+            messages: Messages::default(),
             tools: request.tools.clone(),
             max_output_tokens: request.max_output_tokens,
-            keys: Vec::new(),
         };
         let mut value = W::body(config, &frame);
         let Some(object) = value.as_object_mut() else {
@@ -45,103 +77,110 @@ impl BodyCache {
             return whole();
         }
         let head = serde_json::to_vec(&value)?;
-        let mut cache = self.messages.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut next = Vec::with_capacity(request.messages.len());
-        for (i, (message, &key)) in request.messages.iter().zip(&request.keys).enumerate() {
-            let reused = cache
-                .get(i)
-                .filter(|(cached, _)| key != 0 && *cached == key)
-                .map(|(_, bytes)| bytes.clone());
-            let bytes = match reused {
-                Some(bytes) => bytes,
-                None => match W::message(message) {
-                    Some(json) => Bytes::from(serde_json::to_vec(&json)?),
-                    None => return whole(),
-                },
-            };
-            next.push((key, bytes));
-        }
-        let size = head.len() + next.iter().map(|(_, b)| b.len() + 1).sum::<usize>() + 16;
-        let mut body = Vec::with_capacity(size);
-        body.extend_from_slice(&head[..head.len() - 1]);
+        let mut start = head[..head.len() - 1].to_vec();
         if head.len() > 2 {
-            body.push(b',');
+            start.push(b',');
         }
-        body.extend_from_slice(b"\"messages\":[");
-        for (i, (_, bytes)) in next.iter().enumerate() {
-            if i > 0 {
-                body.push(b',');
-            }
-            body.extend_from_slice(bytes);
-        }
-        body.extend_from_slice(b"]}");
-        *cache = next;
+        start.extend_from_slice(b"\"messages\":[");
+        let mut cache = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        let last = cache.take();
+        let Some(built) = build::<W>(last, start, &request.messages)? else {
+            return whole();
+        };
+        let body = built.body.clone();
+        *cache = Some(built);
         Ok(body)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::ProviderKind;
-    use crate::model::openai::OpenAi;
-    use crate::model::types::{Message, ToolCall, ToolDef, ToolResult};
-
-    fn request(history: usize) -> ModelRequest {
-        let mut messages = vec![Message::System { text: "sys".into() }];
-        let mut keys = vec![0];
-        for i in 0..history {
-            messages.push(Message::Assistant {
-                text: format!("step {i} \"quoted\""),
-                tool_calls: vec![ToolCall {
-                    id: format!("c{i}"),
-                    name: "read_file".into(),
-                    arguments: String::new(),
-                }],
-            });
-            messages.push(Message::Tool(ToolResult {
-                call_id: format!("c{i}"),
-                content: "line\n".repeat(i),
-                is_error: false,
-            }));
-            keys.extend([2 * i as u64 + 1, 2 * i as u64 + 2]);
-        }
-        ModelRequest {
-            messages,
-            tools: vec![ToolDef {
-                name: "read_file".into(),
-                description: "Read".into(),
-                parameters: serde_json::json!({"type": "object"}),
-            }],
-            max_output_tokens: None,
-            keys,
+/// The body of `messages` after `start`, built on `last`: in its buffer when its head is
+/// `start`, else with the messages still in their place copied from it. `None`: the wire
+/// format merges messages after all.
+fn build<W: Wire>(
+    last: Option<Last>,
+    start: Vec<u8>,
+    messages: &Messages,
+) -> serde_json::Result<Option<Last>> {
+    let serialize = |keyed: &Keyed| -> serde_json::Result<Option<Vec<u8>>> {
+        W::message(&keyed.message)
+            .map(|json| serde_json::to_vec(&json))
+            .transpose()
+    };
+    // How many messages are as they were, in place (behind the same head).
+    let mut same = 0;
+    let mut first_new = None;
+    let in_place = last.as_ref().filter(|last| last.body[..last.start] == start[..]);
+    if let Some(last) = in_place {
+        for (i, keyed) in messages.iter().enumerate().take(last.keys.len()) {
+            if keyed.key != 0 {
+                if keyed.key != last.keys[i] {
+                    break;
+                }
+            } else {
+                let Some(bytes) = serialize(keyed)? else {
+                    return Ok(None);
+                };
+                if bytes != last.message(i) {
+                    first_new = Some(bytes);
+                    break;
+                }
+            }
+            same += 1;
         }
     }
-
-    #[test]
-    fn the_spliced_body_is_the_whole_body_and_cached_messages_are_reused() {
-        let config = ProviderConfig::new(ProviderKind::Openai, "m", Some("http://127.0.0.1:1/v1"));
-        let cache = BodyCache::default();
-        for history in [1, 2, 5, 3] {
-            let request = request(history);
-            let spliced: serde_json::Value =
-                serde_json::from_slice(&cache.body::<OpenAi>(&config, &request).unwrap()).unwrap();
-            assert_eq!(
-                spliced,
-                OpenAi::body(&config, &request),
-                "history {history}"
-            );
+    // What follows them, written apart while `last` is still whole.
+    let mut tail = Vec::new();
+    let mut tail_ends = Vec::with_capacity(messages.len() - same);
+    for (i, keyed) in messages.iter().enumerate().skip(same) {
+        if i > 0 {
+            tail.push(b',');
         }
-        // A key seen before is not serialized again: a changed message under the same key
-        // shows its old bytes (keys are unique per content; this proves the reuse).
-        let mut changed = request(3);
-        changed.messages[1] = Message::User {
-            text: "other".into(),
-        };
-        let body = String::from_utf8(cache.body::<OpenAi>(&config, &changed).unwrap()).unwrap();
-        assert!(body.contains("step 0") && !body.contains("other"), "{body}");
-        changed.keys[1] = 99;
-        let body = String::from_utf8(cache.body::<OpenAi>(&config, &changed).unwrap()).unwrap();
-        assert!(body.contains("other"), "{body}");
+        let reused = last
+            .as_ref()
+            .filter(|last| keyed.key != 0 && last.keys.get(i) == Some(&keyed.key));
+        match reused {
+            Some(last) => tail.extend_from_slice(last.message(i)),
+            None => {
+                let bytes = match first_new.take() {
+                    Some(bytes) => bytes,
+                    None => match serialize(keyed)? {
+                        Some(bytes) => bytes,
+                        None => return Ok(None),
+                    },
+                };
+                tail.extend_from_slice(&bytes);
+            }
+        }
+        tail_ends.push(tail.len());
     }
+    let (mut buffer, mut ends, mut keys) = match last {
+        Some(last) if last.body[..last.start] == start[..] => {
+            let keep = last.end_before(same);
+            let (mut ends, mut keys) = (last.ends, last.keys);
+            ends.truncate(same);
+            keys.truncate(same);
+            let mut kept = last
+                .body
+                .try_into_mut()
+                .unwrap_or_else(|shared| BytesMut::from(&shared[..keep]));
+            kept.truncate(keep);
+            (kept, ends, keys)
+        }
+        _ => (BytesMut::from(&start[..]), Vec::new(), Vec::new()),
+    };
+    let offset = buffer.len();
+    ends.extend(tail_ends.into_iter().map(|end| end + offset));
+    keys.extend(messages.iter().skip(same).map(|k| k.key));
+    buffer.extend_from_slice(&tail);
+    buffer.extend_from_slice(b"]}");
+    Ok(Some(Last {
+        body: buffer.freeze(),
+        start: start.len(),
+        ends,
+        keys,
+    }))
 }
+
+#[cfg(test)]
+#[path = "body_tests.rs"]
+mod tests;

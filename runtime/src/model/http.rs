@@ -195,7 +195,6 @@ impl<W: Wire> Provider for HttpProvider<W> {
             .cache
             .body::<W>(&self.config, request)
             .map_err(|e| ModelError::Config(format!("request body: {e}")))?;
-        let body = Bytes::from(body);
         let policy = self.config.retry_policy();
         let mut completion = run_attempts(&policy, sink, cancel, |attempt| {
             self.attempt(body.clone(), attempt, sink, cancel)

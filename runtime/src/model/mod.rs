@@ -7,9 +7,10 @@
 //!
 //! Map: `types` (values), `config` (`[model]` in a preset), `context` (the context window:
 //! built-in table, compaction and ageing settings), `assembler` (pure stream state
-//! machines), `sse` (bytes to events), `http` (one attempt over reqwest), `body` (the request body, each
-//! history message serialized once), `openai` and
-//! `anthropic` (request bodies), `attempt` (retries), `price` (cost), `error` (`ModelError`).
+//! machines), `sse` (bytes to events), `http` (one attempt over reqwest), `messages` (a
+//! request's conversation, shared with the history), `body` (the request body, reusing what
+//! the last one serialized), `openai` and `anthropic` (request bodies), `attempt` (retries),
+//! `price` (cost), `error` (`ModelError`).
 //! This module does not decide what the loop does with a message; it reports `Outcome`.
 
 mod anomaly;
@@ -21,6 +22,7 @@ mod config;
 pub mod context;
 mod error;
 mod http;
+mod messages;
 mod openai;
 pub mod price;
 mod sse;

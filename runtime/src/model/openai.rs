@@ -29,7 +29,7 @@ impl Wire for OpenAi {
     fn body(config: &ProviderConfig, request: &ModelRequest) -> Value {
         let mut body = json!({
             "model": config.model,
-            "messages": request.messages.iter().map(message).collect::<Vec<_>>(),
+            "messages": request.messages.messages().map(message).collect::<Vec<_>>(),
             "stream": true,
             "stream_options": { "include_usage": true },
         });
@@ -134,14 +134,14 @@ mod tests {
                     content: "text".into(),
                     is_error: false,
                 }),
-            ],
+            ]
+            .into(),
             tools: vec![ToolDef {
                 name: "read_file".into(),
                 description: "Read".into(),
                 parameters: json!({"type": "object"}),
             }],
             max_output_tokens: None,
-            keys: Vec::new(),
         };
         let body = OpenAi::body(&config, &request);
         assert_eq!(body["stream"], json!(true));
@@ -176,7 +176,7 @@ mod tests {
         let mut config =
             ProviderConfig::new(ProviderKind::Openai, "m", Some("http://127.0.0.1:1/v1"));
         let request = ModelRequest {
-            messages: vec![Message::User { text: "hi".into() }],
+            messages: vec![Message::User { text: "hi".into() }].into(),
             ..ModelRequest::default()
         };
         let body = OpenAi::body(&config, &request);

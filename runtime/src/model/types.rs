@@ -6,6 +6,8 @@
 //! `Outcome`). Behaviour lives elsewhere: this module only defines shapes.
 
 use serde::{Deserialize, Serialize};
+
+pub use super::messages::{Keyed, Messages};
 use std::fmt;
 use std::time::Duration;
 
@@ -57,13 +59,11 @@ pub struct ToolDef {
 /// What one model request asks for.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ModelRequest {
-    pub messages: Vec<Message>,
+    /// The conversation, each message with its key; shared with the history it came from.
+    pub messages: Messages,
     pub tools: Vec<ToolDef>,
     /// Overrides the provider's configured `max_output_tokens` for this request.
     pub max_output_tokens: Option<u32>,
-    /// Identifies each message's content (0: unknown), so a provider may reuse what it
-    /// serialized for the same key in an earlier request; empty: nothing is reused.
-    pub keys: Vec<u64>,
 }
 
 /// Token counts reported by the provider, normalised across wire formats.

@@ -47,7 +47,7 @@ pub fn provider(config: ProviderConfig) -> Box<dyn Provider> {
 
 pub fn user(text: &str) -> ModelRequest {
     ModelRequest {
-        messages: vec![model::Message::User { text: text.into() }],
+        messages: vec![model::Message::User { text: text.into() }].into(),
         ..ModelRequest::default()
     }
 }
