@@ -109,7 +109,9 @@ fn build<W: Wire>(
     // How many messages are as they were, in place (behind the same head).
     let mut same = 0;
     let mut first_new = None;
-    let in_place = last.as_ref().filter(|last| last.body[..last.start] == start[..]);
+    let in_place = last
+        .as_ref()
+        .filter(|last| last.body[..last.start] == start[..]);
     if let Some(last) = in_place {
         for (i, keyed) in messages.iter().enumerate().take(last.keys.len()) {
             if keyed.key != 0 {
