@@ -9,11 +9,15 @@
 //!   (and `_32k`): the same ratio of paddock's own part of each round trip, from the reply
 //!   written to the next request's first byte; the rest is the transfer of the request (it
 //!   grows with the request, as it would for any server) and the bench server's time.
+//! - `first_request_ms` (`first.rs`): a first run through the binary on an empty code cache,
+//!   to its first request; `first_request_warm_ms` the same cached.
 //! - `resume_1m_ms`, `resume_1m_rss_over_log`: a generated session of 1M events (the log's own
 //!   types, compactions every 40 steps as a long session has them), resumed with a message:
 //!   the time from starting `paddock resume` to its first request reaching the server, and the
 //!   process's peak resident memory (VmHWM) over the log's size.
 
+#[path = "first.rs"]
+mod first;
 #[path = "../common/long_session.rs"]
 mod long_session;
 #[path = "loopback.rs"]
@@ -36,7 +40,13 @@ pub fn measure() -> Vec<(String, String)> {
     let rt = round_trip(1_000_000_000);
     let compacting = round_trip(32_000);
     let (resume_ms, rss_over_log) = resume_1m();
+    let (first_ms, first_warm_ms) = first::first_request();
     vec![
+        ("first_request_ms".into(), format!("{first_ms:.0}")),
+        (
+            "first_request_warm_ms".into(),
+            format!("{first_warm_ms:.0}"),
+        ),
         ("rt_10k_over_first".into(), format!("{:.2}", rt.end_to_end)),
         (
             "rt_10k_paddock_over_first".into(),
