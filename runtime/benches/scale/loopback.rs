@@ -25,6 +25,8 @@ pub struct Timing {
     pub first_byte: Instant,
     pub arrived: Instant,
     pub replied: Instant,
+    /// The request's body, in bytes.
+    pub size: usize,
 }
 
 #[derive(Default)]
@@ -74,6 +76,49 @@ impl Loopback {
     pub fn last_size(&self) -> usize {
         self.seen.lock().expect("seen").last_size
     }
+
+    /// The median round trip of a bare client (one kept-alive connection, a body of `size`
+    /// bytes written at once, the reply read whole) to this server: what sending a request of
+    /// that size costs on this machine, whoever sends it.
+    pub fn bare_round_trip(&self, size: usize) -> std::time::Duration {
+        let address = self
+            .url
+            .trim_start_matches("http://")
+            .trim_end_matches("/v1");
+        let stream = std::net::TcpStream::connect(address).expect("connect to the loopback");
+        stream.set_nodelay(true).expect("nodelay");
+        let mut writer = stream.try_clone().expect("clone the stream");
+        let mut reader = BufReader::new(stream);
+        let mut request = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {size}\r\n\r\n"
+        )
+        .into_bytes();
+        request.resize(request.len() + size, b' ');
+        let mut samples = Vec::new();
+        for _ in 0..40 {
+            let started = Instant::now();
+            writer.write_all(&request).expect("send");
+            let mut length = 0usize;
+            let mut line = String::new();
+            loop {
+                line.clear();
+                reader.read_line(&mut line).expect("reply");
+                if let Some((name, value)) = line.trim_end().split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+                if line.trim_end().is_empty() {
+                    break;
+                }
+            }
+            let mut reply = vec![0; length];
+            reader.read_exact(&mut reply).expect("reply body");
+            samples.push(started.elapsed());
+        }
+        samples.sort();
+        samples[samples.len() / 2]
+    }
 }
 
 fn serve(stream: std::net::TcpStream, seen: &Mutex<Seen>, decide: &Decide) -> std::io::Result<()> {
@@ -121,6 +166,7 @@ fn serve(stream: std::net::TcpStream, seen: &Mutex<Seen>, decide: &Decide) -> st
             first_byte: first_byte.unwrap_or(arrived),
             arrived,
             replied: Instant::now(),
+            size: length,
         };
         seen.lock().expect("seen").timings.push(timing);
     }

@@ -9,6 +9,9 @@
 //!   (and `_32k`): the same ratio of paddock's own part of each round trip, from the reply
 //!   written to the next request's first byte; the rest is the transfer of the request (it
 //!   grows with the request, as it would for any server) and the bench server's time.
+//!   `rt_first_ms` and `rt_10k_ms` are those round trips; `rt_10k_bare_ms` is a bare client's
+//!   (a request of the last size written at once, the reply read) to a server like it: what
+//!   the transfer alone costs on this machine, which the bar cannot go below.
 //! - `first_request_ms` (`first.rs`): a first run through the binary on an empty code cache,
 //!   to its first request; `first_request_warm_ms` the same cached.
 //! - `resume_1m_ms`, `resume_1m_rss_over_log`: a generated session of 1M events (the log's own
@@ -52,6 +55,9 @@ pub fn measure() -> Vec<(String, String)> {
             "rt_10k_paddock_over_first".into(),
             format!("{:.2}", rt.paddock),
         ),
+        ("rt_first_ms".into(), format!("{:.2}", rt.first_ms)),
+        ("rt_10k_ms".into(), format!("{:.2}", rt.last_ms)),
+        ("rt_10k_bare_ms".into(), format!("{:.2}", rt.bare_last_ms)),
         (
             "rt_10k_over_first_32k".into(),
             format!("{:.2}", compacting.end_to_end),
@@ -180,9 +186,28 @@ fn round_trip(window: u64) -> RoundTrip {
         ms(server_first),
         ms(server_last)
     );
+    // What sending requests of those sizes costs by itself: a bare client to a server like it.
+    let size = |range: std::ops::Range<usize>| {
+        let mut sizes: Vec<usize> = timings[range].iter().map(|t| t.size).collect();
+        sizes.sort();
+        sizes[sizes.len() / 2]
+    };
+    let bare = Loopback::start(|_, _: &[u8]| Reply::Text("done".into()));
+    let (bare_first, bare_last) = (
+        bare.bare_round_trip(size(2..12)),
+        bare.bare_round_trip(size(n - 10..n)),
+    );
+    println!(
+        "  a bare client sending requests of the same sizes: {:.2} -> {:.2} ms a round trip",
+        ms(bare_first),
+        ms(bare_last)
+    );
     RoundTrip {
         end_to_end: last.as_secs_f64() / first.as_secs_f64(),
         paddock: own_last.as_secs_f64() / own_first.as_secs_f64(),
+        first_ms: ms(first),
+        last_ms: ms(last),
+        bare_last_ms: ms(bare_last),
     }
 }
 
@@ -191,6 +216,10 @@ fn round_trip(window: u64) -> RoundTrip {
 struct RoundTrip {
     end_to_end: f64,
     paddock: f64,
+    first_ms: f64,
+    last_ms: f64,
+    /// A bare client's round trip with a request of the last size.
+    bare_last_ms: f64,
 }
 
 fn count_events(home: &Path) -> usize {
