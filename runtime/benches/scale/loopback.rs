@@ -119,6 +119,32 @@ impl Loopback {
         samples.sort();
         samples[samples.len() / 2]
     }
+
+    /// The same through reqwest, the HTTP client paddock uses (a multi-threaded runtime, the
+    /// body as one `Bytes`, the reply's stream read to its end), without paddock.
+    pub fn client_round_trip(&self, size: usize) -> std::time::Duration {
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        let url = format!("{}/chat/completions", self.url);
+        let body = bytes::Bytes::from(vec![b' '; size]);
+        runtime.block_on(async {
+            let client = reqwest::Client::new();
+            let mut samples = Vec::new();
+            for _ in 0..40 {
+                let started = Instant::now();
+                let reply = client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(body.clone())
+                    .send()
+                    .await
+                    .expect("send");
+                reply.bytes().await.expect("reply");
+                samples.push(started.elapsed());
+            }
+            samples.sort();
+            samples[samples.len() / 2]
+        })
+    }
 }
 
 fn serve(stream: std::net::TcpStream, seen: &Mutex<Seen>, decide: &Decide) -> std::io::Result<()> {

@@ -11,7 +11,8 @@
 //!   grows with the request, as it would for any server) and the bench server's time.
 //!   `rt_first_ms` and `rt_10k_ms` are those round trips; `rt_10k_bare_ms` is a bare client's
 //!   (a request of the last size written at once, the reply read) to a server like it: what
-//!   the transfer alone costs on this machine, which the bar cannot go below.
+//!   the transfer alone costs on this machine, which the bar cannot go below;
+//!   `rt_10k_reqwest_ms` the same request through reqwest (paddock's HTTP client) alone.
 //! - `first_request_ms` (`first.rs`): a first run through the binary on an empty code cache,
 //!   to its first request; `first_request_warm_ms` the same cached.
 //! - `resume_1m_ms`, `resume_1m_rss_over_log`: a generated session of 1M events (the log's own
@@ -58,6 +59,10 @@ pub fn measure() -> Vec<(String, String)> {
         ("rt_first_ms".into(), format!("{:.2}", rt.first_ms)),
         ("rt_10k_ms".into(), format!("{:.2}", rt.last_ms)),
         ("rt_10k_bare_ms".into(), format!("{:.2}", rt.bare_last_ms)),
+        (
+            "rt_10k_reqwest_ms".into(),
+            format!("{:.2}", rt.client_last_ms),
+        ),
         (
             "rt_10k_over_first_32k".into(),
             format!("{:.2}", compacting.end_to_end),
@@ -197,10 +202,17 @@ fn round_trip(window: u64) -> RoundTrip {
         bare.bare_round_trip(size(2..12)),
         bare.bare_round_trip(size(n - 10..n)),
     );
+    let (client_first, client_last) = (
+        bare.client_round_trip(size(2..12)),
+        bare.client_round_trip(size(n - 10..n)),
+    );
     println!(
-        "  a bare client sending requests of the same sizes: {:.2} -> {:.2} ms a round trip",
+        "  a bare client sending requests of the same sizes: {:.2} -> {:.2} ms a round trip; \
+         reqwest alone: {:.2} -> {:.2} ms",
         ms(bare_first),
-        ms(bare_last)
+        ms(bare_last),
+        ms(client_first),
+        ms(client_last)
     );
     RoundTrip {
         end_to_end: last.as_secs_f64() / first.as_secs_f64(),
@@ -208,6 +220,7 @@ fn round_trip(window: u64) -> RoundTrip {
         first_ms: ms(first),
         last_ms: ms(last),
         bare_last_ms: ms(bare_last),
+        client_last_ms: ms(client_last),
     }
 }
 
@@ -218,8 +231,9 @@ struct RoundTrip {
     paddock: f64,
     first_ms: f64,
     last_ms: f64,
-    /// A bare client's round trip with a request of the last size.
+    /// A bare client's round trip with a request of the last size, and reqwest's.
     bare_last_ms: f64,
+    client_last_ms: f64,
 }
 
 fn count_events(home: &Path) -> usize {
