@@ -70,6 +70,12 @@ impl Wire for Anthropic {
         body
     }
 
+    const MERGES: bool = true;
+
+    fn blocks(message: &Message) -> Option<(&'static str, Vec<Value>)> {
+        Some(blocks(message))
+    }
+
     fn assembler(attempt: AttemptId) -> AnthropicAssembler {
         AnthropicAssembler::new(attempt)
     }
@@ -81,28 +87,7 @@ impl Wire for Anthropic {
 fn turns<'a>(messages: impl Iterator<Item = &'a Message>) -> Vec<Value> {
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
     for message in messages {
-        let (role, blocks) = match message {
-            Message::System { .. } => continue,
-            Message::User { text } => ("user", text_block(text).into_iter().collect()),
-            Message::Assistant { text, tool_calls } => {
-                let mut blocks: Vec<Value> = text_block(text).into_iter().collect();
-                for call in tool_calls {
-                    blocks.extend(tool_use(call));
-                }
-                ("assistant", blocks)
-            }
-            Message::Tool(result) => {
-                let mut block = json!({
-                    "type": "tool_result",
-                    "tool_use_id": result.call_id,
-                    "content": result.content,
-                });
-                if result.is_error {
-                    block["is_error"] = json!(true);
-                }
-                ("user", vec![block])
-            }
-        };
+        let (role, blocks) = blocks(message);
         if blocks.is_empty() {
             continue;
         }
@@ -115,6 +100,32 @@ fn turns<'a>(messages: impl Iterator<Item = &'a Message>) -> Vec<Value> {
         .into_iter()
         .map(|(role, content)| json!({ "role": role, "content": content }))
         .collect()
+}
+
+/// The role and content blocks of one message (the system prompt has none: it goes apart).
+fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
+    match message {
+        Message::System { .. } => ("system", Vec::new()),
+        Message::User { text } => ("user", text_block(text).into_iter().collect()),
+        Message::Assistant { text, tool_calls } => {
+            let mut blocks: Vec<Value> = text_block(text).into_iter().collect();
+            for call in tool_calls {
+                blocks.extend(tool_use(call));
+            }
+            ("assistant", blocks)
+        }
+        Message::Tool(result) => {
+            let mut block = json!({
+                "type": "tool_result",
+                "tool_use_id": result.call_id,
+                "content": result.content,
+            });
+            if result.is_error {
+                block["is_error"] = json!(true);
+            }
+            ("user", vec![block])
+        }
+    }
 }
 
 /// A call as `tool_use`. `input` must be an object: arguments that were not one (they got an

@@ -6,8 +6,8 @@
 //! serialized again and compared) stay where they are in that same buffer, which is taken back
 //! once the last request let go of it, and only the rest is written after them. A message
 //! further on whose key is still in its place is copied, not serialized again. Without a keyed
-//! message, or for a wire format that merges messages (Anthropic's turns), the body is
-//! serialized whole and the cache is left as it was.
+//! message the body is serialized whole and the cache is left as it was. A wire format that
+//! merges messages into turns (Anthropic) goes through `body_turns`, the same way by turns.
 
 use std::sync::{Mutex, PoisonError};
 
@@ -22,6 +22,7 @@ use super::types::ModelRequest;
 #[derive(Default)]
 pub(crate) struct BodyCache {
     last: Mutex<Option<Last>>,
+    turns: Mutex<Option<super::body_turns::Sent>>,
 }
 
 struct Last {
@@ -57,6 +58,9 @@ impl BodyCache {
         config: &ProviderConfig,
         request: &ModelRequest,
     ) -> serde_json::Result<Bytes> {
+        if W::MERGES {
+            return super::body_turns::body::<W>(&self.turns, config, request);
+        }
         let whole = || serde_json::to_vec(&W::body(config, request)).map(Bytes::from);
         let Some(first) = request.messages.iter().next() else {
             return whole();

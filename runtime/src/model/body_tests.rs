@@ -14,6 +14,16 @@ fn config() -> ProviderConfig {
     ProviderConfig::new(ProviderKind::Openai, "m", Some("http://127.0.0.1:1/v1"))
 }
 
+fn config_for<W: Wire>() -> ProviderConfig {
+    if W::MERGES {
+        let mut config = ProviderConfig::new(ProviderKind::Anthropic, "m", None);
+        config.temperature = Some(0.5);
+        config
+    } else {
+        config()
+    }
+}
+
 fn tool(name: &str) -> ToolDef {
     ToolDef {
         name: name.into(),
@@ -35,9 +45,10 @@ fn request(system: &str, history: Messages, tools: Vec<ToolDef>) -> ModelRequest
     }
 }
 
-/// The body `cache` builds is the one a new cache builds, which is `W::body` as JSON.
+/// The body `cache` builds is the one a new cache builds, which is `W::body` as JSON (and, for
+/// a format that merges messages, `W::body` serialized whole, byte for byte).
 fn check<W: Wire>(cache: &BodyCache, request: &ModelRequest, what: &str) -> Bytes {
-    let config = config();
+    let config = config_for::<W>();
     let body = cache.body::<W>(&config, request).expect("body");
     let fresh = BodyCache::default()
         .body::<W>(&config, request)
@@ -49,11 +60,28 @@ fn check<W: Wire>(cache: &BodyCache, request: &ModelRequest, what: &str) -> Byte
     );
     let json: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
     assert_eq!(json, W::body(&config, request), "{what}");
+    if W::MERGES {
+        let whole = serde_json::to_vec(&W::body(&config, request)).expect("JSON");
+        assert_eq!(
+            String::from_utf8_lossy(&body),
+            String::from_utf8_lossy(&whole),
+            "{what}"
+        );
+    }
     body
 }
 
 #[test]
 fn a_body_built_on_the_last_one_is_the_body_built_fresh_across_ageing_and_compaction() {
+    built_on_the_last_one::<OpenAi>();
+}
+
+#[test]
+fn a_body_of_turns_built_on_the_last_one_is_the_whole_body_byte_for_byte() {
+    built_on_the_last_one::<Anthropic>();
+}
+
+fn built_on_the_last_one<W: Wire>() {
     let events = crate::log::test_session::session(60);
     let ageing = Some(Ageing {
         after_steps: 3,
@@ -62,6 +90,7 @@ fn a_body_built_on_the_last_one_is_the_body_built_fresh_across_ageing_and_compac
     let cache = BodyCache::default();
     let mut history = History::default();
     let mut held: Option<(Bytes, Vec<u8>)> = None;
+    let (mut kept, mut all) = (0, 0);
     for (k, event) in events.iter().enumerate() {
         history.push(event);
         // The system prompt, the tools and the limit change now and then (the head or the
@@ -77,7 +106,11 @@ fn a_body_built_on_the_last_one_is_the_body_built_fresh_across_ageing_and_compac
             request.max_output_tokens = Some(100);
         }
         let what = format!("event {k}");
-        let body = check::<OpenAi>(&cache, &request, &what);
+        let body = check::<W>(&cache, &request, &what);
+        if let Some(sent) = cache.turns.lock().expect("turns").as_ref() {
+            let (k, a) = sent.kept_and_all();
+            (kept, all) = (kept + k, all + a);
+        }
         // A body still held is never written into.
         if let Some((held, copy)) = held.take() {
             assert!(held[..] == copy[..], "{what}: a held body changed");
@@ -89,13 +122,18 @@ fn a_body_built_on_the_last_one_is_the_body_built_fresh_across_ageing_and_compac
                 messages: history.render(ageing).to_vec().into(),
                 ..ModelRequest::default()
             };
-            check::<OpenAi>(&cache, &summary, &what);
+            check::<W>(&cache, &summary, &what);
         }
     }
+    // Turns stay in place: most of each body was the last one's.
+    assert!(
+        !W::MERGES || kept * 10 > all * 8,
+        "{kept} of {all} turns kept"
+    );
 }
 
 #[test]
-fn messages_in_place_are_not_serialized_again_and_formats_that_merge_go_whole() {
+fn messages_in_place_are_not_serialized_again_and_turns_are_the_whole_body() {
     let keyed = |key, text: &str| Keyed {
         key,
         message: Arc::new(Message::Assistant {
@@ -134,10 +172,6 @@ fn messages_in_place_are_not_serialized_again_and_formats_that_merge_go_whole() 
     let mut renamed = Messages::default();
     renamed.push_run(Arc::new(vec![keyed(1, "one"), keyed(3, "changed")]));
     check::<OpenAi>(&cache, &request("sys", renamed, Vec::new()), "new key");
-    // Anthropic merges a turn's messages: its body is serialized whole.
-    let body = cache
-        .body::<Anthropic>(&config, &first)
-        .expect("anthropic body");
-    let whole = serde_json::to_vec(&Anthropic::body(&config, &first)).expect("JSON");
-    assert_eq!(body, whole);
+    // Anthropic merges a turn's messages: its body is the whole one, byte for byte.
+    check::<Anthropic>(&cache, &first, "anthropic");
 }

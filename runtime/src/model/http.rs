@@ -33,6 +33,13 @@ pub(crate) trait Wire: Send + Sync + 'static {
     fn message(_message: &super::types::Message) -> Option<serde_json::Value> {
         None
     }
+    /// Whether consecutive messages of one role are merged into one turn (`blocks` gives
+    /// each message's part of its turn, `body_turns`).
+    const MERGES: bool = false;
+    /// The role and content blocks of one message, for a format that `MERGES`.
+    fn blocks(_message: &super::types::Message) -> Option<(&'static str, Vec<serde_json::Value>)> {
+        None
+    }
     fn assembler(attempt: AttemptId) -> Self::Assembler;
 }
 

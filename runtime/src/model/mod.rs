@@ -9,8 +9,8 @@
 //! built-in table, compaction and ageing settings), `assembler` (pure stream state
 //! machines), `sse` (bytes to events), `http` (one attempt over reqwest), `messages` (a
 //! request's conversation, shared with the history), `body` (the request body, reusing what
-//! the last one serialized), `openai` and `anthropic` (request bodies), `attempt` (retries),
-//! `price` (cost), `error` (`ModelError`).
+//! the last one serialized; `body_turns` where messages merge into turns), `openai` and
+//! `anthropic` (request bodies), `attempt` (retries), `price` (cost), `error` (`ModelError`).
 //! This module does not decide what the loop does with a message; it reports `Outcome`.
 
 mod anomaly;
@@ -18,6 +18,7 @@ mod anthropic;
 pub mod assembler;
 mod attempt;
 mod body;
+mod body_turns;
 mod config;
 pub mod context;
 mod error;
