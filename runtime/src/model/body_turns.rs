@@ -27,7 +27,8 @@ pub(crate) struct Sent {
     parts: Vec<Option<(&'static str, usize, usize)>>,
     /// Per turn: its first message and where the turn starts in `body`.
     turns: Vec<(usize, usize)>,
-    /// How many turns stayed in place from the body before.
+    /// How many turns stayed in place from the body before (for tests).
+    #[cfg(test)]
     kept: usize,
 }
 
@@ -240,6 +241,7 @@ fn build<W: Wire>(
         keys,
         parts: kept_parts,
         turns: kept_turns,
+        #[cfg(test)]
         kept,
     })
 }
