@@ -2,7 +2,7 @@
 //! HTTP/1.1 with keep-alive, one thread per connection, each reply a short SSE stream chosen by
 //! a function of the request's number and body. It does not parse requests. For each request it
 //! records when its first byte came (paddock has built the body and starts sending), when its
-//! last byte came, and when the reply was written, so a round trip splits into paddock's own
+//! last byte came, and when the reply was about to be written, so a round trip splits into paddock's own
 //! time (reply written to the next request's first byte), the transfer, and the server's.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -24,6 +24,8 @@ type Decide = dyn Fn(usize, &[u8]) -> Reply + Send + Sync;
 pub struct Timing {
     pub first_byte: Instant,
     pub arrived: Instant,
+    /// Just before the reply was written: a stamp taken after the write can come after the
+    /// next request's first byte when this thread loses its core right after writing.
     pub replied: Instant,
     /// The request's body, in bytes.
     pub size: usize,
@@ -187,11 +189,12 @@ fn serve(stream: std::net::TcpStream, seen: &Mutex<Seen>, decide: &Decide) -> st
             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{sse}",
             sse.len()
         );
+        let replied = Instant::now();
         writer.write_all(response.as_bytes())?;
         let timing = Timing {
             first_byte: first_byte.unwrap_or(arrived),
             arrived,
-            replied: Instant::now(),
+            replied,
             size: length,
         };
         seen.lock().expect("seen").timings.push(timing);
