@@ -2,8 +2,9 @@
 //! HTTP/1.1 with keep-alive, one thread per connection, each reply a short SSE stream chosen by
 //! a function of the request's number and body. It does not parse requests. For each request it
 //! records when its first byte came (paddock has built the body and starts sending), when its
-//! last byte came, and when the reply was about to be written, so a round trip splits into paddock's own
-//! time (reply written to the next request's first byte), the transfer, and the server's.
+//! last byte came, and when the reply was about to be written, so a round trip splits into
+//! paddock's own time (reply written to the next request's first byte), the transfer, and the
+//! server's.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
