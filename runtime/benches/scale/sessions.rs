@@ -13,6 +13,8 @@
 //!   (a request of the last size written at once, the reply read) to a server like it: what
 //!   the transfer alone costs on this machine, which the bar cannot go below;
 //!   `rt_10k_reqwest_ms` the same request through reqwest (paddock's HTTP client) alone.
+//! - `log_list_1000_ms`: `paddock log --list` over 1,000 sessions, one of them the 1M-event
+//!   one, once each has its index (bar ≤ 50 ms).
 //! - `first_request_ms` (`first.rs`): a first run through the binary on an empty code cache,
 //!   to its first request; `first_request_warm_ms` the same cached.
 //! - `resume_1m_ms`, `resume_1m_rss_over_log`: a generated session of 1M events (the log's own
@@ -43,7 +45,7 @@ const SUMMARY_MARK: &str = "You summarize the earlier part";
 pub fn measure() -> Vec<(String, String)> {
     let rt = round_trip(1_000_000_000);
     let compacting = round_trip(32_000);
-    let (resume_ms, rss_over_log) = resume_1m();
+    let (resume_ms, rss_over_log, list_ms) = resume_1m();
     let (first_ms, first_warm_ms) = first::first_request();
     vec![
         ("first_request_ms".into(), format!("{first_ms:.0}")),
@@ -72,6 +74,7 @@ pub fn measure() -> Vec<(String, String)> {
             format!("{:.2}", compacting.paddock),
         ),
         ("resume_1m_ms".into(), format!("{resume_ms:.0}")),
+        ("log_list_1000_ms".into(), format!("{list_ms:.0}")),
         (
             "resume_1m_rss_over_log".into(),
             format!("{rss_over_log:.2}"),
@@ -248,7 +251,7 @@ fn count_events(home: &Path) -> usize {
 }
 
 /// Resume of a generated 1M-event session: time to the first request, peak RSS over log size.
-fn resume_1m() -> (f64, f64) {
+fn resume_1m() -> (f64, f64, f64) {
     let server = Loopback::start(|_, _: &[u8]| Reply::Text("done".into()));
     let work = tempfile::tempdir().expect("tempdir");
     let home = tempfile::tempdir().expect("tempdir");
@@ -300,7 +303,45 @@ fn resume_1m() -> (f64, f64) {
         first.as_secs_f64() * 1e3,
         rss >> 20
     );
-    (first.as_secs_f64() * 1e3, rss as f64 / log_len as f64)
+    let list = log_list_1000(home.path(), work.path());
+    (first.as_secs_f64() * 1e3, rss as f64 / log_len as f64, list)
+}
+
+/// `log_list_1000_ms`: `paddock log --list` over 1,000 sessions, one of them the 1M-event
+/// session just resumed, the rest short generated ones. The first listing writes the index
+/// of each session that has none (a session paddock wrote itself has one); the figure is the
+/// median of the listings after it, which read only the indexes.
+fn log_list_1000(home: &Path, cwd: &Path) -> f64 {
+    let mut events = long_session::events(60, 40, 300);
+    if let Body::SessionStart(start) = &mut events[0].body {
+        start.cwd = cwd.display().to_string();
+    }
+    let mut log = Vec::new();
+    for event in &events {
+        serde_json::to_writer(&mut log, event).expect("event");
+        log.push(b'\n');
+    }
+    for n in 0..999 {
+        let dir = home.join(format!("sessions/short{n:03}"));
+        std::fs::create_dir_all(&dir).expect("session dir");
+        std::fs::write(dir.join(LOG_FILE), &log).expect("log");
+    }
+    let list = || {
+        let started = Instant::now();
+        let status = paddock(home, cwd, &["log", "--list"])
+            .status()
+            .expect("log --list");
+        assert!(status.success(), "log --list failed: {status}");
+        started.elapsed()
+    };
+    let unindexed = list();
+    let listed = median((0..5).map(|_| list()).collect());
+    println!(
+        "log --list of 1,000 sessions (one of 1M events): {:.0} ms, the first listing (writing 999 indexes) {:.0} ms",
+        listed.as_secs_f64() * 1e3,
+        unindexed.as_secs_f64() * 1e3
+    );
+    listed.as_secs_f64() * 1e3
 }
 
 /// Waits for `pid`; its exit status and peak resident memory in bytes. The peak is the
