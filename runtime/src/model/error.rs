@@ -57,7 +57,11 @@ pub enum ModelError {
     #[error("the stream broke off: {0}")]
     StreamBroken(String),
 
-    #[error("the stream ended before any event arrived")]
+    #[error(
+        "the stream ended before any event arrived: the server closed it without sending \
+         anything; if that repeats, the server's own log says why (docs/providers.md, known \
+         limits per server)"
+    )]
     EmptyStream,
 
     /// The body is not the wire format's stream (another API's events, lines that are not
