@@ -131,15 +131,7 @@ mod tests {
 
     fn events(bodies: Vec<Body>) -> Vec<Event> {
         let start = crate::log::event::test_start();
-        std::iter::once(start)
-            .chain(bodies)
-            .enumerate()
-            .map(|(i, body)| Event {
-                seq: i as u64 + 1,
-                ts_ms: 0,
-                body,
-            })
-            .collect()
+        crate::log::test_session::numbered(std::iter::once(start).chain(bodies))
     }
 
     fn assistant(ids: &[&str]) -> Body {

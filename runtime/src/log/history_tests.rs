@@ -5,17 +5,7 @@ use crate::log::Ageing;
 use crate::log::event::{CompactReason, Source};
 use crate::model::{Finish, Outcome, ToolCall};
 
-fn events(bodies: Vec<Body>) -> Vec<Event> {
-    bodies
-        .into_iter()
-        .enumerate()
-        .map(|(i, body)| Event {
-            seq: i as u64 + 1,
-            ts_ms: 0,
-            body,
-        })
-        .collect()
-}
+use crate::log::test_session::numbered as events;
 
 fn assistant(ids: &[&str]) -> Body {
     Body::AssistantMessage {

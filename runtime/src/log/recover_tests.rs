@@ -3,17 +3,7 @@
 use super::*;
 use crate::model::Finish;
 
-fn events(bodies: Vec<Body>) -> Vec<Event> {
-    bodies
-        .into_iter()
-        .enumerate()
-        .map(|(i, body)| Event {
-            seq: i as u64 + 1,
-            ts_ms: 0,
-            body,
-        })
-        .collect()
-}
+use crate::log::test_session::numbered as events;
 
 fn assistant(calls: &[(&str, &str)]) -> Body {
     Body::AssistantMessage {

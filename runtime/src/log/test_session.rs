@@ -98,6 +98,12 @@ pub(crate) fn session(steps: usize) -> Vec<Event> {
             }
         }
     }
+    numbered(bodies)
+}
+
+/// Events with these bodies, numbered from 1 as a log numbers them (the tests of the log's
+/// modules build their sessions with it).
+pub(crate) fn numbered(bodies: impl IntoIterator<Item = Body>) -> Vec<Event> {
     bodies
         .into_iter()
         .enumerate()
