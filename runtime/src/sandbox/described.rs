@@ -87,11 +87,7 @@ impl Sandbox {
                 sandbox.compile_off_runtime(&plugin, code.clone()).await;
                 let loaded = sandbox.load_now(&plugin, &code, &granted).await?;
                 confirm_tools(&plugin, &expected, &loaded.tools)?;
-                loaded
-                    .pre
-                    .get()
-                    .await
-                    .map_err(|e| LoadError::Engine(e.to_string()))
+                linked(&loaded.pre).await
             })
         });
         Ok(Plugin {
@@ -124,11 +120,7 @@ impl Sandbox {
             Box::pin(async move {
                 sandbox.compile_off_runtime(&hook, code.clone()).await;
                 let loaded = sandbox.load_hook_now(&hook, &code, &granted).await?;
-                loaded
-                    .pre
-                    .get()
-                    .await
-                    .map_err(|e| LoadError::Engine(e.to_string()))
+                linked(&loaded.pre).await
             })
         });
         Ok(HookPlugin {
@@ -159,6 +151,13 @@ impl Sandbox {
             tools,
         })
     }
+}
+
+/// The code a load just made (ready: it never waits or fails, but its type says it could).
+async fn linked<T: Clone + Send + Sync + 'static>(code: &Deferred<T>) -> Result<T, LoadError> {
+    code.get()
+        .await
+        .map_err(|e| LoadError::Engine(e.to_string()))
 }
 
 fn differs(plugin: &str, detail: String) -> LoadError {
