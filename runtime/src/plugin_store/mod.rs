@@ -145,8 +145,12 @@ impl PluginStore {
 
     /// Creates the data directory private to this user (0700; an existing one is tightened),
     /// so that nothing in it (compiled code, its key, sessions) is open to other users (K4).
+    /// Every program paddock confines from then on finds it covered by an empty directory.
     pub fn make_private(&self) -> Result<(), StoreError> {
-        create_private_dir(&self.root).map_err(io("cannot create the data directory", &self.root))
+        create_private_dir(&self.root)
+            .map_err(io("cannot create the data directory", &self.root))?;
+        crate::sandbox::hide_from_programs(&self.root);
+        Ok(())
     }
 
     pub fn root(&self) -> &Path {

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::bindings::exec;
 use super::call::CallState;
-use super::confined::{Confined, ConfinedChild, Program};
+use super::confined::{Confined, ConfinedRun, Program};
 use super::exec_policy;
 use super::grant::{ExecGrant, Mount};
 use super::protect::Protect;
@@ -55,8 +55,9 @@ impl exec::Host for CallState {
 
 /// A started program, confined or not: its streams, and how to wait for it and kill it.
 enum Running {
-    /// Confined (the default): PID 1 of its own namespace; killing it kills all it started.
-    Confined(ConfinedChild),
+    /// Confined (the default): PID 1 of its own namespace; killing it kills all it started,
+    /// and dropping it cleans up after it (`ConfinedRun`).
+    Confined(Option<Box<ConfinedRun>>),
     /// `confine = "off"`: its own process group, killed as a group.
     Plain(tokio::process::Child, Option<i32>),
 }
@@ -64,19 +65,28 @@ enum Running {
 impl Running {
     async fn wait(&mut self) -> Option<i32> {
         match self {
-            Running::Confined(child) => child.wait().await.ok().flatten(),
+            Running::Confined(Some(run)) => run.wait().await,
+            Running::Confined(None) => None,
             Running::Plain(child, _) => child.wait().await.ok().and_then(|s| s.code()),
         }
     }
 
     fn kill(&mut self) {
         match self {
-            Running::Confined(child) => child.kill(),
+            Running::Confined(Some(run)) => run.kill(),
             // SAFETY: killpg has no memory-safety preconditions; a stale group gives ESRCH.
             Running::Plain(_, Some(group)) => unsafe {
                 libc::killpg(*group, libc::SIGKILL);
             },
-            Running::Plain(..) => {}
+            Running::Plain(..) | Running::Confined(None) => {}
+        }
+    }
+
+    /// The confined run, for its clean-up.
+    fn take_confined(&mut self) -> Option<ConfinedRun> {
+        match self {
+            Running::Confined(run) => run.take().map(|run| *run),
+            Running::Plain(..) => None,
         }
     }
 }
@@ -105,19 +115,11 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
     if let Some(ms) = cmd.timeout_ms {
         timeout = timeout.min(Duration::from_millis(ms.into()));
     }
-    let mut env: Vec<(String, std::ffi::OsString)> = grant
-        .env
-        .iter()
-        .filter_map(|name| std::env::var_os(name).map(|value| (name.clone(), value)))
-        .collect();
-
-    let (mut running, stdin, stdout, stderr, confined) = if grant.confine {
-        let mut confined = Confined::prepare(&call.mounts, &call.protect, grant, &program, &key)?;
-        env.retain(|(name, _)| name != "TMPDIR");
-        env.push(("TMPDIR".into(), confined.tmp.path().into()));
-        let mut child = confined
-            .jail_for_child()?
-            .spawn(Program {
+    let (mut running, stdin, stdout, stderr) = if grant.confine {
+        let confined = Confined::prepare(&call.mounts, &call.protect, grant, &program, &key)?;
+        let env = confined.environment(&grant.env);
+        let mut run = confined
+            .start(Program {
                 path: &program,
                 args: &cmd.args,
                 env,
@@ -131,16 +133,16 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
                     program.display()
                 )
             })?;
+        let child = run.child();
         let (stdin, stdout, stderr) =
             streams(child.stdin.take(), child.stdout.take(), child.stderr.take());
-        (
-            Running::Confined(child),
-            stdin,
-            stdout,
-            stderr,
-            Some(confined),
-        )
+        (Running::Confined(Some(Box::new(run))), stdin, stdout, stderr)
     } else {
+        let env: Vec<(String, std::ffi::OsString)> = grant
+            .env
+            .iter()
+            .filter_map(|name| std::env::var_os(name).map(|value| (name.clone(), value)))
+            .collect();
         let mut command = tokio::process::Command::new(&program);
         command
             .args(&cmd.args)
@@ -162,7 +164,7 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
         let (stdin, stdout, stderr) =
             streams(child.stdin.take(), child.stdout.take(), child.stderr.take());
         let group = child.id().map(|pid| pid as i32);
-        (Running::Plain(child, group), stdin, stdout, stderr, None)
+        (Running::Plain(child, group), stdin, stdout, stderr)
     };
 
     if let (Some(bytes), Some(mut stdin)) = (cmd.stdin, stdin) {
@@ -178,6 +180,7 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
     let (status, timed_out) = tokio::select! {
         biased;
         _ = call.cancel.cancelled() => {
+            // Dropping it kills it, waits for all it started and cleans up after it.
             drop(running);
             return Err("cancelled; the program and everything it started were killed".into());
         }
@@ -189,10 +192,11 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
     let _ = running.wait().await;
     let (stdout, cut_out) = collect(stdout).await;
     let (mut stderr, cut_err) = collect(stderr).await;
-    if let Some(confined) = confined {
-        // Every process of the run is dead now (its PID namespace is gone), so what it left
-        // at a protected path cannot change under us.
-        for note in confined.undo_protected_creations() {
+    if let Some(run) = running.take_confined() {
+        // Every process of the run is dead by now (its PID namespace is gone), so what it
+        // left at a protected path cannot change under the clean-up; a directory the
+        // clean-up cannot list fails the call rather than being skipped.
+        for note in run.finish().await? {
             stderr.extend_from_slice(note.as_bytes());
         }
     }

@@ -144,7 +144,10 @@ impl FsGuard {
                 continue;
             };
             inside = true;
-            let covered = self.protect.covers(rel) || (holder && self.protect.holds(rel));
+            let covered = self.protect.covers(rel)
+                || (holder && self.protect.holds(rel))
+                || in_git_dir(root, rel, &self.protect)
+                || completes_git_dir(real);
             if covered {
                 return Err(Refusal::Protected);
             }
@@ -157,6 +160,45 @@ impl FsGuard {
             Err(Refusal::Protected)
         }
     }
+}
+
+/// Is `rel` (below `root`) a directory git would take for a git directory, or inside one,
+/// whatever its name (a bare repository, a `--separate-git-dir`, `.repo/projects/x.git`)?
+/// Git runs what such a directory's `config` and `hooks/` name, as it does for `.git`.
+fn in_git_dir(root: &Path, rel: &Path, protect: &Protect) -> bool {
+    let mut dir = root.to_path_buf();
+    let mut below = PathBuf::new();
+    for part in rel.components() {
+        dir.push(part);
+        below.push(part);
+        if is_git_dir(&dir) && !protect.opens(&below) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Would creating `real` turn its directory into one git takes for a git directory? The last
+/// of `HEAD`, `objects/` + `refs/` (or `commondir`) to be created is refused, whatever the order.
+fn completes_git_dir(real: &Path) -> bool {
+    let (Some(name), Some(dir)) = (real.file_name(), real.parent()) else {
+        return false;
+    };
+    let file = |n: &str| dir.join(n).symlink_metadata().is_ok_and(|m| m.is_file());
+    let sub = |n: &str| dir.join(n).symlink_metadata().is_ok_and(|m| m.is_dir());
+    match name.to_str() {
+        Some("HEAD") => (sub("objects") && sub("refs")) || file("commondir"),
+        Some("objects") => file("HEAD") && sub("refs"),
+        Some("refs") => file("HEAD") && sub("objects"),
+        Some("commondir") => file("HEAD"),
+        _ => false,
+    }
+}
+
+fn is_git_dir(dir: &Path) -> bool {
+    let file = |n: &str| dir.join(n).symlink_metadata().is_ok_and(|m| m.is_file());
+    let sub = |n: &str| dir.join(n).symlink_metadata().is_ok_and(|m| m.is_dir());
+    file("HEAD") && ((sub("objects") && sub("refs")) || file("commondir"))
 }
 
 /// `path` as (everything before the last component, the last component), or `None` when
@@ -281,6 +323,46 @@ mod tests {
         // Renaming a directory to `.cargo` would make its config.toml live.
         assert!(g.pinned(&dir, ".cargo", false, true).is_err());
         assert!(g.pinned(&dir, ".cargo", false, false).is_ok());
+    }
+
+    #[test]
+    fn a_git_directory_under_any_name_is_protected_and_cannot_be_completed() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().canonicalize().expect("canonical");
+        for d in ["sep/objects", "sep/refs", "half/objects", "wt", "plain"] {
+            std::fs::create_dir_all(root.join(d)).expect("mkdir");
+        }
+        std::fs::write(root.join("sep/HEAD"), "ref: refs/heads/main\n").expect("write");
+        std::fs::write(root.join("half/HEAD"), "ref: refs/heads/main\n").expect("write");
+        std::fs::write(root.join("wt/HEAD"), "x").expect("write");
+        std::fs::write(root.join("wt/commondir"), "../sep").expect("write");
+        let dir = std::fs::File::open(&root).expect("open root");
+        let g = guard(&root);
+        for path in [
+            "sep/config",
+            "sep/hooks/pre-commit",
+            "sep",
+            "wt/config",
+            "half/refs",
+        ] {
+            assert!(!allowed(&g, &dir, path, false), "{path} must be refused");
+        }
+        // An ordinary directory stays writable, and so does one short of a git directory
+        // for anything but the entry that would complete it.
+        assert!(allowed(&g, &dir, "plain/HEAD", false));
+        assert!(allowed(&g, &dir, "half/config", false));
+        std::fs::create_dir(root.join("plain/objects")).expect("mkdir");
+        std::fs::create_dir(root.join("plain/refs")).expect("mkdir");
+        assert!(!allowed(&g, &dir, "plain/HEAD", false));
+        // The preset can open one up by name.
+        let open = FsGuard::new(
+            vec![root.clone()],
+            Protect {
+                extra: Vec::new(),
+                writable: vec!["sep".into()],
+            },
+        );
+        assert!(allowed(&open, &dir, "sep/config", false));
     }
 
     #[test]

@@ -57,6 +57,32 @@ impl Protect {
                 .any(|p| rel.starts_with(&p))
     }
 
+    /// Does the grant's `writable_protected` open `rel` up? (A directory git would take for a
+    /// git directory is protected by what it holds, whatever its name, unless opened here.)
+    pub fn opens(&self, rel: &Path) -> bool {
+        let Some(rel) = normal(rel) else {
+            return false;
+        };
+        self.writable
+            .iter()
+            .filter_map(|w| normal(w))
+            .any(|w| rel.starts_with(&w))
+    }
+
+    /// The protected paths a mount's root can hold directly, relative to it (`.git`,
+    /// `.paddock`, `.cargo/config*`, the `extra` entries), less those the grant opens up:
+    /// where one is missing, the exec side makes sure it cannot be created.
+    pub fn at_root(&self) -> Vec<PathBuf> {
+        let defaults = PROTECTED_NAMES
+            .iter()
+            .map(PathBuf::from)
+            .chain(CARGO_CONFIGS.iter().map(|c| Path::new(".cargo").join(c)));
+        defaults
+            .chain(self.extra.iter().filter_map(|p| normal(p)))
+            .filter(|p| !p.as_os_str().is_empty() && !self.opens(p))
+            .collect()
+    }
+
     /// Could a protected path lie *below* `rel`? Moving a directory to `rel` (or away from
     /// it) would then create or remove protected paths wholesale: a directory renamed to
     /// `.cargo` brings its `config.toml` along, one renamed over an `extra` entry's parent

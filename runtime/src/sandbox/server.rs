@@ -8,7 +8,7 @@
 
 use tokio::net::unix::pipe;
 
-use super::confined::{Confined, ConfinedChild, Program};
+use super::confined::{Confined, ConfinedRun, Program};
 use super::exec::{find_program, host_dir};
 use super::grant::{ExecGrant, Mount};
 use super::protect::Protect;
@@ -24,10 +24,10 @@ pub struct ServerSpec<'a> {
     pub jail: &'a ExecGrant,
 }
 
-/// A running confined server. Dropping it kills it and all it started.
+/// A running confined server. Dropping it kills it and all it started, and removes the
+/// protected paths it created (`ConfinedRun`).
 pub struct ServerProcess {
-    child: ConfinedChild,
-    _confined: Confined,
+    run: ConfinedRun,
 }
 
 /// The server's standard input, output and error.
@@ -38,19 +38,10 @@ impl ServerProcess {
     pub fn start(spec: &ServerSpec<'_>) -> Result<(ServerProcess, ServerStdio), String> {
         let program = find_program(spec.command)?;
         let cwd = host_dir(spec.mounts, None)?;
-        let mut confined =
-            Confined::prepare(spec.mounts, spec.protect, spec.jail, &program, spec.key)?;
-        let mut env: Vec<(String, std::ffi::OsString)> = spec
-            .jail
-            .env
-            .iter()
-            .filter(|name| *name != "TMPDIR")
-            .filter_map(|name| std::env::var_os(name).map(|value| (name.clone(), value)))
-            .collect();
-        env.push(("TMPDIR".into(), confined.tmp.path().into()));
-        let mut child = confined
-            .jail_for_child()?
-            .spawn(Program {
+        let confined = Confined::prepare(spec.mounts, spec.protect, spec.jail, &program, spec.key)?;
+        let env = confined.environment(&spec.jail.env);
+        let mut run = confined
+            .start(Program {
                 path: &program,
                 args: spec.args,
                 env,
@@ -58,26 +49,21 @@ impl ServerProcess {
                 stdin: true,
             })
             .map_err(|e| format!("cannot start `{}` confined: {e}", program.display()))?;
+        let child = run.child();
         let stdio = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
             (Some(stdin), Some(stdout), Some(stderr)) => (stdin, stdout, stderr),
             _ => return Err("the confined server has no standard streams".into()),
         };
-        Ok((
-            ServerProcess {
-                child,
-                _confined: confined,
-            },
-            stdio,
-        ))
+        Ok((ServerProcess { run }, stdio))
     }
 
     /// Kills the server and everything it started.
     pub fn kill(&self) {
-        self.child.kill();
+        self.run.kill();
     }
 
     /// Waits for the server to end: its exit code, or `None` after a signal.
     pub async fn wait(&mut self) -> Option<i32> {
-        self.child.wait().await.ok().flatten()
+        self.run.wait().await
     }
 }

@@ -5,11 +5,16 @@
 //! code must not allocate, lock or touch thread-locals; it only makes system calls on values
 //! the parent prepared. In order:
 //!
-//! 1. default signal handling, and the caller's uid and gid mapped to themselves;
-//! 2. every protected path bound read-only in the private mount namespace (K2), owner-only
-//!    files under `/etc` covered when paddock runs as root (`mask`), and a procfs of the new
-//!    PID namespace over `/proc` (the program sees its own processes only);
-//! 3. standard streams, working directory, process group, resource limits;
+//! 1. default signal handling, death with paddock (`PR_SET_PDEATHSIG`, then a check that
+//!    paddock did not die before it was set), and the caller's uid and gid mapped to
+//!    themselves;
+//! 2. every protected path and placeholder bound read-only in the private mount namespace
+//!    and the directories on the way pinned (K2), owner-only files under `/etc` covered when
+//!    paddock runs as root (`mask`), paddock's data directory covered by an empty read-only
+//!    tmpfs, and a procfs of the new PID namespace over `/proc` (the program sees its own
+//!    processes only);
+//! 3. standard streams, every other inherited descriptor closed on `execve`, working
+//!    directory, process group, resource limits;
 //! 4. no capabilities, `no_new_privs`, the Landlock ruleset, the seccomp filter;
 //! 5. `execve`.
 //!
@@ -21,11 +26,13 @@ use std::os::fd::RawFd;
 
 use libc::{c_char, c_int};
 
-/// A read-only bind mount over a protected path, with the flags the kernel requires us to
-/// keep on remount (a mount's `nosuid`/`nodev`/`noexec` are locked inside a user namespace).
+/// A bind mount of a path onto itself, read-only or only pinned, with the flags the kernel
+/// requires us to keep on remount (a mount's `nosuid`/`nodev`/`noexec` are locked inside a
+/// user namespace).
 #[derive(Debug)]
-pub(super) struct ReadOnlyBind {
+pub(super) struct Bind {
     pub path: CString,
+    pub read_only: bool,
     pub keep_flags: libc::c_ulong,
     /// Device and inode the parent saw through the held mount: the bound path must be it.
     pub identity: (u64, u64),
@@ -44,9 +51,13 @@ pub(super) struct ChildPlan {
     pub stderr: RawFd,
     pub uid_map: CString,
     pub gid_map: CString,
-    pub binds: Vec<ReadOnlyBind>,
+    pub binds: Vec<Bind>,
     /// Owner-only system files to cover (`mask`): (path, is a directory).
     pub masks: &'static [(CString, bool)],
+    /// Directories to cover with an empty read-only tmpfs (paddock's data directory).
+    pub hidden: Vec<CString>,
+    /// A pidfd of paddock's process (or -1): readable once paddock has died.
+    pub paddock: RawFd,
     pub rlimits: Vec<(libc::__rlimit_resource_t, libc::rlim_t)>,
     pub ruleset: RawFd,
     /// What the program may do under its `/proc`.
@@ -73,6 +84,9 @@ pub(super) const STEPS: &[&str] = &[
     "install the seccomp filter",
     "execute the program",
     "hide files only root may read (/etc)",
+    "die with paddock (PR_SET_PDEATHSIG)",
+    "hide paddock's data directory",
+    "close inherited descriptors on execve (close_range)",
 ];
 
 /// The entry point given to `clone`. `arg` points at a `ChildPlan`.
@@ -101,6 +115,21 @@ fn run(plan: &ChildPlan) -> (usize, c_int) {
     // SAFETY (whole function): system calls only; pointers come from the prepared plan.
     unsafe {
         default_signals();
+        step!(
+            15,
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0)
+        );
+        if plan.paddock >= 0 {
+            // paddock may have died between `clone` and `prctl`: then no signal comes.
+            let mut poll = libc::pollfd {
+                fd: plan.paddock,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            if libc::poll(&mut poll, 1, 0) != 0 {
+                return (15, libc::ESRCH);
+            }
+        }
         step!(1, write_proc(c"/proc/self/setgroups", c"deny"));
         step!(1, write_proc(c"/proc/self/uid_map", &plan.uid_map));
         step!(1, write_proc(c"/proc/self/gid_map", &plan.gid_map));
@@ -121,8 +150,10 @@ fn run(plan: &ChildPlan) -> (usize, c_int) {
                 3,
                 libc::mount(path, path, null, libc::MS_BIND | libc::MS_REC, null.cast())
             );
-            let flags = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | bind.keep_flags;
-            step!(3, libc::mount(null, path, null, flags, null.cast()));
+            if bind.read_only {
+                let flags = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | bind.keep_flags;
+                step!(3, libc::mount(null, path, null, flags, null.cast()));
+            }
             let mut stat: libc::stat = std::mem::zeroed();
             step!(3, libc::stat(path, &mut stat));
             if (stat.st_dev, stat.st_ino) != bind.identity {
@@ -151,6 +182,19 @@ fn run(plan: &ChildPlan) -> (usize, c_int) {
             };
             step!(14, hidden);
         }
+        for dir in &plan.hidden {
+            let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+            step!(
+                16,
+                libc::mount(
+                    c"tmpfs".as_ptr(),
+                    dir.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    flags,
+                    null.cast()
+                )
+            );
+        }
         let proc_flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
         step!(
             4,
@@ -176,6 +220,13 @@ fn run(plan: &ChildPlan) -> (usize, c_int) {
         step!(6, libc::dup2(plan.stdin, 0));
         step!(6, libc::dup2(plan.stdout, 1));
         step!(6, libc::dup2(plan.stderr, 2));
+        // Whatever paddock inherited (an IDE's, a CI runner's or make's descriptors) or holds
+        // must not reach the program: every descriptor above 2 closes on execve. The
+        // Landlock ruleset's is still needed until then.
+        step!(
+            17,
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC) as c_int
+        );
         step!(7, libc::chdir(plan.cwd.as_ptr()));
         step!(7, libc::setpgid(0, 0));
         for &(resource, value) in &plan.rlimits {
@@ -206,6 +257,9 @@ fn run(plan: &ChildPlan) -> (usize, c_int) {
         (13, errno())
     }
 }
+
+/// `CLOSE_RANGE_CLOEXEC` (Linux 5.11): mark the range close-on-exec instead of closing it.
+const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
 
 /// `struct landlock_path_beneath_attr` (packed in the kernel ABI).
 #[repr(C, packed)]

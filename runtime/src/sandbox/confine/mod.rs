@@ -27,7 +27,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use child::ReadOnlyBind;
+use child::Bind;
 pub(crate) use rules::FsAccess;
 pub(crate) use spawn::{ConfinedChild, Program};
 
@@ -41,13 +41,40 @@ pub(crate) struct ProcessLimits {
     pub open_files: u64,
 }
 
-/// What to confine a program to. Paths are real (canonical) host paths.
+/// What to confine a program to.
 pub(crate) struct JailSpec {
     pub fs: FsAccess,
-    /// Protected paths that exist now, to bind read-only.
-    pub protected: Vec<PathBuf>,
+    /// Paths to bind in the program's mount namespace, in order (they may lead through held
+    /// mounts, `/proc/self/fd/N/...`): protected paths and placeholders read-only, and the
+    /// directories on the way to them pinned.
+    pub binds: Vec<(PathBuf, BindMode)>,
     pub network: bool,
     pub limits: ProcessLimits,
+}
+
+/// How a path is bound onto itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BindMode {
+    /// Read-only: nothing in it can be written, created or removed.
+    ReadOnly,
+    /// As writable as before, but a mount point: it cannot be renamed away or removed.
+    Pin,
+}
+
+/// Directories no confined program may see, whatever its grants say (paddock's data
+/// directory: compiled code, its key, session logs): each is covered by an empty read-only
+/// tmpfs in the program's mount namespace.
+static HIDDEN: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Hides `dir` (if it exists) from every program confined from now on.
+pub(crate) fn hide_from_programs(dir: &Path) {
+    let Ok(real) = dir.canonicalize() else {
+        return;
+    };
+    let mut hidden = HIDDEN.lock().unwrap_or_else(|e| e.into_inner());
+    if !hidden.contains(&real) {
+        hidden.push(real);
+    }
 }
 
 /// A prepared confinement: everything opened, built and checked in paddock's process, so the
@@ -58,8 +85,9 @@ pub(crate) struct Jail {
     filter: &'static [libc::sock_filter],
     uid_map: CString,
     gid_map: CString,
-    binds: Vec<ReadOnlyBind>,
+    binds: Vec<Bind>,
     masks: &'static [mask::Masked],
+    hidden: Vec<CString>,
     rlimits: Vec<(libc::__rlimit_resource_t, libc::rlim_t)>,
 }
 
@@ -76,11 +104,19 @@ impl Jail {
         let ruleset = rules::build(&spec.fs, spec.network).map_err(unavailable)?;
         let filter = filter::program(spec.network);
         let binds = spec
-            .protected
+            .binds
             .iter()
-            .map(|path| read_only_bind(path))
+            .map(|(path, mode)| bind(path, *mode))
             .collect::<Result<Vec<_>, _>>()
             .map_err(unavailable)?;
+        let hidden = HIDDEN
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|dir| dir.is_dir())
+            .map(|dir| CString::new(dir.as_os_str().as_bytes()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| unavailable("the data directory's path has a NUL byte".into()))?;
         // SAFETY: getuid/getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         let map = |id: u32| CString::new(format!("{id} {id} 1")).expect("digits have no NUL");
@@ -93,6 +129,7 @@ impl Jail {
             gid_map: map(gid),
             binds,
             masks: mask::for_uid(uid),
+            hidden,
             rlimits: vec![
                 (libc::RLIMIT_CPU, limits.cpu_secs),
                 (libc::RLIMIT_AS, limits.address_space_bytes),
@@ -105,13 +142,13 @@ impl Jail {
     }
 }
 
-/// A read-only bind over `path`, keeping the flags its mount has (locked in a user namespace).
+/// A bind of `path` onto itself, keeping the flags its mount has (locked in a user namespace).
 ///
 /// `path` may lead through a held mount (`/proc/self/fd/N/.git`); the child cannot bind through
 /// such a descriptor (it belongs to paddock's mount namespace), so the bind is made at the
 /// kernel's current name for the path, and the child checks, after binding, that this name
 /// still leads to the device and inode seen here. A swap in between fails the run.
-fn read_only_bind(path: &Path) -> Result<ReadOnlyBind, String> {
+fn bind(path: &Path, mode: BindMode) -> Result<Bind, String> {
     // A protected path that is itself a symlink is bound where it leads.
     let real = path
         .canonicalize()
@@ -142,8 +179,9 @@ fn read_only_bind(path: &Path) -> Result<ReadOnlyBind, String> {
             keep |= ms;
         }
     }
-    Ok(ReadOnlyBind {
+    Ok(Bind {
         path: c_path,
+        read_only: mode == BindMode::ReadOnly,
         keep_flags: keep,
         identity: (target.dev(), target.ino()),
     })

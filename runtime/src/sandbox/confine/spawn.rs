@@ -9,6 +9,11 @@
 //! `pidfd_send_signal`, so a recycled pid can never be hit. Killing it (PID 1) makes the kernel
 //! kill every process of its namespace.
 //!
+//! Every clone is made by one thread that lives as long as paddock (`Spawner`): the child's
+//! `PR_SET_PDEATHSIG` fires when the thread that cloned it ends, so cloning from a pool thread
+//! that retires would kill programs early, while this way they die exactly when paddock does,
+//! `SIGKILL` included.
+//!
 //! Tearing a mount namespace down waits for an RCU grace period. When the program's exit
 //! dropped the last reference, that wait lay between its end and the call's result; so
 //! paddock takes a reference of its own (`PIDFD_GET_MNT_NAMESPACE`) as soon as the program
@@ -121,6 +126,8 @@ impl Jail {
             gid_map: self.gid_map,
             binds: self.binds,
             masks: self.masks,
+            hidden: self.hidden,
+            paddock: paddock_pidfd(),
             rlimits: self.rlimits,
             ruleset: ruleset.as_raw_fd(),
             proc_access: self.proc_access,
@@ -130,7 +137,7 @@ impl Jail {
             },
             failure: std::sync::atomic::AtomicU64::new(0),
         };
-        let pidfd = clone_into(&plan)?;
+        let pidfd = clone_on_spawner(&plan)?;
         let mount_ns = mount_namespace(&pidfd);
         let failure = plan.failure.load(Ordering::SeqCst);
         // The child has exec'd (or exited); what it was given can go.
@@ -168,6 +175,68 @@ fn nul_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
         .map(|s| s.as_ptr())
         .chain(std::iter::once(std::ptr::null()))
         .collect()
+}
+
+/// A pidfd of paddock's own process, opened once (-1 where the kernel has none): the child
+/// polls it to learn whether paddock died before its death signal was set.
+fn paddock_pidfd() -> RawFd {
+    static PIDFD: std::sync::OnceLock<RawFd> = std::sync::OnceLock::new();
+    *PIDFD.get_or_init(|| {
+        // SAFETY: pidfd_open on our own pid; the descriptor is kept for the process's life.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) } as RawFd;
+        if fd >= 0 {
+            // SAFETY: fcntl on the descriptor just opened.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        }
+        fd.max(-1)
+    })
+}
+
+/// A clone for the spawner thread to make: the plan (kept alive by the caller, who waits for
+/// the answer) and where to answer.
+struct CloneRequest {
+    plan: *const ChildPlan,
+    answer: std::sync::mpsc::SyncSender<Result<OwnedFd, String>>,
+}
+
+// SAFETY: the plan's pointers are only read by the spawner thread (and the child it clones)
+// while the requesting thread blocks on the answer, keeping the plan alive and unmoved.
+unsafe impl Send for CloneRequest {}
+
+/// Clones the child on the spawner thread; returns its pidfd once it has exec'd or exited.
+fn clone_on_spawner(plan: &ChildPlan) -> Result<OwnedFd, String> {
+    static SPAWNER: std::sync::OnceLock<
+        Option<std::sync::Mutex<std::sync::mpsc::Sender<CloneRequest>>>,
+    > = std::sync::OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<CloneRequest>();
+        std::thread::Builder::new()
+            .name("paddock-spawner".into())
+            .spawn(move || {
+                for request in rx {
+                    // SAFETY: see `CloneRequest`.
+                    let answer = clone_into(unsafe { &*request.plan });
+                    let _ = request.answer.send(answer);
+                }
+            })
+            .ok()
+            .map(|_| std::sync::Mutex::new(tx))
+    });
+    let spawner = spawner
+        .as_ref()
+        .ok_or("cannot start the thread that starts confined programs")?;
+    let (answer, answered) = std::sync::mpsc::sync_channel(1);
+    spawner
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .send(CloneRequest {
+            plan: plan as *const ChildPlan,
+            answer,
+        })
+        .map_err(|_| "the thread that starts confined programs is gone")?;
+    answered
+        .recv()
+        .map_err(|_| "the thread that starts confined programs is gone".to_string())?
 }
 
 /// Clones the child; returns its pidfd once it has exec'd or exited.
@@ -270,7 +339,12 @@ impl ConfinedChild {
         Ok(Some((info.si_code == libc::CLD_EXITED).then_some(status)))
     }
 
-    fn reap_blocking(&mut self) {
+    /// Waits (blocking the thread) until the program has ended; as PID 1 of its namespace,
+    /// that is after every process it started.
+    pub(crate) fn reap_blocking(&mut self) {
+        if self.reaped {
+            return;
+        }
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: as in try_reap, blocking.
         unsafe {
