@@ -3,7 +3,7 @@
 Usage: serve_client.py PADDOCK PRESET SCENARIO [ELICIT]
   PADDOCK   the paddock binary; it is started with this process's environment and cwd
   PRESET    the preset path given to `paddock mcp serve --preset`
-  SCENARIO  list | call | cancel | hostile | ask
+  SCENARIO  list | call | cancel | plant | hostile | ask
   ELICIT    for `ask`: "none" (declare no elicitation), "no" or "once" (answer so)
 
 With PADDOCK_MCP_URL and PADDOCK_MCP_TOKEN set, it connects to an already running
@@ -64,6 +64,21 @@ async def scenario(session, name, out):
         started = time.monotonic()
         out["after"] = called(await session.call_tool("read_file", {"path": "README.md"}))
         out["after_s"] = time.monotonic() - started
+    elif name == "plant":
+        # A program that plants protected paths, then sleeps: cancelled while it runs.
+        plant = (
+            "mkdir -p sub/.cargo && echo '[alias]' > sub/.cargo/config.toml && "
+            "mkdir -p sub/x/.git && echo started > started && sleep 30"
+        )
+        started = time.monotonic()
+        with anyio.move_on_after(3.0):
+            await session.call_tool("run_command", {"program": "sh", "args": ["-c", plant]})
+        out["cancelled_after_s"] = time.monotonic() - started
+        # The next call runs after the cancelled one is settled, clean-up included.
+        out["config"] = called(
+            await session.call_tool("read_file", {"path": "sub/.cargo/config.toml"})
+        )
+        out["started"] = called(await session.call_tool("read_file", {"path": "started"}))
     elif name == "hostile":
         out["outside"] = called(await session.call_tool("read_path", {"path": "/decoy/secret.txt"}))
         out["escape"] = called(await session.call_tool("read_path", {"path": "../../../../etc/shadow"}))

@@ -311,3 +311,32 @@ async fn the_model_saying_bash_reaches_run_command() {
     assert_eq!(checked.tool.as_deref(), Some("run_command"));
     assert!(checked.args.is_ok(), "{:?}", checked.args);
 }
+
+/// paddock's data directory (compiled code, its key, session logs) is covered by an empty
+/// read-only tmpfs in every confined program's namespace, whatever a `read` grant covers: a
+/// grant over its parent shows an empty directory.
+#[tokio::test]
+async fn the_data_directory_is_hidden_from_programs_whatever_they_may_read() {
+    let outer = tempfile::tempdir().unwrap();
+    let data = outer.path().join("paddock-data");
+    PluginStore::open(&data).make_private().unwrap();
+    std::fs::write(data.join("key"), "DATA-DIR-SECRET").unwrap();
+    std::fs::write(outer.path().join("beside.txt"), "beside").unwrap();
+    let grants = format!(
+        r#"grants.exec = {{ allow = ["sh"], env = ["PATH"], timeout_ms = 5_000, read = [{:?}] }}"#,
+        outer.path().display().to_string()
+    );
+    let s = session("shell", &grants).await;
+    let script = format!(
+        "cat {o}/beside.txt; cat {o}/paddock-data/key; ls -A {o}/paddock-data; echo done",
+        o = outer.path().display()
+    );
+    let args = serde_json::json!({ "program": "sh", "args": ["-c", script] });
+    let out = call(&s, "run_command", &args.to_string())
+        .await
+        .result
+        .unwrap();
+    assert!(out.content.contains("beside"), "{}", out.content);
+    assert!(out.content.contains("done"), "{}", out.content);
+    assert!(!out.content.contains("DATA-DIR-SECRET"), "{}", out.content);
+}

@@ -78,20 +78,27 @@ fn git_config_and_hooks_cannot_be_planted_whatever_the_spelling() {
     );
 }
 
+/// K2 at the root: a protected path that does not exist cannot be created at all (a
+/// read-only placeholder stands there while the program runs, and is gone after it).
 #[test]
-fn protected_paths_a_program_creates_are_removed_after_the_call() {
+fn protected_paths_missing_at_the_root_cannot_be_created() {
     let a = Attack::new("rw", "");
     let w = a.workspace();
     let out = a.sh(
-        "mkdir -p .cargo && printf '[target.x86_64-unknown-linux-gnu]\\nrunner = \"sh\"\\n' > .cargo/config.toml; \
-         printf 'gitdir: /tmp/evil\\n' > .git; mkdir -p .paddock/presets; echo ok > keep.txt; echo done",
+        "mkdir -p .cargo 2>&1; printf '[target.x86_64-unknown-linux-gnu]\\nrunner = \"sh\"\\n' > .cargo/config.toml; \
+         printf 'gitdir: /tmp/evil\\n' > .git; mkdir -p .paddock/presets; rmdir .git; mv .paddock p; \
+         echo ok > keep.txt; echo done",
     );
     assert!(out.contains("done"), "{out}");
-    assert!(!w.join(".cargo/config.toml").exists(), "{out}");
-    assert!(!w.join(".git").exists(), "{out}");
-    assert!(!w.join(".paddock").exists(), "{out}");
+    assert!(
+        out.contains("Read-only file system") || out.contains("Is a directory"),
+        "the writes failed in the program, not after it: {out}"
+    );
+    for p in [".cargo", ".git", ".paddock", "p"] {
+        assert!(!w.join(p).exists(), "{p} is left: {out}");
+    }
     assert!(w.join("keep.txt").exists(), "ordinary files stay: {out}");
-    assert!(out.contains("protected path"), "the model is told: {out}");
+    assert!(!out.contains("removed `"), "nothing needed removing: {out}");
 }
 
 /// K2 at any depth: a nested repository's `.git` and a crate's `.cargo/config.toml` are held
@@ -349,4 +356,314 @@ fn running_unconfined_is_the_presets_explicit_choice_and_said_at_every_start() {
             && out.contains("outside any sandbox"),
         "{out}"
     );
+}
+
+/// A program running beside the clean-up keeps swapping a directory of its mount for a
+/// symlink to a repository outside every mount, while runs that create protected paths end:
+/// the clean-up works by descriptor from the held root, so it never lists (or removes) what
+/// the symlink leads to.
+#[test]
+fn a_swapped_symlink_never_leads_the_clean_up_outside_the_mount() {
+    let a = Attack::new("rw", "");
+    let w = a.workspace().to_path_buf();
+    let decoy_repo = a.decoy().join("repo");
+    std::fs::create_dir_all(decoy_repo.join(".git/objects")).unwrap();
+    std::fs::create_dir_all(decoy_repo.join(".git/refs")).unwrap();
+    std::fs::write(decoy_repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(decoy_repo.join(".git/config"), "[core]\n").unwrap();
+    std::fs::create_dir_all(w.join("d/src")).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (w, decoy_repo, stop) = (w.clone(), decoy_repo.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut swaps = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if std::fs::rename(w.join("d"), w.join("d.real")).is_ok() {
+                    let _ = std::os::unix::fs::symlink(&decoy_repo, w.join("d"));
+                    std::thread::sleep(Duration::from_micros(300));
+                    let _ = std::fs::remove_file(w.join("d"));
+                    let _ = std::fs::rename(w.join("d.real"), w.join("d"));
+                    swaps += 1;
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            swaps
+        })
+    };
+    let started = Instant::now();
+    let mut runs = 0;
+    while started.elapsed() < Duration::from_secs(4) || runs < 3 {
+        let out = a.sh("mkdir -p made/.git && echo x > made/.git/config; echo done");
+        assert!(out.contains("done"), "{out}");
+        runs += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    assert!(swaps > 10, "the race ran ({swaps} swaps in {runs} runs)");
+    assert_eq!(
+        std::fs::read_to_string(decoy_repo.join(".git/config")).unwrap(),
+        "[core]\n",
+        "the repository outside every mount lost its history ({runs} runs)"
+    );
+    assert!(
+        !w.join("made/.git").exists(),
+        "created ones are still removed"
+    );
+}
+
+/// A git directory whatever its name (a separate git dir, a bare repository) is held like
+/// `.git`: a program cannot plant `core.fsmonitor` or a hook in it.
+#[test]
+fn a_git_directory_not_named_dot_git_is_held_too() {
+    let a = Attack::new("rw", "");
+    let w = a.workspace();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(w)
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "{out:?}");
+    };
+    git(&["init", "-q", "--separate-git-dir", "meta", "proj"]);
+    git(&["init", "-q", "--bare", "bare.git"]);
+    let marker = a.decoy().join("fsmonitor-ran");
+    let payload = format!("[core]\\n\\tfsmonitor = touch {}\\n", marker.display());
+    let out = a.sh(&format!(
+        "printf '{payload}' >> meta/config; printf '{payload}' >> bare.git/config; \
+         mkdir -p meta/hooks; printf '#!/bin/sh\\ntouch {m}\\n' > meta/hooks/post-checkout; \
+         echo done",
+        m = marker.display()
+    ));
+    assert!(out.contains("done"), "{out}");
+    for config in ["meta/config", "bare.git/config"] {
+        let text = std::fs::read_to_string(w.join(config)).unwrap();
+        assert!(!text.contains("fsmonitor"), "{config} was written: {out}");
+    }
+    assert!(!w.join("meta/hooks/post-checkout").exists(), "{out}");
+    let status = std::process::Command::new("git")
+        .args(["status"])
+        .current_dir(w.join("proj"))
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    assert!(!marker.exists(), "the planted command ran");
+}
+
+/// A program gets no descriptor paddock inherited (an IDE's, a CI runner's): not a file
+/// outside its mounts, not a socket.
+#[test]
+fn an_inherited_descriptor_does_not_reach_the_program() {
+    use std::os::unix::process::CommandExt;
+    let a = Attack::new("rw", "");
+    let secret = std::fs::File::open(a.decoy().join("secret.txt")).unwrap();
+    let call = serde_json::json!({
+        "program": "sh",
+        "args": ["-c", "cat <&9; cat /proc/self/fd/9; ls /proc/self/fd; echo done"],
+    })
+    .to_string();
+    let preset = a.preset_path();
+    let mut cmd = a
+        .project
+        .command(&["tool", "call", "run_command", &call, "--preset", &preset]);
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&secret);
+    // SAFETY: dup2 between fork and exec, on descriptors this process holds.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(fd, 9) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = text(&cmd.output().unwrap());
+    assert!(out.contains("done"), "{out}");
+    assert!(
+        !out.contains(SECRET),
+        "the inherited descriptor was read: {out}"
+    );
+}
+
+/// git needs no weakening of the jail: with a `~/.gitconfig` the jail cannot read, `git
+/// status` works (its global configuration is `/dev/null` inside).
+#[test]
+fn git_works_in_the_jail_with_a_users_gitconfig() {
+    let a = Attack::new("rw", "");
+    let preset = std::fs::read_to_string(a.preset_path())
+        .unwrap()
+        .replace(r#"env = ["PATH"]"#, r#"env = ["PATH", "HOME"]"#);
+    std::fs::write(a.preset_path(), preset).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join(".gitconfig"), "[user]\n\tname = someone\n").unwrap();
+    let init = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(a.workspace())
+        .output()
+        .unwrap();
+    assert!(init.status.success());
+    let call = serde_json::json!({ "program": "git", "args": ["status"] }).to_string();
+    let preset = a.preset_path();
+    let out = a
+        .project
+        .command(&["tool", "call", "run_command", &call, "--preset", &preset])
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    let shown = text(&out);
+    assert!(shown.contains("On branch"), "{shown}");
+    assert!(!shown.contains("unable to access"), "{shown}");
+}
+
+/// Nothing outlives paddock: a program still running when paddock is killed with SIGKILL dies
+/// within a second, and nothing writes the workspace after.
+#[test]
+fn a_program_dies_with_paddock_even_when_it_is_killed() {
+    let a = Attack::new("rw", "");
+    let call = serde_json::json!({
+        "program": "sh",
+        "args": ["-c", "while :; do echo x >> beat; sleep 0.05; done"],
+    })
+    .to_string();
+    let preset = a.preset_path();
+    let mut child = a
+        .project
+        .command(&["tool", "call", "run_command", &call, "--preset", &preset])
+        .spawn()
+        .unwrap();
+    let beat = a.workspace().join("beat");
+    let started = Instant::now();
+    while !beat.exists() {
+        assert!(started.elapsed() < Duration::from_secs(30), "never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    let size = std::fs::metadata(&beat).unwrap().len();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        std::fs::metadata(&beat).unwrap().len(),
+        size,
+        "something still writes the workspace after paddock was killed"
+    );
+}
+
+/// Ctrl-C while a program that planted protected paths still runs: the clean-up runs on the
+/// way out as it does after a normal end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_a_planting_call_leaves_nothing_planted() {
+    use paddock_tests::scripted::{Script, ScriptedServer, Step, Turn};
+    let a = Attack::new("rw", "");
+    let w = a.workspace().to_path_buf();
+    std::fs::create_dir_all(w.join("sub")).unwrap();
+    let plant = serde_json::json!({
+        "program": "sh",
+        "args": ["-c", "mkdir -p sub/.cargo && echo '[alias]' > sub/.cargo/config.toml && \
+                 mkdir -p sub/x/.git && echo started > started && sleep 30"],
+    })
+    .to_string();
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            agent_common::call_step("c1", "run_command", &plant),
+            Step::Reply(Turn::text(&["done"])),
+        ],
+    })
+    .await
+    .unwrap();
+    let url = server.openai_base_url();
+    let preset = a.preset_path();
+    let child = a
+        .project
+        .command(&[
+            "run",
+            "plant",
+            "--preset",
+            &preset,
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !w.join("started").exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the call never ran"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        w.join("sub/.cargo/config.toml").exists(),
+        "planted while running"
+    );
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    assert!(!w.join("sub/.cargo/config.toml").exists(), "{}", text(&out));
+    assert!(!w.join("sub/x/.git").exists(), "{}", text(&out));
+}
+
+/// A directory paddock cannot list inside a writable mount fails the run loudly, before it
+/// starts (what is below it could not be held) and after it (what the program made below it
+/// could not be checked). Root lists every directory, so as root paddock runs as `nobody`.
+#[test]
+fn a_directory_paddock_cannot_list_fails_the_run_loudly() {
+    use std::os::unix::fs::PermissionsExt;
+    let a = Attack::new("rw", "");
+    let w = a.workspace();
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let preset = a.preset_path();
+    let as_user = |args: &[&str]| {
+        let mut cmd = if root {
+            let mut cmd = std::process::Command::new("setpriv");
+            cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(agent_common::paddock_bin());
+            cmd
+        } else {
+            std::process::Command::new(agent_common::paddock_bin())
+        };
+        cmd.args(args)
+            .current_dir(w)
+            .env("PADDOCK_HOME", a.project.home.path())
+            .env("NO_COLOR", "1");
+        text(&cmd.output().unwrap())
+    };
+    if root {
+        let preset_dir = Path::new(&preset).parent().unwrap().to_path_buf();
+        for dir in [
+            w.to_path_buf(),
+            a.project.home.path().to_path_buf(),
+            preset_dir,
+        ] {
+            let status = std::process::Command::new("chown")
+                .args(["-R", "65534:65534"])
+                .arg(&dir)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+    }
+    let call = |script: &str| {
+        let call = serde_json::json!({ "program": "sh", "args": ["-c", script] }).to_string();
+        as_user(&["tool", "call", "run_command", &call, "--preset", &preset])
+    };
+    // Made unlistable by the program itself: the clean-up cannot look below it.
+    let out = call("mkdir -p hide/x/.git && chmod 0311 hide && echo ran");
+    assert!(out.contains("could not check the mount"), "{out}");
+    assert!(out.contains("cannot list `hide`"), "{out}");
+    // Unlistable before the run: the run does not start.
+    let out = call("echo ran > ran.txt");
+    assert!(out.contains("cannot list `hide`"), "{out}");
+    assert!(!w.join("ran.txt").exists(), "{out}");
+    std::fs::set_permissions(w.join("hide"), std::fs::Permissions::from_mode(0o755)).unwrap();
 }

@@ -47,6 +47,9 @@ fn setup(approval_high: &str) -> (Project, tempfile::TempDir, PathBuf) {
          mounts = [{{ host = \"{host}\", guest = \"/workspace\", mode = \"rw\" }}]\n\
          [plugins.attacks]\nsource = \"{}\"\nrisk = \"high\"\ntimeout_ms = 30_000\n\
          mounts = [{{ host = \"{host}\", guest = \"/workspace\", mode = \"rw\" }}]\n\
+         [plugins.shell]\nsource = \"builtin:shell\"\ntimeout_ms = 60_000\n\
+         mounts = [{{ host = \"{host}\", guest = \"/workspace\", mode = \"rw\" }}]\n\
+         grants.exec = {{ allow = [\"sh\"], env = [\"PATH\"], timeout_ms = 60_000 }}\n\
          [approval]\nlow = \"allow\"\nmedium = \"allow\"\nhigh = \"{approval_high}\"\n",
         attacks.display()
     );
@@ -166,6 +169,24 @@ fn a_cancelled_long_call_stops_with_progress_seen_and_the_session_goes_on() {
         .find(|e| e["type"] == "tool/result" && e["data"]["id"] == "mcp-1")
         .expect("the cancelled call has a result");
     assert_eq!(cancelled["data"]["code"], "CANCELLED", "{cancelled}");
+}
+
+/// An MCP client cancels a call whose program planted protected paths below the root: they
+/// are gone before the next call runs.
+#[test]
+fn a_cancelled_planting_call_leaves_nothing_planted() {
+    let (project, _decoy, preset) = setup("allow");
+    let Some(out) = client(&project, &preset, "plant", "none") else {
+        return;
+    };
+    assert_eq!(out["started"]["is_error"], false, "the program ran: {out}");
+    assert_eq!(
+        out["config"]["is_error"], true,
+        "the planted config is gone: {out}"
+    );
+    let w = project.dir.path();
+    assert!(!w.join("sub/.cargo/config.toml").exists(), "{out}");
+    assert!(!w.join("sub/x/.git").exists(), "{out}");
 }
 
 #[test]

@@ -242,3 +242,61 @@ fn annotations_only_tighten_what_paddock_believes_of_a_server() {
         assert_eq!(write["risk"], "high");
     }
 }
+
+/// A server with a rw mount plants what runs commands on the user's next `cargo` or `git`: a
+/// `.cargo/config.toml` with a runner, a `.git` file, and a git directory of its own that a
+/// `.git` file points at. At the root nothing can be created while it runs; what it made
+/// deeper is gone when the session ends, and the planted command never runs.
+#[test]
+fn what_a_server_plants_is_impossible_or_gone_when_the_session_ends() {
+    let Some(s) = setup("rw", 20_000) else {
+        return;
+    };
+    let w = s.project.dir.path();
+    for d in ["sub", "evil/objects", "evil/refs"] {
+        std::fs::create_dir_all(w.join(d)).unwrap();
+    }
+    let marker = s.decoy.path().join("fsmonitor-ran");
+    let config = format!("[core]\n\tfsmonitor = touch {}\n", marker.display());
+    let runner = "[target.x86_64-unknown-linux-gnu]\nrunner = \"sh\"\n";
+    let records = s.batch(&[
+        (
+            "write_text",
+            serde_json::json!({"path": s.path(".cargo/config.toml"), "text": runner}),
+        ),
+        (
+            "write_text",
+            serde_json::json!({"path": s.path(".git"), "text": "gitdir: evil\n"}),
+        ),
+        (
+            "write_text",
+            serde_json::json!({"path": s.path("evil/config"), "text": config}),
+        ),
+        (
+            "write_text",
+            serde_json::json!({"path": s.path("evil/HEAD"), "text": "ref: refs/heads/main\n"}),
+        ),
+        (
+            "write_text",
+            serde_json::json!({"path": s.path("sub/.git"), "text": "gitdir: ../evil\n"}),
+        ),
+    ]);
+    assert_eq!(code(&records[0]), "MCP_TOOL_ERROR", "{:?}", records[0]);
+    assert_eq!(code(&records[1]), "MCP_TOOL_ERROR", "{:?}", records[1]);
+    for (i, record) in records.iter().enumerate().skip(2) {
+        assert_eq!(
+            record["ok"], true,
+            "deeper writes reach the disk ({i}): {record:?}"
+        );
+    }
+    for planted in [".cargo", ".git", "sub/.git", "evil/HEAD", "evil/config"] {
+        assert!(
+            !w.join(planted).exists(),
+            "{planted} is left after the session"
+        );
+    }
+    for dir in [w.to_path_buf(), w.join("sub")] {
+        let _ = Command::new("git").arg("status").current_dir(&dir).output();
+    }
+    assert!(!marker.exists(), "the planted command ran");
+}
