@@ -136,7 +136,12 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
         let child = run.child();
         let (stdin, stdout, stderr) =
             streams(child.stdin.take(), child.stdout.take(), child.stderr.take());
-        (Running::Confined(Some(Box::new(run))), stdin, stdout, stderr)
+        (
+            Running::Confined(Some(Box::new(run))),
+            stdin,
+            stdout,
+            stderr,
+        )
     } else {
         let env: Vec<(String, std::ffi::OsString)> = grant
             .env

@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use super::mount::MountHandle;
 use super::protect::Protect;
-use super::protect_walk::{open_dir_at, stat_at, unlink_at};
+use super::protect_walk::{self, open_dir_at, stat_at, unlink_at};
 
 const DIR_MODE: libc::mode_t = 0o500;
 const FILE_MODE: libc::mode_t = 0o400;
@@ -238,11 +238,6 @@ impl Drop for Placeholder {
     }
 }
 
-fn c_name(name: &OsStr) -> Result<std::ffi::CString, String> {
-    use std::os::unix::ffi::OsStrExt;
-    std::ffi::CString::new(name.as_bytes()).map_err(|_| "the name has a NUL byte".to_string())
-}
-
 fn fstat(fd: RawFd) -> Result<libc::stat, String> {
     // SAFETY: fstat on our own descriptor into zeroed memory.
     let mut stat: libc::stat = unsafe { std::mem::zeroed() };
@@ -253,13 +248,11 @@ fn fstat(fd: RawFd) -> Result<libc::stat, String> {
 }
 
 fn dup(fd: RawFd) -> Result<OwnedFd, String> {
-    // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor or -1.
-    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
-    if new == -1 {
-        return Err(format!("dup: {}", std::io::Error::last_os_error()));
-    }
-    // SAFETY: a fresh descriptor only we hold.
-    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+    protect_walk::dup(fd).map_err(|e| format!("dup: {e}"))
+}
+
+fn c_name(name: &OsStr) -> Result<std::ffi::CString, String> {
+    protect_walk::c_name(name).map_err(|_| "the name has a NUL byte".to_string())
 }
 
 #[cfg(test)]

@@ -43,6 +43,19 @@ pub(super) struct Entry {
     pub identity: (u64, u64),
 }
 
+impl Entry {
+    /// `name` in `dir` as it is now, or `None` if it is gone.
+    fn at(dir: &Arc<OwnedFd>, name: OsString, rel: PathBuf) -> Option<Entry> {
+        let identity = identity_at(dir.as_raw_fd(), &name)?;
+        Some(Entry {
+            parent: dir.clone(),
+            name,
+            rel,
+            identity,
+        })
+    }
+}
+
 /// The topmost protected entries below `root` (the root itself never counts).
 pub(super) fn existing(root: BorrowedFd<'_>, protect: &Protect) -> Result<Vec<Entry>, String> {
     let root = Arc::new(dup(root.as_raw_fd()).map_err(|e| format!("the mount: {e}"))?);
@@ -54,14 +67,7 @@ pub(super) fn existing(root: BorrowedFd<'_>, protect: &Protect) -> Result<Vec<En
         for name in names {
             let child = rel.join(&name);
             if protect.covers(&child) {
-                if let Some(identity) = identity_at(dir.as_raw_fd(), &name) {
-                    found.push(Entry {
-                        parent: dir.clone(),
-                        name,
-                        rel: child,
-                        identity,
-                    });
-                }
+                found.extend(Entry::at(&dir, name, child));
                 continue;
             }
             let sub = match open_dir_at(dir.as_raw_fd(), &name) {
@@ -82,14 +88,7 @@ pub(super) fn existing(root: BorrowedFd<'_>, protect: &Protect) -> Result<Vec<En
             }
             let sub = Arc::new(sub);
             if is_git_dir(&sub) && !protect.opens(&child) {
-                if let Some(identity) = identity_at(dir.as_raw_fd(), &name) {
-                    found.push(Entry {
-                        parent: dir.clone(),
-                        name,
-                        rel: child,
-                        identity,
-                    });
-                }
+                found.extend(Entry::at(&dir, name, child));
                 continue;
             }
             dirs.push((sub, child, depth + 1));
@@ -196,12 +195,12 @@ fn unlistable(rel: &Path, error: &std::io::Error) -> String {
     )
 }
 
-fn c_name(name: &OsStr) -> std::io::Result<CString> {
+pub(super) fn c_name(name: &OsStr) -> std::io::Result<CString> {
     CString::new(name.as_bytes())
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
 }
 
-fn dup(fd: RawFd) -> std::io::Result<OwnedFd> {
+pub(super) fn dup(fd: RawFd) -> std::io::Result<OwnedFd> {
     // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor or -1.
     let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
     if new == -1 {
