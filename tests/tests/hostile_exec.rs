@@ -623,18 +623,38 @@ fn a_directory_paddock_cannot_list_fails_the_run_loudly() {
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     let preset = a.preset_path();
+    // `nobody` may not reach the build's binary (a checkout under /root): then a copy.
+    let bin_dir = tempfile::tempdir().unwrap();
+    let mut bin = agent_common::paddock_bin();
+    let as_nobody = |cmd: &mut std::process::Command| {
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+    };
+    if root {
+        let mut probe = std::process::Command::new("setpriv");
+        as_nobody(&mut probe);
+        let reachable = probe.args(["test", "-x"]).arg(&bin).status().unwrap().success();
+        if !reachable {
+            let copy = bin_dir.path().join("paddock");
+            std::fs::copy(&bin, &copy).unwrap();
+            std::fs::set_permissions(bin_dir.path(), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
+            bin = copy;
+        }
+    }
     let as_user = |args: &[&str]| {
         let mut cmd = if root {
             let mut cmd = std::process::Command::new("setpriv");
-            cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-                .arg(agent_common::paddock_bin());
+            as_nobody(&mut cmd);
+            cmd.arg(&bin);
             cmd
         } else {
-            std::process::Command::new(agent_common::paddock_bin())
+            std::process::Command::new(&bin)
         };
         cmd.args(args)
             .current_dir(w)
             .env("PADDOCK_HOME", a.project.home.path())
+            .env("HOME", a.project.home.path())
+            .env_remove("XDG_CONFIG_HOME")
             .env("NO_COLOR", "1");
         text(&cmd.output().unwrap())
     };
