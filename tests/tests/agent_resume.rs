@@ -323,7 +323,14 @@ async fn a_write_killed_mid_way_leaves_no_temporary_file_after_resume() {
         let url = server.openai_base_url();
         let mut child = project
             .command(&[
-                "run", "write it", "--preset", &preset, "--base-url", &url, "--model", "scripted",
+                "run",
+                "write it",
+                "--preset",
+                &preset,
+                "--base-url",
+                &url,
+                "--model",
+                "scripted",
             ])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

@@ -30,9 +30,10 @@ pub const CALL_TAG_VAR: &str = "PADDOCK_CALL_TAG";
 
 /// The tag of call `call_id` of session `session`: 16 lower-case hex digits.
 pub fn call_tag(session: &str, call_id: &str) -> String {
+    // The session's length first, so no pair of strings runs into another.
     let mut hash = Sha256::new();
+    hash.update((session.len() as u64).to_le_bytes());
     hash.update(session.as_bytes());
-    hash.update([0]);
     hash.update(call_id.as_bytes());
     hash.finalize()[..8]
         .iter()
@@ -176,7 +177,10 @@ mod tests {
         assert_eq!(tag, call_tag("s1", "call_0"));
         assert_ne!(tag, call_tag("s2", "call_0"));
         assert_ne!(call_tag("s1", "a\0b"), call_tag("s1\0a", "b"));
-        assert_eq!(temp_name("a.txt", &tag), format!(".a.txt.paddock-{tag}.tmp"));
+        assert_eq!(
+            temp_name("a.txt", &tag),
+            format!(".a.txt.paddock-{tag}.tmp")
+        );
     }
 
     #[test]
@@ -196,7 +200,10 @@ mod tests {
         assert!(remove_temp("sub/a.txt", &mounts, &tag).unwrap());
         assert!(!mine.exists());
         assert!(theirs.exists(), "another call's file stays");
-        assert!(!remove_temp("sub/a.txt", &mounts, &tag).unwrap(), "gone already");
+        assert!(
+            !remove_temp("sub/a.txt", &mounts, &tag).unwrap(),
+            "gone already"
+        );
         // A directory on the way swapped for a symlink to elsewhere: nothing there is touched.
         let decoy = outside.path().join(temp_name("a.txt", &tag));
         std::fs::write(&decoy, "outside").unwrap();
