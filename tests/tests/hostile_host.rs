@@ -221,7 +221,15 @@ async fn k5_a_tool_importing_exec_is_high_risk_like_run_command_unless_named_low
         &body("tool_risk = { run_anything = \"medium\" }\n"),
     );
     let out = project
-        .paddock(&["tool", "call", "run_anything", "{}", "--preset", &named, "--json"])
+        .paddock(&[
+            "tool",
+            "call",
+            "run_anything",
+            "{}",
+            "--preset",
+            &named,
+            "--json",
+        ])
         .await;
     let result: Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));

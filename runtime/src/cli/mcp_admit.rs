@@ -233,7 +233,11 @@ mod tests {
         assert!(!first.evicted.is_cancelled(), "an authenticated one stays");
         assert_eq!(admission.len(), MAX_CONNECTIONS);
         drop(second);
-        assert_eq!(admission.len(), MAX_CONNECTIONS, "its slot was already freed");
+        assert_eq!(
+            admission.len(),
+            MAX_CONNECTIONS,
+            "its slot was already freed"
+        );
         // All authenticated: a new connection is refused instead.
         newest.authenticated();
         rest.iter().for_each(Ticket::authenticated);
@@ -248,7 +252,9 @@ mod tests {
         let admission = Admission::default();
         let mut errors = AcceptErrors::default();
         let emfile = io::Error::from_raw_os_error(libc::EMFILE);
-        let pauses: Vec<Duration> = (0..12).map(|_| errors.failed(&emfile, &admission)).collect();
+        let pauses: Vec<Duration> = (0..12)
+            .map(|_| errors.failed(&emfile, &admission))
+            .collect();
         assert_eq!(pauses[0], FIRST_BACKOFF);
         assert!(pauses.windows(2).all(|w| w[1] >= w[0]), "{pauses:?}");
         assert_eq!(*pauses.last().unwrap(), MAX_BACKOFF);

@@ -116,7 +116,8 @@ fn cpu_time(pid: u32) -> Duration {
         .1
         .split_whitespace()
         .collect();
-    let ticks: u64 = fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    let ticks: u64 =
+        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
     // SAFETY: sysconf reads a constant of the system.
     let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
     Duration::from_millis(ticks * 1000 / per_second)
