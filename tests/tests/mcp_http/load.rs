@@ -1,8 +1,8 @@
 //! `paddock mcp serve --listen` under load from clients without the token: idle connections
 //! past the connection limit evict the oldest idle ones and a client with the token is still
-//! served at once; a connection that sends nothing is closed by the header-read timeout; and
+//! served at once; a connection that sends nothing is closed by the header-read timeout;
 //! when accept runs out of descriptors the server logs one line and backs off instead of
-//! spinning.
+//! spinning; and the soft descriptor limit is raised to the hard one at start.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
@@ -184,5 +184,44 @@ fn out_of_descriptors_the_accept_loop_logs_one_line_and_backs_off() {
     let lines = server.log.lock().expect("log").lines;
     assert!(lines < 100, "{lines} log lines");
     drop(held);
+    server.stop();
+}
+
+/// The soft and hard `Max open files` of `pid`.
+fn open_files_limits(pid: u32) -> (String, String) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("/proc/PID/limits");
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .expect("Max open files");
+    let mut values = line["Max open files".len()..].split_whitespace();
+    (
+        values.next().expect("soft").to_string(),
+        values.next().expect("hard").to_string(),
+    )
+}
+
+#[test]
+fn the_descriptor_limit_is_raised_to_the_hard_limit_at_start() {
+    let (project, preset) = served_project();
+    let server = Listening::start_with(&project, &preset, |command| {
+        // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                let nofile = libc::rlimit {
+                    rlim_cur: 256,
+                    rlim_max: 4096,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &nofile) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            })
+        };
+    });
+    assert_eq!(
+        open_files_limits(server.child.id()),
+        ("4096".to_string(), "4096".to_string())
+    );
     server.stop();
 }
