@@ -281,3 +281,115 @@ async fn resume_refuses_a_hook_that_changed_too() {
     let said = text(&output);
     assert!(said.contains(&format!("plugin `{name}` changed")), "{said}");
 }
+
+/// The temporary files in `dir` (`.NAME.paddock-*.tmp`), by name.
+fn temporary_files(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("project dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(".paddock-") && name.ends_with(".tmp"))
+        .collect()
+}
+
+/// paddock SIGKILLed while `write_file` writes its temporary file leaves that file, full of
+/// the new content so far; `resume` settles the call and removes exactly that file (tied to
+/// the call by its name), not another call's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_killed_mid_way_leaves_no_temporary_file_after_resume() {
+    let content = "0123456789abcdef".repeat(1 << 19); // 8 MiB: a write that takes a while
+    let args = serde_json::json!({"path": "big.txt", "content": content}).to_string();
+    // Another call's temporary file (another tag): not this crash's, so it stays.
+    let foreign = ".big.txt.paddock-0123456789abcdef.tmp";
+    for attempt in 1..=5 {
+        let project = Project::new(&[(foreign, "another call's")]);
+        let preset = project.home.path().join("write.toml");
+        std::fs::write(
+            &preset,
+            "[plugins.fs]\nsource = \"builtin:fs\"\nmemory_mb = 512\n\
+             mounts = [{ host = \".\", guest = \"/workspace\", mode = \"rw\" }]\n\
+             [approval]\nlow = \"allow\"\nmedium = \"allow\"\nhigh = \"allow\"\n",
+        )
+        .unwrap();
+        let preset = preset.display().to_string();
+        let server = ScriptedServer::start(Script {
+            steps: vec![
+                agent_common::call_step("w1", "write_file", &args),
+                Step::Reply(Turn::text(&["written"])),
+            ],
+        })
+        .await
+        .unwrap();
+        let url = server.openai_base_url();
+        let mut child = project
+            .command(&[
+                "run",
+                "write it",
+                "--preset",
+                &preset,
+                "--base-url",
+                &url,
+                "--model",
+                "scripted",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn paddock");
+        // Kill it the moment the write's temporary file exists.
+        let dir = project.dir.path().to_path_buf();
+        let started = Instant::now();
+        let seen = loop {
+            let temps: Vec<String> = temporary_files(&dir)
+                .into_iter()
+                .filter(|n| n != foreign)
+                .collect();
+            if !temps.is_empty() {
+                child.kill().expect("SIGKILL");
+                break temps;
+            }
+            if child.try_wait().expect("wait").is_some() {
+                break Vec::new();
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "the write never started"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        child.wait().expect("reap");
+        // The kill must have landed before the rename, or this attempt proves nothing.
+        let left: Vec<String> = temporary_files(&dir)
+            .into_iter()
+            .filter(|n| n != foreign)
+            .collect();
+        if seen.is_empty() || left.is_empty() {
+            eprintln!("attempt {attempt}: the write finished before the kill; again");
+            continue;
+        }
+        let id = project.only_session();
+        let output = project.paddock(&["resume", &id]).await;
+        let said = text(&output);
+        assert_eq!(output.status.code(), Some(0), "{said}");
+        assert_eq!(
+            temporary_files(&dir),
+            [foreign],
+            "the killed write's {left:?} is removed, only the foreign one stays"
+        );
+        assert!(
+            said.contains("removed the temporary file its interrupted write left beside big.txt"),
+            "{said}"
+        );
+        let tag_len = left[0].len() - ".big.txt.paddock-".len() - ".tmp".len();
+        assert_eq!(tag_len, 16, "named with the call's tag: {left:?}");
+        assert_eq!(
+            std::fs::read_to_string(dir.join(foreign)).unwrap(),
+            "another call's"
+        );
+        // The call was settled once: run again (it is idempotent) or reported unknown.
+        let events = project.events(&id);
+        assert_eq!(results_for(&events, "w1").len(), 1);
+        return;
+    }
+    panic!("in 5 attempts the kill never landed during the write");
+}

@@ -1,6 +1,7 @@
 //! Host side of the hostile suite through the real binary (issue 9): a nested mount swapped
 //! for a symlink mid-session (K3), the built-in fs tools against protected paths (K2), a
-//! tool importing `exec` that claims to be read-only and low risk (K5), and mounts that
+//! tool importing `exec` that claims to be read-only and low risk (K5: high, like
+//! `run_command`, so `coding` asks for it), and mounts that
 //! would reach the data directory (K4). `hostile_host_fs.rs` holds the library-level half.
 
 mod agent_common;
@@ -169,45 +170,114 @@ async fn k2_the_fs_tools_cannot_write_protected_paths_whatever_the_spelling() {
     assert_eq!(out["ok"], true, "{out}");
 }
 
+/// The `[plugins.liar]` table of a preset: the hostile exec plugin (it declares itself
+/// read-only and low risk and runs `sh -c id`), granted `sh`, with `extra` keys.
+fn liar_plugin(extra: &str) -> String {
+    format!(
+        "[plugins.liar]\nsource = {:?}\n{extra}\
+         grants.exec = {{ allow = [\"sh\"] }}\n\
+         mounts = [{{ host = \".\", guest = \"/workspace\", mode = \"rw\" }}]\n",
+        wasm("hostile_ungranted_exec.wasm")
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn k5_a_tool_importing_exec_is_medium_risk_whatever_it_declares() {
+async fn k5_a_tool_importing_exec_is_high_risk_like_run_command_unless_named_lower() {
     let project = Project::new(&[]);
-    let body = |risk: &str| {
+    let body = |extra: &str| {
         format!(
-            "[plugins.liar]\nsource = {:?}\n{risk}\
-             grants.exec = {{ allow = [\"true\"] }}\n\
-             mounts = [{{ host = \".\", guest = \"/workspace\", mode = \"rw\" }}]\n\
-             [approval]\nlow = \"allow\"\nmedium = \"deny\"\nhigh = \"deny\"\n",
-            wasm("hostile_ungranted_exec.wasm")
+            "{}[approval]\nlow = \"allow\"\nmedium = \"allow\"\nhigh = \"deny\"\n",
+            liar_plugin(extra)
         )
     };
     let liar = preset(&project, "liar", &body(""));
-    // It declares read_only and low; the host reads medium and not read-only.
+    // It declares read_only and low; the host reads high (what it imports) and not read-only.
     let out = project
         .paddock(&["tool", "list", "--preset", &liar, "--json"])
         .await;
     let tools: Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
     assert_eq!(tools[0]["name"], "run_anything");
-    assert_eq!(tools[0]["risk"], "medium", "{tools}");
+    assert_eq!(tools[0]["risk"], "high", "{tools}");
     assert_ne!(tools[0]["read_only"], true, "{tools}");
     let out = tool_call(&project, "run_anything", "{}", &liar).await;
     assert_eq!(out["ok"], false, "{out}");
     let message = out["error"]["message"].as_str().unwrap();
-    assert!(message.contains("medium"), "{message}");
-    // The preset raises it further; it could not lower it.
-    let high = preset(&project, "high", &body("risk = \"high\"\n"));
-    let out = tool_call(&project, "run_anything", "{}", &high).await;
-    assert!(
-        out["error"]["message"].as_str().unwrap().contains("high"),
-        "{out}"
-    );
+    assert!(message.contains("high-risk"), "{message}");
+    // The plugin-wide `risk` only raises: it cannot lower it.
     let lower = preset(&project, "lower", &body("risk = \"low\"\n"));
     let out = tool_call(&project, "run_anything", "{}", &lower).await;
     assert!(
-        out["error"]["message"].as_str().unwrap().contains("medium"),
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("high-risk"),
         "{out}"
     );
+    // Lowered by name, it runs under `medium = "allow"`, and every start says so.
+    let named = preset(
+        &project,
+        "named",
+        &body("tool_risk = { run_anything = \"medium\" }\n"),
+    );
+    let out = project
+        .paddock(&[
+            "tool",
+            "call",
+            "run_anything",
+            "{}",
+            "--preset",
+            &named,
+            "--json",
+        ])
+        .await;
+    let result: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    assert_eq!(result["ok"], true, "{result}");
+    assert!(
+        text(&out).contains("plugins.liar.tool_risk.run_anything = \"medium\""),
+        "{}",
+        text(&out)
+    );
+    // A name the plugin does not provide is an error, not a setting that does nothing.
+    let typo = preset(
+        &project,
+        "typo",
+        &body("tool_risk = { run_anythin = \"medium\" }\n"),
+    );
+    let out = project
+        .paddock(&["tool", "list", "--preset", &typo, "--json"])
+        .await;
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        text(&out).contains("`run_anythin`") && text(&out).contains("`run_anything`"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_coding_a_third_party_exec_tool_is_asked_like_run_command() {
+    let project = Project::new(&[]);
+    let coding = preset(
+        &project,
+        "third",
+        &format!("extends = \"coding\"\n{}", liar_plugin("")),
+    );
+    // Without a terminal, a question is a refusal that names the tier; the same for both.
+    for (tool, args) in [
+        ("run_anything", "{}"),
+        ("run_command", r#"{"program": "ls", "args": ["-l"]}"#),
+    ] {
+        let out = tool_call(&project, tool, args, &coding).await;
+        assert_eq!(out["ok"], false, "{tool}: {out}");
+        let message = out["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("needs approval")
+                && message.contains("the preset asks for high-risk tools"),
+            "{tool}: {message}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,6 +15,8 @@
 mod agent_common;
 #[path = "mcp_http/inspector.rs"]
 mod inspector;
+#[path = "mcp_http/load.rs"]
+mod load;
 #[path = "mcp_http/url_servers.rs"]
 mod url_servers;
 
@@ -22,6 +24,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_common::{Project, paddock_bin, types};
@@ -65,19 +68,43 @@ pub fn served_project() -> (Project, PathBuf) {
 pub struct Listening {
     pub child: Child,
     pub addr: String,
+    /// What it wrote on stderr after the line naming its address.
+    pub log: Arc<Mutex<Stderr>>,
+}
+
+/// A server's stderr: how many lines, and the first [`Stderr::KEPT`] of them (a flood is
+/// counted, not kept).
+#[derive(Default)]
+pub struct Stderr {
+    pub lines: usize,
+    pub first: Vec<String>,
+}
+
+impl Stderr {
+    const KEPT: usize = 200;
 }
 
 impl Listening {
     pub fn start(project: &Project, preset: &Path) -> Listening {
-        let mut child = project
-            .command(&[
-                "mcp",
-                "serve",
-                "--preset",
-                &preset.display().to_string(),
-                "--listen",
-                "127.0.0.1:0",
-            ])
+        Listening::start_with(project, preset, |_| {})
+    }
+
+    /// Started with the command adjusted by `adjust` first (limits, environment).
+    pub fn start_with(
+        project: &Project,
+        preset: &Path,
+        adjust: impl FnOnce(&mut Command),
+    ) -> Listening {
+        let mut command = project.command(&[
+            "mcp",
+            "serve",
+            "--preset",
+            &preset.display().to_string(),
+            "--listen",
+            "127.0.0.1:0",
+        ]);
+        adjust(&mut command);
+        let mut child = command
             .env("PADDOCK_MCP_TOKEN", TOKEN)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -99,9 +126,19 @@ impl Listening {
             line.contains("$PADDOCK_MCP_TOKEN") && !line.contains(TOKEN),
             "{line}"
         );
-        // Keep draining its stderr so it never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        Listening { child, addr }
+        // Keep draining its stderr so it never blocks on a full pipe; the lines are kept.
+        let log = Arc::new(Mutex::new(Stderr::default()));
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let mut kept = kept.lock().expect("log");
+                kept.lines += 1;
+                if kept.first.len() < Stderr::KEPT {
+                    kept.first.push(line);
+                }
+            }
+        });
+        Listening { child, addr, log }
     }
 
     pub fn url(&self) -> String {

@@ -11,8 +11,12 @@
 //!   allows it. Natively that is the whole mode; WASI (preview 2) has no file modes at all, so
 //!   inside the sandbox paddock's host does it: a file renamed over a regular file gets that
 //!   file's `rwxrwxrwx` bits (`runtime/src/sandbox/fsmode.rs`), so an executable stays one.
-//! - The temporary name is `.NAME.paddock-XXXXXXXX.tmp` beside the target: a plain file name,
-//!   never a protected one (`.git`, `.paddock`, `.cargo/config*`), and removed on any failure.
+//! - The temporary name is `.NAME.paddock-TAG.tmp` beside the target, `TAG` the call's tag
+//!   from the host (`PADDOCK_CALL_TAG`, 16 hex digits): a plain file name, never a protected
+//!   one (`.git`, `.paddock`, `.cargo/config*`), and removed on any failure. If paddock is
+//!   killed before the rename, `paddock resume` finds the file by that name and removes it
+//!   (`runtime/src/sandbox/leftovers.rs`). Without a tag (or if that name is taken), a random
+//!   `XXXXXXXX` stands for it.
 
 use std::fs::{File, OpenOptions};
 use std::hash::{BuildHasher, Hasher};
@@ -85,9 +89,33 @@ fn follow_links(path: &Path) -> io::Result<PathBuf> {
     Err(io::Error::other("too many levels of symbolic links"))
 }
 
-/// A new, empty temporary file beside the target, under a name no other writer uses.
+/// The variable the host puts the call's tag in.
+const CALL_TAG_VAR: &str = "PADDOCK_CALL_TAG";
+
+/// The call's tag, if the host gave a well-formed one (16 lower-case hex digits).
+fn call_tag() -> Option<String> {
+    let tag = std::env::var(CALL_TAG_VAR).ok()?;
+    let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+    (tag.len() == 16 && tag.bytes().all(hex)).then_some(tag)
+}
+
+/// A new, empty temporary file beside the target, under a name no other writer uses: the
+/// call's tagged name first, else a random one.
 fn create_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, File)> {
+    let create = |temp: PathBuf| {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map(|file| (temp, file))
+    };
     let mut last = None;
+    if let Some(tag) = call_tag() {
+        match create(dir.join(format!(".{name}.paddock-{tag}.tmp"))) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+            other => return other,
+        }
+    }
     for attempt in 0..16u64 {
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
         hasher.write_u64(attempt);
@@ -95,10 +123,9 @@ fn create_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, File)> {
             ".{name}.paddock-{:08x}.tmp",
             hasher.finish() as u32
         ));
-        match OpenOptions::new().write(true).create_new(true).open(&temp) {
-            Ok(file) => return Ok((temp, file)),
+        match create(temp) {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(e),
+            other => return other,
         }
     }
     Err(last.unwrap_or_else(|| io::Error::other("no free temporary name")))

@@ -140,6 +140,56 @@ impl Agent<'_> {
         }
     }
 
+    /// Removes the temporary files that `calls` (started, never finished: a crash stopped
+    /// them) left beside the paths they name, each by its call's tag and only that exact name
+    /// (`sandbox::remove_temp`). Returns one line per file removed or that could not be.
+    pub fn remove_interrupted_temps(&self, calls: &[crate::model::ToolCall]) -> Vec<String> {
+        let mut said = Vec::new();
+        for call in calls {
+            let checked = check_call(
+                self.calls.registry,
+                self.calls.aliases,
+                &call.name,
+                &call.arguments,
+            );
+            let (Some(entry), Ok(args)) = (
+                checked
+                    .tool
+                    .as_deref()
+                    .and_then(|t| self.calls.registry.get(t)),
+                checked.args.as_ref(),
+            ) else {
+                continue;
+            };
+            if entry.plugin().is_none() || entry.spec.meta.is_read_only() {
+                continue;
+            }
+            let tag = crate::sandbox::call_tag(self.calls.session_id, &call.id);
+            let paths = entry
+                .spec
+                .meta
+                .path_params
+                .iter()
+                .filter_map(|param| args.get(param))
+                .filter_map(serde_json::Value::as_str);
+            for path in paths {
+                match crate::sandbox::remove_temp(path, &entry.grant.mounts, &tag) {
+                    Ok(true) => said.push(format!(
+                        "call {}: removed the temporary file its interrupted write left beside {path}",
+                        call.id
+                    )),
+                    Ok(false) => {}
+                    Err(e) => said.push(format!(
+                        "call {}: cannot remove the temporary file its interrupted write left \
+                         beside {path} (named `.*.paddock-{tag}.tmp`): {e}; remove it by hand",
+                        call.id
+                    )),
+                }
+            }
+        }
+        said
+    }
+
     /// The registered tool a call's name resolves to, whether that tool is idempotent (an
     /// unknown tool never runs, so it counts as idempotent), and the real paths it touches.
     fn resolve(&self, name: &str, arguments: &str) -> Resolved {

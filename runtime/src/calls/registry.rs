@@ -24,6 +24,15 @@ pub enum RegistryError {
         first: String,
         second: String,
     },
+    #[error(
+        "plugins.{plugin}.tool_risk names tool `{tool}`, which plugin `{plugin}` does not \
+         provide (its tools: {known}); fix the name or remove the entry"
+    )]
+    UnknownToolRisk {
+        plugin: String,
+        tool: String,
+        known: String,
+    },
     #[error("{0}")]
     Mcp(#[from] crate::mcp::McpError),
 }
@@ -105,6 +114,22 @@ impl Registry {
                     actual: plugin.sha256.clone(),
                 }));
             }
+            if let Some(tool) = resolved
+                .tool_risk
+                .keys()
+                .find(|tool| !plugin.tools.iter().any(|spec| spec.name == **tool))
+            {
+                return Err(RegistryError::UnknownToolRisk {
+                    plugin: resolved.name.clone(),
+                    tool: tool.clone(),
+                    known: plugin
+                        .tools
+                        .iter()
+                        .map(|spec| format!("`{}`", spec.name))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            }
             for spec in plugin.tools.iter() {
                 if !preset.keeps(&resolved.name, &spec.name) {
                     registry
@@ -133,9 +158,13 @@ impl Registry {
                         })));
                     }
                 };
-                // K5: the preset may raise a plugin's risk, never lower it.
+                // K5: the preset may raise a plugin's risk, never lower it, except for a tool
+                // it names in `tool_risk`.
                 let mut spec = spec.clone();
                 spec.meta.raise_risk(resolved.risk);
+                if let Some(risk) = resolved.tool_risk.get(&spec.name) {
+                    spec.meta.risk = Some(*risk);
+                }
                 registry.order.push(spec.name.clone());
                 registry.tools.insert(
                     spec.name.clone(),

@@ -13,28 +13,39 @@
 //!   carrying any `Origin` header (sent by browsers, not by MCP clients) is refused. rmcp
 //!   enforces both from its config (`allowed_hosts`, `enforce_origin_validation`).
 //!
+//! Under load (`mcp_admit.rs`): a connection limit that evicts the oldest connection without
+//! the token first, accept errors backed off and logged once a minute, the descriptor limit
+//! raised; here, hyper's header-read timeout closes a connection that sends no complete
+//! request head within [`HEADER_READ_TIMEOUT`] (idle keep-alive included), and a refused
+//! request closes its connection.
+//!
 //! What it does not do: TLS. Put a TLS proxy in front for anything but loopback.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use super::mcp_admit::{AcceptErrors, Admission, Ticket, per_connection, raise_descriptor_limit};
 use super::mcp_serve::Served;
 
 /// The one path served.
 const PATH: &str = "/mcp";
 /// A token from the environment shorter than this is refused.
 const MIN_TOKEN: usize = 16;
+/// A connection must send a whole request head within this long (the first one, and each
+/// next one on a kept-alive connection).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Checks the address and binds it.
 pub(super) async fn bind(
@@ -54,6 +65,7 @@ pub(super) async fn bind(
              tools; use 127.0.0.1, or add --allow-non-loopback (with a TLS proxy in front)"
         ));
     }
+    raise_descriptor_limit();
     TcpListener::bind(addr)
         .await
         .map_err(|e| format!("--listen {addr}: cannot listen there: {e}"))
@@ -118,29 +130,50 @@ pub(super) async fn serve_http(
     let expected = Arc::new(format!("Bearer {token}"));
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| format!("cannot watch for SIGTERM: {e}"))?;
+    let admission = Arc::new(Admission::default());
+    let mut errors = AcceptErrors::default();
     loop {
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
+                Err(e) if per_connection(&e) => continue,
                 Err(e) => {
-                    tracing::warn!("mcp serve: accept failed: {e}");
-                    continue;
+                    let pause = errors.failed(&e, &admission);
+                    tokio::select! {
+                        _ = tokio::time::sleep(pause) => continue,
+                        _ = tokio::signal::ctrl_c() => break,
+                        _ = terminate.recv() => break,
+                    }
                 }
             },
             _ = tokio::signal::ctrl_c() => break,
             _ = terminate.recv() => break,
         };
+        errors.accepted();
+        // At the limit with every connection authenticated: this one is closed unanswered.
+        let Some(ticket) = admission.admit() else {
+            continue;
+        };
         let service = service.clone();
         let expected = expected.clone();
         tokio::spawn(async move {
+            let ticket = Arc::new(ticket);
+            let seen = ticket.clone();
             let handler = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let service = service.clone();
                 let expected = expected.clone();
-                async move { Ok::<_, Infallible>(route(&service, &expected, req).await) }
+                let seen = seen.clone();
+                async move { Ok::<_, Infallible>(route(&service, &expected, &seen, req).await) }
             });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), handler)
-                .await;
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), handler);
+            // Evicted: the connection is dropped, which closes its socket.
+            tokio::select! {
+                _ = connection => {}
+                _ = ticket.evicted() => {}
+            }
         });
     }
     stop.cancel();
@@ -152,6 +185,7 @@ type Body = BoxBody<Bytes, Infallible>;
 async fn route(
     service: &StreamableHttpService<Served, LocalSessionManager>,
     expected: &str,
+    ticket: &Ticket,
     req: Request<Incoming>,
 ) -> Response<Body> {
     if req.uri().path() != PATH {
@@ -163,12 +197,19 @@ async fn route(
         .map(|v| v.as_bytes())
         .unwrap_or_default();
     if !same(sent, expected.as_bytes()) {
-        return plain(
+        let mut refused = plain(
             StatusCode::UNAUTHORIZED,
             "unauthorized: send `Authorization: Bearer TOKEN` with the token `paddock mcp serve` \
              printed (or $PADDOCK_MCP_TOKEN)",
         );
+        // A client without the token gets no kept-alive connection to sit on.
+        refused.headers_mut().insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("close"),
+        );
+        return refused;
     }
+    ticket.authenticated();
     service.handle(req).await
 }
 

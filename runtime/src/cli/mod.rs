@@ -10,6 +10,7 @@ mod json_events;
 mod log;
 mod log_view;
 mod mcp;
+mod mcp_admit;
 mod mcp_http;
 mod mcp_serve;
 mod out;

@@ -94,14 +94,18 @@ pub async fn resume(args: ResumeArgs) -> Exit {
     exit_of(&end)
 }
 
-/// Settles what recovery found, in the calls' order: synthesized results are appended,
-/// idempotent calls are run again one at a time (each result logged as it ends), and the
-/// open turn is ended last.
+/// Settles what recovery found: the temporary files of writes the crash interrupted are
+/// removed first; then, in the calls' order, synthesized results are appended, idempotent
+/// calls are run again one at a time (each result logged as it ends), and the open turn is
+/// ended last.
 pub(super) async fn repair(
     agent: &Agent<'_>,
     printer: &Printer,
     recovery: crate::log::Recovery,
 ) -> std::io::Result<()> {
+    for line in agent.remove_interrupted_temps(&recovery.interrupted) {
+        printer.notice(&line);
+    }
     for step in recovery.steps {
         match step {
             Settle::Append(body) => {

@@ -9,4 +9,6 @@ mod result;
 mod spec;
 
 pub use result::{ErrorCode, ToolError, ToolOutput, ToolResult};
-pub use spec::{Example, OutputBudget, Overflow, Risk, RuntimeMeta, ToolSpec, valid_tool_name};
+pub use spec::{
+    Example, OutputBudget, Overflow, Reach, Risk, RuntimeMeta, ToolSpec, valid_tool_name,
+};

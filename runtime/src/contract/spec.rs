@@ -11,6 +11,17 @@ pub enum Risk {
     High,
 }
 
+impl Risk {
+    /// The tier as presets write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Risk::Low => "low",
+            Risk::Medium => "medium",
+            Risk::High => "high",
+        }
+    }
+}
+
 /// What happens to a result larger than its budget (S5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -79,18 +90,22 @@ impl RuntimeMeta {
     }
 
     /// What a tool says about itself may tighten policy, never loosen it (K5). A tool whose
-    /// component imports a host capability (`exec`, `http`) reaches beyond its mounts, so it
-    /// is never read-only (its mounts are not made read-only on its word, and it never skips
-    /// the hooks and approval a writer gets) and at least medium risk, whatever it declares.
-    pub fn floor_for_capabilities(&mut self, holds_capability: bool) {
-        if !holds_capability {
-            return;
-        }
+    /// component imports a host capability reaches beyond its mounts, so it is never
+    /// read-only (its mounts are not made read-only on its word, and it never skips the hooks
+    /// and approval a writer gets), whatever it declares; its risk is at least medium with
+    /// `http`, and high with `exec`: a program run through any tool is judged like one run by
+    /// `run_command`, so a preset's approval tiers treat the two alike.
+    pub fn floor_for_capabilities(&mut self, reach: Reach) {
+        let floor = match reach {
+            Reach::Mounts => return,
+            Reach::Network => Risk::Medium,
+            Reach::Programs => Risk::High,
+        };
         if self.read_only == Some(true) {
             self.read_only = Some(false);
         }
-        if self.risk == Some(Risk::Low) {
-            self.risk = Some(Risk::Medium);
+        if let Some(risk) = self.risk {
+            self.risk = Some(risk.max(floor));
         }
     }
 
@@ -100,6 +115,17 @@ impl RuntimeMeta {
             self.risk = Some(self.effective_risk().max(floor));
         }
     }
+}
+
+/// What a tool's component can reach beyond its mounts, read from what it imports (K5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Only its mounts (no host capability).
+    Mounts,
+    /// A capability other than `exec` (`http`).
+    Network,
+    /// `exec`: programs on the host.
+    Programs,
 }
 
 /// One tool, as a plugin describes it.
@@ -145,17 +171,22 @@ mod tests {
             ..RuntimeMeta::default()
         };
         let mut meta = claims.clone();
-        meta.floor_for_capabilities(true);
+        meta.floor_for_capabilities(Reach::Network);
         assert!(!meta.is_read_only());
         assert_eq!(meta.effective_risk(), Risk::Medium);
+        // An exec tool is judged like run_command: high.
+        let mut exec = claims.clone();
+        exec.floor_for_capabilities(Reach::Programs);
+        assert!(!exec.is_read_only());
+        assert_eq!(exec.effective_risk(), Risk::High);
         let mut plain = claims.clone();
-        plain.floor_for_capabilities(false);
+        plain.floor_for_capabilities(Reach::Mounts);
         assert_eq!(plain, claims);
         let mut high = RuntimeMeta {
             risk: Some(Risk::High),
             ..RuntimeMeta::default()
         };
-        high.floor_for_capabilities(true);
+        high.floor_for_capabilities(Reach::Network);
         assert_eq!(high.effective_risk(), Risk::High);
         // A preset raises, never lowers; undeclared stays high.
         let mut raised = claims.clone();

@@ -159,8 +159,13 @@ async fn execute_unbounded(
     // C3: the tool receives exactly the validated value.
     let mut report = match &entry.backend {
         Backend::Plugin(plugin) => {
+            // The call's tag names the temporary files it may leave (`resume` removes them).
+            let grant = crate::sandbox::Grant {
+                call_tag: Some(crate::sandbox::call_tag(cx.session_id, call_id)),
+                ..entry.grant.clone()
+            };
             cx.sandbox
-                .call(plugin, name, &args.to_string(), &entry.grant, &cx.cancel)
+                .call(plugin, name, &args.to_string(), &grant, &cx.cancel)
                 .await
         }
         Backend::Mcp(tool) => {

@@ -78,11 +78,13 @@ pub struct Approval {
 impl Approval {
     /// The preset's answer for a tier, before anyone is asked.
     pub fn mode(&self, risk: Option<Risk>) -> (ApprovalMode, &'static str) {
-        match risk.unwrap_or(Risk::High) {
-            Risk::Low => (self.policy.low, "low"),
-            Risk::Medium => (self.policy.medium, "medium"),
-            Risk::High => (self.policy.high, "high"),
-        }
+        let risk = risk.unwrap_or(Risk::High);
+        let mode = match risk {
+            Risk::Low => self.policy.low,
+            Risk::Medium => self.policy.medium,
+            Risk::High => self.policy.high,
+        };
+        (mode, risk.name())
     }
 
     /// Asks: `Ok(true)` to run it and approve its pattern for the session, `Ok(false)` to run

@@ -28,6 +28,9 @@ pub enum Settle {
 #[derive(Debug, Default, PartialEq)]
 pub struct Recovery {
     pub steps: Vec<Settle>,
+    /// The calls that started and have no result: what the crash interrupted (their
+    /// temporary files are removed before anything is settled).
+    pub interrupted: Vec<ToolCall>,
 }
 
 /// Code of the result given to a started call whose result was never written and that is not
@@ -134,6 +137,7 @@ pub fn recover_tail(events: &[Event], turn_open: bool) -> Recovery {
                 )));
                 continue;
             }
+            recovery.interrupted.push(call.clone());
             let (idempotent, touches) = segment.queued.get(id).copied().unwrap_or((false, None));
             let touches = touches.unwrap_or(&ANYTHING);
             let later = started

@@ -99,6 +99,12 @@ pub struct PluginEntry {
     /// own declaration can never go below it, and this can never lower what it declares.
     #[serde(default)]
     pub risk: Option<Risk>,
+    /// Sets the risk of the tools named here, replacing what each declares, the floor from
+    /// its imports (a tool importing `exec` is high, like `run_command`) and `risk` above: the
+    /// one way a preset lowers a tool's approval tier, so it names each tool, and every start
+    /// shows it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tool_risk: BTreeMap<String, Risk>,
 }
 
 /// A mount as written.

@@ -1,6 +1,7 @@
 //! From the preset as written to what the sandbox enforces: sources classified, relative mount
 //! paths made absolute, limits filled with defaults, and unsafe mounts refused.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -54,6 +55,9 @@ pub struct ResolvedPlugin {
     /// The preset's floor on this plugin's risk (K5).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub risk: Option<Risk>,
+    /// Tools whose risk the preset sets by name, lower than their floor if it says so.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tool_risk: BTreeMap<String, Risk>,
 }
 
 /// A preset with every default filled in and every path absolute.
@@ -77,7 +81,8 @@ pub struct ResolvedPreset {
 impl ResolvedPreset {
     /// Warnings to show at every start: the risks this preset accepts by name (K1).
     pub fn warnings(&self) -> Vec<String> {
-        self.plugins
+        let unconfined = self
+            .plugins
             .iter()
             .filter(|plugin| plugin.grant.exec.as_ref().is_some_and(|exec| !exec.confine))
             .map(|plugin| {
@@ -86,8 +91,18 @@ impl ResolvedPreset {
                      your full rights, outside any sandbox",
                     plugin.name
                 )
+            });
+        let by_name = self.plugins.iter().flat_map(|plugin| {
+            plugin.tool_risk.iter().map(move |(tool, risk)| {
+                format!(
+                    "`plugins.{}.tool_risk.{tool} = \"{}\"`: this preset sets that tool's \
+                     approval tier by name, whatever it declares or imports",
+                    plugin.name,
+                    risk.name()
+                )
             })
-            .collect()
+        });
+        unconfined.chain(by_name).collect()
     }
 
     /// Does the preset's tool selection keep tool `name` (any plugin's)?
@@ -269,6 +284,7 @@ fn resolve_plugin(
         },
         output_bytes: entry.output_bytes,
         risk: entry.risk,
+        tool_risk: entry.tool_risk.clone(),
     })
 }
 

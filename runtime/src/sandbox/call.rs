@@ -179,13 +179,18 @@ impl Sandbox {
             .stderr(stderr.clone())
             .allow_blocking_current_thread(true);
         // The only variables a tool sees: the output budget the host will hold its result to,
-        // so a tool that pages itself stops on a line within it, and the call's fuel, so a
-        // tool sizes its share of the work to it (docs/output-paging.md).
+        // so a tool that pages itself stops on a line within it, the call's fuel, so a tool
+        // sizes its share of the work to it (docs/output-paging.md), and the call's tag, which
+        // names the temporary files a write makes so `resume` can remove those a crash left
+        // (`leftovers.rs`).
         if let Some(bytes) = limits.output_bytes {
             wasi.env(OUTPUT_BYTES_VAR, bytes.to_string());
         }
         if let Some(fuel) = limits.fuel {
             wasi.env(FUEL_VAR, fuel.to_string());
+        }
+        if let Some(tag) = &grant.call_tag {
+            wasi.env(super::leftovers::CALL_TAG_VAR, tag);
         }
         for mount in &grant.mounts {
             let perms = if read_only || mount.mode == MountMode::Ro {

@@ -208,4 +208,9 @@ pub struct Grant {
     /// its `writable_protected`.
     #[serde(default)]
     pub protect: Protect,
+    /// The tag of the call this grant is for (`leftovers::call_tag`), given to the tool as
+    /// `PADDOCK_CALL_TAG` so a temporary file it leaves can be tied to the call; set per call
+    /// by the executor, never by a preset.
+    #[serde(skip)]
+    pub call_tag: Option<String>,
 }

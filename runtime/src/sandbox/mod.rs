@@ -26,6 +26,7 @@ mod grant;
 mod hook;
 mod http;
 mod http_addr;
+mod leftovers;
 mod limits;
 mod mount;
 mod outcome;
@@ -49,6 +50,7 @@ pub use grant::{Capability, ExecGrant, Grant, HttpGrant, Limits, Mount, MountMod
 pub use hook::{HookPlugin, Permission, PostDecision, PostToolUse, PreDecision, PreToolUse};
 pub(crate) use http::allows as http_allows;
 pub use http_addr::checked_address;
+pub use leftovers::{CALL_TAG_VAR, call_tag, remove_temp, temp_name};
 pub use mount::MountHandle;
 pub use outcome::{CallOutcome, CallReport};
 pub use plugin::Plugin;

@@ -18,7 +18,7 @@ use super::engine::Sandbox;
 use super::error::LoadError;
 use super::grant::{Capability, Grant, Limits};
 use crate::contract::{
-    Example, OutputBudget, Overflow, Risk, RuntimeMeta, ToolSpec, valid_tool_name,
+    Example, OutputBudget, Overflow, Reach, Risk, RuntimeMeta, ToolSpec, valid_tool_name,
 };
 
 /// A loaded plugin: compiled, linked, and described. Cheap to clone; calls on it each get a
@@ -186,13 +186,19 @@ impl Sandbox {
 }
 
 /// Raises each tool's floor for what the component imports (K5): a tool whose plugin holds a
-/// capability is never read-only or low risk, whatever it declares.
+/// capability is never read-only, at least medium risk, and high (`run_command`'s tier) when
+/// the capability is `exec`, whatever it declares.
 pub(super) fn floor_for_imports(tools: &mut [ToolSpec], imports: &[String]) {
-    let holds_capability = Capability::ALL
-        .iter()
-        .any(|cap| imports.iter().any(|i| i == cap.interface()));
+    let holds = |cap: Capability| imports.iter().any(|i| i == cap.interface());
+    let reach = if holds(Capability::Exec) {
+        Reach::Programs
+    } else if Capability::ALL.into_iter().any(holds) {
+        Reach::Network
+    } else {
+        Reach::Mounts
+    };
     for tool in tools {
-        tool.meta.floor_for_capabilities(holds_capability);
+        tool.meta.floor_for_capabilities(reach);
     }
 }
 

@@ -12,7 +12,9 @@
 //!   session that did not end completed, a model request without the user's task, or a
 //!   resume without a MESSAGE that ran turns on a session with no task;
 //! - `out_of_order`: a request whose tool results do not follow their calls' order;
-//! - `unrecoverable`: a session the final resume could not finish.
+//! - `unrecoverable`: a session the final resume could not finish;
+//! - `leftover_temps`: a temporary file of a killed write still beside its target after the
+//!   final resume.
 //!
 //! `task` holds the script and the files' valid states; this module runs the trials.
 
@@ -39,7 +41,8 @@ pub struct Report {
     pub unrecoverable: usize,
     /// Trials where the chosen crash point was never reached (the run ended first).
     pub not_crashed: usize,
-    /// Temporary files a killed write left beside its target (litter, not damage).
+    /// Temporary files a killed write left beside its target after the final resume (it
+    /// removes those of the writes the crash interrupted).
     pub leftover_temps: usize,
 }
 
@@ -51,6 +54,7 @@ impl Report {
             + self.invalid_histories
             + self.out_of_order
             + self.unrecoverable
+            + self.leftover_temps
             == 0
     }
 }
@@ -59,13 +63,14 @@ impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "CRASH trials={} double_exec={} torn_files={} invalid_histories={} out_of_order={} unrecoverable={}",
+            "CRASH trials={} double_exec={} torn_files={} invalid_histories={} out_of_order={} unrecoverable={} leftover_temps={}",
             self.trials,
             self.double_exec,
             self.torn_files,
             self.invalid_histories,
             self.out_of_order,
-            self.unrecoverable
+            self.unrecoverable,
+            self.leftover_temps
         )
     }
 }
