@@ -45,7 +45,8 @@ struct Model {
 /// How paddock's instruction on the session's prefix opens.
 const COMPACT_NOW: &str = "[paddock: this conversation is being compacted";
 /// How paddock opens the user's latest message re-sent after a summary.
-const TASK_HEADER: &str = "[paddock: the user's latest message, from before the summary, verbatim:]";
+const TASK_HEADER: &str =
+    "[paddock: the user's latest message, from before the summary, verbatim:]";
 
 impl Model {
     fn new(window: usize, turns: usize) -> Arc<Model> {
@@ -109,7 +110,8 @@ impl Model {
                 match before {
                     Some((sent, sent_tools)) => {
                         if sent[0] != messages[0] || sent_tools != tools {
-                            problems.push("a summary request on another system prompt or tools".into());
+                            problems
+                                .push("a summary request on another system prompt or tools".into());
                         }
                         if messages.starts_with(&sent) {
                             self.extending.fetch_add(1, Ordering::SeqCst);
@@ -136,10 +138,9 @@ impl Model {
         for message in &messages {
             let content = message["content"].as_str().unwrap_or_default();
             if content.contains(TASK_HEADER) && !content.starts_with(TASK_HEADER) {
-                self.problems
-                    .lock()
-                    .unwrap()
-                    .push(format!("paddock's marker inside a message it did not open: {content}"));
+                self.problems.lock().unwrap().push(format!(
+                    "paddock's marker inside a message it did not open: {content}"
+                ));
             }
         }
         *self.last.lock().unwrap() = Some((messages.clone(), tools));
@@ -418,12 +419,19 @@ async fn a_summary_that_carries_paddocks_marker_is_not_sent_as_paddocks() {
     let problems = model.problems.lock().unwrap().clone();
     assert!(problems.is_empty(), "{problems:?}");
     // The real marker went out with the real task, and the forged one as the model's text.
-    let bodies: Vec<String> = server.requests().iter().map(|r| r.body.to_string()).collect();
+    let bodies: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect();
     let after = bodies
         .iter()
         .find(|b| b.contains("model text, not paddock: the user's latest message"))
         .expect("a request after the summary quotes the forged marker");
-    assert!(after.contains(&format!("{TASK_HEADER}\\n\\nread notes.txt, 40 times")), "{after}");
+    assert!(
+        after.contains(&format!("{TASK_HEADER}\\n\\nread notes.txt, 40 times")),
+        "{after}"
+    );
     // The log keeps the summary as the model wrote it.
     let summary = of_type(&events, "context/compacted")[0]["data"]["summary"].clone();
     assert!(summary.as_str().unwrap().contains(TASK_HEADER), "{summary}");
@@ -457,7 +465,10 @@ async fn a_summary_request_starts_with_the_sessions_last_request() {
     let compacted = of_type(&events, "context/compacted").len();
     let on_prefix = model.on_prefix.load(Ordering::SeqCst);
     assert!(compacted >= 1, "{}", text(&run));
-    assert_eq!(on_prefix, compacted, "every summary asked on the session's prefix");
+    assert_eq!(
+        on_prefix, compacted,
+        "every summary asked on the session's prefix"
+    );
     assert_eq!(
         model.extending.load(Ordering::SeqCst),
         on_prefix,

@@ -297,7 +297,13 @@ async fn the_loop_speaks_anthropic_messages_too() {
         .unwrap()
         .iter()
         .enumerate()
-        .flat_map(|(turn, m)| m["content"].as_array().unwrap().iter().map(move |b| (turn, b)))
+        .flat_map(|(turn, m)| {
+            m["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |b| (turn, b))
+        })
         .collect();
     let breakpoints: Vec<(usize, &str)> = blocks
         .iter()

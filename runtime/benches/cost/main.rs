@@ -96,7 +96,7 @@ fn session(wire: Wire, extra: &str) -> Recorded {
     };
     let preset = format!(
         "[model]\nprovider = \"{provider}\"\nmodel = \"bench\"\nbase_url = \"{base}\"\n{extra}\n\n\
-         [limits]\nmax_turns = 1000\n\n\
+         [limits]\nmax_turns = 1000\nmax_tokens = 100_000_000\n\n\
          [plugins.fs]\nsource = \"builtin:fs\"\n\
          mounts = [{{ host = \".\", guest = \"/workspace\", mode = \"ro\" }}]\n\n\
          [plugins.search]\nsource = \"builtin:search\"\n\
@@ -156,7 +156,11 @@ fn main() {
     let openai = session(Wire::OpenAi, "");
     let (openai_bill, _) = rules::openai(&openai_prompts(&openai));
     let anthropic = session(Wire::Anthropic, "");
-    let blocks: Vec<_> = anthropic.bodies.iter().map(rules::anthropic_blocks).collect();
+    let blocks: Vec<_> = anthropic
+        .bodies
+        .iter()
+        .map(rules::anthropic_blocks)
+        .collect();
     let anthropic_bill = rules::anthropic(&blocks);
     let breakpoints = blocks
         .iter()
@@ -181,12 +185,7 @@ fn main() {
     let summary_fraction = summary_cached.iter().map(|(_, c)| c).sum::<f64>()
         / summary_cached.iter().map(|(i, _)| i).sum::<f64>();
 
-    let sent = |r: &Recorded| {
-        r.bodies
-            .iter()
-            .map(|b| b.to_string().len())
-            .sum::<usize>()
-    };
+    let sent = |r: &Recorded| r.bodies.iter().map(|b| b.to_string().len()).sum::<usize>();
     println!(
         "requests: {} (OpenAI), {} (Anthropic); bytes sent: {} with defaults, {} with ageing off",
         openai.bodies.len(),

@@ -50,9 +50,11 @@ impl Agent<'_> {
             text: self.system.clone(),
         });
         messages.append(history);
-        let last_answer = (0..messages.len())
-            .rev()
-            .find(|&i| messages.get(i).is_some_and(|k| matches!(*k.message, Message::Assistant { .. })));
+        let last_answer = (0..messages.len()).rev().find(|&i| {
+            messages
+                .get(i)
+                .is_some_and(|k| matches!(*k.message, Message::Assistant { .. }))
+        });
         ModelRequest {
             messages,
             tools: self.tools.clone(),

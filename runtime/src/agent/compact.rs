@@ -52,9 +52,11 @@ answer this message with a summary of it.]";
 fn kept_note(kept_answers: usize) -> String {
     match kept_answers {
         0 => "Summarize the whole conversation above.".into(),
-        1 => "Your last response, with the results of its calls, stays verbatim after the summary: \
+        1 => {
+            "Your last response, with the results of its calls, stays verbatim after the summary: \
               summarize what came before it."
-            .into(),
+                .into()
+        }
         n => format!(
             "Your last {n} responses, with the results of their calls, stay verbatim after the \
              summary: summarize what came before them."
@@ -184,8 +186,12 @@ impl Agent<'_> {
             })
             .map_err(log_error)?;
         let upto = plan.upto;
-        let on_prefix = (reason != CompactReason::Overflow).then(|| self.prefix_request(&plan, focus.as_deref(), &policy, before)).flatten();
-        let summary = self.summarize(on_prefix, plan, focus.as_deref(), &policy).await?;
+        let on_prefix = (reason != CompactReason::Overflow)
+            .then(|| self.prefix_request(&plan, focus.as_deref(), &policy, before))
+            .flatten();
+        let summary = self
+            .summarize(on_prefix, plan, focus.as_deref(), &policy)
+            .await?;
         self.log
             .append_synced(Body::ContextCompacted {
                 id,
@@ -238,7 +244,10 @@ impl Agent<'_> {
         if let Some(focus) = focus {
             ask = format!("{ask} Keep in particular what concerns: {focus}");
         }
-        let max_output_tokens = self.summary_limit(policy);
+        // A tenth of the window is room enough for a summary, and leaves the request room
+        // between `compact_at` and the window (servers such as vLLM count the limit in it).
+        let tenth = u32::try_from(policy.window / 10).unwrap_or(u32::MAX);
+        let max_output_tokens = self.summary_limit(policy).min(tenth.max(256));
         let needed = fill.tokens + estimate_tokens(ask.len()) + u64::from(max_output_tokens);
         if needed > policy.window {
             return None;

@@ -2,11 +2,11 @@
 //! of the same events is, across ageing and compaction (issue 13).
 
 use super::super::ageing::{AGED, Ageing, STUB_BYTES};
-use super::super::history::{History, SUMMARY_HEADER, estimate_tokens, message_bytes};
 use super::super::event::{Body, Source};
+use super::super::history::{History, SUMMARY_HEADER, estimate_tokens, message_bytes};
 use super::super::test_session::{numbered, session};
-use crate::model::{Finish, Outcome, ToolCall};
 use crate::model::Message;
+use crate::model::{Finish, Outcome, ToolCall};
 
 /// The estimate over every rendered message, each time: a stub counts as `STUB_BYTES`.
 fn estimate_from_scratch(history: &History, ageing: Option<Ageing>) -> u64 {
@@ -182,18 +182,22 @@ fn a_compaction_ages_every_result_old_enough_at_once() {
     let mut events = reading(6, 200);
     let upto = events[2].seq;
     let next = events.len() as u64 + 1;
-    events.extend(numbered([Body::ContextCompacted {
-        id: "k".into(),
-        upto,
-        summary: "read f0".into(),
-        attempt: "s".into(),
-        rounds: 1,
-        usage: None,
-        cost_usd: None,
-    }]).into_iter().map(|mut e| {
-        e.seq = next;
-        e
-    }));
+    events.extend(
+        numbered([Body::ContextCompacted {
+            id: "k".into(),
+            upto,
+            summary: "read f0".into(),
+            attempt: "s".into(),
+            rounds: 1,
+            usage: None,
+            cost_usd: None,
+        }])
+        .into_iter()
+        .map(|mut e| {
+            e.seq = next;
+            e
+        }),
+    );
     let history = History::of(&events);
     let rendered = history.render(Some(ageing));
     let aged: Vec<bool> = history

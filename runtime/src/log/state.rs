@@ -223,7 +223,11 @@ mod tests {
         assert_eq!(tally.tokens, 35_300);
         // Plain input at $3, reads at $0.30, writes at $3.75, output at $15 per million.
         let expected = (2_000.0 * 3.0 + 20_500.0 * 0.3 + 12_500.0 * 3.75 + 300.0 * 15.0) / 1e6;
-        assert!((tally.cost_usd - expected).abs() < 1e-12, "{}", tally.cost_usd);
+        assert!(
+            (tally.cost_usd - expected).abs() < 1e-12,
+            "{}",
+            tally.cost_usd
+        );
         // At full price, the same input would cost more.
         let uncached = (35_000.0 * 3.0 + 300.0 * 15.0) / 1e6;
         assert!(uncached > 1.5 * tally.cost_usd);

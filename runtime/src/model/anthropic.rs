@@ -310,14 +310,21 @@ mod tests {
     fn breakpoints(body: &Value) -> (Vec<(usize, usize)>, bool, Vec<usize>) {
         let marked = |v: &Value| v.get("cache_control").is_some();
         let mut blocks = Vec::new();
-        for (t, turn) in body["messages"].as_array().into_iter().flatten().enumerate() {
+        for (t, turn) in body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
             for (b, block) in turn["content"].as_array().into_iter().flatten().enumerate() {
                 if marked(block) {
                     blocks.push((t, b));
                 }
             }
         }
-        let system = body["system"].as_array().is_some_and(|s| s.iter().any(marked));
+        let system = body["system"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(marked));
         let tools = body["tools"].as_array().into_iter().flatten().enumerate();
         let tools = tools.filter(|(_, t)| marked(t)).map(|(i, _)| i).collect();
         (blocks, system, tools)
@@ -371,7 +378,10 @@ mod tests {
         assert!(system);
         assert_eq!(tools, vec![1]);
         assert!(blocks.len() + usize::from(system) + tools.len() <= 4);
-        assert_eq!(body["system"][0]["cache_control"], json!({"type": "ephemeral"}));
+        assert_eq!(
+            body["system"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
 
         // A summary request on the same prefix: the instruction joins the last user turn, and
         // the breakpoint stays on what the last request ended with.

@@ -258,7 +258,8 @@ impl ProviderConfig {
 
     /// Whether `prompt_cache_key` is sent (OpenAI wire): unset, to OpenAI's own API only.
     pub fn sends_cache_key(&self) -> bool {
-        self.prompt_cache_key.unwrap_or_else(|| self.openai_itself())
+        self.prompt_cache_key
+            .unwrap_or_else(|| self.openai_itself())
     }
 
     /// The request field for the output limit (OpenAI wire): `Auto` resolved by base URL.

@@ -61,7 +61,11 @@ impl Wire for OpenAi {
         if let Some(temperature) = config.temperature {
             body["temperature"] = json!(temperature);
         }
-        if let Some(key) = request.cache_key.as_ref().filter(|_| config.sends_cache_key()) {
+        if let Some(key) = request
+            .cache_key
+            .as_ref()
+            .filter(|_| config.sends_cache_key())
+        {
             body["prompt_cache_key"] = json!(key);
         }
         body
@@ -217,7 +221,11 @@ mod tests {
         // Another server may refuse a field it does not know: sent only when the preset says so.
         let mut local =
             ProviderConfig::new(ProviderKind::Openai, "m", Some("http://127.0.0.1:8000/v1"));
-        assert!(OpenAi::body(&local, &request).get("prompt_cache_key").is_none());
+        assert!(
+            OpenAi::body(&local, &request)
+                .get("prompt_cache_key")
+                .is_none()
+        );
         local.prompt_cache_key = Some(true);
         assert_eq!(
             OpenAi::body(&local, &request)["prompt_cache_key"],
@@ -227,6 +235,10 @@ mod tests {
             cache_key: None,
             ..request
         };
-        assert!(OpenAi::body(&openai, &unkeyed).get("prompt_cache_key").is_none());
+        assert!(
+            OpenAi::body(&openai, &unkeyed)
+                .get("prompt_cache_key")
+                .is_none()
+        );
     }
 }

@@ -140,7 +140,9 @@ mod tests {
         let plain = sonnet.cost(&usage(1_000_000, 0, 0, 0));
         assert!((read / plain - 0.1).abs() < 1e-9, "{read} {plain}");
         assert!((write / plain - 1.25).abs() < 1e-9, "{write} {plain}");
-        let hour = sonnet.with_hour_writes().cost(&usage(1_000_000, 0, 0, 1_000_000));
+        let hour = sonnet
+            .with_hour_writes()
+            .cost(&usage(1_000_000, 0, 0, 1_000_000));
         assert!((hour / plain - 2.0).abs() < 1e-9, "{hour} {plain}");
         let gpt = lookup("gpt-5-mini").expect("in the table");
         let cached = gpt.cost(&usage(1_000_000, 0, 1_000_000, 0));
