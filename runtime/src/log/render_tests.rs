@@ -147,16 +147,16 @@ fn results_age_in_a_few_batches_and_each_request_starts_with_the_one_before_betw
         }
         // A request as the loop makes one: after the step's results.
         let keys = history.render(Some(ageing)).keys();
-        if let Some(last) = &last {
-            if !keys.starts_with(last) {
-                batches.push(history.steps());
-                // A batch ages every large result older than `after_steps` at once.
-                let steps = history.steps();
-                for (entry, key) in history.entries().iter().zip(&keys) {
-                    let old = entry.step + ageing.after_steps <= steps;
-                    if matches!(*entry.message, Message::Tool(_)) {
-                        assert_eq!(key & AGED != 0, old, "step {}", entry.step);
-                    }
+        if let Some(last) = &last
+            && !keys.starts_with(last)
+        {
+            batches.push(history.steps());
+            // A batch ages every large result older than `after_steps` at once.
+            let steps = history.steps();
+            for (entry, key) in history.entries().iter().zip(&keys) {
+                let old = entry.step + ageing.after_steps <= steps;
+                if matches!(*entry.message, Message::Tool(_)) {
+                    assert_eq!(key & AGED != 0, old, "step {}", entry.step);
                 }
             }
         }
