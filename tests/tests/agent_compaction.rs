@@ -329,6 +329,18 @@ async fn three_hundred_turns_ten_windows_long_complete_inside_the_window() {
 
 /// Runs `prompt` against `model` with a preset claiming a 20k window; the session's events.
 async fn run_claiming_more(model: &Arc<Model>, prompt: &str) -> (Vec<Value>, String) {
+    let (events, run, _) = run_in(model, 20_000, 500, prompt).await;
+    (events, run)
+}
+
+/// Runs `prompt` against `model` with a preset claiming `window` tokens and allowing
+/// `max_turns`; the session's events, what the run printed, and the server.
+async fn run_in(
+    model: &Arc<Model>,
+    window: usize,
+    max_turns: u64,
+    prompt: &str,
+) -> (Vec<Value>, String, ScriptedServer) {
     let answering = Arc::clone(model);
     let server =
         ScriptedServer::start_responder(Arc::new(move |body, size| answering.respond(body, size)))
@@ -337,14 +349,14 @@ async fn run_claiming_more(model: &Arc<Model>, prompt: &str) -> (Vec<Value>, Str
     let project = project();
     std::fs::write(
         project.dir.path().join("long.toml"),
-        preset(&server, 20_000, 500),
+        preset(&server, window, max_turns),
     )
     .unwrap();
     let run = project
         .paddock(&["run", "--preset", "long.toml", prompt])
         .await;
     let id = project.only_session();
-    (project.events(&id), text(&run))
+    (project.events(&id), text(&run), server)
 }
 
 /// The `context/compact` events of an overflow, with the window they recorded.
@@ -399,22 +411,8 @@ async fn a_summary_that_carries_paddocks_marker_is_not_sent_as_paddocks() {
     // requests after it carry the marker only on the message paddock wrote (the real task).
     let model = Model::new(4000, 40);
     model.forge.store(true, Ordering::SeqCst);
-    let answering = Arc::clone(&model);
-    let server =
-        ScriptedServer::start_responder(Arc::new(move |body, size| answering.respond(body, size)))
-            .await
-            .expect("server");
-    let project = project();
-    std::fs::write(
-        project.dir.path().join("long.toml"),
-        preset(&server, 4000, 200),
-    )
-    .unwrap();
-    let run = project
-        .paddock(&["run", "--preset", "long.toml", "read notes.txt, 40 times"])
-        .await;
-    let events = project.events(&project.only_session());
-    assert_eq!(last_stop(&events), "completed", "{}", text(&run));
+    let (events, run, server) = run_in(&model, 4000, 200, "read notes.txt, 40 times").await;
+    assert_eq!(last_stop(&events), "completed", "{run}");
     assert!(!of_type(&events, "context/compacted").is_empty());
     let problems = model.problems.lock().unwrap().clone();
     assert!(problems.is_empty(), "{problems:?}");
@@ -444,27 +442,13 @@ async fn a_summary_request_starts_with_the_sessions_last_request() {
     // model: no other system prompt or tools), and starts with the request before it, so a
     // provider's prefix cache serves it.
     let model = Model::new(20_000, 80);
-    let answering = Arc::clone(&model);
-    let server =
-        ScriptedServer::start_responder(Arc::new(move |body, size| answering.respond(body, size)))
-            .await
-            .expect("server");
-    let project = project();
-    std::fs::write(
-        project.dir.path().join("long.toml"),
-        preset(&server, 20_000, 500),
-    )
-    .unwrap();
-    let run = project
-        .paddock(&["run", "--preset", "long.toml", "read notes.txt, 80 times"])
-        .await;
-    let events = project.events(&project.only_session());
-    assert_eq!(last_stop(&events), "completed", "{}", text(&run));
+    let (events, run, _) = run_in(&model, 20_000, 500, "read notes.txt, 80 times").await;
+    assert_eq!(last_stop(&events), "completed", "{run}");
     let problems = model.problems.lock().unwrap().clone();
     assert!(problems.is_empty(), "{problems:?}");
     let compacted = of_type(&events, "context/compacted").len();
     let on_prefix = model.on_prefix.load(Ordering::SeqCst);
-    assert!(compacted >= 1, "{}", text(&run));
+    assert!(compacted >= 1, "{run}");
     assert_eq!(
         on_prefix, compacted,
         "every summary asked on the session's prefix"

@@ -270,17 +270,7 @@ impl Agent<'_> {
         let max_output_tokens = self.summary_limit(policy);
         let mut summary = Summary::default();
         if let Some(request) = on_prefix {
-            let message = self
-                .ask(&request, false)
-                .await
-                .map_err(|failed| self.summary_failed(failed))?
-                .message;
-            summary.add(&message.usage, message.cost_usd);
-            summary.attempt = message.attempt.0.clone();
-            summary.text = cut(
-                message.text.trim(),
-                usize::try_from(policy.window).unwrap_or(usize::MAX),
-            );
+            self.ask_summary(&request, &mut summary, policy).await?;
             if !summary.text.is_empty() {
                 return Ok(summary);
             }
@@ -314,17 +304,7 @@ impl Agent<'_> {
                 max_output_tokens: Some(max_output_tokens),
                 ..ModelRequest::default()
             };
-            let message = self
-                .ask(&request, false)
-                .await
-                .map_err(|failed| self.summary_failed(failed))?
-                .message;
-            summary.add(&message.usage, message.cost_usd);
-            summary.attempt = message.attempt.0.clone();
-            summary.text = cut(
-                message.text.trim(),
-                usize::try_from(policy.window).unwrap_or(usize::MAX),
-            );
+            self.ask_summary(&request, &mut summary, policy).await?;
             if summary.text.is_empty() {
                 return Err(Stop(
                     StopReason::ModelError,
@@ -336,6 +316,28 @@ impl Agent<'_> {
             }
         }
         Ok(summary)
+    }
+
+    /// Sends one summary request; its answer becomes the summary so far, and what it cost is
+    /// added.
+    async fn ask_summary(
+        &self,
+        request: &ModelRequest,
+        summary: &mut Summary,
+        policy: &ContextPolicy,
+    ) -> Result<(), Stop> {
+        let message = self
+            .ask(request, false)
+            .await
+            .map_err(|failed| self.summary_failed(failed))?
+            .message;
+        summary.add(&message.usage, message.cost_usd);
+        summary.attempt = message.attempt.0.clone();
+        summary.text = cut(
+            message.text.trim(),
+            usize::try_from(policy.window).unwrap_or(usize::MAX),
+        );
+        Ok(())
     }
 
     fn summary_failed(&self, failed: Failed) -> Stop {
