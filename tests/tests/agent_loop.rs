@@ -280,11 +280,38 @@ async fn the_loop_speaks_anthropic_messages_too() {
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[0].path, "/v1/messages");
     assert!(
-        requests[0].body["system"]
+        requests[0].body["system"][0]["text"]
             .as_str()
             .unwrap()
             .contains("coding agent")
     );
+    // Cache breakpoints, four at most: the last tool, the system prompt, the end of what the
+    // first request sent (the task: read from the cache), the end of the last message.
+    let marked = |value: &serde_json::Value| value.get("cache_control").is_some();
+    let body = &requests[1].body;
+    let tools = body["tools"].as_array().unwrap();
+    assert!(tools.last().is_some_and(marked) && tools.iter().filter(|t| marked(t)).count() == 1);
+    assert!(marked(&body["system"][0]));
+    let blocks: Vec<(usize, &serde_json::Value)> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .flat_map(|(turn, m)| {
+            m["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |b| (turn, b))
+        })
+        .collect();
+    let breakpoints: Vec<(usize, &str)> = blocks
+        .iter()
+        .filter(|(_, b)| marked(b))
+        .map(|(turn, b)| (*turn, b["type"].as_str().unwrap()))
+        .collect();
+    assert_eq!(breakpoints, vec![(0, "text"), (2, "tool_result")], "{body}");
+    assert!(marked(blocks.last().unwrap().1));
     let last = requests[1].body["messages"]
         .as_array()
         .unwrap()

@@ -41,6 +41,7 @@ async fn text_and_split_tool_use_arrive_whole_and_the_next_request_carries_the_e
             parameters: json!({"type": "object"}),
         }],
         max_output_tokens: None,
+        ..ModelRequest::default()
     };
     let (first, _) = run(provider.as_ref(), &request).await;
     let first = first.expect("first turn completes").message;
@@ -70,7 +71,13 @@ async fn text_and_split_tool_use_arrive_whole_and_the_next_request_carries_the_e
         sent.headers.get("anthropic-version").map(String::as_str),
         Some("2023-06-01")
     );
-    assert_eq!(sent.body["system"], json!("Be brief."));
+    // Breakpoints by default: the tool list, the system prompt, the end of the last message.
+    let ephemeral = json!({"type": "ephemeral"});
+    assert_eq!(
+        sent.body["system"],
+        json!([{"type": "text", "text": "Be brief.", "cache_control": ephemeral}])
+    );
+    assert_eq!(sent.body["tools"][0]["cache_control"], ephemeral);
     assert_eq!(sent.body["stream"], json!(true));
     assert_eq!(sent.body["max_tokens"], json!(8192));
     assert_eq!(
@@ -85,7 +92,8 @@ async fn text_and_split_tool_use_arrive_whole_and_the_next_request_carries_the_e
                 {"type": "text", "text": "Listing."},
                 {"type": "tool_use", "id": "toolu_1", "name": "list_dir", "input": {"path": "src"}}]},
             {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.rs\nb.rs"}]},
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.rs\nb.rs",
+                 "cache_control": ephemeral}]},
         ])
     );
 }

@@ -38,6 +38,7 @@ fn read_request() -> ModelRequest {
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
         }],
         max_output_tokens: None,
+        ..ModelRequest::default()
     }
 }
 

@@ -96,6 +96,7 @@ async fn split_tool_call_arrives_whole_and_the_next_request_carries_the_exact_hi
         .into(),
         tools: vec![tool],
         max_output_tokens: Some(256),
+        ..ModelRequest::default()
     };
     let (first, _) = run(provider.as_ref(), &request).await;
     let first = first.expect("first turn completes").message;

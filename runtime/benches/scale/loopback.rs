@@ -1,6 +1,7 @@
-//! A minimal OpenAI-compatible model server on 127.0.0.1 for the scale bench: plain blocking
-//! HTTP/1.1 with keep-alive, one thread per connection, each reply a short SSE stream chosen by
-//! a function of the request's number and body. It does not parse requests. For each request it
+//! A minimal OpenAI-compatible model server on 127.0.0.1 for the scale bench (and, speaking
+//! Anthropic Messages too, the cost bench): plain blocking HTTP/1.1 with keep-alive, one
+//! thread per connection, each reply a short SSE stream chosen by a function of the request's
+//! number and body. It does not parse requests. For each request it
 //! records when its first byte came (paddock has built the body and starts sending), when its
 //! last byte came, and when the reply was about to be written, so a round trip splits into
 //! paddock's own time (reply written to the next request's first byte), the transfer, and the
@@ -44,9 +45,26 @@ pub struct Loopback {
     seen: Arc<Mutex<Seen>>,
 }
 
+/// The wire format the server answers in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    OpenAi,
+    /// Spoken by the cost bench only (this file is part of both).
+    #[allow(dead_code)]
+    Anthropic,
+}
+
 impl Loopback {
     /// Serves until the process ends; `decide(n, body)` answers request `n` (from 0).
     pub fn start(decide: impl Fn(usize, &[u8]) -> Reply + Send + Sync + 'static) -> Loopback {
+        Loopback::start_speaking(Wire::OpenAi, decide)
+    }
+
+    /// The same, answering in `wire`'s format.
+    pub fn start_speaking(
+        wire: Wire,
+        decide: impl Fn(usize, &[u8]) -> Reply + Send + Sync + 'static,
+    ) -> Loopback {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
         let seen: Arc<Mutex<Seen>> = Arc::default();
@@ -56,7 +74,7 @@ impl Loopback {
             for stream in listener.incoming().flatten() {
                 let (seen, decide) = (Arc::clone(&shared), Arc::clone(&decide));
                 std::thread::spawn(move || {
-                    let _ = serve(stream, &seen, decide.as_ref());
+                    let _ = serve(stream, &seen, decide.as_ref(), wire);
                 });
             }
         });
@@ -150,7 +168,12 @@ impl Loopback {
     }
 }
 
-fn serve(stream: std::net::TcpStream, seen: &Mutex<Seen>, decide: &Decide) -> std::io::Result<()> {
+fn serve(
+    stream: std::net::TcpStream,
+    seen: &Mutex<Seen>,
+    decide: &Decide,
+    wire: Wire,
+) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
     let mut writer = stream.try_clone()?;
     let mut reader = BufReader::new(stream);
@@ -184,7 +207,10 @@ fn serve(stream: std::net::TcpStream, seen: &Mutex<Seen>, decide: &Decide) -> st
             seen.last_size = length;
             seen.arrivals.len() - 1
         };
-        let sse = frames(decide(n, &body), length / 4);
+        let sse = match wire {
+            Wire::OpenAi => frames(decide(n, &body), length / 4),
+            Wire::Anthropic => anthropic_frames(decide(n, &body), length / 4),
+        };
         // One write: split writes meet Nagle and delayed ACKs (40 ms each) on loopback.
         let response = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{sse}",
@@ -238,4 +264,52 @@ fn frames(reply: Reply, prompt_tokens: usize) -> String {
         "{first}{}data: {usage}\n\ndata: [DONE]\n\n",
         chunk(serde_json::json!({}), Some(finish))
     )
+}
+
+fn anthropic_frames(reply: Reply, prompt_tokens: usize) -> String {
+    let event = |name: &str, data: serde_json::Value| format!("event: {name}\ndata: {data}\n\n");
+    let mut sse = event(
+        "message_start",
+        serde_json::json!({"type": "message_start", "message": {
+            "id": "msg_bench", "type": "message", "role": "assistant", "content": [],
+            "model": "bench", "usage": {"input_tokens": prompt_tokens, "output_tokens": 1}}}),
+    );
+    let stop = match reply {
+        Reply::Text(text) => {
+            sse += &event(
+                "content_block_start",
+                serde_json::json!({"type": "content_block_start", "index": 0,
+                    "content_block": {"type": "text", "text": ""}}),
+            );
+            sse += &event(
+                "content_block_delta",
+                serde_json::json!({"type": "content_block_delta", "index": 0,
+                    "delta": {"type": "text_delta", "text": text}}),
+            );
+            "end_turn"
+        }
+        Reply::Call(id, name, arguments) => {
+            sse += &event(
+                "content_block_start",
+                serde_json::json!({"type": "content_block_start", "index": 0,
+                    "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+            );
+            sse += &event(
+                "content_block_delta",
+                serde_json::json!({"type": "content_block_delta", "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": arguments}}),
+            );
+            "tool_use"
+        }
+    };
+    sse += &event(
+        "content_block_stop",
+        serde_json::json!({"type": "content_block_stop", "index": 0}),
+    );
+    sse += &event(
+        "message_delta",
+        serde_json::json!({"type": "message_delta", "delta": {"stop_reason": stop},
+            "usage": {"output_tokens": 10}}),
+    );
+    sse + &event("message_stop", serde_json::json!({"type": "message_stop"}))
 }

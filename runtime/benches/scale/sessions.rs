@@ -41,6 +41,7 @@ const PADDOCK: &str = env!("CARGO_BIN_EXE_paddock");
 
 /// How a summary request starts (`paddock::agent::COMPACT_SYSTEM`).
 const SUMMARY_MARK: &str = "You summarize the earlier part";
+const COMPACT_NOW_MARK: &str = "[paddock: this conversation is being compacted";
 
 pub fn measure() -> Vec<(String, String)> {
     let rt = round_trip(1_000_000_000);
@@ -106,13 +107,13 @@ fn round_trip(window: u64) -> RoundTrip {
     const REQUESTS: usize = 2_050;
     let calls = std::sync::atomic::AtomicUsize::new(0);
     let server = Loopback::start(move |_, body| {
-        // The system message comes before the history (the body puts `messages` last, after a
-        // tool list of a few KiB): looking only at the head keeps this server's own time flat.
+        // A summary request ends with paddock's instruction (on the session's own prefix) or
+        // opens with its own system prompt (in rounds): looking only at the head and the tail
+        // keeps this server's own time flat.
         let head = &body[..body.len().min(16 << 10)];
-        if head
-            .windows(SUMMARY_MARK.len())
-            .any(|w| w == SUMMARY_MARK.as_bytes())
-        {
+        let tail = &body[body.len().saturating_sub(16 << 10)..];
+        let has = |part: &[u8], mark: &str| part.windows(mark.len()).any(|w| w == mark.as_bytes());
+        if has(head, SUMMARY_MARK) || has(tail, COMPACT_NOW_MARK) {
             return Reply::Text("Summary: notes.txt was read many times.".into());
         }
         let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);

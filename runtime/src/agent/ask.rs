@@ -37,19 +37,30 @@ impl Agent<'_> {
     }
 
     /// The system prompt, then the history as the log derives it, large old results aged out.
-    /// The history's messages are shared with the log's state, not copied (issue 13).
+    /// The history's messages are shared with the log's state, not copied (issue 13). The
+    /// request before the last assistant message ended where that message starts: a provider
+    /// that caches up to breakpoints reads what it wrote (`cached_prefix`).
     pub(super) fn request(&self) -> ModelRequest {
         let ageing = self.policy().ageing;
-        let history = self.log.with_state(|s| s.history.render(ageing));
+        let (history, session) = self
+            .log
+            .with_state(|s| (s.history.render(ageing), s.session.clone()));
         let mut messages = Messages::default();
         messages.push(Message::System {
             text: self.system.clone(),
         });
         messages.append(history);
+        let last_answer = (0..messages.len()).rev().find(|&i| {
+            messages
+                .get(i)
+                .is_some_and(|k| matches!(*k.message, Message::Assistant { .. }))
+        });
         ModelRequest {
             messages,
             tools: self.tools.clone(),
             max_output_tokens: None,
+            cache_key: (!session.is_empty()).then_some(session),
+            cached_prefix: last_answer,
         }
     }
 

@@ -15,6 +15,10 @@ pub struct Spent {
     /// Tool calls those responses made (whether or not they ran).
     pub tool_calls: u64,
     pub tokens: u64,
+    /// Of the input tokens: read from the provider's prompt cache, and written to it.
+    pub input_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
     pub cost_usd: f64,
     pub wall: Duration,
 }
@@ -32,6 +36,9 @@ impl Spent {
             model_requests: tally.model_requests,
             tool_calls: tally.tool_calls,
             tokens: tally.tokens,
+            input_tokens: tally.input_tokens,
+            cache_read_tokens: tally.cache_read_tokens,
+            cache_write_tokens: tally.cache_write_tokens,
             cost_usd: tally.cost_usd,
             wall: Duration::from_millis(tally.wall_ms(now_ms)),
         }

@@ -11,16 +11,21 @@
 //! for a request is that window less the output limit asked for (at most half of it): servers
 //! such as vLLM count both against it.
 //!
-//! Where to cut and how the part before the cut is split into rounds: `compact_plan`. Each
-//! summary request is that round's part with long texts cut, no tools, the summary of the
-//! rounds before it, and an instruction to summarize: its attempts are logged and budgets
-//! count it. The summary is model text: it is sent as a user message marked as the model's own
-//! summary, never as instructions.
+//! The summary request is the session's next request as it would be sent (its system prompt,
+//! tools and history, results aged as they are) with the instruction to summarize as the last
+//! user message: a provider that cached the session's last request reads all of it from the
+//! cache instead of billing the whole history again. When that request would not fit the window
+//! (a refusal as too long, a window that shrank), or the model answers it without text, the part
+//! before the cut is summarized in rounds instead (`compact_plan`): each is that round's part
+//! with long texts cut, no tools, the summary of the rounds before it, and an instruction to
+//! summarize. Every summary request's attempts are logged and budgets count it. The summary is
+//! model text: it is sent as a user message marked as the model's own summary, never as
+//! instructions, and what in it reads as paddock's own marker is quoted (`log::quote_markers`).
 
 use super::ask::Failed;
 use super::compact_plan::{Plan, cut, plan};
 use super::{Agent, Stop, now_ms};
-use crate::log::{Body, CompactReason, StopReason, estimate_tokens};
+use crate::log::{Body, CompactReason, StopReason, estimate_tokens, quote_markers};
 use crate::model::context::ContextPolicy;
 use crate::model::{Message, ModelRequest, Usage};
 
@@ -38,6 +43,26 @@ const COMPACT_ASK: &str = "Summarize the conversation above as your instructions
 /// What a later round adds to its request.
 const FOLD_ASK: &str = "Its first message is your summary of what came before it: carry what still \
 matters from it into the new summary.";
+
+/// Opens the instruction that ends a summary request on the session's own prefix.
+pub const COMPACT_NOW: &str = "[paddock: this conversation is being compacted to save room; \
+answer this message with a summary of it.]";
+
+/// What the summary on the session's prefix leaves to the messages kept after it.
+fn kept_note(kept_answers: usize) -> String {
+    match kept_answers {
+        0 => "Summarize the whole conversation above.".into(),
+        1 => {
+            "Your last response, with the results of its calls, stays verbatim after the summary: \
+              summarize what came before it."
+                .into()
+        }
+        n => format!(
+            "Your last {n} responses, with the results of their calls, stay verbatim after the \
+             summary: summarize what came before them."
+        ),
+    }
+}
 
 /// The first message of a later round: the summary so far.
 const SUMMARY_SO_FAR: &str = "[paddock: your summary of the earlier part of this session, from the previous \
@@ -161,7 +186,12 @@ impl Agent<'_> {
             })
             .map_err(log_error)?;
         let upto = plan.upto;
-        let summary = self.summarize(plan, focus.as_deref(), &policy).await?;
+        let on_prefix = (reason != CompactReason::Overflow)
+            .then(|| self.prefix_request(&plan, focus.as_deref(), &policy, before))
+            .flatten();
+        let summary = self
+            .summarize(on_prefix, plan, focus.as_deref(), &policy)
+            .await?;
         self.log
             .append_synced(Body::ContextCompacted {
                 id,
@@ -183,18 +213,68 @@ impl Agent<'_> {
         Ok(Some(compaction))
     }
 
-    /// The summary of `plan`, one request per round.
+    /// The output limit of a summary request.
+    fn summary_limit(&self, policy: &ContextPolicy) -> u32 {
+        let limit = self.provider.config().output_limit();
+        limit
+            .min(u32::try_from(policy.window / 4).unwrap_or(limit))
+            .max(256)
+    }
+
+    /// The summary request on the session's own prefix (see the module doc), when it fits the
+    /// window with its output.
+    fn prefix_request(
+        &self,
+        plan: &Plan,
+        focus: Option<&str>,
+        policy: &ContextPolicy,
+        fill: ContextFill,
+    ) -> Option<ModelRequest> {
+        let kept_answers = self.log.with_state(|s| {
+            let entries = s.history.entries();
+            entries
+                .iter()
+                .filter(|e| e.seq > plan.upto && matches!(*e.message, Message::Assistant { .. }))
+                .count()
+        });
+        let mut ask = format!(
+            "{COMPACT_NOW}\n\n{COMPACT_SYSTEM}\n\n{}",
+            kept_note(kept_answers)
+        );
+        if let Some(focus) = focus {
+            ask = format!("{ask} Keep in particular what concerns: {focus}");
+        }
+        // A tenth of the window is room enough for a summary, and leaves the request room
+        // between `compact_at` and the window (servers such as vLLM count the limit in it).
+        let tenth = u32::try_from(policy.window / 10).unwrap_or(u32::MAX);
+        let max_output_tokens = self.summary_limit(policy).min(tenth.max(256));
+        let needed = fill.tokens + estimate_tokens(ask.len()) + u64::from(max_output_tokens);
+        if needed > policy.window {
+            return None;
+        }
+        let mut request = self.request();
+        request.messages.push(Message::User { text: ask });
+        request.max_output_tokens = Some(max_output_tokens);
+        Some(request)
+    }
+
+    /// The summary: from the request on the session's prefix when there is one and the model
+    /// answers it with text, else from `plan`, one request per round.
     async fn summarize(
         &self,
+        on_prefix: Option<ModelRequest>,
         plan: Plan,
         focus: Option<&str>,
         policy: &ContextPolicy,
     ) -> Result<Summary, Stop> {
-        let limit = self.provider.config().output_limit();
-        let max_output_tokens = limit
-            .min(u32::try_from(policy.window / 4).unwrap_or(limit))
-            .max(256);
+        let max_output_tokens = self.summary_limit(policy);
         let mut summary = Summary::default();
+        if let Some(request) = on_prefix {
+            self.ask_summary(&request, &mut summary, policy).await?;
+            if !summary.text.is_empty() {
+                return Ok(summary);
+            }
+        }
         for (round, part) in plan.rounds.into_iter().enumerate() {
             let mut messages = vec![Message::System {
                 text: COMPACT_SYSTEM.into(),
@@ -202,7 +282,7 @@ impl Agent<'_> {
             let mut ask = COMPACT_ASK.to_string();
             if round > 0 {
                 messages.push(Message::User {
-                    text: format!("{SUMMARY_SO_FAR}\n\n{}", summary.text),
+                    text: format!("{SUMMARY_SO_FAR}\n\n{}", quote_markers(&summary.text)),
                 });
                 ask = format!("{ask} {FOLD_ASK}");
             } else if plan.skipped > 0 {
@@ -221,20 +301,10 @@ impl Agent<'_> {
             messages.push(Message::User { text: ask });
             let request = ModelRequest {
                 messages: messages.into(),
-                tools: Vec::new(),
                 max_output_tokens: Some(max_output_tokens),
+                ..ModelRequest::default()
             };
-            let message = self
-                .ask(&request, false)
-                .await
-                .map_err(|failed| self.summary_failed(failed))?
-                .message;
-            summary.add(&message.usage, message.cost_usd);
-            summary.attempt = message.attempt.0.clone();
-            summary.text = cut(
-                message.text.trim(),
-                usize::try_from(policy.window).unwrap_or(usize::MAX),
-            );
+            self.ask_summary(&request, &mut summary, policy).await?;
             if summary.text.is_empty() {
                 return Err(Stop(
                     StopReason::ModelError,
@@ -246,6 +316,28 @@ impl Agent<'_> {
             }
         }
         Ok(summary)
+    }
+
+    /// Sends one summary request; its answer becomes the summary so far, and what it cost is
+    /// added.
+    async fn ask_summary(
+        &self,
+        request: &ModelRequest,
+        summary: &mut Summary,
+        policy: &ContextPolicy,
+    ) -> Result<(), Stop> {
+        let message = self
+            .ask(request, false)
+            .await
+            .map_err(|failed| self.summary_failed(failed))?
+            .message;
+        summary.add(&message.usage, message.cost_usd);
+        summary.attempt = message.attempt.0.clone();
+        summary.text = cut(
+            message.text.trim(),
+            usize::try_from(policy.window).unwrap_or(usize::MAX),
+        );
+        Ok(())
     }
 
     fn summary_failed(&self, failed: Failed) -> Stop {

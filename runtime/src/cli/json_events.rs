@@ -73,6 +73,9 @@ pub fn result(session: &str, end: &TurnEnd, exit: i32) {
             "model_requests": spent.model_requests,
             "tool_calls": spent.tool_calls,
             "tokens": spent.tokens,
+            "input_tokens": spent.input_tokens,
+            "cache_read_tokens": spent.cache_read_tokens,
+            "cache_write_tokens": spent.cache_write_tokens,
             "cost_usd": spent.cost_usd,
             "wall_ms": u64::try_from(spent.wall.as_millis()).unwrap_or(u64::MAX),
         }

@@ -241,7 +241,7 @@ impl Observer for Printer {
         self.out.progress(Progress::Idle);
         let spent = &end.spent;
         let line = format!(
-            "stopped: {}{} · {} model request(s) · {} tokens · ${:.4} · {:.1} s · context {}% of {}k{}",
+            "stopped: {}{} · {} model request(s) · {} tokens{} · ${:.4} · {:.1} s · context {}% of {}k{}",
             end.reason.as_str(),
             end.detail
                 .as_deref()
@@ -249,6 +249,7 @@ impl Observer for Printer {
                 .unwrap_or_default(),
             spent.model_requests,
             spent.tokens,
+            cached_input(spent),
             spent.cost_usd,
             spent.wall.as_secs_f64(),
             end.context.percent(),
@@ -265,6 +266,26 @@ impl Observer for Printer {
         };
         self.line(&paint(self.color, tone, &sanitize(&line)));
     }
+}
+
+/// How much of the input the provider's prompt cache served, when it served or kept any:
+/// ` (input: 1200 uncached, 30000 cached, 500 written to the cache)`.
+fn cached_input(spent: &crate::agent::Spent) -> String {
+    if spent.cache_read_tokens == 0 && spent.cache_write_tokens == 0 {
+        return String::new();
+    }
+    let uncached = spent
+        .input_tokens
+        .saturating_sub(spent.cache_read_tokens + spent.cache_write_tokens);
+    let written = if spent.cache_write_tokens > 0 {
+        format!(", {} written to the cache", spent.cache_write_tokens)
+    } else {
+        String::new()
+    };
+    format!(
+        " (input: {uncached} uncached, {} cached{written})",
+        spent.cache_read_tokens
+    )
 }
 
 /// `text` cut in the middle to about `max` characters.

@@ -6,7 +6,8 @@
 //!   the history puts them in the order of the calls of the assistant message that made them.
 //! - A `context/compacted` event replaces every message derived from events up to its `upto`
 //!   by its summary, sent as a user message marked as the model's own summary (never as
-//!   instructions), followed by the user's latest message when the summary replaced it. A
+//!   instructions), followed by the user's latest message when the summary replaced it; what in
+//!   the summary reads as paddock's own marker is quoted (`quote.rs`). A
 //!   `context/compact` without its `context/compacted` (a crash mid-compaction) changes nothing.
 //! - `render` (`render.rs`) ages out large results: older than `after_steps` assistant messages
 //!   and larger than `bytes`, a result is sent as a stub naming where the whole of it stays
@@ -16,6 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::event::{Body, Event, Source};
+use super::quote::quote_markers;
 use super::render::View;
 use crate::model::{Message, ToolResult};
 
@@ -61,6 +63,9 @@ pub struct History {
     compactions: u64,
     /// Compactions applied: each replaced the entries.
     generation: u64,
+    /// Assistant messages before the latest compaction: results older than `after_steps`
+    /// then are sent as stubs from the start (`render.rs`).
+    compacted_at: u64,
     /// What `render` made of the entries last time (`render.rs`).
     pub(super) view: Mutex<View>,
 }
@@ -209,7 +214,7 @@ impl History {
             self.pending.clear();
         }
         let mut front = vec![Message::User {
-            text: format!("{SUMMARY_HEADER}\n\n{summary}"),
+            text: format!("{SUMMARY_HEADER}\n\n{}", quote_markers(summary)),
         }];
         if let Some((seq, text)) = &self.last_user
             && *seq <= upto
@@ -228,6 +233,7 @@ impl History {
         self.entries.extend(kept);
         self.usage_mark = None;
         self.generation += 1;
+        self.compacted_at = self.steps;
     }
 
     /// The messages in order (results of calls still running are not in it yet).
@@ -248,6 +254,11 @@ impl History {
     /// Compactions applied so far.
     pub(super) fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// Assistant messages before the latest compaction (0: none).
+    pub(super) fn compacted_at(&self) -> u64 {
+        self.compacted_at
     }
 
     /// The latest assistant message with usage: its index and the tokens it reported.

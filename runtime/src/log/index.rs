@@ -36,6 +36,12 @@ pub struct SessionIndex {
     pub stop: Option<StopReason>,
     pub model_requests: u64,
     pub tokens: u64,
+    /// Input tokens read from the provider's prompt cache, and written to it (priced as such
+    /// in `cost_usd`).
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    #[serde(default)]
+    pub cache_write_tokens: u64,
     pub cost_usd: f64,
 }
 
@@ -54,6 +60,8 @@ impl SessionIndex {
             stop: state.last_stop,
             model_requests: state.tally.model_requests,
             tokens: state.tally.tokens,
+            cache_read_tokens: state.tally.cache_read_tokens,
+            cache_write_tokens: state.tally.cache_write_tokens,
             cost_usd: state.tally.cost_usd,
         }
     }

@@ -4,8 +4,9 @@
 //! Map: `event` (the event types, stop reasons, inbox lanes), `file` (the writer: whole lines
 //! only, fsync, atomic creation), `read` (the reader: a torn last line is reported, anything
 //! else wrong is refused), `check` (sequence and pairing invariants), `history` (derive the
-//! history in the calls' order, compactions applied), `render` (the history as sent, aged
-//! results applied, kept up to date between requests), `state` (history,
+//! history in the calls' order, compactions applied), `render` (the history as sent, results aged
+//! in batches that keep the cached prefix, kept up to date between requests), `quote` (model
+//! text framed by paddock cannot carry paddock's markers), `state` (history,
 //! spending and turns kept up to date event by event), `recover` (what a crash left owing, call by call), `lock` (one
 //! writer per session), `session` (the log as the loop shares it).
 
@@ -16,6 +17,7 @@ mod file;
 mod history;
 mod index;
 mod lock;
+mod quote;
 mod read;
 mod recover;
 mod render;
@@ -36,6 +38,7 @@ pub use history::{
 };
 pub use index::{INDEX_FILE, SessionIndex, session_index};
 pub use lock::{LOCK_FILE, LockError, SessionLock, Wait};
+pub use quote::quote_markers;
 pub use read::{LogError, LogRead, read_log};
 pub use recover::{OUTCOME_UNKNOWN, Recovery, Settle, recover, recover_tail};
 pub use session::{SessionLog, Tap};

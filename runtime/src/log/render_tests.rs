@@ -2,23 +2,22 @@
 //! of the same events is, across ageing and compaction (issue 13).
 
 use super::super::ageing::{AGED, Ageing, STUB_BYTES};
+use super::super::event::{Body, Source};
 use super::super::history::{History, SUMMARY_HEADER, estimate_tokens, message_bytes};
-use super::super::test_session::session;
+use super::super::test_session::{numbered, session};
 use crate::model::Message;
+use crate::model::{Finish, Outcome, ToolCall};
 
-/// The estimate as it was made before the view: over every entry, each time.
+/// The estimate over every rendered message, each time: a stub counts as `STUB_BYTES`.
 fn estimate_from_scratch(history: &History, ageing: Option<Ageing>) -> u64 {
-    let steps = history.steps();
     let mark = history.usage_mark();
+    let rendered = history.render(ageing);
     let (mut all, mut after_mark) = (0, None::<u64>);
-    for (i, entry) in history.entries().iter().enumerate() {
-        let bytes = match (entry.message.as_ref(), ageing) {
-            (Message::Tool(r), Some(a))
-                if r.content.len() > a.bytes && entry.step + a.after_steps <= steps =>
-            {
-                STUB_BYTES
-            }
-            (message, _) => message_bytes(message),
+    for (i, keyed) in rendered.iter().take(history.entries().len()).enumerate() {
+        let bytes = if keyed.key & AGED != 0 {
+            STUB_BYTES
+        } else {
+            message_bytes(&keyed.message)
         };
         all += estimate_tokens(bytes);
         if let Some(sum) = after_mark.as_mut() {
@@ -96,4 +95,118 @@ fn an_estimate_after_reported_usage_counts_only_what_came_since() {
         .sum();
     assert_eq!(history.estimate(None), reported + since);
     assert!(history.measured());
+}
+
+/// A session of `steps` steps, each reading one file of `bytes` bytes.
+fn reading(steps: usize, bytes: usize) -> Vec<super::super::Event> {
+    let mut bodies = vec![Body::UserMessage {
+        text: "read them all".into(),
+        source: Source::User,
+    }];
+    for step in 0..steps {
+        let id = format!("c{step}");
+        bodies.push(Body::AssistantMessage {
+            attempt: format!("a{step}"),
+            text: String::new(),
+            tool_calls: vec![ToolCall {
+                id: id.clone(),
+                name: "read_file".into(),
+                arguments: format!(r#"{{"path":"f{step}"}}"#),
+            }],
+            finish: Finish::ToolCalls,
+            outcome: Outcome::ToolCalls,
+            usage: None,
+            cost_usd: None,
+        });
+        bodies.push(Body::ToolResult {
+            id,
+            content: format!("{step}").repeat(bytes),
+            is_error: false,
+            code: None,
+            args: None,
+            repairs: Vec::new(),
+            approval: None,
+        });
+    }
+    numbered(bodies)
+}
+
+#[test]
+fn results_age_in_a_few_batches_and_each_request_starts_with_the_one_before_between_them() {
+    let ageing = Ageing {
+        after_steps: 8,
+        bytes: 4096,
+    };
+    let events = reading(60, 6000);
+    let mut history = History::default();
+    let (mut last, mut batches): (Option<Vec<u64>>, Vec<u64>) = (None, Vec::new());
+    for event in &events {
+        history.push(event);
+        if !matches!(event.body, Body::ToolResult { .. }) {
+            continue;
+        }
+        // A request as the loop makes one: after the step's results.
+        let keys = history.render(Some(ageing)).keys();
+        if let Some(last) = &last
+            && !keys.starts_with(last)
+        {
+            batches.push(history.steps());
+            // A batch ages every large result older than `after_steps` at once.
+            let steps = history.steps();
+            for (entry, key) in history.entries().iter().zip(&keys) {
+                let old = entry.step + ageing.after_steps <= steps;
+                if matches!(*entry.message, Message::Tool(_)) {
+                    assert_eq!(key & AGED != 0, old, "step {}", entry.step);
+                }
+            }
+        }
+        last = Some(keys);
+    }
+    assert!(
+        (1..=4).contains(&batches.len()),
+        "60 steps age in a few batches, not one per request: {batches:?}"
+    );
+    // A resumed session renders what the live one sent.
+    assert_eq!(
+        History::of(&events).render(Some(ageing)),
+        history.render(Some(ageing))
+    );
+}
+
+#[test]
+fn a_compaction_ages_every_result_old_enough_at_once() {
+    let ageing = Ageing {
+        after_steps: 2,
+        bytes: 100,
+    };
+    let mut events = reading(6, 200);
+    let upto = events[2].seq;
+    let next = events.len() as u64 + 1;
+    events.extend(
+        numbered([Body::ContextCompacted {
+            id: "k".into(),
+            upto,
+            summary: "read f0".into(),
+            attempt: "s".into(),
+            rounds: 1,
+            usage: None,
+            cost_usd: None,
+        }])
+        .into_iter()
+        .map(|mut e| {
+            e.seq = next;
+            e
+        }),
+    );
+    let history = History::of(&events);
+    let rendered = history.render(Some(ageing));
+    let aged: Vec<bool> = history
+        .entries()
+        .iter()
+        .zip(rendered.keys())
+        .filter(|(e, _)| matches!(*e.message, Message::Tool(_)))
+        .map(|(_, key)| key & AGED != 0)
+        .collect();
+    // Steps 2..=6 kept; results of steps 2, 3 and 4 are older than 2 steps at step 6.
+    assert_eq!(aged, vec![true, true, true, false, false]);
 }

@@ -15,7 +15,13 @@ pub struct Tally {
     /// Of which compactions.
     pub compactions: u64,
     pub tool_calls: u64,
+    /// Input and output tokens.
     pub tokens: u64,
+    /// Of the input: all of it, what was read from the provider's prompt cache, and what was
+    /// written to it.
+    pub input_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
     pub cost_usd: f64,
     /// Milliseconds inside closed turns.
     pub closed_wall_ms: u64,
@@ -43,7 +49,7 @@ impl Tally {
                 self.model_requests += 1;
                 self.tool_calls += tool_calls.len() as u64;
                 if let Some(usage) = usage {
-                    self.tokens += usage.input_tokens + usage.output_tokens;
+                    self.add(usage);
                 }
                 self.cost_usd += cost_usd.unwrap_or(0.0);
             }
@@ -56,7 +62,7 @@ impl Tally {
                 self.model_requests += u64::from(*rounds);
                 self.compactions += 1;
                 if let Some(usage) = usage {
-                    self.tokens += usage.input_tokens + usage.output_tokens;
+                    self.add(usage);
                 }
                 self.cost_usd += cost_usd.unwrap_or(0.0);
             }
@@ -68,6 +74,13 @@ impl Tally {
             }
             _ => {}
         }
+    }
+
+    fn add(&mut self, usage: &crate::model::Usage) {
+        self.tokens += usage.input_tokens + usage.output_tokens;
+        self.input_tokens += usage.input_tokens;
+        self.cache_read_tokens += usage.cache_read_tokens;
+        self.cache_write_tokens += usage.cache_write_tokens;
     }
 
     /// Wall time inside turns, the open one counted until `now_ms`.
@@ -92,7 +105,8 @@ pub struct SessionState {
     /// Time of the first and the latest event.
     pub first_ms: u64,
     pub last_ms: u64,
-    /// From `session/start`: where it ran and with which model.
+    /// From `session/start`: the session's id, where it ran and with which model.
+    pub session: String,
     pub cwd: String,
     pub model: String,
     /// How the model is reached now: `session/start`'s, or the last `session/model`'s (a
@@ -128,6 +142,7 @@ impl SessionState {
             }
             Body::TurnEnd { reason, .. } => self.last_stop = Some(*reason),
             Body::SessionStart(start) => {
+                self.session.clone_from(&start.session);
                 self.cwd.clone_from(&start.cwd);
                 self.model.clone_from(&start.model);
                 self.model_config.clone_from(&start.model_config);
@@ -159,5 +174,62 @@ impl SessionState {
         }
         self.events += 1;
         self.last_ms = event.ts_ms;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Finish, Outcome, Usage, price};
+
+    #[test]
+    fn the_tally_counts_cached_input_and_its_cost_from_the_log() {
+        let sonnet = price::lookup("claude-sonnet-4-5").expect("in the table");
+        let usage = |input, read, write| Usage {
+            input_tokens: input,
+            output_tokens: 100,
+            cache_read_tokens: read,
+            cache_write_tokens: write,
+        };
+        let answer = |usage: Usage| Body::AssistantMessage {
+            attempt: "a".into(),
+            text: String::new(),
+            tool_calls: Vec::new(),
+            finish: Finish::Stop,
+            outcome: Outcome::Completed,
+            usage: Some(usage),
+            cost_usd: Some(sonnet.cost(&usage)),
+        };
+        let first = usage(10_000, 0, 9_000);
+        let second = usage(12_000, 9_000, 2_500);
+        let summary = usage(13_000, 11_500, 1_000);
+        let events = super::super::test_session::numbered([
+            answer(first),
+            answer(second),
+            Body::ContextCompacted {
+                id: "k".into(),
+                upto: 1,
+                summary: "s".into(),
+                attempt: "s".into(),
+                rounds: 1,
+                usage: Some(summary),
+                cost_usd: Some(sonnet.cost(&summary)),
+            },
+        ]);
+        let tally = Tally::of(&events);
+        assert_eq!(tally.input_tokens, 35_000);
+        assert_eq!(tally.cache_read_tokens, 20_500);
+        assert_eq!(tally.cache_write_tokens, 12_500);
+        assert_eq!(tally.tokens, 35_300);
+        // Plain input at $3, reads at $0.30, writes at $3.75, output at $15 per million.
+        let expected = (2_000.0 * 3.0 + 20_500.0 * 0.3 + 12_500.0 * 3.75 + 300.0 * 15.0) / 1e6;
+        assert!(
+            (tally.cost_usd - expected).abs() < 1e-12,
+            "{}",
+            tally.cost_usd
+        );
+        // At full price, the same input would cost more.
+        let uncached = (35_000.0 * 3.0 + 300.0 * 15.0) / 1e6;
+        assert!(uncached > 1.5 * tally.cost_usd);
     }
 }

@@ -2,10 +2,16 @@
 //! `tool_result` blocks in a user turn), the `x-api-key` and version headers, and the assembler
 //! for its stream.
 //!
+//! The API caches a request's prefix only up to blocks marked `cache_control`, four at most.
+//! The body marks the last tool, the system prompt, the end of the messages an earlier request
+//! of the session sent as they are (`ModelRequest::cached_prefix`: what that request wrote is
+//! read), and the end of the last message (written for the next request). `[model] cache_ttl`
+//! sets how long they are kept, or turns them off.
+//!
 //! SPEC M1.
 
 use super::assembler::AnthropicAssembler;
-use super::config::{ProviderConfig, ToolChoice};
+use super::config::{CacheTtl, ProviderConfig, ToolChoice};
 use super::http::Wire;
 use super::types::{AttemptId, Message, ModelRequest, ToolCall};
 use serde_json::{Value, json};
@@ -36,17 +42,22 @@ impl Wire for Anthropic {
         let max_tokens = request
             .max_output_tokens
             .unwrap_or_else(|| config.output_limit());
+        let marked = marked(request);
         let mut body = json!({
             "model": config.model,
             "max_tokens": max_tokens,
-            "messages": turns(request.messages.messages()),
+            "messages": turns(config, request.messages.messages(), &marked),
             "stream": true,
         });
         if !system.is_empty() {
-            body["system"] = json!(system.join("\n\n"));
+            let text = system.join("\n\n");
+            body["system"] = match cache_control(config) {
+                Some(mark) => json!([{ "type": "text", "text": text, "cache_control": mark }]),
+                None => json!(text),
+            };
         }
         if !request.tools.is_empty() {
-            body["tools"] = request
+            let mut tools: Vec<Value> = request
                 .tools
                 .iter()
                 .map(|t| {
@@ -57,6 +68,10 @@ impl Wire for Anthropic {
                     })
                 })
                 .collect();
+            if let (Some(last), Some(mark)) = (tools.last_mut(), cache_control(config)) {
+                last["cache_control"] = mark;
+            }
+            body["tools"] = Value::Array(tools);
             // `auto` is the API's default; the others are spelled its way.
             match config.tool_choice {
                 ToolChoice::Auto => {}
@@ -76,20 +91,72 @@ impl Wire for Anthropic {
         Some(blocks(message))
     }
 
+    fn marked(config: &ProviderConfig, request: &ModelRequest) -> Vec<usize> {
+        if cache_control(config).is_some() {
+            marked(request)
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn mark(config: &ProviderConfig, blocks: &mut [Value]) {
+        if let (Some(last), Some(mark)) = (blocks.last_mut(), cache_control(config)) {
+            last["cache_control"] = mark;
+        }
+    }
+
     fn assembler(attempt: AttemptId) -> AnthropicAssembler {
         AnthropicAssembler::new(attempt)
     }
 }
 
+/// The breakpoint of `config`'s TTL, `None` when caching is off.
+fn cache_control(config: &ProviderConfig) -> Option<Value> {
+    match config.cache_ttl {
+        CacheTtl::Off => None,
+        CacheTtl::FiveMinutes => Some(json!({ "type": "ephemeral" })),
+        CacheTtl::OneHour => Some(json!({ "type": "ephemeral", "ttl": "1h" })),
+    }
+}
+
+/// The messages whose last block is a breakpoint: the last one with blocks within the
+/// `cached_prefix`, and the last one with blocks. With the tool list and the system prompt,
+/// four at most.
+fn marked(request: &ModelRequest) -> Vec<usize> {
+    let with_blocks = |upto: usize| {
+        (0..upto).rev().find(|&i| {
+            request
+                .messages
+                .get(i)
+                .is_some_and(|k| !blocks(&k.message).1.is_empty())
+        })
+    };
+    let last = with_blocks(request.messages.len());
+    let read = request
+        .cached_prefix
+        .and_then(|n| with_blocks(n.min(request.messages.len())));
+    let mut marked: Vec<usize> = read.into_iter().chain(last).collect();
+    marked.dedup();
+    marked
+}
+
 /// The history as alternating turns of content blocks: consecutive entries with the same role
 /// share one turn (several tool results answer one assistant turn); empty text is left out,
-/// because the API rejects empty text blocks.
-fn turns<'a>(messages: impl Iterator<Item = &'a Message>) -> Vec<Value> {
+/// because the API rejects empty text blocks. The last block of each message in `marked` is a
+/// cache breakpoint.
+fn turns<'a>(
+    config: &ProviderConfig,
+    messages: impl Iterator<Item = &'a Message>,
+    marked: &[usize],
+) -> Vec<Value> {
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
-    for message in messages {
-        let (role, blocks) = blocks(message);
+    for (i, message) in messages.enumerate() {
+        let (role, mut blocks) = blocks(message);
         if blocks.is_empty() {
             continue;
+        }
+        if marked.contains(&i) {
+            Anthropic::mark(config, &mut blocks);
         }
         match turns.last_mut() {
             Some((last, existing)) if *last == role => existing.extend(blocks),
@@ -190,6 +257,8 @@ mod tests {
             .into(),
             ..ModelRequest::default()
         };
+        let mut config = config;
+        config.cache_ttl = CacheTtl::Off;
         let body = Anthropic::body(&config, &request);
         assert_eq!(body["system"], json!("sys"));
         assert_eq!(body["max_tokens"], json!(ANTHROPIC_DEFAULT_MAX_TOKENS));
@@ -234,5 +303,110 @@ mod tests {
         assert!(text.contains("t1"), "{text}");
         assert_eq!(content[1]["type"], json!("tool_use"));
         assert_eq!(content[1]["input"], json!({}));
+    }
+
+    /// Every block marked as a cache breakpoint: (turn, block) for messages, and whether the
+    /// system prompt and which tools are marked.
+    fn breakpoints(body: &Value) -> (Vec<(usize, usize)>, bool, Vec<usize>) {
+        let marked = |v: &Value| v.get("cache_control").is_some();
+        let mut blocks = Vec::new();
+        for (t, turn) in body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            for (b, block) in turn["content"].as_array().into_iter().flatten().enumerate() {
+                if marked(block) {
+                    blocks.push((t, b));
+                }
+            }
+        }
+        let system = body["system"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(marked));
+        let tools = body["tools"].as_array().into_iter().flatten().enumerate();
+        let tools = tools.filter(|(_, t)| marked(t)).map(|(i, _)| i).collect();
+        (blocks, system, tools)
+    }
+
+    #[test]
+    fn breakpoints_mark_the_tools_the_system_prompt_what_was_sent_before_and_the_end() {
+        let mut config = ProviderConfig::new(ProviderKind::Anthropic, "claude", None);
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "read_file".into(),
+            arguments: r#"{"path":"a"}"#.into(),
+        };
+        let result = |id: &str| {
+            Message::Tool(ToolResult {
+                call_id: id.into(),
+                content: "x".into(),
+                is_error: false,
+            })
+        };
+        let tool = |name: &str| crate::model::ToolDef {
+            name: name.into(),
+            description: "d".into(),
+            parameters: json!({"type": "object"}),
+        };
+        let messages = vec![
+            Message::System { text: "sys".into() },
+            Message::User { text: "hi".into() },
+            Message::Assistant {
+                text: String::new(),
+                tool_calls: vec![call("t1"), call("t2")],
+            },
+            result("t1"),
+            result("t2"),
+            Message::Assistant {
+                text: String::new(),
+                tool_calls: vec![call("t3")],
+            },
+            result("t3"),
+        ];
+        // The request before the last assistant message ended with t2's result.
+        let request = ModelRequest {
+            messages: messages.clone().into(),
+            tools: vec![tool("a"), tool("b")],
+            cached_prefix: Some(5),
+            ..ModelRequest::default()
+        };
+        let body = Anthropic::body(&config, &request);
+        let (blocks, system, tools) = breakpoints(&body);
+        assert_eq!(blocks, vec![(2, 1), (4, 0)], "{body}");
+        assert!(system);
+        assert_eq!(tools, vec![1]);
+        assert!(blocks.len() + usize::from(system) + tools.len() <= 4);
+        assert_eq!(
+            body["system"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+
+        // A summary request on the same prefix: the instruction joins the last user turn, and
+        // the breakpoint stays on what the last request ended with.
+        let mut summary = messages.clone();
+        summary.push(Message::User {
+            text: "summarize".into(),
+        });
+        let request = ModelRequest {
+            messages: summary.into(),
+            tools: vec![tool("a")],
+            cached_prefix: Some(7),
+            ..ModelRequest::default()
+        };
+        let (blocks, _, _) = breakpoints(&Anthropic::body(&config, &request));
+        assert_eq!(blocks, vec![(4, 0), (4, 1)]);
+
+        config.cache_ttl = CacheTtl::OneHour;
+        let body = Anthropic::body(&config, &request);
+        assert_eq!(
+            body["tools"][0]["cache_control"],
+            json!({"type": "ephemeral", "ttl": "1h"})
+        );
+        config.cache_ttl = CacheTtl::Off;
+        let body = Anthropic::body(&config, &request);
+        assert_eq!(breakpoints(&body), (Vec::new(), false, Vec::new()));
+        assert_eq!(body["system"], json!("sys"));
     }
 }

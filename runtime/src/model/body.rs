@@ -72,6 +72,8 @@ impl BodyCache {
             messages: Messages::default(),
             tools: request.tools.clone(),
             max_output_tokens: request.max_output_tokens,
+            cache_key: request.cache_key.clone(),
+            cached_prefix: None,
         };
         let mut value = W::body(config, &frame);
         let Some(object) = value.as_object_mut() else {

@@ -41,7 +41,7 @@ fn request(system: &str, history: Messages, tools: Vec<ToolDef>) -> ModelRequest
     ModelRequest {
         messages,
         tools,
-        max_output_tokens: None,
+        ..ModelRequest::default()
     }
 }
 
@@ -104,6 +104,16 @@ fn built_on_the_last_one<W: Wire>() {
         let mut request = request(system, history.render(ageing), tools);
         if k % 17 == 0 {
             request.max_output_tokens = Some(100);
+        }
+        // As the loop asks: what the request before the last answer sent is read from the
+        // cache (a breakpoint that moves with each request); now and then not.
+        if k % 5 != 0 {
+            request.cached_prefix = (0..request.messages.len()).rev().find(|&i| {
+                request
+                    .messages
+                    .get(i)
+                    .is_some_and(|m| matches!(*m.message, Message::Assistant { .. }))
+            });
         }
         let what = format!("event {k}");
         let body = check::<W>(&cache, &request, &what);

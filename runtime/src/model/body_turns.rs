@@ -4,7 +4,8 @@
 //! that buffer (taken back once the last request let go of it); the turn they end with is
 //! written again, since the messages that follow may join it, and so is everything after.
 //! Each message's blocks are serialized once: a message further on whose key is still in its
-//! place is copied from the last body.
+//! place, and marked as a cache breakpoint (`Wire::marked`) as it was, is copied from the last
+//! body.
 
 use std::sync::{Mutex, PoisonError};
 
@@ -23,6 +24,8 @@ pub(crate) struct Sent {
     start: usize,
     end: Vec<u8>,
     keys: Vec<u64>,
+    /// Per message: whether its last block is a cache breakpoint.
+    marks: Vec<bool>,
     /// Per message: its role and where its blocks are in `body` (`None`: no blocks, no turn).
     parts: Vec<Option<(&'static str, usize, usize)>>,
     /// Per turn: its first message and where the turn starts in `body`.
@@ -39,13 +42,21 @@ impl Sent {
     }
 }
 
-/// One message's role and blocks, serialized and joined by commas.
-fn part<W: Wire>(keyed: &Keyed) -> serde_json::Result<Option<(&'static str, Vec<u8>)>> {
-    let Some((role, blocks)) = W::blocks(&keyed.message) else {
+/// One message's role and blocks (the last one a cache breakpoint when `marked`), serialized
+/// and joined by commas.
+fn part<W: Wire>(
+    config: &ProviderConfig,
+    keyed: &Keyed,
+    marked: bool,
+) -> serde_json::Result<Option<(&'static str, Vec<u8>)>> {
+    let Some((role, mut blocks)) = W::blocks(&keyed.message) else {
         return Ok(None);
     };
     if blocks.is_empty() {
         return Ok(None);
+    }
+    if marked {
+        W::mark(config, &mut blocks);
     }
     let mut bytes = Vec::new();
     for (i, block) in blocks.iter().enumerate() {
@@ -70,6 +81,8 @@ fn frame<W: Wire>(config: &ProviderConfig, request: &ModelRequest) -> Option<(Ve
         messages: system,
         tools: request.tools.clone(),
         max_output_tokens: request.max_output_tokens,
+        cache_key: request.cache_key.clone(),
+        cached_prefix: None,
     };
     let Value::Object(object) = W::body(config, &frame) else {
         return None;
@@ -115,8 +128,12 @@ pub(crate) fn body<W: Wire>(
     let Some((start, end)) = frame::<W>(config, request) else {
         return whole();
     };
+    let marked = W::marked(config, request);
+    let marks: Vec<bool> = (0..request.messages.len())
+        .map(|i| marked.contains(&i))
+        .collect();
     let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
-    let sent = build::<W>(cache.take(), start, end, &request.messages)?;
+    let sent = build::<W>(cache.take(), config, start, end, &request.messages, marks)?;
     let body = sent.body.clone();
     *cache = Some(sent);
     Ok(body)
@@ -124,9 +141,11 @@ pub(crate) fn body<W: Wire>(
 
 fn build<W: Wire>(
     last: Option<Sent>,
+    config: &ProviderConfig,
     start: Vec<u8>,
     end: Vec<u8>,
     messages: &Messages,
+    marks: Vec<bool>,
 ) -> serde_json::Result<Sent> {
     let in_place = last.as_ref().filter(|l| l.body[..l.start] == start[..]);
     let cached = |last: &Sent, i: usize| {
@@ -137,8 +156,8 @@ fn build<W: Wire>(
     if let Some(last) = in_place {
         for (i, keyed) in messages.iter().enumerate().take(last.keys.len()) {
             let unchanged = match keyed.key {
-                0 => part::<W>(keyed)? == cached(last, i),
-                key => key == last.keys[i],
+                0 => part::<W>(config, keyed, marks[i])? == cached(last, i),
+                key => key == last.keys[i] && marks[i] == last.marks[i],
             };
             if !unchanged {
                 break;
@@ -162,12 +181,14 @@ fn build<W: Wire>(
     let mut turns = Vec::new();
     let mut role_open: Option<&str> = None;
     for (i, keyed) in messages.iter().enumerate().skip(from) {
-        let reused = last
-            .as_ref()
-            .filter(|last| keyed.key != 0 && last.keys.get(i) == Some(&keyed.key));
+        let reused = last.as_ref().filter(|last| {
+            keyed.key != 0
+                && last.keys.get(i) == Some(&keyed.key)
+                && last.marks.get(i) == Some(&marks[i])
+        });
         let part = match reused {
             Some(last) => cached(last, i),
-            None => part::<W>(keyed)?,
+            None => part::<W>(config, keyed, marks[i])?,
         };
         let Some((role, bytes)) = part else {
             parts.push(None);
@@ -194,7 +215,7 @@ fn build<W: Wire>(
     if role_open.is_some() {
         tail.extend_from_slice(b"]}");
     }
-    let (mut buffer, mut kept_parts, mut kept_turns, mut keys) = match last {
+    let (mut buffer, mut kept_parts, mut kept_turns, mut keys, mut kept_marks) = match last {
         Some(last) if last.body[..last.start] == start[..] => {
             let cut = last
                 .turns
@@ -207,18 +228,21 @@ fn build<W: Wire>(
                 cut
             };
             let (mut parts, mut turns, mut keys) = (last.parts, last.turns, last.keys);
+            let mut kept_marks = last.marks;
             parts.truncate(from);
             turns.truncate(kept);
             keys.truncate(from);
+            kept_marks.truncate(from);
             let mut buffer = last
                 .body
                 .try_into_mut()
                 .unwrap_or_else(|shared| BytesMut::from(&shared[..cut]));
             buffer.truncate(cut);
-            (buffer, parts, turns, keys)
+            (buffer, parts, turns, keys, kept_marks)
         }
         _ => (
             BytesMut::from(&start[..]),
+            Vec::new(),
             Vec::new(),
             Vec::new(),
             Vec::new(),
@@ -232,6 +256,7 @@ fn build<W: Wire>(
     );
     kept_turns.extend(turns.into_iter().map(|(first, at)| (first, at + offset)));
     keys.extend(messages.iter().skip(from).map(|k| k.key));
+    kept_marks.extend(marks.into_iter().skip(from));
     buffer.extend_from_slice(&tail);
     buffer.extend_from_slice(&end);
     Ok(Sent {
@@ -239,6 +264,7 @@ fn build<W: Wire>(
         start: start.len(),
         end,
         keys,
+        marks: kept_marks,
         parts: kept_parts,
         turns: kept_turns,
         #[cfg(test)]

@@ -46,6 +46,20 @@ pub enum ToolChoice {
     None,
 }
 
+/// How long a provider keeps what a request asks it to cache (Anthropic's `cache_control`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+pub enum CacheTtl {
+    /// No breakpoint is sent: nothing is cached.
+    #[serde(rename = "off")]
+    Off,
+    /// The API's default; a write costs 1.25 times the input price.
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    /// A write costs twice the input price; worth it when turns are more than five minutes apart.
+    #[serde(rename = "1h")]
+    OneHour,
+}
+
 #[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
@@ -117,6 +131,14 @@ pub struct ProviderConfig {
     pub age_after: u32,
     #[serde(default = "defaults::age_bytes")]
     pub age_bytes: u64,
+    /// Anthropic: how long what the request's cache breakpoints mark is kept (`"5m"`, `"1h"`),
+    /// or `"off"` to send none.
+    #[serde(default = "defaults::cache_ttl")]
+    pub cache_ttl: CacheTtl,
+    /// OpenAI wire: send the session id as `prompt_cache_key`, so its requests reach the same
+    /// cache. Unset: only to OpenAI's own API (other servers may refuse an unknown field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_key: Option<bool>,
 }
 
 mod defaults {
@@ -166,6 +188,9 @@ mod defaults {
     pub fn age_bytes() -> u64 {
         4096
     }
+    pub fn cache_ttl() -> super::CacheTtl {
+        super::CacheTtl::FiveMinutes
+    }
 }
 
 /// The output limit sent when the preset sets none (Anthropic requires one; many
@@ -202,6 +227,8 @@ impl ProviderConfig {
             compact_keep: defaults::compact_keep(),
             age_after: defaults::age_after(),
             age_bytes: defaults::age_bytes(),
+            cache_ttl: defaults::cache_ttl(),
+            prompt_cache_key: None,
         }
     }
 
@@ -220,14 +247,24 @@ impl ProviderConfig {
         self.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS)
     }
 
-    /// The request field for the output limit (OpenAI wire): `Auto` resolved by base URL.
-    pub fn max_tokens_field_name(&self) -> &'static str {
-        let openai_itself = self
-            .base_url()
+    /// Whether the base URL is OpenAI's own API.
+    fn openai_itself(&self) -> bool {
+        self.base_url()
             .split("://")
             .nth(1)
             .and_then(|rest| rest.split(['/', ':']).next())
-            .is_some_and(|host| host.eq_ignore_ascii_case("api.openai.com"));
+            .is_some_and(|host| host.eq_ignore_ascii_case("api.openai.com"))
+    }
+
+    /// Whether `prompt_cache_key` is sent (OpenAI wire): unset, to OpenAI's own API only.
+    pub fn sends_cache_key(&self) -> bool {
+        self.prompt_cache_key
+            .unwrap_or_else(|| self.openai_itself())
+    }
+
+    /// The request field for the output limit (OpenAI wire): `Auto` resolved by base URL.
+    pub fn max_tokens_field_name(&self) -> &'static str {
+        let openai_itself = self.openai_itself();
         match self.max_tokens_field {
             MaxTokensField::Auto if openai_itself => "max_completion_tokens",
             MaxTokensField::Auto | MaxTokensField::MaxTokens => "max_tokens",

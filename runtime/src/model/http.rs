@@ -40,6 +40,12 @@ pub(crate) trait Wire: Send + Sync + 'static {
     fn blocks(_message: &super::types::Message) -> Option<(&'static str, Vec<serde_json::Value>)> {
         None
     }
+    /// The messages whose blocks end with a cache breakpoint, for a format that `MERGES`.
+    fn marked(_config: &ProviderConfig, _request: &ModelRequest) -> Vec<usize> {
+        Vec::new()
+    }
+    /// Makes the last of one message's blocks a cache breakpoint.
+    fn mark(_config: &ProviderConfig, _blocks: &mut [serde_json::Value]) {}
     fn assembler(attempt: AttemptId) -> Self::Assembler;
 }
 
@@ -48,6 +54,8 @@ pub(crate) struct HttpProvider<W> {
     client: reqwest::Client,
     url: String,
     headers: HeaderMap,
+    /// The preset's price, else the table's (cache writes priced for the TTL asked).
+    price: Option<price::Price>,
     cache: BodyCache,
     wire: PhantomData<W>,
 }
@@ -83,7 +91,15 @@ impl<W: Wire> HttpProvider<W> {
             .build()
             .map_err(|e| ModelError::Config(format!("HTTP client: {}", chain(&e))))?;
         let url = format!("{}{}", config.base_url(), W::PATH);
+        let price = config.price.or_else(|| {
+            let table = price::lookup(&config.model)?;
+            Some(match config.cache_ttl {
+                super::config::CacheTtl::OneHour => table.with_hour_writes(),
+                _ => table,
+            })
+        });
         Ok(HttpProvider {
+            price,
             config,
             client,
             url,
@@ -210,7 +226,7 @@ impl<W: Wire> Provider for HttpProvider<W> {
         let message = &mut completion.message;
         message.cost_usd = message
             .usage
-            .and_then(|u| price::cost(&self.config.model, self.config.price.as_ref(), &u));
+            .and_then(|u| price::cost(&self.config.model, self.price.as_ref(), &u));
         Ok(completion)
     }
 }

@@ -32,8 +32,8 @@ mod types;
 
 pub use attempt::RetryPolicy;
 pub use config::{
-    ANTHROPIC_DEFAULT_MAX_TOKENS, DEFAULT_MAX_OUTPUT_TOKENS, MaxTokensField, ProviderConfig,
-    ProviderKind, ToolChoice,
+    ANTHROPIC_DEFAULT_MAX_TOKENS, CacheTtl, DEFAULT_MAX_OUTPUT_TOKENS, MaxTokensField,
+    ProviderConfig, ProviderKind, ToolChoice,
 };
 pub use error::{ModelError, Retry, shorten};
 pub use sse::replay;

@@ -61,6 +61,13 @@ impl Wire for OpenAi {
         if let Some(temperature) = config.temperature {
             body["temperature"] = json!(temperature);
         }
+        if let Some(key) = request
+            .cache_key
+            .as_ref()
+            .filter(|_| config.sends_cache_key())
+        {
+            body["prompt_cache_key"] = json!(key);
+        }
         body
     }
 
@@ -142,6 +149,7 @@ mod tests {
                 parameters: json!({"type": "object"}),
             }],
             max_output_tokens: None,
+            ..ModelRequest::default()
         };
         let body = OpenAi::body(&config, &request);
         assert_eq!(body["stream"], json!(true));
@@ -195,6 +203,42 @@ mod tests {
         assert_eq!(
             OpenAi::body(&config, &with_tools)["tool_choice"],
             json!("required")
+        );
+    }
+
+    #[test]
+    fn the_session_id_goes_as_prompt_cache_key_where_the_api_takes_it() {
+        let request = ModelRequest {
+            messages: vec![Message::User { text: "hi".into() }].into(),
+            cache_key: Some("20261201-abc".into()),
+            ..ModelRequest::default()
+        };
+        let openai = ProviderConfig::new(ProviderKind::Openai, "gpt-5", None);
+        assert_eq!(
+            OpenAi::body(&openai, &request)["prompt_cache_key"],
+            json!("20261201-abc")
+        );
+        // Another server may refuse a field it does not know: sent only when the preset says so.
+        let mut local =
+            ProviderConfig::new(ProviderKind::Openai, "m", Some("http://127.0.0.1:8000/v1"));
+        assert!(
+            OpenAi::body(&local, &request)
+                .get("prompt_cache_key")
+                .is_none()
+        );
+        local.prompt_cache_key = Some(true);
+        assert_eq!(
+            OpenAi::body(&local, &request)["prompt_cache_key"],
+            json!("20261201-abc")
+        );
+        let unkeyed = ModelRequest {
+            cache_key: None,
+            ..request
+        };
+        assert!(
+            OpenAi::body(&openai, &unkeyed)
+                .get("prompt_cache_key")
+                .is_none()
         );
     }
 }

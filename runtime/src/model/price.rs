@@ -32,6 +32,15 @@ impl Price {
         }
     }
 
+    /// The price when cache writes are kept an hour: Anthropic bills them at twice the input
+    /// price (the table's `cache_write` is the five-minute price, 1.25 times).
+    pub fn with_hour_writes(self) -> Price {
+        Price {
+            cache_write: Some(self.input * 2.0),
+            ..self
+        }
+    }
+
     /// The cost of `usage` at this price.
     pub fn cost(&self, usage: &Usage) -> f64 {
         let cached = usage.cache_read_tokens + usage.cache_write_tokens;
@@ -121,6 +130,23 @@ mod tests {
         let cost = price.cost(&usage(1_000_000, 1_000_000, 400_000, 100_000));
         // 500k plain * 2 + 400k * 0.5 + 100k * 2.5 + 1M * 8
         assert!((cost - (1.0 + 0.2 + 0.25 + 8.0)).abs() < 1e-9, "{cost}");
+    }
+
+    #[test]
+    fn claude_cache_reads_cost_a_tenth_and_writes_a_quarter_more_or_double_for_an_hour() {
+        let sonnet = lookup("claude-sonnet-4-5").expect("in the table");
+        let read = sonnet.cost(&usage(1_000_000, 0, 1_000_000, 0));
+        let write = sonnet.cost(&usage(1_000_000, 0, 0, 1_000_000));
+        let plain = sonnet.cost(&usage(1_000_000, 0, 0, 0));
+        assert!((read / plain - 0.1).abs() < 1e-9, "{read} {plain}");
+        assert!((write / plain - 1.25).abs() < 1e-9, "{write} {plain}");
+        let hour = sonnet
+            .with_hour_writes()
+            .cost(&usage(1_000_000, 0, 0, 1_000_000));
+        assert!((hour / plain - 2.0).abs() < 1e-9, "{hour} {plain}");
+        let gpt = lookup("gpt-5-mini").expect("in the table");
+        let cached = gpt.cost(&usage(1_000_000, 0, 1_000_000, 0));
+        assert!((cached / gpt.cost(&usage(1_000_000, 0, 0, 0)) - 0.1).abs() < 1e-9);
     }
 
     #[test]

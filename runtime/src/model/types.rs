@@ -64,6 +64,12 @@ pub struct ModelRequest {
     pub tools: Vec<ToolDef>,
     /// Overrides the provider's configured `max_output_tokens` for this request.
     pub max_output_tokens: Option<u32>,
+    /// What a provider may route its prompt cache by: the session (OpenAI's `prompt_cache_key`).
+    pub cache_key: Option<String>,
+    /// How many leading messages an earlier request of the session sent exactly as they are
+    /// here: a provider that caches only up to explicit breakpoints (Anthropic) marks their end,
+    /// so this request reads what that one wrote.
+    pub cached_prefix: Option<usize>,
 }
 
 /// Token counts reported by the provider, normalised across wire formats.
