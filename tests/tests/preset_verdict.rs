@@ -59,6 +59,13 @@ fn rejected(home: &str) -> Vec<Rejected> {
             says: "plugins.fs.grants.exec.read[0]:",
         },
         Rejected {
+            what: "a typo in a hook's config",
+            text: format!(
+                "{FS}\n[[hooks]]\nsource = \"builtin:protect-paths\"\non = \"pre\"\nconfig = {{ glob = [\".env\"] }}\n"
+            ),
+            says: "bad.toml:8:12: hooks[0].config.glob: hook `builtin:protect-paths` has no config key `glob` (did you mean `globs`?)",
+        },
+        Rejected {
             what: "hooks_drop without a base",
             text: format!("hooks_drop = [\"protect-paths\"]\n{FS}"),
             says: "bad.toml:1:15: hooks_drop[0]: hooks_drop names hooks of the base preset, but this preset extends none",
@@ -286,5 +293,40 @@ fn warnings_are_shown_once_at_a_start_and_as_events_under_json() {
             .unwrap()
             .contains("has no writable mount"),
         "{warnings:?}"
+    );
+}
+
+#[test]
+fn what_a_shipped_hook_declares_for_its_config_is_what_it_takes() {
+    let project = Project::new(&[("notes.txt", "one\n")]);
+    let preset = "[plugins.fs]\nsource = \"builtin:fs\"\n\
+                  mounts = [{ host = \".\", guest = \"/workspace\", mode = \"rw\" }]\n\n\
+                  [[hooks]]\nsource = \"builtin:protect-paths\"\non = \"pre\"\n\
+                  config = { globs = [\"notes.txt\"], deny_writes = false }\n";
+    std::fs::write(project.dir.path().join("hooked.toml"), preset).unwrap();
+    let checked = paddock(&project, &["preset", "check", "hooked.toml"], None);
+    assert_eq!(checked.status.code(), Some(0), "{}", text(&checked));
+    let out = paddock(
+        &project,
+        &[
+            "tool",
+            "call",
+            "write_file",
+            r#"{"path": "notes.txt", "content": "two\n"}"#,
+            "--preset",
+            "hooked.toml",
+            "--json",
+        ],
+        None,
+    );
+    let value: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(value["error"]["code"], "DENIED", "{value}");
+    let message = value["error"]["message"].as_str().unwrap();
+    // Denied by the glob it was given, not for a config the hook could not read.
+    assert!(!message.contains("does not fit"), "{message}");
+    assert!(message.contains("notes.txt"), "{message}");
+    assert_eq!(
+        std::fs::read_to_string(project.dir.path().join("notes.txt")).unwrap(),
+        "one\n"
     );
 }

@@ -1,13 +1,14 @@
 //! One verdict on a preset, for `preset check` and for every command that starts with one
 //! (`run`, `chat`, `resume`, `tool call|list|batch`, `mcp serve`): parse, the findings on the
-//! text as written (empty strings, grants that reach the data directory, `hooks_drop`),
+//! text as written (empty strings, grants that reach the data directory, `hooks_drop`, hook
+//! `config` against what the hook declares),
 //! resolve, load every plugin, then the findings on what the plugins provide. An error
 //! refuses (exit 2, each finding with its `file:line:column` and fix); warnings travel with
 //! the preset for the caller to show once. No command has a more lenient path than `check`.
 
 use super::findings::{self, Finding, LoadedPlugin, Severity};
 use super::locate::Seg;
-use super::{empty, inherit, locate, reach};
+use super::{empty, hook_config, inherit, locate, reach};
 use crate::calls::Registry;
 use crate::cli::Env;
 use crate::cli::style::{self, RED, YELLOW, paint, sanitize};
@@ -125,6 +126,7 @@ pub(crate) async fn judge(
     let overridden = start.mount_override.is_some();
     let mut written = empty::empty_strings(&found.source.text);
     written.extend(inherit::hooks(&found.written).1);
+    written.extend(hook_config::hook_configs(&file));
     written.extend(reach::data_dir(
         &file,
         &env.cwd,

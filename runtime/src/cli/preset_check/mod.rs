@@ -8,6 +8,7 @@
 
 mod empty;
 mod findings;
+mod hook_config;
 mod inherit;
 pub(crate) mod judge;
 mod locate;
