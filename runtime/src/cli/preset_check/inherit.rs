@@ -7,7 +7,7 @@
 use toml::de::{DeTable, DeValue};
 
 use super::findings::{Finding, Severity};
-use super::locate::KeyPath;
+use super::locate::{KeyPath, entry};
 use crate::plugin_store::DidYouMean;
 use crate::preset::{Source, hook_name, line_col};
 
@@ -34,8 +34,8 @@ pub fn hooks(chain: &[Source]) -> (Vec<HookOrigin>, Vec<Finding>) {
             continue;
         };
         let table = doc.get_ref();
-        let extends = value(table, "extends").is_some();
-        if let Some((_, DeValue::Array(drops))) = value(table, "hooks_drop") {
+        let extends = entry(table, "extends").is_some();
+        if let Some((_, DeValue::Array(drops))) = entry(table, "hooks_drop") {
             for (i, drop) in drops.iter().enumerate() {
                 let DeValue::String(name) = drop.get_ref() else {
                     continue;
@@ -91,7 +91,7 @@ pub fn hooks(chain: &[Source]) -> (Vec<HookOrigin>, Vec<Finding>) {
                 }
             }
         }
-        let own: Vec<HookOrigin> = match value(table, "hooks") {
+        let own: Vec<HookOrigin> = match entry(table, "hooks") {
             Some((_, DeValue::Array(hooks))) => hooks
                 .iter()
                 .enumerate()
@@ -110,7 +110,7 @@ pub fn hooks(chain: &[Source]) -> (Vec<HookOrigin>, Vec<Finding>) {
 
 fn origin(source: &Source, offset: usize, hook: &DeValue<'_>) -> HookOrigin {
     let text = |key: &str| match hook {
-        DeValue::Table(t) => match value(t, key) {
+        DeValue::Table(t) => match entry(t, key) {
             Some((_, DeValue::String(s))) => Some(s.to_string()),
             _ => None,
         },
@@ -134,16 +134,6 @@ fn origin(source: &Source, offset: usize, hook: &DeValue<'_>) -> HookOrigin {
         file: 0,
         index: 0,
     }
-}
-
-fn value<'t, 'i>(table: &'t DeTable<'i>, key: &str) -> Option<(usize, &'t DeValue<'i>)> {
-    table
-        .iter()
-        .find(|(k, _)| {
-            let name: &str = k.get_ref();
-            name == key
-        })
-        .map(|(k, v)| (k.span().start, v.get_ref()))
 }
 
 #[cfg(test)]

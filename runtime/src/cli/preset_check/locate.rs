@@ -99,7 +99,8 @@ fn deepest(table: &DeTable<'_>, path: &[Seg]) -> (usize, usize) {
     found
 }
 
-fn entry<'t, 'i>(table: &'t DeTable<'i>, key: &str) -> Option<(usize, &'t DeValue<'i>)> {
+/// The entry `key` of `table`: where its key is written, and its value.
+pub(super) fn entry<'t, 'i>(table: &'t DeTable<'i>, key: &str) -> Option<(usize, &'t DeValue<'i>)> {
     table
         .iter()
         .find(|(k, _)| {
