@@ -100,18 +100,11 @@ pub(super) async fn start_session(
     let found = preset::find_written(&args.preset, &env.cwd, project.presets)
         .map_err(|e| fail(&e.to_string()))?;
     let file = found.source.parse().map_err(|e| fail(&e.to_string()))?;
-    let session = new_session_id();
-    let cwd = env.cwd.clone();
-    let path = env.store.session_dir(&session).join(LOG_FILE);
-    // The preset's verdict first: a preset `preset check` refuses never starts (P1).
-    let loaded = load_preset(env, &found, &args.preset, &[], &session, approver)
-        .await
-        .map_err(|(code, message)| setup_error(false, &code, &message))?;
-    let base = preset::system_prompt(&file, &found.source.text, &cwd)
+    let base = preset::system_prompt(&file, &found.source.text, &env.cwd)
         .map_err(|e| fail(&e.to_string()))?
         .unwrap_or_else(|| DEFAULT_SYSTEM.to_string());
     let instructions = if project.instructions {
-        let (files, notices) = preset::read_instructions(&cwd);
+        let (files, notices) = preset::read_instructions(&env.cwd);
         for notice in notices {
             super::trust::notice(&notice);
         }
@@ -120,6 +113,13 @@ pub(super) async fn start_session(
         Vec::new()
     };
     let model_config = choose_model(args, file.model.clone()).map_err(|m| fail(&m))?;
+    let session = new_session_id();
+    let cwd = env.cwd.clone();
+    let path = env.store.session_dir(&session).join(LOG_FILE);
+    // The same verdict as `preset check`: a preset it refuses never starts (P1).
+    let loaded = load_preset(env, &found, &args.preset, &[], &session, approver)
+        .await
+        .map_err(|(code, message)| setup_error(false, &code, &message))?;
     loaded.start_compiling();
     let provider: Box<dyn crate::model::Provider> = match &model_config {
         None => Box::new(ScriptedProvider::demo()),
