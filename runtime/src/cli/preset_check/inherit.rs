@@ -138,16 +138,8 @@ fn origin(source: &Source, offset: usize, hook: &DeValue<'_>) -> HookOrigin {
 
 #[cfg(test)]
 mod tests {
+    use super::super::locate::tests::source;
     use super::*;
-    use crate::preset::Origin;
-
-    fn source(location: &str, text: &str) -> Source {
-        Source {
-            origin: Origin::File,
-            location: location.into(),
-            text: text.into(),
-        }
-    }
 
     #[test]
     fn each_hook_names_the_file_that_set_it_and_drops_are_found() {

@@ -111,11 +111,12 @@ pub(super) fn entry<'t, 'i>(table: &'t DeTable<'i>, key: &str) -> Option<(usize,
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::preset::Origin;
 
-    fn source(location: &str, text: &str) -> Source {
+    /// A preset file of the chain, for the tests of this folder.
+    pub(in crate::cli::preset_check) fn source(location: &str, text: &str) -> Source {
         Source {
             origin: Origin::File,
             location: location.into(),
