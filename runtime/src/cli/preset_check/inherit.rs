@@ -43,11 +43,16 @@ pub fn hooks(chain: &[Source]) -> (Vec<HookOrigin>, Vec<Finding>) {
                 let at = KeyPath::of("hooks_drop").index(i);
                 let known: Vec<&str> = effective.iter().map(|h| h.name.as_str()).collect();
                 match effective.iter().position(|h| h.name == **name) {
-                    Some(index) => {
-                        let hook = effective.remove(index);
-                        found.push(Finding {
+                    // Every base hook of that name goes, as `extends` drops them all.
+                    Some(_) => {
+                        let (gone, kept): (Vec<HookOrigin>, Vec<HookOrigin>) =
+                            std::mem::take(&mut effective)
+                                .into_iter()
+                                .partition(|h| h.name == **name);
+                        effective = kept;
+                        found.extend(gone.into_iter().map(|hook| Finding {
                             severity: Severity::Warning,
-                            at,
+                            at: at.clone(),
                             file: Some(file),
                             message: format!(
                                 "drops the base's hook `{}` ({}, set at {}): the calls it guards \
@@ -59,7 +64,7 @@ pub fn hooks(chain: &[Source]) -> (Vec<HookOrigin>, Vec<Finding>) {
                                  means to run without that guard",
                                 hook.name
                             ),
-                        });
+                        }));
                     }
                     None if !extends => found.push(Finding {
                         severity: Severity::Error,
