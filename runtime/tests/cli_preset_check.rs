@@ -271,3 +271,46 @@ fn tool_call_says_did_you_mean_and_when_the_preset_leaves_a_tool_out() {
         "{err}"
     );
 }
+
+#[test]
+fn every_unknown_key_and_wrong_type_of_a_file_is_reported_in_one_run() {
+    let s = Sandbox::new();
+    let preset = write(
+        &s,
+        "five.toml",
+        "[plugins.fs]\nsource = \"builtin:fs\"\ntimeout_sm = 10\nmemory_mb = \"lots\"\n\
+         mounts = [{ host = \".\", guest = \"/workspace\", mode = \"rx\" }]\n\n\
+         [limits]\nmax_turn = 3\n\n[tools]\nenabel = [\"read_file\"]\n",
+    );
+    let (code, shown) = check(&s, &preset);
+    assert_eq!(code, Some(2), "{shown}");
+    let errors: Vec<&str> = shown
+        .lines()
+        .filter(|l| l.starts_with("error: five.toml:"))
+        .collect();
+    assert_eq!(errors.len(), 5, "{shown}");
+    for expected in [
+        "error: five.toml:3:1: unknown field `timeout_sm`",
+        "did you mean `timeout_ms`?",
+        "error: five.toml:4:13: invalid type: string \"lots\", expected u64",
+        "error: five.toml:5:",
+        "error: five.toml:8:1: unknown field `max_turn`",
+        "did you mean `max_turns`?",
+        "error: five.toml:11:1: unknown field `enabel`",
+        "did you mean `enable`?",
+    ] {
+        assert!(
+            shown.contains(expected),
+            "missing {expected:?} in:\n{shown}"
+        );
+    }
+    // A start reports the same five at once.
+    let out = s.paddock(&["tool", "list", "--preset", &preset]);
+    let started = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{started}");
+    let at_start: Vec<&str> = started
+        .lines()
+        .filter(|l| l.starts_with("error: five.toml:"))
+        .collect();
+    assert_eq!(at_start, errors);
+}

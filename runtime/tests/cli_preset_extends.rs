@@ -55,12 +55,22 @@ fn a_preset_extends_a_shipped_one_and_its_effective_toml_checks() {
         "{}",
         out(&check)
     );
-    // The tool selection of the merged preset is what runs.
+    // The tool selection of the merged preset is what runs; the start shows the same
+    // warnings `check` does (coding's aliases now point at tools left out).
     let listed = s.paddock(&["tool", "list", "--preset", "mine.toml"]);
-    let listed = out(&listed);
+    let tools = String::from_utf8_lossy(&listed.stdout);
     assert!(
-        listed.contains("read_file") && !listed.contains("write_file"),
-        "{listed}"
+        tools.contains("read_file") && !tools.contains("write_file"),
+        "{}",
+        out(&listed)
+    );
+    let warned = String::from_utf8_lossy(&listed.stderr);
+    assert_eq!(
+        warned
+            .matches("warning: <embedded preset coding>:61:33: tools.aliases.Write:")
+            .count(),
+        1,
+        "{warned}"
     );
 }
 

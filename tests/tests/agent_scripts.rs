@@ -141,11 +141,21 @@ async fn the_preset_sets_the_system_prompt_from_text_or_a_file() {
     .await;
     let url = server.openai_base_url();
     let dir = project.dir.path();
-    std::fs::write(dir.join("text.toml"), "system_prompt = \"Be terse.\"\n").unwrap();
-    std::fs::write(dir.join("file.toml"), "\nsystem_prompt_file = \"sys.md\"\n").unwrap();
+    // A preset with no tools refuses to start (as `preset check` does): each has one.
+    let fs = "[plugins.fs]\nsource = \"builtin:fs\"\nmounts = [{ host = \".\", guest = \"/workspace\" }]\n";
+    std::fs::write(
+        dir.join("text.toml"),
+        format!("system_prompt = \"Be terse.\"\n{fs}"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("file.toml"),
+        format!("\nsystem_prompt_file = \"sys.md\"\n{fs}"),
+    )
+    .unwrap();
     std::fs::write(
         dir.join("both.toml"),
-        "system_prompt = \"a\"\nsystem_prompt_file = \"sys.md\"\n",
+        format!("system_prompt = \"a\"\nsystem_prompt_file = \"sys.md\"\n{fs}"),
     )
     .unwrap();
     let out = project

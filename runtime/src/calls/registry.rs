@@ -92,9 +92,20 @@ impl Registry {
         store: &PluginStore,
         preset: &ResolvedPreset,
     ) -> Result<Registry, RegistryError> {
+        let plugins = Registry::load_plugins(sandbox, store, preset).await?;
+        Registry::of_plugins(plugins, preset).await
+    }
+
+    /// Every plugin of `preset` loaded (its pin checked), in preset order, nothing registered
+    /// yet: what a preset's checks look at before a session takes the plugins
+    /// (`Registry::of_plugins`).
+    pub async fn load_plugins(
+        sandbox: &Sandbox,
+        store: &PluginStore,
+        preset: &ResolvedPreset,
+    ) -> Result<Vec<Plugin>, RegistryError> {
         super::warm::compile_preset(sandbox, store, preset).await;
-        let mut registry = Registry::default();
-        let mut owner: HashMap<String, String> = HashMap::new();
+        let mut plugins = Vec::with_capacity(preset.plugins.len());
         for resolved in &preset.plugins {
             let err = |source: StoreError| RegistryError::Store {
                 plugin: resolved.name.clone(),
@@ -130,6 +141,24 @@ impl Registry {
                         .join(", "),
                 });
             }
+            plugins.push(plugin);
+        }
+        Ok(plugins)
+    }
+
+    /// The registry of `plugins` (loaded by `load_plugins` for this `preset`, in its order)
+    /// and of the preset's MCP servers, started here.
+    pub async fn of_plugins(
+        plugins: Vec<Plugin>,
+        preset: &ResolvedPreset,
+    ) -> Result<Registry, RegistryError> {
+        let mut registry = Registry::default();
+        let mut owner: HashMap<String, String> = HashMap::new();
+        for (resolved, plugin) in preset.plugins.iter().zip(plugins) {
+            let err = |source: StoreError| RegistryError::Store {
+                plugin: resolved.name.clone(),
+                source,
+            };
             for spec in plugin.tools.iter() {
                 if !preset.keeps(&resolved.name, &spec.name) {
                     registry

@@ -59,6 +59,11 @@ impl Observer for JsonObserver {
     }
 }
 
+/// A warning on the session's preset (also printed on standard error): where, what, the fix.
+pub fn preset_warning(warning: &super::preset_check::judge::Shown) {
+    emit(&json!({"type": "preset/warning", "data": warning}));
+}
+
 /// The last line: how the run ended and what it spent.
 pub fn result(session: &str, end: &TurnEnd, exit: i32) {
     let spent = &end.spent;

@@ -97,15 +97,15 @@ async fn serve(args: ServeArgs) -> Exit {
 async fn start(args: &ServeArgs) -> Result<ServedSession, Exit> {
     let env = super::Env::open().map_err(|e| fail(&format!("{e:#}")))?;
     let project = super::trust::project_trusted_without_asking(&env, &args.preset);
-    let source = preset::find(&args.preset, &env.cwd, project).map_err(|e| fail(&e.to_string()))?;
-    let file = source.parse().map_err(|e| fail(&e.to_string()))?;
+    let found =
+        preset::find_written(&args.preset, &env.cwd, project).map_err(|e| fail(&e.to_string()))?;
     let session = new_session_id();
     let cwd = env.cwd.clone();
     let path = env.store.session_dir(&session).join(LOG_FILE);
     let approver = ElicitApprover::new(!args.no_elicitation);
     let loaded = load_preset(
         env,
-        file,
+        &found,
         &args.preset,
         &[],
         &session,
@@ -117,10 +117,10 @@ async fn start(args: &ServeArgs) -> Result<ServedSession, Exit> {
     let start = SessionStart {
         session,
         preset: loaded.preset.clone(),
-        preset_origin: source.location.clone(),
-        preset_sha256: Some(source.sha256()),
-        preset_from: Some(source.origin),
-        preset_text: source.text,
+        preset_origin: found.source.location.clone(),
+        preset_sha256: Some(found.source.sha256()),
+        preset_from: Some(found.source.origin),
+        preset_text: found.source.text,
         cwd: cwd.display().to_string(),
         plugins: plugin_hashes(&loaded),
         model: "mcp-client".into(),

@@ -73,6 +73,10 @@ pub async fn run(cmd: PresetCommand) -> Exit {
         PresetCommand::Show { name, toml: false } => match resolve(&env, &name) {
             Ok(resolved) => {
                 let mut value = serde_json::to_value(&resolved).unwrap_or_default();
+                let project = super::trust::project_trusted_for(&env, &name);
+                if let Ok(found) = preset::find_written(&name, &env.cwd, project) {
+                    mark_set_by(&mut value, &found);
+                }
                 value["model"] = match &resolved.model {
                     Some(m) => json!({
                         "provider": format!("{:?}", m.kind).to_lowercase(),
@@ -97,6 +101,76 @@ pub async fn run(cmd: PresetCommand) -> Exit {
             Err(message) => fail(&message),
         },
         PresetCommand::Check { file } => super::preset_check::check(&env, &file).await,
+    }
+}
+
+/// Marks each effective hook, plugin grant and tool selection of `value` (a resolved preset
+/// as JSON) with `set_by`: the `file:line:column` of the file of the `extends` chain that set
+/// it, so a preset built on another says which file each part of the policy comes from.
+fn mark_set_by(value: &mut serde_json::Value, found: &preset::Found) {
+    use super::preset_check::{KeyPath, hook_origins, locate};
+    let Ok(file) = found.source.parse() else {
+        return;
+    };
+    let at = |path: KeyPath| serde_json::Value::String(locate(&found.written, &path));
+    let (hooks, _) = hook_origins(&found.written);
+    if let Some(list) = value["hooks"].as_array_mut() {
+        for (hook, origin) in list.iter_mut().zip(&hooks) {
+            hook["set_by"] = origin.at.clone().into();
+        }
+    }
+    if let Some(list) = value["plugins"].as_array_mut() {
+        for plugin in list {
+            let name = plugin["name"].as_str().unwrap_or_default().to_string();
+            let Some(entry) = file.plugins.get(&name) else {
+                continue;
+            };
+            let key = KeyPath::of("plugins").key(&name);
+            let mut set_by = serde_json::Map::new();
+            set_by.insert("source".into(), at(key.clone().key("source")));
+            let written = [
+                ("mounts", !entry.mounts.is_empty()),
+                ("grants.exec", entry.grants.exec.is_some()),
+                ("grants.http", entry.grants.http.is_some()),
+                ("grants.protect", !entry.grants.protect.is_empty()),
+                (
+                    "grants.writable_protected",
+                    !entry.grants.writable_protected.is_empty(),
+                ),
+            ];
+            for (part, present) in written {
+                if present {
+                    let mut path = key.clone();
+                    for step in part.split('.') {
+                        path = path.key(step);
+                    }
+                    set_by.insert(part.into(), at(path));
+                }
+            }
+            plugin["set_by"] = set_by.into();
+        }
+    }
+    let mut tools = serde_json::Map::new();
+    if file.tools.enable.is_some() {
+        tools.insert("enable".into(), at(KeyPath::of("tools.enable")));
+    }
+    if !file.tools.disable.is_empty() {
+        tools.insert("disable".into(), at(KeyPath::of("tools.disable")));
+    }
+    for alias in file.tools.aliases.keys() {
+        tools.insert(
+            format!("aliases.{alias}"),
+            at(KeyPath::of("tools.aliases").key(alias)),
+        );
+    }
+    if !tools.is_empty() {
+        value["tools"]["set_by"] = tools.into();
+    }
+    if let Some(list) = value["mcp"].as_array_mut() {
+        for server in list {
+            let name = server["name"].as_str().unwrap_or_default().to_string();
+            server["set_by"] = at(KeyPath::of("mcp").key(&name));
+        }
     }
 }
 

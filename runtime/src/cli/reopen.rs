@@ -72,14 +72,15 @@ pub(super) async fn reopen(
     // Streamed: the state the loop needs and the events recovery needs, not every event.
     let read = stream_log(&path).map_err(|e| fail(&e.to_string()))?;
     let mut start = read.start.clone();
-    let file = preset::parse(&start.preset_origin, &start.preset_text).map_err(|e| {
-        fail(&format!(
-            "the session's recorded preset no longer parses: {e}"
-        ))
-    })?;
+    // The recorded preset is judged as `preset check` judges a file: it is its own chain.
+    let found = preset::Found::recorded(preset::Source {
+        origin: start.preset_from.unwrap_or(preset::Origin::File),
+        location: start.preset_origin.clone(),
+        text: start.preset_text.clone(),
+    });
     let mut env = env;
     env.cwd = PathBuf::from(&start.cwd);
-    let loaded = load_preset(env, file, &start.preset, &[], &start.session, approver)
+    let loaded = load_preset(env, &found, &start.preset, &[], &start.session, approver)
         .await
         .map_err(|(code, message)| setup_error(false, &code, &message))?;
     loaded.start_compiling();

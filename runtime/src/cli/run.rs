@@ -97,10 +97,10 @@ pub(super) async fn start_session(
 ) -> Result<Started, Exit> {
     let env = Env::open().map_err(|e| fail(&format!("{e:#}")))?;
     let project = project_config_trusted(&env, &args.preset);
-    let source =
-        preset::find(&args.preset, &env.cwd, project.presets).map_err(|e| fail(&e.to_string()))?;
-    let file = source.parse().map_err(|e| fail(&e.to_string()))?;
-    let base = preset::system_prompt(&file, &source.text, &env.cwd)
+    let found = preset::find_written(&args.preset, &env.cwd, project.presets)
+        .map_err(|e| fail(&e.to_string()))?;
+    let file = found.source.parse().map_err(|e| fail(&e.to_string()))?;
+    let base = preset::system_prompt(&file, &found.source.text, &env.cwd)
         .map_err(|e| fail(&e.to_string()))?
         .unwrap_or_else(|| DEFAULT_SYSTEM.to_string());
     let instructions = if project.instructions {
@@ -116,7 +116,8 @@ pub(super) async fn start_session(
     let session = new_session_id();
     let cwd = env.cwd.clone();
     let path = env.store.session_dir(&session).join(LOG_FILE);
-    let loaded = load_preset(env, file, &args.preset, &[], &session, approver)
+    // The same verdict as `preset check`: a preset it refuses never starts (P1).
+    let loaded = load_preset(env, &found, &args.preset, &[], &session, approver)
         .await
         .map_err(|(code, message)| setup_error(false, &code, &message))?;
     loaded.start_compiling();
@@ -127,10 +128,10 @@ pub(super) async fn start_session(
     let start = SessionStart {
         session,
         preset: loaded.preset.clone(),
-        preset_origin: source.location.clone(),
-        preset_sha256: Some(source.sha256()),
-        preset_from: Some(source.origin),
-        preset_text: source.text,
+        preset_origin: found.source.location.clone(),
+        preset_sha256: Some(found.source.sha256()),
+        preset_from: Some(found.source.origin),
+        preset_text: found.source.text,
         cwd: cwd.display().to_string(),
         plugins: plugin_hashes(&loaded),
         model: model_config
@@ -205,9 +206,7 @@ struct ProjectUse {
 /// presets.
 fn project_config_trusted(env: &Env, preset: &str) -> ProjectUse {
     let by_name = !(preset.contains('/') || preset.ends_with(".toml"));
-    let has_instructions = preset::INSTRUCTION_FILES
-        .iter()
-        .any(|name| env.cwd.join(name).symlink_metadata().is_ok());
+    let has_instructions = !preset::instruction_paths(&env.cwd).is_empty();
     if !by_name && !has_instructions {
         return ProjectUse {
             presets: false,
@@ -242,6 +241,11 @@ pub async fn run(args: RunArgs) -> Exit {
         Ok(started) => started,
         Err(exit) => return exit,
     };
+    if args.json.is_some() {
+        for warning in &started.loaded.warnings {
+            json_events::preset_warning(warning);
+        }
+    }
     let printer = Printer::new();
     let json = args.json.map(|mode| JsonObserver { mode });
     let observer: &dyn Observer = match &json {

@@ -62,6 +62,22 @@ impl Printer {
                 log.display()
             ),
         ));
+        // Which directory the preset's relative mounts (`host = "."`) take, and the project
+        // whose presets and instruction files were looked for, when it lies above.
+        let cwd = std::path::Path::new(&start.cwd);
+        let root = crate::preset::project_root(cwd);
+        let above = match root.as_path() == cwd {
+            true => String::new(),
+            false => format!(" · project root {}", sanitize(&root.display().to_string())),
+        };
+        self.line(&paint(
+            self.color,
+            DIM,
+            &format!(
+                "mounted: {} (what `host = \".\"` in the preset means){above}",
+                sanitize(&start.cwd),
+            ),
+        ));
         if !start.instructions.is_empty() {
             let files: Vec<String> = start
                 .instructions

@@ -5,12 +5,14 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::preset_check::judge::Shown;
+use super::preset_check::{Judged, Start, judge};
 use super::style::{self, BOLD, DIM, RED, json_for_terminal, paint, sanitize};
 use super::{Env, Exit};
 use crate::calls::{AliasTable, Registry};
 use crate::exec::{CallContext, Scheduler, SpillDir, parse_batch, records_json, run_call};
 use crate::hooks::{Approval, Approver, HookChain, TerminalApprover};
-use crate::preset::{self, ResolveContext, make_mount};
+use crate::preset::{self, make_mount};
 use crate::sandbox::{Mount, MountMode};
 
 #[derive(Subcommand)]
@@ -94,12 +96,15 @@ pub(crate) fn setup_error(json: bool, code: &str, message: &str) -> Exit {
             json!({"ok": false, "error": {"code": code, "message": message, "retryable": false}});
         println!("{}", json_for_terminal(&object.to_string()));
     } else {
-        // Setup errors quote files and plugins (a preset's text, a plugin's message).
-        eprintln!(
-            "{} {}",
-            paint(style::color_enabled_stderr(), RED, "error:"),
-            sanitize(message)
-        );
+        // Setup errors quote files and plugins (a preset's text, a plugin's message); every
+        // mistake of a preset file is one `error:` a line.
+        for line in message.lines() {
+            eprintln!(
+                "{} {}",
+                paint(style::color_enabled_stderr(), RED, "error:"),
+                sanitize(line)
+            );
+        }
     }
     Exit::Usage
 }
@@ -130,6 +135,8 @@ pub(crate) struct Loaded {
     pub resolved: crate::preset::ResolvedPreset,
     pub session: String,
     pub cancel: CancellationToken,
+    /// The preset's warnings, printed once when it loaded (`run --json` also emits them).
+    pub warnings: Vec<Shown>,
 }
 
 impl Loaded {
@@ -160,23 +167,24 @@ impl Loaded {
 async fn load(preset_name: &str, mounts: &[String]) -> Result<Loaded, (String, String)> {
     let env = Env::open().map_err(|e| ("HOST_ERROR".to_string(), format!("{e:#}")))?;
     let project = super::trust::project_trusted_for(&env, preset_name);
-    let file = preset::find(preset_name, &env.cwd, project)
-        .and_then(|source| source.parse())
+    let found = preset::find_written(preset_name, &env.cwd, project)
         .map_err(|e| ("USAGE_ERROR".to_string(), e.to_string()))?;
     let approver = Box::new(TerminalApprover::new());
     // Each command its own spill directory: one run never reads what another spilled (S5).
     let session = format!("cli-{}", unique_suffix());
-    let loaded = load_preset(env, file, preset_name, mounts, &session, approver).await?;
+    let loaded = load_preset(env, &found, preset_name, mounts, &session, approver).await?;
     cancel_on_ctrl_c(&loaded.cancel);
     Ok(loaded)
 }
 
-/// Loads a parsed preset for `session`: its plugins, tools, aliases, hooks and approval, with
-/// `mounts` (`--mount` specs) replacing every plugin's mounts when given, and `approver`
-/// answering approval questions. Errors are a code and a message.
+/// Loads a preset for `session` through the same verdict as `preset check` (its findings
+/// printed, an error refusing the start; warnings printed once on standard error and kept in
+/// `Loaded::warnings`): its plugins, tools, aliases, hooks and approval, with `mounts`
+/// (`--mount` specs) replacing every plugin's mounts when given, and `approver` answering
+/// approval questions. Errors are a code and a message.
 pub(crate) async fn load_preset(
     env: Env,
-    file: crate::preset::PresetFile,
+    found: &crate::preset::Found,
     preset_name: &str,
     mounts: &[String],
     session: &str,
@@ -192,23 +200,26 @@ pub(crate) async fn load_preset(
         host: env.store.session_dir(session).join("spill"),
         guest: SpillDir::GUEST.to_string(),
     };
-    let cx = ResolveContext {
-        cwd: &env.cwd,
-        data_dir: env.store.root(),
+    let start = Start {
         spill: Some(&spill),
-        mount_override: if mounts.is_empty() {
-            None
-        } else {
-            Some(&mounts)
-        },
+        mount_override: (!mounts.is_empty()).then_some(&mounts[..]),
     };
-    let resolved = file
-        .resolve(preset_name, &cx)
-        .map_err(|e| usage(e.to_string()))?;
-    for warning in resolved.warnings() {
-        eprintln!("warning: {}", sanitize(&warning.to_string()));
+    let judged = match judge(&env, found, preset_name, start).await {
+        Ok(judged) => judged,
+        Err(refused) => {
+            refused.print_findings();
+            return Err((refused.code.to_string(), refused.message));
+        }
+    };
+    for warning in &judged.warnings {
+        warning.print();
     }
-    let mut registry = Registry::load(&env.sandbox, &env.store, &resolved)
+    let Judged {
+        resolved,
+        plugins,
+        warnings,
+    } = judged;
+    let mut registry = Registry::of_plugins(plugins, &resolved)
         .await
         .map_err(|e| ("BAD_PLUGIN".to_string(), e.to_string()))?;
     registry.retain(|tool, owner| resolved.keeps(owner, tool));
@@ -235,6 +246,7 @@ pub(crate) async fn load_preset(
         resolved,
         session: session.to_string(),
         cancel,
+        warnings,
     })
 }
 

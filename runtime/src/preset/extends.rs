@@ -3,11 +3,15 @@
 //! the preset, and the result is the preset's text: what a session records, what `resume`
 //! rebuilds and what `preset show --toml` prints.
 //!
-//! Merge rules: tables merge key by key, recursively (`[plugins.fs]` in the preset changes
-//! only the keys it sets); everything else, lists included (`tools.enable`, `mounts`,
-//! `[[hooks]]`), is replaced whole by the preset's value. A base's relative `source` paths are
-//! made absolute against the base's directory first, so they keep meaning the same file.
-//! A cycle is refused with its chain; so is a chain deeper than `MAX_DEPTH`.
+//! Merge rules (the table in the README, "Presets"): tables merge key by key, recursively
+//! (`[plugins.fs]` in the preset changes only the keys it sets). A guard is never removed
+//! unasked: the base's `[[hooks]]` are kept and the preset's run after them, less those the
+//! preset names in `hooks_drop`; a `protect` list adds to the base's. Every other value, lists
+//! included (`tools.enable`, `mounts`, `exec.allow`), is replaced whole by the preset's. An
+//! optional value the preset sets to `false` where the base has something else (a string, a
+//! number, a table) is cleared: `api_key_env = false`. A base's relative `source` paths are
+//! made absolute against the base's directory first, so they keep meaning the same file. A
+//! cycle is refused with its chain; so is a chain deeper than `MAX_DEPTH`.
 //!
 //! Trust (T1): a project preset (from `.paddock/presets`, used only when trusted) may extend
 //! a preset by name, or by a path that stays inside `.paddock/presets`, whose every file the
@@ -81,7 +85,12 @@ fn merged(
     if let Some(dir) = file_dir(&base) {
         absolutise_sources(&mut base_table, &dir);
     }
+    let drops = table.remove("hooks_drop");
+    let hooks = keep_base_hooks(&mut base_table, table.remove("hooks"), drops.as_ref());
     merge(&mut base_table, table);
+    if let Some(hooks) = hooks {
+        base_table.insert("hooks".into(), hooks);
+    }
     let header = format!(
         "# The effective preset: {} extends {} (merged by paddock; lines below are the ones errors name)\n",
         source.location, base.location
@@ -265,11 +274,66 @@ fn absolutise_sources(table: &mut toml::Table, dir: &Path) {
     }
 }
 
-/// Tables merge key by key; anything else in `over` replaces what `base` has.
+/// The base's hooks less those `drops` names, then the preset's own (`None`: no hooks at all).
+fn keep_base_hooks(
+    base: &mut toml::Table,
+    own: Option<toml::Value>,
+    drops: Option<&toml::Value>,
+) -> Option<toml::Value> {
+    let dropped: Vec<&str> = drops
+        .and_then(toml::Value::as_array)
+        .map(|names| names.iter().filter_map(toml::Value::as_str).collect())
+        .unwrap_or_default();
+    let mut hooks: Vec<toml::Value> = match base.remove("hooks") {
+        Some(toml::Value::Array(hooks)) => hooks
+            .into_iter()
+            .filter(|hook| !hook_name(hook).is_some_and(|name| dropped.contains(&name.as_str())))
+            .collect(),
+        Some(other) => vec![other],
+        None => Vec::new(),
+    };
+    match own {
+        Some(toml::Value::Array(own)) => hooks.extend(own),
+        // Not a list: the strict parse of the merged text says so, with its line.
+        Some(other) => return Some(other),
+        None => {}
+    }
+    (!hooks.is_empty()).then_some(toml::Value::Array(hooks))
+}
+
+/// The name a `[[hooks]]` entry goes by (`hooks_drop` names it): its `name`, else its
+/// source's (`builtin:NAME`, an installed name, a file's stem), as a session names it.
+pub fn hook_name(hook: &toml::Value) -> Option<String> {
+    if let Some(name) = hook.get("name").and_then(toml::Value::as_str) {
+        return Some(name.to_string());
+    }
+    let source = hook.get("source").and_then(toml::Value::as_str)?;
+    Some(match source.strip_prefix("builtin:") {
+        Some(name) => name.to_string(),
+        None if is_path(source) => Path::new(source)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        None => source.to_string(),
+    })
+}
+
+/// Tables merge key by key; a `protect` list adds to the base's; `false` over a value that is
+/// not a boolean clears it; anything else in `over` replaces what `base` has.
 fn merge(base: &mut toml::Table, over: toml::Table) {
     for (key, value) in over {
         match (base.get_mut(&key), value) {
             (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (Some(b), toml::Value::Boolean(false)) if !b.is_bool() => {
+                base.remove(&key);
+            }
+            (Some(toml::Value::Array(b)), toml::Value::Array(o)) if key == "protect" => {
+                for path in o {
+                    if !b.contains(&path) {
+                        b.push(path);
+                    }
+                }
+            }
             (_, value) => {
                 base.insert(key, value);
             }
@@ -297,5 +361,46 @@ mod tests {
         assert_eq!(base["plugins"]["fs"]["source"].as_str(), Some("builtin:fs"));
         assert_eq!(base["plugins"]["fs"]["timeout_ms"].as_integer(), Some(2));
         assert_eq!(base["tools"]["enable"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn false_clears_an_inherited_value_and_protect_lists_add_up() {
+        let mut base = table(
+            "[model]\nmodel = \"m\"\napi_key_env = \"KEY\"\n[plugins.fs]\nsource = \"x\"\n\
+             grants = { protect = [\".env\"] }\n[mcp.a]\nnetwork = true\n",
+        );
+        merge(
+            &mut base,
+            table(
+                "[model]\napi_key_env = false\n[plugins.fs]\ngrants = { protect = [\"a\", \".env\"] }\n\
+                 [mcp.a]\nnetwork = false\n",
+            ),
+        );
+        assert!(base["model"].get("api_key_env").is_none(), "{base:?}");
+        assert_eq!(base["model"]["model"].as_str(), Some("m"));
+        let protect = base["plugins"]["fs"]["grants"]["protect"]
+            .as_array()
+            .unwrap();
+        assert_eq!(protect.len(), 2, "{protect:?}");
+        // A boolean over a boolean is an ordinary replacement.
+        assert_eq!(base["mcp"]["a"]["network"].as_bool(), Some(false));
+    }
+
+    #[test]
+    fn base_hooks_are_kept_unless_dropped_by_name() {
+        let mut base = table(
+            "[[hooks]]\nsource = \"builtin:protect-paths\"\non = \"pre\"\n\
+             [[hooks]]\nsource = \"builtin:redact-secrets\"\non = \"post\"\n",
+        );
+        let own = table("[[hooks]]\nsource = \"builtin:audit\"\non = \"post\"\n");
+        let drops = toml::Value::Array(vec!["redact-secrets".into()]);
+        let hooks = keep_base_hooks(&mut base, own.get("hooks").cloned(), Some(&drops)).unwrap();
+        let names: Vec<String> = hooks
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(hook_name)
+            .collect();
+        assert_eq!(names, ["protect-paths", "audit"]);
     }
 }

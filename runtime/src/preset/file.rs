@@ -43,9 +43,12 @@ pub struct PresetFile {
     /// Which tools load, and aliases.
     #[serde(default)]
     pub tools: ToolSelection,
-    /// Pre- and post-tool hooks, in the order they run.
+    /// Pre- and post-tool hooks, in the order they run; under `extends`, after the base's.
     #[serde(default)]
     pub hooks: Vec<HookEntry>,
+    /// The base's hooks (by name) this preset does not keep; consumed by `extends`.
+    #[serde(default, skip_serializing)]
+    pub hooks_drop: Vec<String>,
     /// Risk tier => allow, ask or deny.
     #[serde(default)]
     pub approval: ApprovalEntry,
@@ -169,10 +172,18 @@ impl<'de> Deserialize<'de> for FuelSetting {
     }
 }
 
-/// Parses `text` (read from `origin`) strictly.
+/// Parses `text` (read from `origin`) strictly; an error names every mistake of the file, one
+/// a line (`every_error.rs`).
 pub fn parse(origin: &str, text: &str) -> Result<PresetFile, PresetError> {
-    let mut file: PresetFile =
-        toml::from_str(text).map_err(|e| PresetError(describe(origin, text, &e)))?;
+    let mut file: PresetFile = super::every_error::parse_all(text).map_err(|errors| {
+        PresetError(
+            errors
+                .iter()
+                .map(|e| describe(origin, text, e))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    })?;
     file.origin = origin.to_string();
     file.base_dir = (!origin.starts_with('<'))
         .then(|| {

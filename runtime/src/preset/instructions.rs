@@ -1,6 +1,7 @@
-//! Project instruction files (`AGENTS.md`, and `CLAUDE.md` when present) in the workspace root:
-//! appended to the system prompt, shown once in the banner, recorded with their hashes in
-//! `session/start`. They are project configuration (T1): `trust.rs` hashes them with the
+//! Project instruction files (`AGENTS.md`, and `CLAUDE.md` when present) in the project root
+//! and in every directory between it and the working directory, nearest last (`root.rs`):
+//! appended to the system prompt in that order, each named (relative to the root) in the
+//! banner, recorded with its hash in `session/start`. They are project configuration (T1): `trust.rs` hashes them with the
 //! project's presets, and they are read only for a trusted directory.
 //!
 //! A hostile repository could make `AGENTS.md` a symbolic link to a private file (a key) and
@@ -9,7 +10,7 @@
 
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
@@ -28,15 +29,35 @@ pub struct InstructionFile {
     pub text: String,
 }
 
-/// The instruction files in `root`, and a notice for each one present but left out (a
-/// symbolic link, not a regular file, too large, not UTF-8).
-pub fn read_instructions(root: &Path) -> (Vec<InstructionFile>, Vec<String>) {
+/// Every instruction file present (a link too: it is refused when read, but counts) from the
+/// project root of `cwd` down to `cwd`, the root's first: its name relative to the root, and
+/// its path.
+pub fn instruction_paths(cwd: &Path) -> Vec<(String, PathBuf)> {
+    let dirs = super::root_to(cwd);
+    let root = dirs.first().cloned().unwrap_or_default();
+    let mut found = Vec::new();
+    for dir in &dirs {
+        for name in INSTRUCTION_FILES {
+            let path = dir.join(name);
+            if path.symlink_metadata().is_ok() {
+                let relative = path.strip_prefix(&root).unwrap_or(&path);
+                found.push((relative.display().to_string(), path));
+            }
+        }
+    }
+    found
+}
+
+/// The instruction files from the project root of `cwd` down to `cwd` (nearest last), and a
+/// notice for each one present but left out (a symbolic link, not a regular file, too large,
+/// not UTF-8).
+pub fn read_instructions(cwd: &Path) -> (Vec<InstructionFile>, Vec<String>) {
     let mut files = Vec::new();
     let mut notices = Vec::new();
-    for name in INSTRUCTION_FILES {
-        match read_one(&root.join(name)) {
+    for (name, path) in instruction_paths(cwd) {
+        match read_one(&path) {
             Ok(Some(text)) => files.push(InstructionFile {
-                name: name.to_string(),
+                name: name.clone(),
                 sha256: Sha256::digest(text.as_bytes())
                     .iter()
                     .map(|b| format!("{b:02x}"))

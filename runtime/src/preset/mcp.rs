@@ -169,6 +169,20 @@ pub(super) fn resolve_mcp(
     for mount in &mounts {
         check_mount_is_safe(mount, cx.data_dir)?;
     }
+    for (i, path) in entry.read.iter().enumerate() {
+        super::check_grant_is_safe(
+            &format!("mcp.{name}.read[{i}]"),
+            &home_path(path),
+            cx.data_dir,
+        )?;
+    }
+    if let Some(dir) = entry
+        .command
+        .as_deref()
+        .and_then(super::policy::program_dir)
+    {
+        super::check_grant_is_safe(&format!("mcp.{name}.command"), &dir, cx.data_dir)?;
+    }
     let defaults = ExecGrant::default();
     Ok(ResolvedMcp {
         name: name.to_string(),

@@ -4,20 +4,23 @@
 //! wrong types and bad values are errors naming the file, line, column and key, with the
 //! nearest valid key, so a preset never silently means less than it says.
 //!
-//! Presets are found by name in `./.paddock/presets/NAME.toml` (only when the user trusts that
-//! directory, T1: `trust.rs`), then `$XDG_CONFIG_HOME/paddock/presets/NAME.toml` (`~/.config`
+//! Presets are found by name in the project's `.paddock/presets/NAME.toml` (the project root
+//! found from any directory inside it: `root.rs`; only when the user trusts it, T1:
+//! `trust.rs`), then `$XDG_CONFIG_HOME/paddock/presets/NAME.toml` (`~/.config`
 //! when unset), then among the shipped ones embedded in the binary. Every preset carries its
 //! `Origin` and hash, so a project preset never shadows a shipped or user one silently.
 //!
 //! Relative mount paths (`host = "."`) resolve against the working directory paddock runs
 //! in, not the preset's folder: a shipped preset then works in whatever project it is used.
 
+mod every_error;
 mod extends;
 mod file;
 mod instructions;
 mod mcp;
 mod policy;
 mod resolve;
+mod root;
 mod sections;
 mod system;
 mod tools;
@@ -25,13 +28,18 @@ mod trust;
 
 use std::path::{Path, PathBuf};
 
+pub use extends::hook_name;
 pub use file::{FuelSetting, MountEntry, PluginEntry, PresetFile, line_col};
-pub use instructions::{INSTRUCTION_FILES, InstructionFile, read_instructions};
+pub use instructions::{INSTRUCTION_FILES, InstructionFile, instruction_paths, read_instructions};
 pub use mcp::{McpEntry, ResolvedMcp};
-pub use policy::{ApprovalPolicy, LoopBudgets, ResolvedHook, hook_limits};
+pub use policy::{
+    ApprovalPolicy, LoopBudgets, ResolvedHook, exec_host_paths, home_path, hook_limits, program_dir,
+};
 pub use resolve::{PluginSource, ResolveContext, ResolvedPlugin, ResolvedPreset, make_mount};
+pub use root::{project_root, root_to};
 pub use sections::{
-    ApprovalEntry, ApprovalMode, GrantsEntry, HookEntry, HookPhase, LoopLimits, OnError, RelPath,
+    ApprovalEntry, ApprovalMode, ConfineMode, GrantsEntry, HookEntry, HookPhase, LoopLimits,
+    OnError, RelPath,
 };
 pub use system::{system_prompt, with_instructions};
 pub use tools::{ToolGlob, ToolSelection};
@@ -130,22 +138,37 @@ pub fn load_in(name_or_path: &str, cwd: &Path) -> Result<PresetFile, PresetError
 /// preset it ran with). `project`: the working tree's `.paddock/presets` is searched first
 /// (only when the user trusts it, T1).
 pub fn find(name_or_path: &str, cwd: &Path, project: bool) -> Result<Source, PresetError> {
-    find_written(name_or_path, cwd, project).map(|(merged, _)| merged)
+    find_written(name_or_path, cwd, project).map(|found| found.source)
+}
+
+/// A preset as found: its effective text (its `extends` chain merged) and every file of the
+/// chain as written, the preset's own first (where findings point).
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub source: Source,
+    pub written: Vec<Source>,
+}
+
+impl Found {
+    /// A preset known only by its effective text (a session's recorded one): it is its own
+    /// chain.
+    pub fn recorded(source: Source) -> Found {
+        Found {
+            written: vec![source.clone()],
+            source,
+        }
+    }
 }
 
 /// `find`, and every file of its `extends` chain as written, the preset's own first.
-pub fn find_written(
-    name_or_path: &str,
-    cwd: &Path,
-    project: bool,
-) -> Result<(Source, Vec<Source>), PresetError> {
+pub fn find_written(name_or_path: &str, cwd: &Path, project: bool) -> Result<Found, PresetError> {
     let looks_like_path = name_or_path.contains('/') || name_or_path.ends_with(".toml");
     let source = if looks_like_path {
         read_source(Origin::File, &PathBuf::from(name_or_path))?
     } else {
         find_by_name(name_or_path, cwd, project, &[])?
     };
-    extends::apply_written(source, cwd, project)
+    extends::apply_written(source, cwd, project).map(|(source, written)| Found { source, written })
 }
 
 /// A preset by name, as written (its `extends` not applied), skipping the files in `skip`: a
@@ -196,12 +219,12 @@ fn read_source(origin: Origin, path: &Path) -> Result<Source, PresetError> {
     })
 }
 
-/// Where presets are looked for by name, in order, before the shipped ones: the working
-/// tree's (when `project`), then the user's.
+/// Where presets are looked for by name, in order, before the shipped ones: the project's
+/// (its root found from `cwd`, `root.rs`; when `project`), then the user's.
 pub fn search_dirs(cwd: &Path, project: bool) -> Vec<(Origin, PathBuf)> {
     let mut dirs = Vec::new();
     if project {
-        dirs.push((Origin::Project, cwd.join(PROJECT_DIR)));
+        dirs.push((Origin::Project, project_root(cwd).join(PROJECT_DIR)));
     }
     let config = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
@@ -272,8 +295,7 @@ pub fn check_mount_is_safe(mount: &Mount, data_dir: &Path) -> Result<(), PresetE
         .host
         .canonicalize()
         .unwrap_or_else(|_| mount.host.clone());
-    let data = real_path_of(data_dir);
-    if data.starts_with(&host) || host.starts_with(&data) {
+    if let Some(data) = reaches_data_dir(&host, data_dir) {
         return Err(PresetError(format!(
             "mount {} -> {} would expose paddock's data directory {} (its compiled-code cache \
              and the key that authenticates it) to a plugin; mount a directory that neither \
@@ -284,6 +306,40 @@ pub fn check_mount_is_safe(mount: &Mount, data_dir: &Path) -> Result<(), PresetE
         )));
     }
     Ok(())
+}
+
+/// Any other host path a preset grants (`grants.exec.read|write`, `[mcp.NAME].read`, the
+/// directory of a program named by its path) is held to the mounts' rule: a program that
+/// could read the cache key could forge a cache entry, one that could write the cache could
+/// plant one. `key` names the preset key in the message.
+pub fn check_grant_is_safe(key: &str, path: &Path, data_dir: &Path) -> Result<(), PresetError> {
+    match reaches_data_dir(path, data_dir) {
+        Some(data) => Err(PresetError(format!(
+            "{key}: {} {}",
+            path.display(),
+            data_dir_reach(&data)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Why a grant that reaches the data directory is refused, and what to do instead.
+pub fn data_dir_reach(data: &Path) -> String {
+    format!(
+        "would give programs paddock's data directory {} (the key that authenticates its \
+         compiled-code cache, the cache itself and every session log): a program that reads \
+         the key can forge native code paddock then runs; grant a directory that neither \
+         contains nor lies inside it, or set PADDOCK_HOME to a place outside your grants",
+        data.display()
+    )
+}
+
+/// The data directory's real path when `path` (relative ones taken from the working
+/// directory) contains it or lies inside it, both compared as real paths.
+pub fn reaches_data_dir(path: &Path, data_dir: &Path) -> Option<PathBuf> {
+    let path = real_path_of(path);
+    let data = real_path_of(data_dir);
+    (data.starts_with(&path) || path.starts_with(&data)).then_some(data)
 }
 
 /// `path` with symlinks resolved as far as it exists, the missing rest appended.

@@ -151,6 +151,11 @@ fn resolve_hook(
     for mount in &mounts {
         super::check_mount_is_safe(mount, cx.data_dir)?;
     }
+    check_exec_reach(
+        &format!("{key}.grants.exec"),
+        entry.grants.as_ref().and_then(|g| g.exec.as_ref()),
+        cx.data_dir,
+    )?;
     let defaults = hook_limits();
     let limits = Limits {
         fuel: FuelSetting::resolve(entry.fuel, defaults.fuel),
@@ -227,12 +232,65 @@ pub(super) fn grants(entry: Option<&GrantsEntry>) -> Grant {
     grant
 }
 
-/// `~/x` is `x` in the home directory; other paths are taken as they are.
-pub(super) fn home_path(path: &str) -> std::path::PathBuf {
-    match (path.strip_prefix("~/"), dirs::home_dir()) {
-        (Some(rest), Some(home)) => home.join(rest),
+/// `~/x` is `x` in the home directory, `~` the home directory; other paths are taken as they
+/// are.
+pub fn home_path(path: &str) -> std::path::PathBuf {
+    match (path, path.strip_prefix("~/"), dirs::home_dir()) {
+        ("~", _, Some(home)) => home,
+        (_, Some(rest), Some(home)) => home.join(rest),
         _ => std::path::PathBuf::from(path),
     }
+}
+
+/// The host paths an exec grant opens to its programs beyond the mounts, each with the key
+/// that names it: `read[i]`, `write[i]`, and the directory of a program named by its
+/// absolute path in `allow[i]` (the jail lets a program read its own directory).
+pub fn exec_host_paths(
+    exec: &super::sections::ExecEntry,
+) -> Vec<(&'static str, usize, std::path::PathBuf)> {
+    let mut paths = Vec::new();
+    for (list, entries) in [("read", &exec.read), ("write", &exec.write)] {
+        for (i, entry) in entries.iter().enumerate() {
+            paths.push((list, i, home_path(entry)));
+        }
+    }
+    for (i, pattern) in exec.allow.iter().enumerate() {
+        if let Some(dir) = program_dir(pattern.split_whitespace().next().unwrap_or_default()) {
+            paths.push(("allow", i, dir));
+        }
+    }
+    paths
+}
+
+/// The real directory of the program a session would run for `program` (an absolute path,
+/// or a bare name looked up on PATH as the exec capability looks it up), which the jail lets
+/// the program read.
+pub fn program_dir(program: &str) -> Option<std::path::PathBuf> {
+    let found = if program.starts_with('/') {
+        std::path::PathBuf::from(program)
+    } else if program.is_empty() || program.contains(['/', '*', '?', '[']) {
+        return None;
+    } else {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(program))
+            .find(|candidate| candidate.is_file())?
+    };
+    let real = found.canonicalize().unwrap_or(found);
+    real.parent().map(Path::to_path_buf)
+}
+
+/// Refuses an exec grant that opens paddock's data directory to its programs (K4); `key` is
+/// the grant's preset key (`plugins.NAME.grants.exec`).
+pub(super) fn check_exec_reach(
+    key: &str,
+    exec: Option<&super::sections::ExecEntry>,
+    data_dir: &Path,
+) -> Result<(), PresetError> {
+    for (list, i, path) in exec.map(exec_host_paths).unwrap_or_default() {
+        super::check_grant_is_safe(&format!("{key}.{list}[{i}]"), &path, data_dir)?;
+    }
+    Ok(())
 }
 
 /// A pin must be a SHA-256 in lower-case hex.

@@ -79,32 +79,6 @@ pub struct ResolvedPreset {
 }
 
 impl ResolvedPreset {
-    /// Warnings to show at every start: the risks this preset accepts by name (K1).
-    pub fn warnings(&self) -> Vec<String> {
-        let unconfined = self
-            .plugins
-            .iter()
-            .filter(|plugin| plugin.grant.exec.as_ref().is_some_and(|exec| !exec.confine))
-            .map(|plugin| {
-                format!(
-                    "`plugins.{}.grants.exec.confine = \"off\"`: the programs it starts run with \
-                     your full rights, outside any sandbox",
-                    plugin.name
-                )
-            });
-        let by_name = self.plugins.iter().flat_map(|plugin| {
-            plugin.tool_risk.iter().map(move |(tool, risk)| {
-                format!(
-                    "`plugins.{}.tool_risk.{tool} = \"{}\"`: this preset sets that tool's \
-                     approval tier by name, whatever it declares or imports",
-                    plugin.name,
-                    risk.name()
-                )
-            })
-        });
-        unconfined.chain(by_name).collect()
-    }
-
     /// Does the preset's tool selection keep tool `name` (any plugin's)?
     pub fn keeps_tool(&self, name: &str) -> bool {
         self.tools.keeps(None, name)
@@ -222,6 +196,11 @@ fn resolve_plugin(
     for mount in &mounts {
         check_mount_is_safe(mount, cx.data_dir)?;
     }
+    super::policy::check_exec_reach(
+        &format!("plugins.{name}.grants.exec"),
+        entry.grants.exec.as_ref(),
+        cx.data_dir,
+    )?;
     if entry.read_spill
         && let Some(spill) = cx.spill
     {

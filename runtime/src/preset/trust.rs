@@ -22,7 +22,7 @@ pub const PROJECT_DIR: &str = ".paddock/presets";
 /// A project's configuration, as found on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectConfig {
-    /// The project directory, canonical.
+    /// The project root, canonical (`root.rs`): what a trust is recorded for.
     pub dir: PathBuf,
     /// Every file under `.paddock/presets`, and `AGENTS.md`/`CLAUDE.md`, relative to `dir`,
     /// sorted.
@@ -36,10 +36,12 @@ pub struct ProjectConfig {
 }
 
 impl ProjectConfig {
-    /// The project configuration of `cwd`, or `None` when it has none. A file that cannot be
-    /// read still counts (its name and error are hashed), so it cannot hide from the hash.
+    /// The project configuration a command run in `cwd` would use, or `None` when there is
+    /// none: the project root's (`root.rs`) presets and the instruction files from the root
+    /// down to `cwd`, keyed by the root. A file that cannot be read still counts (its name and
+    /// error are hashed), so it cannot hide from the hash.
     pub fn find(cwd: &Path) -> Option<ProjectConfig> {
-        let dir = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+        let dir = super::project_root(cwd);
         let root = dir.join(PROJECT_DIR);
         let mut presets = Vec::new();
         let unhashable = collect(&root, &root, 0, &mut presets).err();
@@ -49,11 +51,11 @@ impl ProjectConfig {
             .collect();
         // The instruction files are project configuration too (a link counts: it is refused
         // when read, but its presence still changes the hash).
-        for name in super::INSTRUCTION_FILES {
-            if dir.join(name).symlink_metadata().is_ok() {
-                files.push(name.to_string());
-            }
-        }
+        files.extend(
+            super::instruction_paths(cwd)
+                .into_iter()
+                .map(|(name, _)| name),
+        );
         if files.is_empty() {
             return None;
         }
@@ -195,9 +197,9 @@ impl TrustStore {
         self.write(&record)
     }
 
-    /// Forgets `dir`; true when it was trusted.
+    /// Forgets the project `dir` is in; true when it was trusted.
     pub fn revoke(&self, dir: &Path) -> std::io::Result<bool> {
-        let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        let dir = super::project_root(dir);
         let mut record = self.read();
         let was = record.projects.remove(&key(&dir)).is_some();
         self.write(&record)?;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::locate::KeyPath;
 use crate::contract::ToolSpec;
 use crate::plugin_store::DidYouMean;
-use crate::preset::{GrantsEntry, MountEntry, PresetFile, ToolGlob};
+use crate::preset::{ConfineMode, GrantsEntry, MountEntry, PresetFile, ToolGlob};
 use crate::sandbox::MountMode;
 
 /// One loaded plugin, as the checks see it.
@@ -31,6 +31,9 @@ pub enum Severity {
 pub struct Finding {
     pub severity: Severity,
     pub at: KeyPath,
+    /// The file of the `extends` chain the finding is about, when it is not simply the first
+    /// that writes `at` (a base's own `hooks_drop`).
+    pub file: Option<usize>,
     pub message: String,
     pub fix: String,
 }
@@ -39,22 +42,47 @@ fn error(at: KeyPath, message: String, fix: String) -> Finding {
     Finding {
         severity: Severity::Error,
         at,
+        file: None,
         message,
         fix,
     }
 }
 
-/// Every finding, in the order of the preset's sections.
-pub fn findings(file: &PresetFile, plugins: &[LoadedPlugin<'_>]) -> Vec<Finding> {
+/// Every finding, in the order of the preset's sections. `mounts_overridden`: `--mount`
+/// replaces the plugins' mounts, so what the preset says about them does not apply.
+pub fn findings(
+    file: &PresetFile,
+    plugins: &[LoadedPlugin<'_>],
+    mounts_overridden: bool,
+) -> Vec<Finding> {
     let mut found = Vec::new();
     selection(file, plugins, &mut found);
     aliases(file, plugins, &mut found);
     for (name, entry) in &file.plugins {
         let at = KeyPath::of("plugins").key(name);
-        duplicate_mounts(&at, &entry.mounts, &mut found);
-        if let Some(plugin) = plugins.iter().find(|p| p.name == name) {
-            workspace(file, plugin, &at, &entry.mounts, &mut found);
+        let plugin = plugins.iter().find(|p| p.name == name);
+        if !mounts_overridden {
+            duplicate_mounts(&at, &entry.mounts, &mut found);
+            if let Some(plugin) = plugin {
+                workspace(file, plugin, &at, &entry.mounts, &mut found);
+            }
+        }
+        if let Some(plugin) = plugin {
             unused_grants(&at, &entry.grants, &entry.mounts, plugin, &mut found);
+        }
+        unconfined(&at, &entry.grants, &mut found);
+        for (tool, risk) in &entry.tool_risk {
+            found.push(Finding {
+                severity: Severity::Warning,
+                at: at.clone().key("tool_risk").key(tool),
+                file: None,
+                message: format!(
+                    "`tool_risk.{tool} = \"{}\"`: this preset sets that tool's approval tier by \
+                     name, whatever it declares or imports",
+                    risk.name()
+                ),
+                fix: format!("remove `tool_risk.{tool}` to let its declaration and imports decide"),
+            });
         }
     }
     for (i, hook) in file.hooks.iter().enumerate() {
@@ -165,6 +193,7 @@ fn aliases(file: &PresetFile, plugins: &[LoadedPlugin<'_>], found: &mut Vec<Find
             found.push(Finding {
                 severity: Severity::Warning,
                 at,
+                file: None,
                 message: format!(
                     "alias `{alias}` points at `{target}`, which the preset's [tools] \
                      enable/disable leaves out, so the alias does nothing"
@@ -268,6 +297,7 @@ fn unused_grants(
         found.push(Finding {
             severity: Severity::Warning,
             at: at.clone().key("grants").key(key),
+            file: None,
             message,
             fix: format!("remove `grants.{key}` from plugins.{}", plugin.name),
         })
@@ -301,6 +331,25 @@ fn unused_grants(
                 ),
             );
         }
+    }
+}
+
+/// `confine = "off"`: a risk the preset accepts by name (K1), told at every start.
+fn unconfined(at: &KeyPath, grants: &GrantsEntry, found: &mut Vec<Finding>) {
+    if grants
+        .exec
+        .as_ref()
+        .is_some_and(|exec| exec.confine == Some(ConfineMode::Off))
+    {
+        found.push(Finding {
+            severity: Severity::Warning,
+            at: at.clone().key("grants").key("exec").key("confine"),
+            file: None,
+            message: "`confine = \"off\"`: the programs it starts run with your full rights, \
+                      outside any sandbox"
+                .into(),
+            fix: "remove `confine = \"off\"` so its programs run confined".into(),
+        });
     }
 }
 

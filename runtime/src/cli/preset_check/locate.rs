@@ -99,7 +99,8 @@ fn deepest(table: &DeTable<'_>, path: &[Seg]) -> (usize, usize) {
     found
 }
 
-fn entry<'t, 'i>(table: &'t DeTable<'i>, key: &str) -> Option<(usize, &'t DeValue<'i>)> {
+/// The entry `key` of `table`: where its key is written, and its value.
+pub(super) fn entry<'t, 'i>(table: &'t DeTable<'i>, key: &str) -> Option<(usize, &'t DeValue<'i>)> {
     table
         .iter()
         .find(|(k, _)| {
@@ -110,11 +111,12 @@ fn entry<'t, 'i>(table: &'t DeTable<'i>, key: &str) -> Option<(usize, &'t DeValu
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::preset::Origin;
 
-    fn source(location: &str, text: &str) -> Source {
+    /// A preset file of the chain, for the tests of this folder.
+    pub(in crate::cli::preset_check) fn source(location: &str, text: &str) -> Source {
         Source {
             origin: Origin::File,
             location: location.into(),

@@ -1,0 +1,188 @@
+//! One verdict on a preset, for `preset check` and for every command that starts with one
+//! (`run`, `chat`, `resume`, `tool call|list|batch`, `mcp serve`): parse, the findings on the
+//! text as written (empty strings, grants that reach the data directory, `hooks_drop`, hook
+//! `config` against what the hook declares),
+//! resolve, load every plugin, then the findings on what the plugins provide. An error
+//! refuses (exit 2, each finding with its `file:line:column` and fix); warnings travel with
+//! the preset for the caller to show once. No command has a more lenient path than `check`.
+
+use super::findings::{self, Finding, LoadedPlugin, Severity};
+use super::locate::Seg;
+use super::{empty, hook_config, inherit, locate, reach};
+use crate::calls::Registry;
+use crate::cli::Env;
+use crate::cli::style::{self, RED, YELLOW, paint, sanitize};
+use crate::exec::SpillDir;
+use crate::preset::{Found, ResolveContext, ResolvedPreset};
+use crate::sandbox::{Mount, Plugin};
+
+/// One finding as shown: where, what, and the fix.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct Shown {
+    #[serde(skip)]
+    pub error: bool,
+    /// `file:line:column` of the key in the file that writes it.
+    pub at: String,
+    /// The key path, `plugins.fs.mounts[1].guest`.
+    pub key: String,
+    pub message: String,
+    pub fix: String,
+}
+
+impl Shown {
+    fn of(found: &Found, finding: &Finding) -> Shown {
+        let mut file = finding.file;
+        let mut path = finding.at.clone();
+        // `hooks[i]` of the effective preset is the base's hooks, then the preset's: the
+        // entry is found in the file that wrote it, under its index there.
+        if let [Seg::Key(hooks), Seg::Index(i), ..] = &mut path.0[..]
+            && hooks.as_str() == "hooks"
+            && let Some(origin) = inherit::hooks(&found.written).0.get(*i)
+        {
+            *i = origin.index;
+            file = Some(origin.file);
+        }
+        let chain = match file.and_then(|i| found.written.get(i)) {
+            Some(file) => std::slice::from_ref(file),
+            None => &found.written[..],
+        };
+        Shown {
+            error: finding.severity == Severity::Error,
+            at: locate::locate(chain, &path),
+            key: finding.at.to_string(),
+            message: finding.message.clone(),
+            fix: finding.fix.clone(),
+        }
+    }
+
+    /// On standard error, as `preset check` prints it; the text is the preset's (T3).
+    pub fn print(&self) {
+        let (label, tint) = match self.error {
+            true => ("error:", RED),
+            false => ("warning:", YELLOW),
+        };
+        eprintln!(
+            "{} {}: {}: {}\n  fix: {}",
+            paint(style::color_enabled_stderr(), tint, label),
+            sanitize(&self.at),
+            sanitize(&self.key),
+            sanitize(&self.message),
+            sanitize(&self.fix)
+        );
+    }
+}
+
+/// A preset that holds: resolved, its plugins loaded, and its warnings.
+pub(crate) struct Judged {
+    pub resolved: ResolvedPreset,
+    pub plugins: Vec<Plugin>,
+    pub warnings: Vec<Shown>,
+}
+
+/// Why a preset does not start: a code for `--json` callers, every finding (errors and
+/// warnings, in the preset's order) and one summary line.
+pub(crate) struct Refused {
+    pub code: &'static str,
+    pub findings: Vec<Shown>,
+    pub message: String,
+}
+
+impl Refused {
+    fn usage(message: String) -> Refused {
+        Refused {
+            code: "USAGE_ERROR",
+            findings: Vec::new(),
+            message,
+        }
+    }
+
+    /// The findings on standard error; the summary is the caller's to print.
+    pub fn print_findings(&self) {
+        for finding in &self.findings {
+            finding.print();
+        }
+    }
+}
+
+/// What judging needs besides the preset: the spill directory a session mounts, and
+/// `--mount` replacing the plugins' mounts.
+#[derive(Default)]
+pub(crate) struct Start<'a> {
+    pub spill: Option<&'a SpillDir>,
+    pub mount_override: Option<&'a [Mount]>,
+}
+
+/// The verdict on `found` (looked up as `name`).
+pub(crate) async fn judge(
+    env: &Env,
+    found: &Found,
+    name: &str,
+    start: Start<'_>,
+) -> Result<Judged, Refused> {
+    let file = found
+        .source
+        .parse()
+        .map_err(|e| Refused::usage(e.to_string()))?;
+    let overridden = start.mount_override.is_some();
+    let mut written = empty::empty_strings(&found.source.text);
+    written.extend(inherit::hooks(&found.written).1);
+    written.extend(hook_config::hook_configs(&file));
+    written.extend(reach::data_dir(
+        &file,
+        &env.cwd,
+        env.store.root(),
+        overridden,
+    ));
+    let refuse = |all: &[Finding], resolved: Option<&str>| {
+        let shown: Vec<Shown> = all.iter().map(|f| Shown::of(found, f)).collect();
+        let errors = shown.iter().filter(|f| f.error).count();
+        Refused {
+            code: "USAGE_ERROR",
+            message: format!(
+                "{name}: preset `{}` would not work as written: {errors} error(s), {} \
+                 warning(s)",
+                resolved.unwrap_or(name),
+                shown.len() - errors
+            ),
+            findings: shown,
+        }
+    };
+    let has_errors = |all: &[Finding]| all.iter().any(|f| f.severity == Severity::Error);
+    if has_errors(&written) {
+        return Err(refuse(&written, file.name.as_deref()));
+    }
+    let cx = ResolveContext {
+        cwd: &env.cwd,
+        data_dir: env.store.root(),
+        spill: start.spill,
+        mount_override: start.mount_override,
+    };
+    let resolved = file
+        .resolve(name, &cx)
+        .map_err(|e| Refused::usage(e.to_string()))?;
+    let plugins = Registry::load_plugins(&env.sandbox, &env.store, &resolved)
+        .await
+        .map_err(|e| Refused {
+            code: "BAD_PLUGIN",
+            findings: Vec::new(),
+            message: format!("{name}: {e}"),
+        })?;
+    let views: Vec<LoadedPlugin<'_>> = plugins
+        .iter()
+        .map(|p| LoadedPlugin {
+            name: &p.name,
+            tools: &p.tools,
+            imports: &p.imports,
+        })
+        .collect();
+    let mut all = written;
+    all.extend(findings::findings(&file, &views, overridden));
+    if has_errors(&all) {
+        return Err(refuse(&all, Some(&resolved.name)));
+    }
+    Ok(Judged {
+        warnings: all.iter().map(|f| Shown::of(found, f)).collect(),
+        resolved,
+        plugins,
+    })
+}
