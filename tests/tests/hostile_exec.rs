@@ -632,7 +632,12 @@ fn a_directory_paddock_cannot_list_fails_the_run_loudly() {
     if root {
         let mut probe = std::process::Command::new("setpriv");
         as_nobody(&mut probe);
-        let reachable = probe.args(["test", "-x"]).arg(&bin).status().unwrap().success();
+        let reachable = probe
+            .args(["test", "-x"])
+            .arg(&bin)
+            .status()
+            .unwrap()
+            .success();
         if !reachable {
             let copy = bin_dir.path().join("paddock");
             std::fs::copy(&bin, &copy).unwrap();

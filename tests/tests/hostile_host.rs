@@ -235,7 +235,8 @@ async fn k5_a_tool_importing_exec_is_high_risk_like_run_command_unless_named_low
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
     assert_eq!(result["ok"], true, "{result}");
     assert!(
-        text(&out).contains("plugins.liar.tool_risk.run_anything = \"medium\""),
+        text(&out)
+            .contains("plugins.liar.tool_risk.run_anything: `tool_risk.run_anything = \"medium\"`"),
         "{}",
         text(&out)
     );
