@@ -67,6 +67,18 @@ pub fn check_call(
         Err(Unreadable::Unparsable(unparsable)) => {
             Err(feedback::unparsable_json(spec, raw, &unparsable))
         }
+        Err(Unreadable::DuplicateKey {
+            at,
+            key,
+            first,
+            second,
+        }) => Err(feedback::duplicate_key(
+            spec,
+            raw,
+            &at,
+            &key,
+            [&first, &second],
+        )),
         Err(Unreadable::Ambiguous {
             error,
             first,
