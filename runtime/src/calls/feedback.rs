@@ -142,7 +142,7 @@ pub fn duplicate_key(
     raw: &str,
     at: &str,
     key: &str,
-    values: [&Value; 2],
+    values: &[Value; 2],
 ) -> ToolError {
     ToolError::new(
         ErrorCode::InvalidJson,
@@ -151,8 +151,8 @@ pub fn duplicate_key(
              then {}; paddock runs neither rather than pick one. Received: {}. Send the object \
              again with {key:?} once, holding the value you mean{}",
             spec.name,
-            shown(values[0]),
-            shown(values[1]),
+            shown(&values[0]),
+            shown(&values[1]),
             quote(raw),
             required_hint(&spec.parameters),
         ),

@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 
 use super::extract::{self, Concatenated, strip_fence};
 use super::lenient::{Failure, Forgiven};
-use super::strict::{self, StrictError};
+use super::strict::{self, DuplicateKey, StrictError};
 use super::validate::{around, offset_of, position};
 
 /// One repair applied to a call, in the order applied.
@@ -119,8 +119,8 @@ pub enum Unreadable {
         /// Where, as "line L column C".
         at: String,
         key: String,
-        first: Value,
-        second: Value,
+        /// The two values, in the order sent.
+        values: Box<[Value; 2]>,
     },
 }
 
@@ -183,12 +183,10 @@ pub fn repair_args(
                 line,
                 column,
             }) => {
-                return Err(Unreadable::DuplicateKey {
-                    at: format!("line {line} column {column}"),
-                    key: duplicate.key,
-                    first: duplicate.first,
-                    second: duplicate.second,
-                });
+                return Err(duplicate_key(
+                    format!("line {line} column {column}"),
+                    *duplicate,
+                ));
             }
             // Text that ends with a closing bracket looks complete: the lenient reader says
             // which bracket is missing instead of calling it cut off.
@@ -285,17 +283,9 @@ fn read_leniently(
             position(raw, base + opened),
             position(raw, base + at)
         )),
-        Failure::DuplicateKey {
-            at,
-            key,
-            first,
-            second,
-        } => Unreadable::DuplicateKey {
-            at: position(raw, base + at),
-            key,
-            first,
-            second,
-        },
+        Failure::DuplicateKey { at, duplicate } => {
+            duplicate_key(position(raw, base + at), *duplicate)
+        }
     })?;
     if fenced {
         repairs.push(Repair::CodeFence);
@@ -313,6 +303,15 @@ fn read_leniently(
     }
     repairs.extend(forgiven_repairs(&found.forgiven));
     Ok(found.value)
+}
+
+fn duplicate_key(at: String, duplicate: DuplicateKey) -> Unreadable {
+    let DuplicateKey { key, first, second } = duplicate;
+    Unreadable::DuplicateKey {
+        at,
+        key,
+        values: Box::new([first, second]),
+    }
 }
 
 /// What the lenient reader forgave, as repairs, most common first.

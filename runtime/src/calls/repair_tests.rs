@@ -408,15 +408,10 @@ fn a_key_sent_twice_is_refused_in_strict_and_repaired_json_alike() {
     ];
     for (raw, where_) in cases {
         match repair_args(raw, &schema(), passes) {
-            Err(Unreadable::DuplicateKey {
-                at,
-                key,
-                first,
-                second,
-            }) => {
+            Err(Unreadable::DuplicateKey { at, key, values }) => {
                 assert_eq!(
-                    (key.as_str(), first, second),
-                    ("path", json!("a"), json!("b")),
+                    (key.as_str(), *values),
+                    ("path", [json!("a"), json!("b")]),
                     "{raw}"
                 );
                 assert_eq!(at, where_, "{raw}");

@@ -27,7 +27,7 @@ pub(crate) enum StrictError {
     Json(serde_json::Error),
     /// An object repeats a key; `line` and `column` are where the second value ends.
     Duplicate {
-        duplicate: DuplicateKey,
+        duplicate: Box<DuplicateKey>,
         line: usize,
         column: usize,
     },
@@ -42,7 +42,7 @@ pub(crate) fn parse(text: &str) -> Result<Value, StrictError> {
         .and_then(|value| deserializer.end().map(|()| value));
     match (result, found.into_inner()) {
         (Err(error), Some(duplicate)) => Err(StrictError::Duplicate {
-            duplicate,
+            duplicate: Box::new(duplicate),
             line: error.line(),
             column: error.column(),
         }),
@@ -166,7 +166,7 @@ mod tests {
                     duplicate, line, ..
                 }) => {
                     assert_eq!(
-                        duplicate,
+                        *duplicate,
                         DuplicateKey {
                             key: key.into(),
                             first,

@@ -34,6 +34,8 @@ mod strings;
 
 use serde_json::{Map, Value};
 
+use super::strict::DuplicateKey;
+
 /// Deeper nesting than this is refused (arguments are never this deep; the stack is bounded).
 const MAX_DEPTH: usize = 128;
 /// How far ahead a quote looks for the key that would follow it.
@@ -70,12 +72,10 @@ pub(crate) enum Failure {
         first: String,
         second: String,
     },
-    /// An object holds `key` twice (the second at `at`).
+    /// An object holds a key twice (the second at `at`).
     DuplicateKey {
         at: usize,
-        key: String,
-        first: Value,
-        second: Value,
+        duplicate: Box<DuplicateKey>,
     },
     /// The array or object opened at `opened` is closed at `at` by the other kind of bracket.
     Mismatched {
@@ -220,9 +220,11 @@ impl Reader<'_> {
             if let Some(first) = map.get(&key) {
                 return Err(Failure::DuplicateKey {
                     at: key_at,
-                    key,
-                    first: first.clone(),
-                    second: value,
+                    duplicate: Box::new(DuplicateKey {
+                        key,
+                        first: first.clone(),
+                        second: value,
+                    }),
                 });
             }
             map.insert(key, value);

@@ -369,12 +369,14 @@ fn a_key_written_twice_is_refused_with_both_values() {
     ];
     for (text, key, first, second) in cases {
         match read(text) {
-            Err(Failure::DuplicateKey {
-                key: k,
-                first: a,
-                second: b,
-                ..
-            }) => assert_eq!((k.as_str(), a, b), (key, first, second), "{text}"),
+            Err(Failure::DuplicateKey { duplicate, .. }) => {
+                let DuplicateKey {
+                    key: k,
+                    first: a,
+                    second: b,
+                } = *duplicate;
+                assert_eq!((k.as_str(), a, b), (key, first, second), "{text}")
+            }
             other => panic!("{text:?}: {other:?}"),
         }
     }
