@@ -242,6 +242,7 @@ impl Repair {
             Repair::PythonTuples { count } => format!("Python tuples as arrays ({count})"),
             Repair::BareWords { count } => format!("bare words as strings ({count})"),
             Repair::NumberForms { count } => format!("number forms ({count})"),
+            Repair::HexIntegers { count } => format!("hexadecimal integers ({count})"),
             Repair::LoneBackslashes { count } => format!("lone backslashes ({count})"),
             Repair::RenamedParam { from, to } => format!("`{from}` renamed to `{to}`"),
             Repair::ToolAlias { from, to } => format!("tool `{from}` read as `{to}`"),

@@ -73,6 +73,9 @@ pub enum Repair {
     BareWords { count: usize },
     /// Numbers in a form with one reading (`.5`, `1.`, `+1`, `1_000`) were read as numbers.
     NumberForms { count: usize },
+    /// Hexadecimal values (`0x1F`) of parameters whose schema wants an integer were read as
+    /// integers.
+    HexIntegers { count: usize },
     /// A backslash before a character JSON does not escape (`\d`) was kept as a backslash.
     LoneBackslashes { count: usize },
     /// A parameter name was mapped onto the schema's property.
@@ -98,6 +101,7 @@ pub const STEPS_TRIED: &[&str] = &[
     "Python tuples",
     "bare words",
     "number forms",
+    "hexadecimal integers",
     "lone backslashes",
 ];
 
@@ -199,7 +203,7 @@ pub fn repair_args(
             }
             Err(StrictError::Json(error)) => match extract::split_concatenated(raw) {
                 Some(objects) => choose_concatenated(objects, schema, &passes, &mut repairs),
-                None => read_leniently(raw, &error, &mut repairs)?,
+                None => read_leniently(raw, &error, schema, &mut repairs)?,
             },
         },
     };
@@ -242,6 +246,7 @@ fn choose_concatenated(
 fn read_leniently(
     raw: &str,
     strict: &serde_json::Error,
+    schema: &Value,
     repairs: &mut Vec<Repair>,
 ) -> Result<Value, Unreadable> {
     let (body, base) = strip_fence(raw).unwrap_or((raw, 0));
@@ -301,7 +306,22 @@ fn read_leniently(
             count: found.copies,
         });
     }
+    let props = schema.get("properties").and_then(Value::as_object);
+    let hex = &found.forgiven.hex_parameters;
+    if let Some(name) = hex.iter().find(|name| {
+        !props
+            .and_then(|props| props.get(name.as_str()))
+            .is_some_and(|prop| accepts_type(prop, "integer"))
+    }) {
+        return Err(unparsable(format!(
+            "`{name}` is written in hexadecimal, which paddock reads only where the schema \
+             wants an integer; send it as a decimal number or a string"
+        )));
+    }
     repairs.extend(forgiven_repairs(&found.forgiven));
+    if !hex.is_empty() {
+        repairs.push(Repair::HexIntegers { count: hex.len() });
+    }
     Ok(found.value)
 }
 

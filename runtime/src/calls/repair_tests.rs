@@ -473,3 +473,24 @@ fn complete_text_is_refused_for_its_real_defect_not_as_cut_off() {
         }
     }
 }
+
+#[test]
+fn hexadecimal_runs_only_where_the_schema_wants_an_integer() {
+    let schema = json!({"type": "object", "properties": {"path": {"type": "string"},
+        "limit": {"type": "integer"}}});
+    let repaired = repair_args(r#"{"path": "a", "limit": 0x10}"#, &schema, |_| true).unwrap();
+    assert_eq!(repaired.args, json!({"path": "a", "limit": 16}));
+    assert_eq!(repaired.repairs, [Repair::HexIntegers { count: 1 }]);
+    for raw in [r#"{"path": 0x10}"#, r#"{"other": 0x10}"#] {
+        match repair_args(raw, &schema, |_| true) {
+            Err(Unreadable::Unparsable(u)) => {
+                assert!(
+                    u.after_repairs.contains("hexadecimal"),
+                    "{raw}: {}",
+                    u.after_repairs
+                )
+            }
+            other => panic!("{raw}: {other:?}"),
+        }
+    }
+}

@@ -2,7 +2,8 @@
 //! characters in strings, unescaped quotes inside strings, missing commas, trailing commas,
 //! `//` and `/* */` comments, single-quoted strings and keys, unquoted keys (a number too),
 //! stray words before a key, Python's `True`/`False`/`None` and tuples, bare words where only a
-//! string can stand, number forms with one reading (`.5`, `1.`, `+1`, `1_000`), and a backslash
+//! string can stand, number forms with one reading (`.5`, `1.`, `+1`, `1_000`, hexadecimal for
+//! a parameter whose schema wants an integer), and a backslash
 //! before a character whose meaning it does not change (`"\d+"`). Each thing it forgives is
 //! counted in `Forgiven`, which `repair` turns into typed `Repair`s for the log.
 //!
@@ -57,6 +58,10 @@ pub(crate) struct Forgiven {
     pub bare_words: usize,
     pub number_forms: usize,
     pub lone_backslashes: usize,
+    /// The parameters (top-level keys) whose values were written in hexadecimal (`0x1F`): the
+    /// reader cannot tell an integer from a string, so `repair` keeps them only where the
+    /// schema wants an integer.
+    pub hex_parameters: Vec<String>,
 }
 
 /// Why the text is not one object, with the byte offset it was noticed at.
@@ -102,6 +107,7 @@ pub(crate) fn read_object(text: &str, start: usize) -> Result<(Value, usize, For
         pos: start,
         depth: 0,
         forgiven: Forgiven::default(),
+        read_hex: false,
     };
     if reader.peek() != Some('{') {
         return Err(reader.invalid("expected `{` to start the object"));
@@ -136,6 +142,8 @@ struct Reader<'a> {
     pos: usize,
     depth: usize,
     forgiven: Forgiven,
+    /// Set when the value just read was a hexadecimal number.
+    read_hex: bool,
 }
 
 impl Reader<'_> {
@@ -216,7 +224,11 @@ impl Reader<'_> {
                     return Err(self.invalid(format!("expected `:` after a key, found {c:?}")));
                 }
             }
+            self.read_hex = false;
             let value = self.value(Ctx::InObject)?;
+            if std::mem::take(&mut self.read_hex) {
+                self.forgiven.hex_parameters.push(key.clone());
+            }
             if let Some(first) = map.get(&key) {
                 return Err(Failure::DuplicateKey {
                     at: key_at,

@@ -5,8 +5,9 @@
 //! `NaN`, `Infinity`, `undefined`, any word that is a prefix of a literal and any that starts
 //! with one (`nullnull`, `True1`) are refused, a bare
 //! word followed by anything but the delimiter that ends a value is refused (`hello world`), a
-//! number with a leading zero (`007`, octal in some languages) is refused, and hexadecimal is
-//! refused (the reader does not know the schema, so it cannot tell an integer from a string).
+//! number with a leading zero (`007`, octal in some languages) is refused, and hexadecimal
+//! (`0x1F`) is read only as a parameter's own value, recorded so that `repair` keeps it only
+//! where the schema wants an integer (the reader does not know the schema).
 
 use serde_json::Value;
 
@@ -115,6 +116,24 @@ impl Reader<'_> {
         };
         if let Ok(number) = serde_json::from_str::<serde_json::Number>(token) {
             return Ok(Value::Number(number));
+        }
+        if let Some(hex) = token
+            .strip_prefix("0x")
+            .or_else(|| token.strip_prefix("0X"))
+        {
+            // Only a parameter's own value: `repair` checks the schema wants an integer there.
+            let value = u64::from_str_radix(hex, 16)
+                .ok()
+                .filter(|_| self.depth == 1 && !hex.starts_with('+'))
+                .ok_or_else(|| Failure::Invalid {
+                    at: start,
+                    what: format!(
+                        "`{token}` is hexadecimal, which paddock reads only as the value of a \
+                         parameter whose schema wants an integer"
+                    ),
+                })?;
+            self.read_hex = true;
+            return Ok(Value::Number(value.into()));
         }
         let normal = normal_number(token).ok_or_else(not_a_number)?;
         let number =

@@ -197,7 +197,7 @@ fn values_are_never_guessed() {
         r#"{"a": hello world}"#,
         r#"{"a": [nullnull]}"#,
         r#"{"a": Truely}"#,
-        r#"{"a": 0x10}"#,
+        r#"{"a": [0x10]}"#,
         r#"{"a": 007}"#,
         r#"{"a" 1}"#,
         r#"{"a": [1,,2]}"#,
@@ -506,4 +506,24 @@ fn a_number_used_as_a_key_is_read_as_that_key() {
         |f| f.unquoted_keys,
     );
     assert!(matches!(read(r#"{1a: 2}"#), Err(Failure::Invalid { .. })));
+}
+
+#[test]
+fn hexadecimal_is_read_only_as_a_parameters_own_value_and_recorded() {
+    let (value, forgiven) = read(r#"{"limit": 0x1F, "n": 2}"#).unwrap();
+    assert_eq!(value, json!({"limit": 31, "n": 2}));
+    assert_eq!(forgiven.hex_parameters, ["limit"]);
+    for text in [
+        r#"{"a": [0x10]}"#,
+        r#"{"a": {"b": 0x10}}"#,
+        r#"{"a": 0xZZ}"#,
+        r#"{"a": 0x}"#,
+        r#"{"a": -0x10}"#,
+    ] {
+        assert!(
+            matches!(read(text), Err(Failure::Invalid { .. })),
+            "{text:?}: {:?}",
+            read(text)
+        );
+    }
 }
