@@ -437,16 +437,7 @@ fn a_json_value_beside_the_object_is_refused_never_dropped_as_prose() {
         r#"{"path": "a"} 42"#,
         "[{'path': 'a'}, {'path': 'b'}]",
     ] {
-        match repair_args(raw, &schema(), passes) {
-            Err(Unreadable::Unparsable(u)) => {
-                assert!(
-                    u.after_repairs.contains("line "),
-                    "{raw}: {}",
-                    u.after_repairs
-                )
-            }
-            other => panic!("{raw}: {other:?}"),
-        }
+        assert_unparsable_for(raw, &schema(), "line ");
     }
     // A strict top-level array is read as the array it is: the schema refuses it.
     let array = repair_args(r#"[{"path": "a"}, {"path": "b"}]"#, &schema(), passes).unwrap();
@@ -461,16 +452,7 @@ fn complete_text_is_refused_for_its_real_defect_not_as_cut_off() {
         (r#"{"path": ["a", 1}"#, "closed by `}` at line 1 column 17"),
     ];
     for (raw, defect) in cases {
-        match repair_args(raw, &schema(), passes) {
-            Err(Unreadable::Unparsable(u)) => {
-                assert!(
-                    u.after_repairs.contains(defect),
-                    "{raw}: {}",
-                    u.after_repairs
-                )
-            }
-            other => panic!("{raw}: {other:?}"),
-        }
+        assert_unparsable_for(raw, &schema(), defect);
     }
 }
 
@@ -482,15 +464,20 @@ fn hexadecimal_runs_only_where_the_schema_wants_an_integer() {
     assert_eq!(repaired.args, json!({"path": "a", "limit": 16}));
     assert_eq!(repaired.repairs, [Repair::HexIntegers { count: 1 }]);
     for raw in [r#"{"path": 0x10}"#, r#"{"other": 0x10}"#] {
-        match repair_args(raw, &schema, |_| true) {
-            Err(Unreadable::Unparsable(u)) => {
-                assert!(
-                    u.after_repairs.contains("hexadecimal"),
-                    "{raw}: {}",
-                    u.after_repairs
-                )
-            }
-            other => panic!("{raw}: {other:?}"),
+        assert_unparsable_for(raw, &schema, "hexadecimal");
+    }
+}
+
+/// `raw` is refused as unreadable, and what the repair steps ran into mentions `defect`.
+fn assert_unparsable_for(raw: &str, schema: &Value, defect: &str) {
+    match repair_args(raw, schema, passes) {
+        Err(Unreadable::Unparsable(u)) => {
+            assert!(
+                u.after_repairs.contains(defect),
+                "{raw}: {}",
+                u.after_repairs
+            )
         }
+        other => panic!("{raw}: {other:?}"),
     }
 }
