@@ -43,7 +43,8 @@ async fn what_ran_what_did_not_and_every_repair_reach_the_model_and_the_log() {
             r#"{"path":"a.txt"}{"path":"b.txt"}{"path":"a.txt"}"#,
             &[],
         ),
-        ScriptCall::new("c2", "read_file", r#"{"path": a.txt}"#, &[]),
+        // Two bare words: which string was meant is a guess, so it is refused.
+        ScriptCall::new("c2", "read_file", r#"{"path": a.txt b.txt}"#, &[]),
         ScriptCall::new("c3", "read_file", "```json\n{'path': 'b.txt',}\n```", &[]),
     ];
     let server = server(vec![

@@ -67,6 +67,9 @@ pub fn check_call(
         Err(Unreadable::Unparsable(unparsable)) => {
             Err(feedback::unparsable_json(spec, raw, &unparsable))
         }
+        Err(Unreadable::DuplicateKey { at, key, values }) => {
+            Err(feedback::duplicate_key(spec, raw, &at, &key, &values))
+        }
         Err(Unreadable::Ambiguous {
             error,
             first,

@@ -130,7 +130,7 @@ fn unparsable_text_reports_the_parse_error_the_steps_tried_and_the_fields() {
         "line 1 column 1",
         "⟨here⟩path=a.txt",
         "tried: concatenated objects, markdown fence",
-        "unquoted keys, Python literals",
+        "unquoted keys, stray words, Python literals",
         "the call was not run",
         "path (string, required)",
         "for example: {\"path\":\"src/main.rs\"}",
@@ -148,7 +148,7 @@ fn unparsable_text_never_runs_even_when_the_schema_takes_anything() {
     for raw in [
         "just some words",
         "path: a.txt",
-        "{\"path\": oops}",
+        "{\"path\": oops now}",
         "{path = 'a'}",
     ] {
         let checked = check("list_dir", raw);
@@ -230,6 +230,25 @@ fn every_refusal_for_bad_arguments_names_the_repairs_tried() {
         let error = check("read_file", raw).args.expect_err(name);
         assert_eq!(error.code, code, "{name}: {}", error.message);
         assert!(error.message.contains(tried), "{name}: {}", error.message);
+    }
+}
+
+#[test]
+fn a_key_sent_twice_is_refused_naming_the_key_both_values_and_the_fix() {
+    let error = check(
+        "read_file",
+        r#"{"path": "a.txt", "limit": 1, "path": "b.txt"}"#,
+    )
+    .args
+    .unwrap_err();
+    assert_eq!(error.code, ErrorCode::InvalidJson);
+    for part in [
+        "hold the key \"path\" twice",
+        "first \"a.txt\", then \"b.txt\"",
+        "runs neither",
+        "with \"path\" once",
+    ] {
+        assert!(error.message.contains(part), "{part}: {}", error.message);
     }
 }
 

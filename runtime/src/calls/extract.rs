@@ -7,9 +7,11 @@
 //! objects inside prose are ambiguous and refused with both named. What it deliberately does not
 //! do: pick an object out of text that holds anything JSON-like besides it.
 
+use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use super::lenient::{Failure, Forgiven, read_object, skip_blank};
+use super::strict;
 
 /// The body of a markdown code fence that is the whole text (`` ```json ... ``` ``), and where
 /// the body starts. Several fences are not one object: left to the prose step.
@@ -53,6 +55,9 @@ pub(crate) fn find_object(text: &str) -> Result<Found, Failure> {
             what: "there is no JSON object (`{`) in the text".into(),
         });
     };
+    if let Some(at) = json_value_in(&text[..start]) {
+        return Err(beside(at, "before"));
+    }
     let (value, end, forgiven) = read_object(text, start)?;
     let before = text[..start].trim().len();
     let mut copies = 1;
@@ -77,6 +82,9 @@ pub(crate) fn find_object(text: &str) -> Result<Found, Failure> {
                 what: "text follows an object whose strings needed repaired quotes".into(),
             });
         }
+        if let Some(at) = json_value_in(prose) {
+            return Err(beside(rest + at, "after"));
+        }
         after += prose.trim().len();
         let Some(next) = tail.find('{') else {
             break;
@@ -93,6 +101,7 @@ pub(crate) fn find_object(text: &str) -> Result<Found, Failure> {
                     second: format!("the object {}", shown(&other)),
                 });
             }
+            Err(duplicate @ Failure::DuplicateKey { .. }) => return Err(duplicate),
             Err(_) => {
                 return Err(Failure::Invalid {
                     at: rest + next,
@@ -110,6 +119,36 @@ pub(crate) fn find_object(text: &str) -> Result<Found, Failure> {
     })
 }
 
+/// Where prose holds a JSON value that is not an object: an array (`[` and then a value or
+/// `]`), or the whole prose being a JSON value (`"text"`, `42`, `true`). Such a value is never
+/// dropped as prose.
+fn json_value_in(prose: &str) -> Option<usize> {
+    let trimmed = prose.trim();
+    if !trimmed.is_empty() && serde_json::from_str::<IgnoredAny>(trimmed).is_ok() {
+        return Some(prose.len() - prose.trim_start().len());
+    }
+    prose.match_indices('[').map(|(at, _)| at).find(|&at| {
+        let next = prose[at + 1..].trim_start().chars().next();
+        matches!(
+            next,
+            Some('[' | ']' | '{' | '"' | '\'' | '-' | '0'..='9') | None
+        ) || ["true", "false", "null"]
+            .iter()
+            .any(|literal| prose[at + 1..].trim_start().starts_with(literal))
+    })
+}
+
+fn beside(at: usize, side: &str) -> Failure {
+    Failure::Invalid {
+        at,
+        what: format!(
+            "the text holds a JSON value {side} the object (an array, or a second value), and \
+             paddock runs neither rather than drop one: send each as its own tool call, or the \
+             one object alone"
+        ),
+    }
+}
+
 /// Concatenated objects, all strict JSON and nothing else in the text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Concatenated {
@@ -124,7 +163,17 @@ pub struct Concatenated {
 pub fn split_concatenated(raw: &str) -> Option<Concatenated> {
     let mut found = 0;
     let mut distinct: Vec<Value> = Vec::new();
-    for value in serde_json::Deserializer::from_str(raw).into_iter::<Value>() {
+    // Each value is found by serde_json, then read again with duplicate keys refused: an
+    // object that repeats a key is not split here but left to the lenient reader, which
+    // refuses it.
+    let mut stream = serde_json::Deserializer::from_str(raw).into_iter::<IgnoredAny>();
+    let mut start = 0;
+    while let Some(next) = stream.next() {
+        let end = stream.byte_offset();
+        let value = next
+            .map_err(|_| ())
+            .and_then(|_| strict::parse(&raw[start..end]).map_err(|_| ()));
+        start = end;
         match value {
             Ok(value @ Value::Object(_)) => {
                 found += 1;

@@ -135,6 +135,31 @@ pub fn ambiguous_json(spec: &ToolSpec, raw: &str, error: &str, readings: [&str; 
     .retryable(true)
 }
 
+/// INVALID_JSON for an object that holds a key twice: the key, where, both values, and that
+/// nothing ran; the fix is to send the key once.
+pub fn duplicate_key(
+    spec: &ToolSpec,
+    raw: &str,
+    at: &str,
+    key: &str,
+    values: &[Value; 2],
+) -> ToolError {
+    ToolError::new(
+        ErrorCode::InvalidJson,
+        format!(
+            "the arguments for `{}` hold the key {key:?} twice (the second at {at}): first {}, \
+             then {}; paddock runs neither rather than pick one. Received: {}. Send the object \
+             again with {key:?} once, holding the value you mean{}",
+            spec.name,
+            shown(&values[0]),
+            shown(&values[1]),
+            quote(raw),
+            required_hint(&spec.parameters),
+        ),
+    )
+    .retryable(true)
+}
+
 /// The repairs tried on arguments that are JSON, before the schema check.
 pub const JSON_STEPS_TRIED: &str = "parameter names matched to the schema's, fields sent as \
      JSON strings decoded";
@@ -207,11 +232,17 @@ impl Repair {
             Repair::SurroundingProse { .. } => "prose around the object dropped".into(),
             Repair::ControlCharacters { count } => format!("raw control characters ({count})"),
             Repair::UnescapedQuotes { count } => format!("unescaped quotes ({count})"),
+            Repair::MissingCommas { count } => format!("missing commas ({count})"),
             Repair::TrailingCommas { count } => format!("trailing commas ({count})"),
             Repair::Comments { count } => format!("comments ({count})"),
             Repair::SingleQuotes { count } => format!("single-quoted strings ({count})"),
             Repair::UnquotedKeys { count } => format!("unquoted keys ({count})"),
+            Repair::StrayWords { count } => format!("stray words dropped ({count})"),
             Repair::PythonLiterals { count } => format!("Python literals ({count})"),
+            Repair::PythonTuples { count } => format!("Python tuples as arrays ({count})"),
+            Repair::BareWords { count } => format!("bare words as strings ({count})"),
+            Repair::NumberForms { count } => format!("number forms ({count})"),
+            Repair::HexIntegers { count } => format!("hexadecimal integers ({count})"),
             Repair::LoneBackslashes { count } => format!("lone backslashes ({count})"),
             Repair::RenamedParam { from, to } => format!("`{from}` renamed to `{to}`"),
             Repair::ToolAlias { from, to } => format!("tool `{from}` read as `{to}`"),

@@ -10,6 +10,7 @@ mod lenient;
 mod mcp_tools;
 mod registry;
 mod repair;
+mod strict;
 mod tool_list;
 mod validate;
 mod warm;

@@ -1,27 +1,30 @@
 //! Repair of a model's raw argument text (V3, V6-V8), one small step per function, each repair
 //! it applies recorded as a typed `Repair` for the event log.
 //!
-//! The steps, in order: blank text becomes `{}`; parse; unwrap double-encoded JSON (a string
-//! holding an object, or holding an array for an array-valued parameter); concatenated objects
-//! `{..}{..}` (identical copies are one; of different ones the first that passes the schema is
-//! chosen and the rest are named as not run, V7); then, for text that is still not JSON, a
-//! markdown fence, prose around one object, and the lenient reader (`lenient`: control
-//! characters, unescaped quotes, trailing commas, comments, single quotes, unquoted keys, Python
-//! literals, lone backslashes; V8); finally parameter names that are unambiguous case/separator
-//! variants or known aliases of the schema's properties.
+//! The steps, in order: blank text becomes `{}`; parse strictly (`strict`: an object holding a
+//! key twice is refused, never resolved by keeping one value); unwrap double-encoded JSON (a
+//! string holding an object, or holding an array for an array-valued parameter); concatenated
+//! objects `{..}{..}` (identical copies are one; of different ones the first that passes the
+//! schema is chosen and the rest are named as not run, V7); then, for text that is still not
+//! JSON, a markdown fence, prose around one object (never a JSON value beside it), and the
+//! lenient reader (`lenient`, whose invariant is that a repair never changes the structure the
+//! text shows; V8); finally parameter names that are unambiguous case/separator variants or
+//! known aliases of the schema's properties.
 //!
 //! What it deliberately does not do: invent values, complete truncated JSON (a prefix of a
 //! document is refused with its line and column), or run text it could not read: there is no
 //! `{"raw": text}` fallback any more (V6). Text that is not an object after every step is
-//! `Unreadable::Unparsable`, with the parse error, the text around it and the steps tried; two
-//! readings are `Unreadable::Ambiguous`, both named. Tool-name aliases live in `aliases`,
-//! strict validation in `validate`.
+//! `Unreadable::Unparsable`, with the parse error, the text around it, the real defect and the
+//! steps tried; two readings are `Unreadable::Ambiguous`, both named; a key sent twice is
+//! `Unreadable::DuplicateKey`, with both values. Tool-name aliases live in `aliases`, strict
+//! validation in `validate`.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::extract::{self, Concatenated, strip_fence};
 use super::lenient::{Failure, Forgiven};
+use super::strict::{self, DuplicateKey, StrictError};
 use super::validate::{around, offset_of, position};
 
 /// One repair applied to a call, in the order applied.
@@ -49,16 +52,30 @@ pub enum Repair {
     ControlCharacters { count: usize },
     /// Quotes inside strings that could only be part of the text were kept as text.
     UnescapedQuotes { count: usize },
+    /// Commas missing between members were read where the next member plainly starts (a key
+    /// and its `:`, or an array item).
+    MissingCommas { count: usize },
     /// Commas before a closing `}` or `]` were dropped.
     TrailingCommas { count: usize },
     /// `//` and `/* */` comments were dropped.
     Comments { count: usize },
     /// Single-quoted strings or keys were read as strings.
     SingleQuotes { count: usize },
-    /// Bare-word keys were read as strings.
+    /// Bare-word (or number) keys were read as strings.
     UnquotedKeys { count: usize },
+    /// Words standing before a key (`please "path": ...`), neither key nor value, were dropped.
+    StrayWords { count: usize },
     /// `True`, `False`, `None` were read as `true`, `false`, `null`.
     PythonLiterals { count: usize },
+    /// Python tuples `(1, 2)` were read as arrays.
+    PythonTuples { count: usize },
+    /// Bare words where only a string can stand (`{"mode": fast}`) were read as strings.
+    BareWords { count: usize },
+    /// Numbers in a form with one reading (`.5`, `1.`, `+1`, `1_000`) were read as numbers.
+    NumberForms { count: usize },
+    /// Hexadecimal values (`0x1F`) of parameters whose schema wants an integer were read as
+    /// integers.
+    HexIntegers { count: usize },
     /// A backslash before a character JSON does not escape (`\d`) was kept as a backslash.
     LoneBackslashes { count: usize },
     /// A parameter name was mapped onto the schema's property.
@@ -74,11 +91,17 @@ pub const STEPS_TRIED: &[&str] = &[
     "prose around one object",
     "raw control characters",
     "unescaped quotes",
+    "missing commas",
     "trailing commas",
     "comments",
     "single quotes",
     "unquoted keys",
+    "stray words",
     "Python literals",
+    "Python tuples",
+    "bare words",
+    "number forms",
+    "hexadecimal integers",
     "lone backslashes",
 ];
 
@@ -94,6 +117,14 @@ pub enum Unreadable {
         error: String,
         first: String,
         second: String,
+    },
+    /// An object holds a key twice: which value was meant is the model's to say.
+    DuplicateKey {
+        /// Where, as "line L column C".
+        at: String,
+        key: String,
+        /// The two values, in the order sent.
+        values: Box<[Value; 2]>,
     },
 }
 
@@ -149,16 +180,30 @@ pub fn repair_args(
             repairs.push(Repair::EmptyArguments);
             empty
         }
-        None => match parse(raw) {
+        None => match strict::parse(raw) {
             Ok(value) => unwrap_double_encoded(value, &mut repairs),
-            Err(error) if error.is_eof() => {
+            Err(StrictError::Duplicate {
+                duplicate,
+                line,
+                column,
+            }) => {
+                return Err(duplicate_key(
+                    format!("line {line} column {column}"),
+                    *duplicate,
+                ));
+            }
+            // Text that ends with a closing bracket looks complete: the lenient reader says
+            // which bracket is missing instead of calling it cut off.
+            Err(StrictError::Json(error))
+                if error.is_eof() && !raw.trim_end().ends_with(['}', ']']) =>
+            {
                 return Err(Unreadable::Truncated {
                     error: error.to_string(),
                 });
             }
-            Err(error) => match extract::split_concatenated(raw) {
+            Err(StrictError::Json(error)) => match extract::split_concatenated(raw) {
                 Some(objects) => choose_concatenated(objects, schema, &passes, &mut repairs),
-                None => read_leniently(raw, &error, &mut repairs)?,
+                None => read_leniently(raw, &error, schema, &mut repairs)?,
             },
         },
     };
@@ -201,10 +246,18 @@ fn choose_concatenated(
 fn read_leniently(
     raw: &str,
     strict: &serde_json::Error,
+    schema: &Value,
     repairs: &mut Vec<Repair>,
 ) -> Result<Value, Unreadable> {
     let (body, base) = strip_fence(raw).unwrap_or((raw, 0));
     let fenced = base > 0;
+    let unparsable = |after_repairs: String| {
+        Unreadable::Unparsable(Unparsable {
+            error: strict.to_string(),
+            around: around(raw, offset_of(raw, strict.line(), strict.column())),
+            after_repairs,
+        })
+    };
     let found = extract::find_object(body).map_err(|failure| match failure {
         Failure::Truncated { at } => Unreadable::Truncated {
             error: format!(
@@ -217,11 +270,27 @@ fn read_leniently(
             first,
             second,
         },
-        Failure::Invalid { at, what } => Unreadable::Unparsable(Unparsable {
-            error: strict.to_string(),
-            around: around(raw, offset_of(raw, strict.line(), strict.column())),
-            after_repairs: format!("{what} at {}", position(raw, base + at)),
-        }),
+        Failure::Invalid { at, what } => {
+            unparsable(format!("{what} at {}", position(raw, base + at)))
+        }
+        Failure::Mismatched {
+            at,
+            opened,
+            expected,
+            found,
+        } => unparsable(format!(
+            "the {} opened at {} is closed by `{found}` at {}, where `{expected}` belongs",
+            match expected {
+                '}' => "object",
+                ')' => "tuple",
+                _ => "array",
+            },
+            position(raw, base + opened),
+            position(raw, base + at)
+        )),
+        Failure::DuplicateKey { at, duplicate } => {
+            duplicate_key(position(raw, base + at), *duplicate)
+        }
     })?;
     if fenced {
         repairs.push(Repair::CodeFence);
@@ -237,25 +306,54 @@ fn read_leniently(
             count: found.copies,
         });
     }
+    let props = schema.get("properties").and_then(Value::as_object);
+    let hex = &found.forgiven.hex_parameters;
+    if let Some(name) = hex.iter().find(|name| {
+        !props
+            .and_then(|props| props.get(name.as_str()))
+            .is_some_and(|prop| accepts_type(prop, "integer"))
+    }) {
+        return Err(unparsable(format!(
+            "`{name}` is written in hexadecimal, which paddock reads only where the schema \
+             wants an integer; send it as a decimal number or a string"
+        )));
+    }
     repairs.extend(forgiven_repairs(&found.forgiven));
+    if !hex.is_empty() {
+        repairs.push(Repair::HexIntegers { count: hex.len() });
+    }
     Ok(found.value)
+}
+
+fn duplicate_key(at: String, duplicate: DuplicateKey) -> Unreadable {
+    let DuplicateKey { key, first, second } = duplicate;
+    Unreadable::DuplicateKey {
+        at,
+        key,
+        values: Box::new([first, second]),
+    }
 }
 
 /// What the lenient reader forgave, as repairs, most common first.
 fn forgiven_repairs(f: &Forgiven) -> Vec<Repair> {
     type Make = fn(usize) -> Repair;
-    let steps: [(usize, Make); 8] = [
+    let steps: [(usize, Make); 13] = [
         (f.control_characters, |count| Repair::ControlCharacters {
             count,
         }),
         (f.unescaped_quotes, |count| Repair::UnescapedQuotes {
             count,
         }),
+        (f.missing_commas, |count| Repair::MissingCommas { count }),
         (f.trailing_commas, |count| Repair::TrailingCommas { count }),
         (f.comments, |count| Repair::Comments { count }),
         (f.single_quotes, |count| Repair::SingleQuotes { count }),
         (f.unquoted_keys, |count| Repair::UnquotedKeys { count }),
+        (f.stray_words, |count| Repair::StrayWords { count }),
         (f.python_literals, |count| Repair::PythonLiterals { count }),
+        (f.python_tuples, |count| Repair::PythonTuples { count }),
+        (f.bare_words, |count| Repair::BareWords { count }),
+        (f.number_forms, |count| Repair::NumberForms { count }),
         (f.lone_backslashes, |count| Repair::LoneBackslashes {
             count,
         }),
@@ -272,15 +370,10 @@ pub fn empty_to_object(raw: &str) -> Option<Value> {
     raw.trim().is_empty().then(|| Value::Object(Map::new()))
 }
 
-/// Step 2: plain JSON.
-pub fn parse(raw: &str) -> Result<Value, serde_json::Error> {
-    serde_json::from_str(raw)
-}
-
 /// Step 3: the whole arguments sent as a JSON string that holds an object.
 pub fn unwrap_double_encoded(value: Value, repairs: &mut Vec<Repair>) -> Value {
     if let Value::String(text) = &value
-        && let Ok(inner @ Value::Object(_)) = serde_json::from_str::<Value>(text)
+        && let Ok(inner @ Value::Object(_)) = strict::parse(text)
     {
         repairs.push(Repair::DoubleEncoded { field: None });
         return inner;
@@ -311,7 +404,7 @@ pub fn unwrap_double_encoded_fields(
         if accepts_type(prop, "string") {
             continue;
         }
-        let decoded = match serde_json::from_str::<Value>(text) {
+        let decoded = match strict::parse(text) {
             Ok(v @ Value::Array(_)) if accepts_type(prop, "array") => v,
             Ok(v @ Value::Object(_)) if accepts_type(prop, "object") => v,
             _ => continue,
@@ -395,3 +488,7 @@ mod tests;
 #[cfg(test)]
 #[path = "repair_proptests.rs"]
 mod proptests;
+
+#[cfg(test)]
+#[path = "repair_corruptions.rs"]
+mod corruptions;

@@ -1,6 +1,6 @@
 //! Properties of repair (V8): any object, written the sloppy ways real models write it (single
-//! quotes, raw new lines, trailing commas, comments, bare keys, Python literals, a fence, prose
-//! before it), reads back as exactly that object; and no prefix of such text that stops before
+//! quotes, raw new lines in values, trailing commas, comments, bare keys, Python literals, a
+//! fence, prose before it), reads back as exactly that object; and no prefix of such text that stops before
 //! the object's closing brace is ever repaired into a value: a repaired value only ever comes
 //! from complete input.
 
@@ -132,7 +132,12 @@ fn render(value: &Value, s: Style, out: &mut String) {
                 if s.bare_keys && is_bare(k) {
                     out.push_str(k);
                 } else {
-                    render_str(k, s, out);
+                    // A raw control character in a key is refused: keys are written escaped.
+                    let key_style = Style {
+                        raw_controls: false,
+                        ..s
+                    };
+                    render_str(k, key_style, out);
                 }
                 out.push_str(": ");
                 render(v, s, out);

@@ -39,22 +39,6 @@ fn empty_to_object_turns_only_blank_text_into_an_empty_object() {
 }
 
 #[test]
-fn parse_reads_json_and_reports_truncation_as_end_of_input() {
-    assert_eq!(parse(r#"{"path":"a"}"#).unwrap(), json!({"path": "a"}));
-    let cases = [
-        (r#"{"path":"a""#, true),
-        (r#"{"path":"#, true),
-        ("{", true),
-        (r#"{"path": oops}"#, false),
-        (r#"{"a":1}{"b":2}"#, false),
-    ];
-    for (raw, eof) in cases {
-        let error = parse(raw).unwrap_err();
-        assert_eq!(error.is_eof(), eof, "{raw:?}: {error}");
-    }
-}
-
-#[test]
 fn unwrap_double_encoded_decodes_a_string_holding_an_object_only() {
     let cases = [
         (json!("{\"path\":\"a\"}"), json!({"path": "a"}), 1),
@@ -181,9 +165,9 @@ fn unparsable_text_is_refused_with_position_context_and_never_wrapped_as_raw() {
     let cases = [
         ("path=a.txt", "line 1 column 1", "⟨here⟩path=a.txt"),
         (
-            "{\"path\": oops}",
+            "{\"path\": oops now}",
             "line 1 column 10",
-            "{\"path\": ⟨here⟩oops}",
+            "{\"path\": ⟨here⟩oops now}",
         ),
         ("read the file please", "line 1 column 1", "⟨here⟩read"),
     ];
@@ -259,6 +243,31 @@ fn each_repair_step_is_applied_and_recorded() {
             r#"{"path": "\d"}"#,
             json!({"path": "\\d"}),
             vec![Repair::LoneBackslashes { count: 1 }],
+        ),
+        (
+            r#"{"path": "a" "old_string": "b"}"#,
+            json!({"path": "a", "old_string": "b"}),
+            vec![Repair::MissingCommas { count: 1 }],
+        ),
+        (
+            r#"{"path": "a", please "old_string": "b"}"#,
+            json!({"path": "a", "old_string": "b"}),
+            vec![Repair::StrayWords { count: 1 }],
+        ),
+        (
+            r#"{"path": "a", "edits": ({"n": 1},)}"#,
+            json!({"path": "a", "edits": [{"n": 1}]}),
+            vec![Repair::PythonTuples { count: 1 }],
+        ),
+        (
+            r#"{"path": src/main.rs}"#,
+            json!({"path": "src/main.rs"}),
+            vec![Repair::BareWords { count: 1 }],
+        ),
+        (
+            r#"{"path": "a", "edits": [{"n": .5}, {"n": 1_000}]}"#,
+            json!({"path": "a", "edits": [{"n": 0.5}, {"n": 1000}]}),
+            vec![Repair::NumberForms { count: 2 }],
         ),
         (
             r#"{"path":"a"}{"path":"a"}{"path":"a"}"#,
@@ -385,4 +394,90 @@ fn valid_arguments_pass_through_untouched() {
     let repaired = repair_args(raw, &schema(), passes).unwrap();
     assert_eq!(repaired.args, json!({"path": "a", "replace_all": false}));
     assert!(repaired.repairs.is_empty());
+}
+
+#[test]
+fn a_key_sent_twice_is_refused_in_strict_and_repaired_json_alike() {
+    let cases = [
+        (r#"{"path": "a", "path": "b"}"#, "line 1 column 26"),
+        (r#"{'path': 'a', 'path': 'b'}"#, "line 1 column 15"),
+        (
+            "```json\n{\"path\": \"a\",\n \"path\": \"b\"}\n```",
+            "line 3 column 2",
+        ),
+    ];
+    for (raw, where_) in cases {
+        match repair_args(raw, &schema(), passes) {
+            Err(Unreadable::DuplicateKey { at, key, values }) => {
+                assert_eq!(
+                    (key.as_str(), *values),
+                    ("path", [json!("a"), json!("b")]),
+                    "{raw}"
+                );
+                assert_eq!(at, where_, "{raw}");
+            }
+            other => panic!("{raw}: {other:?}"),
+        }
+    }
+    // Inside a double-encoded string, a repeated key is not decoded: the schema refuses the
+    // string, and no value is picked.
+    let double = repair_args(r#""{\"path\":\"a\",\"path\":\"b\"}""#, &schema(), passes).unwrap();
+    assert!(double.args.is_string(), "{:?}", double.args);
+}
+
+#[test]
+fn a_json_value_beside_the_object_is_refused_never_dropped_as_prose() {
+    for raw in [
+        r#"[1, 2] {"path": "a"}"#,
+        r#"{"path": "a"} [1]"#,
+        r#"[{"path": "b"}] {"path": "a"}"#,
+        "Here:\n```json\n{\"path\": \"a\"}\n```\nand\n```json\n[\"b\"]\n```",
+        "```json\n[\"b\"]\n```\nthen\n```json\n{\"path\": \"a\"}\n```",
+        r#""note" {"path": "a"}"#,
+        r#"{"path": "a"} 42"#,
+        "[{'path': 'a'}, {'path': 'b'}]",
+    ] {
+        assert_unparsable_for(raw, &schema(), "line ");
+    }
+    // A strict top-level array is read as the array it is: the schema refuses it.
+    let array = repair_args(r#"[{"path": "a"}, {"path": "b"}]"#, &schema(), passes).unwrap();
+    assert!(array.args.is_array());
+}
+
+#[test]
+fn complete_text_is_refused_for_its_real_defect_not_as_cut_off() {
+    let cases = [
+        (r#"{"path": {"a": 1}"#, "a `}` or `]` is missing"),
+        (r#"{"path": "a" oops}"#, "line 1 column 12"),
+        (r#"{"path": ["a", 1}"#, "closed by `}` at line 1 column 17"),
+    ];
+    for (raw, defect) in cases {
+        assert_unparsable_for(raw, &schema(), defect);
+    }
+}
+
+#[test]
+fn hexadecimal_runs_only_where_the_schema_wants_an_integer() {
+    let schema = json!({"type": "object", "properties": {"path": {"type": "string"},
+        "limit": {"type": "integer"}}});
+    let repaired = repair_args(r#"{"path": "a", "limit": 0x10}"#, &schema, |_| true).unwrap();
+    assert_eq!(repaired.args, json!({"path": "a", "limit": 16}));
+    assert_eq!(repaired.repairs, [Repair::HexIntegers { count: 1 }]);
+    for raw in [r#"{"path": 0x10}"#, r#"{"other": 0x10}"#] {
+        assert_unparsable_for(raw, &schema, "hexadecimal");
+    }
+}
+
+/// `raw` is refused as unreadable, and what the repair steps ran into mentions `defect`.
+fn assert_unparsable_for(raw: &str, schema: &Value, defect: &str) {
+    match repair_args(raw, schema, passes) {
+        Err(Unreadable::Unparsable(u)) => {
+            assert!(
+                u.after_repairs.contains(defect),
+                "{raw}: {}",
+                u.after_repairs
+            )
+        }
+        other => panic!("{raw}: {other:?}"),
+    }
 }
