@@ -17,7 +17,7 @@ fn hook_context_and_content_without_a_final_newline_never_share_a_line() {
     std::fs::write(
         s.file("p.toml"),
         format!(
-            "[plugins.bench]\nsource = {:?}\n\n[[hooks]]\nsource = \"builtin:audit\"\non = \"post\"\n\n\
+            "[plugins.bench]\nsource = {:?}\n\n[tools]\nenable = [\"echo\"]\n\n[[hooks]]\nsource = \"builtin:audit\"\non = \"post\"\n\n\
              [approval]\nlow = \"allow\"\nmedium = \"allow\"\nhigh = \"allow\"\n",
             echo.display().to_string()
         ),
