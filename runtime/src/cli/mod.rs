@@ -189,6 +189,10 @@ pub fn main() -> ExitCode {
             Command::Mcp(cmd) => mcp::run(cmd).await,
         }
     });
+    // Everything the session held (MCP servers, mounts) is dropped with the runtime; what
+    // finished runs left to the background (namespaces, placeholders) goes before exiting.
+    drop(runtime);
+    crate::sandbox::settle_finished_runs(std::time::Duration::from_secs(5));
     ExitCode::from(exit as u8)
 }
 

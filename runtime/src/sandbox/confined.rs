@@ -220,10 +220,16 @@ impl ConfinedRun {
     pub(super) async fn finish(mut self) -> Result<Vec<String>, String> {
         self.child.kill();
         let _ = self.child.wait().await;
-        match self.confined.take() {
-            Some(confined) => confined.undo_protected_creations(),
-            None => Ok(Vec::new()),
-        }
+        let Some(confined) = self.confined.take() else {
+            return Ok(Vec::new());
+        };
+        let notes = confined.undo_protected_creations();
+        // The namespace goes first (the child's drop retires it), then the placeholders,
+        // both off the call's path: removing a placeholder while it is still a mount point
+        // in the program's namespace would wait for an RCU grace period here.
+        drop(self);
+        super::confine::retire(Box::new(confined));
+        notes
     }
 }
 

@@ -43,6 +43,7 @@ pub use cache::CacheUse;
 pub(crate) use cache::create_private_dir;
 pub use call::LogLine;
 pub(crate) use confine::hide_from_programs;
+pub use confine::settle as settle_finished_runs;
 pub use described::Description;
 pub use engine::Sandbox;
 pub use error::LoadError;

@@ -62,8 +62,23 @@ impl RootHold {
         let mut hold = RootHold::default();
         let base = root.proc_path();
         for pattern in protect.at_root() {
-            hold.one(root, &base, &pattern)
-                .map_err(|e| format!("protected path `{}`: {e}", pattern.display()))?;
+            // A placeholder another run is removing right now is gone by the time its lock is
+            // ours: then look again (it is made anew).
+            let mut tries = 0;
+            while !hold
+                .one(root, &base, &pattern)
+                .map_err(|e| format!("protected path `{}`: {e}", pattern.display()))?
+            {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_micros(50 * tries));
+                if tries == 50 {
+                    return Err(format!(
+                        "protected path `{}`: its placeholder kept changing while paddock set it \
+                         up; try again",
+                        pattern.display()
+                    ));
+                }
+            }
         }
         for paths in [&mut hold.pins, &mut hold.read_only] {
             paths.sort();
@@ -72,7 +87,8 @@ impl RootHold {
         Ok(hold)
     }
 
-    fn one(&mut self, root: &MountHandle, base: &Path, pattern: &Path) -> Result<(), String> {
+    /// `Ok(false)`: a placeholder vanished while it was being taken; look again.
+    fn one(&mut self, root: &MountHandle, base: &Path, pattern: &Path) -> Result<bool, String> {
         let parts: Vec<&OsStr> = pattern.iter().collect();
         let mut dir = dup(root.fd().as_raw_fd())?;
         let mut rel = PathBuf::new();
@@ -82,10 +98,12 @@ impl RootHold {
             let Some(stat) = stat_at(dir.as_raw_fd(), part) else {
                 // Missing: a placeholder (a file only for a `protect` entry's own name).
                 let is_dir = !(last && is_extra(pattern));
-                self.held
-                    .push(Placeholder::make(dup(dir.as_raw_fd())?, part, is_dir)?);
+                let Some(made) = Placeholder::make(dup(dir.as_raw_fd())?, part, is_dir)? else {
+                    return Ok(false);
+                };
+                self.held.push(made);
                 self.read_only.push(base.join(&rel));
-                return Ok(());
+                return Ok(true);
             };
             match stat.st_mode & libc::S_IFMT {
                 libc::S_IFLNK => {
@@ -100,15 +118,25 @@ impl RootHold {
                     // Another run's (or a killed paddock's): adopt it, so it is held read-only
                     // and removed by whoever is done with it last.
                     let is_dir = stat.st_mode & libc::S_IFMT == libc::S_IFDIR;
-                    self.held
-                        .push(Placeholder::adopt(dup(dir.as_raw_fd())?, part, is_dir)?);
+                    let Some(adopted) = Placeholder::adopt(dup(dir.as_raw_fd())?, part, is_dir)?
+                    else {
+                        return Ok(false);
+                    };
+                    self.held.push(adopted);
                     self.read_only.push(base.join(&rel));
-                    return Ok(());
+                    return Ok(true);
                 }
-                _ if last => return Ok(()), // exists: `protect_walk` finds and binds it
+                _ if stat_at(dir.as_raw_fd(), part).map(|now| (now.st_dev, now.st_ino))
+                    != Some((stat.st_dev, stat.st_ino)) =>
+                {
+                    // Gone or replaced while it was looked at (a placeholder its last user
+                    // was removing): look again.
+                    return Ok(false);
+                }
+                _ if last => return Ok(true), // exists: `protect_walk` finds and binds it
                 libc::S_IFDIR if *part == ".cargo" && i == 0 => {
                     self.read_only.push(base.join(&rel));
-                    return Ok(());
+                    return Ok(true);
                 }
                 libc::S_IFDIR => {
                     self.pins.push(base.join(&rel));
@@ -119,11 +147,11 @@ impl RootHold {
                     // A file where a directory would be: nothing can be created below it, and
                     // pinned, it cannot be replaced by a directory.
                     self.pins.push(base.join(&rel));
-                    return Ok(());
+                    return Ok(true);
                 }
             }
         }
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -139,7 +167,8 @@ fn is_extra(pattern: &Path) -> bool {
 
 impl Placeholder {
     /// Creates the placeholder `name` in `parent` and takes a shared lock on it.
-    fn make(parent: OwnedFd, name: &OsStr, is_dir: bool) -> Result<Placeholder, String> {
+    /// `Ok(None)`: it vanished before it was held (see `adopt`).
+    fn make(parent: OwnedFd, name: &OsStr, is_dir: bool) -> Result<Option<Placeholder>, String> {
         let c = c_name(name)?;
         // SAFETY (both): a valid C string and a descriptor we hold.
         let made = if is_dir {
@@ -164,17 +193,19 @@ impl Placeholder {
         Placeholder::adopt(parent, name, is_dir)
     }
 
-    /// Takes a shared lock on the placeholder `name` in `parent`.
-    fn adopt(parent: OwnedFd, name: &OsStr, is_dir: bool) -> Result<Placeholder, String> {
+    /// Takes a shared lock on the placeholder `name` in `parent`. `Ok(None)`: it was removed
+    /// (or replaced) before the lock was ours, as its last user was removing it.
+    fn adopt(parent: OwnedFd, name: &OsStr, is_dir: bool) -> Result<Option<Placeholder>, String> {
         let c = c_name(name)?;
         let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         // SAFETY: a valid C string and a descriptor we hold.
         let fd = unsafe { libc::openat(parent.as_raw_fd(), c.as_ptr(), flags) };
         if fd == -1 {
-            return Err(format!(
-                "cannot open its placeholder: {}",
-                std::io::Error::last_os_error()
-            ));
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::ENOENT) {
+                return Ok(None);
+            }
+            return Err(format!("cannot open its placeholder: {e}"));
         }
         // SAFETY: a fresh descriptor only we hold.
         let lock = unsafe { OwnedFd::from_raw_fd(fd) };
@@ -188,15 +219,15 @@ impl Placeholder {
         let held = fstat(lock.as_raw_fd())?;
         let named = stat_at(parent.as_raw_fd(), name);
         if named.map(|s| (s.st_dev, s.st_ino)) != Some((held.st_dev, held.st_ino)) {
-            return Err("its placeholder was replaced while paddock set it up; try again".into());
+            return Ok(None);
         }
-        Ok(Placeholder {
+        Ok(Some(Placeholder {
             parent,
             name: name.to_os_string(),
             lock,
             identity: (held.st_dev, held.st_ino),
             is_dir,
-        })
+        }))
     }
 
     /// An empty directory of mode 0500 or empty file of mode 0400, owned by this user.
@@ -307,6 +338,30 @@ mod tests {
         assert!(hold.pins.is_empty());
         drop(hold);
         assert!(dir.path().join(".git").is_dir() && dir.path().join(".cargo").is_dir());
+    }
+
+    #[test]
+    fn runs_taking_and_releasing_the_same_placeholders_at_once_never_fail() {
+        let dir = tempfile::tempdir().unwrap();
+        let root =
+            std::sync::Arc::new(MountHandle::open(&dir.path().canonicalize().unwrap()).unwrap());
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                let root = root.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..300 {
+                        let hold = RootHold::prepare(&root, &Protect::default()).unwrap();
+                        assert_eq!(hold.read_only.len(), 3);
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        for p in [".git", ".paddock", ".cargo"] {
+            assert!(!dir.path().join(p).exists(), "{p} left behind");
+        }
     }
 
     #[test]

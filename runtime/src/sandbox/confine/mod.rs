@@ -29,7 +29,8 @@ use std::sync::OnceLock;
 
 use child::Bind;
 pub(crate) use rules::FsAccess;
-pub(crate) use spawn::{ConfinedChild, Program};
+pub use spawn::settle;
+pub(crate) use spawn::{ConfinedChild, Program, retire};
 
 /// Resource limits of a confined program (from the grant).
 #[derive(Debug, Clone, Copy)]
