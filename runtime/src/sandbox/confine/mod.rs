@@ -17,6 +17,7 @@
 mod child;
 mod filter;
 mod mask;
+mod retire;
 mod rules;
 mod spawn;
 
@@ -28,9 +29,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use child::Bind;
+pub(crate) use retire::retire;
+pub use retire::settle;
 pub(crate) use rules::FsAccess;
-pub use spawn::settle;
-pub(crate) use spawn::{ConfinedChild, Program, retire};
+pub(crate) use spawn::{ConfinedChild, Program};
 
 /// Resource limits of a confined program (from the grant).
 #[derive(Debug, Clone, Copy)]

@@ -378,49 +378,12 @@ fn mount_namespace(pidfd: &OwnedFd) -> Option<OwnedFd> {
     Some(fd)
 }
 
-/// What is left of finished runs (namespace references, placeholders), handed to one
-/// background thread that drops it in the order it came, away from any call: dropping a
-/// mount namespace, or removing a directory that is still a mount point in one, waits for
-/// an RCU grace period. Without the thread it is dropped in place.
-pub(crate) fn retire(item: Box<dyn Send>) {
-    type Queue = std::sync::Mutex<std::sync::mpsc::Sender<Box<dyn Send>>>;
-    static RETIRED: std::sync::OnceLock<Option<Queue>> = std::sync::OnceLock::new();
-    let sender = RETIRED.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel::<Box<dyn Send>>();
-        std::thread::Builder::new()
-            .name("paddock-retire".into())
-            .spawn(move || rx.into_iter().for_each(drop))
-            .ok()
-            .map(|_| std::sync::Mutex::new(tx))
-    });
-    let queue = sender
-        .as_ref()
-        .map(|q| q.lock().unwrap_or_else(|e| e.into_inner()));
-    if let Some(Err(std::sync::mpsc::SendError(item))) = queue.map(|tx| tx.send(item)) {
-        drop(item);
-    }
-}
-
-/// Waits (at most `limit`) until everything retired so far has been dropped: before paddock
-/// exits, so no placeholder of a finished run is left behind.
-pub fn settle(limit: std::time::Duration) {
-    struct Done(std::sync::mpsc::SyncSender<()>);
-    impl Drop for Done {
-        fn drop(&mut self) {
-            let _ = self.0.send(());
-        }
-    }
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    retire(Box::new(Done(tx)));
-    let _ = rx.recv_timeout(limit);
-}
-
 impl Drop for ConfinedChild {
     /// A program whose call ended (timeout, cancellation, a dropped future) dies with its
     /// whole namespace; a thread reaps it so no zombie stays behind.
     fn drop(&mut self) {
         if let Some(ns) = self.mount_ns.take() {
-            retire(Box::new(ns));
+            super::retire::retire(Box::new(ns));
         }
         if self.reaped {
             return;
