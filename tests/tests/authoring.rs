@@ -84,6 +84,7 @@ async fn a_rust_tool_and_a_rust_hook_from_plugin_new_build_install_and_run() {
         allowed.to_string().contains("checked by guard"),
         "{allowed}"
     );
+    a_config_typo_is_refused_before_a_start(&project, &preset, "rust");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,7 +3,8 @@
 //! with componentize-js / componentize-py (the toolchains `.ci/authoring-tools.sh` installs,
 //! symlinked in), installed with `plugin install`, inspected, and run as pre- and post-hooks
 //! in a scripted `paddock run`: a call whose arguments mention a `deny_words` word is denied
-//! by the hook, another runs and carries the post-hook's context.
+//! by the hook, another runs and carries the post-hook's context; the `config` schema each
+//! declares refuses a misspelt key before a start.
 
 mod agent_common;
 mod authoring_common;
@@ -64,20 +65,8 @@ async fn hook_in(lang: &str, name: &str, toolchain: &str, link: &str) {
         "{lang}: {allowed}"
     );
 
-    // A config key the hook does not know denies, naming the key and the preset.
-    let text = std::fs::read_to_string(&preset)
-        .unwrap()
-        .replace("deny_words = [", "deny_wrods = [");
-    std::fs::write(&preset, text).unwrap();
-    let misconfigured =
-        call_through_run(&project, &preset, "read_file", r#"{"path": "notes.txt"}"#).await;
-    assert_eq!(misconfigured["code"], "DENIED", "{lang}: {misconfigured}");
-    assert!(
-        misconfigured
-            .to_string()
-            .contains("unknown config key `deny_wrods`"),
-        "{lang}: {misconfigured}"
-    );
+    // A config key the hook does not know is refused before a start, from its own schema.
+    a_config_typo_is_refused_before_a_start(&project, &preset, lang);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -330,3 +330,95 @@ fn what_a_shipped_hook_declares_for_its_config_is_what_it_takes() {
         "one\n"
     );
 }
+
+/// `wasm` with a custom section appended: the same code, other bytes, so paddock takes it for
+/// a hook from outside (compiled and asked in the sandbox), not for the built-in it was.
+fn as_from_outside(mut wasm: Vec<u8>) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            out.push(if n == 0 { byte } else { byte | 0x80 });
+            if n == 0 {
+                break;
+            }
+        }
+    }
+    let (name, data) = (
+        b"from-outside".as_slice(),
+        b"a third party's build".as_slice(),
+    );
+    let mut body = Vec::new();
+    leb(name.len(), &mut body);
+    body.extend_from_slice(name);
+    body.extend_from_slice(data);
+    wasm.push(0);
+    leb(body.len(), &mut wasm);
+    wasm.extend_from_slice(&body);
+    wasm
+}
+
+#[test]
+fn a_hook_from_outside_declares_its_config_and_every_start_checks_it() {
+    let project = Project::new(&[("notes.txt", "one\n")]);
+    let built = std::fs::read(paddock_tests::plugins::plugin_dir().join("protect_paths.wasm"))
+        .expect("built hooks: cargo xtask build-plugins");
+    std::fs::write(
+        project.dir.path().join("guard.wasm"),
+        as_from_outside(built),
+    )
+    .unwrap();
+    let preset = |config: &str| {
+        format!(
+            "[plugins.fs]\nsource = \"builtin:fs\"\n\
+             mounts = [{{ host = \".\", guest = \"/workspace\", mode = \"rw\" }}]\n\n\
+             [[hooks]]\nsource = \"./guard.wasm\"\non = \"pre\"\nconfig = {config}\n"
+        )
+    };
+    std::fs::write(
+        project.dir.path().join("typo.toml"),
+        preset("{ glob = [\"notes.txt\"] }"),
+    )
+    .unwrap();
+    for args in [
+        &["preset", "check", "typo.toml"][..],
+        &["tool", "list", "--preset", "typo.toml"][..],
+    ] {
+        let out = paddock(&project, args, None);
+        let shown = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {shown}");
+        assert!(
+            shown.contains(
+                "typo.toml:8:12: hooks[0].config.glob: hook `./guard.wasm` has no config key \
+                 `glob` (did you mean `globs`?)"
+            ) && shown.contains("fix: use one of its keys: globs (array), deny_writes (boolean)"),
+            "{args:?}: {shown}"
+        );
+    }
+
+    // Written as it declares, the hook loads and guards.
+    std::fs::write(
+        project.dir.path().join("good.toml"),
+        preset("{ globs = [\"notes.txt\"] }"),
+    )
+    .unwrap();
+    let out = paddock(
+        &project,
+        &[
+            "tool",
+            "call",
+            "write_file",
+            r#"{"path": "notes.txt", "content": "two\n"}"#,
+            "--preset",
+            "good.toml",
+            "--json",
+        ],
+        None,
+    );
+    let value: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(value["error"]["code"], "DENIED", "{value}");
+    assert_eq!(
+        std::fs::read_to_string(project.dir.path().join("notes.txt")).unwrap(),
+        "one\n"
+    );
+}

@@ -11,6 +11,12 @@
 //!     words: Vec<String> }
 //!
 //! impl Hook for NoRm {
+//!     // What `config` accepts: a typo in a preset is refused before the session starts.
+//!     const CONFIG_SCHEMA: Option<&'static str> = Some(
+//!         r#"{"type": "object", "properties": {"words": {"type": "array"}},
+//!             "additionalProperties": false}"#,
+//!     );
+//!
 //!     fn pre_tool_use(&self, event: &PreToolUse) -> PreDecision {
 //!         match self.words.iter().find(|w| event.tool_input.contains(w.as_str())) {
 //!             Some(w) => PreDecision::deny(format!("`{w}` is not allowed here")),
@@ -30,10 +36,11 @@ use crate::spec::{Output, ToolError};
 
 #[doc(hidden)]
 pub mod bindings {
-    // The hook world, sharing the tool bindings' `types` and `log` so that results convert
-    // with the same `Output`/`ToolError` as tools use.
+    // The world of a hook that declares its `config` (it includes `hook`), sharing the tool
+    // bindings' `types` and `log` so that results convert with the same `Output`/`ToolError`
+    // as tools use.
     wit_bindgen::generate!({
-        world: "hook",
+        world: "configured-hook",
         path: "wit",
         pub_export_macro: true,
         export_macro_name: "__export_hook",
@@ -172,6 +179,12 @@ impl PostDecision {
 /// for every event (`{}` when the preset gives none, so derive `Default` with
 /// `#[serde(default)]`). Both functions have defaults that let everything through unchanged.
 pub trait Hook: serde::de::DeserializeOwned {
+    /// What the `config` table accepts, as a JSON Schema (e.g.
+    /// `Some(include_str!("../config.schema.json"))`). paddock checks a preset's table against
+    /// it before a session starts, so a typo is refused with the closest valid key rather than
+    /// found at the first call. `None` declares nothing.
+    const CONFIG_SCHEMA: Option<&'static str> = None;
+
     /// Before a validated call runs.
     fn pre_tool_use(&self, event: &PreToolUse) -> PreDecision {
         let _ = event;
@@ -250,11 +263,18 @@ pub fn post<H: Hook>(event: wit::PostToolUseEvent) -> wit::PostToolUseDecision {
     }
 }
 
-/// Exports the hook type as this component's `hooks` interface (world `hook`).
+/// Exports the hook type as this component's `hooks` interface and its `CONFIG_SCHEMA` as
+/// `hook-config` (world `configured-hook`).
 #[macro_export]
 macro_rules! export_hook {
     ($hook:ty) => {
         struct __PaddockHook;
+
+        impl $crate::hook::bindings::exports::paddock::plugin::hook_config::Guest for __PaddockHook {
+            fn config_schema() -> Option<String> {
+                <$hook as $crate::hook::Hook>::CONFIG_SCHEMA.map(String::from)
+            }
+        }
 
         impl $crate::hook::bindings::exports::paddock::plugin::hooks::Guest for __PaddockHook {
             fn pre_tool_use(

@@ -78,7 +78,7 @@ enum Command {
     Mcp(mcp::McpCommand),
 }
 
-/// What the exit codes mean, for `--help` (the README repeats it).
+/// What the exit codes mean, for `--help` (docs/sessions.md repeats it).
 pub const EXIT_CODES: &str = "Exit codes: 0 completed · 1 a tool or plugin error, or a session \
 that stopped for another reason (truncated, dropped tool call, host error) · 2 a usage or \
 configuration error · 3 a budget stopped the session (max_turns, tokens, time, cost) · 4 the \

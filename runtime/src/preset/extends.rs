@@ -3,8 +3,8 @@
 //! the preset, and the result is the preset's text: what a session records, what `resume`
 //! rebuilds and what `preset show --toml` prints.
 //!
-//! Merge rules (the table in the README, "Presets"): tables merge key by key, recursively
-//! (`[plugins.fs]` in the preset changes only the keys it sets). A guard is never removed
+//! Merge rules (the table in docs/presets.md, "Building on a preset"): tables merge key by
+//! key, recursively (`[plugins.fs]` in the preset changes only the keys it sets). A guard is never removed
 //! unasked: the base's `[[hooks]]` are kept and the preset's run after them, less those the
 //! preset names in `hooks_drop`; a `protect` list adds to the base's. Every other value, lists
 //! included (`tools.enable`, `mounts`, `exec.allow`), is replaced whole by the preset's. An

@@ -36,3 +36,18 @@ pub mod hook {
 
     pub use paddock::plugin::hook_types;
 }
+
+/// The `configured-hook` world: a hook that also declares what its `config` accepts. Only its
+/// `hook-config` export is called through these bindings; the calls go through `hook`'s.
+pub mod configured_hook {
+    wasmtime::component::bindgen!({
+        world: "configured-hook",
+        path: "../wit",
+        exports: { default: async },
+        with: {
+            "paddock:plugin/types": super::types,
+            "paddock:plugin/log": super::log,
+            "paddock:plugin/hook-types": super::hook::hook_types,
+        },
+    });
+}

@@ -24,7 +24,7 @@ use super::cache::{CacheUse, check_component_header, sha256_hex};
 use super::deferred::Deferred;
 use super::engine::Sandbox;
 use super::error::LoadError;
-use super::grant::Capability;
+use super::grant::{Capability, Grant};
 use super::hook::HookPlugin;
 use super::plugin::{Plugin, check_imports, check_unique, floor_for_imports};
 use super::world::World;
@@ -40,6 +40,10 @@ pub struct Description {
     /// What `list()` returns, as the host reads it (hooks list nothing).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolSpec>,
+    /// What a hook's `config` accepts, as its `config-schema` export answers (JSON Schema
+    /// text; tools and hooks that declare nothing have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_schema: Option<String>,
 }
 
 /// The code and description of the built-in whose bytes are exactly `wasm`, if it has one.
@@ -135,20 +139,32 @@ impl Sandbox {
     /// `builtin_described` test writes and checks the files with it).
     pub async fn describe(&self, name: &str, wasm: &[u8]) -> Result<Description, LoadError> {
         let world = self.world_of(name, wasm)?;
-        let (imports, tools) = match world {
+        let (imports, tools, config_schema) = match world {
             World::Tools => {
                 let plugin = self.load_now(name, wasm, &Capability::ALL).await?;
-                (plugin.imports, plugin.tools.as_ref().clone())
+                (plugin.imports, plugin.tools.as_ref().clone(), None)
             }
             World::Hook => {
                 let hook = self.load_hook_now(name, wasm, &Capability::ALL).await?;
-                (hook.imports, Vec::new())
+                let grant = Grant {
+                    capabilities: Capability::ALL.to_vec(),
+                    ..Grant::default()
+                };
+                let schema =
+                    self.ask_config_schema(name, wasm, &grant)
+                        .await
+                        .map_err(|detail| LoadError::NotAHook {
+                            hook: name.to_string(),
+                            detail,
+                        })?;
+                (hook.imports, Vec::new(), schema)
             }
         };
         Ok(Description {
             world: world.as_str().to_string(),
             imports,
             tools,
+            config_schema,
         })
     }
 }

@@ -7,6 +7,7 @@
 
 use tokio_util::sync::CancellationToken;
 
+use super::bindings::configured_hook::ConfiguredHookPre;
 use super::bindings::hook::{HookPre, hook_types as wit};
 use super::bindings::types;
 use super::call::CallState;
@@ -16,6 +17,9 @@ use super::error::LoadError;
 use super::grant::{Capability, Grant};
 use super::outcome::{finish, race};
 use crate::contract::{ErrorCode, ToolError, ToolOutput, ToolResult};
+
+/// The interface a hook that declares its `config` exports (world `configured-hook`).
+const HOOK_CONFIG_EXPORT: &str = "paddock:plugin/hook-config@0.1.0";
 
 /// A loaded hook: compiled and linked. Cheap to clone.
 #[derive(Clone)]
@@ -142,6 +146,71 @@ impl Sandbox {
             imports,
             pre: Deferred::ready(pre),
         })
+    }
+
+    /// What hook `name` (code `wasm`) declares its `config` accepts, as JSON Schema text: a
+    /// built-in's from its build-time description, any other's by calling its `config-schema`
+    /// export under `grant` (its fuel, deadline and memory cap, as for an event). `None`: it
+    /// declares nothing (world `hook`, or an answer of `none`). The error says why the hook
+    /// could not be asked.
+    pub async fn hook_config_schema(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        grant: &Grant,
+    ) -> Result<Option<String>, String> {
+        match super::described::builtin(wasm) {
+            Some((_, description)) if description.world == super::World::Hook.as_str() => {
+                Ok(description.config_schema)
+            }
+            _ => self.ask_config_schema(name, wasm, grant).await,
+        }
+    }
+
+    /// Asks hook `name`'s code what its `config` accepts (see `hook_config_schema`).
+    pub(super) async fn ask_config_schema(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        grant: &Grant,
+    ) -> Result<Option<String>, String> {
+        let checked = self
+            .compile_checked(name, wasm, &grant.capabilities)
+            .map_err(|e| e.to_string())?;
+        let declares = checked
+            .component
+            .component_type()
+            .exports(self.engine())
+            .any(|(export, _)| export == HOOK_CONFIG_EXPORT);
+        if !declares {
+            return Ok(None);
+        }
+        let pre = self
+            .linker()
+            .instantiate_pre(&checked.component)
+            .and_then(ConfiguredHookPre::new)
+            .map_err(|e| {
+                format!("its `hook-config` export is not the one wit/hook.wit defines: {e:#}")
+            })?;
+        let cancel = CancellationToken::new();
+        let mut prepared = self
+            .prepare_store(name, grant, false, &cancel)
+            .map_err(|e| e.message)?;
+        let timeout = grant.limits.timeout;
+        let outcome = {
+            let store = &mut prepared.store;
+            let run = async {
+                let instance = pre.instantiate_async(&mut *store).await?;
+                instance
+                    .paddock_plugin_hook_config()
+                    .call_config_schema(&mut *store)
+                    .await
+            };
+            race(run, &cancel, timeout).await
+        };
+        finish(prepared, outcome, timeout, Ok)
+            .0
+            .map_err(|e| format!("its `config-schema` failed: {}", e.message))
     }
 
     /// Runs `hook`'s pre-tool-use under `grant`. A trap, timeout or cancellation is an error.

@@ -20,7 +20,8 @@ pub enum Lang {
     Python,
 }
 
-/// A tool plugin (world `tool-plugin`) or a hook (world `hook`).
+/// A tool plugin (world `tool-plugin`) or a hook (world `configured-hook`: `hook` plus its
+/// `config` schema).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Tool,
@@ -133,7 +134,7 @@ impl Kind {
     fn describe(self) -> (&'static str, &'static str) {
         match self {
             Kind::Tool => ("tool plugin", "tool-plugin"),
-            Kind::Hook => ("hook", "hook"),
+            Kind::Hook => ("hook", "configured-hook"),
         }
     }
 }

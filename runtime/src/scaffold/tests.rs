@@ -36,11 +36,11 @@ fn the_js_and_python_examples_are_what_plugin_new_writes() {
 }
 
 #[test]
-fn js_and_python_hooks_build_for_world_hook() {
+fn js_and_python_hooks_build_for_world_configured_hook() {
     let (_parent, created) = new_project("guard", Kind::Hook, Lang::Js);
     let package = std::fs::read_to_string(created.dir.join("package.json")).unwrap();
     assert!(
-        package.contains("src/hook.js --wit wit --world-name hook "),
+        package.contains("src/hook.js --wit wit --world-name configured-hook "),
         "{package}"
     );
     assert!(created.dir.join("src/hook.js").is_file());
@@ -49,13 +49,15 @@ fn js_and_python_hooks_build_for_world_hook() {
         created
             .commands
             .iter()
-            .any(|c| c.contains("-w hook componentize app")),
+            .any(|c| c.contains("-w configured-hook componentize app")),
         "{:?}",
         created.commands
     );
     let app = std::fs::read_to_string(created.dir.join("app.py")).unwrap();
     assert!(
-        app.contains("class Hooks(exports.Hooks)") && !app.contains("{{"),
+        app.contains("class Hooks(exports.Hooks)")
+            && app.contains("class HookConfig(exports.HookConfig)")
+            && !app.contains("{{"),
         "{app}"
     );
 }

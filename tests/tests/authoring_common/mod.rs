@@ -157,3 +157,28 @@ pub fn link_shared_target(dir: &Path) {
     std::os::unix::fs::symlink(repo().join("plugins/target"), dir.join("target")).unwrap();
     std::fs::copy(repo().join("plugins/Cargo.lock"), dir.join("Cargo.lock")).unwrap();
 }
+
+/// The hook's own `config` schema at work: a misspelt key in the scaffolded preset is refused
+/// before anything runs, by `preset check` and by a start alike (exit 2), with the line, the
+/// key and the closest valid one, as the hook declares them (`config-schema`).
+pub fn a_config_typo_is_refused_before_a_start(project: &Project, preset: &Path, label: &str) {
+    let typo = std::fs::read_to_string(preset)
+        .unwrap()
+        .replace("deny_words = [", "deny_wrods = [");
+    std::fs::write(preset, typo).unwrap();
+    let preset = preset.to_str().unwrap();
+    for args in [
+        &["preset", "check", preset][..],
+        &["tool", "list", "--preset", preset][..],
+    ] {
+        let out = project.command(args).output().unwrap();
+        let shown = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{label} {args:?}: {shown}");
+        assert!(
+            shown.contains("preset.toml:19:12: hooks[0].config.deny_wrods: hook `")
+                && shown.contains("has no config key `deny_wrods` (did you mean `deny_words`?)")
+                && shown.contains("fix: use one of its keys: deny_words (array), note (string)"),
+            "{label} {args:?}: {shown}"
+        );
+    }
+}

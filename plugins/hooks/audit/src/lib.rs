@@ -10,6 +10,8 @@ use paddock_sdk::hook::{Hook, PostDecision, PostToolUse, PreDecision, PreToolUse
 struct Audit {}
 
 impl Hook for Audit {
+    const CONFIG_SCHEMA: Option<&'static str> = Some(include_str!("../config.schema.json"));
+
     fn pre_tool_use(&self, event: &PreToolUse) -> PreDecision {
         let line = format!(
             "audit: {} call {} in session {} about to run",

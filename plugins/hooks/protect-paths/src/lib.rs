@@ -21,6 +21,8 @@ struct ProtectPaths {
 }
 
 impl Hook for ProtectPaths {
+    const CONFIG_SCHEMA: Option<&'static str> = Some(include_str!("../config.schema.json"));
+
     fn pre_tool_use(&self, event: &PreToolUse) -> PreDecision {
         if event.read_only {
             return PreDecision::allow();

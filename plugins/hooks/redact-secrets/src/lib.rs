@@ -24,6 +24,8 @@ const PATTERN: &str = r#"(?x)
 struct RedactSecrets {}
 
 impl Hook for RedactSecrets {
+    const CONFIG_SCHEMA: Option<&'static str> = Some(include_str!("../config.schema.json"));
+
     fn post_tool_use(&self, event: &PostToolUse) -> PostDecision {
         // A pattern that does not compile means nothing was checked: fail, never pass.
         let re = regex::Regex::new(PATTERN).expect("the secret pattern compiles");

@@ -1,8 +1,8 @@
 //! One verdict on a preset, for `preset check` and for every command that starts with one
 //! (`run`, `chat`, `resume`, `tool call|list|batch`, `mcp serve`): parse, the findings on the
-//! text as written (empty strings, grants that reach the data directory, `hooks_drop`, hook
-//! `config` against what the hook declares),
-//! resolve, load every plugin, then the findings on what the plugins provide. An error
+//! text as written (empty strings, grants that reach the data directory, `hooks_drop`),
+//! resolve, load every plugin, then the findings on what the plugins provide and on each hook's
+//! `config` against what the hook declares. An error
 //! refuses (exit 2, each finding with its `file:line:column` and fix); warnings travel with
 //! the preset for the caller to show once. No command has a more lenient path than `check`.
 
@@ -126,7 +126,6 @@ pub(crate) async fn judge(
     let overridden = start.mount_override.is_some();
     let mut written = empty::empty_strings(&found.source.text);
     written.extend(inherit::hooks(&found.written).1);
-    written.extend(hook_config::hook_configs(&file));
     written.extend(reach::data_dir(
         &file,
         &env.cwd,
@@ -177,6 +176,8 @@ pub(crate) async fn judge(
         .collect();
     let mut all = written;
     all.extend(findings::findings(&file, &views, overridden));
+    let declared = hook_config::declared(&env.sandbox, &env.store, &resolved).await;
+    all.extend(hook_config::hook_configs(&file, &declared));
     if has_errors(&all) {
         return Err(refuse(&all, Some(&resolved.name)));
     }

@@ -1,10 +1,22 @@
 // {{name}}: a paddock hook in JavaScript, built into a component by componentize-js (world
-// `hook`). `preToolUse` runs before a call, `postToolUse` after it; both get the preset's
-// `config` table for this hook as JSON text. Build: `npm run build` (see package.json).
+// `configured-hook`). `preToolUse` runs before a call, `postToolUse` after it; both get the
+// preset's `config` table for this hook as JSON text. `configSchema` says what that table
+// accepts: paddock checks a preset against it before a session starts. Build: `npm run build`
+// (see package.json).
+
+// What this hook's `config` accepts (a JSON Schema); keep it equal to what readConfig reads.
+const SCHEMA = {
+  type: "object",
+  properties: {
+    deny_words: { type: "array", items: { type: "string" } },
+    note: { type: "string" },
+  },
+  additionalProperties: false,
+};
 
 // The keys this hook's `config` may have; another key is a mistake in the preset, and a
 // pre-hook that cannot read its config denies rather than guess.
-const KEYS = ["deny_words", "note"];
+const KEYS = Object.keys(SCHEMA.properties);
 
 function readConfig(event) {
   const config = JSON.parse(event.config);
@@ -44,5 +56,11 @@ export const hooks = {
       replace: undefined,
       additionalContext: note === undefined ? undefined : `${note} (${event.toolName})`,
     };
+  },
+};
+
+export const hookConfig = {
+  configSchema() {
+    return JSON.stringify(SCHEMA);
   },
 };

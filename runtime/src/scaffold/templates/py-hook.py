@@ -1,17 +1,31 @@
-"""{{name}}: a paddock hook in Python, built into a component by componentize-py (world `hook`).
+"""{{name}}: a paddock hook in Python, built into a component by componentize-py (world
+`configured-hook`).
 
 `pre_tool_use` runs before a call, `post_tool_use` after it; both get the preset's `config`
-table for this hook as JSON text. Build: see the README (componentize-py ... -w hook ...).
+table for this hook as JSON text. `config_schema` says what that table accepts: paddock checks a
+preset against it before a session starts. Build: see the README (componentize-py ... -w
+configured-hook ...).
 """
 
 import json
+from typing import Optional
 
 from wit_world import exports
 from wit_world.imports import hook_types
 
+# What this hook's `config` accepts (a JSON Schema); keep it equal to what read_config reads.
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "deny_words": {"type": "array", "items": {"type": "string"}},
+        "note": {"type": "string"},
+    },
+    "additionalProperties": False,
+}
+
 # The keys this hook's `config` may have; another key is a mistake in the preset, and a
 # pre-hook that cannot read its config denies rather than guess.
-KEYS = ("deny_words", "note")
+KEYS = tuple(SCHEMA["properties"])
 
 
 def read_config(event) -> dict:
@@ -44,3 +58,8 @@ class Hooks(exports.Hooks):
         note = read_config(event).get("note")
         context = None if note is None else f"{note} ({event.tool_name})"
         return hook_types.PostToolUseDecision(None, context)
+
+
+class HookConfig(exports.HookConfig):
+    def config_schema(self) -> Optional[str]:
+        return json.dumps(SCHEMA)

@@ -16,6 +16,19 @@ pub struct Config {
 }
 
 impl Hook for Config {
+    /// What `config` accepts: paddock checks a preset against it before a session starts, so a
+    /// misspelt key is refused with the closest valid one. Keep it equal to `Config`.
+    const CONFIG_SCHEMA: Option<&'static str> = Some(
+        r#"{
+            "type": "object",
+            "properties": {
+                "deny_words": { "type": "array", "items": { "type": "string" } },
+                "note": { "type": "string" }
+            },
+            "additionalProperties": false
+        }"#,
+    );
+
     fn pre_tool_use(&self, event: &PreToolUse) -> PreDecision {
         match self.deny_words.iter().find(|w| event.tool_input.contains(w.as_str())) {
             Some(word) => PreDecision::deny(format!(
