@@ -16,4 +16,5 @@ pub mod plugin_store;
 pub mod preset;
 pub mod sandbox;
 pub mod scaffold;
+pub mod session;
 pub mod terminal;

@@ -326,3 +326,27 @@ async fn the_loop_speaks_anthropic_messages_too() {
     let events = project.events(&project.only_session());
     assert_eq!(last_stop(&events), "completed");
 }
+
+/// `examples/embed.rs`, built with the suite, runs: a session started, steered, ended and
+/// reopened through the library's public API alone (its own assertions check each step).
+#[test]
+fn the_embedding_example_starts_steers_and_resumes_a_session() {
+    let example = agent_common::paddock_bin()
+        .parent()
+        .expect("target/debug")
+        .join("examples/embed");
+    let out = std::process::Command::new(&example)
+        .env("PADDOCK_HOME", "/nonexistent-the-example-takes-its-own")
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e} (built by `cargo test`)", example.display()));
+    let shown = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{shown}");
+    assert!(
+        shown.contains("turn 1 of ") && shown.contains("turn 2 of ") && shown.contains("Completed"),
+        "{shown}"
+    );
+}

@@ -58,6 +58,8 @@ pub trait Observer: Send + Sync {
     fn compacted(&self, _compaction: &Compaction) {}
     /// The turn ended.
     fn stopped(&self, _end: &TurnEnd) {}
+    /// A line for the person watching: what recovery settled, a file left out.
+    fn notice(&self, _text: &str) {}
 }
 
 /// An observer that shows nothing.

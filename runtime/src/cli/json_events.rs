@@ -60,7 +60,7 @@ impl Observer for JsonObserver {
 }
 
 /// A warning on the session's preset (also printed on standard error): where, what, the fix.
-pub fn preset_warning(warning: &super::preset_check::judge::Shown) {
+pub fn preset_warning(warning: &crate::session::verdict::Shown) {
     emit(&json!({"type": "preset/warning", "data": warning}));
 }
 

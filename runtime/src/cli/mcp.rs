@@ -12,11 +12,12 @@ use clap::{Args, Subcommand};
 
 use super::Exit;
 use super::mcp_serve::Served;
-use super::run::{begin_log, fail, new_session_id, plugin_hashes};
-use super::tool::{Loaded, load_preset, setup_error};
+use super::run::fail;
+use super::tool::setup_failed;
 use crate::log::{LOG_FILE, SessionLock, SessionLog, SessionStart};
 use crate::mcp::ElicitApprover;
 use crate::preset;
+use crate::session::{Loaded, begin_log, load_preset, new_session_id, plugin_hashes};
 
 #[derive(Subcommand)]
 pub enum McpCommand {
@@ -112,7 +113,10 @@ async fn start(args: &ServeArgs) -> Result<ServedSession, Exit> {
         Box::new(approver.clone()),
     )
     .await
-    .map_err(|(code, message)| setup_error(false, &code, &message))?;
+    .map_err(|e| setup_failed(false, &e))?;
+    for warning in &loaded.warnings {
+        super::preset_check::print_finding(warning);
+    }
     loaded.start_compiling();
     let start = SessionStart {
         session,
@@ -128,7 +132,7 @@ async fn start(args: &ServeArgs) -> Result<ServedSession, Exit> {
         system: String::new(),
         instructions: Vec::new(),
     };
-    let (lock, log) = begin_log(&path, &start)?;
+    let (lock, log) = begin_log(&path, &start, None).map_err(|e| setup_failed(false, &e))?;
     Ok(ServedSession {
         loaded,
         log,

@@ -17,7 +17,6 @@ mod out;
 mod plugin;
 mod preset;
 mod preset_check;
-mod reopen;
 mod results;
 mod resume;
 mod run;
@@ -27,13 +26,11 @@ mod tool;
 mod tool_print;
 mod trust;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::plugin_store::PluginStore;
-use crate::sandbox::Sandbox;
+pub(crate) use crate::session::Env;
 
 #[derive(Parser)]
 #[command(
@@ -109,28 +106,6 @@ impl Exit {
             S::Interrupted => Exit::Interrupted,
             S::Truncated | S::DroppedToolCall | S::HostError => Exit::Failed,
         }
-    }
-}
-
-/// The things most commands need: the data directory and a sandbox whose compiled-code cache
-/// lives in it.
-pub(crate) struct Env {
-    pub store: PluginStore,
-    pub sandbox: Sandbox,
-    pub cwd: PathBuf,
-}
-
-impl Env {
-    fn open() -> anyhow::Result<Env> {
-        let store = PluginStore::open(PluginStore::default_root());
-        store.make_private()?;
-        let sandbox = Sandbox::new(store.cache_dir())?;
-        let cwd = std::env::current_dir()?;
-        Ok(Env {
-            store,
-            sandbox,
-            cwd,
-        })
     }
 }
 

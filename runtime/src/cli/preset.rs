@@ -108,7 +108,7 @@ pub async fn run(cmd: PresetCommand) -> Exit {
 /// as JSON) with `set_by`: the `file:line:column` of the file of the `extends` chain that set
 /// it, so a preset built on another says which file each part of the policy comes from.
 fn mark_set_by(value: &mut serde_json::Value, found: &preset::Found) {
-    use super::preset_check::{KeyPath, hook_origins, locate};
+    use crate::session::verdict::{KeyPath, hook_origins, locate};
     let Ok(file) = found.source.parse() else {
         return;
     };

@@ -1,20 +1,77 @@
-//! `paddock resume` (L2, L5, M2): recover a session from its log (drop a torn tail, settle
-//! what a crash left open, refuse changed plugins) and continue it, on its model or moved to
-//! another (`reopen.rs`). The log is streamed: a long session is resumed holding what the
-//! model will be sent, not every event (issue 13).
+//! `paddock resume` (L2, L5, M2): flags to `Session::reopen` (drop a torn tail, refuse
+//! changed plugins, on its model or moved to another), the header, recovery settled with each
+//! step shown, then the session continued. The log is streamed: a long session is resumed
+//! holding what the model will be sent, not every event.
 
 use clap::Args;
 
-use super::Exit;
-use super::reopen::{MoveArgs, Reopened, reopen};
-use super::run::{agent, exit_of, fail};
+use super::run::{exit_of, fail};
 use super::session_view::Printer;
-use super::tool::cancel_on_ctrl_c;
-use crate::agent::Agent;
+use super::tool::{interrupt_on_ctrl_c, setup_failed};
+use super::{Env, Exit};
 use crate::agent::NO_TASK;
-use crate::exec::RawCall;
-use crate::hooks::TerminalApprover;
-use crate::log::{Body, Settle, StopReason, Wait};
+use crate::hooks::{Approver, TerminalApprover};
+use crate::log::StopReason;
+use crate::session::{ModelMove, ReopenOptions, Reopened, Session};
+
+/// Where a reopened session's requests go from now on (recorded in the log when it changes).
+#[derive(Args, Debug, Default, Clone)]
+pub struct MoveArgs {
+    /// Send this session's requests to another OpenAI-compatible (or, with --provider
+    /// anthropic, Anthropic) server from now on; the key, if needed, is read from
+    /// PADDOCK_API_KEY. Recorded in the log (`session/model`).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Request another model from now on (recorded in the log).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Wire format of --base-url: openai or anthropic (default: the session's).
+    #[arg(long)]
+    pub provider: Option<String>,
+}
+
+impl MoveArgs {
+    fn model_move(&self) -> ModelMove {
+        ModelMove {
+            base_url: self.base_url.clone(),
+            model: self.model.clone(),
+            provider: self.provider.clone(),
+        }
+    }
+}
+
+/// Reopens session `id` of the data directory, a failure printed.
+pub(super) async fn reopen(id: &str, options: ReopenOptions) -> Result<Reopened, Exit> {
+    let env = Env::open().map_err(|e| fail(&format!("{e:#}")))?;
+    Session::reopen(env, id, options)
+        .await
+        .map_err(|e| setup_failed(false, &e))
+}
+
+/// Settles what recovery found, each step shown by `printer`.
+pub(super) async fn settle(reopened: Reopened, printer: &Printer) -> Result<Session, Exit> {
+    reopened
+        .settle(printer)
+        .await
+        .map_err(|e| setup_failed(false, &e))
+}
+
+/// Options for reopening with the terminal's approver.
+pub(super) fn options(
+    wait: bool,
+    max_output_tokens: Option<u32>,
+    moved: ModelMove,
+    approver: Box<dyn Approver>,
+    max_turns: Option<u64>,
+) -> ReopenOptions {
+    ReopenOptions {
+        wait,
+        max_output_tokens,
+        moved,
+        approver,
+        max_turns,
+    }
+}
 
 #[derive(Args)]
 pub struct ResumeArgs {
@@ -37,99 +94,51 @@ pub struct ResumeArgs {
 
 /// `paddock resume`: take the session (L6), recover the log (L2, L8), then continue (L5).
 pub async fn resume(args: ResumeArgs) -> Exit {
-    let wait = if args.wait { Wait::Yes } else { Wait::No };
     let approver = Box::new(TerminalApprover::new());
-    let reopened = match reopen(
-        &args.session,
-        wait,
+    let options = options(
+        args.wait,
         args.max_output_tokens,
-        &args.moved,
+        args.moved.model_move(),
         approver,
-    )
-    .await
-    {
+        args.max_turns,
+    );
+    let reopened = match reopen(&args.session, options).await {
         Ok(reopened) => reopened,
         Err(exit) => return exit,
     };
-    let Reopened {
-        started,
-        recovery,
-        last_turn,
-        torn,
-    } = reopened;
-    let has_task = started.log.with_state(|state| state.has_task);
-    if args.message.is_none() && !has_task {
+    let last_turn = reopened.last_turn();
+    if args.message.is_none() && !reopened.session().has_task() {
         return fail(&format!(
             "{NO_TASK}: paddock resume {} \"...\"",
             args.session
         ));
     }
     let printer = Printer::new();
-    if let Some(torn) = torn {
+    if let Some(torn) = reopened.torn() {
         printer.notice(&format!(
             "dropped a torn last line ({torn} bytes) left by a crash"
         ));
     }
-    printer.header(&started.start, &started.path);
-    cancel_on_ctrl_c(&started.loaded.cancel);
-    let agent = agent(&started, &printer, args.max_turns);
-    if let Err(e) = repair(&agent, &printer, recovery).await {
-        return fail(&format!("cannot write the session log: {e}"));
-    }
+    printer.header(reopened.session().record(), reopened.session().log_path());
+    interrupt_on_ctrl_c(reopened.session());
+    let session = match settle(reopened, &printer).await {
+        Ok(session) => session,
+        Err(exit) => return exit,
+    };
     let end = match (&args.message, last_turn) {
         (Some(message), _) => {
             printer.user(message);
-            agent.send(message).await
+            session.send(message, &printer).await
         }
         (None, Some(StopReason::Completed)) => {
             printer.notice(&format!(
                 "the session's last turn completed; to go on, give a message: paddock resume {} \"...\"",
-                started.start.session
+                session.id()
             ));
             return Exit::Ok;
         }
-        (None, _) => agent.run_turns().await,
+        (None, _) => session.go_on(&printer).await,
     };
-    printer.footer(&started.start.session);
+    printer.footer(session.id());
     exit_of(&end)
-}
-
-/// Settles what recovery found: the temporary files of writes the crash interrupted are
-/// removed first; then, in the calls' order, synthesized results are appended, idempotent
-/// calls are run again one at a time (each result logged as it ends), and the open turn is
-/// ended last.
-pub(super) async fn repair(
-    agent: &Agent<'_>,
-    printer: &Printer,
-    recovery: crate::log::Recovery,
-) -> std::io::Result<()> {
-    for line in agent.remove_interrupted_temps(&recovery.interrupted) {
-        printer.notice(&line);
-    }
-    for step in recovery.steps {
-        match step {
-            Settle::Append(body) => {
-                if let Body::ToolResult { id, code, .. } = &body {
-                    printer.notice(&format!(
-                        "call {id}: {} (recorded on resume)",
-                        code.as_deref().unwrap_or("")
-                    ));
-                }
-                agent.log.append(body)?;
-            }
-            Settle::Rerun(call) => {
-                printer.notice(&format!(
-                    "call {}: running `{}` again (idempotent; its result was lost)",
-                    call.id, call.name
-                ));
-                let call = RawCall {
-                    id: call.id,
-                    name: call.name,
-                    arguments: call.arguments,
-                };
-                agent.execute(&[call]).await?;
-            }
-        }
-    }
-    agent.log.sync()
 }

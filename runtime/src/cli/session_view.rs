@@ -162,6 +162,10 @@ impl Default for Printer {
 }
 
 impl Observer for Printer {
+    fn notice(&self, text: &str) {
+        Printer::notice(self, text);
+    }
+
     fn model_event(&self, event: &ModelEvent) {
         match event {
             ModelEvent::AttemptStarted { .. } => self.out.progress(Progress::Waiting),

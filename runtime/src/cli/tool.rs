@@ -5,15 +5,13 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::preset_check::judge::Shown;
-use super::preset_check::{Judged, Start, judge};
+use super::preset_check::print_finding;
 use super::style::{self, BOLD, DIM, RED, json_for_terminal, paint, sanitize};
 use super::{Env, Exit};
-use crate::calls::{AliasTable, Registry};
-use crate::exec::{CallContext, Scheduler, SpillDir, parse_batch, records_json, run_call};
-use crate::hooks::{Approval, Approver, HookChain, TerminalApprover};
-use crate::preset::{self, make_mount};
-use crate::sandbox::{Mount, MountMode};
+use crate::exec::{Scheduler, parse_batch, records_json, run_call};
+use crate::hooks::TerminalApprover;
+use crate::preset;
+use crate::session::{Loaded, Session, SetupError, load_preset};
 
 #[derive(Subcommand)]
 pub enum ToolCommand {
@@ -109,151 +107,48 @@ pub(crate) fn setup_error(json: bool, code: &str, message: &str) -> Exit {
     Exit::Usage
 }
 
-fn parse_mount(spec: &str, cwd: &std::path::Path) -> Result<Mount, String> {
-    let parts: Vec<&str> = spec.split(':').collect();
-    let (host, guest, mode) = match parts.as_slice() {
-        [host, guest] => (*host, *guest, MountMode::Rw),
-        [host, guest, "ro"] => (*host, *guest, MountMode::Ro),
-        [host, guest, "rw"] => (*host, *guest, MountMode::Rw),
-        _ => {
-            return Err(format!(
-                "--mount {spec:?}: write HOST:GUEST, HOST:GUEST:ro or HOST:GUEST:rw"
-            ));
-        }
-    };
-    make_mount(&format!("--mount {spec}"), host, guest, mode, cwd).map_err(|e| e.to_string())
-}
-
-pub(crate) struct Loaded {
-    pub env: Env,
-    pub registry: Registry,
-    pub spill: SpillDir,
-    pub aliases: AliasTable,
-    pub max_parallel: u64,
-    pub chain: HookChain,
-    pub preset: String,
-    pub resolved: crate::preset::ResolvedPreset,
-    pub session: String,
-    pub cancel: CancellationToken,
-    /// The preset's warnings, printed once when it loaded (`run --json` also emits them).
-    pub warnings: Vec<Shown>,
-}
-
-impl Loaded {
-    /// Starts compiling, in the background, the built-ins registered from their build-time
-    /// descriptions: a session's first request goes out while they compile (S8). `tool list`
-    /// and `tool call` never start it (a call compiles what it needs).
-    pub fn start_compiling(&self) {
-        self.registry.start_compiling();
-        self.chain.start_compiling();
-    }
-
-    /// The context for CLI calls: the preset's aliases, hook chain and approval; cancelled by
-    /// Ctrl-C.
-    pub fn context(&self) -> CallContext<'_> {
-        CallContext {
-            sandbox: &self.env.sandbox,
-            registry: &self.registry,
-            aliases: &self.aliases,
-            spill: Some(&self.spill),
-            gate: &self.chain,
-            session_id: &self.session,
-            preset: &self.preset,
-            cancel: self.cancel.clone(),
+/// Prints why a session or a command's preset could not be set up: every finding of a
+/// refused preset, then the message (or, with `json`, one JSON object).
+pub(crate) fn setup_failed(json: bool, error: &SetupError) -> Exit {
+    if !json {
+        for finding in &error.findings {
+            print_finding(finding);
         }
     }
+    setup_error(json, error.code, &error.message)
 }
 
-async fn load(preset_name: &str, mounts: &[String]) -> Result<Loaded, (String, String)> {
-    let env = Env::open().map_err(|e| ("HOST_ERROR".to_string(), format!("{e:#}")))?;
+/// Loads `preset_name` for one command, its warnings printed once; Ctrl-C cancels its calls.
+async fn load(preset_name: &str, mounts: &[String], json: bool) -> Result<Loaded, Exit> {
+    let env = Env::open().map_err(|e| setup_error(json, "HOST_ERROR", &format!("{e:#}")))?;
     let project = super::trust::project_trusted_for(&env, preset_name);
     let found = preset::find_written(preset_name, &env.cwd, project)
-        .map_err(|e| ("USAGE_ERROR".to_string(), e.to_string()))?;
+        .map_err(|e| setup_error(json, "USAGE_ERROR", &e.to_string()))?;
     let approver = Box::new(TerminalApprover::new());
     // Each command its own spill directory: one run never reads what another spilled (S5).
     let session = format!("cli-{}", unique_suffix());
-    let loaded = load_preset(env, &found, preset_name, mounts, &session, approver).await?;
+    let loaded = match load_preset(env, &found, preset_name, mounts, &session, approver).await {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            // `tool batch` answers in JSON, but a refused preset's findings still go to
+            // standard error, as every command shows them.
+            for finding in &e.findings {
+                print_finding(finding);
+            }
+            return Err(setup_error(json, e.code, &e.message));
+        }
+    };
+    for warning in &loaded.warnings {
+        print_finding(warning);
+    }
     cancel_on_ctrl_c(&loaded.cancel);
     Ok(loaded)
 }
 
-/// Loads a preset for `session` through the same verdict as `preset check` (its findings
-/// printed, an error refusing the start; warnings printed once on standard error and kept in
-/// `Loaded::warnings`): its plugins, tools, aliases, hooks and approval, with `mounts`
-/// (`--mount` specs) replacing every plugin's mounts when given, and `approver` answering
-/// approval questions. Errors are a code and a message.
-pub(crate) async fn load_preset(
-    env: Env,
-    found: &crate::preset::Found,
-    preset_name: &str,
-    mounts: &[String],
-    session: &str,
-    approver: Box<dyn Approver>,
-) -> Result<Loaded, (String, String)> {
-    let usage = |m: String| ("USAGE_ERROR".to_string(), m);
-    let mounts = mounts
-        .iter()
-        .map(|m| parse_mount(m, &env.cwd))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(usage)?;
-    let spill = SpillDir {
-        host: env.store.session_dir(session).join("spill"),
-        guest: SpillDir::GUEST.to_string(),
-    };
-    let start = Start {
-        spill: Some(&spill),
-        mount_override: (!mounts.is_empty()).then_some(&mounts[..]),
-    };
-    let judged = match judge(&env, found, preset_name, start).await {
-        Ok(judged) => judged,
-        Err(refused) => {
-            refused.print_findings();
-            return Err((refused.code.to_string(), refused.message));
-        }
-    };
-    for warning in &judged.warnings {
-        warning.print();
-    }
-    let Judged {
-        resolved,
-        plugins,
-        warnings,
-    } = judged;
-    let mut registry = Registry::of_plugins(plugins, &resolved)
-        .await
-        .map_err(|e| ("BAD_PLUGIN".to_string(), e.to_string()))?;
-    registry.retain(|tool, owner| resolved.keeps(owner, tool));
-    let mut aliases = AliasTable::default();
-    aliases.extend(resolved.tools.aliases.clone());
-    // Not cancelled on Ctrl-C here: `run` and `resume` cancel it for their one turn, `chat`
-    // gives each turn its own token, so an interrupt never outlives its turn.
-    let cancel = CancellationToken::new();
-    let approval = Approval {
-        policy: resolved.approval,
-        approver,
-    };
-    let chain = HookChain::load(&env.sandbox, &env.store, &resolved, approval)
-        .await
-        .map_err(|e| ("BAD_HOOK".to_string(), e.to_string()))?;
-    Ok(Loaded {
-        env,
-        registry,
-        spill,
-        aliases,
-        max_parallel: resolved.limits.max_parallel_tool_calls,
-        chain,
-        preset: resolved.name.clone(),
-        resolved,
-        session: session.to_string(),
-        cancel,
-        warnings,
-    })
-}
-
 async fn list(preset_name: &str, json: bool) -> Exit {
-    let loaded = match load(preset_name, &[]).await {
+    let loaded = match load(preset_name, &[], json).await {
         Ok(loaded) => loaded,
-        Err((code, message)) => return setup_error(json, &code, &message),
+        Err(exit) => return exit,
     };
     if json {
         let tools: Vec<_> = loaded
@@ -295,9 +190,9 @@ async fn list(preset_name: &str, json: bool) -> Exit {
 }
 
 async fn call(name: &str, args: &str, mounts: &[String], preset_name: &str, json: bool) -> Exit {
-    let loaded = match load(preset_name, mounts).await {
+    let loaded = match load(preset_name, mounts, json).await {
         Ok(loaded) => loaded,
-        Err((code, message)) => return setup_error(json, &code, &message),
+        Err(exit) => return exit,
     };
     let cx = loaded.context();
     let call_id = format!("cli-{}", std::process::id());
@@ -329,6 +224,16 @@ fn unique_suffix() -> String {
     )
 }
 
+/// Interrupts `session`'s running turn on Ctrl-C (X2).
+pub(crate) fn interrupt_on_ctrl_c(session: &Session) {
+    let interrupter = session.interrupter();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            interrupter.interrupt();
+        }
+    });
+}
+
 /// Cancels `cancel` on Ctrl-C (X2).
 pub(crate) fn cancel_on_ctrl_c(cancel: &CancellationToken) {
     let on_interrupt = cancel.clone();
@@ -355,9 +260,9 @@ async fn batch(
         Ok(Ok(calls)) => calls,
         Ok(Err(message)) | Err(message) => return setup_error(true, "USAGE_ERROR", &message),
     };
-    let loaded = match load(preset_name, mounts).await {
+    let loaded = match load(preset_name, mounts, true).await {
         Ok(loaded) => loaded,
-        Err((code, message)) => return setup_error(true, &code, &message),
+        Err(exit) => return exit,
     };
     let max_parallel = max_parallel.unwrap_or(loaded.max_parallel);
     let scheduler = Scheduler {

@@ -88,6 +88,20 @@ fn describe(config: &ProjectConfig) {
     }
 }
 
+/// Project trust decided at the terminal, for the sessions `run` and `chat` start: asks when
+/// standard input and standard error are a terminal, else says in one line what it ignores.
+pub(crate) struct TerminalTrust;
+
+impl crate::session::Trust for TerminalTrust {
+    fn project_trusted(&self, env: &Env) -> bool {
+        project_trusted(env)
+    }
+
+    fn notice(&self, text: &str) {
+        notice(text);
+    }
+}
+
 /// `project_trusted` when `preset` is a name to look up; a path never needs the project's
 /// directory, so nothing is asked.
 pub(crate) fn project_trusted_for(env: &Env, preset: &str) -> bool {

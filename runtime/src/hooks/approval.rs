@@ -60,6 +60,17 @@ pub trait Approver: Send + Sync {
     async fn ask(&self, question: &Question) -> Result<Answer, String>;
 }
 
+/// An approver with no one behind it: every question is answered "no one can be asked", so
+/// a call the policy would ask about is denied (headless sessions, tests).
+pub struct NoOneToAsk;
+
+#[async_trait::async_trait]
+impl Approver for NoOneToAsk {
+    async fn ask(&self, _question: &Question) -> Result<Answer, String> {
+        Err("no one can be asked in this session".into())
+    }
+}
+
 /// Why approval did not let a call run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused {

@@ -13,7 +13,7 @@ mod chain;
 mod prompt;
 mod question;
 
-pub use approval::{ANSWER_PROMPT, Answer, Approval, Approver, Question, Refused};
+pub use approval::{ANSWER_PROMPT, Answer, Approval, Approver, NoOneToAsk, Question, Refused};
 pub use chain::{HookChain, HookError, LoadedHook, PreVerdict};
 pub use prompt::{ChatQuestions, Presenter, TerminalApprover};
 pub use question::{Pattern, parse_answer, render_call};

@@ -19,18 +19,17 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use clap::Args;
-use tokio_util::sync::CancellationToken;
 
 use super::Exit;
 use super::out::{Out, Stdout};
-use super::reopen::{latest_in, reopen};
-use super::resume::repair;
-use super::run::{SessionArgs, Started, agent, fail, start_session};
+use super::resume::{options, reopen, settle};
+use super::run::{SessionArgs, fail, start_session};
 use super::session_view::Printer;
 use super::style::{self, sanitize};
-use crate::agent::{Entry, Inbox};
+use crate::agent::Entry;
 use crate::hooks::{ChatQuestions, Presenter};
-use crate::log::{Body, Source, StopReason, Wait};
+use crate::log::{Body, Source, StopReason};
+use crate::session::{Interrupter, Session, latest_in};
 use commands::{Action, Typed as Line, classify};
 use input::{Input, Typed};
 use render::Screen;
@@ -69,7 +68,7 @@ pub async fn chat(args: ChatArgs) -> Exit {
     };
     let input = match &screen {
         Some(screen) => {
-            let history = opened.loaded.env.store.root().join("chat-history");
+            let history = opened.data_dir().join("chat-history");
             Input::terminal(Arc::clone(screen), &history, color)
         }
         None => Input::piped(),
@@ -78,12 +77,10 @@ pub async fn chat(args: ChatArgs) -> Exit {
         "type a task. While it works, a line steers it, /next TEXT queues a follow-up, /stop or Ctrl-C interrupts; /help for more; /quit or Ctrl-D leaves",
     );
     let mut chat = Chat {
-        started: &opened,
+        session: &opened,
         printer: &printer,
         questions,
-        inbox: Inbox::new(),
         entries: std::cell::Cell::new(0),
-        max_turns: args.session.max_turns,
         input,
     };
     let exit = chat.run().await;
@@ -91,7 +88,7 @@ pub async fn chat(args: ChatArgs) -> Exit {
     if let Some(screen) = &screen {
         screen.finish();
     }
-    printer.footer_chat(&opened.start.session);
+    printer.footer_chat(opened.id());
     exit
 }
 
@@ -108,7 +105,7 @@ fn presenter(screen: Arc<Screen>) -> Presenter {
 
 /// A new session, or the one `--continue`/`--resume` names, with its header shown (and, when
 /// reopened, the end of its history and what recovery settled).
-async fn open(args: &ChatArgs, questions: &ChatQuestions, printer: &Printer) -> Option<Started> {
+async fn open(args: &ChatArgs, questions: &ChatQuestions, printer: &Printer) -> Option<Session> {
     let id = if args.continue_last {
         let Ok(env) = super::Env::open() else {
             fail("cannot open the data directory");
@@ -129,29 +126,31 @@ async fn open(args: &ChatArgs, questions: &ChatQuestions, printer: &Printer) -> 
     };
     let approver = Box::new(questions.clone());
     let Some(id) = id else {
-        let started = start_session(&args.session, approver, None).await.ok()?;
-        printer.header(&started.start, &started.path);
-        return Some(started);
+        let session = start_session(&args.session, approver, None).await.ok()?;
+        printer.header(session.record(), session.log_path());
+        return Some(session);
     };
-    let moved = args.session.move_args();
-    let reopened = reopen(&id, Wait::No, None, &moved, approver).await.ok()?;
-    let started = reopened.started;
-    printer.header(&started.start, &started.path);
-    for line in render::recap(&started.path, RECAP_LINES, printer_width()) {
+    let options = options(
+        false,
+        None,
+        args.session.model_move(),
+        approver,
+        args.session.max_turns,
+    );
+    let reopened = reopen(&id, options).await.ok()?;
+    let last_turn = reopened.last_turn();
+    printer.header(reopened.session().record(), reopened.session().log_path());
+    for line in render::recap(reopened.session().log_path(), RECAP_LINES, printer_width()) {
         printer.plain(&line);
     }
-    let agent = agent(&started, printer, None);
-    if let Err(e) = repair(&agent, printer, reopened.recovery).await {
-        fail(&format!("cannot write the session log: {e}"));
-        return None;
-    }
-    if let Some(reason) = reopened.last_turn.filter(|r| *r != StopReason::Completed) {
+    let session = settle(reopened, printer).await.ok()?;
+    if let Some(reason) = last_turn.filter(|r| *r != StopReason::Completed) {
         printer.notice(&format!(
             "the last turn stopped ({}); send a message to go on",
             reason.as_str()
         ));
     }
-    Some(started)
+    Some(session)
 }
 
 fn printer_width() -> usize {
@@ -159,12 +158,10 @@ fn printer_width() -> usize {
 }
 
 struct Chat<'a> {
-    started: &'a Started,
+    session: &'a Session,
     printer: &'a Printer,
     questions: ChatQuestions,
-    inbox: Inbox,
     entries: std::cell::Cell<u64>,
-    max_turns: Option<u64>,
     input: Input,
 }
 
@@ -220,9 +217,8 @@ impl Chat<'_> {
 
     /// `/compact [FOCUS]` between turns (issue 17).
     async fn compact(&self, focus: &str) {
-        let agent = agent(self.started, self.printer, self.max_turns);
         let focus = (!focus.is_empty()).then_some(focus);
-        match agent.compact(focus).await {
+        match self.session.compact(focus, self.printer).await {
             Ok(Some(_)) => {}
             Ok(None) => self.printer.notice("nothing to compact yet"),
             Err(e) => self.printer.notice(&format!("compaction failed: {e}")),
@@ -232,7 +228,7 @@ impl Chat<'_> {
     /// `/show ID`: the whole result of a call, as logged.
     fn show(&self, id: &str) {
         let mut found = None;
-        render::each_event(&self.started.path, |event| {
+        render::each_event(self.session.log_path(), |event| {
             if let Body::ToolResult {
                 id: got, content, ..
             } = event.body
@@ -263,11 +259,8 @@ impl Chat<'_> {
     /// Runs a turn on `message` while taking typed lines; returns how it ended and whether
     /// the user asked to leave.
     async fn turn(&mut self, message: &str) -> (StopReason, bool) {
-        let cancel = CancellationToken::new();
-        let mut agent = agent(self.started, self.printer, self.max_turns);
-        agent.calls.cancel = cancel.clone();
-        agent.inbox = Some(&self.inbox);
-        let turn = agent.send(message);
+        let cancel = self.session.interrupter();
+        let turn = self.session.send(message, self.printer);
         tokio::pin!(turn);
         let mut input_open = true;
         let mut leave = false;
@@ -286,7 +279,7 @@ impl Chat<'_> {
                         }
                         Some(Typed::Interrupt) => {
                             self.printer.notice("interrupting");
-                            cancel.cancel();
+                            cancel.interrupt();
                             self.input.resume();
                             continue;
                         }
@@ -297,7 +290,7 @@ impl Chat<'_> {
                 }
                 _ = tokio::signal::ctrl_c() => {
                     self.printer.notice("interrupting");
-                    cancel.cancel();
+                    cancel.interrupt();
                 }
             }
         };
@@ -306,7 +299,7 @@ impl Chat<'_> {
 
     /// A line typed while a turn runs: an approval answer, steering, a follow-up, a command.
     /// True when the user asked to leave.
-    fn busy_line(&self, line: &str, cancel: &CancellationToken) -> bool {
+    fn busy_line(&self, line: &str, cancel: &Interrupter) -> bool {
         // A question from approval waits for this line.
         if self.questions.answer(line) {
             return false;
@@ -320,7 +313,7 @@ impl Chat<'_> {
             }
             Line::Command(Action::Quit, _) => {
                 self.printer.notice("interrupting, then leaving");
-                cancel.cancel();
+                cancel.interrupt();
                 return true;
             }
             Line::Command(action, arg) => match commands::lane(action) {
@@ -338,16 +331,16 @@ impl Chat<'_> {
             lane,
             text,
         };
-        if let Err(e) = self.inbox.accept(&self.started.log, entry) {
+        if let Err(e) = self.session.accept(entry) {
             self.printer
                 .notice(&format!("cannot log that input ({e}); stopping the turn"));
-            cancel.cancel();
+            cancel.interrupt();
             return false;
         }
         match lane {
             crate::log::Lane::Interrupt => {
                 self.printer.notice("interrupting");
-                cancel.cancel();
+                cancel.interrupt();
             }
             crate::log::Lane::NextStep => self
                 .printer

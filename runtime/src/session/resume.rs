@@ -1,16 +1,17 @@
-//! Reopening a recorded session (L2, L5) for `paddock resume` and `paddock chat --resume ID` /
-//! `--continue`: take its lock, read and check its log, rebuild its preset from the recorded
-//! text, refuse changed plugins, and reconnect its model, or move it to another server
-//! (`--base-url`, `--model`, `--provider`, recorded as `session/model`).
+//! Reopening a recorded session (L2, L5): take its lock, read and check its log, rebuild its
+//! preset from the recorded text, refuse changed plugins, and reconnect its model, or move it
+//! to another server (recorded as `session/model`); then settle what a crash or an interrupt
+//! left open (`Reopened::settle`) before the session goes on.
 
 use std::path::{Path, PathBuf};
 
-use clap::Args;
-
-use super::run::{Started, fail, plugin_hashes};
-use super::tool::{load_preset, setup_error};
-use super::{Env, Exit};
+use super::error::SetupError;
+use super::start::{plugin_hashes, provider_kind};
+use super::tools::load_preset;
+use super::{Env, Session};
+use crate::agent::Observer;
 use crate::agent::scripted::ScriptedProvider;
+use crate::exec::RawCall;
 use crate::hooks::Approver;
 use crate::log::{
     Body, Event, LOG_FILE, LogWriter, PluginHash, Recovery, SessionLock, SessionLog, Settle,
@@ -20,43 +21,57 @@ use crate::model::{ProviderConfig, ProviderKind, connect};
 use crate::preset;
 
 /// Where a reopened session's requests go from now on (recorded in the log when it changes).
-#[derive(Args, Debug, Default, Clone)]
-pub struct MoveArgs {
-    /// Send this session's requests to another OpenAI-compatible (or, with --provider
-    /// anthropic, Anthropic) server from now on; the key, if needed, is read from
-    /// PADDOCK_API_KEY. Recorded in the log (`session/model`).
-    #[arg(long)]
+#[derive(Debug, Default, Clone)]
+pub struct ModelMove {
+    /// Another OpenAI-compatible (or Anthropic) server; the key, if needed, is read from
+    /// `PADDOCK_API_KEY`.
     pub base_url: Option<String>,
-    /// Request another model from now on (recorded in the log).
-    #[arg(long)]
+    /// Another model name.
     pub model: Option<String>,
-    /// Wire format of --base-url: openai or anthropic (default: the session's).
-    #[arg(long)]
+    /// Wire format of `base_url`: `openai` or `anthropic` (default: the session's).
     pub provider: Option<String>,
 }
 
-/// A session ready to go on, and what recovery must settle first.
-pub(super) struct Reopened {
-    pub started: Started,
-    pub recovery: Recovery,
+/// How to reopen a session.
+pub struct ReopenOptions {
+    /// Wait for another paddock process that has the session, instead of refusing.
+    pub wait: bool,
+    /// Output limit per model response from now on, instead of the recorded one.
+    pub max_output_tokens: Option<u32>,
+    pub moved: ModelMove,
+    pub approver: Box<dyn Approver>,
+    /// Overrides the preset's `limits.max_turns`.
+    pub max_turns: Option<u64>,
+}
+
+/// A session ready to go on once `settle` has settled what recovery found.
+pub struct Reopened {
+    session: Session,
+    recovery: Recovery,
     /// How the last turn ended, counting the end recovery is about to write.
     pub last_turn: Option<StopReason>,
     /// Bytes of a torn last line that recovery dropped.
     pub torn: Option<usize>,
 }
 
-/// Reopens session `id`.
+/// Reopens session `id` of `env`'s data directory.
 pub(super) async fn reopen(
+    env: Env,
     id: &str,
-    wait: Wait,
-    max_output_tokens: Option<u32>,
-    moved: &MoveArgs,
-    approver: Box<dyn Approver>,
-) -> Result<Reopened, Exit> {
-    let env = Env::open().map_err(|e| fail(&format!("{e:#}")))?;
+    options: ReopenOptions,
+) -> Result<Reopened, SetupError> {
+    let ReopenOptions {
+        wait,
+        max_output_tokens,
+        moved,
+        approver,
+        max_turns,
+    } = options;
+    let wait = if wait { Wait::Yes } else { Wait::No };
+    let fail = SetupError::usage;
     let path = env.store.session_dir(id).join(LOG_FILE);
     if !path.is_file() {
-        return Err(fail(&format!(
+        return Err(fail(format!(
             "no session `{id}` (looked for {}); `paddock log --list` shows the sessions",
             path.display()
         )));
@@ -66,11 +81,11 @@ pub(super) async fn reopen(
     let dir = path.parent().unwrap_or(&path).to_path_buf();
     let lock = match tokio::task::spawn_blocking(move || SessionLock::acquire(&dir, wait)).await {
         Ok(Ok(lock)) => lock,
-        Ok(Err(e)) => return Err(fail(&e.to_string())),
-        Err(e) => return Err(fail(&format!("waiting for the session lock failed: {e}"))),
+        Ok(Err(e)) => return Err(fail(e.to_string())),
+        Err(e) => return Err(fail(format!("waiting for the session lock failed: {e}"))),
     };
     // Streamed: the state the loop needs and the events recovery needs, not every event.
-    let read = stream_log(&path).map_err(|e| fail(&e.to_string()))?;
+    let read = stream_log(&path).map_err(|e| fail(e.to_string()))?;
     let mut start = read.start.clone();
     // The recorded preset is judged as `preset check` judges a file: it is its own chain.
     let found = preset::Found::recorded(preset::Source {
@@ -80,13 +95,11 @@ pub(super) async fn reopen(
     });
     let mut env = env;
     env.cwd = PathBuf::from(&start.cwd);
-    let loaded = load_preset(env, &found, &start.preset, &[], &start.session, approver)
-        .await
-        .map_err(|(code, message)| setup_error(false, &code, &message))?;
+    let loaded = load_preset(env, &found, &start.preset, &[], &start.session, approver).await?;
     loaded.start_compiling();
-    same_plugins(&start.plugins, &plugin_hashes(&loaded)).map_err(|m| fail(&m))?;
+    same_plugins(&start.plugins, &plugin_hashes(&loaded)).map_err(fail)?;
     let recorded = read.state.model_config.clone();
-    let moved_to = move_model(recorded.as_ref(), moved).map_err(|m| fail(&m))?;
+    let moved_to = move_model(recorded.as_ref(), &moved).map_err(fail)?;
     let config = moved_to.clone().or(recorded);
     let provider: Box<dyn crate::model::Provider> = match &config {
         None => {
@@ -96,11 +109,11 @@ pub(super) async fn reopen(
             Box::new(demo)
         }
         Some(config) => {
-            connect(with_limit(config, max_output_tokens)).map_err(|e| fail(&e.to_string()))?
+            connect(with_limit(config, max_output_tokens)).map_err(|e| fail(e.to_string()))?
         }
     };
     let writer = LogWriter::reopen_streamed(&path, &read)
-        .map_err(|e| fail(&format!("cannot reopen {}: {e}", path.display())))?;
+        .map_err(|e| fail(format!("cannot reopen {}: {e}", path.display())))?;
     let recovery = recover_tail(&read.tail, read.tail_opens_in_turn);
     let last_turn = recovery
         .steps
@@ -118,31 +131,86 @@ pub(super) async fn reopen(
             model: config.model.clone(),
             model_config: Box::new(config.clone()),
         })
-        .map_err(|e| fail(&format!("cannot write the session log: {e}")))?;
+        .map_err(|e| SetupError::host(format!("cannot write the session log: {e}")))?;
     }
     if let Some(config) = &config {
         start.model = config.model.clone();
         start.model_config = Some(config.clone());
     }
     Ok(Reopened {
-        started: Started {
-            loaded,
-            provider,
-            log,
-            start,
-            path,
-            _lock: lock,
-        },
+        session: Session::new(loaded, provider, log, start, path, lock, max_turns),
         recovery,
         last_turn,
         torn,
     })
 }
 
+impl Reopened {
+    /// Bytes of a torn last line that recovery dropped.
+    pub fn torn(&self) -> Option<usize> {
+        self.torn
+    }
+
+    /// How the last turn ended, counting the end recovery is about to write.
+    pub fn last_turn(&self) -> Option<StopReason> {
+        self.last_turn
+    }
+
+    /// The session as recorded, before recovery settles anything.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Settles what recovery found, then hands over the session: the temporary files of writes
+    /// the crash interrupted are removed first; then, in the calls' order, synthesized results
+    /// are appended, idempotent calls are run again one at a time (each result logged as it
+    /// ends), and the open turn is ended last. Each step is told to `observer` as a notice.
+    pub async fn settle(self, observer: &dyn Observer) -> Result<Session, SetupError> {
+        let Reopened {
+            session, recovery, ..
+        } = self;
+        let written =
+            |e: std::io::Error| SetupError::host(format!("cannot write the session log: {e}"));
+        {
+            let agent = session.agent(observer);
+            for line in agent.remove_interrupted_temps(&recovery.interrupted) {
+                observer.notice(&line);
+            }
+            for step in recovery.steps {
+                match step {
+                    Settle::Append(body) => {
+                        if let Body::ToolResult { id, code, .. } = &body {
+                            observer.notice(&format!(
+                                "call {id}: {} (recorded on resume)",
+                                code.as_deref().unwrap_or("")
+                            ));
+                        }
+                        agent.log.append(body).map_err(written)?;
+                    }
+                    Settle::Rerun(call) => {
+                        observer.notice(&format!(
+                            "call {}: running `{}` again (idempotent; its result was lost)",
+                            call.id, call.name
+                        ));
+                        let call = RawCall {
+                            id: call.id,
+                            name: call.name,
+                            arguments: call.arguments,
+                        };
+                        agent.execute(&[call]).await.map_err(written)?;
+                    }
+                }
+            }
+            agent.log.sync().map_err(written)?;
+        }
+        Ok(session)
+    }
+}
+
 /// The configuration `moved` asks for, or `None` when it asks for no change.
 fn move_model(
     current: Option<&ProviderConfig>,
-    moved: &MoveArgs,
+    moved: &ModelMove,
 ) -> Result<Option<ProviderConfig>, String> {
     if moved.base_url.is_none() && moved.model.is_none() && moved.provider.is_none() {
         return Ok(None);
@@ -165,13 +233,7 @@ fn move_model(
     }
     let kind = match moved.provider.as_deref() {
         None => current.map_or(ProviderKind::Openai, |c| c.kind),
-        Some("openai") => ProviderKind::Openai,
-        Some("anthropic") => ProviderKind::Anthropic,
-        Some(other) => {
-            return Err(format!(
-                "--provider {other}: use openai (also for vLLM, llama.cpp, Ollama) or anthropic"
-            ));
-        }
+        Some(name) => provider_kind(name)?,
     };
     let Some(url) = moved
         .base_url
@@ -235,8 +297,9 @@ fn same_plugins(then: &[PluginHash], now: &[PluginHash]) -> Result<(), String> {
     Ok(())
 }
 
-/// The newest session started in `cwd` (for `chat --continue`), by its start time.
-pub(super) fn latest_in(sessions: &Path, cwd: &Path) -> Option<String> {
+/// The newest session of the data directory `sessions` started in `cwd` (for
+/// `chat --continue`), by its start time.
+pub fn latest_in(sessions: &Path, cwd: &Path) -> Option<String> {
     let mut best: Option<(u64, String)> = None;
     for entry in std::fs::read_dir(sessions).ok()?.flatten() {
         let Some(first) = first_line(&entry.path().join(LOG_FILE)) else {

@@ -1,27 +1,39 @@
-//! `paddock preset check FILE|NAME` (P1): the verdict every start gives too (`judge.rs`:
-//! parse strictly, the findings on the text as written, resolve, load every plugin, then the
-//! deep checks of `findings.rs`), each printed with the `file:line:column` of the file that
-//! writes the key (`locate.rs`: for a preset that `extends` another, the preset's own file or
-//! its base's) and a fix. Errors fail the check (exit 2); warnings are printed and pass. A
+//! `paddock preset check FILE|NAME` (P1): the verdict every start gives too
+//! (`session::verdict`), each finding printed with the `file:line:column` of the file that
+//! writes the key and a fix. Errors fail the check (exit 2); warnings are printed and pass. A
 //! preset without errors then loads as a session would: the registry (MCP servers) and the
 //! hook chain.
 
-mod empty;
-mod findings;
-mod hook_config;
-mod inherit;
-pub(crate) mod judge;
-mod locate;
-mod reach;
-
-use super::style::{self, GREEN, RED, paint, sanitize};
+use super::style::{self, GREEN, RED, YELLOW, paint, sanitize};
 use super::{Env, Exit};
 use crate::calls::Registry;
 use crate::hooks::{Approval, HookChain, TerminalApprover};
 use crate::preset;
-pub(crate) use inherit::hooks as hook_origins;
-pub(crate) use judge::{Judged, Start, judge};
-pub(crate) use locate::{KeyPath, locate};
+use crate::session::verdict::{Judged, Refused, Shown, Start, judge};
+
+/// One finding on standard error: `error:` or `warning:`, where, what, and the fix on the
+/// next line; the text is the preset's (T3).
+pub(super) fn print_finding(finding: &Shown) {
+    let (label, tint) = match finding.error {
+        true => ("error:", RED),
+        false => ("warning:", YELLOW),
+    };
+    eprintln!(
+        "{} {}: {}: {}\n  fix: {}",
+        paint(style::color_enabled_stderr(), tint, label),
+        sanitize(&finding.at),
+        sanitize(&finding.key),
+        sanitize(&finding.message),
+        sanitize(&finding.fix)
+    );
+}
+
+/// Every finding of a refused preset; the summary is the caller's to print.
+pub(super) fn print_findings(refused: &Refused) {
+    for finding in &refused.findings {
+        print_finding(finding);
+    }
+}
 
 pub(super) async fn check(env: &Env, name: &str) -> Exit {
     let project = super::trust::project_trusted_for(env, name);
@@ -32,12 +44,12 @@ pub(super) async fn check(env: &Env, name: &str) -> Exit {
     let judged = match judge(env, &found, name, Start::default()).await {
         Ok(judged) => judged,
         Err(refused) => {
-            refused.print_findings();
+            print_findings(&refused);
             return fail(&refused.message);
         }
     };
     for warning in &judged.warnings {
-        warning.print();
+        print_finding(warning);
     }
     let Judged {
         resolved,

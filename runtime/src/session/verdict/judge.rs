@@ -10,15 +10,14 @@ use super::findings::{self, Finding, LoadedPlugin, Severity};
 use super::locate::Seg;
 use super::{empty, hook_config, inherit, locate, reach};
 use crate::calls::Registry;
-use crate::cli::Env;
-use crate::cli::style::{self, RED, YELLOW, paint, sanitize};
 use crate::exec::SpillDir;
 use crate::preset::{Found, ResolveContext, ResolvedPreset};
 use crate::sandbox::{Mount, Plugin};
+use crate::session::Env;
 
 /// One finding as shown: where, what, and the fix.
 #[derive(Debug, Clone, serde::Serialize)]
-pub(crate) struct Shown {
+pub struct Shown {
     #[serde(skip)]
     pub error: bool,
     /// `file:line:column` of the key in the file that writes it.
@@ -54,26 +53,10 @@ impl Shown {
             fix: finding.fix.clone(),
         }
     }
-
-    /// On standard error, as `preset check` prints it; the text is the preset's (T3).
-    pub fn print(&self) {
-        let (label, tint) = match self.error {
-            true => ("error:", RED),
-            false => ("warning:", YELLOW),
-        };
-        eprintln!(
-            "{} {}: {}: {}\n  fix: {}",
-            paint(style::color_enabled_stderr(), tint, label),
-            sanitize(&self.at),
-            sanitize(&self.key),
-            sanitize(&self.message),
-            sanitize(&self.fix)
-        );
-    }
 }
 
 /// A preset that holds: resolved, its plugins loaded, and its warnings.
-pub(crate) struct Judged {
+pub struct Judged {
     pub resolved: ResolvedPreset,
     pub plugins: Vec<Plugin>,
     pub warnings: Vec<Shown>,
@@ -81,7 +64,7 @@ pub(crate) struct Judged {
 
 /// Why a preset does not start: a code for `--json` callers, every finding (errors and
 /// warnings, in the preset's order) and one summary line.
-pub(crate) struct Refused {
+pub struct Refused {
     pub code: &'static str,
     pub findings: Vec<Shown>,
     pub message: String,
@@ -95,25 +78,18 @@ impl Refused {
             message,
         }
     }
-
-    /// The findings on standard error; the summary is the caller's to print.
-    pub fn print_findings(&self) {
-        for finding in &self.findings {
-            finding.print();
-        }
-    }
 }
 
 /// What judging needs besides the preset: the spill directory a session mounts, and
 /// `--mount` replacing the plugins' mounts.
 #[derive(Default)]
-pub(crate) struct Start<'a> {
+pub struct Start<'a> {
     pub spill: Option<&'a SpillDir>,
     pub mount_override: Option<&'a [Mount]>,
 }
 
 /// The verdict on `found` (looked up as `name`).
-pub(crate) async fn judge(
+pub async fn judge(
     env: &Env,
     found: &Found,
     name: &str,

@@ -116,7 +116,7 @@ pub(super) mod tests {
     use crate::preset::Origin;
 
     /// A preset file of the chain, for the tests of this folder.
-    pub(in crate::cli::preset_check) fn source(location: &str, text: &str) -> Source {
+    pub(in crate::session::verdict) fn source(location: &str, text: &str) -> Source {
         Source {
             origin: Origin::File,
             location: location.into(),

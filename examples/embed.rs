@@ -1,0 +1,106 @@
+//! paddock embedded in a program, through its public library API only: a session started
+//! against a model server (here the scripted one the tests use), a message sent, the turn
+//! steered while it works, its `TurnEnd` read, and the session reopened and continued.
+//!
+//! Run it with `cargo run -p paddock-tests --example embed`; the suite runs it too.
+
+use paddock::agent::{Entry, Observer, Quiet, TurnEnd};
+use paddock::log::{Lane, Source, StopReason};
+use paddock::session::{Env, ModelChoice, ReopenOptions, Session};
+use paddock_tests::scripted::{Script, ScriptCall, ScriptedServer, Step, Turn};
+
+/// Steers the turn the moment its first tool call starts: the steering goes in before the
+/// next model request.
+struct SteerOnFirstCall<'a> {
+    session: &'a Session,
+}
+
+impl Observer for SteerOnFirstCall<'_> {
+    fn tool_started(&self, _id: &str) {
+        let steer = Entry {
+            id: "steer-1".into(),
+            source: Source::User,
+            lane: Lane::NextStep,
+            text: "also say how many lines it has".into(),
+        };
+        self.session.accept(steer).expect("the steering is logged");
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let workspace = tempfile::tempdir()?;
+    std::fs::write(workspace.path().join("notes.txt"), "one\ntwo\n")?;
+    let data = tempfile::tempdir()?;
+    let read = ScriptCall::new("c1", "read_file", r#"{"path": "notes.txt"}"#, &[]);
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            Step::Reply(Turn::calls(vec![read])),
+            Step::Reply(Turn::text(&["notes.txt says one, two: 2 lines."])),
+            Step::Reply(Turn::text(&["You are welcome."])),
+        ],
+    })
+    .await?;
+    let model = ModelChoice {
+        base_url: Some(server.openai_base_url()),
+        model: Some("scripted".into()),
+        ..ModelChoice::default()
+    };
+
+    // A new session on the read-only `default` preset, its model the server above.
+    let env = Env::at(data.path().to_path_buf(), workspace.path().to_path_buf())?;
+    let session = Session::builder(env)
+        .preset("default")
+        .model(model)
+        .start()
+        .await?;
+    let id = session.id().to_string();
+    let end: TurnEnd = session
+        .send(
+            "what is in notes.txt?",
+            &SteerOnFirstCall { session: &session },
+        )
+        .await;
+    assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
+    let steered = server.requests()[1].body.to_string();
+    assert!(
+        steered.contains("also say how many lines it has"),
+        "{steered}"
+    );
+    assert!(
+        steered.contains("\\tone\\n"),
+        "the tool's result reached the model: {steered}"
+    );
+    println!(
+        "turn 1 of {id}: {:?}, {} model requests",
+        end.reason, end.spent.model_requests
+    );
+    drop(session);
+
+    // The same session reopened from its log, recovery settled, and continued.
+    let env = Env::at(data.path().to_path_buf(), workspace.path().to_path_buf())?;
+    let options = ReopenOptions {
+        wait: false,
+        max_output_tokens: None,
+        moved: Default::default(),
+        approver: Box::new(paddock::hooks::NoOneToAsk),
+        max_turns: None,
+    };
+    let session = Session::reopen(env, &id, options)
+        .await?
+        .settle(&Quiet)
+        .await?;
+    let end = session.send("thanks", &Quiet).await;
+    assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
+    let last = server.requests()[2].body.to_string();
+    assert!(
+        last.contains("what is in notes.txt?") && last.contains("thanks"),
+        "{last}"
+    );
+    println!(
+        "turn 2 of {id}: {:?}; log at {}",
+        end.reason,
+        session.log_path().display()
+    );
+    Ok(())
+}

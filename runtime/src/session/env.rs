@@ -1,0 +1,34 @@
+//! What every session and command needs from the machine: the data directory (plugin store,
+//! compiled-code cache, session logs) and the working directory, with a sandbox whose cache
+//! lives in the data directory.
+
+use std::path::PathBuf;
+
+use crate::plugin_store::PluginStore;
+use crate::sandbox::Sandbox;
+
+/// The data directory, its sandbox, and the working directory.
+pub struct Env {
+    pub store: PluginStore,
+    pub sandbox: Sandbox,
+    pub cwd: PathBuf,
+}
+
+impl Env {
+    /// The data directory `PADDOCK_HOME` (or the default) and the process's working directory.
+    pub fn open() -> anyhow::Result<Env> {
+        Env::at(PluginStore::default_root(), std::env::current_dir()?)
+    }
+
+    /// The data directory `data_dir` (made private to the user) and working directory `cwd`.
+    pub fn at(data_dir: PathBuf, cwd: PathBuf) -> anyhow::Result<Env> {
+        let store = PluginStore::open(data_dir);
+        store.make_private()?;
+        let sandbox = Sandbox::new(store.cache_dir())?;
+        Ok(Env {
+            store,
+            sandbox,
+            cwd,
+        })
+    }
+}

@@ -1,0 +1,287 @@
+//! Starting a new session: the preset found (a project's only when trusted) and judged, the
+//! model chosen (the scripted demo, a server given by its URL, or the preset's `[model]`),
+//! the tools loaded, and `session/start` written, synced, under the session's lock (L6).
+
+use std::path::Path;
+
+use super::error::SetupError;
+use super::tools::{Loaded, load_preset};
+use super::trust::{ProjectUse, Trust};
+use super::{Env, Session};
+use crate::agent::DEFAULT_SYSTEM;
+use crate::agent::scripted::ScriptedProvider;
+use crate::hooks::Approver;
+use crate::log::{
+    Body, InstructionRecord, LOG_FILE, LogWriter, PluginHash, SessionLock, SessionLog,
+    SessionStart, Tap, Wait,
+};
+use crate::model::{ProviderConfig, ProviderKind, connect};
+use crate::preset;
+
+/// Which model a new session talks to. The default is the preset's `[model]`.
+#[derive(Debug, Clone, Default)]
+pub struct ModelChoice {
+    /// The scripted demo model: no network, no key.
+    pub demo: bool,
+    /// An OpenAI-compatible (or, with `provider = "anthropic"`, Anthropic) server instead of the
+    /// preset's `[model]`; the key, if the server needs one, is read from `PADDOCK_API_KEY`.
+    pub base_url: Option<String>,
+    /// The model name to request (with `base_url`: default the preset's, else `default`).
+    pub model: Option<String>,
+    /// Wire format for `base_url`: `openai` (the default) or `anthropic`.
+    pub provider: Option<String>,
+    /// Output limit per model response, instead of the preset's.
+    pub max_output_tokens: Option<u32>,
+}
+
+/// Everything a new session is started from. `Session::builder` makes one.
+pub struct SessionBuilder {
+    env: Env,
+    preset: String,
+    model: ModelChoice,
+    approver: Box<dyn Approver>,
+    trust: Box<dyn Trust>,
+    tap: Option<Tap>,
+    max_turns: Option<u64>,
+}
+
+impl SessionBuilder {
+    pub(super) fn new(env: Env) -> SessionBuilder {
+        SessionBuilder {
+            env,
+            preset: "default".into(),
+            model: ModelChoice::default(),
+            approver: Box::new(crate::hooks::NoOneToAsk),
+            trust: Box::new(super::trust::RecordedTrust),
+            tap: None,
+            max_turns: None,
+        }
+    }
+
+    /// A preset name (looked up as `paddock preset list` shows) or a path to a `.toml` file.
+    pub fn preset(mut self, name_or_path: &str) -> SessionBuilder {
+        self.preset = name_or_path.to_string();
+        self
+    }
+
+    pub fn model(mut self, model: ModelChoice) -> SessionBuilder {
+        self.model = model;
+        self
+    }
+
+    /// Who answers approval questions (default: nobody, so `ask` denies).
+    pub fn approver(mut self, approver: Box<dyn Approver>) -> SessionBuilder {
+        self.approver = approver;
+        self
+    }
+
+    /// Whether the working directory's own configuration may be used (default: only when the
+    /// user has trusted it with `paddock trust`; nothing is asked).
+    pub fn trust(mut self, trust: Box<dyn Trust>) -> SessionBuilder {
+        self.trust = trust;
+        self
+    }
+
+    /// Shows every event to `tap` as it is written (`run --json`).
+    pub fn tap(mut self, tap: Tap) -> SessionBuilder {
+        self.tap = Some(tap);
+        self
+    }
+
+    /// Overrides the preset's `limits.max_turns`.
+    pub fn max_turns(mut self, max_turns: Option<u64>) -> SessionBuilder {
+        self.max_turns = max_turns;
+        self
+    }
+
+    /// Loads the preset, chooses the model, and writes `session/start` (synced).
+    pub async fn start(self) -> Result<Session, SetupError> {
+        let SessionBuilder {
+            env,
+            preset: preset_name,
+            model,
+            approver,
+            trust,
+            tap,
+            max_turns,
+        } = self;
+        let project = ProjectUse::decide(&env, &preset_name, trust.as_ref());
+        let found = preset::find_written(&preset_name, &env.cwd, project.presets)
+            .map_err(|e| SetupError::usage(e.to_string()))?;
+        let file = found
+            .source
+            .parse()
+            .map_err(|e| SetupError::usage(e.to_string()))?;
+        let base = preset::system_prompt(&file, &found.source.text, &env.cwd)
+            .map_err(|e| SetupError::usage(e.to_string()))?
+            .unwrap_or_else(|| DEFAULT_SYSTEM.to_string());
+        let instructions = if project.instructions {
+            let (files, notices) = preset::read_instructions(&env.cwd);
+            for notice in notices {
+                trust.notice(&notice);
+            }
+            files
+        } else {
+            Vec::new()
+        };
+        let model_config =
+            choose_model(&model, &preset_name, file.model.clone()).map_err(SetupError::usage)?;
+        let session = new_session_id();
+        let cwd = env.cwd.clone();
+        let path = env.store.session_dir(&session).join(LOG_FILE);
+        // The same verdict as `preset check`: a preset it refuses never starts (P1).
+        let loaded = load_preset(env, &found, &preset_name, &[], &session, approver).await?;
+        loaded.start_compiling();
+        let provider: Box<dyn crate::model::Provider> = match &model_config {
+            None => Box::new(ScriptedProvider::demo()),
+            Some(config) => {
+                connect(config.clone()).map_err(|e| SetupError::usage(e.to_string()))?
+            }
+        };
+        let start = SessionStart {
+            session,
+            preset: loaded.preset.clone(),
+            preset_origin: found.source.location.clone(),
+            preset_sha256: Some(found.source.sha256()),
+            preset_from: Some(found.source.origin),
+            preset_text: found.source.text,
+            cwd: cwd.display().to_string(),
+            plugins: plugin_hashes(&loaded),
+            model: model_config
+                .as_ref()
+                .map_or("scripted-demo".to_string(), |c| c.model.clone()),
+            model_config,
+            system: preset::with_instructions(&base, &instructions),
+            instructions: instructions
+                .iter()
+                .map(|f| InstructionRecord {
+                    file: f.name.clone(),
+                    sha256: f.sha256.clone(),
+                    bytes: f.text.len() as u64,
+                })
+                .collect(),
+        };
+        let (lock, log) = begin_log(&path, &start, tap)?;
+        Ok(Session::new(
+            loaded, provider, log, start, path, lock, max_turns,
+        ))
+    }
+}
+
+/// Takes the new session's lock (L6) and writes its `session/start`, synced; every event is
+/// shown to `tap` as it is written.
+pub(crate) fn begin_log(
+    path: &Path,
+    start: &SessionStart,
+    tap: Option<Tap>,
+) -> Result<(SessionLock, SessionLog), SetupError> {
+    let dir = path.parent().unwrap_or(path);
+    let lock = SessionLock::acquire(dir, Wait::No).map_err(|e| SetupError::usage(e.to_string()))?;
+    let log = LogWriter::start(path, Body::SessionStart(Box::new(start.clone())))
+        .map(|(writer, event)| {
+            let log = SessionLog::new(writer, vec![event.clone()]);
+            match tap {
+                Some(tap) => {
+                    tap(&event);
+                    log.with_tap(tap)
+                }
+                None => log,
+            }
+        })
+        .map_err(|e| {
+            SetupError::usage(format!(
+                "cannot create the session log {}: {e}",
+                path.display()
+            ))
+        })?;
+    Ok((lock, log))
+}
+
+/// The model: the demo (`None`), a server by URL, or the preset's `[model]`.
+fn choose_model(
+    choice: &ModelChoice,
+    preset_name: &str,
+    from_preset: Option<ProviderConfig>,
+) -> Result<Option<ProviderConfig>, String> {
+    if choice.demo {
+        return Ok(None);
+    }
+    let mut config = match model_from(choice, from_preset)? {
+        Some(config) => config,
+        None => {
+            return Err(format!(
+                "the preset `{preset_name}` has no [model]. Use --demo for the scripted demo, --base-url URL (with PADDOCK_API_KEY if the server needs a key) for a real model, or a preset with a [model] section such as --preset coding (docs/providers.md)"
+            ));
+        }
+    };
+    if let Some(limit) = choice.max_output_tokens {
+        config.max_output_tokens = Some(limit);
+    }
+    Ok(Some(config))
+}
+
+/// The server by URL, else the preset's `[model]` (with the model name applied); `None` if
+/// neither.
+fn model_from(
+    choice: &ModelChoice,
+    from_preset: Option<ProviderConfig>,
+) -> Result<Option<ProviderConfig>, String> {
+    if let Some(url) = &choice.base_url {
+        let kind = provider_kind(choice.provider.as_deref().unwrap_or("openai"))?;
+        let model = choice
+            .model
+            .clone()
+            .or_else(|| from_preset.as_ref().map(|c| c.model.clone()))
+            .unwrap_or_else(|| "default".into());
+        let mut config = ProviderConfig::new(kind, &model, Some(url));
+        if std::env::var_os("PADDOCK_API_KEY").is_some() {
+            config.api_key_env = Some("PADDOCK_API_KEY".into());
+        }
+        return Ok(Some(config));
+    }
+    Ok(from_preset.map(|mut config| {
+        if let Some(model) = &choice.model {
+            config.model = model.clone();
+        }
+        config
+    }))
+}
+
+/// `openai` or `anthropic`.
+pub(super) fn provider_kind(name: &str) -> Result<ProviderKind, String> {
+    match name {
+        "openai" => Ok(ProviderKind::Openai),
+        "anthropic" => Ok(ProviderKind::Anthropic),
+        other => Err(format!(
+            "--provider {other}: use openai (also for vLLM, llama.cpp, Ollama) or anthropic"
+        )),
+    }
+}
+
+/// Every tool plugin and hook of `loaded` with the SHA-256 of its code, as `session/start`
+/// records them (resume refuses changed code).
+pub(crate) fn plugin_hashes(loaded: &Loaded) -> Vec<PluginHash> {
+    let tools = loaded.registry.plugins().iter().map(|p| PluginHash {
+        name: p.name.clone(),
+        sha256: p.sha256.clone(),
+    });
+    let hooks = loaded
+        .chain
+        .hashes()
+        .into_iter()
+        .map(|(name, sha256)| PluginHash { name, sha256 });
+    tools.chain(hooks).collect()
+}
+
+/// A sortable, unique-enough id: seconds since the epoch and a few bits of the clock's
+/// nanoseconds and the process id.
+pub(crate) fn new_session_id() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    format!(
+        "{}-{:04x}",
+        now.as_secs(),
+        (now.subsec_nanos() ^ std::process::id()) & 0xffff
+    )
+}

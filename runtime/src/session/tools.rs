@@ -1,0 +1,135 @@
+//! A preset loaded for use: the one verdict (`verdict::judge`), then the registry of the tools
+//! it keeps, its aliases, its hook chain and approval, and the spill directory of the session
+//! it serves. What `run`, `chat`, `resume`, `tool` and `mcp serve` all start from.
+
+use tokio_util::sync::CancellationToken;
+
+use super::Env;
+use super::error::SetupError;
+use super::verdict::{Judged, Shown, Start, judge};
+use crate::calls::{AliasTable, Registry};
+use crate::exec::{CallContext, SpillDir};
+use crate::hooks::{Approval, Approver, HookChain};
+use crate::preset::make_mount;
+use crate::sandbox::{Mount, MountMode};
+
+/// A `--mount HOST:GUEST[:ro|rw]` spec, relative to `cwd`.
+pub fn parse_mount(spec: &str, cwd: &std::path::Path) -> Result<Mount, String> {
+    let parts: Vec<&str> = spec.split(':').collect();
+    let (host, guest, mode) = match parts.as_slice() {
+        [host, guest] => (*host, *guest, MountMode::Rw),
+        [host, guest, "ro"] => (*host, *guest, MountMode::Ro),
+        [host, guest, "rw"] => (*host, *guest, MountMode::Rw),
+        _ => {
+            return Err(format!(
+                "--mount {spec:?}: write HOST:GUEST, HOST:GUEST:ro or HOST:GUEST:rw"
+            ));
+        }
+    };
+    make_mount(&format!("--mount {spec}"), host, guest, mode, cwd).map_err(|e| e.to_string())
+}
+
+/// A preset loaded for one session or command: its plugins and tools, aliases, hook chain and
+/// approval, where it spills, and the token that cancels its calls.
+pub(crate) struct Loaded {
+    pub env: Env,
+    pub registry: Registry,
+    pub spill: SpillDir,
+    pub aliases: AliasTable,
+    pub max_parallel: u64,
+    pub chain: HookChain,
+    pub preset: String,
+    pub resolved: crate::preset::ResolvedPreset,
+    pub session: String,
+    pub cancel: CancellationToken,
+    /// The preset's warnings, for the front-end to show once (`run --json` also emits them).
+    pub warnings: Vec<Shown>,
+}
+
+impl Loaded {
+    /// Starts compiling, in the background, the built-ins registered from their build-time
+    /// descriptions: a session's first request goes out while they compile (S8). `tool list`
+    /// and `tool call` never start it (a call compiles what it needs).
+    pub fn start_compiling(&self) {
+        self.registry.start_compiling();
+        self.chain.start_compiling();
+    }
+
+    /// The context for CLI calls: the preset's aliases, hook chain and approval; cancelled by
+    /// Ctrl-C.
+    pub fn context(&self) -> CallContext<'_> {
+        CallContext {
+            sandbox: &self.env.sandbox,
+            registry: &self.registry,
+            aliases: &self.aliases,
+            spill: Some(&self.spill),
+            gate: &self.chain,
+            session_id: &self.session,
+            preset: &self.preset,
+            cancel: self.cancel.clone(),
+        }
+    }
+}
+
+/// Loads a preset for `session` through the same verdict as `preset check` (an error refuses
+/// with every finding; warnings are kept in `Loaded::warnings`): its plugins, tools, aliases,
+/// hooks and approval, with `mounts` (`--mount` specs) replacing every plugin's mounts when
+/// given, and `approver` answering approval questions.
+pub(crate) async fn load_preset(
+    env: Env,
+    found: &crate::preset::Found,
+    preset_name: &str,
+    mounts: &[String],
+    session: &str,
+    approver: Box<dyn Approver>,
+) -> Result<Loaded, SetupError> {
+    let usage = SetupError::usage;
+    let mounts = mounts
+        .iter()
+        .map(|m| parse_mount(m, &env.cwd))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(usage)?;
+    let spill = SpillDir {
+        host: env.store.session_dir(session).join("spill"),
+        guest: SpillDir::GUEST.to_string(),
+    };
+    let start = Start {
+        spill: Some(&spill),
+        mount_override: (!mounts.is_empty()).then_some(&mounts[..]),
+    };
+    let judged = judge(&env, found, preset_name, start).await?;
+    let Judged {
+        resolved,
+        plugins,
+        warnings,
+    } = judged;
+    let mut registry = Registry::of_plugins(plugins, &resolved)
+        .await
+        .map_err(|e| SetupError::new("BAD_PLUGIN", e.to_string()))?;
+    registry.retain(|tool, owner| resolved.keeps(owner, tool));
+    let mut aliases = AliasTable::default();
+    aliases.extend(resolved.tools.aliases.clone());
+    // Not cancelled on Ctrl-C here: `run` and `resume` cancel it for their one turn, `chat`
+    // gives each turn its own token, so an interrupt never outlives its turn.
+    let cancel = CancellationToken::new();
+    let approval = Approval {
+        policy: resolved.approval,
+        approver,
+    };
+    let chain = HookChain::load(&env.sandbox, &env.store, &resolved, approval)
+        .await
+        .map_err(|e| SetupError::new("BAD_HOOK", e.to_string()))?;
+    Ok(Loaded {
+        env,
+        registry,
+        spill,
+        aliases,
+        max_parallel: resolved.limits.max_parallel_tool_calls,
+        chain,
+        preset: resolved.name.clone(),
+        resolved,
+        session: session.to_string(),
+        cancel,
+        warnings,
+    })
+}
