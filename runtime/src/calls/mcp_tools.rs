@@ -8,18 +8,20 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::registry::{Backend, Registry, RegistryError, ToolEntry};
+use super::entry::{Backend, RegistryError, ToolEntry};
 use crate::contract::{OutputBudget, ToolSpec, valid_tool_name};
 use crate::mcp::{McpServer, McpTool, meta_from_annotations};
 use crate::preset::ResolvedMcp;
 use crate::sandbox::Grant;
 
+/// The tools of server `resolved`, started, as registry entries in the server's order; each
+/// name is recorded in `owner` (tool name to owner) so it is never taken twice.
 pub(super) async fn load(
-    registry: &mut Registry,
     owner: &mut HashMap<String, String>,
     resolved: &ResolvedMcp,
-) -> Result<(), RegistryError> {
+) -> Result<Vec<(String, ToolEntry)>, RegistryError> {
     let (server, tools) = McpServer::start(resolved.clone()).await?;
+    let mut entries = Vec::new();
     let key = format!("mcp.{}", resolved.name);
     for tool in tools {
         let remote = tool.name.to_string();
@@ -63,8 +65,7 @@ pub(super) async fn load(
             examples: Vec::new(),
             meta,
         };
-        registry.order.push(name.clone());
-        registry.tools.insert(
+        entries.push((
             name,
             ToolEntry {
                 spec,
@@ -80,9 +81,9 @@ pub(super) async fn load(
                 budget,
                 validator,
             },
-        );
+        ));
     }
-    Ok(())
+    Ok(entries)
 }
 
 /// Letters, digits, `_` and `-` kept; anything else becomes `_`.

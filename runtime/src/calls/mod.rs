@@ -4,6 +4,7 @@
 
 mod aliases;
 mod check;
+mod entry;
 mod extract;
 mod feedback;
 mod lenient;
@@ -17,8 +18,9 @@ mod warm;
 
 pub use aliases::AliasTable;
 pub use check::{CheckedCall, ToolIndex, check_call, closest_first};
+pub use entry::{Backend, RegistryError, ToolEntry};
 pub use feedback::{Disposition, EndReason, repair_note};
-pub use registry::{Backend, Registry, RegistryError, ToolEntry};
+pub use registry::Registry;
 pub use repair::{Repair, Repaired, STEPS_TRIED, Unparsable, Unreadable, repair_args};
 pub use tool_list::{ToolListFormat, tool_entry};
 pub use validate::{parse_args, validate_args};

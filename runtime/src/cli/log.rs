@@ -7,7 +7,7 @@
 use clap::Args;
 
 use super::log_view::print_log;
-use super::run::fail;
+use super::report::fail;
 use super::style::{json_for_terminal, sanitize};
 use super::{Env, Exit};
 use crate::log::{LOG_FILE, SessionIndex, read_log, session_index};

@@ -11,13 +11,12 @@ use std::sync::Arc;
 use clap::{Args, Subcommand};
 
 use super::Exit;
-use super::mcp_serve::Served;
-use super::run::fail;
-use super::tool::setup_failed;
-use crate::log::{LOG_FILE, SessionLock, SessionLog, SessionStart};
+use super::mcp_serve::{Served, ServedSession};
+use super::report::{fail, print_finding, setup_failed};
+use crate::log::{LOG_FILE, SessionStart};
 use crate::mcp::ElicitApprover;
 use crate::preset;
-use crate::session::{Loaded, begin_log, load_preset, new_session_id, plugin_hashes};
+use crate::session::{begin_log, load_preset, new_session_id, plugin_hashes};
 
 #[derive(Subcommand)]
 pub enum McpCommand {
@@ -53,14 +52,6 @@ pub async fn run(cmd: McpCommand) -> Exit {
     match cmd {
         McpCommand::Serve(args) => serve(args).await,
     }
-}
-
-/// What a served session holds while it runs.
-pub(super) struct ServedSession {
-    pub loaded: Loaded,
-    pub log: SessionLog,
-    pub approver: ElicitApprover,
-    pub _lock: SessionLock,
 }
 
 async fn serve(args: ServeArgs) -> Exit {
@@ -115,7 +106,7 @@ async fn start(args: &ServeArgs) -> Result<ServedSession, Exit> {
     .await
     .map_err(|e| setup_failed(false, &e))?;
     for warning in &loaded.warnings {
-        super::preset_check::print_finding(warning);
+        print_finding(warning);
     }
     loaded.start_compiling();
     let start = SessionStart {

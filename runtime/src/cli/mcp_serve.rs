@@ -24,12 +24,21 @@ use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
 
-use super::mcp::ServedSession;
 use crate::agent::summarize;
 use crate::calls::check_call;
 use crate::exec::{CallContext, CallRecord, RawCall, Scheduler};
-use crate::log::Body;
+use crate::log::{Body, SessionLock, SessionLog};
+use crate::mcp::ElicitApprover;
 use crate::model::{Finish, Outcome, ToolCall};
+use crate::session::Loaded;
+
+/// What a served session holds while it runs.
+pub(super) struct ServedSession {
+    pub loaded: Loaded,
+    pub log: SessionLog,
+    pub approver: ElicitApprover,
+    pub _lock: SessionLock,
+}
 
 /// How often a running call tells the client it is still running.
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);

@@ -17,6 +17,7 @@ mod out;
 mod plugin;
 mod preset;
 mod preset_check;
+mod report;
 mod results;
 mod resume;
 mod run;

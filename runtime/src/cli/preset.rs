@@ -3,7 +3,8 @@
 use clap::Subcommand;
 use serde_json::json;
 
-use super::style::{self, BOLD, DIM, RED, json_for_terminal, paint, sanitize};
+use super::report::fail;
+use super::style::{self, BOLD, DIM, json_for_terminal, paint, sanitize};
 use super::{Env, Exit};
 use crate::preset::{self, ResolveContext, ResolvedPreset};
 
@@ -186,14 +187,4 @@ fn resolve(env: &Env, name: &str) -> Result<ResolvedPreset, String> {
         mount_override: None,
     };
     file.resolve(name, &cx).map_err(|e| e.to_string())
-}
-
-/// Errors quote the preset's text (keys, values, paths), which may come from anywhere.
-fn fail(message: &str) -> Exit {
-    eprintln!(
-        "{} {}",
-        paint(style::color_enabled_stderr(), RED, "error:"),
-        sanitize(message)
-    );
-    Exit::Usage
 }

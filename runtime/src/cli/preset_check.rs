@@ -4,36 +4,13 @@
 //! preset without errors then loads as a session would: the registry (MCP servers) and the
 //! hook chain.
 
-use super::style::{self, GREEN, RED, YELLOW, paint, sanitize};
+use super::report::{fail, print_finding, print_findings};
+use super::style::{self, GREEN, paint, sanitize};
 use super::{Env, Exit};
 use crate::calls::Registry;
 use crate::hooks::{Approval, HookChain, TerminalApprover};
 use crate::preset;
-use crate::session::verdict::{Judged, Refused, Shown, Start, judge};
-
-/// One finding on standard error: `error:` or `warning:`, where, what, and the fix on the
-/// next line; the text is the preset's (T3).
-pub(super) fn print_finding(finding: &Shown) {
-    let (label, tint) = match finding.error {
-        true => ("error:", RED),
-        false => ("warning:", YELLOW),
-    };
-    eprintln!(
-        "{} {}: {}: {}\n  fix: {}",
-        paint(style::color_enabled_stderr(), tint, label),
-        sanitize(&finding.at),
-        sanitize(&finding.key),
-        sanitize(&finding.message),
-        sanitize(&finding.fix)
-    );
-}
-
-/// Every finding of a refused preset; the summary is the caller's to print.
-pub(super) fn print_findings(refused: &Refused) {
-    for finding in &refused.findings {
-        print_finding(finding);
-    }
-}
+use crate::session::verdict::{Judged, Start, judge};
 
 pub(super) async fn check(env: &Env, name: &str) -> Exit {
     let project = super::trust::project_trusted_for(env, name);
@@ -79,17 +56,4 @@ pub(super) async fn check(env: &Env, name: &str) -> Exit {
         resolved.hooks.len()
     );
     Exit::Ok
-}
-
-/// Errors quote the preset's text (keys, values, paths), which may come from anywhere (T3).
-/// A message of several lines (every mistake of a file) is one `error:` a line.
-fn fail(message: &str) -> Exit {
-    for line in message.lines() {
-        eprintln!(
-            "{} {}",
-            paint(style::color_enabled_stderr(), RED, "error:"),
-            sanitize(line)
-        );
-    }
-    Exit::Usage
 }

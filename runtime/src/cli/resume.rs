@@ -5,9 +5,10 @@
 
 use clap::Args;
 
-use super::run::{exit_of, fail};
+use super::report::{fail, setup_failed};
+use super::run::exit_of;
 use super::session_view::Printer;
-use super::tool::{interrupt_on_ctrl_c, setup_failed};
+use super::tool::interrupt_on_ctrl_c;
 use super::{Env, Exit};
 use crate::agent::NO_TASK;
 use crate::hooks::{Approver, TerminalApprover};

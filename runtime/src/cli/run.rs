@@ -5,8 +5,9 @@
 use clap::Args;
 
 use super::json_events::{self, JsonMode, JsonObserver};
+use super::report::{fail, print_finding, setup_failed};
 use super::session_view::Printer;
-use super::tool::{interrupt_on_ctrl_c, setup_failed};
+use super::tool::interrupt_on_ctrl_c;
 use super::trust::TerminalTrust;
 use super::{Env, Exit};
 use crate::agent::{Observer, TurnEnd};
@@ -78,10 +79,6 @@ impl SessionArgs {
     }
 }
 
-pub(super) fn fail(message: &str) -> Exit {
-    super::tool::setup_error(false, "USAGE_ERROR", message)
-}
-
 /// Starts a new session from the flags, asking the terminal about project trust; a failure is
 /// printed, with every finding of a refused preset.
 pub(super) async fn start_session(
@@ -101,7 +98,7 @@ pub(super) async fn start_session(
     }
     let session = builder.start().await.map_err(|e| setup_failed(false, &e))?;
     for warning in session.warnings() {
-        super::preset_check::print_finding(warning);
+        print_finding(warning);
     }
     Ok(session)
 }

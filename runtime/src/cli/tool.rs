@@ -5,13 +5,13 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::preset_check::print_finding;
-use super::style::{self, BOLD, DIM, RED, json_for_terminal, paint, sanitize};
+use super::report::{print_finding, setup_error};
+use super::style::{self, BOLD, DIM, json_for_terminal, paint, sanitize};
 use super::{Env, Exit};
 use crate::exec::{Scheduler, parse_batch, records_json, run_call};
 use crate::hooks::TerminalApprover;
 use crate::preset;
-use crate::session::{Loaded, Session, SetupError, load_preset};
+use crate::session::{Loaded, Session, load_preset};
 
 #[derive(Subcommand)]
 pub enum ToolCommand {
@@ -85,37 +85,6 @@ pub async fn run(cmd: ToolCommand) -> Exit {
             preset,
         } => batch(file.as_deref(), max_parallel, &mounts, &preset.preset).await,
     }
-}
-
-/// Prints a setup error in the requested form; setup errors are usage/configuration errors.
-pub(crate) fn setup_error(json: bool, code: &str, message: &str) -> Exit {
-    if json {
-        let object =
-            json!({"ok": false, "error": {"code": code, "message": message, "retryable": false}});
-        println!("{}", json_for_terminal(&object.to_string()));
-    } else {
-        // Setup errors quote files and plugins (a preset's text, a plugin's message); every
-        // mistake of a preset file is one `error:` a line.
-        for line in message.lines() {
-            eprintln!(
-                "{} {}",
-                paint(style::color_enabled_stderr(), RED, "error:"),
-                sanitize(line)
-            );
-        }
-    }
-    Exit::Usage
-}
-
-/// Prints why a session or a command's preset could not be set up: every finding of a
-/// refused preset, then the message (or, with `json`, one JSON object).
-pub(crate) fn setup_failed(json: bool, error: &SetupError) -> Exit {
-    if !json {
-        for finding in &error.findings {
-            print_finding(finding);
-        }
-    }
-    setup_error(json, error.code, &error.message)
 }
 
 /// Loads `preset_name` for one command, its warnings printed once; Ctrl-C cancels its calls.

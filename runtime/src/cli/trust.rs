@@ -25,11 +25,11 @@ pub struct TrustArgs {
 pub async fn trust(args: TrustArgs) -> Exit {
     let env = match Env::open() {
         Ok(env) => env,
-        Err(e) => return super::run::fail(&format!("{e:#}")),
+        Err(e) => return super::report::fail(&format!("{e:#}")),
     };
     let dir = args.dir.unwrap_or_else(|| env.cwd.clone());
     if !dir.is_dir() {
-        return super::run::fail(&format!(
+        return super::report::fail(&format!(
             "{} is not a directory; give the project directory to trust",
             dir.display()
         ));
@@ -45,7 +45,9 @@ pub async fn trust(args: TrustArgs) -> Exit {
                 println!("paddock: {} was not trusted", shown(&dir));
                 Exit::Ok
             }
-            Err(e) => super::run::fail(&format!("cannot update {}: {e}", store.path().display())),
+            Err(e) => {
+                super::report::fail(&format!("cannot update {}: {e}", store.path().display()))
+            }
         };
     }
     let Some(config) = ProjectConfig::find(&dir) else {
@@ -58,7 +60,7 @@ pub async fn trust(args: TrustArgs) -> Exit {
     };
     describe(&config);
     if let Some(why) = &config.unhashable {
-        return super::run::fail(&format!(
+        return super::report::fail(&format!(
             "cannot trust {}: {why}. Trust is a hash of every file there; keep the presets and \
              the files they name within that",
             config.dir.display()
@@ -73,7 +75,7 @@ pub async fn trust(args: TrustArgs) -> Exit {
             );
             Exit::Ok
         }
-        Err(e) => super::run::fail(&format!("cannot write {}: {e}", store.path().display())),
+        Err(e) => super::report::fail(&format!("cannot write {}: {e}", store.path().display())),
     }
 }
 

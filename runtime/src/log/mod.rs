@@ -20,7 +20,6 @@ mod lock;
 mod quote;
 mod read;
 mod recover;
-mod render;
 mod session;
 mod state;
 mod stream;

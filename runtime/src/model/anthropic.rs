@@ -13,7 +13,8 @@
 use super::assembler::AnthropicAssembler;
 use super::config::{CacheTtl, ProviderConfig, ToolChoice};
 use super::http::Wire;
-use super::types::{AttemptId, Message, ModelRequest, ToolCall};
+use super::messages::ModelRequest;
+use super::types::{AttemptId, Message, ToolCall};
 use serde_json::{Value, json};
 
 pub(crate) struct Anthropic;

@@ -15,8 +15,8 @@ use bytes::{Bytes, BytesMut};
 
 use super::config::ProviderConfig;
 use super::http::Wire;
+use super::messages::ModelRequest;
 use super::messages::{Keyed, Messages};
-use super::types::ModelRequest;
 
 /// The body last sent; see the module doc.
 #[derive(Default)]

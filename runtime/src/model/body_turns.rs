@@ -14,8 +14,9 @@ use serde_json::{Map, Value};
 
 use super::config::ProviderConfig;
 use super::http::Wire;
+use super::messages::ModelRequest;
 use super::messages::{Keyed, Messages};
-use super::types::{Message, ModelRequest};
+use super::types::Message;
 
 /// The body last sent and where its parts are.
 pub(crate) struct Sent {

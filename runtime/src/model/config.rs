@@ -117,10 +117,7 @@ pub struct ProviderConfig {
     pub context_window: Option<u64>,
     /// Compact the history when the next request would pass this fraction of the window
     /// (0.1 to 0.95).
-    #[serde(
-        default = "defaults::compact_at",
-        deserialize_with = "super::context::fraction"
-    )]
+    #[serde(default = "defaults::compact_at", deserialize_with = "fraction")]
     pub compact_at: f64,
     /// Assistant messages (with their calls' results) a compaction keeps verbatim.
     #[serde(default = "defaults::compact_keep")]
@@ -295,6 +292,19 @@ impl ProviderConfig {
 
     pub fn attempt_timeout(&self) -> Duration {
         Duration::from_millis(self.attempt_timeout_ms)
+    }
+}
+
+/// `compact_at`: a fraction between 0.1 and 0.95 (the preset parser reports a value outside
+/// with its file, line and column).
+fn fraction<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    let value = <f64 as serde::Deserialize>::deserialize(deserializer)?;
+    if (0.1..=0.95).contains(&value) {
+        Ok(value)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "compact_at must be between 0.1 and 0.95 (a fraction of context_window), not {value}"
+        )))
     }
 }
 

@@ -2,8 +2,6 @@
 //! table of known models' windows, and the `[model]` settings for compaction and ageing,
 //! gathered as one `ContextPolicy`.
 
-use serde::{Deserialize, Deserializer};
-
 use super::config::ProviderConfig;
 use crate::log::Ageing;
 
@@ -81,19 +79,6 @@ impl ContextPolicy {
     /// The size, in tokens, past which the next request is compacted first.
     pub fn threshold(&self) -> u64 {
         (self.window as f64 * self.compact_at) as u64
-    }
-}
-
-/// `compact_at`: a fraction between 0.1 and 0.95 (the preset parser reports a value outside
-/// with its file, line and column).
-pub(super) fn fraction<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
-    let value = f64::deserialize(deserializer)?;
-    if (0.1..=0.95).contains(&value) {
-        Ok(value)
-    } else {
-        Err(serde::de::Error::custom(format!(
-            "compact_at must be between 0.1 and 0.95 (a fraction of context_window), not {value}"
-        )))
     }
 }
 

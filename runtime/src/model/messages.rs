@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::types::Message;
+use super::types::{Message, ToolDef};
 
 /// A message and its key (0: unknown, never reused by key).
 #[derive(Debug, Clone, PartialEq)]
@@ -139,6 +139,22 @@ impl Extend<Message> for Messages {
             self.push(message);
         }
     }
+}
+
+/// What one model request asks for.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelRequest {
+    /// The conversation, each message with its key; shared with the history it came from.
+    pub messages: Messages,
+    pub tools: Vec<ToolDef>,
+    /// Overrides the provider's configured `max_output_tokens` for this request.
+    pub max_output_tokens: Option<u32>,
+    /// What a provider may route its prompt cache by: the session (OpenAI's `prompt_cache_key`).
+    pub cache_key: Option<String>,
+    /// How many leading messages an earlier request of the session sent exactly as they are
+    /// here: a provider that caches only up to explicit breakpoints (Anthropic) marks their end,
+    /// so this request reads what that one wrote.
+    pub cached_prefix: Option<usize>,
 }
 
 #[cfg(test)]

@@ -36,6 +36,7 @@ pub use config::{
     ProviderConfig, ProviderKind, ToolChoice,
 };
 pub use error::{ModelError, Retry, shorten};
+pub use messages::{Keyed, Messages, ModelRequest};
 pub use sse::replay;
 pub use types::*;
 

@@ -11,7 +11,8 @@
 use super::assembler::OpenAiAssembler;
 use super::config::{ProviderConfig, ToolChoice};
 use super::http::Wire;
-use super::types::{AttemptId, Message, ModelRequest, ToolCall};
+use super::messages::ModelRequest;
+use super::types::{AttemptId, Message, ToolCall};
 use serde_json::{Value, json};
 
 pub(crate) struct OpenAi;

@@ -7,7 +7,6 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use super::messages::{Keyed, Messages};
 use std::fmt;
 use std::time::Duration;
 
@@ -54,22 +53,6 @@ pub struct ToolDef {
     pub description: String,
     /// JSON Schema of the arguments.
     pub parameters: serde_json::Value,
-}
-
-/// What one model request asks for.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ModelRequest {
-    /// The conversation, each message with its key; shared with the history it came from.
-    pub messages: Messages,
-    pub tools: Vec<ToolDef>,
-    /// Overrides the provider's configured `max_output_tokens` for this request.
-    pub max_output_tokens: Option<u32>,
-    /// What a provider may route its prompt cache by: the session (OpenAI's `prompt_cache_key`).
-    pub cache_key: Option<String>,
-    /// How many leading messages an earlier request of the session sent exactly as they are
-    /// here: a provider that caches only up to explicit breakpoints (Anthropic) marks their end,
-    /// so this request reads what that one wrote.
-    pub cached_prefix: Option<usize>,
 }
 
 /// Token counts reported by the provider, normalised across wire formats.

@@ -8,17 +8,14 @@
 //! The rest (reads, stats, streams on open files) passes: a file is only open for writing if
 //! its `open-at` passed.
 
-use std::sync::Arc;
-
 use wasmtime::component::{HasData, Resource};
-use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
+use wasmtime_wasi::filesystem::Descriptor;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     self, ErrorCode, HostDescriptor, HostDirectoryEntryStream,
 };
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult};
 
-use super::fsguard::FsGuard;
-use super::fsguard_pin::{Fd, refused};
+use super::fsguard_pin::{Fd, GuardedView, refused};
 use super::fsmode::carry_mode;
 
 /// `HasData` marker for the guarded filesystem.
@@ -26,12 +23,6 @@ pub(super) struct GuardedFs;
 
 impl HasData for GuardedFs {
     type Data<'a> = GuardedView<'a>;
-}
-
-/// wasmtime-wasi's filesystem view plus the call's guard.
-pub(super) struct GuardedView<'a> {
-    pub(super) inner: WasiFilesystemCtxView<'a>,
-    pub(super) guard: Arc<FsGuard>,
 }
 
 /// Runs `$op` with the pinned parent, then drops the temporary descriptor whatever `$op` did.

@@ -2,13 +2,20 @@
 //! parent directory held as a temporary descriptor in the call's table, so the checked place
 //! and the changed place are the same directory.
 
+use std::sync::Arc;
+
 use wasmtime::component::Resource;
-use wasmtime_wasi::filesystem::{Descriptor, Dir};
+use wasmtime_wasi::filesystem::{Descriptor, Dir, WasiFilesystemCtxView};
 use wasmtime_wasi::p2::bindings::filesystem::types::{self, ErrorCode};
 use wasmtime_wasi::p2::{FsError, FsResult};
 
-use super::fsguard::{Refusal, Target};
-use super::fsguard_host::GuardedView;
+use super::fsguard::{FsGuard, Refusal, Target};
+
+/// wasmtime-wasi's filesystem view plus the call's guard.
+pub(super) struct GuardedView<'a> {
+    pub(super) inner: WasiFilesystemCtxView<'a>,
+    pub(super) guard: Arc<FsGuard>,
+}
 
 pub(super) fn refused(r: Refusal) -> FsError {
     match r {

@@ -22,8 +22,9 @@ use clap::Args;
 
 use super::Exit;
 use super::out::{Out, Stdout};
+use super::report::fail;
 use super::resume::{options, reopen, settle};
-use super::run::{SessionArgs, fail, start_session};
+use super::run::{SessionArgs, start_session};
 use super::session_view::Printer;
 use super::style::{self, sanitize};
 use crate::agent::Entry;

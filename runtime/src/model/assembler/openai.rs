@@ -16,95 +16,13 @@
 
 use super::calls::Fragment;
 use super::draft::Draft;
-use super::openai_wire::{finish_from_openai, provider_error};
+use super::openai_wire::{Arguments, Choice, Chunk, finish_from_openai, provider_error};
 use super::{Step, WireAssembler, sample};
 use crate::model::error::ModelError;
 use crate::model::types::{
     AssistantMessage, AttemptId, Delta, Diagnostic, Finish, PartialOutput, ToolCall, Usage,
 };
-use serde::Deserialize;
 use std::borrow::Cow;
-
-#[derive(Deserialize)]
-pub(super) struct Chunk<'a> {
-    #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    choices: Option<Vec<Choice<'a>>>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-    #[serde(default)]
-    pub(super) error: Option<serde_json::Value>,
-    #[serde(borrow, default)]
-    pub(super) object: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub(super) message: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct Choice<'a> {
-    #[serde(default)]
-    index: Option<u64>,
-    #[serde(borrow, default)]
-    delta: Option<ChoiceDelta<'a>>,
-    #[serde(borrow, default)]
-    finish_reason: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct ChoiceDelta<'a> {
-    #[serde(borrow, default)]
-    content: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    refusal: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    tool_calls: Option<Vec<CallDelta<'a>>>,
-    /// The deprecated single-call form, still sent by some servers.
-    #[serde(borrow, default)]
-    function_call: Option<FunctionDelta<'a>>,
-}
-
-#[derive(Deserialize)]
-struct CallDelta<'a> {
-    #[serde(default)]
-    index: Option<i64>,
-    #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    function: Option<FunctionDelta<'a>>,
-}
-
-#[derive(Deserialize)]
-struct FunctionDelta<'a> {
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default)]
-    arguments: Option<Arguments<'a>>,
-}
-
-/// Arguments are a string on the wire; some servers send the object itself.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Arguments<'a> {
-    Text(#[serde(borrow)] Cow<'a, str>),
-    Json(serde_json::Value),
-}
-
-#[derive(Deserialize)]
-struct WireUsage {
-    #[serde(default)]
-    prompt_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens: Option<u64>,
-    #[serde(default)]
-    prompt_tokens_details: Option<PromptDetails>,
-}
-
-#[derive(Deserialize)]
-struct PromptDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-}
 
 /// The key used for the deprecated `function_call` delta, apart from every `tool_calls` index.
 const FUNCTION_CALL_KEY: i64 = i64::MIN;
