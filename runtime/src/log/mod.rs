@@ -4,7 +4,7 @@
 //! Map: `event` (the event types, stop reasons, inbox lanes), `file` (the writer: whole lines
 //! only, fsync, atomic creation), `read` (the reader: a torn last line is reported, anything
 //! else wrong is refused), `check` (sequence and pairing invariants), `history` (derive the
-//! history in the calls' order, compactions applied), `render` (the history as sent, results aged
+//! history in the calls' order, compactions applied; and render it as sent, results aged
 //! in batches that keep the cached prefix, kept up to date between requests), `quote` (model
 //! text framed by paddock cannot carry paddock's markers), `state` (history,
 //! spending and turns kept up to date event by event), `recover` (what a crash left owing, call by call), `lock` (one
