@@ -12,9 +12,9 @@
 
 use super::assembler::AnthropicAssembler;
 use super::config::{CacheTtl, ProviderConfig, ToolChoice};
-use super::http::Wire;
 use super::messages::ModelRequest;
 use super::types::{AttemptId, Message, ToolCall};
+use super::wire::Wire;
 use serde_json::{Value, json};
 
 pub(crate) struct Anthropic;

@@ -14,9 +14,9 @@ use std::sync::{Mutex, PoisonError};
 use bytes::{Bytes, BytesMut};
 
 use super::config::ProviderConfig;
-use super::http::Wire;
 use super::messages::ModelRequest;
 use super::messages::{Keyed, Messages};
+use super::wire::Wire;
 
 /// The body last sent; see the module doc.
 #[derive(Default)]

@@ -13,10 +13,10 @@ use bytes::{Bytes, BytesMut};
 use serde_json::{Map, Value};
 
 use super::config::ProviderConfig;
-use super::http::Wire;
 use super::messages::ModelRequest;
 use super::messages::{Keyed, Messages};
 use super::types::Message;
+use super::wire::Wire;
 
 /// The body last sent and where its parts are.
 pub(crate) struct Sent {

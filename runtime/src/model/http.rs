@@ -13,6 +13,7 @@ use super::config::ProviderConfig;
 use super::error::ModelError;
 use super::messages::ModelRequest;
 use super::types::{AttemptId, Completion, ModelEvent};
+use super::wire::Wire;
 use super::{EventSink, Provider, price, sse};
 use bytes::Bytes;
 use futures::TryStreamExt;
@@ -20,35 +21,6 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AF
 use std::marker::PhantomData;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-
-/// What one wire format contributes: its endpoint, its headers, its body and its assembler.
-pub(crate) trait Wire: Send + Sync + 'static {
-    type Assembler: WireAssembler + Send;
-    /// The streaming endpoint under the base URL.
-    const PATH: &'static str;
-    /// Headers carrying the API key (when there is one) and the API version.
-    fn auth_headers(config: &ProviderConfig, key: Option<&str>) -> Vec<(&'static str, String)>;
-    fn body(config: &ProviderConfig, request: &ModelRequest) -> serde_json::Value;
-    /// The JSON of one history message when the format sends one value per message (it may
-    /// then be serialized once and reused, `body::BodyCache`); `None` when it merges them.
-    fn message(_message: &super::types::Message) -> Option<serde_json::Value> {
-        None
-    }
-    /// Whether consecutive messages of one role are merged into one turn (`blocks` gives
-    /// each message's part of its turn, `body_turns`).
-    const MERGES: bool = false;
-    /// The role and content blocks of one message, for a format that `MERGES`.
-    fn blocks(_message: &super::types::Message) -> Option<(&'static str, Vec<serde_json::Value>)> {
-        None
-    }
-    /// The messages whose blocks end with a cache breakpoint, for a format that `MERGES`.
-    fn marked(_config: &ProviderConfig, _request: &ModelRequest) -> Vec<usize> {
-        Vec::new()
-    }
-    /// Makes the last of one message's blocks a cache breakpoint.
-    fn mark(_config: &ProviderConfig, _blocks: &mut [serde_json::Value]) {}
-    fn assembler(attempt: AttemptId) -> Self::Assembler;
-}
 
 pub(crate) struct HttpProvider<W> {
     config: ProviderConfig,

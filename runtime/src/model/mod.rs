@@ -29,6 +29,7 @@ pub mod price;
 mod sse;
 mod sse_lines;
 mod types;
+mod wire;
 
 pub use attempt::RetryPolicy;
 pub use config::{

@@ -10,9 +10,9 @@
 
 use super::assembler::OpenAiAssembler;
 use super::config::{ProviderConfig, ToolChoice};
-use super::http::Wire;
 use super::messages::ModelRequest;
 use super::types::{AttemptId, Message, ToolCall};
+use super::wire::Wire;
 use serde_json::{Value, json};
 
 pub(crate) struct OpenAi;

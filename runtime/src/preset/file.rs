@@ -3,14 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
 use super::PresetError;
-use super::sections::{ApprovalEntry, GrantsEntry, HookEntry, LoopLimits};
+use super::sections::{ApprovalEntry, FuelSetting, GrantsEntry, HookEntry, LoopLimits, MountEntry};
 use super::tools::ToolSelection;
 use crate::contract::Risk;
 use crate::model::ProviderConfig;
-use crate::sandbox::MountMode;
 
 /// A whole preset file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -108,68 +107,6 @@ pub struct PluginEntry {
     /// shows it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tool_risk: BTreeMap<String, Risk>,
-}
-
-/// A mount as written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MountEntry {
-    /// Host directory; relative paths are relative to the working directory.
-    pub host: String,
-    /// Absolute guest path, e.g. "/workspace".
-    pub guest: String,
-    /// "ro" (the default) or "rw".
-    #[serde(default = "read_only")]
-    pub mode: MountMode,
-}
-
-fn read_only() -> MountMode {
-    MountMode::Ro
-}
-
-/// `fuel = 2_000_000_000` or `fuel = "off"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum FuelSetting {
-    Budget(u64),
-    #[serde(serialize_with = "off")]
-    Off,
-}
-
-impl FuelSetting {
-    /// The budget a store gets: `None` is fuel off; an absent setting takes `default`.
-    pub fn resolve(setting: Option<FuelSetting>, default: Option<u64>) -> Option<u64> {
-        match setting {
-            Some(FuelSetting::Off) => None,
-            Some(FuelSetting::Budget(n)) => Some(n),
-            None => default,
-        }
-    }
-}
-
-fn off<S: serde::Serializer>(s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str("off")
-}
-
-impl<'de> Deserialize<'de> for FuelSetting {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Number(u64),
-            Text(String),
-        }
-        match Raw::deserialize(d) {
-            Ok(Raw::Number(0)) => Err(serde::de::Error::custom(
-                "fuel = 0 would stop every call at once; use a budget such as 2_000_000_000, or \"off\"",
-            )),
-            Ok(Raw::Number(n)) => Ok(FuelSetting::Budget(n)),
-            Ok(Raw::Text(t)) if t == "off" => Ok(FuelSetting::Off),
-            _ => Err(serde::de::Error::custom(
-                "fuel must be a positive whole number of instructions, or \"off\"",
-            )),
-        }
-    }
 }
 
 /// Parses `text` (read from `origin`) strictly; an error names every mistake of the file, one

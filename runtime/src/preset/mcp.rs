@@ -38,10 +38,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::file::MountEntry;
-use super::policy::home_path;
-use super::resolve::make_mount;
-use super::sections::{HostPattern, Positive, RelPath};
+use super::context::{home_path, make_mount, program_dir};
+use super::sections::{HostPattern, MountEntry, Positive, RelPath};
 use super::{PresetError, ResolveContext, check_mount_is_safe};
 use crate::contract::Risk;
 use crate::sandbox::{ExecGrant, Mount, Protect};
@@ -176,11 +174,7 @@ pub(super) fn resolve_mcp(
             cx.data_dir,
         )?;
     }
-    if let Some(dir) = entry
-        .command
-        .as_deref()
-        .and_then(super::policy::program_dir)
-    {
+    if let Some(dir) = entry.command.as_deref().and_then(program_dir) {
         super::check_grant_is_safe(&format!("mcp.{name}.command"), &dir, cx.data_dir)?;
     }
     let defaults = ExecGrant::default();

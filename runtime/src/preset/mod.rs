@@ -13,6 +13,7 @@
 //! Relative mount paths (`host = "."`) resolve against the working directory paddock runs
 //! in, not the preset's folder: a shipped preset then works in whatever project it is used.
 
+mod context;
 mod every_error;
 mod extends;
 mod file;
@@ -28,18 +29,17 @@ mod trust;
 
 use std::path::{Path, PathBuf};
 
+pub use context::{PluginSource, ResolveContext, home_path, make_mount, program_dir};
 pub use extends::hook_name;
-pub use file::{FuelSetting, MountEntry, PluginEntry, PresetFile, line_col};
+pub use file::{PluginEntry, PresetFile, line_col};
 pub use instructions::{INSTRUCTION_FILES, InstructionFile, instruction_paths, read_instructions};
 pub use mcp::{McpEntry, ResolvedMcp};
-pub use policy::{
-    ApprovalPolicy, LoopBudgets, ResolvedHook, exec_host_paths, home_path, hook_limits, program_dir,
-};
-pub use resolve::{PluginSource, ResolveContext, ResolvedPlugin, ResolvedPreset, make_mount};
+pub use policy::{ApprovalPolicy, LoopBudgets, ResolvedHook, exec_host_paths, hook_limits};
+pub use resolve::{ResolvedPlugin, ResolvedPreset};
 pub use root::{project_root, root_to};
 pub use sections::{
-    ApprovalEntry, ApprovalMode, ConfineMode, GrantsEntry, HookEntry, HookPhase, LoopLimits,
-    OnError, RelPath,
+    ApprovalEntry, ApprovalMode, ConfineMode, FuelSetting, GrantsEntry, HookEntry, HookPhase,
+    LoopLimits, MountEntry, OnError, RelPath,
 };
 pub use system::{system_prompt, with_instructions};
 pub use tools::{ToolGlob, ToolSelection};

@@ -7,9 +7,11 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::PresetError;
-use super::file::{FuelSetting, PresetFile};
-use super::resolve::{PluginSource, ResolveContext, make_mount};
-use super::sections::{ApprovalMode, ConfineMode, GrantsEntry, HookEntry, HookPhase, OnError};
+use super::context::{PluginSource, ResolveContext, home_path, make_mount, program_dir};
+use super::file::PresetFile;
+use super::sections::{
+    ApprovalMode, ConfineMode, FuelSetting, GrantsEntry, HookEntry, HookPhase, OnError,
+};
 use crate::sandbox::{Capability, ExecGrant, Grant, HttpGrant, Limits, Protect};
 
 /// Loop budgets with defaults filled in (B3, X1).
@@ -232,16 +234,6 @@ pub(super) fn grants(entry: Option<&GrantsEntry>) -> Grant {
     grant
 }
 
-/// `~/x` is `x` in the home directory, `~` the home directory; other paths are taken as they
-/// are.
-pub fn home_path(path: &str) -> std::path::PathBuf {
-    match (path, path.strip_prefix("~/"), dirs::home_dir()) {
-        ("~", _, Some(home)) => home,
-        (_, Some(rest), Some(home)) => home.join(rest),
-        _ => std::path::PathBuf::from(path),
-    }
-}
-
 /// The host paths an exec grant opens to its programs beyond the mounts, each with the key
 /// that names it: `read[i]`, `write[i]`, and the directory of a program named by its
 /// absolute path in `allow[i]` (the jail lets a program read its own directory).
@@ -260,24 +252,6 @@ pub fn exec_host_paths(
         }
     }
     paths
-}
-
-/// The real directory of the program a session would run for `program` (an absolute path,
-/// or a bare name looked up on PATH as the exec capability looks it up), which the jail lets
-/// the program read.
-pub fn program_dir(program: &str) -> Option<std::path::PathBuf> {
-    let found = if program.starts_with('/') {
-        std::path::PathBuf::from(program)
-    } else if program.is_empty() || program.contains(['/', '*', '?', '[']) {
-        return None;
-    } else {
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(program))
-            .find(|candidate| candidate.is_file())?
-    };
-    let real = found.canonicalize().unwrap_or(found);
-    real.parent().map(Path::to_path_buf)
 }
 
 /// Refuses an exec grant that opens paddock's data directory to its programs (K4); `key` is

@@ -7,41 +7,15 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::file::{FuelSetting, PluginEntry, PresetFile};
+use super::context::{PluginSource, ResolveContext, make_mount};
+use super::file::{PluginEntry, PresetFile};
 use super::policy::{ApprovalPolicy, LoopBudgets, ResolvedHook, check_pin, grants};
+use super::sections::FuelSetting;
 use super::tools::ToolSelection;
 use super::{PresetError, check_mount_is_safe};
 use crate::contract::Risk;
-use crate::exec::SpillDir;
 use crate::model::ProviderConfig;
 use crate::sandbox::{Grant, Limits, Mount, MountMode};
-
-/// Where a plugin's bytes come from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", content = "value", rename_all = "lowercase")]
-pub enum PluginSource {
-    /// Shipped inside the binary: `builtin:fs`.
-    Builtin(String),
-    /// Installed with `paddock plugin install`.
-    Installed(String),
-    /// A `.wasm` file.
-    Path(PathBuf),
-}
-
-impl PluginSource {
-    /// `builtin:NAME`; anything with a `/` or ending in `.wasm` is a path (relative to `dir`:
-    /// the preset file's directory, or the working directory for a name given on the command
-    /// line); anything else names an installed plugin.
-    pub fn parse(source: &str, cwd: &Path) -> PluginSource {
-        if let Some(name) = source.strip_prefix("builtin:") {
-            PluginSource::Builtin(name.to_string())
-        } else if source.contains('/') || source.ends_with(".wasm") {
-            PluginSource::Path(cwd.join(source))
-        } else {
-            PluginSource::Installed(source.to_string())
-        }
-    }
-}
 
 /// One plugin, ready to load.
 #[derive(Debug, Clone, Serialize)]
@@ -89,15 +63,6 @@ impl ResolvedPreset {
     pub fn keeps(&self, plugin: &str, name: &str) -> bool {
         self.tools.keeps(Some(plugin), name)
     }
-}
-
-/// What resolution needs from outside the file.
-pub struct ResolveContext<'a> {
-    pub cwd: &'a Path,
-    pub data_dir: &'a Path,
-    pub spill: Option<&'a SpillDir>,
-    /// `--mount` on the command line replaces every plugin's mounts.
-    pub mount_override: Option<&'a [Mount]>,
 }
 
 impl PresetFile {
@@ -264,62 +229,5 @@ fn resolve_plugin(
         output_bytes: entry.output_bytes,
         risk: entry.risk,
         tool_risk: entry.tool_risk.clone(),
-    })
-}
-
-/// Builds one mount, checking what can be checked before any plugin runs. `key` names where
-/// the mount came from (a preset key or `--mount`).
-pub fn make_mount(
-    key: &str,
-    host: &str,
-    guest: &str,
-    mode: MountMode,
-    cwd: &Path,
-) -> Result<Mount, PresetError> {
-    if !guest.starts_with('/') {
-        return Err(PresetError(format!(
-            "{key}: guest path {guest:?} must be absolute, e.g. \"/workspace\""
-        )));
-    }
-    // No symbolic link may stand where the mount is named (K3): a link planted by a tool in
-    // one session would otherwise become the mount of the next. A relative path is taken
-    // from the real working directory and may contain no link at all; an absolute one may
-    // have links above it, but not as its last component.
-    let named = Path::new(host);
-    let host_path = if named.is_absolute() {
-        match (named.parent(), named.file_name()) {
-            (Some(parent), Some(name)) => parent
-                .canonicalize()
-                .map(|p| p.join(name))
-                .unwrap_or_else(|_| named.to_path_buf()),
-            _ => named.to_path_buf(),
-        }
-    } else {
-        cwd.canonicalize()
-            .unwrap_or_else(|_| cwd.to_path_buf())
-            .join(named)
-    };
-    match std::fs::metadata(&host_path) {
-        Ok(meta) if meta.is_dir() => {}
-        Ok(_) => {
-            return Err(PresetError(format!(
-                "{key}: {} is not a directory; mount its parent",
-                host_path.display()
-            )));
-        }
-        Err(e) => {
-            return Err(PresetError(format!(
-                "{key}: host directory {} cannot be mounted: {e}",
-                host_path.display()
-            )));
-        }
-    }
-    // Held from now on (K3): calls use this open directory, never the name again.
-    Mount::open(&host_path, guest, mode).map_err(|e| {
-        PresetError(format!(
-            "{key}: host directory {} cannot be opened without following a symbolic link: {e}; \
-             mount the directory the link points to",
-            host_path.display()
-        ))
     })
 }

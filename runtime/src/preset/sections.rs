@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::file::{FuelSetting, MountEntry};
+use crate::sandbox::MountMode;
 
 /// Loop budgets (B3, X1): `[limits]`. Absent budgets take the defaults `preset show` prints.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -287,6 +287,68 @@ pub struct ApprovalEntry {
     pub medium: Option<ApprovalMode>,
     #[serde(default)]
     pub high: Option<ApprovalMode>,
+}
+
+/// A mount as written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MountEntry {
+    /// Host directory; relative paths are relative to the working directory.
+    pub host: String,
+    /// Absolute guest path, e.g. "/workspace".
+    pub guest: String,
+    /// "ro" (the default) or "rw".
+    #[serde(default = "read_only")]
+    pub mode: MountMode,
+}
+
+/// `fuel = 2_000_000_000` or `fuel = "off"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum FuelSetting {
+    Budget(u64),
+    #[serde(serialize_with = "off")]
+    Off,
+}
+
+impl FuelSetting {
+    /// The budget a store gets: `None` is fuel off; an absent setting takes `default`.
+    pub fn resolve(setting: Option<FuelSetting>, default: Option<u64>) -> Option<u64> {
+        match setting {
+            Some(FuelSetting::Off) => None,
+            Some(FuelSetting::Budget(n)) => Some(n),
+            None => default,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FuelSetting {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d) {
+            Ok(Raw::Number(0)) => Err(serde::de::Error::custom(
+                "fuel = 0 would stop every call at once; use a budget such as 2_000_000_000, or \"off\"",
+            )),
+            Ok(Raw::Number(n)) => Ok(FuelSetting::Budget(n)),
+            Ok(Raw::Text(t)) if t == "off" => Ok(FuelSetting::Off),
+            _ => Err(serde::de::Error::custom(
+                "fuel must be a positive whole number of instructions, or \"off\"",
+            )),
+        }
+    }
+}
+
+fn read_only() -> MountMode {
+    MountMode::Ro
+}
+
+fn off<S: serde::Serializer>(s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str("off")
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! a call's complete arguments is ignored. Arguments are only concatenated here and parsed in
 //! `finish`, once.
 
-use super::draft::note;
+use super::diagnostics::Diagnostics;
 use crate::model::types::Diagnostic;
 use crate::model::types::{AssembledCall, AttemptId, Delta, MISSING_TOOL_NAME, ToolCall};
 
@@ -61,7 +61,7 @@ impl CallSlots {
     }
 
     /// Applies one fragment, creating the call if the provider never started it.
-    pub fn apply(&mut self, f: Fragment<'_>, out: &mut Vec<Delta>, diags: &mut Vec<Diagnostic>) {
+    pub fn apply(&mut self, f: Fragment<'_>, out: &mut Vec<Delta>, diags: &mut Diagnostics) {
         let id = f.id.filter(|s| !s.is_empty());
         let name = f.name.filter(|s| !s.is_empty());
         let known = id.and_then(|id| self.slots.iter().position(|s| s.id == id));
@@ -85,7 +85,7 @@ impl CallSlots {
                 },
                 None => Diagnostic::LateDelta { index: f.key },
             };
-            note(diags, diagnostic);
+            diags.note(diagnostic);
             return;
         }
         if let (Some(id), true) = (id, slot.id.is_empty()) {
@@ -105,12 +105,9 @@ impl CallSlots {
             return;
         };
         if fragment == slot.arguments && is_complete_json(&slot.arguments) {
-            note(
-                diags,
-                Diagnostic::RepeatedCall {
-                    id: slot.id.clone(),
-                },
-            );
+            diags.note(Diagnostic::RepeatedCall {
+                id: slot.id.clone(),
+            });
             return;
         }
         slot.arguments.push_str(fragment);
@@ -172,21 +169,21 @@ impl CallSlots {
         self,
         attempt: &AttemptId,
         empty_is_object: bool,
-        diags: &mut Vec<Diagnostic>,
+        diags: &mut Diagnostics,
     ) -> Vec<AssembledCall> {
         let mut calls = Vec::with_capacity(self.slots.len());
         for (i, slot) in self.slots.into_iter().enumerate() {
             let generated_id = slot.id.is_empty();
             let id = if generated_id {
                 let id = format!("{attempt}_call{i}");
-                note(diags, Diagnostic::GeneratedCallId { id: id.clone() });
+                diags.note(Diagnostic::GeneratedCallId { id: id.clone() });
                 id
             } else {
                 slot.id
             };
             let missing_name = slot.name.is_empty();
             let name = if missing_name {
-                note(diags, Diagnostic::MissingCallName { id: id.clone() });
+                diags.note(Diagnostic::MissingCallName { id: id.clone() });
                 MISSING_TOOL_NAME.to_owned()
             } else {
                 slot.name

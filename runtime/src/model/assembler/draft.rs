@@ -6,6 +6,7 @@
 //! a failed attempt shows; it is a copy, never the committed message).
 
 use super::calls::CallSlots;
+use super::diagnostics::Diagnostics;
 use super::outcome::{Gathered, conclude};
 use super::sample;
 use crate::model::error::ModelError;
@@ -14,9 +15,6 @@ use crate::model::types::{
 };
 use serde::Deserialize;
 
-/// At most this many diagnostics are kept per message; a broken stream must not grow the log.
-const MAX_DIAGNOSTICS: usize = 64;
-
 /// At most this many names of unrecognized events are kept for the error that names them.
 const MAX_UNRECOGNIZED: usize = 5;
 
@@ -24,7 +22,7 @@ pub(super) struct Draft {
     pub attempt: AttemptId,
     pub text: String,
     pub calls: CallSlots,
-    pub diagnostics: Vec<Diagnostic>,
+    pub(super) diagnostics: Diagnostics,
     /// Events with data so far; messages number them from 1.
     events: usize,
     /// The body line the current event began on, when the transport knows it.
@@ -41,7 +39,7 @@ impl Draft {
             attempt,
             text: String::new(),
             calls: CallSlots::new(),
-            diagnostics: Vec::new(),
+            diagnostics: Diagnostics::default(),
             events: 0,
             line: None,
             first_garbage: None,
@@ -101,7 +99,7 @@ impl Draft {
     }
 
     pub fn note(&mut self, diagnostic: Diagnostic) {
-        note(&mut self.diagnostics, diagnostic);
+        self.diagnostics.note(diagnostic);
     }
 
     pub fn push_text(&mut self, text: &str, out: &mut Vec<Delta>) {
@@ -161,11 +159,5 @@ impl Draft {
             usage,
             diagnostics: self.diagnostics,
         })
-    }
-}
-
-pub(super) fn note(diagnostics: &mut Vec<Diagnostic>, diagnostic: Diagnostic) {
-    if diagnostics.len() < MAX_DIAGNOSTICS {
-        diagnostics.push(diagnostic);
     }
 }

@@ -12,6 +12,7 @@
 
 mod anthropic;
 mod calls;
+mod diagnostics;
 mod draft;
 mod openai;
 mod openai_wire;

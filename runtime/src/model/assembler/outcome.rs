@@ -4,7 +4,7 @@
 //! ("no tool call" alone is not "done": the body is read too) and B1's `dropped_tool_call`
 //! (`announces_tool_call`, a documented, conservative heuristic).
 
-use super::draft::note;
+use super::diagnostics::Diagnostics;
 use crate::model::types::Diagnostic;
 use crate::model::types::{
     AssembledCall, AssistantMessage, AttemptId, Finish, Outcome, STOPPED_CALL_ERROR,
@@ -18,7 +18,7 @@ pub(super) struct Gathered {
     pub calls: Vec<AssembledCall>,
     pub finish: Option<Finish>,
     pub usage: Option<Usage>,
-    pub diagnostics: Vec<Diagnostic>,
+    pub diagnostics: Diagnostics,
 }
 
 /// Decides finish (inferring it when the provider sent none) and outcome, and blocks the calls
@@ -35,12 +35,9 @@ pub(super) fn conclude(g: Gathered) -> AssistantMessage {
     let finish_inferred = finish.is_none();
     let finish = finish.unwrap_or_else(|| {
         let inferred = infer_finish(&calls);
-        note(
-            &mut diagnostics,
-            Diagnostic::FinishInferred {
-                finish: inferred.clone(),
-            },
-        );
+        diagnostics.note(Diagnostic::FinishInferred {
+            finish: inferred.clone(),
+        });
         inferred
     });
     let outcome = match finish {
@@ -71,7 +68,7 @@ pub(super) fn conclude(g: Gathered) -> AssistantMessage {
         outcome,
         usage,
         cost_usd: None,
-        diagnostics,
+        diagnostics: diagnostics.into_vec(),
     }
 }
 
