@@ -3,8 +3,10 @@
 //! - `build-plugins`: add the wasm32-wasip2 target if missing, build every plugin in release,
 //!   and the JavaScript and Python examples when their toolchains are installed
 //!   (`.ci/authoring-tools.sh`, see `examples.rs`).
-//! - `test`: install what the tests need beyond cargo (pinned, cached: `tools.rs`), build the
-//!   plugins, run their unit tests on the host, package the SDK (`cargo package
+//! - `cycles`: fail when two files of the runtime import each other, directly or through
+//!   others (`cycles.rs`).
+//! - `test`: check for import cycles, install what the tests need beyond cargo (pinned,
+//!   cached: `tools.rs`), build the plugins, run their unit tests on the host, package the SDK (`cargo package
 //!   --no-verify`: it must stay publishable), then the whole workspace.
 //! - `bench NAME`: build the plugins, run benchmark NAME in release; it ends with `BENCH ...`.
 //! - `demo`: build paddock and run its agent loop on this repository: the scripted demo model
@@ -19,6 +21,7 @@
 //!   cache dir, start the server on loopback and run a two-turn tool loop through `paddock run`
 //!   (`real_server.rs`; optional, not in `test`: the first run compiles for ~15 minutes).
 
+mod cycles;
 mod examples;
 mod real_server;
 mod tools;
@@ -40,9 +43,11 @@ fn main() -> ExitCode {
         .as_slice()
     {
         ["build-plugins"] => build_plugins(),
-        ["test", rest @ ..] => {
+        ["cycles"] => no_cycles(&root().join("runtime/src")),
+        ["cycles", dir] => no_cycles(Path::new(dir)),
+        ["test", rest @ ..] => no_cycles(&root().join("runtime/src")).and_then(|()| {
             tools::install().and_then(|env| build_plugins().and_then(|()| test(rest, &env)))
-        }
+        }),
         ["bench", name] => build_plugins().and_then(|()| bench(name)),
         ["demo"] => build_plugins().and_then(|()| demo()),
         ["fuzz"] => fuzz("60"),
@@ -51,7 +56,7 @@ fn main() -> ExitCode {
         ["crash", n] => build_plugins().and_then(|()| crash(n, None)),
         ["crash", n, seed] => build_plugins().and_then(|()| crash(n, Some(seed))),
         _ => Err(format!(
-            "usage: cargo xtask build-plugins | test [-- cargo test args] | bench NAME | demo \
+            "usage: cargo xtask build-plugins | cycles | test [-- cargo test args] | bench NAME | demo \
              | fuzz [SECONDS] | crash N [SEED] | real-server\n\
              benchmarks: {}",
             BENCHES.join(", ")
@@ -169,6 +174,35 @@ fn test(extra: &[&str], env: &[(&str, PathBuf)]) -> Result<(), String> {
     all.args(["test", "--workspace"]).args(extra);
     all.envs(env.iter().map(|(k, v)| (k, v)));
     run(all)
+}
+
+/// No import cycle between the files under `src`; a cycle is named with the imports that make
+/// it.
+fn no_cycles(src: &Path) -> Result<(), String> {
+    let found = cycles::cycles(src)?;
+    if found.is_empty() {
+        println!(
+            "xtask: no import cycle between the files of {}",
+            src.display()
+        );
+        return Ok(());
+    }
+    let mut message = format!(
+        "{} import cycle(s) between files of {}:",
+        found.len(),
+        src.display()
+    );
+    for cycle in &found {
+        message.push_str(&format!("\n  {}", cycle.join(", ")));
+        for line in cycles::explain(src, cycle) {
+            message.push_str(&format!("\n    {line}"));
+        }
+    }
+    message.push_str(
+        "\nfix: give what both files need a file of its own (a type, a trait), so the imports \
+         flow one way (docs/ARCHITECTURE.md)",
+    );
+    Err(message)
 }
 
 fn bench(name: &str) -> Result<(), String> {

@@ -29,8 +29,8 @@ pub mod hook {
         path: "../wit",
         exports: { default: async },
         with: {
-            "paddock:plugin/types": super::types,
-            "paddock:plugin/log": super::log,
+            "paddock:plugin/types": crate::sandbox::bindings::types,
+            "paddock:plugin/log": crate::sandbox::bindings::log,
         },
     });
 
@@ -45,9 +45,9 @@ pub mod configured_hook {
         path: "../wit",
         exports: { default: async },
         with: {
-            "paddock:plugin/types": super::types,
-            "paddock:plugin/log": super::log,
-            "paddock:plugin/hook-types": super::hook::hook_types,
+            "paddock:plugin/types": crate::sandbox::bindings::types,
+            "paddock:plugin/log": crate::sandbox::bindings::log,
+            "paddock:plugin/hook-types": crate::sandbox::bindings::hook::hook_types,
         },
     });
 }

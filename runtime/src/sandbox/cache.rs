@@ -12,15 +12,16 @@
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
 use super::cache_key::{CacheKey, MAC_LEN};
+use super::compiled::CacheUse;
 use super::engine::Sandbox;
 use super::error::LoadError;
+use super::private_dir::create_private_dir;
 
 /// Lower-case hex SHA-256 of `bytes`; a built-in's was computed when the binary was built
 /// (`plugin_store::builtin_sha256`, a leaf table: the bytes are compared in full).
@@ -30,30 +31,6 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     }
     let digest = Sha256::digest(bytes);
     digest.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Whether a load came from the cache or had to compile.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CacheUse {
-    Hit,
-    Compiled,
-    /// Registered from its build-time description; compiled (or read from the cache) later,
-    /// in the background or for its first call (`described.rs`).
-    Deferred,
-}
-
-/// Creates `dir` (and its parents) private to this user: 0700. An existing directory is
-/// tightened to 0700.
-pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let mode = std::fs::metadata(dir)?.permissions().mode();
-    if mode & 0o077 != 0 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
 }
 
 impl Sandbox {

@@ -31,7 +31,7 @@ impl CacheKey {
     /// is not a plain 0600 file of 32 bytes owned by this user is replaced: a key others
     /// could read or write authenticates nothing.
     pub(super) fn load_or_create(dir: &Path) -> std::io::Result<CacheKey> {
-        super::cache::create_private_dir(dir)?;
+        super::private_dir::create_private_dir(dir)?;
         let path = dir.join("key");
         if let Some(key) = read_key(&path)? {
             return Ok(key);

@@ -8,130 +8,26 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::component::ResourceTable;
 use wasmtime::{Store, UpdateDeadline};
-use wasmtime_wasi::filesystem::WasiFilesystemView;
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-use super::bindings::{ToolPlugin, ToolPluginPre, hook, log, types};
+use super::bindings::{ToolPluginPre, types};
 use super::engine::Sandbox;
 use super::fsguard::FsGuard;
-use super::fsguard_host::GuardedFs;
-use super::fsguard_pin::GuardedView;
-use super::grant::{ExecGrant, Grant, HttpGrant, Mount, MountMode};
+use super::grant::{Grant, Mount, MountMode};
 use super::limits::CallLimiter;
 use super::mount::MountHandle;
 use super::outcome::{CallReport, finish, race};
-use super::plugin::{Plugin, truncate_for_message};
-use super::protect::Protect;
+use super::plugin::Plugin;
 use super::stdio::CappedPipe;
+use super::store::{CallState, Prepared, Stop, code_for_call, truncate_for_message};
 use crate::contract::{ErrorCode, ToolError, ToolOutput};
 
-/// Most bytes of `log` lines kept per call.
-const LOG_CAP: usize = 64 << 10;
 /// The environment variable that carries a call's output budget (the SDK's `output_budget`).
 pub const OUTPUT_BYTES_VAR: &str = "PADDOCK_OUTPUT_BYTES";
 /// The environment variable that carries a call's fuel (the SDK's `fuel_budget`).
 pub const FUEL_VAR: &str = "PADDOCK_FUEL";
-
-/// Why the host stopped a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Stop {
-    Cancelled,
-    Deadline,
-}
-
-/// One line a plugin logged.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct LogLine {
-    pub level: &'static str,
-    pub message: String,
-}
-
-/// The store's data for one call.
-pub struct CallState {
-    wasi: WasiCtx,
-    table: ResourceTable,
-    pub(super) limiter: CallLimiter,
-    pub(super) deadline: Instant,
-    pub(super) cancel: CancellationToken,
-    pub(super) stop: Option<Stop>,
-    pub(super) logs: Vec<LogLine>,
-    log_bytes: usize,
-    /// For the capabilities: who is calling, what it may do, and where.
-    pub(super) plugin: String,
-    /// The call's mounts with their effective modes (all read-only for a read-only tool):
-    /// programs started through `exec` get exactly these.
-    pub(super) mounts: Vec<Mount>,
-    pub(super) protect: Protect,
-    pub(super) exec: Option<ExecGrant>,
-    pub(super) http: Option<HttpGrant>,
-    /// Protected paths in the mounts, checked on every filesystem change (K2).
-    fs_guard: Arc<FsGuard>,
-}
-
-impl CallState {
-    /// The filesystem as the guest sees it: wasmtime-wasi's, behind the guard.
-    fn guarded_fs(&mut self) -> GuardedView<'_> {
-        let guard = self.fs_guard.clone();
-        GuardedView {
-            inner: self.filesystem(),
-            guard,
-        }
-    }
-}
-
-impl WasiView for CallState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
-impl log::Host for CallState {
-    fn log(&mut self, level: log::Level, message: String) {
-        if self.log_bytes >= LOG_CAP {
-            return;
-        }
-        self.log_bytes += message.len();
-        let level = match level {
-            log::Level::Trace => "trace",
-            log::Level::Debug => "debug",
-            log::Level::Info => "info",
-            log::Level::Warn => "warn",
-            log::Level::Error => "error",
-        };
-        self.logs.push(LogLine {
-            level,
-            message: truncate_for_message(&message),
-        });
-    }
-}
-
-impl types::Host for CallState {}
-
-impl hook::hook_types::Host for CallState {}
-
-/// The linker every plugin and hook is prepared against: WASI 0.2, `log`, the hook types and
-/// the capabilities. Which capability a plugin may import is checked against its grant
-/// before linking (see `plugin::check_imports`); the allow-lists are checked per request.
-pub(super) fn make_linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<CallState>> {
-    let mut linker = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-    // `wasi:filesystem/types` again, through the guard (K2): same resource type, every
-    // function replaced.
-    linker.allow_shadowing(true);
-    wasmtime_wasi::p2::bindings::filesystem::types::add_to_linker::<CallState, GuardedFs>(
-        &mut linker,
-        CallState::guarded_fs,
-    )?;
-    linker.allow_shadowing(false);
-    ToolPlugin::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |state| state)?;
-    hook::hook_types::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |state| state)?;
-    Ok(linker)
-}
 
 /// The mount's held directory, refused when its name now refers to something else (K3).
 fn held_mount(mount: &Mount) -> Result<std::sync::Arc<MountHandle>, ToolError> {
@@ -152,13 +48,6 @@ fn held_mount(mount: &Mount) -> Result<std::sync::Arc<MountHandle>, ToolError> {
         .map_err(|e| refuse(format!("it cannot be opened ({e})")))?;
     handle.verify().map_err(refuse)?;
     Ok(handle)
-}
-
-pub(super) struct Prepared {
-    pub(super) store: Store<CallState>,
-    pub(super) stdout: CappedPipe,
-    pub(super) stderr: CappedPipe,
-    pub(super) fuel: Option<u64>,
 }
 
 impl Sandbox {
@@ -338,28 +227,5 @@ impl Sandbox {
         report.result = result;
         report.elapsed = started.elapsed();
         report
-    }
-}
-
-/// A plugin's or hook's linked code, waiting for its compile if it was deferred (S8). The
-/// wait is outside the call's deadline (the call has not started) but not outside its
-/// cancellation; a load that failed fails the call and nothing runs.
-pub(super) async fn code_for_call<T: Clone + Send + Sync + 'static>(
-    name: &str,
-    code: &super::deferred::Deferred<T>,
-    cancel: &CancellationToken,
-) -> Result<T, ToolError> {
-    tokio::select! {
-        biased;
-        ready = code.get() => ready.map_err(|e| {
-            ToolError::new(
-                ErrorCode::BadPlugin,
-                format!("`{name}` could not be loaded, so nothing ran: {e}"),
-            )
-        }),
-        () = cancel.cancelled() => Err(ToolError::new(
-            ErrorCode::Cancelled,
-            format!("cancelled while `{name}` was still compiling; nothing ran"),
-        )),
     }
 }

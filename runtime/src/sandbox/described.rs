@@ -20,7 +20,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::cache::{CacheUse, check_component_header, sha256_hex};
+use super::cache::{check_component_header, sha256_hex};
+use super::compiled::CacheUse;
 use super::deferred::Deferred;
 use super::engine::Sandbox;
 use super::error::LoadError;
@@ -56,6 +57,63 @@ pub(super) fn builtin(wasm: &[u8]) -> Option<(Bytes, Description)> {
                 "a built-in's embedded description does not parse ({e}); compiling it first"
             );
             None
+        }
+    }
+}
+
+impl Sandbox {
+    /// Loads `wasm` as plugin `name`, which may import only WASI, `log`, and the capabilities
+    /// in `granted`. A built-in with a build-time description is registered from it and
+    /// compiled later (`start_compiling`, or its first call); anything else is compiled now.
+    pub async fn load(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        granted: &[Capability],
+    ) -> Result<Plugin, LoadError> {
+        // A built-in of the other world goes the long way, which says what it is.
+        match builtin(wasm) {
+            Some((code, description)) if description.world == World::Tools.as_str() => {
+                self.load_described(name, code, granted, description)
+            }
+            _ => self.load_now(name, wasm, granted).await,
+        }
+    }
+
+    /// Loads `wasm` as hook `name`, which may import only WASI, `log`, and the capabilities
+    /// in `granted` (none by default). A built-in hook with a build-time description is
+    /// registered from it and compiled later; anything else is compiled now.
+    pub async fn load_hook(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        granted: &[Capability],
+    ) -> Result<HookPlugin, LoadError> {
+        // A built-in of the other world goes the long way, which says what it is.
+        match builtin(wasm) {
+            Some((code, description)) if description.world == World::Hook.as_str() => {
+                self.load_hook_described(name, code, granted, description)
+            }
+            _ => self.load_hook_now(name, wasm, granted).await,
+        }
+    }
+
+    /// What hook `name` (code `wasm`) declares its `config` accepts, as JSON Schema text: a
+    /// built-in's from its build-time description, any other's by calling its `config-schema`
+    /// export under `grant` (its fuel, deadline and memory cap, as for an event). `None`: it
+    /// declares nothing (world `hook`, or an answer of `none`). The error says why the hook
+    /// could not be asked.
+    pub async fn hook_config_schema(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        grant: &Grant,
+    ) -> Result<Option<String>, String> {
+        match builtin(wasm) {
+            Some((_, description)) if description.world == World::Hook.as_str() => {
+                Ok(description.config_schema)
+            }
+            _ => self.ask_config_schema(name, wasm, grant).await,
         }
     }
 }

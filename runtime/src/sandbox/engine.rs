@@ -8,9 +8,9 @@ use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAlloc
 
 use wasmtime::component::Linker;
 
-use super::call::{CallState, make_linker};
 use super::error::LoadError;
 use super::limits::CallLimiter;
+use super::store::{CallState, make_linker};
 
 /// How often the epoch advances. A running call checks its deadline and its cancellation at
 /// each tick; cancelling also advances the epoch at once, so cancel latency does not wait for
@@ -30,7 +30,7 @@ pub struct Sandbox {
     /// The cache's key, read or created on first use (K4).
     pub(super) cache_key: Arc<std::sync::OnceLock<Option<super::cache_key::CacheKey>>>,
     /// Components `compile_many` compiled in this process.
-    pub(super) compiled: super::precompile::CompiledMemo,
+    pub(super) compiled: super::compiled::CompiledMemo,
 }
 
 impl Sandbox {

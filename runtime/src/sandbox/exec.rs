@@ -20,11 +20,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 use super::bindings::exec;
-use super::call::CallState;
 use super::confined::{Confined, ConfinedRun, Program};
 use super::exec_policy;
 use super::grant::{ExecGrant, Mount};
 use super::protect::Protect;
+use super::store::CallState;
 
 /// What a run needs from its call.
 struct ExecCall {

@@ -10,12 +10,12 @@ use tokio_util::sync::CancellationToken;
 use super::bindings::configured_hook::ConfiguredHookPre;
 use super::bindings::hook::{HookPre, hook_types as wit};
 use super::bindings::types;
-use super::call::CallState;
 use super::deferred::Deferred;
 use super::engine::Sandbox;
 use super::error::LoadError;
 use super::grant::{Capability, Grant};
 use super::outcome::{finish, race};
+use super::store::CallState;
 use crate::contract::{ErrorCode, ToolError, ToolOutput, ToolResult};
 
 /// The interface a hook that declares its `config` exports (world `configured-hook`).
@@ -104,24 +104,6 @@ pub struct PostDecision {
 }
 
 impl Sandbox {
-    /// Loads `wasm` as hook `name`, which may import only WASI, `log`, and the capabilities
-    /// in `granted` (none by default). A built-in hook with a build-time description is
-    /// registered from it and compiled later; anything else is compiled now.
-    pub async fn load_hook(
-        &self,
-        name: &str,
-        wasm: &[u8],
-        granted: &[Capability],
-    ) -> Result<HookPlugin, LoadError> {
-        // A built-in of the other world goes the long way, which says what it is.
-        match super::described::builtin(wasm) {
-            Some((code, description)) if description.world == super::World::Hook.as_str() => {
-                self.load_hook_described(name, code, granted, description)
-            }
-            _ => self.load_hook_now(name, wasm, granted).await,
-        }
-    }
-
     /// Loads `wasm` as hook `name` from its code, compiled and linked before this returns.
     pub async fn load_hook_now(
         &self,
@@ -146,25 +128,6 @@ impl Sandbox {
             imports,
             pre: Deferred::ready(pre),
         })
-    }
-
-    /// What hook `name` (code `wasm`) declares its `config` accepts, as JSON Schema text: a
-    /// built-in's from its build-time description, any other's by calling its `config-schema`
-    /// export under `grant` (its fuel, deadline and memory cap, as for an event). `None`: it
-    /// declares nothing (world `hook`, or an answer of `none`). The error says why the hook
-    /// could not be asked.
-    pub async fn hook_config_schema(
-        &self,
-        name: &str,
-        wasm: &[u8],
-        grant: &Grant,
-    ) -> Result<Option<String>, String> {
-        match super::described::builtin(wasm) {
-            Some((_, description)) if description.world == super::World::Hook.as_str() => {
-                Ok(description.config_schema)
-            }
-            _ => self.ask_config_schema(name, wasm, grant).await,
-        }
     }
 
     /// Asks hook `name`'s code what its `config` accepts (see `hook_config_schema`).
@@ -221,7 +184,7 @@ impl Sandbox {
         grant: &Grant,
         cancel: &CancellationToken,
     ) -> Result<PreDecision, ToolError> {
-        let pre = super::call::code_for_call(&hook.name, &hook.pre, cancel).await?;
+        let pre = super::store::code_for_call(&hook.name, &hook.pre, cancel).await?;
         let mut prepared = self.prepare_store(&hook.name, grant, false, cancel)?;
         let timeout = grant.limits.timeout;
         let wit_event = wit::PreToolUseEvent {
@@ -267,7 +230,7 @@ impl Sandbox {
         grant: &Grant,
         cancel: &CancellationToken,
     ) -> Result<PostDecision, ToolError> {
-        let pre = super::call::code_for_call(&hook.name, &hook.pre, cancel).await?;
+        let pre = super::store::code_for_call(&hook.name, &hook.pre, cancel).await?;
         let mut prepared = self.prepare_store(&hook.name, grant, false, cancel)?;
         let timeout = grant.limits.timeout;
         let wit_event = wit::PostToolUseEvent {

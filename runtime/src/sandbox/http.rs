@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::bindings::http;
-use super::call::CallState;
 use super::grant::HttpGrant;
+use super::store::CallState;
 
 /// What a request needs from its call.
 struct HttpCall {

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use wasmtime::Trap;
 
-use super::call::{LogLine, Prepared, Stop};
 use super::stdio::Captured;
+use super::store::{LogLine, Prepared, Stop};
 use crate::contract::{ErrorCode, ToolError, ToolOutput, ToolResult};
 
 /// How long past its deadline a call blocked in a host call (a guest `sleep`, say) may take

@@ -11,12 +11,13 @@ use wasmtime::component::Component;
 use wasmtime::component::types::ComponentItem;
 
 use super::bindings::{ToolPluginPre, types};
-use super::cache::{CacheUse, check_component_header, sha256_hex};
-use super::call::CallState;
+use super::cache::{check_component_header, sha256_hex};
+use super::compiled::CacheUse;
 use super::deferred::Deferred;
 use super::engine::Sandbox;
 use super::error::LoadError;
 use super::grant::{Capability, Grant, Limits};
+use super::store::{CallState, truncate_for_message};
 use crate::contract::{
     Example, OutputBudget, Overflow, Reach, Risk, RuntimeMeta, ToolSpec, valid_tool_name,
 };
@@ -106,24 +107,6 @@ impl Sandbox {
             cache,
             imports,
         })
-    }
-
-    /// Loads `wasm` as plugin `name`, which may import only WASI, `log`, and the capabilities
-    /// in `granted`. A built-in with a build-time description is registered from it and
-    /// compiled later (`start_compiling`, or its first call); anything else is compiled now.
-    pub async fn load(
-        &self,
-        name: &str,
-        wasm: &[u8],
-        granted: &[Capability],
-    ) -> Result<Plugin, LoadError> {
-        // A built-in of the other world goes the long way, which says what it is.
-        match super::described::builtin(wasm) {
-            Some((code, description)) if description.world == super::World::Tools.as_str() => {
-                self.load_described(name, code, granted, description)
-            }
-            _ => self.load_now(name, wasm, granted).await,
-        }
     }
 
     /// Loads `wasm` as plugin `name` from its code: compiled (or read from the cache), linked,
@@ -339,17 +322,4 @@ pub(super) fn check_unique(plugin: &str, tools: &[ToolSpec]) -> Result<(), LoadE
         return Err(bad_spec(plugin, "it lists no tools".to_string()));
     }
     Ok(())
-}
-
-/// Plugin-supplied text quoted in a message is cut, so a hostile name cannot flood the log.
-pub(super) fn truncate_for_message(text: &str) -> String {
-    const MAX: usize = 200;
-    if text.len() <= MAX {
-        return text.to_string();
-    }
-    let mut end = MAX;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes)", &text[..end], text.len())
 }

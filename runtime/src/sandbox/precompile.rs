@@ -8,29 +8,11 @@
 //! The memory holds only what this process compiled or took from the authenticated cache,
 //! keyed by the wasm's SHA-256 (one engine per sandbox), so a load of other bytes never finds it.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
 use wasmtime::component::Component;
 
-use super::cache::{CacheUse, sha256_hex};
+use super::cache::sha256_hex;
+use super::compiled::CacheUse;
 use super::engine::Sandbox;
-
-/// Components compiled in this process, by SHA-256 of their wasm.
-#[derive(Default)]
-pub(crate) struct Compiled(Mutex<HashMap<String, (Component, CacheUse)>>);
-
-impl Compiled {
-    pub(super) fn get(&self, sha256: &str) -> Option<(Component, CacheUse)> {
-        self.0.lock().ok()?.get(sha256).cloned()
-    }
-
-    fn insert(&self, sha256: String, entry: (Component, CacheUse)) {
-        if let Ok(mut map) = self.0.lock() {
-            map.insert(sha256, entry);
-        }
-    }
-}
 
 impl Sandbox {
     /// Compiles each `(name, wasm)` on its own thread, through the cache, and keeps the
@@ -88,6 +70,3 @@ impl Sandbox {
         self.compile_disk_cached(name, wasm, sha256)
     }
 }
-
-/// Shared between clones of a sandbox.
-pub(crate) type CompiledMemo = Arc<Compiled>;
