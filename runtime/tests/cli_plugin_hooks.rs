@@ -141,7 +141,8 @@ fn a_hook_installs_inspects_and_is_named_in_a_preset_like_a_tool() {
         stderr(&out)
     );
 
-    // A config that does not fit the hook's struct denies, naming the preset to fix.
+    // A config the hook's declared schema refuses stops the call before it starts (exit 2),
+    // naming the key, the closest valid one and where it is written.
     std::fs::write(
         &preset,
         std::fs::read_to_string(&preset)
@@ -157,9 +158,11 @@ fn a_hook_installs_inspects_and_is_named_in_a_preset_like_a_tool() {
         "--preset",
         preset.to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("unknown field `globz`"),
+        stderr(&out).contains(
+            "hooks[0].config.globz: hook `guard` has no config key `globz` (did you mean `globs`?)"
+        ),
         "{}",
         stderr(&out)
     );
