@@ -5,7 +5,7 @@
 
 pub mod agent;
 pub mod calls;
-pub mod cli;
+mod cli;
 pub mod contract;
 pub mod exec;
 pub mod hooks;
@@ -17,4 +17,7 @@ pub mod preset;
 pub mod sandbox;
 pub mod scaffold;
 pub mod session;
+pub mod stamp;
 pub mod terminal;
+
+pub use cli::{main, quiet_library_backtraces};

@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    paddock::cli::main()
+    paddock::main()
 }

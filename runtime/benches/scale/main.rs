@@ -17,7 +17,7 @@ mod sessions;
 fn main() {
     // As the binary does: a developer's RUST_BACKTRACE=1 must not slow the in-process tools.
     // SAFETY: first thing in `main`, before any other thread exists.
-    unsafe { paddock::cli::quiet_library_backtraces() };
+    unsafe { paddock::quiet_library_backtraces() };
     let only = std::env::var("SCALE_ONLY").unwrap_or_default();
     let mut keys = Vec::new();
     if only.is_empty() || only == "search" {

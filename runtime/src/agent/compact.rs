@@ -24,7 +24,7 @@
 
 use super::ask::Failed;
 use super::compact_plan::{Plan, cut, plan};
-use super::{Agent, Stop, now_ms};
+use super::{Agent, Stop};
 use crate::log::{Body, CompactReason, StopReason, estimate_tokens, quote_markers};
 use crate::model::context::ContextPolicy;
 use crate::model::{Message, ModelRequest, Usage};
@@ -175,7 +175,7 @@ impl Agent<'_> {
             return Ok(None);
         };
         let log_error = |e| Stop::host("cannot write the session log", e);
-        let id = format!("cmp_{:x}_{}", now_ms(), plan.upto);
+        let id = format!("cmp_{:x}_{}", crate::stamp::now_ms(), plan.upto);
         self.log
             .append(Body::ContextCompact {
                 id: id.clone(),

@@ -105,12 +105,6 @@ pub struct Agent<'a> {
     pub observer: &'a dyn Observer,
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 /// A step that could not go on, with its reason.
 struct Stop(StopReason, Option<String>);
 
@@ -212,7 +206,7 @@ impl Agent<'_> {
 
     fn spent(&self) -> Spent {
         self.log
-            .with_state(|s| Spent::from_tally(&s.tally, now_ms()))
+            .with_state(|s| Spent::from_tally(&s.tally, crate::stamp::now_ms()))
     }
 
     /// Model request, calls, repeat; returns only by stopping.

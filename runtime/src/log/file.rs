@@ -7,15 +7,15 @@
 //! existence with its `session/start` already in it (written aside, synced, renamed), so no
 //! crash leaves an empty log.
 //!
-//! Test hook: `PADDOCK_CRASH_AT_APPEND=N[:before|:torn|:after]` aborts the process at the Nth
-//! append of this process (before writing it, after writing half of it, or after writing it),
-//! so the crash harness (`cargo xtask crash`) can stop paddock at every log write.
+//! Test hook, only in builds with the `crash-points` feature (the test suite's): with it,
+//! `PADDOCK_CRASH_AT_APPEND=N[:before|:torn|:after]` aborts the process at the Nth append of
+//! this process (before writing it, after writing half of it, or after writing it), so the crash
+//! harness (`cargo xtask crash`) can stop paddock at every log write. Without it the variable
+//! means nothing.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::event::{Body, Event};
 use super::read::LogRead;
@@ -175,7 +175,7 @@ impl LogWriter {
 fn stamp(seq: u64, body: Body) -> Event {
     Event {
         seq,
-        ts_ms: now_ms(),
+        ts_ms: crate::stamp::now_ms(),
         body,
     }
 }
@@ -186,14 +186,14 @@ fn line_of(event: &Event) -> io::Result<Vec<u8>> {
     Ok(line)
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
+/// Without the `crash-points` feature there is no hook.
+#[cfg(not(feature = "crash-points"))]
+fn crash_point(_file: &mut File, _line: &[u8]) {}
 
 /// The crash harness's hook (see the module doc); does nothing unless the variable is set.
+#[cfg(feature = "crash-points")]
 fn crash_point(file: &mut File, line: &[u8]) {
+    use std::sync::atomic::{AtomicU64, Ordering};
     static APPENDS: AtomicU64 = AtomicU64::new(0);
     static AT: std::sync::OnceLock<Option<(u64, String)>> = std::sync::OnceLock::new();
     let Some((at, how)) = AT.get_or_init(|| {

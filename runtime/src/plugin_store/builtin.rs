@@ -46,15 +46,11 @@ pub fn builtin_description(name: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sha2::{Digest, Sha256};
 
     #[test]
     fn a_builtins_recorded_hash_is_its_bytes_hash_and_altered_bytes_get_none() {
         for (name, bytes, sha256, _) in BUILTINS {
-            let computed: String = Sha256::digest(bytes)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
+            let computed = crate::stamp::sha256_hex(bytes);
             assert_eq!(computed, *sha256, "{name}");
             assert_eq!(builtin_sha256(bytes), Some(*sha256), "{name}");
             let mut altered = bytes.to_vec();

@@ -12,8 +12,6 @@ use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 /// The instruction files, in the order they are appended.
 pub const INSTRUCTION_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
 
@@ -58,10 +56,7 @@ pub fn read_instructions(cwd: &Path) -> (Vec<InstructionFile>, Vec<String>) {
         match read_one(&path) {
             Ok(Some(text)) => files.push(InstructionFile {
                 name: name.clone(),
-                sha256: Sha256::digest(text.as_bytes())
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect(),
+                sha256: crate::stamp::sha256_hex(text.as_bytes()),
                 text,
             }),
             Ok(None) => {}

@@ -92,11 +92,7 @@ pub struct Source {
 impl Source {
     /// SHA-256 of the text, in hex.
     pub fn sha256(&self) -> String {
-        use sha2::Digest;
-        sha2::Sha256::digest(self.text.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        crate::stamp::sha256_hex(self.text.as_bytes())
     }
 
     pub fn parse(&self) -> Result<PresetFile, PresetError> {

@@ -14,7 +14,6 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
 use super::cache_key::{CacheKey, MAC_LEN};
@@ -29,8 +28,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     if let Some(known) = crate::plugin_store::builtin_sha256(bytes) {
         return known.to_string();
     }
-    let digest = Sha256::digest(bytes);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    crate::stamp::sha256_hex(bytes)
 }
 
 impl Sandbox {
