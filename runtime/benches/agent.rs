@@ -9,7 +9,7 @@
 //! - eight 20 ms read-only calls in one turn: the turn's wall time against 20 ms, to show the
 //!   per-call start syncs do not serialize a parallel batch away.
 //!
-//! - deriving the history of a 10k-event session with compactions (issue 17): every line
+//! - deriving the history of a 10k-event session with compactions: every line
 //!   parsed and taken into the session state, then the request's history rendered, as
 //!   `resume` does.
 //!

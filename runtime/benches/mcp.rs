@@ -1,4 +1,4 @@
-//! `cargo xtask bench mcp`: what serving a tool over MCP costs a client (issue 16), measured in
+//! `cargo xtask bench mcp`: what serving a tool over MCP costs a client, measured in
 //! one run.
 //!
 //! The same trivial call, the bench plugin's `echo`, two ways, interleaved so that both see the

@@ -86,7 +86,7 @@ async fn run() {
         ("read_file", "read src/main.rs please"),
         ("read_file", r#"{"limit": 5}{"path": "a.txt"}"#),
     ];
-    // The V8 repairs real models need, one input per step (issue 11).
+    // The V8 repairs real models need, one input per step.
     let repairable = [
         (
             "write_slowly",

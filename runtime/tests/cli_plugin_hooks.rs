@@ -1,5 +1,5 @@
 //! `paddock plugin install|inspect` with hooks, install naming, and presets that name hooks
-//! (issue 15; S8, H2, P1): the world is detected, a hook is named in a preset like a tool
+//! (S8, H2, P1): the world is detected, a hook is named in a preset like a tool
 //! plugin, a relative `source` is relative to the preset file, and unknown names get the
 //! closest installed one.
 

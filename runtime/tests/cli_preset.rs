@@ -55,7 +55,7 @@ fn preset_show_prints_the_resolved_preset_with_defaults_filled_in() {
     let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(shown["name"], "coding");
     assert_eq!(shown["model"]["provider"], "openai");
-    // What goes on the wire, defaults included (issue 18): a limit, its field, tool_choice.
+    // What goes on the wire, defaults included: a limit, its field, tool_choice.
     assert_eq!(shown["model"]["max_output_tokens"], 8192);
     assert_eq!(shown["model"]["max_tokens_field"], "max_completion_tokens");
     assert_eq!(shown["model"]["tool_choice"], "auto");

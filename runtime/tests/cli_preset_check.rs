@@ -1,4 +1,4 @@
-//! `paddock preset check` finds what breaks a session (issue 15; P1, S2, S6): each finding
+//! `paddock preset check` finds what breaks a session (P1, S2, S6): each finding
 //! with file:line:column of the file that writes the key (the base's, for a key a preset gets
 //! through `extends`) and a fix; `tools.disable = ["PLUGIN:tool"]` picks one of two plugins
 //! that provide the same tool, and the session then uses the other one's.

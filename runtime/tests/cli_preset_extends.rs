@@ -1,4 +1,4 @@
-//! `extends` and `preset show --toml` (issue 15; P1, T1): a preset builds on another by name
+//! `extends` and `preset show --toml` (P1, T1): a preset builds on another by name
 //! or path with the documented merge rules, cycles are refused with the chain, the effective
 //! preset prints as TOML that `preset check` accepts, and a trusted project preset cannot
 //! reach outside `.paddock/presets` through `extends` or a `source` path.

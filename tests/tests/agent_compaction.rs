@@ -1,4 +1,4 @@
-//! Long sessions (issue 17; SPEC L1, L2, B3) through the real binary, against a scripted model
+//! Long sessions (SPEC L1, L2, B3) through the real binary, against a scripted model
 //! that enforces its context window the way servers do (a 400 naming the maximum context
 //! length), answers summary requests with a summary, and checks every request it receives:
 //! each call paired with its result, in order.

@@ -1,5 +1,5 @@
 //! A session against a server that behaves like llama-cpp-python's, through the real binary
-//! (SPEC M1, V2, L3, L4, B3; issue 18): each call runs once, the second request is accepted,
+//! (SPEC M1, V2, L3, L4, B3): each call runs once, the second request is accepted,
 //! tools are offered with `tool_choice`, output is bounded (`--max-output-tokens`, the attempt's
 //! wall clock), a repeated 500 is shown once and not retried on, and a session in which the
 //! model never called a tool says so on its final line.

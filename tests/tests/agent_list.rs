@@ -1,4 +1,4 @@
-//! `paddock log --list` through the real binary (issues 13, 14): date, directory, first
+//! `paddock log --list` through the real binary: date, directory, first
 //! message, turns, stop reason and cost, newest first, `--json`; read from each session's
 //! index, which is rebuilt from the log when it is missing or does not match the log.
 

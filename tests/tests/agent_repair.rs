@@ -1,4 +1,4 @@
-//! Calls from real models, end to end through the real binary (SPEC V6, V7, V8; issue 11):
+//! Calls from real models, end to end through the real binary (SPEC V6, V7, V8):
 //! repaired arguments run and the log records each repair; text that is not JSON never runs;
 //! concatenated objects tell the model what ran and what did not; anomalies in the stream are
 //! logged and shown by `run`.

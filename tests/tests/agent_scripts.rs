@@ -1,4 +1,4 @@
-//! `paddock` for scripts and CI, and the system prompt (SPEC M2, T1, L5; issue 14): `run --json`
+//! `paddock` for scripts and CI, and the system prompt (SPEC M2, T1, L5): `run --json`
 //! (one event per line, parsed here), `run -` (the task from standard input), exit codes by
 //! stop reason, the preset's `system_prompt`/`system_prompt_file`, project instruction files
 //! under workspace trust, and `resume --base-url/--model` moving a session to another server.

@@ -1,4 +1,4 @@
-//! Authoring outside the repository (issue 15; S1, S8, H2, P1): `paddock plugin new` in a
+//! Authoring outside the repository (S1, S8, H2, P1): `paddock plugin new` in a
 //! temporary directory, each project built by the commands its README gives (run verbatim
 //! through `sh`), installed, called with `paddock tool call`, and called by a scripted model
 //! through `paddock run`. Also the JavaScript and Python examples in `plugins/examples/`.

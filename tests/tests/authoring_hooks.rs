@@ -1,5 +1,5 @@
 //! Hooks in JavaScript and Python from `paddock plugin new NAME --hook --lang js|python`
-//! (issue 15; H2, S1, S8): scaffolded outside the repository, built by the README's commands
+//! (H2, S1, S8): scaffolded outside the repository, built by the README's commands
 //! with componentize-js / componentize-py (the toolchains `.ci/authoring-tools.sh` installs,
 //! symlinked in), installed with `plugin install`, inspected, and run as pre- and post-hooks
 //! in a scripted `paddock run`: a call whose arguments mention a `deny_words` word is denied

@@ -1,5 +1,5 @@
 //! Built-ins are registered from descriptions recorded when they were built, and compiled in
-//! the background (S8; issue 13, a first run without a wait). The descriptions must say
+//! the background (S8). The descriptions must say
 //! exactly what the code lists, and a description that says anything else must never decide
 //! what runs: the compiled code's imports are checked against the grant again, and every
 //! call of a plugin whose code differs from its description fails with nothing run.

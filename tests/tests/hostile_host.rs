@@ -1,4 +1,4 @@
-//! Host side of the hostile suite through the real binary (issue 9): a nested mount swapped
+//! Host side of the hostile suite through the real binary: a nested mount swapped
 //! for a symlink mid-session (K3), the built-in fs tools against protected paths (K2), a
 //! tool importing `exec` that claims to be read-only and low risk (K5: high, like
 //! `run_command`, so `coding` asks for it), and mounts that

@@ -1,4 +1,4 @@
-//! Host side of the hostile suite, through the library (issue 9): a hostile plugin with raw
+//! Host side of the hostile suite, through the library: a hostile plugin with raw
 //! WASI filesystem calls against protected paths (K2), a mount swapped for a symlink
 //! between calls (K3), and planted compiled code (K4). `hostile_host.rs` drives the same
 //! classes through the real binary.

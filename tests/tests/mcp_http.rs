@@ -1,4 +1,4 @@
-//! MCP over streamable HTTP, both ways, through the real binary (issue 16):
+//! MCP over streamable HTTP, both ways, through the real binary:
 //!
 //! - `paddock mcp serve --listen`: the official Python SDK client lists and calls over HTTP
 //!   (two clients, one valid session log); a request without the token, with a foreign `Host`

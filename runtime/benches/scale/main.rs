@@ -1,4 +1,4 @@
-//! `cargo xtask bench scale` (issue 13): paddock on big inputs. Builds its own data in temp
+//! `cargo xtask bench scale`: paddock on big inputs. Builds its own data in temp
 //! directories and ends with one line:
 //! `BENCH grep_over_rg=… glob_over_rg=… read100m_over_cat=… first_run_ms=… rt_10k_over_first=…
 //! resume_1m_ms=… resume_1m_rss_over_log=…`

@@ -1,4 +1,4 @@
-//! Sessions that stay flat as they grow (issue 13), measured through the real binary against
+//! Sessions that stay flat as they grow, measured through the real binary against
 //! a loopback model server (`loopback.rs`):
 //!
 //! - `rt_10k_over_first`: one `paddock run` of ~2,000 model requests, each making one

@@ -1,6 +1,6 @@
 //! One model request of the loop (L3): the request built from the history the log keeps
 //! derived (L1), attempts logged as they happen, and a request the server refuses as longer
-//! than its context compacted once and sent again, never a crash (issue 17).
+//! than its context compacted once and sent again, never a crash.
 
 use super::{Agent, Stop};
 use crate::log::{Body, CompactReason, StopReason};
@@ -37,7 +37,7 @@ impl Agent<'_> {
     }
 
     /// The system prompt, then the history as the log derives it, large old results aged out.
-    /// The history's messages are shared with the log's state, not copied (issue 13). The
+    /// The history's messages are shared with the log's state, not copied. The
     /// request before the last assistant message ended where that message starts: a provider
     /// that caches up to breakpoints reads what it wrote (`cached_prefix`).
     pub(super) fn request(&self) -> ModelRequest {

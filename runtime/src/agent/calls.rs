@@ -249,7 +249,7 @@ impl Agent<'_> {
     }
 
     /// A result large enough to age out of the context later is also written whole to the
-    /// session's spill directory, where the stub that replaces it says it is (issue 17). The
+    /// session's spill directory, where the stub that replaces it says it is. The
     /// log keeps it anyway: a spill that cannot be written is only a warning.
     fn keep_for_ageing(&self, step: u64, call: &CallSummary) {
         let (Some(ageing), Some(spill)) = (self.policy().ageing, self.calls.spill) else {

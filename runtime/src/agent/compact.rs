@@ -1,4 +1,4 @@
-//! Compaction (issue 17; L1, B3): when the next request would pass `compact_at` of the
+//! Compaction (L1, B3): when the next request would pass `compact_at` of the
 //! window, when the server refuses a request as too long, or when asked (`Agent::compact`),
 //! the model summarizes the history up to a cut point, and the summary is logged as
 //! `context/compacted`. The history derived from the log then shows the summary in place of

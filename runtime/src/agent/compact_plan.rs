@@ -1,4 +1,4 @@
-//! What a compaction summarizes (issue 17; L1): the cut point, and the part before it split
+//! What a compaction summarizes (L1): the cut point, and the part before it split
 //! into rounds that each fit one summary request.
 //!
 //! The cut keeps the last `compact_keep` assistant messages verbatim with their results (less

@@ -54,7 +54,7 @@ pub trait Observer: Send + Sync {
     fn tool_started(&self, _id: &str) {}
     /// A call's result, as logged and as the model will read it.
     fn result(&self, _call: &CallSummary) {}
-    /// The history was compacted (issue 17).
+    /// The history was compacted.
     fn compacted(&self, _compaction: &Compaction) {}
     /// The turn ended.
     fn stopped(&self, _end: &TurnEnd) {}

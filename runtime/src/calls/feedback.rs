@@ -165,7 +165,7 @@ pub const JSON_STEPS_TRIED: &str = "parameter names matched to the schema's, fie
      JSON strings decoded";
 
 /// A schema refusal says which repairs were applied first, or that none applied and which were
-/// tried (issue 11, item 4), so the model can tell its own text from paddock's reading of it.
+/// tried, so the model can tell its own text from paddock's reading of it.
 pub fn with_repairs(mut error: ToolError, repairs: &[Repair]) -> ToolError {
     if repairs.is_empty() {
         error.message.push_str(&format!(

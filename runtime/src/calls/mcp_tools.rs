@@ -1,4 +1,4 @@
-//! An MCP server's tools in the registry (issue 16): named as the server names them, or
+//! An MCP server's tools in the registry: named as the server names them, or
 //! `SERVER_TOOL` when that name is taken (or is not a valid tool name); metadata read
 //! conservatively from the server's annotations (`mcp::meta_from_annotations`), the preset's
 //! `risk` only raising it; the server's mounts as the tools' grant (for path locks), and its

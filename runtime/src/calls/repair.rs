@@ -84,7 +84,7 @@ pub enum Repair {
     ToolAlias { from: String, to: String },
 }
 
-/// The steps tried on text that is not JSON, as a refusal names them (item 4 of issue 11).
+/// The steps tried on text that is not JSON, as a refusal names them.
 pub const STEPS_TRIED: &[&str] = &[
     "concatenated objects",
     "markdown fence",

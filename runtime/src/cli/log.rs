@@ -1,8 +1,7 @@
-//! `paddock log` (M2, L1): show one session's events, or list the sessions (issue 14): date,
+//! `paddock log` (M2, L1): show one session's events, or list the sessions: date,
 //! working directory, first message, turns, stop reason, cost, newest first; `--json` prints
 //! one object per session. The list reads each session's small index (`log::session_index`),
-//! which is rebuilt from the log when it is missing or stale, so listing costs what it shows
-//! (issue 13).
+//! which is rebuilt from the log when it is missing or stale, so listing costs what it shows.
 
 use clap::Args;
 

@@ -1,4 +1,4 @@
-//! `paddock mcp serve` (issue 16): the preset's tools to any MCP client over standard input
+//! `paddock mcp serve`: the preset's tools to any MCP client over standard input
 //! and output. The session is set up like `run`'s: the preset found (a project preset only
 //! when the directory is already trusted: standard input is the protocol, nothing is asked on
 //! it), its plugins, hooks and approval loaded, and a session log started whose

@@ -1,6 +1,6 @@
 //! The `paddock` command line (SPEC M2): `run` a task, `chat` interactively, `resume` a session, show a session's
 //! `log`, `tool list|call|batch`, `plugin install|list|inspect|remove`, and
-//! `preset list|show|check` (P1), `trust [DIR]` (T1), `mcp serve` (issue 16). Exit codes
+//! `preset list|show|check` (P1), `trust [DIR]` (T1), `mcp serve`. Exit codes
 //! (`EXIT_CODES`, shown by `--help`): 0 success, 1 a tool or plugin error or a session that
 //! stopped for another reason, 2 a usage or configuration error, 3 a budget stop, 4 a model or
 //! protocol error, 5 the user declined a call, 130 interrupted (Ctrl-C).

@@ -1,4 +1,4 @@
-//! How a call's result is shown live (issue 14): labelled by its call (id and tool, so
+//! How a call's result is shown live: labelled by its call (id and tool, so
 //! parallel results are told apart); a success as the first few lines and "… N more lines"
 //! with where to see the rest; an error whole, wrapped to the terminal's width, so the part
 //! that says how to fix it is never cut. Text from the tool passes `sanitize` (T3).

@@ -1,4 +1,4 @@
-//! Large results age out (issue 17): a tool result older than some assistant messages and
+//! Large results age out: a tool result older than some assistant messages and
 //! larger than some bytes is sent as a stub naming where the whole result stays readable (the
 //! session log; the spill directory, which the agent fills when it logs such a result).
 

@@ -56,7 +56,7 @@ pub enum Body {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,
     },
-    /// What was odd about the stream of a completed attempt (issue 11, item 8): ignored
+    /// What was odd about the stream of a completed attempt: ignored
     /// events, late deltas, a repeated start, data that was not JSON. Written after the
     /// assistant message it belongs to, only when there was something.
     #[serde(rename = "stream/anomaly")]

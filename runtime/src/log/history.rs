@@ -1,6 +1,6 @@
 //! The history is a pure function of the events (L1): what the model is sent, derived from the
 //! log. `History` takes the events one at a time, as they are appended or read, so a request
-//! costs what was added since the last one, not the whole session (issue 13).
+//! costs what was added since the last one, not the whole session.
 //!
 //! - Results are logged as each call ends (L8), so they may sit in the log in completion order;
 //!   the history puts them in the order of the calls of the assistant message that made them.
@@ -14,7 +14,7 @@
 //!   readable. Messages are kept behind `Arc`s, so a request shares them.
 //!
 //! ## Rendering
-//! The history as sent (issue 13). `History::render` and `History::estimate` keep what they
+//! The history as sent. `History::render` and `History::estimate` keep what they
 //! rendered between requests (`View`) and bring it up to date with what changed since: the
 //! messages added, and the results aged since. A request shares the rendered list (`Messages`)
 //! instead of copying it; while no request holds it, it is updated in place. A compaction, or
@@ -307,7 +307,7 @@ pub fn derive_history(events: &[Event]) -> Vec<Message> {
 }
 
 /// Whether the history holds a message from the user (the task, a follow-up or steering):
-/// without one there is nothing to work on, and no turn runs (issue 12, item 4).
+/// without one there is nothing to work on, and no turn runs.
 pub fn has_task(events: &[Event]) -> bool {
     events.iter().any(|e| is_task(&e.body))
 }

@@ -1,4 +1,4 @@
-//! A small index per session (issue 13, 14): what `paddock log --list` shows, written beside
+//! A small index per session: what `paddock log --list` shows, written beside
 //! the log as `index.json` by the writer when a session starts and when a turn ends, so listing
 //! reads a few hundred bytes per session instead of every log. It is a cache, never trusted
 //! over the log: it records the log's length, and an index whose length is not the log's (a

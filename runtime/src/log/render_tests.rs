@@ -1,5 +1,5 @@
 //! Tests of the history as sent: kept up to date between requests, it is what a fresh render
-//! of the same events is, across ageing and compaction (issue 13).
+//! of the same events is, across ageing and compaction.
 
 use super::super::ageing::{AGED, Ageing, STUB_BYTES};
 use super::super::event::{Body, Source};

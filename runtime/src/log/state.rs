@@ -1,7 +1,7 @@
 //! What the loop needs to know about a session, kept up to date event by event: the derived
 //! history (`History`), what was spent (`Tally`), how many turns ran, whether there is a task,
 //! and how the last turn ended. Every field is a function of the events alone (L1), so the log
-//! stays the only memory; this only saves reading it again for every request (issue 13).
+//! stays the only memory; this only saves reading it again for every request.
 
 use super::event::{Body, Event, StopReason};
 use super::history::{History, is_task};

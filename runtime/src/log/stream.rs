@@ -1,4 +1,4 @@
-//! The log read as a stream (issue 13): each line parsed, checked (`check::Checker`) and taken
+//! The log read as a stream: each line parsed, checked (`check::Checker`) and taken
 //! into the session state as it is read, so that `resume` of a long session holds what the
 //! model will be sent and the events recovery needs (those since the last assistant message),
 //! not every event. The rules are `read_log`'s: only a last line without its newline is torn;

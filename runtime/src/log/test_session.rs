@@ -1,4 +1,4 @@
-//! A session for tests of what is derived and sent from a log (issue 13): steps with calls,
+//! A session for tests of what is derived and sent from a log: steps with calls,
 //! results large and small (some arriving out of order), usage on some steps and not on
 //! others, steering taken from the inbox, and a compaction (a crashed one first) part-way.
 

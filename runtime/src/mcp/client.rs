@@ -1,4 +1,4 @@
-//! Using an MCP server (issue 16): `[mcp.NAME]` started confined (`sandbox::ServerProcess`)
+//! Using an MCP server: `[mcp.NAME]` started confined (`sandbox::ServerProcess`)
 //! and spoken to with `rmcp`'s client over its standard streams, or reached by `url` over
 //! streamable HTTP (`remote`); its tools exposed like plugin tools. The server is untrusted
 //! like a plugin, and the rules are the same for both:

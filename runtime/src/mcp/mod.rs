@@ -1,4 +1,4 @@
-//! The Model Context Protocol both ways (issue 16), with the `rmcp` crate.
+//! The Model Context Protocol both ways, with the `rmcp` crate.
 //!
 //! - Serve (`paddock mcp serve`, `cli/mcp.rs`): the preset's tools offered to any MCP client,
 //!   each call through the whole spine (repair, validation, hooks, approval, sandbox, output

@@ -1,4 +1,4 @@
-//! The transport to a `url` MCP server (streamable HTTP, issue 16), reached the way the
+//! The transport to a `url` MCP server (streamable HTTP), reached the way the
 //! `http` capability reaches a host (S6): the URL must be in the server's `http.allow` (the
 //! preset checked it; checked again here), its name is resolved once and only to a public
 //! address unless the URL names the address itself (`sandbox::checked_address`), and the

@@ -1,4 +1,4 @@
-//! How a stream anomaly reads for a person (issue 11, item 8): the line `run` and `chat` show
+//! How a stream anomaly reads for a person: the line `run` and `chat` show
 //! under an answer, and what `paddock log` lists for a `stream/anomaly` event. The anomalies
 //! themselves are recorded by the assemblers (`Diagnostic`, SPEC V2).
 

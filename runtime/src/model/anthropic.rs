@@ -198,7 +198,7 @@ fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
 
 /// A call as `tool_use`. `input` must be an object: arguments that were not one (they got an
 /// error result, or ran repaired) go as `{}`, and their text as sent goes just before it in a
-/// text block, so the model still sees what it wrote (issue 11, item 9).
+/// text block, so the model still sees what it wrote.
 fn tool_use(call: &ToolCall) -> Vec<Value> {
     let input = serde_json::from_str::<Value>(&call.arguments)
         .ok()

@@ -1,4 +1,4 @@
-//! The request body (issue 13): a long session's request is the one it sent last time plus
+//! The request body: a long session's request is the one it sent last time plus
 //! what was added since. Where the wire format sends one JSON value per history message
 //! (OpenAI), the body is `{…head…,"messages":[m0,m1,…]}` with the messages last, and the cache
 //! keeps the last body with where each message ends and its key: the messages that are as

@@ -1,4 +1,4 @@
-//! Tests of the request body built on the last one (issue 13): byte for byte the body built
+//! Tests of the request body built on the last one: byte for byte the body built
 //! fresh, whatever changed between requests.
 
 use std::sync::Arc;

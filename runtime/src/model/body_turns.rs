@@ -1,5 +1,5 @@
 //! The request body of a format that merges consecutive messages of one role into one turn
-//! (Anthropic; issue 13): byte for byte what serializing `W::body` whole gives, built on the
+//! (Anthropic): byte for byte what serializing `W::body` whole gives, built on the
 //! body sent last time. The turns made only of messages still in place stay where they are in
 //! that buffer (taken back once the last request let go of it); the turn they end with is
 //! written again, since the messages that follow may join it, and so is everything after.

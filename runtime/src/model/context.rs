@@ -1,4 +1,4 @@
-//! The context window and what paddock does as a session fills it (issue 17): the built-in
+//! The context window and what paddock does as a session fills it: the built-in
 //! table of known models' windows, and the `[model]` settings for compaction and ageing,
 //! gathered as one `ContextPolicy`.
 

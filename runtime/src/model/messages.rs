@@ -1,4 +1,4 @@
-//! The conversation of one request (issue 13): messages of its own and runs it shares with the
+//! The conversation of one request: messages of its own and runs it shares with the
 //! history they were derived from, so making (or cloning) a request copies no message. Each
 //! message carries a key, unique per content (0: unknown), so a provider may reuse what it
 //! serialized for the same key in an earlier request (`body::BodyCache`).

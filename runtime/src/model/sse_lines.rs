@@ -1,4 +1,4 @@
-//! Which line of the response body each SSE event began on (issue 11, item 7), so that an
+//! Which line of the response body each SSE event began on, so that an
 //! error can say "line 3 is not JSON" about the body the user can look at, not about an event
 //! count. It follows the SSE framing the decoder uses (lines end at `\r\n`, `\r` or `\n`; a
 //! blank line dispatches an event only if a `data` field came since the last one), so the n-th

@@ -16,8 +16,8 @@ pub fn builtin_names() -> Vec<&'static str> {
 }
 
 /// The SHA-256 (hex) of `wasm` when it is byte for byte a built-in's, computed when the binary
-/// was built: every start loads the built-ins, and hashing them again cost ~4 ms of a 24 ms
-/// warm start here (SHA extensions) and several times that on CPUs without them. The bytes are
+/// was built: every start loads the built-ins, and hashing them again was a noticeable part of
+/// a warm start (docs/scale.md), more on CPUs without SHA extensions. The bytes are
 /// compared in full, so nothing else can borrow a built-in's hash.
 pub fn builtin_sha256(wasm: &[u8]) -> Option<&'static str> {
     BUILTINS

@@ -1,4 +1,4 @@
-//! `[mcp.NAME]`: an MCP server the session starts and uses like a plugin (issue 16, K1, S6).
+//! `[mcp.NAME]`: an MCP server the session starts and uses like a plugin (K1, S6).
 //!
 //! ```toml
 //! [mcp.notes]

@@ -1,6 +1,5 @@
-//! Built-ins described at build time (S8; issue 13, a first run without a wait). Compiling
-//! the built-ins was 85% of a first run's CPU (1.0-1.9 s before the first model request, on
-//! two cores). The tools a built-in lists and the interfaces it imports are fixed when it is
+//! Built-ins described at build time (S8): compiling the built-ins was most of a first run's
+//! CPU before the first model request (docs/scale.md). The tools a built-in lists and the interfaces it imports are fixed when it is
 //! built, so `plugins/described/NAME.json` records them (written by the `builtin_described`
 //! test, which fails when one is stale) and `runtime/build.rs` embeds them beside the code.
 //!

@@ -34,7 +34,7 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    /// Builds the engine, preferring the pooling allocator (about 30% cheaper per call here) and
+    /// Builds the engine, preferring the pooling allocator (cheaper per call; docs/scale.md) and
     /// falling back to on-demand allocation where the pool cannot reserve its address space.
     /// `cache_dir` holds compiled code and must never be mounted into a plugin.
     pub fn new(cache_dir: impl Into<PathBuf>) -> Result<Sandbox, LoadError> {
@@ -85,8 +85,8 @@ fn config(pooling: bool) -> Config {
             .max_tables_per_component(CallLimiter::MAX_TABLES as u32)
             .max_memory_size(4 << 30)
             // Reused slots keep their low pages resident and are reset with memset (only the
-            // dirty pages, where the kernel has PAGEMAP_SCAN) instead of madvise: page faults
-            // on this VM cost about 2 us each, so a 1 MiB read otherwise pays ~0.5 ms in faults.
+            // dirty pages, where the kernel has PAGEMAP_SCAN) instead of madvise, so a call
+            // that reads a large file does not pay a page fault per page again.
             .linear_memory_keep_resident(KEEP_RESIDENT)
             .table_keep_resident(64 << 10)
             .pagemap_scan(Enabled::Auto);

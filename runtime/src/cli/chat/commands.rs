@@ -13,7 +13,7 @@ pub enum Action {
     Next,
     /// Show a call's whole result.
     Show,
-    /// Summarize the history now, keeping what concerns the argument (issue 17).
+    /// Summarize the history now, keeping what concerns the argument.
     Compact,
     Help,
     Quit,

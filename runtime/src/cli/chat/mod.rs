@@ -1,7 +1,7 @@
 //! `paddock chat` (M2, I1, I2, L5): an interactive session. A line typed while paddock is idle
 //! is the next message; a line typed while it works is steering that enters before its next
 //! model request; `/next TEXT` queues a follow-up; `/compact [FOCUS]` (between turns)
-//! summarizes the history now (issue 17); `/stop` or Ctrl-C interrupts the turn;
+//! summarizes the history now; `/stop` or Ctrl-C interrupts the turn;
 //! `/quit`, Ctrl-D, or Ctrl-C while idle leaves. Every line is logged before it is
 //! acknowledged. `--continue` and `--resume ID` reopen a session with its end shown briefly.
 //!
@@ -216,7 +216,7 @@ impl Chat<'_> {
         }
     }
 
-    /// `/compact [FOCUS]` between turns (issue 17).
+    /// `/compact [FOCUS]` between turns.
     async fn compact(&self, focus: &str) {
         let focus = (!focus.is_empty()).then_some(focus);
         match self.session.compact(focus, self.printer).await {

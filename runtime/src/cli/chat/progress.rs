@@ -1,4 +1,4 @@
-//! What the chat's status line says while a turn runs (issue 14): a spinner with the time
+//! What the chat's status line says while a turn runs: a spinner with the time
 //! spent waiting for the model, that its text is arriving, each running tool with its own
 //! elapsed time, and a retry with the time left before it. Pure: the caller passes the clock.
 

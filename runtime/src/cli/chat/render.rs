@@ -1,5 +1,5 @@
 //! The chat's terminal view: everything paddock prints goes above the input line, never into
-//! it (issue 14). Complete lines wait in `pending` until the line editor prints them above its
+//! it. Complete lines wait in `pending` until the line editor prints them above its
 //! prompt (`input.rs` hands them over between keys); the line the model is still writing and
 //! the progress line are part of the prompt itself, redrawn in place; while the editor is not
 //! reading (start, end), lines go straight to standard output.

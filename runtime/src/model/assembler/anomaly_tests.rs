@@ -1,4 +1,4 @@
-//! Stream anomalies, one table row each, for both wire formats (issue 11, items 5-8): what
+//! Stream anomalies, one table row each, for both wire formats: what
 //! fails the attempt (and whether another attempt may help), and what is recorded and survived.
 
 use super::{AnthropicAssembler, OpenAiAssembler};

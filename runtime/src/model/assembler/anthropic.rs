@@ -3,7 +3,7 @@
 //! SPEC V2 and M1. Follows `message_start`, `content_block_start`/`_delta`/`_stop`,
 //! `message_delta`, `message_stop`, and survives: `ping`, an empty `partial_json` (`{}`), a
 //! repeated `message_start` of the same message (ignored; another message's start is a protocol
-//! error, issue 11), deltas for a block that never started (created) or already stopped
+//! error), deltas for a block that never started (created) or already stopped
 //! (ignored), error events mid-stream, a missing `message_stop`, and the stop reasons
 //! `max_tokens`, `refusal` and `tool_use`. A body with no event of this API (another API's
 //! events, data that is not JSON) is a protocol error naming what arrived.

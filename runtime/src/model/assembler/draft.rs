@@ -65,9 +65,9 @@ impl Draft {
         }
     }
 
-    /// The error for a stream in which no event of `wire` arrived (SPEC V2, issue 11 items 6
-    /// and 7): another API's events are named, data that is not JSON is quoted with its body
-    /// line (and event number); neither is retried, since the same request brings the same body. A body with no
+    /// The error for a stream in which no event of `wire` arrived (SPEC V2): another API's
+    /// events are named, data that is not JSON is quoted with its body line (and event
+    /// number); neither is retried, since the same request brings the same body. A body with no
     /// events at all stays `EmptyStream` (a dropped connection, worth another attempt).
     pub fn nothing_recognized(&self, wire: &'static str) -> ModelError {
         if !self.unrecognized.is_empty() {

@@ -45,7 +45,7 @@ pub trait WireAssembler {
     ) -> Result<Step, ModelError>;
 
     /// The 1-based line of the response body the next event began on, when the transport
-    /// knows it, so that messages about that event can name it (issue 11, item 7).
+    /// knows it, so that messages about that event can name it.
     fn at_line(&mut self, line: usize);
 
     /// Records that the transport replaced invalid UTF-8 bytes before decoding.

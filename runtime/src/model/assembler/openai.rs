@@ -145,8 +145,8 @@ impl OpenAiAssembler {
             .apply(fragment, out, &mut self.draft.diagnostics);
     }
 
-    /// Whether a chunk belongs to a second response after this one finished (issue 11, item
-    /// 8): recorded once, then all of it is ignored, usage too. Only a chunk with text or calls
+    /// Whether a chunk belongs to a second response after this one finished: recorded once,
+    /// then all of it is ignored, usage too. Only a chunk with text or calls
     /// starts one: some servers give every chunk its own id, and their closing and usage chunks
     /// must still count.
     fn is_second_response(&mut self, chunk: &Chunk<'_>) -> bool {

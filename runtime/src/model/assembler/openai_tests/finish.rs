@@ -192,7 +192,7 @@ fn comments_crlf_and_a_last_event_without_blank_line_are_read() {
 #[test]
 fn a_stream_with_no_chunk_at_all_is_an_error() {
     assert!(matches!(try_assemble(&[]), Err(ModelError::EmptyStream)));
-    // Data that is not JSON is named, not an empty stream (issue 11, item 7).
+    // Data that is not JSON is named, not an empty stream.
     assert!(matches!(
         try_assemble(&["garbage"]),
         Err(ModelError::Protocol { retry: false, .. })
