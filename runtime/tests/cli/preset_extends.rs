@@ -3,9 +3,7 @@
 //! preset prints as TOML that `preset check` accepts, and a trusted project preset cannot
 //! reach outside `.paddock/presets` through `extends` or a `source` path.
 
-mod common;
-
-use common::*;
+use super::common::*;
 
 fn out(o: &std::process::Output) -> String {
     format!(

@@ -2,12 +2,10 @@
 //! stdout, ending in a newline even when the tool's does not, and the context on stderr on
 //! lines of its own, so merged streams (`2>&1`, a terminal) never glue the two together.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use super::common::*;
 
 #[test]
 fn hook_context_and_content_without_a_final_newline_never_share_a_line() {

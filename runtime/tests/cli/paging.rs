@@ -3,11 +3,9 @@
 //! budget would cut pages itself within it, so each continuation resumes at the first line
 //! not shown.
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::*;
+use super::common::*;
 
 /// Follows `tool`'s continuations from `args` until the result is whole; the pages' contents.
 fn pages(s: &Sandbox, extra: &[&str], tool: &str, args: &str) -> Vec<String> {

@@ -3,9 +3,7 @@
 //! through `extends`) and a fix; `tools.disable = ["PLUGIN:tool"]` picks one of two plugins
 //! that provide the same tool, and the session then uses the other one's.
 
-mod common;
-
-use common::*;
+use super::common::*;
 
 fn check(s: &Sandbox, preset: &str) -> (Option<i32>, String) {
     let out = s.paddock(&["preset", "check", preset]);

@@ -1,11 +1,9 @@
 //! `paddock plugin install|list|inspect|remove` end to end (S8): the store, pins, the
 //! compiled-code cache and the SDK walk-through plugin.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use super::common::*;
 
 #[test]
 fn plugins_install_list_inspect_and_remove() {

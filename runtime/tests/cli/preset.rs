@@ -1,11 +1,9 @@
 //! `paddock preset list|show|check` and presets at work (P1, H1, C2, V3, X1): approval,
 //! hooks, aliases and `tool batch`.
 
-mod common;
-
 use serde_json::Value;
 
-use common::*;
+use super::common::*;
 
 #[test]
 fn preset_list_shows_trusted_project_presets_before_the_shipped_ones() {

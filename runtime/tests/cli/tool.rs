@@ -1,9 +1,7 @@
 //! `paddock tool list|call` end to end (C4, M2): exit codes and JSON shapes, default and
 //! explicit mounts, refused mounts.
 
-mod common;
-
-use common::*;
+use super::common::*;
 
 #[test]
 fn tool_list_json_shows_every_builtin_with_its_contract() {

@@ -3,11 +3,9 @@
 //! plugin, a relative `source` is relative to the preset file, and unknown names get the
 //! closest installed one.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use super::common::*;
 
 fn release(file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
