@@ -1,5 +1,5 @@
 """A small MCP server made with the official Python SDK, which paddock starts confined
-(`[mcp.NAME]` in a preset; tests/tests/mcp_use.rs). Its tools try what an untrusted server
+(`[mcp.NAME]` in a preset; tests/tests/suite/mcp_use.rs). Its tools try what an untrusted server
 might: read and write any path, connect out, die, hang, flood its output.
 """
 

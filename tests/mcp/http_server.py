@@ -1,5 +1,5 @@
 """An MCP server reached by URL (streamable HTTP), made with the official Python SDK, for
-`[mcp.NAME] url = ...` (tests/tests/mcp_url.rs). The test starts it unconfined on a loopback
+`[mcp.NAME] url = ...` (tests/tests/suite/mcp_url.rs). The test starts it unconfined on a loopback
 port; its tools misbehave the way a remote server might: hang, flood, die.
 
 Usage: http_server.py PORT

@@ -9,7 +9,7 @@ Usage: serve_client.py PADDOCK PRESET SCENARIO [ELICIT]
 With PADDOCK_MCP_URL and PADDOCK_MCP_TOKEN set, it connects to an already running
 `paddock mcp serve --listen` over streamable HTTP instead of starting one.
 
-Prints one JSON object on stdout; the Rust test (tests/tests/mcp_serve.rs) asserts on it.
+Prints one JSON object on stdout; the Rust test (tests/tests/suite/mcp_serve.rs) asserts on it.
 """
 
 import json

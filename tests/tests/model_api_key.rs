@@ -1,6 +1,7 @@
 //! The API key is read from the environment variable the preset names and sent the way each
 //! provider expects (SPEC M1). Alone in its test binary: it sets an environment variable.
 
+#[path = "suite/common/mod.rs"]
 mod common;
 
 use common::{config, provider, run, server, user};

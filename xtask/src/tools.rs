@@ -3,10 +3,10 @@
 //!
 //! - the JavaScript and Python component toolchains for the example tools and scaffold tests
 //!   (`.ci/authoring-tools.sh`: pinned, cached under `~/.cache/paddock/authoring-tools`);
-//! - the official MCP Python SDK for `tests/tests/mcp_*.rs` (pinned in
+//! - the official MCP Python SDK for `tests/tests/suite/mcp_*.rs` (pinned in
 //!   `.ci/mcp-requirements.txt`, in a virtual environment under `~/.cache/paddock/mcp-venv`),
 //!   handed to the tests as `PADDOCK_MCP_PYTHON` unless that is already set;
-//! - the MCP Inspector CLI for `tests/tests/mcp_http.rs` (npm, pinned by
+//! - the MCP Inspector CLI for `tests/tests/suite/mcp_http.rs` (npm, pinned by
 //!   `.ci/mcp-inspector/package-lock.json`, `npm ci` into `~/.cache/paddock/mcp-inspector`),
 //!   handed to the tests as `PADDOCK_MCP_INSPECTOR` (the script `node` runs) unless set.
 //!

@@ -49,7 +49,7 @@ pub enum LoadError {
     #[error(
         "built-in `{plugin}` does not match the description it was built with: {detail}; \
          rebuild the plugins (`cargo xtask build-plugins`), write their descriptions again \
-         (`PADDOCK_BLESS=1 cargo test -p paddock-tests --test builtin_described`) and rebuild \
+         (`PADDOCK_BLESS=1 cargo test -p paddock-tests --test suite builtin_described`) and rebuild \
          paddock"
     )]
     NotAsDescribed { plugin: String, detail: String },

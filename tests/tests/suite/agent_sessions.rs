@@ -1,0 +1,324 @@
+//! One writer per session and a log that survives a full disk (SPEC L6, L8, through the real
+//! binary against the scripted model server): a `resume` while the session's `run` is alive,
+//! and two resumes at once, are refused with the holder's pid (or wait with `--wait`); an
+//! append that hits ENOSPC leaves only whole lines, and the session resumes once there is room.
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::agent_common::{Project, last_stop, text};
+use paddock_tests::scripted::{Fault, Script, ScriptedServer, Step, Turn};
+
+fn stalled(text: &str) -> Step {
+    Step::Reply(
+        Turn::text(&[text, " and more"]).with_fault(Fault::StallAfter {
+            frames: 1,
+            ms: 60_000,
+        }),
+    )
+}
+
+fn spawn(project: &Project, args: &[&str]) -> Child {
+    project
+        .command(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn paddock")
+}
+
+/// Waits until the log of the only session holds `n` attempt starts.
+async fn attempts(project: &Project, n: usize) -> String {
+    let started = Instant::now();
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no attempt {n}"
+        );
+        if let Some(id) = project.sessions().first().cloned()
+            && std::fs::read_to_string(project.log_path(&id))
+                .is_ok_and(|t| t.matches("attempt/start").count() >= n)
+        {
+            return id;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until the server has received `n` requests (an attempt is logged before its request
+/// arrives).
+async fn requests(server: &ScriptedServer, n: usize) {
+    let started = Instant::now();
+    while server.requests().len() < n {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no request {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn kill(mut child: Child) {
+    child.kill().expect("kill");
+    tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .expect("join")
+        .expect("wait");
+}
+
+fn seqs_are_whole(project: &Project, id: &str) {
+    let events = project.events(id);
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_while_the_run_is_alive_is_refused_with_its_pid() {
+    let project = Project::new(&[]);
+    let server = ScriptedServer::start(Script {
+        steps: vec![stalled("thinking"), Step::Reply(Turn::text(&["Done."]))],
+    })
+    .await
+    .unwrap();
+    let url = server.openai_base_url();
+    let run = spawn(
+        &project,
+        &["run", "think", "--base-url", &url, "--model", "m"],
+    );
+    let id = attempts(&project, 1).await;
+    requests(&server, 1).await;
+    let before = project.events(&id).len();
+
+    let refused = project.paddock(&["resume", &id]).await;
+    let said = text(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(said.contains(&format!("pid {}", run.id())), "{said}");
+    assert!(said.contains("--wait"), "{said}");
+    assert_eq!(
+        project.events(&id).len(),
+        before,
+        "the refused resume wrote nothing"
+    );
+    assert_eq!(server.requests().len(), 1, "and asked the model nothing");
+
+    // Once the run is gone (killed: the kernel drops its lock), resume recovers and finishes.
+    kill(run).await;
+    let resumed = project.paddock(&["resume", &id]).await;
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    assert_eq!(last_stop(&project.events(&id)), "completed");
+    seqs_are_whole(&project, &id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_resumes_at_once_one_is_refused_and_one_waits_with_wait() {
+    let project = Project::new(&[]);
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            stalled("first"),
+            stalled("second"),
+            Step::Reply(Turn::text(&["Done."])),
+        ],
+    })
+    .await
+    .unwrap();
+    let url = server.openai_base_url();
+    let run = spawn(
+        &project,
+        &["run", "think", "--base-url", &url, "--model", "m"],
+    );
+    let id = attempts(&project, 1).await;
+    // The attempt is logged before its request is sent: kill only once the server has it, so
+    // the resume's request is the second one (and gets the second stalled step).
+    requests(&server, 1).await;
+    kill(run).await;
+
+    let first = spawn(&project, &["resume", &id]);
+    attempts(&project, 2).await;
+    requests(&server, 2).await;
+    let refused = project.paddock(&["resume", &id]).await;
+    let said = text(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(said.contains(&format!("pid {}", first.id())), "{said}");
+
+    let mut waiting = spawn(&project, &["resume", &id, "--wait"]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        waiting.try_wait().unwrap().is_none(),
+        "--wait waits while the session is held"
+    );
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "the waiting resume asked nothing yet"
+    );
+    kill(first).await;
+    let status = tokio::task::spawn_blocking(move || waiting.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let events = project.events(&id);
+    assert_eq!(last_stop(&events), "completed");
+    let ends: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "turn/end")
+        .map(|e| e["data"]["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(ends, ["interrupted", "interrupted", "completed"]);
+    seqs_are_whole(&project, &id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_leaves_whole_lines_and_the_session_resumes_when_there_is_room() {
+    if !std::process::Command::new("unshare")
+        .args(["-Urm", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("skipped: cannot make a mount namespace here (unshare -Urm), so no small tmpfs");
+        return;
+    }
+    let project = Project::new(&[]);
+    // 60 KB of text: the assistant message cannot fit in a 32 KiB file system.
+    let long = "x".repeat(60_000);
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            Step::Reply(Turn::text(&["A long answer: ", &long])),
+            Step::Reply(Turn::text(&["Short this time."])),
+        ],
+    })
+    .await
+    .unwrap();
+    let sessions = project.home.path().join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let out = project.dir.path().join("out");
+    let script = r#"
+set -u
+mount -t tmpfs -o size=32k,mode=0700 tmpfs "$SESSIONS" || exit 90
+"$PADDOCK" run "write a lot" --base-url "$URL" --model m > "$OUT.run.txt" 2>&1
+echo $? > "$OUT.run.code"
+id=$(ls "$SESSIONS" | head -n 1)
+cp "$SESSIONS/$id/events.jsonl" "$OUT.full.jsonl"
+mount -o remount,size=16m "$SESSIONS" || exit 91
+"$PADDOCK" resume "$id" "shorter, please" > "$OUT.resume.txt" 2>&1
+echo $? > "$OUT.resume.code"
+cp "$SESSIONS/$id/events.jsonl" "$OUT.after.jsonl"
+"#;
+    let mut shell = std::process::Command::new("unshare");
+    shell
+        .args(["-Urm", "sh", "-c", script])
+        .current_dir(project.dir.path())
+        .env("PADDOCK_HOME", project.home.path())
+        .env("NO_COLOR", "1")
+        .env_remove("PADDOCK_BASE_URL")
+        .env_remove("PADDOCK_MODEL")
+        .env_remove("PADDOCK_API_KEY")
+        .env("SESSIONS", &sessions)
+        .env("PADDOCK", crate::agent_common::paddock_bin())
+        .env("URL", server.openai_base_url())
+        .env("OUT", &out);
+    let status = tokio::task::spawn_blocking(move || shell.status())
+        .await
+        .unwrap()
+        .unwrap();
+    if status.code() == Some(90) {
+        eprintln!("skipped: mounting a tmpfs is not allowed here");
+        return;
+    }
+    let read = |ext: &str| std::fs::read_to_string(format!("{}.{ext}", out.display())).unwrap();
+    assert_eq!(read("run.code").trim(), "1", "{}", read("run.txt"));
+    let full = read("full.jsonl");
+    assert!(
+        full.ends_with('\n'),
+        "the failed append was cut back: {full}"
+    );
+    let events: Vec<serde_json::Value> = full
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line whole"))
+        .collect();
+    assert_eq!(last_stop(&events), "host_error");
+    let end = events.last().unwrap();
+    assert!(
+        end["data"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("No space left"),
+        "{end}"
+    );
+    assert_eq!(read("resume.code").trim(), "0", "{}", read("resume.txt"));
+    let after: Vec<serde_json::Value> = read("after.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line whole"))
+        .collect();
+    assert_eq!(last_stop(&after), "completed");
+    let seqs: Vec<u64> = after.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=after.len() as u64).collect::<Vec<_>>());
+    assert!(
+        !read("after.jsonl").contains("A long answer"),
+        "the message that did not fit was never committed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_in_a_filtered_response_get_results_so_the_log_stays_resumable() {
+    let project = Project::new(&[("a.txt", "a\n")]);
+    let mut filtered = Turn::calls(vec![paddock_tests::scripted::ScriptCall::new(
+        "c1",
+        "read_file",
+        r#"{"path":"a.txt"}"#,
+        &[],
+    )]);
+    filtered.finish = Some(paddock_tests::scripted::ScriptFinish::ContentFilter);
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step::Reply(filtered), Step::Reply(Turn::text(&["Done."]))],
+    })
+    .await
+    .unwrap();
+    let url = server.openai_base_url();
+    let out = project
+        .paddock(&["run", "go", "--base-url", &url, "--model", "m"])
+        .await;
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let id = project.only_session();
+    let events = project.events(&id);
+    assert_eq!(last_stop(&events), "model_error");
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "tool/result")
+        .expect("the blocked call got a result");
+    assert_eq!(result["data"]["code"], "NOT_EXECUTED");
+    let resumed = project.paddock(&["resume", &id, "try again"]).await;
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    assert_eq!(last_stop(&project.events(&id)), "completed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_that_lost_only_its_end_is_completed_without_asking_again() {
+    let project = Project::new(&[]);
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step::Reply(Turn::text(&["Done."]))],
+    })
+    .await
+    .unwrap();
+    let url = server.openai_base_url();
+    let out = project
+        .paddock(&["run", "go", "--base-url", &url, "--model", "m"])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let id = project.only_session();
+    // A kill just before turn/end: the final answer is committed, the end is not.
+    let events = project.events(&id);
+    assert_eq!(events.last().unwrap()["type"], "turn/end");
+    let cut: String = events[..events.len() - 1]
+        .iter()
+        .map(|e| format!("{e}\n"))
+        .collect();
+    std::fs::write(project.log_path(&id), cut).unwrap();
+    let resumed = project.paddock(&["resume", &id]).await;
+    let said = text(&resumed);
+    assert_eq!(resumed.status.code(), Some(0), "{said}");
+    assert!(said.contains("last turn completed"), "{said}");
+    assert_eq!(server.requests().len(), 1, "the model was not asked again");
+    assert_eq!(last_stop(&project.events(&id)), "completed");
+    seqs_are_whole(&project, &id);
+}

@@ -1,0 +1,56 @@
+//! paddock's end-to-end tests, one test binary: each module is one capability (the agent loop
+//! and sessions, authoring, the hostile suites, MCP both ways, model providers, the pipeline,
+//! presets, trust), with the shared set-up in the `*_common` modules. Most drive the real
+//! `paddock` binary against the scripted model server; the rest the library.
+//! (`model_api_key.rs` stays a binary of its own: it sets a process environment variable,
+//! which is only sound while no other thread runs.)
+
+mod agent_common;
+mod authoring_common;
+mod common;
+mod hooks_common;
+mod pipeline_common;
+
+mod agent_chat;
+mod agent_compaction;
+mod agent_compat;
+mod agent_list;
+mod agent_loop;
+mod agent_repair;
+mod agent_resume;
+mod agent_scripts;
+mod agent_sessions;
+mod authoring;
+mod authoring_hooks;
+mod builtin_described;
+mod capabilities;
+mod chat_terminal;
+mod crash;
+mod gate;
+mod hooks;
+mod hooks_post;
+mod hostile;
+mod hostile_exec;
+mod hostile_host;
+mod hostile_host_fs;
+mod mcp_http;
+mod mcp_serve;
+mod mcp_use;
+mod model_anomalies;
+mod model_anthropic;
+mod model_cancel;
+mod model_compat;
+mod model_faults;
+mod model_openai;
+mod pipeline_inputs;
+mod pipeline_scheduler;
+mod preset;
+mod preset_inherit;
+mod preset_root;
+mod preset_verdict;
+mod trust_approval;
+mod trust_config;
+mod trust_hooks;
+mod trust_question;
+mod trust_sandbox;
+mod trust_terminal;

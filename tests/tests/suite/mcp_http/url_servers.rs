@@ -1,0 +1,207 @@
+//! `[mcp.NAME] url = ...`: an MCP server reached over streamable HTTP (the SDK's
+//! `tests/mcp/http_server.py`, started here on a loopback port). Reached only inside its http
+//! grant, and by address (a name that resolves to loopback is refused, as for the `http`
+//! capability); a server that hangs, floods or dies fails that call, is reconnected once, and
+//! the session goes on.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::installed;
+use crate::agent_common::{self, Project};
+
+/// The SDK's HTTP server on a free loopback port; killed when dropped.
+struct UrlServer {
+    child: Child,
+    port: u16,
+}
+
+impl UrlServer {
+    fn start() -> Option<UrlServer> {
+        let python = installed("PADDOCK_MCP_PYTHON")?;
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp/http_server.py");
+        let child = Command::new(python)
+            .arg(script)
+            .arg(port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the SDK's HTTP server");
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "server did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(UrlServer { child, port })
+    }
+}
+
+impl Drop for UrlServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A preset using `url` with `allow` as its grant.
+fn preset(project: &Project, url: &str, allow: &str, timeout_ms: u64) -> String {
+    let text = format!(
+        "[mcp.remote]\nurl = \"{url}\"\nhttp = {{ allow = [\"{allow}\"] }}\n\
+         timeout_ms = {timeout_ms}\n\
+         [approval]\nlow = \"allow\"\nmedium = \"allow\"\nhigh = \"allow\"\n"
+    );
+    let file = project.home.path().join("url.toml");
+    std::fs::write(&file, text).expect("preset");
+    file.display().to_string()
+}
+
+/// `paddock tool batch` of tool names (no arguments): the records, or the failure's stderr.
+fn batch(project: &Project, preset: &str, tools: &[&str]) -> Result<Vec<Value>, String> {
+    let calls: Vec<Value> = tools
+        .iter()
+        .enumerate()
+        .map(
+            |(i, name)| serde_json::json!({"id": format!("c{i}"), "name": name, "arguments": "{}"}),
+        )
+        .collect();
+    let file = project.home.path().join("batch.json");
+    std::fs::write(&file, Value::from(calls).to_string()).expect("batch");
+    let out = project
+        .command(&[
+            "tool",
+            "batch",
+            "--preset",
+            preset,
+            &file.display().to_string(),
+        ])
+        .output()
+        .expect("tool batch");
+    // Records (calls that failed make a non-zero exit), or the setup failed (the preset, or
+    // the server could not be reached): one error object.
+    match serde_json::from_slice(&out.stdout) {
+        Ok(Value::Array(records)) => Ok(records),
+        _ => Err(agent_common::text(&out)),
+    }
+}
+
+fn code(record: &Value) -> &str {
+    record["error"]["code"].as_str().unwrap_or("")
+}
+
+#[test]
+fn a_url_server_is_used_inside_its_http_grant_and_refused_outside_it() {
+    let Some(server) = UrlServer::start() else {
+        return;
+    };
+    let project = Project::new(&[]);
+    let port = server.port;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let granted = preset(&project, &url, &format!("http://127.0.0.1:{port}"), 10_000);
+    let records = batch(&project, &granted, &["pid"]).expect("granted");
+    assert_eq!(records[0]["ok"], true, "{records:?}");
+    assert_eq!(
+        records[0]["content"],
+        server.child.id().to_string(),
+        "the call reached the server"
+    );
+    // Listed like any tool, and never read-only: it is someone else's program.
+    let listed = project
+        .command(&["tool", "list", "--json", "--preset", &granted])
+        .output()
+        .expect("tool list");
+    let tools: Value = serde_json::from_slice(&listed.stdout).expect("json");
+    let pid = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "pid")
+        .expect("pid");
+    assert_eq!(
+        (pid["plugin"].as_str(), pid["risk"].as_str()),
+        (Some("mcp.remote"), Some("high"))
+    );
+    assert_eq!(pid["read_only"], false);
+
+    // Another port on the same host is not covered by the grant.
+    let other = preset(
+        &project,
+        &url,
+        &format!("http://127.0.0.1:{}", port + 1),
+        10_000,
+    );
+    let err = batch(&project, &other, &["pid"]).expect_err("outside the grant");
+    assert!(
+        err.contains("mcp.remote.url") && err.contains("is not granted"),
+        "{err}"
+    );
+    // A name that leads to loopback, though granted by name, is not reached (S6).
+    let by_name = format!("http://localhost:{port}/mcp");
+    let named = preset(
+        &project,
+        &by_name,
+        &format!("http://localhost:{port}"),
+        10_000,
+    );
+    let err = batch(&project, &named, &["pid"]).expect_err("a name to loopback");
+    assert!(
+        err.contains("not public") && err.contains("mcp.remote"),
+        "{err}"
+    );
+    // https is refused with the reason, not tried.
+    let tls = preset(
+        &project,
+        "https://127.0.0.1/mcp",
+        "https://127.0.0.1",
+        10_000,
+    );
+    let err = batch(&project, &tls, &["pid"]).expect_err("https");
+    assert!(err.contains("http:// only"), "{err}");
+}
+
+#[test]
+fn a_url_server_that_hangs_floods_or_dies_fails_that_call_and_the_session_goes_on() {
+    let Some(server) = UrlServer::start() else {
+        return;
+    };
+    let project = Project::new(&[]);
+    let port = server.port;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let p = preset(&project, &url, &format!("http://127.0.0.1:{port}"), 2_000);
+    let records = batch(&project, &p, &["pid", "hang", "pid"]).expect("batch");
+    assert_eq!(records[0]["ok"], true, "{records:?}");
+    assert_eq!(code(&records[1]), "TIMEOUT", "{:?}", records[1]);
+    assert_eq!(records[2]["ok"], true, "reconnected once: {:?}", records[2]);
+
+    // 24 MiB in one result, past the 16 MiB message cap: refused, not buffered.
+    let records = batch(&project, &p, &["flood", "pid"]).expect("batch");
+    assert_eq!(code(&records[0]), "MCP_SERVER_FAILED", "{:?}", records[0]);
+    assert!(
+        records[0].to_string().len() < 64 << 10,
+        "the flood is not passed on"
+    );
+    assert_eq!(records[1]["ok"], true, "{:?}", records[1]);
+
+    // A server that dies: that call fails, the reconnection finds no one, its tools are down,
+    // and every one of these goes back to the model (the session goes on).
+    let records = batch(&project, &p, &["die", "pid", "pid"]).expect("batch");
+    assert_eq!(code(&records[0]), "MCP_SERVER_FAILED", "{:?}", records[0]);
+    assert_eq!(code(&records[1]), "MCP_SERVER_DOWN", "{:?}", records[1]);
+    assert_eq!(code(&records[2]), "MCP_SERVER_DOWN", "{:?}", records[2]);
+    assert!(
+        records
+            .iter()
+            .all(|r| r["disposition"]["disposition"] != "end_turn"),
+        "{records:?}"
+    );
+}
