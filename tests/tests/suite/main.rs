@@ -2,8 +2,11 @@
 //! and sessions, authoring, the hostile suites, MCP both ways, model providers, the pipeline,
 //! presets, trust), with the shared set-up in the `*_common` modules. Most drive the real
 //! `paddock` binary against the scripted model server; the rest the library.
-//! (`model_api_key.rs` stays a binary of its own: it sets a process environment variable,
-//! which is only sound while no other thread runs.)
+//! Two kinds of test live in binaries of their own: `terminal/` (what runs on a
+//! pseudo-terminal, and Ctrl-C against a streaming model: they read the screen or a clock, so
+//! they run beside each other only, not beside a build or the crash trials), and
+//! `model_api_key.rs` (it sets a process environment variable, which is only sound while no
+//! other thread runs).
 
 mod agent_common;
 mod authoring_common;
@@ -17,14 +20,12 @@ mod agent_compat;
 mod agent_list;
 mod agent_loop;
 mod agent_repair;
-mod agent_resume;
 mod agent_scripts;
 mod agent_sessions;
 mod authoring;
 mod authoring_hooks;
 mod builtin_described;
 mod capabilities;
-mod chat_terminal;
 mod crash;
 mod gate;
 mod hooks;
@@ -48,9 +49,5 @@ mod preset;
 mod preset_inherit;
 mod preset_root;
 mod preset_verdict;
-mod trust_approval;
-mod trust_config;
 mod trust_hooks;
-mod trust_question;
 mod trust_sandbox;
-mod trust_terminal;
