@@ -294,6 +294,24 @@ fn warnings_are_shown_once_at_a_start_and_as_events_under_json() {
     );
 }
 
+/// `tool call write_file` of `notes.txt` under `preset`, as the one JSON object it prints.
+fn write_notes(project: &Project, preset: &str) -> Value {
+    let out = paddock(
+        project,
+        &[
+            "tool",
+            "call",
+            "write_file",
+            r#"{"path": "notes.txt", "content": "two\n"}"#,
+            "--preset",
+            preset,
+            "--json",
+        ],
+        None,
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
 #[test]
 fn what_a_shipped_hook_declares_for_its_config_is_what_it_takes() {
     let project = Project::new(&[("notes.txt", "one\n")]);
@@ -304,20 +322,7 @@ fn what_a_shipped_hook_declares_for_its_config_is_what_it_takes() {
     std::fs::write(project.dir.path().join("hooked.toml"), preset).unwrap();
     let checked = paddock(&project, &["preset", "check", "hooked.toml"], None);
     assert_eq!(checked.status.code(), Some(0), "{}", text(&checked));
-    let out = paddock(
-        &project,
-        &[
-            "tool",
-            "call",
-            "write_file",
-            r#"{"path": "notes.txt", "content": "two\n"}"#,
-            "--preset",
-            "hooked.toml",
-            "--json",
-        ],
-        None,
-    );
-    let value: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let value = write_notes(&project, "hooked.toml");
     assert_eq!(value["error"]["code"], "DENIED", "{value}");
     let message = value["error"]["message"].as_str().unwrap();
     // Denied by the glob it was given, not for a config the hook could not read.
@@ -400,20 +405,7 @@ fn a_hook_from_outside_declares_its_config_and_every_start_checks_it() {
         preset("{ globs = [\"notes.txt\"] }"),
     )
     .unwrap();
-    let out = paddock(
-        &project,
-        &[
-            "tool",
-            "call",
-            "write_file",
-            r#"{"path": "notes.txt", "content": "two\n"}"#,
-            "--preset",
-            "good.toml",
-            "--json",
-        ],
-        None,
-    );
-    let value: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let value = write_notes(&project, "good.toml");
     assert_eq!(value["error"]["code"], "DENIED", "{value}");
     assert_eq!(
         std::fs::read_to_string(project.dir.path().join("notes.txt")).unwrap(),
