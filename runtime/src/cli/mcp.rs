@@ -13,10 +13,8 @@ use clap::{Args, Subcommand};
 use super::Exit;
 use super::mcp_serve::{Served, ServedSession};
 use super::report::{fail, print_finding, setup_failed};
-use crate::log::{LOG_FILE, SessionStart};
 use crate::mcp::ElicitApprover;
-use crate::preset;
-use crate::session::{begin_log, load_preset, new_session_id, plugin_hashes};
+use crate::session::start_for_client;
 
 #[derive(Subcommand)]
 pub enum McpCommand {
@@ -89,41 +87,14 @@ async fn serve(args: ServeArgs) -> Exit {
 async fn start(args: &ServeArgs) -> Result<ServedSession, Exit> {
     let env = super::Env::open().map_err(|e| fail(&format!("{e:#}")))?;
     let project = super::trust::project_trusted_without_asking(&env, &args.preset);
-    let found =
-        preset::find_written(&args.preset, &env.cwd, project).map_err(|e| fail(&e.to_string()))?;
-    let session = new_session_id();
-    let cwd = env.cwd.clone();
-    let path = env.store.session_dir(&session).join(LOG_FILE);
     let approver = ElicitApprover::new(!args.no_elicitation);
-    let loaded = load_preset(
-        env,
-        &found,
-        &args.preset,
-        &[],
-        &session,
-        Box::new(approver.clone()),
-    )
-    .await
-    .map_err(|e| setup_failed(false, &e))?;
+    let client = Box::new(approver.clone());
+    let (loaded, log, lock) = start_for_client(env, &args.preset, project, client)
+        .await
+        .map_err(|e| setup_failed(false, &e))?;
     for warning in &loaded.warnings {
         print_finding(warning);
     }
-    loaded.start_compiling();
-    let start = SessionStart {
-        session,
-        preset: loaded.preset.clone(),
-        preset_origin: found.source.location.clone(),
-        preset_sha256: Some(found.source.sha256()),
-        preset_from: Some(found.source.origin),
-        preset_text: found.source.text,
-        cwd: cwd.display().to_string(),
-        plugins: plugin_hashes(&loaded),
-        model: "mcp-client".into(),
-        model_config: None,
-        system: String::new(),
-        instructions: Vec::new(),
-    };
-    let (lock, log) = begin_log(&path, &start, None).map_err(|e| setup_failed(false, &e))?;
     Ok(ServedSession {
         loaded,
         log,

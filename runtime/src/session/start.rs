@@ -138,29 +138,18 @@ impl SessionBuilder {
                 connect(config.clone()).map_err(|e| SetupError::usage(e.to_string()))?
             }
         };
-        let start = SessionStart {
-            session,
-            preset: loaded.preset.clone(),
-            preset_origin: found.source.location.clone(),
-            preset_sha256: Some(found.source.sha256()),
-            preset_from: Some(found.source.origin),
-            preset_text: found.source.text,
-            cwd: cwd.display().to_string(),
-            plugins: plugin_hashes(&loaded),
-            model: model_config
-                .as_ref()
-                .map_or("scripted-demo".to_string(), |c| c.model.clone()),
-            model_config,
-            system: preset::with_instructions(&base, &instructions),
-            instructions: instructions
-                .iter()
-                .map(|f| InstructionRecord {
-                    file: f.name.clone(),
-                    sha256: f.sha256.clone(),
-                    bytes: f.text.len() as u64,
-                })
-                .collect(),
-        };
+        let model = model_config
+            .as_ref()
+            .map_or("scripted-demo".to_string(), |c| c.model.clone());
+        let system = preset::with_instructions(&base, &instructions);
+        let start = start_record(
+            &loaded,
+            found,
+            &cwd,
+            (model, model_config),
+            system,
+            &instructions,
+        );
         let (lock, log) = begin_log(&path, &start, tap)?;
         Ok(Session::new(
             loaded, provider, log, start, path, lock, max_turns,
@@ -168,9 +157,65 @@ impl SessionBuilder {
     }
 }
 
+/// A session whose calls come from a client instead of a model (`mcp serve`): the preset
+/// found (a project's only when `project_presets`), judged and loaded, and `session/start`
+/// written, synced, under the session's lock, with model `mcp-client` and no system prompt.
+pub(crate) async fn start_for_client(
+    env: Env,
+    preset_name: &str,
+    project_presets: bool,
+    approver: Box<dyn Approver>,
+) -> Result<(Loaded, SessionLog, SessionLock), SetupError> {
+    let found = preset::find_written(preset_name, &env.cwd, project_presets)
+        .map_err(|e| SetupError::usage(e.to_string()))?;
+    let session = new_session_id();
+    let cwd = env.cwd.clone();
+    let path = env.store.session_dir(&session).join(LOG_FILE);
+    let loaded = load_preset(env, &found, preset_name, &[], &session, approver).await?;
+    loaded.start_compiling();
+    let model = ("mcp-client".to_string(), None);
+    let start = start_record(&loaded, found, &cwd, model, String::new(), &[]);
+    let (lock, log) = begin_log(&path, &start, None)?;
+    Ok((loaded, log, lock))
+}
+
+/// What `session/start` records: the preset as found (name, origin, hash, text), the working
+/// directory, the hash of every plugin and hook the session loaded, the model, the system
+/// prompt and the instruction files in it.
+fn start_record(
+    loaded: &Loaded,
+    found: preset::Found,
+    cwd: &Path,
+    (model, model_config): (String, Option<ProviderConfig>),
+    system: String,
+    instructions: &[preset::InstructionFile],
+) -> SessionStart {
+    SessionStart {
+        session: loaded.session.clone(),
+        preset: loaded.preset.clone(),
+        preset_origin: found.source.location.clone(),
+        preset_sha256: Some(found.source.sha256()),
+        preset_from: Some(found.source.origin),
+        preset_text: found.source.text,
+        cwd: cwd.display().to_string(),
+        plugins: plugin_hashes(loaded),
+        model,
+        model_config,
+        system,
+        instructions: instructions
+            .iter()
+            .map(|f| InstructionRecord {
+                file: f.name.clone(),
+                sha256: f.sha256.clone(),
+                bytes: f.text.len() as u64,
+            })
+            .collect(),
+    }
+}
+
 /// Takes the new session's lock (L6) and writes its `session/start`, synced; every event is
 /// shown to `tap` as it is written.
-pub(crate) fn begin_log(
+pub(super) fn begin_log(
     path: &Path,
     start: &SessionStart,
     tap: Option<Tap>,
@@ -260,7 +305,7 @@ pub(super) fn provider_kind(name: &str) -> Result<ProviderKind, String> {
 
 /// Every tool plugin and hook of `loaded` with the SHA-256 of its code, as `session/start`
 /// records them (resume refuses changed code).
-pub(crate) fn plugin_hashes(loaded: &Loaded) -> Vec<PluginHash> {
+pub(super) fn plugin_hashes(loaded: &Loaded) -> Vec<PluginHash> {
     let tools = loaded.registry.plugins().iter().map(|p| PluginHash {
         name: p.name.clone(),
         sha256: p.sha256.clone(),
@@ -275,7 +320,7 @@ pub(crate) fn plugin_hashes(loaded: &Loaded) -> Vec<PluginHash> {
 
 /// A sortable, unique-enough id: seconds since the epoch and a few bits of the clock's
 /// nanoseconds and the process id.
-pub(crate) fn new_session_id() -> String {
+pub(super) fn new_session_id() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
