@@ -10,14 +10,14 @@ pub mod contract;
 pub mod exec;
 pub mod hooks;
 pub mod log;
-pub mod mcp;
+mod mcp;
 pub mod model;
 pub mod plugin_store;
 pub mod preset;
 pub mod sandbox;
-pub mod scaffold;
+mod scaffold;
 pub mod session;
-pub mod stamp;
-pub mod terminal;
+mod stamp;
+mod terminal;
 
 pub use cli::{main, quiet_library_backtraces};

@@ -44,8 +44,6 @@ pub struct Request {
 #[derive(Debug, Clone)]
 pub struct Created {
     pub dir: PathBuf,
-    /// The name `plugin install` gives the built component (its file name without `.wasm`).
-    pub plugin: String,
     /// Where the Rust SDK's source was written (Rust projects).
     pub sdk: Option<PathBuf>,
     pub commands: Vec<String>,
@@ -123,7 +121,6 @@ pub fn create(request: &Request) -> Result<Created, ScaffoldError> {
     let commands = readme.commands.iter().map(|c| fill(c)).collect();
     Ok(Created {
         dir: dir.clone(),
-        plugin: file.clone(),
         sdk,
         commands,
     })
