@@ -232,6 +232,40 @@ mod tests {
     }
 
     #[test]
+    fn a_declared_schema_that_points_elsewhere_is_refused_without_fetching_it() {
+        // A hook's author writes its schema: a `$ref` to a server or a file must not make
+        // `preset check` reach the network or read the user's files.
+        let file = hooks(&["{}", "{}"]);
+        let declared = answers(&[
+            Ok(Some(r#"{"$ref": "http://127.0.0.1:9/schema.json"}"#)),
+            Ok(Some(r#"{"$ref": "file:///etc/passwd"}"#)),
+        ]);
+        let found = hook_configs(&file, &declared);
+        let keys: Vec<String> = found.iter().map(|f| f.at.to_string()).collect();
+        assert_eq!(keys, ["hooks[0].source", "hooks[1].source"], "{found:?}");
+        assert!(
+            found
+                .iter()
+                .all(|f| f.message.contains("not a valid JSON Schema")),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_declared_pattern_that_would_backtrack_forever_does_not_hang_the_check() {
+        let file = hooks(&["{ a = \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\" }"]);
+        let schema =
+            r#"{"type": "object", "properties": {"a": {"type": "string", "pattern": "^(a+)+$"}}}"#;
+        // The regex engine matches in linear time: this returns, with the mismatch found.
+        let found = hook_configs(&file, &answers(&[Ok(Some(schema))]));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].message.contains("does not take this config"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
     fn a_hook_that_declares_nothing_takes_any_config() {
         let file = hooks(&["{ anything = 1 }"]);
         assert!(hook_configs(&file, &answers(&[Ok(None)])).is_empty());
