@@ -3,7 +3,7 @@
 //! built (`cargo xtask build-plugins`). Without them the binary still builds, and
 //! `builtin:NAME` answers with how to build them. Each built-in's SHA-256 is computed here,
 //! once, rather than on every start (`plugin_store::builtin_sha256`), and its description
-//! (`plugins/described/NAME.json`: imports and tools, `sandbox/described.rs`) is embedded
+//! (`plugins/described/NAME.json`: imports and tools, `sandbox/wasm/described.rs`) is embedded
 //! beside it when there is one, so a first run need not compile it before the first request.
 
 use std::fmt::Write as _;

@@ -1,5 +1,5 @@
-//! `cargo xtask cycles` (and the first step of `cargo xtask test`): no two files of the
-//! runtime import each other, directly or through others. Each `.rs` file is a node (a
+//! `cargo xtask cycles` (and the first step of `cargo xtask test`): no two files of a
+//! crate (the runtime, the jail) import each other, directly or through others. Each `.rs` file is a node (a
 //! `mod.rs` is its directory's module); an edge is any path the file names that starts with
 //! `crate::`, `super::` or `self::` (in `use` lines, groups included, and inline), resolved to
 //! the deepest file module it reaches. Imports of a file's own ancestors (a `mod.rs` that

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::mount::MountHandle;
-use super::protect::Protect;
+use crate::sandbox::fs::mount::MountHandle;
+use crate::sandbox::fs::protect::Protect;
 
 /// Read-only or read-write access to a mounted host directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,0 +1,414 @@
+//! Starting a confined program and waiting for it (K1), without `fork`.
+//!
+//! `clone(CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_PIDFD)`
+//! starts the program's process directly as PID 1 of a new PID namespace, sharing paddock's
+//! memory (as `posix_spawn` does) until it calls `execve`: copying paddock's page tables for a
+//! `fork` would cost more than all the confinement together. The child's steps are in `child`.
+//!
+//! The process is watched through its pidfd: waiting is an async read on it, killing is
+//! `pidfd_send_signal`, so a recycled pid can never be hit. Killing it (PID 1) makes the kernel
+//! kill every process of its namespace.
+//!
+//! Every clone is made by one thread that lives as long as paddock (`Spawner`): the child's
+//! `PR_SET_PDEATHSIG` fires when the thread that cloned it ends, so cloning from a pool thread
+//! that retires would kill programs early, while this way they die exactly when paddock does,
+//! `SIGKILL` included.
+//!
+//! Tearing a mount namespace down waits for an RCU grace period. When the program's exit
+//! dropped the last reference, that wait lay between its end and the call's result; so
+//! paddock takes a reference of its own (`PIDFD_GET_MNT_NAMESPACE`) as soon as the program
+//! runs, and a background thread drops it after the call (`Retired`).
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use tokio::io::unix::AsyncFd;
+use tokio::net::unix::pipe;
+
+use super::Jail;
+use super::child::{ChildPlan, STEPS, child_main};
+
+/// Stack of the cloned process until it calls execve.
+const STACK_BYTES: usize = 256 << 10;
+
+/// What to run.
+pub struct Program<'a> {
+    pub path: &'a Path,
+    pub args: &'a [String],
+    pub env: Vec<(String, std::ffi::OsString)>,
+    pub cwd: &'a Path,
+    pub stdin: bool,
+}
+
+/// A running confined program.
+pub struct ConfinedChild {
+    pidfd: AsyncFd<OwnedFd>,
+    /// The program's mount namespace, held so its teardown happens off the call's path.
+    mount_ns: Option<OwnedFd>,
+    pub stdin: Option<pipe::Sender>,
+    pub stdout: Option<pipe::Receiver>,
+    pub stderr: Option<pipe::Receiver>,
+    reaped: bool,
+}
+
+fn cstring(bytes: &[u8], what: &str) -> Result<CString, String> {
+    CString::new(bytes).map_err(|_| format!("{what} contains a NUL byte"))
+}
+
+/// A pipe whose both ends are above the standard descriptors and close on exec.
+fn pipe_pair() -> Result<(OwnedFd, OwnedFd), String> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
+        return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: both descriptors are fresh and ours.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok((above_stdio(read)?, above_stdio(write)?))
+}
+
+/// When paddock runs with a standard stream closed, a new descriptor can be 0, 1 or 2; the
+/// child's `dup2` onto those numbers would then clobber it. Move it up.
+fn above_stdio(fd: OwnedFd) -> Result<OwnedFd, String> {
+    if fd.as_raw_fd() > 2 {
+        return Ok(fd);
+    }
+    // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor ≥ 3 or -1.
+    let moved = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if moved == -1 {
+        return Err(format!("fcntl: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: fresh descriptor.
+    Ok(unsafe { OwnedFd::from_raw_fd(moved) })
+}
+
+impl Jail {
+    /// Starts `program` inside this jail.
+    pub fn spawn(self, program: Program<'_>) -> Result<ConfinedChild, String> {
+        let path = cstring(program.path.as_os_str().as_bytes(), "the program path")?;
+        let mut args = vec![path.clone()];
+        for arg in program.args {
+            args.push(cstring(arg.as_bytes(), "an argument")?);
+        }
+        let env = program
+            .env
+            .iter()
+            .map(|(k, v)| {
+                let mut pair = k.as_bytes().to_vec();
+                pair.push(b'=');
+                pair.extend_from_slice(v.as_bytes());
+                cstring(&pair, "an environment variable")
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let cwd = cstring(program.cwd.as_os_str().as_bytes(), "the working directory")?;
+        let (stdin_read, stdin_write) = if program.stdin {
+            let (r, w) = pipe_pair()?;
+            (r, Some(w))
+        } else {
+            let null = std::fs::File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
+            (above_stdio(OwnedFd::from(null))?, None)
+        };
+        let (stdout_read, stdout_write) = pipe_pair()?;
+        let (stderr_read, stderr_write) = pipe_pair()?;
+        let ruleset = self.ruleset;
+        let plan = ChildPlan {
+            program: path,
+            argv: nul_terminated(&args),
+            envp: nul_terminated(&env),
+            cwd,
+            stdin: stdin_read.as_raw_fd(),
+            stdout: stdout_write.as_raw_fd(),
+            stderr: stderr_write.as_raw_fd(),
+            uid_map: self.uid_map,
+            gid_map: self.gid_map,
+            binds: self.binds,
+            masks: self.masks,
+            hidden: self.hidden,
+            paddock: paddock_pidfd(),
+            rlimits: self.rlimits,
+            ruleset: ruleset.as_raw_fd(),
+            proc_access: self.proc_access,
+            filter: libc::sock_fprog {
+                len: self.filter.len() as u16,
+                filter: self.filter.as_ptr() as *mut libc::sock_filter,
+            },
+            failure: std::sync::atomic::AtomicU64::new(0),
+        };
+        let pidfd = clone_on_spawner(&plan)?;
+        let mount_ns = mount_namespace(&pidfd);
+        let failure = plan.failure.load(Ordering::SeqCst);
+        // The child has exec'd (or exited); what it was given can go.
+        drop((stdin_read, stdout_write, stderr_write, ruleset));
+        let mut child = ConfinedChild {
+            // SAFETY: the pidfd is ours alone; nothing else registers or closes it.
+            pidfd: unsafe { AsyncFd::register(pidfd) }.map_err(|e| format!("pidfd: {e}"))?,
+            mount_ns,
+            stdin: None,
+            stdout: None,
+            stderr: None,
+            reaped: false,
+        };
+        if failure != 0 {
+            child.reap_blocking();
+            let step = STEPS.get((failure >> 32) as usize).copied().unwrap_or("?");
+            let errno = std::io::Error::from_raw_os_error((failure & 0xffff_ffff) as i32);
+            return Err(format!("could not {step}: {errno}"));
+        }
+        let receiver =
+            |fd: OwnedFd| pipe::Receiver::from_owned_fd(fd).map_err(|e| format!("pipe: {e}"));
+        child.stdout = Some(receiver(stdout_read)?);
+        child.stderr = Some(receiver(stderr_read)?);
+        child.stdin = match stdin_write {
+            Some(fd) => Some(pipe::Sender::from_owned_fd(fd).map_err(|e| format!("pipe: {e}"))?),
+            None => None,
+        };
+        Ok(child)
+    }
+}
+
+fn nul_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
+    strings
+        .iter()
+        .map(|s| s.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect()
+}
+
+/// A pidfd of paddock's own process, opened once (-1 where the kernel has none): the child
+/// polls it to learn whether paddock died before its death signal was set.
+fn paddock_pidfd() -> RawFd {
+    static PIDFD: std::sync::OnceLock<RawFd> = std::sync::OnceLock::new();
+    *PIDFD.get_or_init(|| {
+        // SAFETY: pidfd_open on our own pid; the descriptor is kept for the process's life.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) } as RawFd;
+        if fd >= 0 {
+            // SAFETY: fcntl on the descriptor just opened.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        }
+        fd.max(-1)
+    })
+}
+
+/// A clone for the spawner thread to make: the plan (kept alive by the caller, who waits for
+/// the answer) and where to answer.
+struct CloneRequest {
+    plan: *const ChildPlan,
+    answer: std::sync::mpsc::SyncSender<Result<OwnedFd, String>>,
+}
+
+// SAFETY: the plan's pointers are only read by the spawner thread (and the child it clones)
+// while the requesting thread blocks on the answer, keeping the plan alive and unmoved.
+unsafe impl Send for CloneRequest {}
+
+/// Clones the child on the spawner thread; returns its pidfd once it has exec'd or exited.
+fn clone_on_spawner(plan: &ChildPlan) -> Result<OwnedFd, String> {
+    static SPAWNER: std::sync::OnceLock<
+        Option<std::sync::Mutex<std::sync::mpsc::Sender<CloneRequest>>>,
+    > = std::sync::OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<CloneRequest>();
+        std::thread::Builder::new()
+            .name("paddock-spawner".into())
+            .spawn(move || {
+                for request in rx {
+                    // SAFETY: see `CloneRequest`.
+                    let answer = clone_into(unsafe { &*request.plan });
+                    let _ = request.answer.send(answer);
+                }
+            })
+            .ok()
+            .map(|_| std::sync::Mutex::new(tx))
+    });
+    let spawner = spawner
+        .as_ref()
+        .ok_or("cannot start the thread that starts confined programs")?;
+    let (answer, answered) = std::sync::mpsc::sync_channel(1);
+    spawner
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .send(CloneRequest {
+            plan: plan as *const ChildPlan,
+            answer,
+        })
+        .map_err(|_| "the thread that starts confined programs is gone")?;
+    answered
+        .recv()
+        .map_err(|_| "the thread that starts confined programs is gone".to_string())?
+}
+
+/// Clones the child; returns its pidfd once it has exec'd or exited.
+fn clone_into(plan: &ChildPlan) -> Result<OwnedFd, String> {
+    // SAFETY: a private anonymous mapping, unmapped below; the child runs on it only until
+    // execve (after which it has its own memory) or _exit.
+    let stack = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            STACK_BYTES,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if stack == libc::MAP_FAILED {
+        return Err(format!("stack: {}", std::io::Error::last_os_error()));
+    }
+    let flags = libc::CLONE_VM
+        | libc::CLONE_VFORK
+        | libc::CLONE_PIDFD
+        | libc::CLONE_NEWUSER
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWPID
+        | libc::SIGCHLD;
+    let mut pidfd: RawFd = -1;
+    // SAFETY: the stack grows down from its top; `plan` outlives the child's use of it because
+    // CLONE_VFORK suspends this thread until the child calls execve or exits.
+    let pid = unsafe {
+        let top = (stack as *mut u8).add(STACK_BYTES);
+        libc::clone(
+            child_main,
+            top.cast(),
+            flags,
+            plan as *const ChildPlan as *mut libc::c_void,
+            &mut pidfd as *mut RawFd,
+        )
+    };
+    let error = std::io::Error::last_os_error();
+    // SAFETY: the child no longer uses the stack (see above).
+    unsafe { libc::munmap(stack, STACK_BYTES) };
+    if pid == -1 {
+        return Err(format!("clone into new namespaces: {error}"));
+    }
+    // SAFETY: CLONE_PIDFD stored a fresh descriptor for the child.
+    Ok(unsafe { OwnedFd::from_raw_fd(pidfd) })
+}
+
+impl ConfinedChild {
+    /// Waits for the program to end; its exit code, or `None` when a signal ended it.
+    pub async fn wait(&mut self) -> std::io::Result<Option<i32>> {
+        loop {
+            if let Some(code) = self.try_reap()? {
+                return Ok(code);
+            }
+            // A pidfd turns readable when the process ends, and stays so.
+            self.pidfd.readable().await?.clear_ready();
+        }
+    }
+
+    /// Kills the program, and with it every process of its PID namespace.
+    pub fn kill(&self) {
+        // SAFETY: pidfd_send_signal on our own pidfd; fails harmlessly once it is gone.
+        unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.pidfd.get_ref().as_raw_fd(),
+                libc::SIGKILL,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            );
+        }
+    }
+
+    /// `Some(code)` once the process has ended and been reaped.
+    fn try_reap(&mut self) -> std::io::Result<Option<Option<i32>>> {
+        if self.reaped {
+            return Ok(Some(None));
+        }
+        // SAFETY: `siginfo_t` is plain data; all zeroes is a valid value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid on our own pidfd, writing into `info`, which lives across the call.
+        let ret = unsafe {
+            libc::waitid(
+                libc::P_PIDFD,
+                self.pidfd.get_ref().as_raw_fd() as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG,
+            )
+        };
+        if ret == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: si_pid and si_status are valid for a CLD_* siginfo (zero when nothing ended).
+        let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+        if pid == 0 {
+            return Ok(None);
+        }
+        self.reaped = true;
+        Ok(Some((info.si_code == libc::CLD_EXITED).then_some(status)))
+    }
+
+    /// Waits (blocking the thread) until the program has ended; as PID 1 of its namespace,
+    /// that is after every process it started.
+    pub fn reap_blocking(&mut self) {
+        if self.reaped {
+            return;
+        }
+        // SAFETY: `siginfo_t` is plain data; all zeroes is a valid value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as in try_reap, blocking.
+        unsafe {
+            libc::waitid(
+                libc::P_PIDFD,
+                self.pidfd.get_ref().as_raw_fd() as libc::id_t,
+                &mut info,
+                libc::WEXITED,
+            );
+        }
+        self.reaped = true;
+    }
+}
+
+/// `PIDFD_GET_MNT_NAMESPACE` (`_IO(0xFF, 3)`, Linux 6.11).
+const PIDFD_GET_MNT_NAMESPACE: libc::c_ulong = 0xFF03;
+
+/// A reference to the mount namespace of the process behind `pidfd`, if it still runs and the
+/// kernel has the ioctl; `None` only costs the teardown wait on the call's path.
+fn mount_namespace(pidfd: &OwnedFd) -> Option<OwnedFd> {
+    // SAFETY: an ioctl on our own pidfd; it returns a new descriptor or -1.
+    let fd = unsafe { libc::ioctl(pidfd.as_raw_fd(), PIDFD_GET_MNT_NAMESPACE as _, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: a fresh descriptor that only this function holds.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // The kernel opens it close-on-exec; make sure, as other threads may spawn programs.
+    // SAFETY: fcntl on our own descriptor.
+    unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+    Some(fd)
+}
+
+impl Drop for ConfinedChild {
+    /// A program whose call ended (timeout, cancellation, a dropped future) dies with its
+    /// whole namespace; a thread reaps it so no zombie stays behind.
+    fn drop(&mut self) {
+        if let Some(ns) = self.mount_ns.take() {
+            super::retire::retire(Box::new(ns));
+        }
+        if self.reaped {
+            return;
+        }
+        self.kill();
+        if let Ok(Some(_)) = self.try_reap() {
+            return;
+        }
+        let fd = self.pidfd.get_ref().try_clone();
+        if let Ok(fd) = fd {
+            std::thread::spawn(move || {
+                // SAFETY: `siginfo_t` is plain data; all zeroes is a valid value.
+                let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+                // SAFETY: waitid on a pidfd we own.
+                unsafe {
+                    libc::waitid(
+                        libc::P_PIDFD,
+                        fd.as_raw_fd() as libc::id_t,
+                        &mut info,
+                        libc::WEXITED,
+                    );
+                }
+            });
+        }
+    }
+}

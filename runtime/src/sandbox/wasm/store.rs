@@ -1,0 +1,170 @@
+//! What one call's store holds and how its code is linked: the per-call state (WASI context,
+//! memory limiter, deadline, cancellation, logs, the grant's mounts and capabilities, the
+//! filesystem guard), the one linker every plugin and hook is prepared against, and a
+//! plugin's code awaited for a call. Nothing here knows the sandbox that makes them.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+use wasmtime::Store;
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime_wasi::filesystem::WasiFilesystemView;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use crate::contract::{ErrorCode, ToolError};
+use crate::sandbox::fs::guard::FsGuard;
+use crate::sandbox::fs::guard_host::GuardedFs;
+use crate::sandbox::fs::guard_pin::GuardedView;
+use crate::sandbox::fs::protect::Protect;
+use crate::sandbox::grant::{ExecGrant, HttpGrant, Mount};
+use crate::sandbox::wasm::bindings::{ToolPlugin, hook, log, types};
+use crate::sandbox::wasm::limits::CallLimiter;
+use crate::sandbox::wasm::stdio::CappedPipe;
+
+/// Most bytes of `log` lines kept per call.
+const LOG_CAP: usize = 64 << 10;
+
+/// Why the host stopped a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::sandbox) enum Stop {
+    Cancelled,
+    Deadline,
+}
+
+/// One line a plugin logged.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LogLine {
+    pub level: &'static str,
+    pub message: String,
+}
+
+/// The store's data for one call.
+pub struct CallState {
+    pub(in crate::sandbox) wasi: WasiCtx,
+    pub(in crate::sandbox) table: ResourceTable,
+    pub(in crate::sandbox) limiter: CallLimiter,
+    pub(in crate::sandbox) deadline: Instant,
+    pub(in crate::sandbox) cancel: CancellationToken,
+    pub(in crate::sandbox) stop: Option<Stop>,
+    pub(in crate::sandbox) logs: Vec<LogLine>,
+    pub(in crate::sandbox) log_bytes: usize,
+    /// For the capabilities: who is calling, what it may do, and where.
+    pub(in crate::sandbox) plugin: String,
+    /// The call's mounts with their effective modes (all read-only for a read-only tool):
+    /// programs started through `exec` get exactly these.
+    pub(in crate::sandbox) mounts: Vec<Mount>,
+    pub(in crate::sandbox) protect: Protect,
+    pub(in crate::sandbox) exec: Option<ExecGrant>,
+    pub(in crate::sandbox) http: Option<HttpGrant>,
+    /// Protected paths in the mounts, checked on every filesystem change (K2).
+    pub(in crate::sandbox) fs_guard: Arc<FsGuard>,
+}
+
+impl CallState {
+    /// The filesystem as the guest sees it: wasmtime-wasi's, behind the guard.
+    fn guarded_fs(&mut self) -> GuardedView<'_> {
+        let guard = self.fs_guard.clone();
+        GuardedView {
+            inner: self.filesystem(),
+            guard,
+        }
+    }
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl log::Host for CallState {
+    fn log(&mut self, level: log::Level, message: String) {
+        if self.log_bytes >= LOG_CAP {
+            return;
+        }
+        self.log_bytes += message.len();
+        let level = match level {
+            log::Level::Trace => "trace",
+            log::Level::Debug => "debug",
+            log::Level::Info => "info",
+            log::Level::Warn => "warn",
+            log::Level::Error => "error",
+        };
+        self.logs.push(LogLine {
+            level,
+            message: truncate_for_message(&message),
+        });
+    }
+}
+
+impl types::Host for CallState {}
+
+impl hook::hook_types::Host for CallState {}
+
+/// The linker every plugin and hook is prepared against: WASI 0.2, `log`, the hook types and
+/// the capabilities. Which capability a plugin may import is checked against its grant
+/// before linking (see `plugin::check_imports`); the allow-lists are checked per request.
+pub(in crate::sandbox) fn make_linker(
+    engine: &wasmtime::Engine,
+) -> wasmtime::Result<Linker<CallState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    // `wasi:filesystem/types` again, through the guard (K2): same resource type, every
+    // function replaced.
+    linker.allow_shadowing(true);
+    wasmtime_wasi::p2::bindings::filesystem::types::add_to_linker::<CallState, GuardedFs>(
+        &mut linker,
+        CallState::guarded_fs,
+    )?;
+    linker.allow_shadowing(false);
+    ToolPlugin::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |state| state)?;
+    hook::hook_types::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |state| state)?;
+    Ok(linker)
+}
+
+pub(in crate::sandbox) struct Prepared {
+    pub(in crate::sandbox) store: Store<CallState>,
+    pub(in crate::sandbox) stdout: CappedPipe,
+    pub(in crate::sandbox) stderr: CappedPipe,
+    pub(in crate::sandbox) fuel: Option<u64>,
+}
+
+/// A plugin's or hook's linked code, waiting for its compile if it was deferred (S8). The
+/// wait is outside the call's deadline (the call has not started) but not outside its
+/// cancellation; a load that failed fails the call and nothing runs.
+pub(in crate::sandbox) async fn code_for_call<T: Clone + Send + Sync + 'static>(
+    name: &str,
+    code: &crate::sandbox::wasm::deferred::Deferred<T>,
+    cancel: &CancellationToken,
+) -> Result<T, ToolError> {
+    tokio::select! {
+        biased;
+        ready = code.get() => ready.map_err(|e| {
+            ToolError::new(
+                ErrorCode::BadPlugin,
+                format!("`{name}` could not be loaded, so nothing ran: {e}"),
+            )
+        }),
+        () = cancel.cancelled() => Err(ToolError::new(
+            ErrorCode::Cancelled,
+            format!("cancelled while `{name}` was still compiling; nothing ran"),
+        )),
+    }
+}
+
+/// Plugin-supplied text quoted in a message is cut, so a hostile name cannot flood the log.
+pub(in crate::sandbox) fn truncate_for_message(text: &str) -> String {
+    const MAX: usize = 200;
+    if text.len() <= MAX {
+        return text.to_string();
+    }
+    let mut end = MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &text[..end], text.len())
+}
