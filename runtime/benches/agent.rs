@@ -74,6 +74,7 @@ async fn run() {
         let path = home.path().join(format!("s{session}/events.jsonl"));
         let log = SessionLog::new(LogWriter::create(&path).expect("log"), Vec::new());
         let agent = Agent {
+            terminated: None,
             provider: &provider,
             calls: context(),
             max_parallel: 8,

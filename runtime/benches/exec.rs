@@ -14,7 +14,7 @@ use common::{micros, percentile};
 use std::time::Instant;
 
 use paddock::calls::AliasTable;
-use paddock::exec::run_call;
+use paddock::pipeline::run_call;
 use paddock::sandbox::Sandbox;
 
 const ROUNDS: usize = 300;

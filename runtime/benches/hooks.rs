@@ -17,8 +17,8 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use paddock::contract::{Risk, RuntimeMeta, ToolOutput, ToolSpec};
-use paddock::exec::GateCall;
 use paddock::hooks::{Approval, HookChain, TerminalApprover};
+use paddock::pipeline::GateCall;
 use paddock::plugin_store::PluginStore;
 use paddock::preset::{self, ResolveContext};
 use paddock::sandbox::{Permission, Sandbox};

@@ -20,7 +20,7 @@ use std::process::Stdio;
 use std::time::Instant;
 
 use paddock::calls::AliasTable;
-use paddock::exec::run_call;
+use paddock::pipeline::run_call;
 use paddock::sandbox::Sandbox;
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ContentBlock};

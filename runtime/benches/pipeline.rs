@@ -19,7 +19,7 @@ use common::{micros, percentile};
 use std::time::{Duration, Instant};
 
 use paddock::calls::{AliasTable, Registry, check_call};
-use paddock::exec::{RawCall, Scheduler};
+use paddock::pipeline::{RawCall, Scheduler};
 use paddock::sandbox::Sandbox;
 use tokio_util::sync::CancellationToken;
 

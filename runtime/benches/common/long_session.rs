@@ -22,6 +22,7 @@ pub fn start(cwd: &str) -> Body {
         model_config: None,
         system: String::new(),
         instructions: Vec::new(),
+        on_ask: None,
     }))
 }
 

@@ -41,13 +41,13 @@ pub fn open_context<'a>(
     sandbox: &'a paddock::sandbox::Sandbox,
     registry: &'a paddock::calls::Registry,
     aliases: &'a paddock::calls::AliasTable,
-) -> paddock::exec::CallContext<'a> {
-    paddock::exec::CallContext {
+) -> paddock::pipeline::CallContext<'a> {
+    paddock::pipeline::CallContext {
         sandbox,
         registry,
         aliases,
         spill: None,
-        gate: &paddock::exec::OpenGate,
+        gate: &paddock::pipeline::OpenGate,
         session_id: "bench",
         preset: "bench",
         cancel: tokio_util::sync::CancellationToken::new(),

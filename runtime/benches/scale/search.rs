@@ -166,7 +166,7 @@ async fn first_run(cwd: &Path, home: &Path) -> (Duration, Duration) {
 
 /// Fuel per byte searched for a few kinds of pattern (what the presets' fuel is sized by,
 /// docs/scale.md), each over the whole tree with no match to stop early.
-async fn fuel_per_byte(cx: &paddock::exec::CallContext<'_>, bytes: u64) {
+async fn fuel_per_byte(cx: &paddock::pipeline::CallContext<'_>, bytes: u64) {
     for (what, args) in [
         ("literal", r#"{"pattern": "zz_no_such_q9"}"#),
         (
@@ -177,7 +177,7 @@ async fn fuel_per_byte(cx: &paddock::exec::CallContext<'_>, bytes: u64) {
         ("word", r#"{"pattern": "\\bvalue\\d+\\s+zz\\b"}"#),
     ] {
         let started = Instant::now();
-        let executed = paddock::exec::run_call(cx, "bench", "grep", args).await;
+        let executed = paddock::pipeline::run_call(cx, "bench", "grep", args).await;
         let elapsed = started.elapsed();
         let fuel = executed.report.and_then(|r| r.fuel_used).unwrap_or(0);
         match executed.result {
@@ -192,8 +192,8 @@ async fn fuel_per_byte(cx: &paddock::exec::CallContext<'_>, bytes: u64) {
 }
 
 /// A tool's content, or a panic naming its error.
-async fn call(cx: &paddock::exec::CallContext<'_>, tool: &str, args: &str) -> String {
-    paddock::exec::run_call(cx, "bench", tool, args)
+async fn call(cx: &paddock::pipeline::CallContext<'_>, tool: &str, args: &str) -> String {
+    paddock::pipeline::run_call(cx, "bench", tool, args)
         .await
         .result
         .unwrap_or_else(|e| panic!("{tool} {args}: {e:?}"))
@@ -202,12 +202,12 @@ async fn call(cx: &paddock::exec::CallContext<'_>, tool: &str, args: &str) -> St
 
 /// Pages through every `let` in the tree's first crate and checks each page costs about what
 /// the first did (no rescan from the top).
-async fn paged_grep(cx: &paddock::exec::CallContext<'_>) -> String {
+async fn paged_grep(cx: &paddock::pipeline::CallContext<'_>) -> String {
     let mut args = r#"{"pattern": "let", "path": "crate000", "max_results": 1000}"#.to_string();
     let (mut pages, mut lines, mut times) = (0, 0usize, Vec::new());
     loop {
         let started = Instant::now();
-        let result = paddock::exec::run_call(cx, "bench", "grep", &args)
+        let result = paddock::pipeline::run_call(cx, "bench", "grep", &args)
             .await
             .result;
         times.push(started.elapsed());
@@ -233,12 +233,12 @@ async fn paged_grep(cx: &paddock::exec::CallContext<'_>) -> String {
 
 /// Reads the big file through read_file page by page, following each continuation, and checks
 /// every line comes back once, in order.
-async fn read_whole(cx: &paddock::exec::CallContext<'_>, lines: u64) -> (Duration, usize) {
+async fn read_whole(cx: &paddock::pipeline::CallContext<'_>, lines: u64) -> (Duration, usize) {
     let mut args = r#"{"path": "big.txt"}"#.to_string();
     let (mut calls, mut next_line) = (0usize, 1u64);
     let started = Instant::now();
     loop {
-        let out = paddock::exec::run_call(cx, "bench", "read_file", &args)
+        let out = paddock::pipeline::run_call(cx, "bench", "read_file", &args)
             .await
             .result
             .expect("read_file page");

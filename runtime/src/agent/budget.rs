@@ -20,6 +20,8 @@ pub struct Spent {
     pub cache_read_tokens: u64,
     pub cache_write_tokens: u64,
     pub cost_usd: f64,
+    /// Calls denied because they needed approval and no one could be asked.
+    pub denied_calls: u64,
     pub wall: Duration,
 }
 
@@ -40,6 +42,7 @@ impl Spent {
             cache_read_tokens: tally.cache_read_tokens,
             cache_write_tokens: tally.cache_write_tokens,
             cost_usd: tally.cost_usd,
+            denied_calls: tally.denied_calls,
             wall: Duration::from_millis(tally.wall_ms(now_ms)),
         }
     }

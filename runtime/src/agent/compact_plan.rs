@@ -12,7 +12,7 @@
 
 use crate::log::{History, estimate_tokens};
 use crate::model::context::ContextPolicy;
-use crate::model::{Message, ToolResult};
+use crate::model::{Message, ToolResultMessage};
 
 /// Longest text of one message in a summary request; the rest is cut with a marker.
 const ITEM_BYTES: usize = 8_000;
@@ -126,7 +126,7 @@ fn shortened(message: &Message, cap: usize) -> Message {
             text: cut_marked(text, cap),
             tool_calls: tool_calls.clone(),
         },
-        Message::Tool(result) => Message::Tool(ToolResult {
+        Message::Tool(result) => Message::Tool(ToolResultMessage {
             content: cut_marked(&result.content, cap),
             ..result.clone()
         }),

@@ -6,7 +6,7 @@
 //! out (B3), the user interrupts, or something fails. Every step is written to the session log
 //! first; the history sent to the model is derived from the log (L1), so `resume` sees exactly
 //! what the model saw. This module only wires stages together: the model (`model`), the
-//! scheduler (`exec`), the log (`log`).
+//! scheduler (`pipeline`), the log (`log`).
 
 mod ask;
 mod budget;
@@ -16,13 +16,12 @@ mod compact_plan;
 mod inbox;
 pub mod scripted;
 
-use crate::exec::CallContext;
 use crate::log::{Body, Lane, SessionLog, Source, StopReason};
 use crate::model::{AssistantMessage, ModelEvent, Outcome, Provider, ToolChoice, ToolDef};
+use crate::pipeline::{CallContext, CallSummary};
 use crate::preset::LoopBudgets;
 
 pub use budget::Spent;
-pub use calls::summarize;
 pub use compact::{COMPACT_SYSTEM, Compaction, ContextFill};
 pub use inbox::{Entry, Inbox};
 
@@ -66,16 +65,6 @@ pub trait Observer: Send + Sync {
 pub struct Quiet;
 impl Observer for Quiet {}
 
-/// One call's outcome, for observers.
-#[derive(Debug, Clone)]
-pub struct CallSummary {
-    pub id: String,
-    pub name: String,
-    pub content: String,
-    pub is_error: bool,
-    pub code: Option<String>,
-}
-
 /// Why and how a turn ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnEnd {
@@ -103,6 +92,9 @@ pub struct Agent<'a> {
     /// Input arriving while the loop works (chat); `None` when nothing can arrive.
     pub inbox: Option<&'a Inbox>,
     pub observer: &'a dyn Observer,
+    /// Set when the session is being ended by a signal: an interrupted turn then ends
+    /// `terminated` instead.
+    pub terminated: Option<&'a std::sync::atomic::AtomicBool>,
 }
 
 /// A step that could not go on, with its reason.
@@ -175,6 +167,13 @@ impl Agent<'_> {
 
     /// Records the end of the turn (synced) and tells the observer.
     fn end(&self, Stop(reason, detail): Stop) -> TurnEnd {
+        let terminated = self
+            .terminated
+            .is_some_and(|t| t.load(std::sync::atomic::Ordering::SeqCst));
+        let reason = match reason {
+            StopReason::Interrupted if terminated => StopReason::Terminated,
+            other => other,
+        };
         let spent = self.spent();
         let mut end = TurnEnd {
             reason,

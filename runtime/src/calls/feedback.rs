@@ -30,6 +30,8 @@ pub enum EndReason {
     Interrupted,
     /// The user declined a call when asked: they decide what happens next (B1 `denied`).
     Declined,
+    /// A call needed approval no one could give, and the session stops for it.
+    ApprovalRequired,
     /// The host itself failed (a mount that vanished, a plugin that cannot be set up): a
     /// program or configuration fault the model cannot fix.
     HostFault,
@@ -45,6 +47,7 @@ impl Disposition {
             }
             ErrorCode::Host | ErrorCode::BadPlugin => Disposition::EndTurn(EndReason::HostFault),
             ErrorCode::Declined => Disposition::EndTurn(EndReason::Declined),
+            ErrorCode::ApprovalRequired => Disposition::EndTurn(EndReason::ApprovalRequired),
             ErrorCode::InvalidArgs
             | ErrorCode::InvalidJson
             | ErrorCode::UnknownTool

@@ -4,7 +4,7 @@
 //!   each call through the whole spine (repair, validation, hooks, approval, sandbox, output
 //!   budget) and logged in a session. `annotations` says what a tool's runtime metadata
 //!   becomes for the client; `elicit` asks the client's user when the preset says `ask`.
-//! - Use (`[mcp.NAME]` in a preset): an MCP server started confined (`sandbox::server`) or
+//! - Use (`[mcp.NAME]` in a preset): an MCP server started confined (`sandbox::ServerProcess`, `sandbox/capability/server.rs`) or
 //!   reached by `url` with an http grant (`remote`),
 //!   its tools exposed like plugin tools (`client`), their metadata read conservatively from
 //!   the server's annotations (`annotations`).

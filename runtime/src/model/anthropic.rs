@@ -227,7 +227,7 @@ fn text_block(text: &str) -> Option<Value> {
 mod tests {
     use super::*;
     use crate::model::config::{ANTHROPIC_DEFAULT_MAX_TOKENS, ProviderKind};
-    use crate::model::types::ToolResult;
+    use crate::model::types::ToolResultMessage;
 
     #[test]
     fn system_goes_apart_and_tool_results_share_one_user_turn() {
@@ -238,7 +238,7 @@ mod tests {
             arguments: r#"{"path":"a"}"#.into(),
         };
         let result = |id: &str, is_error| {
-            Message::Tool(ToolResult {
+            Message::Tool(ToolResultMessage {
                 call_id: id.into(),
                 content: "x".into(),
                 is_error,
@@ -340,7 +340,7 @@ mod tests {
             arguments: r#"{"path":"a"}"#.into(),
         };
         let result = |id: &str| {
-            Message::Tool(ToolResult {
+            Message::Tool(ToolResultMessage {
                 call_id: id.into(),
                 content: "x".into(),
                 is_error: false,

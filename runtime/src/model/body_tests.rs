@@ -8,7 +8,7 @@ use crate::log::{Ageing, History};
 use crate::model::ProviderKind;
 use crate::model::anthropic::Anthropic;
 use crate::model::openai::OpenAi;
-use crate::model::types::{Message, ToolCall, ToolDef, ToolResult};
+use crate::model::types::{Message, ToolCall, ToolDef, ToolResultMessage};
 
 fn config() -> ProviderConfig {
     ProviderConfig::new(ProviderKind::Openai, "m", Some("http://127.0.0.1:1/v1"))
@@ -159,7 +159,7 @@ fn messages_in_place_are_not_serialized_again_and_turns_are_the_whole_body() {
     let run = Arc::new(vec![keyed(1, "one"), keyed(2, "two \"quoted\"")]);
     let mut history = Messages::default();
     history.push_run(run);
-    history.push(Message::Tool(ToolResult {
+    history.push(Message::Tool(ToolResultMessage {
         call_id: "c2".into(),
         content: "line\n".repeat(3),
         is_error: false,

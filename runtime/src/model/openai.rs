@@ -119,7 +119,7 @@ fn call(call: &ToolCall) -> Value {
 mod tests {
     use super::*;
     use crate::model::config::{DEFAULT_MAX_OUTPUT_TOKENS, MaxTokensField, ProviderKind};
-    use crate::model::types::{ToolDef, ToolResult};
+    use crate::model::types::{ToolDef, ToolResultMessage};
 
     #[test]
     fn history_tools_and_limits_map_to_chat_completions_fields() {
@@ -137,7 +137,7 @@ mod tests {
                         arguments: String::new(),
                     }],
                 },
-                Message::Tool(ToolResult {
+                Message::Tool(ToolResultMessage {
                     call_id: "c1".into(),
                     content: "text".into(),
                     is_error: false,

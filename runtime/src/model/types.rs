@@ -26,7 +26,7 @@ pub enum Message {
         tool_calls: Vec<ToolCall>,
     },
     /// The result of one call, paired with it by `call_id`.
-    Tool(ToolResult),
+    Tool(ToolResultMessage),
 }
 
 /// A tool call as it is recorded in the history and sent back to the provider.
@@ -40,7 +40,7 @@ pub struct ToolCall {
 
 /// The result of a tool call, as the model will read it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolResult {
+pub struct ToolResultMessage {
     pub call_id: String,
     pub content: String,
     pub is_error: bool,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::PresetError;
-use crate::exec::SpillDir;
+use crate::pipeline::SpillDir;
 use crate::sandbox::{Mount, MountMode};
 
 /// Where a plugin's bytes come from.

@@ -19,22 +19,22 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Origin, PresetError, Source};
+use super::{Origin, PresetError, PresetSource};
 
 const MAX_DEPTH: usize = 8;
 
 /// `source` with its `extends` chain merged in; a source without `extends` is returned as is.
-pub fn apply(source: Source, cwd: &Path, project: bool) -> Result<Source, PresetError> {
+pub fn apply(source: PresetSource, cwd: &Path, project: bool) -> Result<PresetSource, PresetError> {
     apply_written(source, cwd, project).map(|(merged, _)| merged)
 }
 
 /// `apply`, and every file of the chain as written, the preset first and its bases after
 /// (what `preset check` points into).
 pub fn apply_written(
-    source: Source,
+    source: PresetSource,
     cwd: &Path,
     project: bool,
-) -> Result<(Source, Vec<Source>), PresetError> {
+) -> Result<(PresetSource, Vec<PresetSource>), PresetError> {
     let mut chain = vec![identity(&source)];
     let mut written = Vec::new();
     let merged = merged(source, cwd, project, &mut chain, &mut written)?;
@@ -42,19 +42,19 @@ pub fn apply_written(
 }
 
 /// How a preset is told apart in a chain: its real path, or its embedded name.
-fn identity(source: &Source) -> String {
+fn identity(source: &PresetSource) -> String {
     std::fs::canonicalize(&source.location)
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| source.location.clone())
 }
 
 fn merged(
-    source: Source,
+    source: PresetSource,
     cwd: &Path,
     project: bool,
     chain: &mut Vec<String>,
-    written: &mut Vec<Source>,
-) -> Result<Source, PresetError> {
+    written: &mut Vec<PresetSource>,
+) -> Result<PresetSource, PresetError> {
     written.push(source.clone());
     let mut table = parse_table(&source)?;
     if source.origin == Origin::Project {
@@ -101,14 +101,14 @@ fn merged(
             source.location
         ))
     })?;
-    Ok(Source {
+    Ok(PresetSource {
         origin: source.origin,
         location: source.location,
         text: header + &body,
     })
 }
 
-fn parse_table(source: &Source) -> Result<toml::Table, PresetError> {
+fn parse_table(source: &PresetSource) -> Result<toml::Table, PresetError> {
     // Syntax errors get file:line:column from the strict parser.
     toml::from_str(&source.text).map_err(|_| match super::parse(&source.location, &source.text) {
         Err(e) => e,
@@ -117,12 +117,12 @@ fn parse_table(source: &Source) -> Result<toml::Table, PresetError> {
 }
 
 fn find_base(
-    source: &Source,
+    source: &PresetSource,
     base: &str,
     cwd: &Path,
     project: bool,
     chain: &[String],
-) -> Result<Source, PresetError> {
+) -> Result<PresetSource, PresetError> {
     let looks_like_path = base.contains('/') || base.ends_with(".toml");
     if !looks_like_path {
         return super::find_by_name(base, cwd, project, chain);
@@ -145,7 +145,7 @@ fn find_base(
 }
 
 /// The directory of a preset read from a file.
-fn file_dir(source: &Source) -> Option<PathBuf> {
+fn file_dir(source: &PresetSource) -> Option<PathBuf> {
     if source.location.starts_with('<') {
         return None;
     }
@@ -153,7 +153,7 @@ fn file_dir(source: &Source) -> Option<PathBuf> {
 }
 
 /// The project's `.paddock/presets`, canonical, for a project preset.
-fn project_root(source: &Source) -> Result<PathBuf, PresetError> {
+fn project_root(source: &PresetSource) -> Result<PathBuf, PresetError> {
     let dir = file_dir(source).unwrap_or_default();
     let mut root = dir.canonicalize().unwrap_or(dir);
     // A project preset may live in a subdirectory of .paddock/presets.
@@ -171,7 +171,10 @@ fn project_root(source: &Source) -> Result<PathBuf, PresetError> {
 
 /// Every relative `source` path (plugins and hooks) of a project preset must stay inside
 /// `.paddock/presets`, where the trust's hash covers it.
-fn check_sources_stay_inside(source: &Source, table: &toml::Table) -> Result<(), PresetError> {
+fn check_sources_stay_inside(
+    source: &PresetSource,
+    table: &toml::Table,
+) -> Result<(), PresetError> {
     let root = project_root(source)?;
     let dir = file_dir(source).unwrap_or_default();
     for (key, value) in sources(table) {

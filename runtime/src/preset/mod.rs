@@ -82,14 +82,14 @@ impl Origin {
 
 /// A preset's text and where it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Source {
+pub struct PresetSource {
     pub origin: Origin,
     /// The file's path, or `<embedded preset NAME>`.
     pub location: String,
     pub text: String,
 }
 
-impl Source {
+impl PresetSource {
     /// SHA-256 of the text, in hex.
     pub fn sha256(&self) -> String {
         crate::stamp::sha256_hex(self.text.as_bytes())
@@ -133,7 +133,7 @@ pub fn load_in(name_or_path: &str, cwd: &Path) -> Result<PresetFile, PresetError
 /// Where a preset is found, and its text (a session records both, so `resume` rebuilds the
 /// preset it ran with). `project`: the working tree's `.paddock/presets` is searched first
 /// (only when the user trusts it, T1).
-pub fn find(name_or_path: &str, cwd: &Path, project: bool) -> Result<Source, PresetError> {
+pub fn find(name_or_path: &str, cwd: &Path, project: bool) -> Result<PresetSource, PresetError> {
     find_written(name_or_path, cwd, project).map(|found| found.source)
 }
 
@@ -141,14 +141,14 @@ pub fn find(name_or_path: &str, cwd: &Path, project: bool) -> Result<Source, Pre
 /// chain as written, the preset's own first (where findings point).
 #[derive(Debug, Clone)]
 pub struct Found {
-    pub source: Source,
-    pub written: Vec<Source>,
+    pub source: PresetSource,
+    pub written: Vec<PresetSource>,
 }
 
 impl Found {
     /// A preset known only by its effective text (a session's recorded one): it is its own
     /// chain.
-    pub fn recorded(source: Source) -> Found {
+    pub fn recorded(source: PresetSource) -> Found {
         Found {
             written: vec![source.clone()],
             source,
@@ -174,7 +174,7 @@ fn find_by_name(
     cwd: &Path,
     project: bool,
     skip: &[String],
-) -> Result<Source, PresetError> {
+) -> Result<PresetSource, PresetError> {
     let name_or_path = name;
     for (origin, dir) in search_dirs(cwd, project) {
         let path = dir.join(format!("{name_or_path}.toml"));
@@ -184,7 +184,7 @@ fn find_by_name(
         }
     }
     match EMBEDDED.iter().find(|(name, _)| *name == name_or_path) {
-        Some((name, text)) => Ok(Source {
+        Some((name, text)) => Ok(PresetSource {
             origin: Origin::Shipped,
             location: format!("<embedded preset {name}>"),
             text: (*text).to_string(),
@@ -205,10 +205,10 @@ pub fn parse(origin: &str, text: &str) -> Result<PresetFile, PresetError> {
     file::parse(origin, text)
 }
 
-fn read_source(origin: Origin, path: &Path) -> Result<Source, PresetError> {
+fn read_source(origin: Origin, path: &Path) -> Result<PresetSource, PresetError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| PresetError(format!("cannot read preset {}: {e}", path.display())))?;
-    Ok(Source {
+    Ok(PresetSource {
         origin,
         location: path.display().to_string(),
         text,

@@ -41,12 +41,18 @@ pub enum Admission {
         reason: String,
         context: Vec<String>,
     },
+    /// It needed approval, no one could be asked, and the session stops for it: the call
+    /// ends APPROVAL_REQUIRED and the turn `approval_required` (`--on-ask fail`).
+    Stop {
+        reason: String,
+        context: Vec<String>,
+    },
 }
 
 /// What a gate decides after a call: the result the model gets (the same, or replaced), and
 /// any context to add for the model.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
+pub struct AfterCall {
     pub result: ToolResult,
     pub context: Vec<String>,
 }
@@ -56,7 +62,7 @@ pub struct Outcome {
 #[async_trait::async_trait]
 pub trait CallGate: Send + Sync {
     async fn before(&self, call: GateCall<'_>) -> Admission;
-    async fn after(&self, call: GateCall<'_>, result: ToolResult) -> Outcome;
+    async fn after(&self, call: GateCall<'_>, result: ToolResult) -> AfterCall;
 
     /// How the user approved the call `before` just admitted, when a question was involved
     /// (T2): taken once, and logged with the call's result.
@@ -78,8 +84,8 @@ impl CallGate for OpenGate {
         }
     }
 
-    async fn after(&self, _call: GateCall<'_>, result: ToolResult) -> Outcome {
-        Outcome {
+    async fn after(&self, _call: GateCall<'_>, result: ToolResult) -> AfterCall {
+        AfterCall {
             result,
             context: Vec::new(),
         }

@@ -1,13 +1,15 @@
-//! One call through the spine: resolve the tool, repair and validate its arguments (V3), ask
-//! the gate (pre-hooks, approval), run it in the sandbox under its grant, pass the result
-//! through its output budget, and let the gate see it (post-hooks). Never fails: every outcome
-//! is a `ToolResult`. The scheduler runs batches through `execute`; `run_call` is one call.
+//! One checked call through the spine (`execute`): ask the gate (pre-hooks, approval), run it
+//! in the sandbox under its grant, pass the result through its output budget, and let the gate
+//! see it (post-hooks). Never fails: every outcome is a `ToolResult`. The scheduler runs
+//! batches through `execute`; `run_call` checks one raw call (`Prepared`, V3) and runs it,
+//! unlogged.
 
 use tokio_util::sync::CancellationToken;
 
 use super::budget::{SpillDir, apply_budget, bound_error, bound_result, bound_text};
 use super::gate::{Admission, CallGate, GateCall};
-use crate::calls::{AliasTable, Backend, Registry, ToolEntry, check_call, validate_args};
+use super::prepared::{Prepared, RawCall};
+use crate::calls::{AliasTable, Backend, Registry, ToolEntry, validate_args};
 use crate::contract::{ErrorCode, OutputBudget, ToolError, ToolResult, ToolSpec};
 use crate::sandbox::{CallReport, Sandbox};
 
@@ -23,6 +25,13 @@ pub struct CallContext<'a> {
     pub session_id: &'a str,
     pub preset: &'a str,
     pub cancel: CancellationToken,
+}
+
+impl<'a> CallContext<'a> {
+    /// Checks `call` once against this session's tools and aliases (`Prepared`).
+    pub fn check(&self, call: RawCall) -> Prepared<'a> {
+        Prepared::check(self.registry, self.aliases, call)
+    }
 }
 
 /// The result, and the sandbox's report when the call reached the sandbox.
@@ -50,22 +59,22 @@ impl Executed {
     }
 }
 
-/// One raw call, repaired and validated (V3) with the session's aliases, then executed.
+/// One raw call, checked once (`Prepared`: repaired and validated with the session's aliases,
+/// V3), then executed. Nothing is logged: a session's calls go through `LoggedCalls`.
 pub async fn run_call(cx: &CallContext<'_>, call_id: &str, name: &str, raw_args: &str) -> Executed {
-    let checked = check_call(cx.registry, cx.aliases, name, raw_args);
-    let (Some(entry), Ok(args)) = (
-        checked.tool.as_deref().and_then(|t| cx.registry.get(t)),
-        checked.args.clone(),
-    ) else {
-        let error = checked.args.err().unwrap_or_else(|| {
-            ToolError::new(
-                ErrorCode::Host,
-                "the registry lost a tool it had just resolved",
-            )
-        });
-        return Executed::refused(bound_error(error, OutputBudget::DEFAULT), Vec::new());
+    let call = RawCall {
+        id: call_id.to_string(),
+        name: name.to_string(),
+        arguments: raw_args.to_string(),
     };
-    execute(cx, call_id, entry, args, &mut || Ok(())).await
+    let prepared = cx.check(call);
+    match prepared.runnable() {
+        Ok((entry, args, _)) => execute(cx, call_id, entry, args.clone(), &mut || Ok(())).await,
+        Err(refusal) => Executed::refused(
+            bound_error(refusal.error, OutputBudget::DEFAULT),
+            Vec::new(),
+        ),
+    }
 }
 
 /// Hook context joins the result the model reads: each piece is held to this many bytes.
@@ -116,7 +125,20 @@ async fn execute_unbounded(
     let (args, mut context) = match admission {
         Admission::Deny { reason, context } => {
             let error = ToolError::new(ErrorCode::Denied, format!("the call was denied: {reason}"));
-            return Executed::refused(error, context);
+            return Executed {
+                approval,
+                ..Executed::refused(error, context)
+            };
+        }
+        Admission::Stop { reason, context } => {
+            let error = ToolError::new(
+                ErrorCode::ApprovalRequired,
+                format!("the call was not run: {reason}; the session stops here"),
+            );
+            return Executed {
+                approval,
+                ..Executed::refused(error, context)
+            };
         }
         Admission::Declined { reason, context } => {
             let error = ToolError::new(

@@ -6,7 +6,8 @@
 
 use serde_json::{Value, json};
 
-use super::scheduler::{CallRecord, RawCall};
+use super::prepared::RawCall;
+use super::scheduler::CallRecord;
 
 /// Why a batch file could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +22,12 @@ pub enum BatchError {
         "call {index}: {problem}; each call is {{\"id\": string, \"name\": string, \"arguments\": string}}"
     )]
     BadCall { index: usize, problem: String },
+    #[error("calls {first} and {second} both have the id `{id}`; give each call its own id")]
+    DuplicateId {
+        id: String,
+        first: usize,
+        second: usize,
+    },
 }
 
 /// Reads a batch file's text.
@@ -29,13 +36,25 @@ pub fn parse_batch(text: &str) -> Result<Vec<RawCall>, BatchError> {
     let Value::Array(items) = value else {
         return Err(BatchError::NotAList(kind(&value)));
     };
-    items
+    let calls: Vec<RawCall> = items
         .iter()
         .enumerate()
         .map(|(index, item)| {
             raw_call(item).map_err(|problem| BatchError::BadCall { index, problem })
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    // Each call's start and result are logged by its id.
+    let mut seen = std::collections::HashMap::new();
+    for (second, call) in calls.iter().enumerate() {
+        if let Some(first) = seen.insert(call.id.as_str(), second) {
+            return Err(BatchError::DuplicateId {
+                id: call.id.clone(),
+                first,
+                second,
+            });
+        }
+    }
+    Ok(calls)
 }
 
 fn raw_call(item: &Value) -> Result<RawCall, String> {
@@ -131,5 +150,11 @@ mod tests {
             Err(BatchError::NotAList("an object"))
         ));
         assert!(matches!(parse_batch("[1"), Err(BatchError::Json(_))));
+        let twice =
+            parse_batch(r#"[{"id":"a","name":"x"},{"id":"b","name":"x"},{"id":"a","name":"y"}]"#);
+        assert_eq!(
+            twice.unwrap_err().to_string(),
+            "calls 0 and 2 both have the id `a`; give each call its own id"
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! The scheduler (X1-X4): a batch of raw calls in, one record per call out, in model order.
 //!
-//! Every call is checked first (name, repair, validation: V3). Consecutive concurrency-safe
+//! Every call is checked once first (name, repair, validation: V3; `Prepared`). Consecutive concurrency-safe
 //! calls form a group that runs in a pool bounded by `max_parallel`; any other call is a
 //! barrier that runs alone, after everything before it and before everything after it. Within
 //! a group, a call waits for every earlier call it conflicts with on a real path (`locks`), so
@@ -22,21 +22,13 @@ use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc, watch};
 
 use super::locks::Access;
+use super::prepared::{Prepared, RawCall};
 use super::run::{CallContext, Executed, execute};
-use crate::calls::{Disposition, Repair, ToolEntry, check_call};
-use crate::contract::{ErrorCode, ToolError, ToolResult};
+use crate::calls::{Disposition, Repair, ToolEntry};
+use crate::contract::{ErrorCode, ToolResult};
 
 /// `max_parallel_tool_calls` when nothing else says.
 pub const DEFAULT_MAX_PARALLEL: usize = 8;
-
-/// One call as the model sent it: an id, a name and the raw argument text.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, Serialize)]
-pub struct RawCall {
-    pub id: String,
-    pub name: String,
-    #[serde(default)]
-    pub arguments: String,
-}
 
 /// Where a call is (X4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -111,60 +103,52 @@ pub struct Scheduler<'a> {
 struct Ready<'r> {
     index: usize,
     entry: &'r ToolEntry,
-    args: Value,
-    access: Access,
+    args: &'r Value,
+    access: &'r Access,
 }
 
 impl Scheduler<'_> {
-    /// Runs `calls` and returns one record per call, in the same order.
+    /// Checks `calls` (`CallContext::check`) and runs them: one record per call, in the same
+    /// order.
     pub async fn run(&self, calls: &[RawCall]) -> Vec<CallRecord> {
+        let prepared: Vec<Prepared> = calls.iter().map(|c| self.cx.check(c.clone())).collect();
+        self.run_prepared(&prepared).await
+    }
+
+    /// Runs calls checked once before (their queue entries may already be logged): one record
+    /// per call, in the same order. A call the check refused ends with its error, unrun.
+    pub async fn run_prepared(&self, calls: &[Prepared<'_>]) -> Vec<CallRecord> {
         for (index, call) in calls.iter().enumerate() {
-            self.emit(index, &call.id, CallPhase::Queued);
+            self.emit(index, &call.call.id, CallPhase::Queued);
         }
         let mut records: Vec<Option<CallRecord>> = vec![None; calls.len()];
         let mut ready = Vec::new();
-        for (index, call) in calls.iter().enumerate() {
-            let checked = check_call(
-                self.cx.registry,
-                self.cx.aliases,
-                &call.name,
-                &call.arguments,
-            );
-            let entry = checked
-                .tool
-                .as_deref()
-                .and_then(|t| self.cx.registry.get(t));
-            let record = |result: ToolResult, args: Option<Value>| CallRecord {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                tool: checked.tool.clone(),
-                repairs: checked.repairs.clone(),
-                args,
+        for (index, prepared) in calls.iter().enumerate() {
+            let record = |result: ToolResult| CallRecord {
+                id: prepared.call.id.clone(),
+                name: prepared.call.name.clone(),
+                tool: prepared.tool.clone(),
+                repairs: prepared.repairs.clone(),
+                args: None,
                 result,
                 context: Vec::new(),
                 approval: None,
                 disposition: None,
             };
-            match (entry, &checked.args) {
-                (Some(entry), Ok(args)) => {
-                    records[index] = Some(record(Err(super::run::not_executed()), None));
-                    let access = Access::of(&entry.spec, args, &entry.grant.mounts);
+            match prepared.runnable() {
+                Ok((entry, args, access)) => {
+                    records[index] = Some(record(Err(super::run::not_executed())));
                     ready.push(Ready {
                         index,
                         entry,
-                        args: args.clone(),
+                        args,
                         access,
                     });
                 }
-                (_, Err(error)) => {
-                    records[index] = Some(self.refuse(index, record(Err(error.clone()), None)));
-                }
-                (None, Ok(_)) => {
-                    let lost = ToolError::new(
-                        ErrorCode::Host,
-                        "the registry lost a tool it had just resolved",
-                    );
-                    records[index] = Some(self.refuse(index, record(Err(lost), None)));
+                Err(refusal) => {
+                    let mut refused = record(Err(refusal.error));
+                    refused.disposition = Some(refusal.disposition);
+                    records[index] = Some(self.refuse(index, refused));
                 }
             }
         }
@@ -187,7 +171,7 @@ impl Scheduler<'_> {
     async fn run_group(
         &self,
         group: Vec<Ready<'_>>,
-        calls: &[RawCall],
+        calls: &[Prepared<'_>],
         records: &mut [Option<CallRecord>],
     ) {
         if group.is_empty() {
@@ -208,7 +192,7 @@ impl Scheduler<'_> {
                 let waits: Vec<watch::Receiver<bool>> = group[..pos]
                     .iter()
                     .enumerate()
-                    .filter(|(_, earlier)| earlier.access.conflicts_with(&call.access))
+                    .filter(|(_, earlier)| earlier.access.conflicts_with(call.access))
                     .map(|(k, _)| done_rx[k].clone())
                     .collect();
                 let done = &done_tx[pos];
@@ -218,7 +202,7 @@ impl Scheduler<'_> {
                         // An error means the sender is gone, which only happens once it is done.
                         let _ = wait.wait_for(|finished| *finished).await;
                     }
-                    let id = &calls[call.index].id;
+                    let id = &calls[call.index].call.id;
                     let executed = match pool.acquire().await {
                         Ok(_permit) => self.execute_one(call, id).await,
                         Err(_) => Executed::refused(super::run::not_executed(), Vec::new()),
@@ -262,9 +246,8 @@ impl Scheduler<'_> {
         execute(&self.cx, id, call.entry, call.args.clone(), &mut on_start).await
     }
 
-    /// Classifies a call that never reached the pool, and reports its end.
-    fn refuse(&self, index: usize, mut record: CallRecord) -> CallRecord {
-        record.disposition = disposition_of(&record.result);
+    /// Reports the end of a call that never reached the pool.
+    fn refuse(&self, index: usize, record: CallRecord) -> CallRecord {
         self.emit(index, &record.id, phase_of(&record.result, false));
         self.ended(&record);
         record

@@ -1,0 +1,24 @@
+//! The call pipeline: a raw call checked once (`prepared`), through the gate (hooks, approval),
+//! the sandbox and the output budget (`run`: S5, C3, H1); batches through the scheduler with its
+//! bounded pool, barriers, per-path locks and batch cancellation (X1-X4); and the one path that
+//! logs a session's calls (`logged`: L1, L2, L8).
+
+mod batch;
+mod budget;
+mod gate;
+mod locks;
+mod logged;
+mod prepared;
+mod run;
+mod scheduler;
+mod summary;
+
+pub use batch::{BatchError, parse_batch, records_json};
+pub use budget::{SpillDir, apply_budget};
+pub use gate::{Admission, AfterCall, CallGate, GateCall, OpenGate};
+pub use locks::{Access, real_path};
+pub use logged::{CallWatch, LoggedCalls, Unwatched};
+pub use prepared::{Prepared, RawCall};
+pub use run::{CallContext, Executed, not_executed, run_call};
+pub use scheduler::{CallEvent, CallPhase, CallRecord, DEFAULT_MAX_PARALLEL, Scheduler};
+pub use summary::{CallSummary, summarize};
