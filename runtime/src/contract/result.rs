@@ -24,6 +24,9 @@ pub enum ErrorCode {
     Declined,
     /// The call never started (X2).
     NotExecuted,
+    /// The call needed approval, no one could be asked, and the session stops rather than
+    /// deny it (`--on-ask fail`).
+    ApprovalRequired,
     /// The plugin trapped: a panic, `unreachable`, a stack overflow (S7).
     Trap,
     /// The plugin used up its fuel (S3).
@@ -49,6 +52,7 @@ impl ErrorCode {
             ErrorCode::Denied => "DENIED",
             ErrorCode::Declined => "DECLINED",
             ErrorCode::NotExecuted => "NOT_EXECUTED",
+            ErrorCode::ApprovalRequired => "APPROVAL_REQUIRED",
             ErrorCode::Trap => "TRAP",
             ErrorCode::OutOfFuel => "OUT_OF_FUEL",
             ErrorCode::MemoryLimit => "MEMORY_LIMIT",
@@ -71,6 +75,7 @@ impl ErrorCode {
             "DENIED" => ErrorCode::Denied,
             "DECLINED" => ErrorCode::Declined,
             "NOT_EXECUTED" => ErrorCode::NotExecuted,
+            "APPROVAL_REQUIRED" => ErrorCode::ApprovalRequired,
             "TRAP" => ErrorCode::Trap,
             "OUT_OF_FUEL" => ErrorCode::OutOfFuel,
             "MEMORY_LIMIT" => ErrorCode::MemoryLimit,

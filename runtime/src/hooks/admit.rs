@@ -2,11 +2,12 @@
 //! where the stricter answer wins; a question shows the whole call, and an `a` (always) answer
 //! approves its pattern for the rest of the session.
 
-use super::approval::{Question, Refused};
+use super::approval::{Question, Refused, RefusedBy};
 use super::chain::{HookChain, PreVerdict};
 use super::question::{Pattern, render_call};
 use crate::contract::ToolResult;
-use crate::exec::{Admission, CallGate, GateCall, Outcome};
+use crate::log::UNANSWERED;
+use crate::pipeline::{Admission, AfterCall, CallGate, GateCall};
 use crate::preset::ApprovalMode;
 use crate::sandbox::Permission;
 
@@ -26,7 +27,7 @@ impl HookChain {
                     "{} is {tier} risk, and the preset denies {tier}-risk tools (`{key} = \"deny\"`)",
                     call.tool.name
                 ),
-                by_user: false,
+                by: RefusedBy::Policy,
             });
         }
         let (why, key) = match (&verdict.permission, mode) {
@@ -53,7 +54,7 @@ impl HookChain {
         }
         let lines = render_call(call.args).map_err(|reason| Refused {
             reason,
-            by_user: false,
+            by: RefusedBy::Policy,
         })?;
         let always = self
             .approval
@@ -115,19 +116,40 @@ impl CallGate for HookChain {
             }
             Err(Refused {
                 reason,
-                by_user: true,
+                by: RefusedBy::User,
             }) => Admission::Declined {
                 reason,
                 context: verdict.context,
             },
-            Err(Refused { reason, .. }) => Admission::Deny {
+            Err(Refused {
+                reason,
+                by: RefusedBy::NoAnswer { stop },
+            }) => {
+                // Logged with the call's result, and counted (`denied_calls`).
+                self.approved_calls()
+                    .insert(call.call_id.to_string(), UNANSWERED.to_string());
+                match stop {
+                    true => Admission::Stop {
+                        reason,
+                        context: verdict.context,
+                    },
+                    false => Admission::Deny {
+                        reason,
+                        context: verdict.context,
+                    },
+                }
+            }
+            Err(Refused {
+                reason,
+                by: RefusedBy::Policy,
+            }) => Admission::Deny {
                 reason,
                 context: verdict.context,
             },
         }
     }
 
-    async fn after(&self, call: GateCall<'_>, result: ToolResult) -> Outcome {
+    async fn after(&self, call: GateCall<'_>, result: ToolResult) -> AfterCall {
         self.post_tool_use(call, result).await
     }
 

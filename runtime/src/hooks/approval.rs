@@ -58,6 +58,49 @@ pub trait Approver: Send + Sync {
     /// The user's answer, or `Err(reason)` when no one can be asked (no terminal, input
     /// closed).
     async fn ask(&self, question: &Question) -> Result<Answer, String>;
+
+    /// Whether a question no one could answer stops the session (`approval_required`)
+    /// instead of denying the call; false unless the front-end says so (`--on-ask fail`).
+    fn stops_when_unanswered(&self) -> bool {
+        false
+    }
+}
+
+/// What a headless session does with a call that needs approval (`--on-ask`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnAsk {
+    /// Deny it (the default where no one can answer): the model is told, the session goes on.
+    Deny,
+    /// Run it, as if the user said yes once: for runs whose outer boundary is a container.
+    /// paddock's own sandbox and hooks still apply.
+    Allow,
+    /// Stop the session (`approval_required`, its own exit code).
+    Fail,
+}
+
+impl OnAsk {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnAsk::Deny => "deny",
+            OnAsk::Allow => "allow",
+            OnAsk::Fail => "fail",
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Approver for OnAsk {
+    async fn ask(&self, _question: &Question) -> Result<Answer, String> {
+        match self {
+            OnAsk::Allow => Ok(Answer::Once),
+            OnAsk::Deny => Err("no one is asked in this session (`--on-ask deny`)".into()),
+            OnAsk::Fail => Err("no one is asked in this session (`--on-ask fail`)".into()),
+        }
+    }
+
+    fn stops_when_unanswered(&self) -> bool {
+        *self == OnAsk::Fail
+    }
 }
 
 /// An approver with no one behind it: every question is answered "no one can be asked", so
@@ -75,9 +118,19 @@ impl Approver for NoOneToAsk {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused {
     pub reason: String,
-    /// The user was asked and said no (the turn then ends); otherwise the policy denied it or
-    /// no one could be asked.
-    pub by_user: bool,
+    pub by: RefusedBy,
+}
+
+/// Who refused a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusedBy {
+    /// The preset's policy (or a hook's question that cannot be put) denies it.
+    Policy,
+    /// The user was asked and said no: the turn ends so they can say what to do instead.
+    User,
+    /// It needed an answer and no one could be asked: denied (logged `unanswered`), and when
+    /// `stop`, the session stops (`--on-ask fail`).
+    NoAnswer { stop: bool },
 }
 
 /// The preset's policy and who answers its questions.
@@ -110,7 +163,7 @@ impl Approval {
                     Some(why) => format!("the user declined to run {}: {why}", question.tool),
                     None => format!("the user declined to run {}", question.tool),
                 },
-                by_user: true,
+                by: RefusedBy::User,
             }),
             Err(why) => Err(Refused {
                 reason: format!(
@@ -118,7 +171,9 @@ impl Approval {
                      the preset",
                     question.tool, question.why, question.key
                 ),
-                by_user: false,
+                by: RefusedBy::NoAnswer {
+                    stop: self.approver.stops_when_unanswered(),
+                },
             }),
         }
     }

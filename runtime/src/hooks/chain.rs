@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::approval::Approval;
 use super::question::Pattern;
 use crate::contract::{ErrorCode, ToolError, ToolResult};
-use crate::exec::{GateCall, Outcome};
+use crate::pipeline::{AfterCall, GateCall};
 use crate::plugin_store::{PluginStore, StoreError};
 use crate::preset::{HookPhase, OnError, ResolvedHook, ResolvedPreset};
 use crate::sandbox::{HookPlugin, LoadError, Permission, PostToolUse, PreToolUse, Sandbox};
@@ -266,7 +266,7 @@ impl HookChain {
     }
 
     /// Runs the matching post-tool hooks in order over `result`.
-    pub async fn post_tool_use(&self, call: GateCall<'_>, mut result: ToolResult) -> Outcome {
+    pub async fn post_tool_use(&self, call: GateCall<'_>, mut result: ToolResult) -> AfterCall {
         let mut context = Vec::new();
         for hook in self
             .post
@@ -334,7 +334,7 @@ impl HookChain {
                 ),
             }
         }
-        Outcome { result, context }
+        AfterCall { result, context }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The gate around each call for real sessions (H1, H2, C2, T2): the preset's pre- and
 //! post-tool hooks, run in the sandbox in preset order, and approval by risk tier with questions
-//! that show the whole call. `HookChain` implements `crate::exec::CallGate`, so the pipeline
-//! (`exec::run_call`) and the loop call it; its `pre_tool_use`, `post_tool_use` and
+//! that show the whole call. `HookChain` implements `crate::pipeline::CallGate`, so every call
+//! the pipeline runs (`pipeline::LoggedCalls`, the scheduler, `run_call`) passes it; its `pre_tool_use`, `post_tool_use` and
 //! `Approval::confirm` are usable on their own.
 //!
 //! What it does not do: validate arguments. A rewrite is handed back to the pipeline, which
@@ -13,7 +13,9 @@ mod chain;
 mod prompt;
 mod question;
 
-pub use approval::{ANSWER_PROMPT, Answer, Approval, Approver, NoOneToAsk, Question, Refused};
+pub use approval::{
+    ANSWER_PROMPT, Answer, Approval, Approver, NoOneToAsk, OnAsk, Question, Refused, RefusedBy,
+};
 pub use chain::{HookChain, HookError, LoadedHook, PreVerdict};
 pub use prompt::{ChatQuestions, Presenter, TerminalApprover};
 pub use question::{Pattern, parse_answer, render_call};

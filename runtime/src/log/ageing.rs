@@ -2,7 +2,7 @@
 //! larger than some bytes is sent as a stub naming where the whole result stays readable (the
 //! session log; the spill directory, which the agent fills when it logs such a result).
 
-use crate::model::ToolResult;
+use crate::model::ToolResultMessage;
 
 /// When a large result leaves the context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,8 +37,8 @@ pub fn aged_spill_name(step_seq: u64, call_id: &str) -> String {
     format!("{step_seq}-{name}.result.txt")
 }
 
-pub(super) fn aged(result: &ToolResult, step_seq: u64, ageing: Ageing) -> ToolResult {
-    ToolResult {
+pub(super) fn aged(result: &ToolResultMessage, step_seq: u64, ageing: Ageing) -> ToolResultMessage {
+    ToolResultMessage {
         call_id: result.call_id.clone(),
         content: format!(
             "[paddock: this result ({} bytes) is older than {} steps and larger than {} bytes, so it left \

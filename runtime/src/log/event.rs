@@ -202,6 +202,10 @@ pub struct SessionStart {
     /// The project instruction files appended to `system` (`AGENTS.md`, `CLAUDE.md`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub instructions: Vec<InstructionRecord>,
+    /// What a call that needs approval gets when the session was told not to ask
+    /// (`--on-ask deny|allow|fail`); absent when questions go to whoever can answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_ask: Option<String>,
 }
 
 /// A project instruction file as it went into the system prompt.
@@ -289,6 +293,10 @@ impl CompactReason {
     }
 }
 
+/// The `approval` a call's result is logged with when it needed an answer no one could give
+/// (the `result` line counts them as `denied_calls`).
+pub const UNANSWERED: &str = "unanswered";
+
 /// Why the loop stopped (B1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -314,6 +322,12 @@ pub enum StopReason {
     /// paddock itself failed (a mount vanished, a plugin could not be set up): not the model's
     /// to fix (V5).
     HostError,
+    /// A signal (SIGTERM, SIGHUP) ended the session: what `timeout`, CI runners and
+    /// Kubernetes send. The running calls are cancelled and backfilled, as for an interrupt.
+    Terminated,
+    /// A call needed approval and the session was told to stop rather than deny it
+    /// (`--on-ask fail`): no one could be asked.
+    ApprovalRequired,
 }
 
 impl StopReason {
@@ -331,6 +345,8 @@ impl StopReason {
             StopReason::ModelError => "model_error",
             StopReason::ProtocolError => "protocol_error",
             StopReason::HostError => "host_error",
+            StopReason::Terminated => "terminated",
+            StopReason::ApprovalRequired => "approval_required",
         }
     }
 }
@@ -351,6 +367,7 @@ pub(crate) fn test_start() -> Body {
         model_config: None,
         system: String::new(),
         instructions: Vec::new(),
+        on_ask: None,
     }))
 }
 

@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use super::ageing::{AGED, Ageing, STUB_BYTES, aged};
 use super::event::{Body, Event, Source};
 use super::quote::quote_markers;
-use crate::model::{Keyed, Message, Messages, ToolResult};
+use crate::model::{Keyed, Message, Messages, ToolResultMessage};
 
 /// Opens the message that stands for a compacted part of the session.
 pub const SUMMARY_HEADER: &str = "[paddock: the earlier part of this session was compacted to save room. \
@@ -52,7 +52,7 @@ pub const TASK_HEADER: &str =
 
 /// One message of the history and where it came from.
 #[derive(Debug, Clone)]
-pub struct Entry {
+pub struct HistoryEntry {
     /// The event it was derived from; for a result, the assistant message that made the call,
     /// so a compaction never separates a call from its result.
     pub seq: u64,
@@ -68,10 +68,10 @@ pub struct Entry {
 /// The history derived so far; see the module doc.
 #[derive(Debug, Default)]
 pub struct History {
-    entries: Vec<Entry>,
+    entries: Vec<HistoryEntry>,
     /// The seq of the latest assistant message and its calls' ids, while results arrive.
     calls: Option<(u64, Vec<String>)>,
-    pending: HashMap<String, ToolResult>,
+    pending: HashMap<String, ToolResultMessage>,
     inbox: HashMap<String, String>,
     steps: u64,
     next_key: u64,
@@ -162,7 +162,7 @@ impl History {
                 if owed {
                     self.pending.insert(
                         id.clone(),
-                        ToolResult {
+                        ToolResultMessage {
                             call_id: id.clone(),
                             content: content.clone(),
                             is_error: *is_error,
@@ -192,7 +192,7 @@ impl History {
 
     fn add(&mut self, seq: u64, message: Message) {
         self.next_key += 1;
-        self.entries.push(Entry {
+        self.entries.push(HistoryEntry {
             seq,
             step: self.steps,
             key: self.next_key,
@@ -257,7 +257,7 @@ impl History {
     }
 
     /// The messages in order (results of calls still running are not in it yet).
-    pub fn entries(&self) -> &[Entry] {
+    pub fn entries(&self) -> &[HistoryEntry] {
         &self.entries
     }
 
@@ -287,7 +287,7 @@ impl History {
     }
 
     /// Results of calls still owed one (a log read mid-batch), in the calls' order.
-    pub(super) fn pending_in_order(&self) -> impl Iterator<Item = &ToolResult> {
+    pub(super) fn pending_in_order(&self) -> impl Iterator<Item = &ToolResultMessage> {
         let ids = self.calls.iter().flat_map(|(_, ids)| ids);
         ids.filter_map(|id| self.pending.get(id))
     }
@@ -347,7 +347,7 @@ pub(super) struct View {
 }
 
 /// How `entry` is sent when the last batch was at step `boundary`, and its estimate.
-fn rendered(entry: &Entry, boundary: u64, ageing: Option<Ageing>) -> (Keyed, u64) {
+fn rendered(entry: &HistoryEntry, boundary: u64, ageing: Option<Ageing>) -> (Keyed, u64) {
     match (entry.message.as_ref(), ageing) {
         (Message::Tool(result), Some(ageing))
             if result.content.len() > ageing.bytes
@@ -395,7 +395,7 @@ impl View {
     }
 
     /// Counts what became old enough to age at step `steps`, and makes a batch when it pays.
-    fn ripen(&mut self, entries: &[Entry], steps: u64, ageing: Ageing) {
+    fn ripen(&mut self, entries: &[HistoryEntry], steps: u64, ageing: Ageing) {
         let stub = estimate_tokens(STUB_BYTES);
         while self.ripe < self.list.len() {
             let entry = &entries[self.ripe];

@@ -1,7 +1,8 @@
 //! The session lock (L6): a session has one writer. Every process that appends to a session's
 //! log (`run` and `chat` from its creation, `resume` before it reads the log for recovery)
 //! first takes an exclusive `flock` on the session's `lock` file and holds it until it exits.
-//! A second process is refused at once with the holder's pid, or waits when asked to.
+//! A second process is refused at once with who holds it (pid, command, since when), or waits
+//! when asked to.
 //!
 //! `flock` belongs to the open file: the kernel releases it when the holder exits, however it
 //! dies (a `kill -9` included), so a crashed session is never locked out. The file is opened
@@ -43,7 +44,7 @@ pub enum Wait {
 
 impl SessionLock {
     /// Takes the lock of the session in `dir` (created if missing), and records this
-    /// process's pid in it for whoever is refused next.
+    /// process in it (pid, command line, when) for whoever is refused next.
     pub fn acquire(dir: &Path, wait: Wait) -> Result<SessionLock, LockError> {
         let path = dir.join(LOCK_FILE);
         let io_error = |source| LockError::Io {
@@ -78,10 +79,15 @@ impl SessionLock {
             }
             flock(&file, libc::LOCK_EX).map_err(io_error)?;
         }
-        let pid = std::process::id().to_string();
+        let record = format!(
+            "{}\n{}\n{}\n",
+            std::process::id(),
+            this_command(),
+            crate::stamp::now_ms()
+        );
         file.set_len(0)
             .and_then(|()| file.rewind())
-            .and_then(|()| file.write_all(pid.as_bytes()))
+            .and_then(|()| file.write_all(record.as_bytes()))
             .map_err(io_error)?;
         Ok(SessionLock { _file: file, path })
     }
@@ -91,14 +97,43 @@ impl SessionLock {
     }
 }
 
-/// Who holds the lock, as its lock file says. The holder writes its pid just after taking the
-/// lock, so a contender that reads in between finds nothing.
+/// This process's command line as the lock records it: the program's file name and its
+/// arguments, each cut to 40 characters, at most 120 in all, on one line.
+fn this_command() -> String {
+    let mut args = std::env::args();
+    let program = args
+        .next()
+        .map(|p| {
+            Path::new(&p)
+                .file_name()
+                .map_or(p.clone(), |n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_default();
+    let line = std::iter::once(program)
+        .chain(args)
+        .map(|a| a.chars().take(40).collect::<String>())
+        .collect::<Vec<_>>()
+        .join(" ");
+    line.chars().filter(|c| !c.is_control()).take(120).collect()
+}
+
+/// Who holds the lock, as its lock file says: ``pid N: `COMMAND`, since TIME``. The holder writes
+/// it just after taking the lock, so a contender that reads in between finds nothing.
 fn holder(file: &mut File) -> String {
     let mut text = String::new();
     let _ = file.rewind().and_then(|()| file.read_to_string(&mut text));
-    match text.trim().parse::<u32>() {
-        Ok(pid) => format!("pid {pid}"),
-        Err(_) => "pid not yet recorded".into(),
+    let mut lines = text.lines();
+    let Some(pid) = lines.next().and_then(|l| l.trim().parse::<u32>().ok()) else {
+        return "pid not yet recorded".into();
+    };
+    let command = lines.next().unwrap_or("").trim();
+    let since = lines.next().and_then(|l| l.trim().parse::<u64>().ok());
+    match (command.is_empty(), since) {
+        (false, Some(ms)) => format!(
+            "pid {pid}: `{command}`, since {}",
+            crate::stamp::rfc3339_ms(ms)
+        ),
+        _ => format!("pid {pid}"),
     }
 }
 
@@ -134,12 +169,18 @@ mod tests {
             "{said}"
         );
         assert!(said.contains("session s1"), "{said}");
+        // The holder's command (this test binary) and since when.
+        assert!(
+            said.contains(": `") && said.contains(", since 20"),
+            "{said}"
+        );
         drop(first);
         let again = SessionLock::acquire(&session, Wait::No).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(again.path()).unwrap(),
-            std::process::id().to_string()
-        );
+        let recorded = std::fs::read_to_string(again.path()).unwrap();
+        let lines: Vec<&str> = recorded.lines().collect();
+        assert_eq!(lines.len(), 3, "{recorded}");
+        assert_eq!(lines[0], std::process::id().to_string());
+        assert!(lines[2].parse::<u64>().is_ok(), "{recorded}");
     }
 
     #[test]

@@ -6,11 +6,16 @@
 //! else wrong is refused), `check` (sequence and pairing invariants), `history` (derive the
 //! history in the calls' order, compactions applied; and render it as sent, results aged
 //! in batches that keep the cached prefix, kept up to date between requests), `quote` (model
-//! text framed by paddock cannot carry paddock's markers), `state` (history,
-//! spending and turns kept up to date event by event), `recover` (what a crash left owing, call by call), `lock` (one
-//! writer per session), `session` (the log as the loop shares it).
+//! text framed by paddock cannot carry paddock's markers), `ageing` (which old results age
+//! out to a stub, and where they spill), `state` (history, spending and turns kept up to date
+//! event by event), `stream` (the log read for `resume` without keeping every event), `index`
+//! (the per-session index `log --list` reads), `recover` (what a crash left owing, call by
+//! call), `lock` (one writer per session), `session` (the log as the loop shares it), `atif`
+//! (the log as an ATIF-v1.8 trajectory, its types in `atif_schema`).
 
 mod ageing;
+mod atif;
+mod atif_schema;
 mod check;
 mod event;
 mod file;
@@ -27,13 +32,19 @@ mod stream;
 pub(crate) mod test_session;
 
 pub use ageing::{Ageing, aged_spill_name};
+pub use atif::{TrajectoryError, trajectory, trajectory_of_log, write_trajectory};
+pub use atif_schema::{
+    Agent as AtifAgent, FinalMetrics, Metrics, Observation, ObservationResult, SCHEMA_VERSION,
+    Step as AtifStep, StepSource, ToolCall as AtifToolCall, Trajectory,
+};
 pub use event::{
     Body, CompactReason, Event, InstructionRecord, Lane, PluginHash, SessionStart, Source,
-    StopReason, Touches,
+    StopReason, Touches, UNANSWERED,
 };
 pub use file::LogWriter;
 pub use history::{
-    Entry, History, SUMMARY_HEADER, TASK_HEADER, derive_history, estimate_tokens, has_task, is_task,
+    History, HistoryEntry, SUMMARY_HEADER, TASK_HEADER, derive_history, estimate_tokens, has_task,
+    is_task,
 };
 pub use index::{INDEX_FILE, SessionIndex, session_index};
 pub use lock::{LOCK_FILE, LockError, SessionLock, Wait};

@@ -3,7 +3,7 @@
 //! and how the last turn ended. Every field is a function of the events alone (L1), so the log
 //! stays the only memory; this only saves reading it again for every request.
 
-use super::event::{Body, Event, StopReason};
+use super::event::{Body, Event, StopReason, UNANSWERED};
 use super::history::{History, is_task};
 
 /// Spending counted from the log (B3): model requests (compaction requests included),
@@ -23,6 +23,9 @@ pub struct Tally {
     pub cache_read_tokens: u64,
     pub cache_write_tokens: u64,
     pub cost_usd: f64,
+    /// Calls denied because they needed approval and no one could be asked (logged with
+    /// approval `unanswered`).
+    pub denied_calls: u64,
     /// Milliseconds inside closed turns.
     pub closed_wall_ms: u64,
     /// When the open turn started (ms since the epoch).
@@ -65,6 +68,9 @@ impl Tally {
                     self.add(usage);
                 }
                 self.cost_usd += cost_usd.unwrap_or(0.0);
+            }
+            Body::ToolResult { approval, .. } if approval.as_deref() == Some(UNANSWERED) => {
+                self.denied_calls += 1;
             }
             Body::TurnStart { .. } => self.open_turn = Some(event.ts_ms),
             Body::TurnEnd { .. } => {

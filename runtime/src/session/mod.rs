@@ -20,7 +20,9 @@ mod tools;
 mod trust;
 pub mod verdict;
 
+use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
@@ -28,15 +30,15 @@ use tokio_util::sync::CancellationToken;
 pub use env::Env;
 pub use error::SetupError;
 pub use resume::{ModelMove, ReopenOptions, Reopened, latest_in};
-pub(crate) use start::start_for_client;
 pub use start::{ModelChoice, SessionBuilder};
 pub use tools::parse_mount;
 pub(crate) use tools::{Loaded, load_preset};
 pub use trust::{RecordedTrust, Trust};
 
 use crate::agent::{Agent, Inbox, Observer, TurnEnd};
-use crate::log::{SessionLock, SessionLog, SessionStart};
-use crate::model::{Provider, ToolDef};
+use crate::log::{Body, SessionLock, SessionLog, SessionStart};
+use crate::model::{Finish, Outcome, Provider, ToolCall, ToolDef};
+use crate::pipeline::{CallContext, CallRecord, LoggedCalls, RawCall, Unwatched};
 
 /// A running session: its tools, its model, its log (held: it has one writer, L6), and the
 /// inbox where messages arrive while it works.
@@ -50,18 +52,32 @@ pub struct Session {
     inbox: Inbox,
     /// Cancels the turn that is running (or the next one, until it starts).
     turn: Arc<Mutex<CancellationToken>>,
+    /// Set by `terminate`: the interrupted turn ends `terminated`, and no later turn starts.
+    terminated: Arc<AtomicBool>,
+    /// Held while a client's calls are logged and run: one message's calls at a time.
+    client_calls: tokio::sync::Mutex<()>,
     _lock: SessionLock,
 }
 
 /// Interrupts a session's running turn from elsewhere (a signal handler's task).
 #[derive(Clone)]
-pub struct Interrupter(Arc<Mutex<CancellationToken>>);
+pub struct Interrupter {
+    turn: Arc<Mutex<CancellationToken>>,
+    terminated: Arc<AtomicBool>,
+}
 
 impl Interrupter {
     /// Cancels the running turn: its calls are cancelled and backfilled, the turn ends
     /// `interrupted`.
     pub fn interrupt(&self) {
-        lock(&self.0).cancel();
+        lock(&self.turn).cancel();
+    }
+
+    /// Ends the session (SIGTERM, SIGHUP): the running turn is cancelled like an interrupt
+    /// and ends `terminated`; a turn that has not started yet ends `terminated` at once.
+    pub fn terminate(&self) {
+        self.terminated.store(true, Ordering::SeqCst);
+        lock(&self.turn).cancel();
     }
 }
 
@@ -106,6 +122,8 @@ impl Session {
             max_turns,
             inbox: Inbox::new(),
             turn,
+            terminated: Arc::new(AtomicBool::new(false)),
+            client_calls: tokio::sync::Mutex::new(()),
             _lock: lock,
         }
     }
@@ -164,9 +182,12 @@ impl Session {
         lock(&self.turn).cancel();
     }
 
-    /// A handle that interrupts the running turn, for another task.
+    /// A handle that interrupts the running turn, or ends the session, for another task.
     pub fn interrupter(&self) -> Interrupter {
-        Interrupter(Arc::clone(&self.turn))
+        Interrupter {
+            turn: Arc::clone(&self.turn),
+            terminated: Arc::clone(&self.terminated),
+        }
     }
 
     /// Sends `message` and runs the turn (and any follow-ups) to its end. The turn is set up
@@ -206,11 +227,86 @@ impl Session {
         self.agent(observer).compact(focus).await
     }
 
+    /// Runs a client's call (`mcp serve`, `tool call`) as a model's runs: logged as a message
+    /// with this one call, checked once, queued, started (synced when it is not idempotent)
+    /// and its result written as it ends, under the preset's hooks, approval and grants.
+    /// `cancel` stops it. Only for a session started with `SessionBuilder::client`.
+    pub async fn call(&self, call: RawCall, cancel: CancellationToken) -> io::Result<CallRecord> {
+        let mut records = self.call_batch(vec![call], None, cancel).await?;
+        records
+            .pop()
+            .ok_or_else(|| io::Error::other("the scheduler returned no record"))
+    }
+
+    /// Runs a client's calls as one message with several calls (`tool batch`): scheduled as
+    /// a model's are (parallel where safe, at most `max_parallel`, default the preset's), one
+    /// record per call in order. Calls of two messages never interleave in the log.
+    pub async fn call_batch(
+        &self,
+        calls: Vec<RawCall>,
+        max_parallel: Option<usize>,
+        cancel: CancellationToken,
+    ) -> io::Result<Vec<CallRecord>> {
+        if !start::is_client_session(&self.start) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "this session's calls come from its model; a client's calls need a session \
+                 started with `SessionBuilder::client`",
+            ));
+        }
+        let mut ids = std::collections::HashSet::new();
+        if let Some(twice) = calls.iter().find(|c| !ids.insert(c.id.as_str())) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "two calls have the id `{}`; give each call its own id",
+                    twice.id
+                ),
+            ));
+        }
+        let _one = self.client_calls.lock().await;
+        let Some(first) = calls.first() else {
+            return Ok(Vec::new());
+        };
+        self.log.append(Body::AssistantMessage {
+            attempt: first.id.clone(),
+            text: String::new(),
+            tool_calls: calls
+                .iter()
+                .map(|c| ToolCall {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                })
+                .collect(),
+            finish: Finish::ToolCalls,
+            outcome: Outcome::ToolCalls,
+            usage: None,
+            cost_usd: None,
+        })?;
+        let cx = CallContext {
+            cancel,
+            ..self.loaded.context()
+        };
+        let prepared: Vec<_> = calls.into_iter().map(|c| cx.check(c)).collect();
+        let max_parallel = max_parallel
+            .unwrap_or_else(|| usize::try_from(self.loaded.max_parallel).unwrap_or(usize::MAX));
+        LoggedCalls {
+            cx: cx.clone(),
+            max_parallel,
+            log: &self.log,
+            watch: &Unwatched,
+        }
+        .run(&prepared)
+        .await
+    }
+
     /// The token of the turn about to run: the current one, or a new one if the last turn was
     /// interrupted.
     fn fresh_turn(&self) -> CancellationToken {
         let mut turn = lock(&self.turn);
-        if turn.is_cancelled() {
+        // A terminated session keeps its cancelled token: no later turn runs.
+        if turn.is_cancelled() && !self.terminated.load(Ordering::SeqCst) {
             *turn = CancellationToken::new();
         }
         turn.clone()
@@ -235,6 +331,7 @@ impl Session {
             log: &self.log,
             inbox: Some(&self.inbox),
             observer,
+            terminated: Some(&self.terminated),
         }
     }
 }

@@ -6,18 +6,18 @@
 use std::path::{Path, PathBuf};
 
 use super::error::SetupError;
-use super::start::{plugin_hashes, provider_kind};
+use super::start::{is_client_session, plugin_hashes, provider_kind};
 use super::tools::load_preset;
 use super::{Env, Session};
-use crate::agent::Observer;
 use crate::agent::scripted::ScriptedProvider;
-use crate::exec::RawCall;
+use crate::agent::{NO_TASK, Observer};
 use crate::hooks::Approver;
 use crate::log::{
     Body, Event, LOG_FILE, LogWriter, PluginHash, Recovery, SessionLock, SessionLog, Settle,
     StopReason, Wait, recover_tail, stream_log,
 };
 use crate::model::{ProviderConfig, ProviderKind, connect};
+use crate::pipeline::RawCall;
 use crate::preset;
 
 /// Where a reopened session's requests go from now on (recorded in the log when it changes).
@@ -42,6 +42,9 @@ pub struct ReopenOptions {
     pub approver: Box<dyn Approver>,
     /// Overrides the preset's `limits.max_turns`.
     pub max_turns: Option<u64>,
+    /// The caller has no new message: a log without a task is refused before anything is
+    /// written to it (not even a torn last line cut).
+    pub without_message: bool,
 }
 
 /// A session ready to go on once `settle` has settled what recovery found.
@@ -66,6 +69,7 @@ pub(super) async fn reopen(
         moved,
         approver,
         max_turns,
+        without_message,
     } = options;
     let wait = if wait { Wait::Yes } else { Wait::No };
     let fail = SetupError::usage;
@@ -87,8 +91,20 @@ pub(super) async fn reopen(
     // Streamed: the state the loop needs and the events recovery needs, not every event.
     let read = stream_log(&path).map_err(|e| fail(e.to_string()))?;
     let mut start = read.start.clone();
+    if is_client_session(&start) {
+        return Err(fail(format!(
+            "session `{id}`'s calls came from a client (`{}`), not a model: there is no \
+             conversation to go on with; `paddock log {id}` shows what it ran",
+            start.model
+        )));
+    }
+    if without_message && !read.state.has_task {
+        return Err(fail(format!(
+            "{NO_TASK}: paddock resume {id} \"...\" (nothing was changed in its log)"
+        )));
+    }
     // The recorded preset is judged as `preset check` judges a file: it is its own chain.
-    let found = preset::Found::recorded(preset::Source {
+    let found = preset::Found::recorded(preset::PresetSource {
         origin: start.preset_from.unwrap_or(preset::Origin::File),
         location: start.preset_origin.clone(),
         text: start.preset_text.clone(),
@@ -197,7 +213,7 @@ impl Reopened {
                             name: call.name,
                             arguments: call.arguments,
                         };
-                        agent.execute(&[call]).await.map_err(written)?;
+                        agent.run_queued(&[call]).await.map_err(written)?;
                     }
                 }
             }
@@ -298,7 +314,8 @@ fn same_plugins(then: &[PluginHash], now: &[PluginHash]) -> Result<(), String> {
 }
 
 /// The newest session of the data directory `sessions` started in `cwd` (for
-/// `chat --continue`), by its start time.
+/// `chat --continue`), by its start time; sessions whose calls came from a client are not
+/// conversations to go on with.
 pub fn latest_in(sessions: &Path, cwd: &Path) -> Option<String> {
     let mut best: Option<(u64, String)> = None;
     for entry in std::fs::read_dir(sessions).ok()?.flatten() {
@@ -310,6 +327,7 @@ pub fn latest_in(sessions: &Path, cwd: &Path) -> Option<String> {
         };
         if let Body::SessionStart(start) = &event.body
             && Path::new(&start.cwd) == cwd
+            && !is_client_session(start)
             && best.as_ref().is_none_or(|(ts, _)| event.ts_ms >= *ts)
         {
             best = Some((event.ts_ms, start.session.clone()));
@@ -325,4 +343,40 @@ fn first_line(path: &Path) -> Option<String> {
     let mut line = String::new();
     std::io::BufReader::new(file).read_line(&mut line).ok()?;
     Some(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_start(sessions: &Path, id: &str, ts_ms: u64, model: &str, cwd: &Path) {
+        let dir = sessions.join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        let first = serde_json::json!({
+            "seq": 1, "ts_ms": ts_ms, "type": "session/start",
+            "data": {"session": id, "preset": "default", "preset_origin": "shipped",
+                     "preset_text": "", "cwd": cwd, "plugins": [], "model": model,
+                     "system": ""}
+        });
+        std::fs::write(dir.join(LOG_FILE), format!("{first}\n")).unwrap();
+    }
+
+    #[test]
+    fn the_latest_session_to_go_on_with_skips_sessions_whose_calls_came_from_a_client() {
+        let data = tempfile::tempdir().unwrap();
+        let cwd = Path::new("/work/project");
+        write_start(data.path(), "1-a", 1_000, "scripted-demo", cwd);
+        write_start(data.path(), "2-b", 2_000, "mcp-client", cwd);
+        write_start(data.path(), "3-c", 3_000, "tool-call", cwd);
+        write_start(
+            data.path(),
+            "4-d",
+            4_000,
+            "scripted-demo",
+            Path::new("/elsewhere"),
+        );
+        assert_eq!(latest_in(data.path(), cwd).as_deref(), Some("1-a"));
+        write_start(data.path(), "5-e", 5_000, "gpt-x", cwd);
+        assert_eq!(latest_in(data.path(), cwd).as_deref(), Some("5-e"));
+    }
 }

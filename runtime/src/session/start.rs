@@ -10,7 +10,7 @@ use super::trust::{ProjectUse, Trust};
 use super::{Env, Session};
 use crate::agent::DEFAULT_SYSTEM;
 use crate::agent::scripted::ScriptedProvider;
-use crate::hooks::Approver;
+use crate::hooks::{Approver, OnAsk};
 use crate::log::{
     Body, InstructionRecord, LOG_FILE, LogWriter, PluginHash, SessionLock, SessionLog,
     SessionStart, Tap, Wait,
@@ -43,6 +43,9 @@ pub struct SessionBuilder {
     trust: Box<dyn Trust>,
     tap: Option<Tap>,
     max_turns: Option<u64>,
+    mounts: Vec<String>,
+    client: Option<String>,
+    on_ask: Option<OnAsk>,
 }
 
 impl SessionBuilder {
@@ -55,6 +58,9 @@ impl SessionBuilder {
             trust: Box::new(super::trust::RecordedTrust),
             tap: None,
             max_turns: None,
+            mounts: Vec::new(),
+            client: None,
+            on_ask: None,
         }
     }
 
@@ -94,8 +100,33 @@ impl SessionBuilder {
         self
     }
 
+    /// Nobody is asked: a call that needs approval is denied, run, or stops the session
+    /// (`OnAsk`), and `session/start` records which. Replaces any `approver`.
+    pub fn on_ask(mut self, on_ask: OnAsk) -> SessionBuilder {
+        self.approver = Box::new(on_ask);
+        self.on_ask = Some(on_ask);
+        self
+    }
+
+    /// `--mount HOST:GUEST[:ro|rw]` specs that replace every plugin's mounts.
+    pub fn mounts(mut self, mounts: Vec<String>) -> SessionBuilder {
+        self.mounts = mounts;
+        self
+    }
+
+    /// The session's calls come from a client (an MCP client, `tool call`), named here and
+    /// recorded as its model: no model is connected and there is no system prompt;
+    /// `Session::call` runs the client's calls, logged as a model's are.
+    pub fn client(mut self, name: &str) -> SessionBuilder {
+        self.client = Some(name.to_string());
+        self
+    }
+
     /// Loads the preset, chooses the model, and writes `session/start` (synced).
     pub async fn start(self) -> Result<Session, SetupError> {
+        if let Some(client) = self.client.clone() {
+            return self.start_for_client(&client).await;
+        }
         let SessionBuilder {
             env,
             preset: preset_name,
@@ -104,6 +135,9 @@ impl SessionBuilder {
             trust,
             tap,
             max_turns,
+            mounts,
+            client: _,
+            on_ask,
         } = self;
         let project = ProjectUse::decide(&env, &preset_name, trust.as_ref());
         let found = preset::find_written(&preset_name, &env.cwd, project.presets)
@@ -130,7 +164,7 @@ impl SessionBuilder {
         let cwd = env.cwd.clone();
         let path = env.store.session_dir(&session).join(LOG_FILE);
         // The same verdict as `preset check`: a preset it refuses never starts (P1).
-        let loaded = load_preset(env, &found, &preset_name, &[], &session, approver).await?;
+        let loaded = load_preset(env, &found, &preset_name, &mounts, &session, approver).await?;
         loaded.start_compiling();
         let provider: Box<dyn crate::model::Provider> = match &model_config {
             None => Box::new(ScriptedProvider::demo()),
@@ -142,7 +176,7 @@ impl SessionBuilder {
             .as_ref()
             .map_or("scripted-demo".to_string(), |c| c.model.clone());
         let system = preset::with_instructions(&base, &instructions);
-        let start = start_record(
+        let mut start = start_record(
             &loaded,
             found,
             &cwd,
@@ -150,6 +184,7 @@ impl SessionBuilder {
             system,
             &instructions,
         );
+        start.on_ask = on_ask.map(|mode| mode.as_str().to_string());
         let (lock, log) = begin_log(&path, &start, tap)?;
         Ok(Session::new(
             loaded, provider, log, start, path, lock, max_turns,
@@ -157,27 +192,73 @@ impl SessionBuilder {
     }
 }
 
-/// A session whose calls come from a client instead of a model (`mcp serve`): the preset
-/// found (a project's only when `project_presets`), judged and loaded, and `session/start`
-/// written, synced, under the session's lock, with model `mcp-client` and no system prompt.
-pub(crate) async fn start_for_client(
-    env: Env,
-    preset_name: &str,
-    project_presets: bool,
-    approver: Box<dyn Approver>,
-) -> Result<(Loaded, SessionLog, SessionLock), SetupError> {
-    let found = preset::find_written(preset_name, &env.cwd, project_presets)
-        .map_err(|e| SetupError::usage(e.to_string()))?;
-    let session = new_session_id();
-    let cwd = env.cwd.clone();
-    let path = env.store.session_dir(&session).join(LOG_FILE);
-    let loaded = load_preset(env, &found, preset_name, &[], &session, approver).await?;
-    loaded.start_compiling();
-    let model = ("mcp-client".to_string(), None);
-    let start = start_record(&loaded, found, &cwd, model, String::new(), &[]);
-    let (lock, log) = begin_log(&path, &start, None)?;
-    Ok((loaded, log, lock))
+impl SessionBuilder {
+    /// A session whose calls come from a client instead of a model: the preset found (a
+    /// project's only when trusted), judged and loaded, and `session/start` written, synced,
+    /// under the session's lock, with the client's name as its model and no system prompt.
+    async fn start_for_client(self, client: &str) -> Result<Session, SetupError> {
+        let SessionBuilder {
+            env,
+            preset: preset_name,
+            approver,
+            trust,
+            tap,
+            mounts,
+            ..
+        } = self;
+        let project = ProjectUse::decide_for_client(&env, &preset_name, trust.as_ref());
+        let found = preset::find_written(&preset_name, &env.cwd, project.presets)
+            .map_err(|e| SetupError::usage(e.to_string()))?;
+        let session = new_session_id();
+        let cwd = env.cwd.clone();
+        let path = env.store.session_dir(&session).join(LOG_FILE);
+        let loaded = load_preset(env, &found, &preset_name, &mounts, &session, approver).await?;
+        let model = (client.to_string(), None);
+        let start = start_record(&loaded, found, &cwd, model, String::new(), &[]);
+        let (lock, log) = begin_log(&path, &start, tap)?;
+        let provider = Box::new(NoModel::new(client));
+        Ok(Session::new(loaded, provider, log, start, path, lock, None))
+    }
 }
+
+/// The model of a session whose calls come from a client: there is none, and a message sent
+/// to it says so.
+struct NoModel(ProviderConfig);
+
+impl NoModel {
+    fn new(client: &str) -> NoModel {
+        NoModel(ProviderConfig::new(ProviderKind::Openai, client, None))
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::model::Provider for NoModel {
+    fn config(&self) -> &ProviderConfig {
+        &self.0
+    }
+
+    async fn complete(
+        &self,
+        _request: &crate::model::ModelRequest,
+        _events: &crate::model::EventSink,
+        _cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<crate::model::Completion, crate::model::ModelError> {
+        Err(crate::model::ModelError::Config(format!(
+            "this session's calls come from a client (`{}`), not a model: it has none to send a \
+             message to; start a session with `paddock run` or `paddock chat` instead",
+            self.0.model
+        )))
+    }
+}
+
+/// Whether `start` is a session whose calls came from a client (`mcp serve`, `tool call`):
+/// it has no model to go on with.
+pub(crate) fn is_client_session(start: &SessionStart) -> bool {
+    start.model_config.is_none() && CLIENTS.contains(&start.model.as_str())
+}
+
+/// The names client sessions record as their model.
+pub(crate) const CLIENTS: [&str; 2] = ["mcp-client", "tool-call"];
 
 /// What `session/start` records: the preset as found (name, origin, hash, text), the working
 /// directory, the hash of every plugin and hook the session loaded, the model, the system
@@ -210,6 +291,7 @@ fn start_record(
                 bytes: f.text.len() as u64,
             })
             .collect(),
+        on_ask: None,
     }
 }
 
@@ -318,15 +400,17 @@ pub(super) fn plugin_hashes(loaded: &Loaded) -> Vec<PluginHash> {
     tools.chain(hooks).collect()
 }
 
-/// A sortable, unique-enough id: seconds since the epoch and a few bits of the clock's
-/// nanoseconds and the process id.
+/// A sortable, unique id: seconds since the epoch, then 32 random bits (fifty sessions
+/// started in one second by a harness must not collide: 16 bits of the clock did, now and
+/// then); the clock's nanoseconds and the pid stand in if the kernel has no randomness.
 pub(super) fn new_session_id() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    format!(
-        "{}-{:04x}",
-        now.as_secs(),
-        (now.subsec_nanos() ^ std::process::id()) & 0xffff
-    )
+    let mut bytes = [0u8; 4];
+    let random = match getrandom::fill(&mut bytes) {
+        Ok(()) => u32::from_le_bytes(bytes),
+        Err(_) => now.subsec_nanos() ^ std::process::id().rotate_left(16),
+    };
+    format!("{}-{random:08x}", now.as_secs())
 }

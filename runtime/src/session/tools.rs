@@ -8,8 +8,8 @@ use super::Env;
 use super::error::SetupError;
 use super::verdict::{Judged, Shown, Start, judge};
 use crate::calls::{AliasTable, Registry};
-use crate::exec::{CallContext, SpillDir};
 use crate::hooks::{Approval, Approver, HookChain};
+use crate::pipeline::{CallContext, SpillDir};
 use crate::preset::make_mount;
 use crate::sandbox::{Mount, MountMode};
 
@@ -71,6 +71,58 @@ impl Loaded {
     }
 }
 
+/// The layers `resolved` relies on are in force here, or the session does not start: a
+/// program grant confined by the jail (`grants.exec` without `confine = "off"`) or an MCP server
+/// it starts needs the jail's layers; any mount needs the filesystem guard. No silent fallback:
+/// the error names the missing layer, the preset key that relies on it, what accepts running
+/// without it, and what still holds.
+fn layers_relied_on(resolved: &crate::preset::ResolvedPreset) -> Result<(), SetupError> {
+    let exec = resolved
+        .plugins
+        .iter()
+        .filter(|p| p.grant.exec.as_ref().is_some_and(|e| e.confine))
+        .map(|p| format!("plugins.{}.grants.exec", p.name));
+    let mcp = resolved
+        .mcp
+        .iter()
+        .filter(|m| m.url.is_none())
+        .map(|m| format!("mcp.{}", m.name));
+    let jailed: Vec<String> = exec.chain(mcp).collect();
+    let mounted = resolved.plugins.iter().any(|p| !p.grant.mounts.is_empty());
+    for layer in crate::sandbox::layers() {
+        let Err(why) = &layer.state else { continue };
+        let relies = match layer.name {
+            "fs-guard" => mounted.then(|| "the plugins' `mounts`".to_string()),
+            "namespaces" | "landlock" | "seccomp" => jailed.first().map(|k| format!("`{k}`")),
+            _ => None,
+        };
+        let Some(key) = relies else { continue };
+        let accept = match layer.name {
+            "fs-guard" => "file tools cannot run here without it; use a machine or container \
+                           that allows `openat2` (Linux 5.6 or newer)"
+                .to_string(),
+            _ if key.starts_with("`mcp.") => format!(
+                "MCP servers always run in the jail: remove {key} from the preset, or run where \
+                 user namespaces are allowed"
+            ),
+            _ => format!(
+                "to run its programs without the jail where a container is the outer boundary, \
+                 set `confine = \"off\"` in {key}"
+            ),
+        };
+        return Err(SetupError::new(
+            "SANDBOX_UNAVAILABLE",
+            format!(
+                "preset `{}` relies on paddock's {} layer ({key}), which this machine does not \
+                 allow: {why}. {accept}. The WebAssembly sandbox is unaffected; `paddock doctor` \
+                 shows every layer",
+                resolved.name, layer.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Loads a preset for `session` through the same verdict as `preset check` (an error refuses
 /// with every finding; warnings are kept in `Loaded::warnings`): its plugins, tools, aliases,
 /// hooks and approval, with `mounts` (`--mount` specs) replacing every plugin's mounts when
@@ -103,6 +155,7 @@ pub(crate) async fn load_preset(
         plugins,
         warnings,
     } = judged;
+    layers_relied_on(&resolved)?;
     let mut registry = Registry::of_plugins(plugins, &resolved)
         .await
         .map_err(|e| SetupError::new("BAD_PLUGIN", e.to_string()))?;

@@ -41,8 +41,23 @@ impl ProjectUse {
     /// Asks `trust` (at most once) when the preset is looked up by name, or when the project
     /// has instruction files. A preset given as a path never needs the project's presets.
     pub(crate) fn decide(env: &Env, preset: &str, trust: &dyn Trust) -> ProjectUse {
-        let by_name = !(preset.contains('/') || preset.ends_with(".toml"));
         let has_instructions = !preset::instruction_paths(&env.cwd).is_empty();
+        ProjectUse::decide_for(env, preset, has_instructions, trust)
+    }
+
+    /// For a session with no model (its calls come from a client): instruction files do not
+    /// matter, so only a preset looked up by name asks.
+    pub(crate) fn decide_for_client(env: &Env, preset: &str, trust: &dyn Trust) -> ProjectUse {
+        ProjectUse::decide_for(env, preset, false, trust)
+    }
+
+    fn decide_for(
+        env: &Env,
+        preset: &str,
+        has_instructions: bool,
+        trust: &dyn Trust,
+    ) -> ProjectUse {
+        let by_name = !(preset.contains('/') || preset.ends_with(".toml"));
         if !by_name && !has_instructions {
             return ProjectUse {
                 presets: false,

@@ -9,7 +9,7 @@ use toml::de::{DeTable, DeValue};
 use super::findings::{Finding, Severity};
 use super::locate::{KeyPath, entry};
 use crate::plugin_store::DidYouMean;
-use crate::preset::{Source, hook_name, line_col};
+use crate::preset::{PresetSource, hook_name, line_col};
 
 /// One effective hook: its name, what it is, and where it is written (`file:line:column`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub struct HookOrigin {
 
 /// The effective hooks in the order they run, each with the file that set it, and the
 /// findings on every `hooks_drop` of the chain (`chain`: the preset first, its bases after).
-pub fn hooks(chain: &[Source]) -> (Vec<HookOrigin>, Vec<Finding>) {
+pub fn hooks(chain: &[PresetSource]) -> (Vec<HookOrigin>, Vec<Finding>) {
     let mut effective: Vec<HookOrigin> = Vec::new();
     let mut found = Vec::new();
     // The deepest base first: each file's hooks come after those it inherits.
@@ -113,7 +113,7 @@ pub fn hooks(chain: &[Source]) -> (Vec<HookOrigin>, Vec<Finding>) {
     (effective, found)
 }
 
-fn origin(source: &Source, offset: usize, hook: &DeValue<'_>) -> HookOrigin {
+fn origin(source: &PresetSource, offset: usize, hook: &DeValue<'_>) -> HookOrigin {
     let text = |key: &str| match hook {
         DeValue::Table(t) => match entry(t, key) {
             Some((_, DeValue::String(s))) => Some(s.to_string()),

@@ -10,7 +10,7 @@ use super::findings::{self, Finding, LoadedPlugin, Severity};
 use super::locate::Seg;
 use super::{empty, hook_config, inherit, locate, reach};
 use crate::calls::Registry;
-use crate::exec::SpillDir;
+use crate::pipeline::SpillDir;
 use crate::preset::{Found, ResolveContext, ResolvedPreset};
 use crate::sandbox::{Mount, Plugin};
 use crate::session::Env;

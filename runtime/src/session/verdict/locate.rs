@@ -5,7 +5,7 @@
 
 use toml::de::{DeTable, DeValue};
 
-use crate::preset::Source;
+use crate::preset::PresetSource;
 
 /// One step of a key path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +50,7 @@ impl std::fmt::Display for KeyPath {
 
 /// `file:line:column` of `path`: in the first file of `chain` that writes it, else where the
 /// longest part of it that some file writes is, else the top of the preset's own file.
-pub fn locate(chain: &[Source], path: &KeyPath) -> String {
+pub fn locate(chain: &[PresetSource], path: &KeyPath) -> String {
     let mut best: Option<(usize, String)> = None;
     for source in chain {
         let Ok(doc) = DeTable::parse(&source.text) else {
@@ -71,7 +71,7 @@ pub fn locate(chain: &[Source], path: &KeyPath) -> String {
     }
 }
 
-fn at(source: &Source, offset: usize) -> String {
+fn at(source: &PresetSource, offset: usize) -> String {
     let (line, col) = crate::preset::line_col(&source.text, offset);
     format!("{}:{line}:{col}", source.location)
 }
@@ -116,8 +116,8 @@ pub(super) mod tests {
     use crate::preset::Origin;
 
     /// A preset file of the chain, for the tests of this folder.
-    pub(in crate::session::verdict) fn source(location: &str, text: &str) -> Source {
-        Source {
+    pub(in crate::session::verdict) fn source(location: &str, text: &str) -> PresetSource {
+        PresetSource {
             origin: Origin::File,
             location: location.into(),
             text: text.into(),
