@@ -8,7 +8,12 @@
 //!   handed to the tests as `PADDOCK_MCP_PYTHON` unless that is already set;
 //! - the MCP Inspector CLI for `tests/tests/suite/mcp_http.rs` (npm, pinned by
 //!   `.ci/mcp-inspector/package-lock.json`, `npm ci` into `~/.cache/paddock/mcp-inspector`),
-//!   handed to the tests as `PADDOCK_MCP_INSPECTOR` (the script `node` runs) unless set.
+//!   handed to the tests as `PADDOCK_MCP_INSPECTOR` (the script `node` runs) unless set;
+//! - the two ATIF validators for `tests/tests/suite/atif.rs`, Harbor's and the `atif` package's
+//!   (pinned in `.ci/atif-requirements.txt`; Harbor needs Python 3.12, found in pyenv's versions
+//!   or on `PATH`), installed with `uv` (itself pinned, from PyPI into a bootstrap environment,
+//!   `~/.cache/paddock/uv-bootstrap`) into `~/.cache/paddock/harbor-venv`, handed to the tests as
+//!   `PADDOCK_ATIF_PYTHON` unless set.
 //!
 //! A second run finds them in place and installs nothing.
 
@@ -28,6 +33,9 @@ pub fn install() -> Result<Vec<(&'static str, PathBuf)>, String> {
     }
     if !is_set("PADDOCK_MCP_INSPECTOR") {
         env.push(("PADDOCK_MCP_INSPECTOR", mcp_inspector()?));
+    }
+    if !is_set("PADDOCK_ATIF_PYTHON") {
+        env.push(("PADDOCK_ATIF_PYTHON", atif_python()?));
     }
     Ok(env)
 }
@@ -112,4 +120,154 @@ fn mcp_inspector() -> Result<PathBuf, String> {
         started.elapsed().as_secs_f64()
     );
     Ok(script)
+}
+
+/// `uv`, which installs Harbor's ~120 packages in seconds where pip takes a minute.
+const UV_PIN: &str = "uv==0.13.9";
+
+/// A Python 3.12 with Harbor and the `atif` package at the pinned versions: the cached
+/// environment when it has exactly those, else a new one made with `uv`.
+fn atif_python() -> Result<PathBuf, String> {
+    let wanted = root().join(".ci/atif-requirements.txt");
+    let pins =
+        std::fs::read_to_string(&wanted).map_err(|e| format!("{}: {e}", wanted.display()))?;
+    let venv = cache().join("harbor-venv");
+    let python = venv.join("bin/python");
+    if has_pins(&python, &pins) {
+        return Ok(python);
+    }
+    let started = std::time::Instant::now();
+    let base = python312(&pins)?;
+    let uv = bootstrap_uv(&base)?;
+    let _ = std::fs::remove_dir_all(&venv);
+    let mut create = Command::new(&uv);
+    create
+        .arg("venv")
+        .arg("--quiet")
+        .arg("--python")
+        .arg(&base)
+        .arg(&venv);
+    run(create)?;
+    let mut install = Command::new(&uv);
+    // Compiled now: Harbor imports LiteLLM (~2,900 modules) at each start, which takes ~10 s
+    // more from source where PYTHONDONTWRITEBYTECODE keeps Python from caching it.
+    install
+        .args([
+            "pip",
+            "install",
+            "--quiet",
+            "--compile-bytecode",
+            "--python",
+        ])
+        .arg(&python)
+        .arg("-r")
+        .arg(&wanted);
+    run(install)?;
+    if !has_pins(&python, &pins) {
+        return Err(format!(
+            "{} was installed, but does not report the versions {} pins",
+            venv.display(),
+            wanted.display()
+        ));
+    }
+    eprintln!(
+        "xtask: Harbor and atif installed in {} in {:.0} s",
+        venv.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(python)
+}
+
+/// Whether `python` has every `name==version` of `pins` installed.
+fn has_pins(python: &std::path::Path, pins: &str) -> bool {
+    if !python.exists() {
+        return false;
+    }
+    let pinned: Vec<(&str, &str)> = pins
+        .lines()
+        .filter_map(|line| line.split_once("=="))
+        .map(|(name, version)| (name.trim(), version.trim()))
+        .collect();
+    let names: Vec<&str> = pinned.iter().map(|(name, _)| *name).collect();
+    let Ok(out) = Command::new(python)
+        .args([
+            "-c",
+            "import sys, importlib.metadata as m\nfor n in sys.argv[1:]: print(m.version(n))",
+        ])
+        .args(&names)
+        .output()
+    else {
+        return false;
+    };
+    let found = String::from_utf8_lossy(&out.stdout);
+    out.status.success()
+        && found
+            .lines()
+            .map(str::trim)
+            .eq(pinned.iter().map(|(_, version)| *version))
+}
+
+/// Python 3.12: the newest of pyenv's `versions/3.12.*`, else `python3.12` on `PATH`.
+fn python312(pins: &str) -> Result<PathBuf, String> {
+    let pyenv = std::env::var_os("PYENV_ROOT").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".pyenv"),
+        PathBuf::from,
+    );
+    let patch = |name: &str| name.strip_prefix("3.12.")?.parse::<u32>().ok();
+    let newest = std::fs::read_dir(pyenv.join("versions"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let python = entry.path().join("bin/python");
+            Some((patch(&name)?, python)).filter(|(_, python)| python.exists())
+        })
+        .max_by_key(|(patch, _)| *patch)
+        .map(|(_, python)| python);
+    if let Some(python) = newest {
+        return Ok(python);
+    }
+    let on_path = Command::new("python3.12")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
+    on_path.ok_or_else(|| {
+        format!(
+            "Harbor needs Python 3.12: found none in {}/versions/3.12.* nor python3.12 on PATH \
+             (install one with `pyenv install 3.12`), or set PADDOCK_ATIF_PYTHON to a Python \
+             that has {}",
+            pyenv.display(),
+            pins.split_whitespace().collect::<Vec<_>>().join(" and ")
+        )
+    })
+}
+
+/// `uv` at the pinned version, installed from PyPI into its own environment made by `base`.
+fn bootstrap_uv(base: &std::path::Path) -> Result<PathBuf, String> {
+    let venv = cache().join("uv-bootstrap");
+    let uv = venv.join("bin/uv");
+    let version = UV_PIN.trim_start_matches("uv==");
+    let current = Command::new(&uv)
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| {
+            String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .nth(1)
+                == Some(version)
+        });
+    if current {
+        return Ok(uv);
+    }
+    let _ = std::fs::remove_dir_all(&venv);
+    let mut create = Command::new(base);
+    create.args(["-m", "venv"]).arg(&venv);
+    run(create)?;
+    let mut pip = Command::new(venv.join("bin/pip"));
+    pip.args(["install", "--quiet", "--disable-pip-version-check", UV_PIN]);
+    run(pip)?;
+    Ok(uv)
 }
