@@ -64,6 +64,71 @@ pub fn preset_warning(warning: &crate::session::verdict::Shown) {
     emit(&json!({"type": "preset/warning", "data": warning}));
 }
 
+/// The last line of a run that failed before its session could start (a refused preset, a
+/// model that cannot be reached by configuration, an unwritable data directory): no session,
+/// nothing spent, stop `setup_error` with the error's code and message.
+pub fn setup_failed(code: &str, message: &str, exit: i32) {
+    emit(&json!({
+        "type": "result",
+        "data": {
+            "session": null,
+            "stop_reason": "setup_error",
+            "detail": message,
+            "code": code,
+            "warning": null,
+            "exit_code": exit,
+            "model_requests": 0,
+            "tool_calls": 0,
+            "tokens": 0,
+            "input_tokens": 0,
+            "cache_read_tokens": 0,
+            "cache_write_tokens": 0,
+            "cost_usd": 0.0,
+            "denied_calls": 0,
+            "wall_ms": 0,
+        }
+    }));
+}
+
+/// Makes sure `run --json` ends with a `result` line even when paddock panics: dropped while
+/// unwinding before `done`, it writes one (stop `host_error`, exit 101, what Rust exits with).
+pub struct ResultGuard {
+    pub session: Option<String>,
+    done: bool,
+}
+
+impl ResultGuard {
+    pub fn new() -> ResultGuard {
+        ResultGuard {
+            session: None,
+            done: false,
+        }
+    }
+
+    /// The `result` line was written.
+    pub fn done(&mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for ResultGuard {
+    fn drop(&mut self) {
+        if self.done || !std::thread::panicking() {
+            return;
+        }
+        emit(&json!({
+            "type": "result",
+            "data": {
+                "session": self.session,
+                "stop_reason": "host_error",
+                "detail": "paddock panicked (a bug; the message is on standard error); the session log is resumable",
+                "warning": null,
+                "exit_code": crate::cli::Exit::Panicked as i32,
+            }
+        }));
+    }
+}
+
 /// The last line: how the run ended and what it spent.
 pub fn result(session: &str, end: &TurnEnd, exit: i32) {
     let spent = &end.spent;
@@ -82,6 +147,7 @@ pub fn result(session: &str, end: &TurnEnd, exit: i32) {
             "cache_read_tokens": spent.cache_read_tokens,
             "cache_write_tokens": spent.cache_write_tokens,
             "cost_usd": spent.cost_usd,
+            "denied_calls": spent.denied_calls,
             "wall_ms": u64::try_from(spent.wall.as_millis()).unwrap_or(u64::MAX),
         }
     }));

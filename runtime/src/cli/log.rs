@@ -2,14 +2,16 @@
 //! working directory, first message, turns, stop reason, cost, newest first; `--json` prints
 //! one object per session. The list reads each session's small index (`log::session_index`),
 //! which is rebuilt from the log when it is missing or stale, so listing costs what it shows.
+//! `--atif` prints the session as one ATIF-v1.8 trajectory (`log::trajectory_of_log`).
 
 use clap::Args;
 
 use super::log_view::print_log;
-use super::report::fail;
+use super::report::{CommandResult, Failure};
 use super::style::{json_for_terminal, sanitize};
 use super::{Env, Exit};
-use crate::log::{LOG_FILE, SessionIndex, read_log, session_index};
+use crate::log::{LOG_FILE, SessionIndex, read_log, session_index, trajectory_of_log};
+use crate::stamp::rfc3339_ms;
 
 #[derive(Args)]
 pub struct LogArgs {
@@ -21,41 +23,54 @@ pub struct LogArgs {
     /// List the sessions, newest first.
     #[arg(long)]
     list: bool,
+    /// Print the session as one ATIF-v1.8 trajectory (JSON), the format evaluation harnesses
+    /// read (Harbor, Docent).
+    #[arg(long, conflicts_with_all = ["json", "list"])]
+    atif: bool,
 }
 
 /// `paddock log`.
-pub async fn log(args: LogArgs) -> Exit {
-    let env = match Env::open() {
-        Ok(env) => env,
-        Err(e) => return fail(&format!("{e:#}")),
-    };
+pub async fn log(args: LogArgs) -> CommandResult {
+    let env = Env::open().map_err(|e| Failure::usage(format!("{e:#}")))?;
     let sessions = env.store.root().join("sessions");
     if args.list {
-        return list(&sessions, args.json);
+        return Ok(list(&sessions, args.json));
     }
     let Some(session) = args.session else {
-        return fail("give a session id, or --list to see them");
+        return Err(Failure::usage("give a session id, or --list to see them"));
     };
+    if session.contains('/') || session.starts_with('.') {
+        return Err(Failure::usage(format!(
+            "`{session}` is not a session id (ids are like 1796185742-7124); \
+             `paddock log --list` shows them"
+        )));
+    }
     let path = sessions.join(&session).join(LOG_FILE);
+    if args.atif {
+        print_trajectory(&path).map_err(Failure::usage)?;
+        return Ok(Exit::Ok);
+    }
     if args.json {
-        return match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                print!("{}", json_for_terminal(&text));
-                Exit::Ok
-            }
-            Err(e) => fail(&format!("cannot read {}: {e}", path.display())),
-        };
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))?;
+        print!("{}", json_for_terminal(&text));
+        return Ok(Exit::Ok);
     }
-    match read_log(&path) {
-        Ok(read) => {
-            print_log(&read.events);
-            if read.torn.is_some() {
-                println!("(the last line is torn; `paddock resume {session}` drops it)");
-            }
-            Exit::Ok
-        }
-        Err(e) => fail(&e.to_string()),
+    let read = read_log(&path).map_err(Failure::usage)?;
+    print_log(&read.events);
+    if read.torn.is_some() {
+        println!("(the last line is torn; `paddock resume {session}` drops it)");
     }
+    Ok(Exit::Ok)
+}
+
+/// `--atif`: the session as one ATIF-v1.8 trajectory on stdout.
+fn print_trajectory(log: &std::path::Path) -> Result<(), String> {
+    let trajectory = trajectory_of_log(log).map_err(|e| e.to_string())?;
+    let json = serde_json::to_string_pretty(&trajectory)
+        .map_err(|e| format!("cannot write the trajectory: {e}"))?;
+    println!("{}", json_for_terminal(&json));
+    Ok(())
 }
 
 fn list(sessions: &std::path::Path, json: bool) -> Exit {
@@ -105,23 +120,8 @@ fn list(sessions: &std::path::Path, json: bool) -> Exit {
 
 /// `YYYY-MM-DD HH:MM` in UTC from milliseconds since the epoch.
 fn utc_minute(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Days to a civil date (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
-        rest / 3600,
-        rest % 3600 / 60
-    )
+    let stamp = rfc3339_ms(ms);
+    format!("{} {}", &stamp[..10], &stamp[11..16])
 }
 
 /// The last `chars` characters of a path, with `…` when cut.

@@ -12,9 +12,10 @@ use clap::{Args, Subcommand};
 
 use super::Exit;
 use super::mcp_serve::{Served, ServedSession};
-use super::report::{fail, print_finding, setup_failed};
+use super::report::{CommandResult, Failure, print_finding};
+use super::trust::TerminalTrust;
 use crate::mcp::ElicitApprover;
-use crate::session::start_for_client;
+use crate::session::Session;
 
 #[derive(Subcommand)]
 pub enum McpCommand {
@@ -46,28 +47,27 @@ pub struct ServeArgs {
     allow_non_loopback: bool,
 }
 
-pub async fn run(cmd: McpCommand) -> Exit {
+pub async fn run(cmd: McpCommand) -> CommandResult {
     match cmd {
         McpCommand::Serve(args) => serve(args).await,
     }
 }
 
-async fn serve(args: ServeArgs) -> Exit {
+async fn serve(args: ServeArgs) -> CommandResult {
     // The address is checked and bound before anything is loaded or logged.
     let listener = match args.listen {
-        Some(addr) => match super::mcp_http::bind(addr, args.allow_non_loopback).await {
-            Ok(listener) => Some(listener),
-            Err(message) => return fail(&message),
-        },
+        Some(addr) => Some(
+            super::mcp_http::bind(addr, args.allow_non_loopback)
+                .await
+                .map_err(Failure::usage)?,
+        ),
         None => None,
     };
-    let session = match start(&args).await {
-        Ok(session) => Arc::new(session),
-        Err(exit) => return exit,
-    };
+    let session = Arc::new(start(&args).await?);
     // The preset's name is printed, and names can come from files: sanitized (T3).
-    let preset = crate::terminal::sanitize(&session.loaded.preset).to_string();
-    let id = &session.loaded.session;
+    let preset = crate::terminal::sanitize(&session.session.loaded.preset).to_string();
+    let id = session.session.id().to_string();
+    let id = &id;
     let served = Served::new(session.clone());
     let result = match listener {
         Some(listener) => super::mcp_http::serve_http(served, listener, &preset, id).await,
@@ -78,27 +78,22 @@ async fn serve(args: ServeArgs) -> Exit {
             super::mcp_serve::serve_stdio(served).await
         }
     };
-    match result {
-        Ok(()) => Exit::Ok,
-        Err(message) => fail(&message),
-    }
+    result.map_err(Failure::usage)?;
+    Ok(Exit::Ok)
 }
 
-async fn start(args: &ServeArgs) -> Result<ServedSession, Exit> {
-    let env = super::Env::open().map_err(|e| fail(&format!("{e:#}")))?;
-    let project = super::trust::project_trusted_without_asking(&env, &args.preset);
+async fn start(args: &ServeArgs) -> Result<ServedSession, Failure> {
+    let env = super::Env::open().map_err(|e| Failure::usage(format!("{e:#}")))?;
     let approver = ElicitApprover::new(!args.no_elicitation);
-    let client = Box::new(approver.clone());
-    let (loaded, log, lock) = start_for_client(env, &args.preset, project, client)
-        .await
-        .map_err(|e| setup_failed(false, &e))?;
-    for warning in &loaded.warnings {
+    let session = Session::builder(env)
+        .preset(&args.preset)
+        .trust(Box::new(TerminalTrust { may_ask: false }))
+        .approver(Box::new(approver.clone()))
+        .client("mcp-client")
+        .start()
+        .await?;
+    for warning in session.warnings() {
         print_finding(warning);
     }
-    Ok(ServedSession {
-        loaded,
-        log,
-        approver,
-        _lock: lock,
-    })
+    Ok(ServedSession { session, approver })
 }

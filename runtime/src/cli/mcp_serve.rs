@@ -1,12 +1,11 @@
 //! The served side of `paddock mcp serve`: `tools/list` from the preset's tools, `tools/call`
-//! through the scheduler (repair, validation, hooks, approval, sandbox, output budget) with
-//! the session log written as a run writes it, MCP cancellation mapped to the call's token,
-//! and progress notifications while a call runs.
+//! through `Session::call` (repair, validation, hooks, approval, sandbox, output budget, and
+//! the session log written as a model's calls write it), MCP cancellation mapped to the call's
+//! token, and progress notifications while a call runs.
 //!
-//! Each call is logged as the client's message with one call, then `tool/call`, `tool/start`,
-//! `tool/result`, so the log reads (and checks, L8) like any session's. Calls therefore run
-//! one at a time: a second call waits for the first, and a client that cancels a waiting call
-//! gets it back unrun.
+//! Calls run one at a time, so each client's questions go to that client: a second call waits
+//! for the first, and a client that cancels a waiting call gets it back unrun and unlogged
+//! (it never reached the session).
 //!
 //! The client is untrusted: it names a tool and sends arguments, exactly what a model does,
 //! and reaches nothing the preset does not expose.
@@ -22,22 +21,16 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
-use tokio_util::sync::CancellationToken;
 
-use crate::agent::summarize;
-use crate::calls::check_call;
-use crate::exec::{CallContext, CallRecord, RawCall, Scheduler};
-use crate::log::{Body, SessionLock, SessionLog};
 use crate::mcp::ElicitApprover;
-use crate::model::{Finish, Outcome, ToolCall};
-use crate::session::Loaded;
+use crate::pipeline::{RawCall, summarize};
+use crate::session::Session;
 
-/// What a served session holds while it runs.
+/// What a served session holds while it runs: the session, and the approver whose questions
+/// go to the client whose call is running.
 pub(super) struct ServedSession {
-    pub loaded: Loaded,
-    pub log: SessionLog,
+    pub session: Session,
     pub approver: ElicitApprover,
-    pub _lock: SessionLock,
 }
 
 /// How often a running call tells the client it is still running.
@@ -56,6 +49,7 @@ pub(super) struct Served {
 impl Served {
     pub(super) fn new(session: Arc<ServedSession>) -> Served {
         let tools = session
+            .session
             .loaded
             .registry
             .tools()
@@ -101,7 +95,7 @@ impl ServerHandler for Served {
         info.server_info = Implementation::new("paddock", env!("CARGO_PKG_VERSION"));
         info.instructions = Some(format!(
             "paddock's sandboxed tools from preset `{}`; paths are inside its mounts (e.g. /workspace).",
-            self.session.loaded.preset
+            self.session.session.loaded.preset
         ));
         info
     }
@@ -124,23 +118,32 @@ impl ServerHandler for Served {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let id = format!("mcp-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let request_name = request.name.to_string();
         let call = RawCall {
             id,
             name: request.name.to_string(),
             arguments: serde_json::Value::Object(request.arguments.unwrap_or_default()).to_string(),
         };
         let record = {
-            let _one = tokio::select! {
+            let one = tokio::select! {
                 biased;
                 _ = context.ct.cancelled() => None,
                 one = self.one_call.lock() => Some(one),
             };
+            // Cancelled while another client's call ran: it never reached the session.
+            let Some(_one) = one else {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "error[NOT_EXECUTED]: {}",
+                    crate::pipeline::not_executed().message
+                ))])
+                .into());
+            };
             // Questions go to the client whose call this is (one call at a time).
             self.session.approver.connect(context.peer.clone());
             let progress = context.meta.get_progress_token().map(|token| {
-                tokio::spawn(progress(context.peer.clone(), token, call.name.clone()))
+                tokio::spawn(progress(context.peer.clone(), token, request_name.clone()))
             });
-            let record = self.run_logged(&call, context.ct.clone()).await;
+            let record = self.session.session.call(call, context.ct.clone()).await;
             if let Some(task) = progress {
                 task.abort();
             }
@@ -174,105 +177,5 @@ async fn progress(peer: Peer<RoleServer>, token: ProgressToken, tool: String) {
         if peer.notify_progress(note).await.is_err() {
             return;
         }
-    }
-}
-
-impl Served {
-    /// Logs the client's call as a message with one call, runs it through the scheduler, and
-    /// logs its start and result as a run does (L1, L8).
-    async fn run_logged(
-        &self,
-        call: &RawCall,
-        cancel: CancellationToken,
-    ) -> std::io::Result<CallRecord> {
-        let loaded = &self.session.loaded;
-        let log = &self.session.log;
-        let checked = check_call(
-            &loaded.registry,
-            &loaded.aliases,
-            &call.name,
-            &call.arguments,
-        );
-        let idempotent = checked
-            .tool
-            .as_deref()
-            .and_then(|t| loaded.registry.get(t))
-            .is_none_or(|entry| entry.spec.meta.is_idempotent());
-        log.append(Body::AssistantMessage {
-            attempt: call.id.clone(),
-            text: String::new(),
-            tool_calls: vec![ToolCall {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-            }],
-            finish: Finish::ToolCalls,
-            outcome: Outcome::ToolCalls,
-            usage: None,
-            cost_usd: None,
-        })?;
-        log.append(Body::ToolCall {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            tool: checked.tool,
-            idempotent,
-            touches: None,
-        })?;
-        let failed = std::sync::Mutex::new(None);
-        let on_start = |id: &str| {
-            let start = Body::ToolStart { id: id.to_string() };
-            let written = if idempotent {
-                log.append(start)
-            } else {
-                log.append_synced(start)
-            };
-            written.map_err(|e| {
-                format!(
-                    "the session log cannot record that this call started ({e}); it was not run"
-                )
-            })
-        };
-        let on_end = |record: &CallRecord| {
-            let summary = summarize(record);
-            let written = log.append(Body::ToolResult {
-                id: record.id.clone(),
-                content: summary.content,
-                is_error: summary.is_error,
-                code: summary.code,
-                args: record.args.clone(),
-                repairs: record
-                    .repairs
-                    .iter()
-                    .filter_map(|r| serde_json::to_value(r).ok())
-                    .collect(),
-                approval: record.approval.clone(),
-            });
-            let written = written.and_then(|()| if idempotent { Ok(()) } else { log.sync() });
-            if let Err(e) = written {
-                *failed
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e);
-            }
-        };
-        let scheduler = Scheduler {
-            cx: CallContext {
-                cancel,
-                ..loaded.context()
-            },
-            max_parallel: 1,
-            events: None,
-            on_start: Some(&on_start),
-            on_end: Some(&on_end),
-        };
-        let mut records = scheduler.run(std::slice::from_ref(call)).await;
-        if let Some(e) = failed
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-        {
-            return Err(e);
-        }
-        records
-            .pop()
-            .ok_or_else(|| std::io::Error::other("the scheduler returned no record"))
     }
 }

@@ -1,5 +1,5 @@
 //! Where the live view of a session goes: standard output for `run` and `resume`, the chat's
-//! terminal view (`chat/screen.rs`) for `chat`, which also shows progress. Text reaching an
+//! terminal view (`chat/render.rs`) for `chat`, which also shows progress. Text reaching an
 //! `Out` is already sanitized (T3) and styled.
 
 use std::io::Write;

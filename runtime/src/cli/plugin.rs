@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use super::style::{self, BOLD, RED, json_for_terminal, paint, sanitize};
+use super::report::{CommandResult, Failure};
+use super::style::{self, BOLD, json_for_terminal, paint, sanitize};
 use super::{Env, Exit};
 use crate::preset::PluginSource;
 use crate::sandbox::{Capability, World};
@@ -43,19 +44,10 @@ pub enum PluginCommand {
     Remove { name: String },
 }
 
-fn fail(message: impl std::fmt::Display) -> Exit {
-    eprintln!(
-        "{} {}",
-        paint(style::color_enabled_stderr(), RED, "error:"),
-        sanitize(&message.to_string())
-    );
-    Exit::Failed
-}
-
-pub async fn run(cmd: PluginCommand) -> Exit {
+pub async fn run(cmd: PluginCommand) -> CommandResult {
     let env = match Env::open() {
         Ok(env) => env,
-        Err(e) => return fail(format!("{e:#}")),
+        Err(e) => return Err(Failure::plugin(format!("{e:#}"))),
     };
     let color = style::color_enabled_stdout();
     match cmd {
@@ -101,14 +93,14 @@ pub async fn run(cmd: PluginCommand) -> Exit {
                 } else {
                     println!("tools: {}", sanitize(&record.tools.join(", ")));
                 }
-                Exit::Ok
+                Ok(Exit::Ok)
             }
-            Err(e) => fail(format!("{e}\nnothing was installed")),
+            Err(e) => Err(Failure::plugin(format!("{e}\nnothing was installed"))),
         },
         PluginCommand::List => match env.store.list() {
             Ok(records) if records.is_empty() => {
                 println!("no plugins installed; built-ins: builtin:fs, builtin:search");
-                Exit::Ok
+                Ok(Exit::Ok)
             }
             Ok(records) => {
                 for r in records {
@@ -124,38 +116,38 @@ pub async fn run(cmd: PluginCommand) -> Exit {
                         sanitize(&what)
                     );
                 }
-                Exit::Ok
+                Ok(Exit::Ok)
             }
-            Err(e) => fail(e),
+            Err(e) => Err(Failure::plugin(e)),
         },
         PluginCommand::Inspect { name } => inspect(&env, &name, color).await,
         PluginCommand::Remove { name } => match env.store.remove(&name) {
             Ok(record) => {
                 println!("removed {} (sha256 {})", record.name, record.sha256);
-                Exit::Ok
+                Ok(Exit::Ok)
             }
-            Err(e) => fail(e),
+            Err(e) => Err(Failure::plugin(e)),
         },
     }
 }
 
-async fn inspect(env: &Env, name: &str, color: bool) -> Exit {
+async fn inspect(env: &Env, name: &str, color: bool) -> CommandResult {
     let source = PluginSource::parse(name, &env.cwd);
     let bytes = match env.store.bytes(&source) {
         Ok(bytes) => bytes,
-        Err(e) => return fail(e),
+        Err(e) => return Err(Failure::plugin(e)),
     };
     let label = name.strip_prefix("builtin:").unwrap_or(name);
     let world = match env.sandbox.world_of(label, &bytes) {
         Ok(world) => world,
-        Err(e) => return fail(e),
+        Err(e) => return Err(Failure::plugin(e)),
     };
     if world == World::Hook {
         return inspect_hook(env, name, label, &bytes, color).await;
     }
     let plugin = match env.sandbox.load(label, &bytes, &Capability::ALL).await {
         Ok(plugin) => plugin,
-        Err(e) => return fail(e),
+        Err(e) => return Err(Failure::plugin(e)),
     };
     println!(
         "{}  tool plugin  sha256 {}  ({} bytes)",
@@ -199,7 +191,7 @@ async fn inspect(env: &Env, name: &str, color: bool) -> Exit {
             json_for_terminal(&tool.parameters.to_string())
         );
     }
-    Exit::Ok
+    Ok(Exit::Ok)
 }
 
 fn kind_label(kind: &str) -> &'static str {
@@ -225,10 +217,16 @@ fn print_imports(imports: &[String]) {
 }
 
 /// A hook exports both events; the preset's `on` chooses the one that runs.
-async fn inspect_hook(env: &Env, name: &str, label: &str, bytes: &[u8], color: bool) -> Exit {
+async fn inspect_hook(
+    env: &Env,
+    name: &str,
+    label: &str,
+    bytes: &[u8],
+    color: bool,
+) -> CommandResult {
     let hook = match env.sandbox.load_hook(label, bytes, &Capability::ALL).await {
         Ok(hook) => hook,
-        Err(e) => return fail(e),
+        Err(e) => return Err(Failure::plugin(e)),
     };
     println!(
         "{}  hook  sha256 {}  ({} bytes)",
@@ -240,10 +238,16 @@ async fn inspect_hook(env: &Env, name: &str, label: &str, bytes: &[u8], color: b
         "events: pre-tool-use, post-tool-use (a preset's [[hooks]] `on = \"pre\"|\"post\"` picks one)"
     );
     print_imports(&hook.imports);
-    Exit::Ok
+    Ok(Exit::Ok)
 }
 
-fn new_project(env: &Env, name: String, hook: bool, lang: Lang, dir: Option<PathBuf>) -> Exit {
+fn new_project(
+    env: &Env,
+    name: String,
+    hook: bool,
+    lang: Lang,
+    dir: Option<PathBuf>,
+) -> CommandResult {
     let dir = env.cwd.join(dir.unwrap_or_else(|| PathBuf::from(&name)));
     let request = scaffold::Request {
         name,
@@ -254,7 +258,7 @@ fn new_project(env: &Env, name: String, hook: bool, lang: Lang, dir: Option<Path
     };
     let created = match scaffold::create(&request) {
         Ok(created) => created,
-        Err(e) => return fail(e),
+        Err(e) => return Err(Failure::plugin(e)),
     };
     println!("created {}", sanitize(&created.dir.display().to_string()));
     if let Some(sdk) = &created.sdk {
@@ -268,5 +272,5 @@ fn new_project(env: &Env, name: String, hook: bool, lang: Lang, dir: Option<Path
     for command in &created.commands {
         println!("  {}", sanitize(command));
     }
-    Exit::Ok
+    Ok(Exit::Ok)
 }

@@ -3,7 +3,7 @@
 use clap::Subcommand;
 use serde_json::json;
 
-use super::report::fail;
+use super::report::{CommandResult, Failure};
 use super::style::{self, BOLD, DIM, json_for_terminal, paint, sanitize};
 use super::{Env, Exit};
 use crate::preset::{self, ResolveContext, ResolvedPreset};
@@ -32,11 +32,8 @@ pub enum PresetCommand {
     },
 }
 
-pub async fn run(cmd: PresetCommand) -> Exit {
-    let env = match Env::open() {
-        Ok(env) => env,
-        Err(e) => return fail(&format!("{e:#}")),
-    };
+pub async fn run(cmd: PresetCommand) -> CommandResult {
+    let env = Env::open().map_err(|e| Failure::usage(format!("{e:#}")))?;
     match cmd {
         PresetCommand::List => {
             let color = style::color_enabled_stdout();
@@ -56,23 +53,18 @@ pub async fn run(cmd: PresetCommand) -> Exit {
                     sanitize(&info.description.unwrap_or_default())
                 );
             }
-            Exit::Ok
+            Ok(Exit::Ok)
         }
-        PresetCommand::Show { name, toml: true } => match resolve(&env, &name) {
-            Ok(_) => {
-                let project = super::trust::project_trusted_for(&env, &name);
-                match preset::find(&name, &env.cwd, project) {
-                    Ok(source) => {
-                        print!("{}", sanitize(&source.text));
-                        Exit::Ok
-                    }
-                    Err(e) => fail(&e.to_string()),
-                }
-            }
-            Err(message) => fail(&message),
-        },
-        PresetCommand::Show { name, toml: false } => match resolve(&env, &name) {
-            Ok(resolved) => {
+        PresetCommand::Show { name, toml: true } => {
+            resolve(&env, &name).map_err(Failure::usage)?;
+            let project = super::trust::project_trusted_for(&env, &name);
+            let source = preset::find(&name, &env.cwd, project).map_err(Failure::usage)?;
+            print!("{}", sanitize(&source.text));
+            Ok(Exit::Ok)
+        }
+        PresetCommand::Show { name, toml: false } => {
+            let resolved = resolve(&env, &name).map_err(Failure::usage)?;
+            {
                 let mut value = serde_json::to_value(&resolved).unwrap_or_default();
                 let project = super::trust::project_trusted_for(&env, &name);
                 if let Ok(found) = preset::find_written(&name, &env.cwd, project) {
@@ -97,10 +89,9 @@ pub async fn run(cmd: PresetCommand) -> Exit {
                     "{}",
                     json_for_terminal(&serde_json::to_string_pretty(&value).unwrap_or_default())
                 );
-                Exit::Ok
             }
-            Err(message) => fail(&message),
-        },
+            Ok(Exit::Ok)
+        }
         PresetCommand::Check { file } => super::preset_check::check(&env, &file).await,
     }
 }

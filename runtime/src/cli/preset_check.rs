@@ -4,7 +4,7 @@
 //! preset without errors then loads as a session would: the registry (MCP servers) and the
 //! hook chain.
 
-use super::report::{fail, print_finding, print_findings};
+use super::report::{CommandResult, Failure, print_finding};
 use super::style::{self, GREEN, paint, sanitize};
 use super::{Env, Exit};
 use crate::calls::Registry;
@@ -12,19 +12,15 @@ use crate::hooks::{Approval, HookChain, TerminalApprover};
 use crate::preset;
 use crate::session::verdict::{Judged, Start, judge};
 
-pub(super) async fn check(env: &Env, name: &str) -> Exit {
+pub(super) async fn check(env: &Env, name: &str) -> CommandResult {
     let project = super::trust::project_trusted_for(env, name);
-    let found = match preset::find_written(name, &env.cwd, project) {
-        Ok(found) => found,
-        Err(e) => return fail(&e.to_string()),
-    };
-    let judged = match judge(env, &found, name, Start::default()).await {
-        Ok(judged) => judged,
-        Err(refused) => {
-            print_findings(&refused);
-            return fail(&refused.message);
-        }
-    };
+    let found = preset::find_written(name, &env.cwd, project).map_err(Failure::usage)?;
+    let judged = judge(env, &found, name, Start::default())
+        .await
+        .map_err(|refused| Failure {
+            findings: refused.findings,
+            ..Failure::usage(refused.message)
+        })?;
     for warning in &judged.warnings {
         print_finding(warning);
     }
@@ -34,14 +30,14 @@ pub(super) async fn check(env: &Env, name: &str) -> Exit {
         warnings,
     } = judged;
     if let Err(e) = Registry::of_plugins(plugins, &resolved).await {
-        return fail(&format!("{name}: {e}"));
+        return Err(Failure::usage(format!("{name}: {e}")));
     }
     let approval = Approval {
         policy: resolved.approval,
         approver: Box::new(TerminalApprover::new()),
     };
     if let Err(e) = HookChain::load(&env.sandbox, &env.store, &resolved, approval).await {
-        return fail(&format!("{name}: {e}"));
+        return Err(Failure::usage(format!("{name}: {e}")));
     }
     let warned = match warnings.len() {
         0 => String::new(),
@@ -55,5 +51,5 @@ pub(super) async fn check(env: &Env, name: &str) -> Exit {
         resolved.plugins.len(),
         resolved.hooks.len()
     );
-    Exit::Ok
+    Ok(Exit::Ok)
 }

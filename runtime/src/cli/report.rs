@@ -8,42 +8,100 @@ use serde_json::json;
 use super::Exit;
 use super::style::{self, RED, YELLOW, json_for_terminal, paint, sanitize};
 use crate::session::SetupError;
-use crate::session::verdict::{Refused, Shown};
+use crate::session::verdict::Shown;
 
-/// A usage or configuration error, one `error:` a line; exit 2.
-pub(crate) fn fail(message: &str) -> Exit {
-    setup_error(false, "USAGE_ERROR", message)
+/// Why a command could not do its work: a code (`USAGE_ERROR`, `HOST_ERROR`, ...), the
+/// message, a refused preset's findings, and the exit code. Commands return it; `show` prints
+/// it once, at the top, in the form the command line asked for.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub code: &'static str,
+    pub message: String,
+    pub findings: Vec<Shown>,
+    pub exit: Exit,
 }
 
-/// Prints a setup error in the requested form; setup errors are usage/configuration errors.
-pub(crate) fn setup_error(json: bool, code: &str, message: &str) -> Exit {
-    if json {
-        let object =
-            json!({"ok": false, "error": {"code": code, "message": message, "retryable": false}});
-        println!("{}", json_for_terminal(&object.to_string()));
-    } else {
-        // Setup errors quote files and plugins (a preset's text, a plugin's message); every
-        // mistake of a preset file is one `error:` a line.
-        for line in message.lines() {
-            eprintln!(
-                "{} {}",
-                paint(style::color_enabled_stderr(), RED, "error:"),
-                sanitize(line)
-            );
+impl Failure {
+    /// A usage or configuration error: exit 2.
+    pub(crate) fn usage(message: impl std::fmt::Display) -> Failure {
+        Failure::new("USAGE_ERROR", message, Exit::Usage)
+    }
+
+    /// The machine failed paddock during set-up (the data directory, the session log): exit 2,
+    /// as every set-up failure.
+    pub(crate) fn host(message: impl std::fmt::Display) -> Failure {
+        Failure::new("HOST_ERROR", message, Exit::Usage)
+    }
+
+    /// A plugin that could not be installed, inspected or removed: exit 1.
+    pub(crate) fn plugin(message: impl std::fmt::Display) -> Failure {
+        Failure::new("PLUGIN_ERROR", message, Exit::Failed)
+    }
+
+    pub(crate) fn new(code: &'static str, message: impl std::fmt::Display, exit: Exit) -> Failure {
+        Failure {
+            code,
+            message: message.to_string(),
+            findings: Vec::new(),
+            exit,
         }
     }
-    Exit::Usage
 }
 
-/// Prints why a session or a command's preset could not be set up: every finding of a
-/// refused preset, then the message (or, with `json`, one JSON object).
-pub(crate) fn setup_failed(json: bool, error: &SetupError) -> Exit {
-    if !json {
-        for finding in &error.findings {
-            print_finding(finding);
+impl From<SetupError> for Failure {
+    fn from(error: SetupError) -> Failure {
+        Failure {
+            code: error.code,
+            message: error.message,
+            findings: error.findings,
+            exit: Exit::Usage,
         }
     }
-    setup_error(json, error.code, &error.message)
+}
+
+/// What a command returns: how it ended, or why it could not do its work.
+pub(crate) type CommandResult = Result<Exit, Failure>;
+
+/// How a failure is printed, decided from the command line before the command runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// `error:` lines on standard error.
+    Text,
+    /// One JSON object on standard output (`tool call --json`, `tool batch`, `tool list
+    /// --json`): `{"ok": false, "error": {...}}`.
+    Object,
+    /// `run --json`: the `result` line every run ends with, stop `setup_error`.
+    ResultLine,
+}
+
+/// Prints `failure` once in `form` (a refused preset's findings always on standard error,
+/// each with where and the fix), and returns its exit code.
+pub(crate) fn show(failure: &Failure, form: Form) -> Exit {
+    for finding in &failure.findings {
+        print_finding(finding);
+    }
+    match form {
+        Form::Object => {
+            let object = json!({"ok": false, "error": {"code": failure.code,
+                "message": failure.message, "retryable": false}});
+            println!("{}", json_for_terminal(&object.to_string()));
+        }
+        Form::ResultLine => {
+            super::json_events::setup_failed(failure.code, &failure.message, failure.exit as i32);
+        }
+        Form::Text => {
+            // Failures quote files and plugins (a preset's text, a plugin's message); every
+            // mistake of a preset file is one `error:` a line.
+            for line in failure.message.lines() {
+                eprintln!(
+                    "{} {}",
+                    paint(style::color_enabled_stderr(), RED, "error:"),
+                    sanitize(line)
+                );
+            }
+        }
+    }
+    failure.exit
 }
 
 /// One finding on standard error: `error:` or `warning:`, where, what, and the fix on the
@@ -61,11 +119,4 @@ pub(crate) fn print_finding(finding: &Shown) {
         sanitize(&finding.message),
         sanitize(&finding.fix)
     );
-}
-
-/// Every finding of a refused preset; the summary is the caller's to print.
-pub(crate) fn print_findings(refused: &Refused) {
-    for finding in &refused.findings {
-        print_finding(finding);
-    }
 }

@@ -6,7 +6,7 @@
 use unicode_width::UnicodeWidthStr;
 
 use super::style::{BOLD, DIM, RED, paint, sanitize};
-use crate::agent::CallSummary;
+use crate::pipeline::CallSummary;
 
 /// Lines of a successful result shown live.
 pub const HEAD_LINES: usize = 4;

@@ -5,10 +5,9 @@
 
 use clap::Args;
 
-use super::report::{fail, setup_failed};
+use super::report::{CommandResult, Failure};
 use super::run::exit_of;
 use super::session_view::Printer;
-use super::tool::interrupt_on_ctrl_c;
 use super::{Env, Exit};
 use crate::agent::NO_TASK;
 use crate::hooks::{Approver, TerminalApprover};
@@ -41,20 +40,15 @@ impl MoveArgs {
     }
 }
 
-/// Reopens session `id` of the data directory, a failure printed.
-pub(super) async fn reopen(id: &str, options: ReopenOptions) -> Result<Reopened, Exit> {
-    let env = Env::open().map_err(|e| fail(&format!("{e:#}")))?;
-    Session::reopen(env, id, options)
-        .await
-        .map_err(|e| setup_failed(false, &e))
+/// Reopens session `id` of the data directory.
+pub(super) async fn reopen(id: &str, options: ReopenOptions) -> Result<Reopened, Failure> {
+    let env = Env::open().map_err(|e| Failure::usage(format!("{e:#}")))?;
+    Ok(Session::reopen(env, id, options).await?)
 }
 
 /// Settles what recovery found, each step shown by `printer`.
-pub(super) async fn settle(reopened: Reopened, printer: &Printer) -> Result<Session, Exit> {
-    reopened
-        .settle(printer)
-        .await
-        .map_err(|e| setup_failed(false, &e))
+pub(super) async fn settle(reopened: Reopened, printer: &Printer) -> Result<Session, Failure> {
+    Ok(reopened.settle(printer).await?)
 }
 
 /// Options for reopening with the terminal's approver.
@@ -71,15 +65,20 @@ pub(super) fn options(
         moved,
         approver,
         max_turns,
+        without_message: false,
     }
 }
 
 #[derive(Args)]
 pub struct ResumeArgs {
-    /// The session id (`paddock log --list` shows them).
-    session: String,
+    /// The session id (`paddock log --list` shows them); with `--last`, the message.
+    session: Option<String>,
     /// A new message; without one, an interrupted or budget-stopped turn continues.
     message: Option<String>,
+    /// The newest session started in this directory (as `chat --continue` picks it), instead
+    /// of an id.
+    #[arg(long)]
+    last: bool,
     /// Override the preset's limits.max_turns (model requests per session).
     #[arg(long)]
     max_turns: Option<u64>,
@@ -93,8 +92,37 @@ pub struct ResumeArgs {
     moved: MoveArgs,
 }
 
+/// The session `args` name (by id, or `--last`) and the message, if any.
+fn which(args: &ResumeArgs) -> Result<(String, Option<String>), Failure> {
+    if !args.last {
+        let Some(id) = args.session.clone() else {
+            return Err(Failure::usage(
+                "give a session id (`paddock log --list` shows them), or --last for the newest \
+                 one started here",
+            ));
+        };
+        return Ok((id, args.message.clone()));
+    }
+    if args.message.is_some() {
+        return Err(Failure::usage(
+            "with --last, give only the message: paddock resume --last \"...\"",
+        ));
+    }
+    let env = Env::open().map_err(|e| Failure::usage(format!("{e:#}")))?;
+    let id = crate::session::latest_in(&env.store.root().join("sessions"), &env.cwd).ok_or_else(
+        || {
+            Failure::usage(format!(
+                "no session was started in {}; start one with paddock run",
+                env.cwd.display()
+            ))
+        },
+    )?;
+    Ok((id, args.session.clone()))
+}
+
 /// `paddock resume`: take the session (L6), recover the log (L2, L8), then continue (L5).
-pub async fn resume(args: ResumeArgs) -> Exit {
+pub async fn resume(args: ResumeArgs) -> CommandResult {
+    super::signals::listen_for_termination();
     let approver = Box::new(TerminalApprover::new());
     let options = options(
         args.wait,
@@ -103,16 +131,17 @@ pub async fn resume(args: ResumeArgs) -> Exit {
         approver,
         args.max_turns,
     );
-    let reopened = match reopen(&args.session, options).await {
-        Ok(reopened) => reopened,
-        Err(exit) => return exit,
+    let (id, message) = which(&args)?;
+    let options = ReopenOptions {
+        without_message: message.is_none(),
+        ..options
     };
+    let reopened = reopen(&id, options).await?;
     let last_turn = reopened.last_turn();
-    if args.message.is_none() && !reopened.session().has_task() {
-        return fail(&format!(
-            "{NO_TASK}: paddock resume {} \"...\"",
-            args.session
-        ));
+    if message.is_none() && !reopened.session().has_task() {
+        return Err(Failure::usage(format!(
+            "{NO_TASK}: paddock resume {id} \"...\""
+        )));
     }
     let printer = Printer::new();
     if let Some(torn) = reopened.torn() {
@@ -121,12 +150,9 @@ pub async fn resume(args: ResumeArgs) -> Exit {
         ));
     }
     printer.header(reopened.session().record(), reopened.session().log_path());
-    interrupt_on_ctrl_c(reopened.session());
-    let session = match settle(reopened, &printer).await {
-        Ok(session) => session,
-        Err(exit) => return exit,
-    };
-    let end = match (&args.message, last_turn) {
+    super::signals::watch(reopened.session());
+    let session = settle(reopened, &printer).await?;
+    let end = match (&message, last_turn) {
         (Some(message), _) => {
             printer.user(message);
             session.send(message, &printer).await
@@ -136,10 +162,10 @@ pub async fn resume(args: ResumeArgs) -> Exit {
                 "the session's last turn completed; to go on, give a message: paddock resume {} \"...\"",
                 session.id()
             ));
-            return Exit::Ok;
+            return Ok(Exit::Ok);
         }
         (None, _) => session.go_on(&printer).await,
     };
     printer.footer(session.id());
-    exit_of(&end)
+    Ok(exit_of(&end))
 }

@@ -5,13 +5,12 @@
 use clap::Args;
 
 use super::json_events::{self, JsonMode, JsonObserver};
-use super::report::{fail, print_finding, setup_failed};
+use super::report::{CommandResult, Failure, Form, print_finding};
 use super::session_view::Printer;
-use super::tool::interrupt_on_ctrl_c;
 use super::trust::TerminalTrust;
 use super::{Env, Exit};
 use crate::agent::{Observer, TurnEnd};
-use crate::hooks::{Approver, TerminalApprover};
+use crate::hooks::{Approver, OnAsk, TerminalApprover};
 use crate::log::Tap;
 use crate::session::{ModelChoice, ModelMove, Session};
 
@@ -27,8 +26,36 @@ pub struct RunArgs {
     /// streamed message text.
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "events")]
     json: Option<JsonMode>,
+    /// Who answers when a call needs approval, instead of the terminal (or no one, without
+    /// one): `deny` it, `allow` it (logged in session/start; for runs inside a container that
+    /// is the outer boundary: paddock's sandbox and hooks still apply), or `fail`: stop the
+    /// session (`approval_required`, exit 6).
+    #[arg(long, value_enum, value_name = "deny|allow|fail")]
+    on_ask: Option<OnAskArg>,
+    /// When the session ends (however it ends), write it to FILE as an ATIF-v1.8 trajectory,
+    /// as `paddock log SESSION --atif` prints it.
+    #[arg(long, value_name = "FILE")]
+    atif: Option<std::path::PathBuf>,
     #[command(flatten)]
     session: SessionArgs,
+}
+
+/// `--on-ask`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum OnAskArg {
+    Deny,
+    Allow,
+    Fail,
+}
+
+impl OnAskArg {
+    fn mode(self) -> OnAsk {
+        match self {
+            OnAskArg::Deny => OnAsk::Deny,
+            OnAskArg::Allow => OnAsk::Allow,
+            OnAskArg::Fail => OnAsk::Fail,
+        }
+    }
 }
 
 /// How a new session is set up: preset and model (shared by `run` and `chat`).
@@ -84,46 +111,60 @@ impl SessionArgs {
 pub(super) async fn start_session(
     args: &SessionArgs,
     approver: Box<dyn Approver>,
+    on_ask: Option<OnAsk>,
     tap: Option<Tap>,
-) -> Result<Session, Exit> {
-    let env = Env::open().map_err(|e| fail(&format!("{e:#}")))?;
+) -> Result<Session, Failure> {
+    let env = Env::open().map_err(|e| Failure::usage(format!("{e:#}")))?;
     let mut builder = Session::builder(env)
         .preset(&args.preset)
         .model(args.model_choice())
         .approver(approver)
-        .trust(Box::new(TerminalTrust))
+        .trust(Box::new(TerminalTrust { may_ask: true }))
         .max_turns(args.max_turns);
     if let Some(tap) = tap {
         builder = builder.tap(tap);
     }
-    let session = builder.start().await.map_err(|e| setup_failed(false, &e))?;
+    if let Some(on_ask) = on_ask {
+        builder = builder.on_ask(on_ask);
+    }
+    let session = builder.start().await?;
     for warning in session.warnings() {
         print_finding(warning);
     }
     Ok(session)
 }
 
+impl RunArgs {
+    /// With `--json`, a run that cannot start still ends with its `result` line.
+    pub(super) fn failure_form(&self) -> Form {
+        match self.json {
+            Some(_) => Form::ResultLine,
+            None => Form::Text,
+        }
+    }
+}
+
 /// `paddock run`.
-pub async fn run(args: RunArgs) -> Exit {
+pub async fn run(args: RunArgs) -> CommandResult {
+    super::signals::listen_for_termination();
+    let mut guard = args.json.map(|_| json_events::ResultGuard::new());
     let task = match (&args.task, args.session.demo) {
-        (Some(dash), _) if dash == "-" => match read_task_from_stdin() {
-            Ok(task) => task,
-            Err(message) => return fail(&message),
-        },
+        (Some(dash), _) if dash == "-" => read_task_from_stdin().map_err(Failure::usage)?,
         (Some(task), _) => task.clone(),
         (None, true) => DEMO_TASK.to_string(),
         (None, false) => {
-            return fail(
+            return Err(Failure::usage(
                 "give a task, e.g. paddock run \"explain src/main.rs\", or run the scripted demo with --demo",
-            );
+            ));
         }
     };
     let tap = args.json.map(|_| json_events::tap());
     let approver = Box::new(TerminalApprover::new());
-    let started = match start_session(&args.session, approver, tap).await {
-        Ok(started) => started,
-        Err(exit) => return exit,
-    };
+    let on_ask = args.on_ask.map(OnAskArg::mode);
+    let started = start_session(&args.session, approver, on_ask, tap).await?;
+    if let Some(guard) = &mut guard {
+        guard.session = Some(started.id().to_string());
+    }
     if args.json.is_some() {
         for warning in started.warnings() {
             json_events::preset_warning(warning);
@@ -139,14 +180,26 @@ pub async fn run(args: RunArgs) -> Exit {
             &printer
         }
     };
-    interrupt_on_ctrl_c(&started);
+    super::signals::watch(&started);
     let end = started.send(&task, observer).await;
     let exit = exit_of(&end);
+    if let Some(file) = &args.atif
+        && let Err(e) = crate::log::write_trajectory(started.log_path(), file)
+    {
+        eprintln!(
+            "paddock: cannot write the trajectory to {}: {e}; `paddock log {} --atif` prints it",
+            crate::terminal::sanitize(&file.display().to_string()),
+            started.id()
+        );
+    }
     match json {
         Some(_) => json_events::result(started.id(), &end, exit as i32),
         None => printer.footer(started.id()),
     }
-    exit
+    if let Some(guard) = &mut guard {
+        guard.done();
+    }
+    Ok(exit)
 }
 
 /// `paddock run -`: the task is all of standard input.

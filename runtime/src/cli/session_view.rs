@@ -10,9 +10,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::out::{Out, Progress, Stdout};
 use super::results;
 use super::style::{self, BOLD, DIM, YELLOW, paint, sanitize};
-use crate::agent::{CallSummary, Compaction, Observer, TurnEnd};
+use crate::agent::{Compaction, Observer, TurnEnd};
 use crate::log::{SessionStart, StopReason};
 use crate::model::{AssistantMessage, Delta, ModelEvent, shorten};
+use crate::pipeline::CallSummary;
 use crate::preset::Origin;
 
 /// How much of a stop reason's detail the final line shows; the log keeps all of it.

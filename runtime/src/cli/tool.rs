@@ -5,11 +5,13 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::report::{print_finding, setup_error};
+use super::report::{CommandResult, Failure, Form, print_finding};
+use super::signals::cancel_on_ctrl_c;
 use super::style::{self, BOLD, DIM, json_for_terminal, paint, sanitize};
+use super::trust::TerminalTrust;
 use super::{Env, Exit};
-use crate::exec::{Scheduler, parse_batch, records_json, run_call};
 use crate::hooks::TerminalApprover;
+use crate::pipeline::{RawCall, parse_batch, records_json};
 use crate::preset;
 use crate::session::{Loaded, Session, load_preset};
 
@@ -68,7 +70,19 @@ pub struct PresetArg {
     preset: String,
 }
 
-pub async fn run(cmd: ToolCommand) -> Exit {
+impl ToolCommand {
+    /// `tool batch`, and `tool call` and `tool list` with `--json`, answer failures in JSON.
+    pub(super) fn failure_form(&self) -> Form {
+        match self {
+            ToolCommand::List { json: true, .. }
+            | ToolCommand::Call { json: true, .. }
+            | ToolCommand::Batch { .. } => Form::Object,
+            _ => Form::Text,
+        }
+    }
+}
+
+pub async fn run(cmd: ToolCommand) -> CommandResult {
     match cmd {
         ToolCommand::List { preset, json } => list(&preset.preset, json).await,
         ToolCommand::Call {
@@ -87,38 +101,23 @@ pub async fn run(cmd: ToolCommand) -> Exit {
     }
 }
 
-/// Loads `preset_name` for one command, its warnings printed once; Ctrl-C cancels its calls.
-async fn load(preset_name: &str, mounts: &[String], json: bool) -> Result<Loaded, Exit> {
-    let env = Env::open().map_err(|e| setup_error(json, "HOST_ERROR", &format!("{e:#}")))?;
+/// Loads `preset_name` to list its tools, its warnings printed once.
+async fn load(preset_name: &str) -> Result<Loaded, Failure> {
+    let env = Env::open().map_err(|e| Failure::host(format!("{e:#}")))?;
     let project = super::trust::project_trusted_for(&env, preset_name);
-    let found = preset::find_written(preset_name, &env.cwd, project)
-        .map_err(|e| setup_error(json, "USAGE_ERROR", &e.to_string()))?;
+    let found = preset::find_written(preset_name, &env.cwd, project).map_err(Failure::usage)?;
     let approver = Box::new(TerminalApprover::new());
-    // Each command its own spill directory: one run never reads what another spilled (S5).
+    // Nothing runs, so nothing spills; the name only has to be one no session uses.
     let session = format!("cli-{}", unique_suffix());
-    let loaded = match load_preset(env, &found, preset_name, mounts, &session, approver).await {
-        Ok(loaded) => loaded,
-        Err(e) => {
-            // `tool batch` answers in JSON, but a refused preset's findings still go to
-            // standard error, as every command shows them.
-            for finding in &e.findings {
-                print_finding(finding);
-            }
-            return Err(setup_error(json, e.code, &e.message));
-        }
-    };
+    let loaded = load_preset(env, &found, preset_name, &[], &session, approver).await?;
     for warning in &loaded.warnings {
         print_finding(warning);
     }
-    cancel_on_ctrl_c(&loaded.cancel);
     Ok(loaded)
 }
 
-async fn list(preset_name: &str, json: bool) -> Exit {
-    let loaded = match load(preset_name, &[], json).await {
-        Ok(loaded) => loaded,
-        Err(exit) => return exit,
-    };
+async fn list(preset_name: &str, json: bool) -> CommandResult {
+    let loaded = load(preset_name).await?;
     if json {
         let tools: Vec<_> = loaded
             .registry
@@ -131,7 +130,7 @@ async fn list(preset_name: &str, json: bool) -> Exit {
             .collect();
         let text = serde_json::to_string_pretty(&tools).unwrap_or_default();
         println!("{}", json_for_terminal(&text));
-        return Exit::Ok;
+        return Ok(Exit::Ok);
     }
     let color = style::color_enabled_stdout();
     for t in loaded.registry.tools() {
@@ -155,29 +154,69 @@ async fn list(preset_name: &str, json: bool) -> Exit {
             sanitize(summary)
         );
     }
-    Exit::Ok
+    Ok(Exit::Ok)
 }
 
-async fn call(name: &str, args: &str, mounts: &[String], preset_name: &str, json: bool) -> Exit {
-    let loaded = match load(preset_name, mounts, json).await {
-        Ok(loaded) => loaded,
-        Err(exit) => return exit,
+/// Starts a session whose calls come from this command (logged like a model's: `paddock log`
+/// shows them), its preset's warnings printed once.
+async fn client_session(preset_name: &str, mounts: &[String]) -> Result<Session, Failure> {
+    let env = Env::open().map_err(|e| Failure::host(format!("{e:#}")))?;
+    let session = Session::builder(env)
+        .preset(preset_name)
+        .trust(Box::new(TerminalTrust { may_ask: true }))
+        .approver(Box::new(TerminalApprover::new()))
+        .mounts(mounts.to_vec())
+        .client("tool-call")
+        .start()
+        .await?;
+    for warning in session.warnings() {
+        print_finding(warning);
+    }
+    Ok(session)
+}
+
+async fn call(
+    name: &str,
+    args: &str,
+    mounts: &[String],
+    preset_name: &str,
+    json: bool,
+) -> CommandResult {
+    let session = client_session(preset_name, mounts).await?;
+    let cancel = CancellationToken::new();
+    cancel_on_ctrl_c(&cancel);
+    let call = RawCall {
+        id: "call-1".into(),
+        name: name.to_string(),
+        arguments: args.to_string(),
     };
-    let cx = loaded.context();
-    let call_id = format!("cli-{}", std::process::id());
-    let mut executed = run_call(&cx, &call_id, name, args).await;
-    if let Err(error) = &mut executed.result
+    let mut record = session
+        .call(call, cancel)
+        .await
+        .map_err(|e| log_failed(&session, &e))?;
+    if let Err(error) = &mut record.result
         && error.code == crate::contract::ErrorCode::UnknownTool
-        && let Some(plugin) = loaded.registry.left_out(name)
+        && let Some(plugin) = session.loaded.registry.left_out(name)
     {
         // The model is never told about tools its preset hides; the person at the terminal is.
         error.message = format!(
             "`{name}` is a tool of plugin `{plugin}`, but preset `{}` leaves it out (its \
              `[tools]` enable/disable); use a preset that keeps it, e.g. `--preset coding`",
-            loaded.preset
+            session.loaded.preset
         );
     }
-    super::tool_print::print_result(&executed.result, &executed.context, json)
+    Ok(super::tool_print::print_result(
+        &record.result,
+        &record.context,
+        json,
+    ))
+}
+
+fn log_failed(session: &Session, e: &std::io::Error) -> Failure {
+    Failure::host(format!(
+        "cannot write the session log {}: {e}",
+        session.log_path().display()
+    ))
 }
 
 /// Seconds, nanoseconds and the process id: unique enough for one user's commands.
@@ -193,60 +232,32 @@ fn unique_suffix() -> String {
     )
 }
 
-/// Interrupts `session`'s running turn on Ctrl-C (X2).
-pub(crate) fn interrupt_on_ctrl_c(session: &Session) {
-    let interrupter = session.interrupter();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            interrupter.interrupt();
-        }
-    });
-}
-
-/// Cancels `cancel` on Ctrl-C (X2).
-pub(crate) fn cancel_on_ctrl_c(cancel: &CancellationToken) {
-    let on_interrupt = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-        }
-    });
-}
-
 async fn batch(
     file: Option<&std::path::Path>,
     max_parallel: Option<u64>,
     mounts: &[String],
     preset_name: &str,
-) -> Exit {
+) -> CommandResult {
     let text = match file {
         Some(path) if path != std::path::Path::new("-") => std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display())),
         _ => std::io::read_to_string(std::io::stdin())
             .map_err(|e| format!("cannot read standard input: {e}")),
     };
-    let calls = match text.map(|t| parse_batch(&t).map_err(|e| e.to_string())) {
-        Ok(Ok(calls)) => calls,
-        Ok(Err(message)) | Err(message) => return setup_error(true, "USAGE_ERROR", &message),
-    };
-    let loaded = match load(preset_name, mounts, true).await {
-        Ok(loaded) => loaded,
-        Err(exit) => return exit,
-    };
-    let max_parallel = max_parallel.unwrap_or(loaded.max_parallel);
-    let scheduler = Scheduler {
-        cx: loaded.context(),
-        max_parallel: usize::try_from(max_parallel).unwrap_or(usize::MAX),
-        events: None,
-        on_start: None,
-        on_end: None,
-    };
-    let records = scheduler.run(&calls).await;
+    let calls = parse_batch(&text.map_err(Failure::usage)?).map_err(Failure::usage)?;
+    let session = client_session(preset_name, mounts).await?;
+    let cancel = CancellationToken::new();
+    cancel_on_ctrl_c(&cancel);
+    let max_parallel = max_parallel.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    let records = session
+        .call_batch(calls, max_parallel, cancel)
+        .await
+        .map_err(|e| log_failed(&session, &e))?;
     let text = serde_json::to_string_pretty(&records_json(&records)).unwrap_or_default();
     println!("{}", json_for_terminal(&text));
-    if records.iter().all(|r| r.result.is_ok()) {
+    Ok(if records.iter().all(|r| r.result.is_ok()) {
         Exit::Ok
     } else {
         Exit::Failed
-    }
+    })
 }

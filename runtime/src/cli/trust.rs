@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+use super::report::{CommandResult, Failure};
 use super::style::{self, DIM, YELLOW, paint, sanitize};
 use super::{Env, Exit};
 use crate::preset::{ProjectConfig, TrustState, TrustStore};
@@ -22,33 +23,25 @@ pub struct TrustArgs {
 }
 
 /// `paddock trust [DIR] [--revoke]`.
-pub async fn trust(args: TrustArgs) -> Exit {
-    let env = match Env::open() {
-        Ok(env) => env,
-        Err(e) => return super::report::fail(&format!("{e:#}")),
-    };
+pub async fn trust(args: TrustArgs) -> CommandResult {
+    let env = Env::open().map_err(|e| Failure::usage(format!("{e:#}")))?;
     let dir = args.dir.unwrap_or_else(|| env.cwd.clone());
     if !dir.is_dir() {
-        return super::report::fail(&format!(
+        return Err(Failure::usage(format!(
             "{} is not a directory; give the project directory to trust",
             dir.display()
-        ));
+        )));
     }
     let store = TrustStore::open(env.store.root());
     if args.revoke {
-        return match store.revoke(&dir) {
-            Ok(true) => {
-                println!("paddock: {} is no longer trusted", shown(&dir));
-                Exit::Ok
-            }
-            Ok(false) => {
-                println!("paddock: {} was not trusted", shown(&dir));
-                Exit::Ok
-            }
-            Err(e) => {
-                super::report::fail(&format!("cannot update {}: {e}", store.path().display()))
-            }
-        };
+        let revoked = store.revoke(&dir).map_err(|e| {
+            Failure::usage(format!("cannot update {}: {e}", store.path().display()))
+        })?;
+        match revoked {
+            true => println!("paddock: {} is no longer trusted", shown(&dir)),
+            false => println!("paddock: {} was not trusted", shown(&dir)),
+        }
+        return Ok(Exit::Ok);
     }
     let Some(config) = ProjectConfig::find(&dir) else {
         println!(
@@ -56,27 +49,25 @@ pub async fn trust(args: TrustArgs) -> Exit {
             shown(&dir),
             crate::preset::PROJECT_DIR
         );
-        return Exit::Ok;
+        return Ok(Exit::Ok);
     };
     describe(&config);
     if let Some(why) = &config.unhashable {
-        return super::report::fail(&format!(
+        return Err(Failure::usage(format!(
             "cannot trust {}: {why}. Trust is a hash of every file there; keep the presets and \
              the files they name within that",
             config.dir.display()
-        ));
+        )));
     }
-    match store.trust(&config) {
-        Ok(()) => {
-            println!(
-                "paddock: trusted {} (sha256 {}); a change to these files asks again",
-                shown(&config.dir),
-                config.short_hash()
-            );
-            Exit::Ok
-        }
-        Err(e) => super::report::fail(&format!("cannot write {}: {e}", store.path().display())),
-    }
+    store
+        .trust(&config)
+        .map_err(|e| Failure::usage(format!("cannot write {}: {e}", store.path().display())))?;
+    println!(
+        "paddock: trusted {} (sha256 {}); a change to these files asks again",
+        shown(&config.dir),
+        config.short_hash()
+    );
+    Ok(Exit::Ok)
 }
 
 fn describe(config: &ProjectConfig) {
@@ -92,11 +83,19 @@ fn describe(config: &ProjectConfig) {
 
 /// Project trust decided at the terminal, for the sessions `run` and `chat` start: asks when
 /// standard input and standard error are a terminal, else says in one line what it ignores.
-pub(crate) struct TerminalTrust;
+pub(crate) struct TerminalTrust {
+    /// False for a command whose standard input is not the user's (`mcp serve` speaks a
+    /// protocol on it): nothing is asked; the one-line notice still says what was ignored.
+    pub may_ask: bool,
+}
 
 impl crate::session::Trust for TerminalTrust {
     fn project_trusted(&self, env: &Env) -> bool {
-        project_trusted(env)
+        if self.may_ask {
+            project_trusted(env)
+        } else {
+            decide(env, false)
+        }
     }
 
     fn notice(&self, text: &str) {
@@ -120,15 +119,6 @@ pub(crate) fn project_trusted_for(env: &Env, preset: &str) -> bool {
 pub(crate) fn project_trusted(env: &Env) -> bool {
     let on_a_terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     decide(env, on_a_terminal)
-}
-
-/// `project_trusted` for a command whose standard input is not the user's (`mcp serve`
-/// speaks a protocol on it): never asks; the one-line notice still says what was ignored.
-pub(crate) fn project_trusted_without_asking(env: &Env, preset: &str) -> bool {
-    if preset.contains('/') || preset.ends_with(".toml") {
-        return false;
-    }
-    decide(env, false)
 }
 
 fn decide(env: &Env, may_ask: bool) -> bool {

@@ -3,6 +3,7 @@
 //! the shared set-up in `common`.
 
 mod common;
+mod failures;
 mod paging;
 mod plugin;
 mod plugin_hooks;

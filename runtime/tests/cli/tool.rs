@@ -365,3 +365,129 @@ fn an_altered_cache_entry_is_recompiled_with_a_warning_by_default() {
         String::from_utf8_lossy(&quiet.stderr)
     );
 }
+
+/// The sessions of the scratch data directory, each as its events.
+fn sessions(s: &Sandbox) -> Vec<(String, Vec<serde_json::Value>)> {
+    let dir = s.home.path().join("sessions");
+    let mut found: Vec<_> = std::fs::read_dir(&dir)
+        .map(|entries| entries.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    found.sort();
+    found
+        .into_iter()
+        .filter(|p| p.join("events.jsonl").is_file())
+        .map(|p| {
+            let text = std::fs::read_to_string(p.join("events.jsonl")).unwrap();
+            let events = text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                events,
+            )
+        })
+        .collect()
+}
+
+fn kinds(events: &[serde_json::Value]) -> Vec<&str> {
+    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
+}
+
+#[test]
+fn a_call_is_logged_like_a_models_in_a_session_that_resume_refuses() {
+    let s = Sandbox::new();
+    let (code, out) = s.json(&["tool", "call", "cat", r#"{"path":"notes.txt"}"#, "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let logged = sessions(&s);
+    assert_eq!(logged.len(), 1, "one session for the command");
+    let (id, events) = &logged[0];
+    assert_eq!(
+        kinds(events),
+        [
+            "session/start",
+            "assistant/message",
+            "tool/call",
+            "tool/start",
+            "tool/result"
+        ]
+    );
+    assert_eq!(events[0]["data"]["model"], "tool-call");
+    // Checked once: the alias repair, the tool it resolved to and what it touches are all in
+    // the log, from the same check that ran it.
+    let call = &events[2]["data"];
+    assert_eq!(call["name"], "cat");
+    assert_eq!(call["tool"], "read_file");
+    let touched = call["touches"]["paths"][0].as_str().unwrap();
+    assert_eq!(
+        std::path::Path::new(touched),
+        s.file("notes.txt").canonicalize().unwrap()
+    );
+    assert_eq!(call["touches"]["writes"], false);
+    let result = &events[4]["data"];
+    assert_eq!(result["repairs"][0]["repair"], "tool_alias", "{result}");
+    assert_eq!(result["args"]["path"], "notes.txt");
+    // The log reads back and checks (L8).
+    let shown = s.paddock(&["log", id]);
+    assert!(shown.status.success(), "{shown:?}");
+    // It is not a conversation: resume refuses it and says what to do.
+    let resumed = s.paddock(&["resume", id]);
+    assert_eq!(resumed.status.code(), Some(2), "{resumed:?}");
+    let said = String::from_utf8_lossy(&resumed.stderr);
+    assert!(
+        said.contains("calls came from a client (`tool-call`)") && said.contains("paddock log"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_batch_is_one_logged_message_and_duplicate_ids_are_refused_before_anything_runs() {
+    let s = Sandbox::new();
+    let batch = s.file("batch.json");
+    std::fs::write(
+        &batch,
+        r#"[{"id":"a","name":"read_file","arguments":"{\"path\":\"notes.txt\"}"},
+            {"id":"b","name":"list_dir","arguments":"{}"}]"#,
+    )
+    .unwrap();
+    let (code, out) = s.json(&["tool", "batch", batch.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    let logged = sessions(&s);
+    let (_, events) = &logged[0];
+    let messages: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "assistant/message")
+        .collect();
+    assert_eq!(messages.len(), 1);
+    assert_eq!(
+        messages[0]["data"]["tool_calls"].as_array().unwrap().len(),
+        2
+    );
+    let results: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "tool/result")
+        .map(|e| e["data"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+
+    std::fs::write(
+        &batch,
+        r#"[{"id":"a","name":"read_file","arguments":"{}"},{"id":"a","name":"list_dir"}]"#,
+    )
+    .unwrap();
+    let (code, out) = s.json(&["tool", "batch", batch.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}");
+    assert_eq!(out["error"]["code"], "USAGE_ERROR");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("calls 0 and 1 both have the id `a`"),
+        "{out}"
+    );
+    assert_eq!(
+        sessions(&s).len(),
+        1,
+        "the refused batch started no session"
+    );
+}

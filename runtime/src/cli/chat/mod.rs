@@ -22,7 +22,7 @@ use clap::Args;
 
 use super::Exit;
 use super::out::{Out, Stdout};
-use super::report::fail;
+use super::report::{CommandResult, Failure};
 use super::resume::{options, reopen, settle};
 use super::run::{SessionArgs, start_session};
 use super::session_view::Printer;
@@ -51,7 +51,7 @@ pub struct ChatArgs {
 /// Messages of a reopened session shown when it opens.
 const RECAP_LINES: usize = 8;
 
-pub async fn chat(args: ChatArgs) -> Exit {
+pub async fn chat(args: ChatArgs) -> CommandResult {
     let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let color = style::color_enabled_stdout();
     let screen = terminal.then(|| Arc::new(Screen::new(color)));
@@ -64,9 +64,7 @@ pub async fn chat(args: ChatArgs) -> Exit {
         None => Arc::new(Stdout),
     };
     let printer = Printer::with_out(out, color, true);
-    let Some(opened) = open(&args, &questions, &printer).await else {
-        return Exit::Usage;
-    };
+    let opened = open(&args, &questions, &printer).await?;
     let input = match &screen {
         Some(screen) => {
             let history = opened.data_dir().join("chat-history");
@@ -90,7 +88,7 @@ pub async fn chat(args: ChatArgs) -> Exit {
         screen.finish();
     }
     printer.footer_chat(opened.id());
-    exit
+    Ok(exit)
 }
 
 /// Approval questions drawn above the input line, whose prompt then asks for the answer.
@@ -106,20 +104,20 @@ fn presenter(screen: Arc<Screen>) -> Presenter {
 
 /// A new session, or the one `--continue`/`--resume` names, with its header shown (and, when
 /// reopened, the end of its history and what recovery settled).
-async fn open(args: &ChatArgs, questions: &ChatQuestions, printer: &Printer) -> Option<Session> {
+async fn open(
+    args: &ChatArgs,
+    questions: &ChatQuestions,
+    printer: &Printer,
+) -> Result<Session, Failure> {
     let id = if args.continue_last {
-        let Ok(env) = super::Env::open() else {
-            fail("cannot open the data directory");
-            return None;
-        };
+        let env = super::Env::open().map_err(|e| Failure::usage(format!("{e:#}")))?;
         match latest_in(&env.store.root().join("sessions"), &env.cwd) {
             Some(id) => Some(id),
             None => {
-                fail(&format!(
+                return Err(Failure::usage(format!(
                     "no session was started in {}; start one with paddock chat",
                     env.cwd.display()
-                ));
-                return None;
+                )));
             }
         }
     } else {
@@ -127,9 +125,9 @@ async fn open(args: &ChatArgs, questions: &ChatQuestions, printer: &Printer) -> 
     };
     let approver = Box::new(questions.clone());
     let Some(id) = id else {
-        let session = start_session(&args.session, approver, None).await.ok()?;
+        let session = start_session(&args.session, approver, None, None).await?;
         printer.header(session.record(), session.log_path());
-        return Some(session);
+        return Ok(session);
     };
     let options = options(
         false,
@@ -138,20 +136,20 @@ async fn open(args: &ChatArgs, questions: &ChatQuestions, printer: &Printer) -> 
         approver,
         args.session.max_turns,
     );
-    let reopened = reopen(&id, options).await.ok()?;
+    let reopened = reopen(&id, options).await?;
     let last_turn = reopened.last_turn();
     printer.header(reopened.session().record(), reopened.session().log_path());
     for line in render::recap(reopened.session().log_path(), RECAP_LINES, printer_width()) {
         printer.plain(&line);
     }
-    let session = settle(reopened, printer).await.ok()?;
+    let session = settle(reopened, printer).await?;
     if let Some(reason) = last_turn.filter(|r| *r != StopReason::Completed) {
         printer.notice(&format!(
             "the last turn stopped ({}); send a message to go on",
             reason.as_str()
         ));
     }
-    Some(session)
+    Ok(session)
 }
 
 fn printer_width() -> usize {
