@@ -1,0 +1,123 @@
+"""A Harbor environment for machines without a container daemon: each trial gets a private
+root directory, and each command runs chrooted into it inside fresh mount and PID namespaces
+(`unshare`), with the host's `/usr` and `/etc` bind-mounted read-only (`/bin`, `/lib`, `/lib64`,
+`/sbin` are links into `/usr`, as on merged-usr systems), a private `/proc`, the host's `/dev`,
+and writable `/tmp`, `/root`, `/logs` and the task's working directory (`[environment] workdir`,
+default `/app`). `-e paddock_harbor.chroot:ChrootEnvironment`.
+
+It is for tests, not isolation. What it does not do:
+- the task's `environment/` (its Dockerfile) is ignored: the trial runs on the host's programs;
+- the network is the host's (the agent reaches a model server on 127.0.0.1), and no CPU,
+  memory or disk limit applies;
+- run as root, a command is root in the host's user namespace (a chroot is escapable by root);
+  run unprivileged, it is root of a new user namespace (`unshare --user --map-root-user`), which
+  needs unprivileged user namespaces, and a command cannot run as another user;
+- a file uploaded or written keeps the host's ownership; `/dev` is the host's; uploads and
+  downloads resolve paths on the host, where a link inside the root points at the host's files.
+"""
+
+import asyncio
+import os
+import shlex
+import shutil
+import tempfile
+from pathlib import Path
+
+from harbor.environments.base import BaseEnvironment, ExecResult
+from harbor.environments.capabilities import EnvironmentCapabilities
+
+READ_ONLY = ("usr", "etc")
+LINKS = {"bin": "usr/bin", "lib": "usr/lib", "lib64": "usr/lib64", "sbin": "usr/sbin"}
+WRITABLE = ("tmp", "root", "logs/agent", "logs/verifier", "logs/artifacts")
+PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+class ChrootEnvironment(BaseEnvironment):
+    @staticmethod
+    def type() -> str:
+        return "chroot"
+
+    @property
+    def capabilities(self) -> EnvironmentCapabilities:
+        return EnvironmentCapabilities()
+
+    def _validate_definition(self):
+        if shutil.which("unshare") is None or shutil.which("chroot") is None:
+            raise RuntimeError(
+                "ChrootEnvironment needs `unshare` and `chroot` (util-linux, coreutils)"
+            )
+
+    @property
+    def _workdir(self) -> str:
+        return self.task_env_config.workdir or "/app"
+
+    async def start(self, force_build: bool) -> None:
+        self._root = Path(tempfile.mkdtemp(prefix="harbor-chroot-"))
+        for name in (*READ_ONLY, "proc", "dev", *WRITABLE, self._workdir.lstrip("/")):
+            (self._root / name).mkdir(parents=True, exist_ok=True)
+        os.chmod(self._root / "tmp", 0o1777)
+        for name, target in LINKS.items():
+            (self._root / name).symlink_to(target)
+
+    async def stop(self, delete: bool):
+        if delete and getattr(self, "_root", None):
+            shutil.rmtree(self._root, ignore_errors=True)
+
+    def _on_host(self, path: str) -> Path:
+        # Lexically inside the root: `..` at the top stays at the top.
+        return self._root / os.path.normpath("/" + str(path)).lstrip("/")
+
+    async def upload_file(self, source_path, target_path: str):
+        target = self._on_host(target_path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source_path, target)
+
+    async def upload_dir(self, source_dir, target_dir: str):
+        shutil.copytree(source_dir, self._on_host(target_dir), symlinks=True, dirs_exist_ok=True)
+
+    async def download_file(self, source_path: str, target_path):
+        Path(target_path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(self._on_host(source_path), target_path)
+
+    async def download_dir(self, source_dir: str, target_dir):
+        shutil.copytree(self._on_host(source_dir), target_dir, symlinks=True, dirs_exist_ok=True)
+
+    async def exec(self, command, cwd=None, env=None, timeout_sec=None, user=None) -> ExecResult:
+        root = shlex.quote(str(self._root))
+        mounts = [
+            f"mount --rbind /{d} {root}/{d} && mount -o remount,bind,ro {root}/{d}"
+            for d in READ_ONLY
+        ] + [f"mount --rbind /dev {root}/dev", f"mount -t proc proc {root}/proc"]
+        user = self._resolve_user(user)
+        as_user = f"--userspec={shlex.quote(str(user))} " if user not in (None, "root", 0) else ""
+        variables = {"PATH": PATH, "HOME": "/root", **(self._merge_env(env) or {})}
+        inner = f"cd {shlex.quote(cwd or self._workdir)} && {command}"
+        script = " && ".join(mounts) + (
+            f" && exec chroot {as_user}{root} /usr/bin/env -i "
+            + " ".join(shlex.quote(f"{k}={v}") for k, v in variables.items())
+            + f" /bin/bash -c {shlex.quote(inner)}"
+        )
+        unshare = ["unshare", "--mount", "--pid", "--fork", "--kill-child"]
+        unshare += ["--propagation", "private"]
+        if os.geteuid() != 0:
+            unshare += ["--user", "--map-root-user"]
+        process = await asyncio.create_subprocess_exec(
+            *unshare, "/bin/sh", "-c", script,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(process.communicate(), timeout=timeout_sec)
+        except (asyncio.TimeoutError, asyncio.CancelledError) as stopped:
+            # `--kill-child`: the command's whole PID namespace goes with `unshare`.
+            process.kill()
+            await process.wait()
+            if isinstance(stopped, asyncio.CancelledError):
+                raise
+            return ExecResult(stderr=f"timed out after {timeout_sec} s", return_code=124)
+        return ExecResult(
+            stdout=out.decode(errors="replace"),
+            stderr=err.decode(errors="replace"),
+            return_code=process.returncode,
+        )

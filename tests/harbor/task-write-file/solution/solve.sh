@@ -1,0 +1,2 @@
+#!/bin/bash
+printf 'hello from paddock\n' > /app/greeting.txt
