@@ -93,6 +93,11 @@ async fn a_resume_while_the_run_is_alive_is_refused_with_its_pid() {
     let said = text(&refused);
     assert_eq!(refused.status.code(), Some(2), "{said}");
     assert!(said.contains(&format!("pid {}", run.id())), "{said}");
+    // The refusal names the holder: its command and since when.
+    assert!(
+        said.contains("`paddock run think --base-url") && said.contains(", since 20"),
+        "{said}"
+    );
     assert!(said.contains("--wait"), "{said}");
     assert_eq!(
         project.events(&id).len(),
@@ -321,4 +326,31 @@ async fn a_turn_that_lost_only_its_end_is_completed_without_asking_again() {
     assert_eq!(server.requests().len(), 1, "the model was not asked again");
     assert_eq!(last_stop(&project.events(&id)), "completed");
     seqs_are_whole(&project, &id);
+}
+
+/// A session whose task never reached the log (a crash tore the user's message) cannot go on
+/// without a message; refusing says so and changes nothing in the log, not even the torn line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_refused_for_want_of_a_task_changes_nothing_in_the_log() {
+    let project = Project::new(&[]);
+    let mut crashed = project.command(&["run", "--demo", "hello"]);
+    // The first append is the user's message: half of it is written, then paddock aborts.
+    crashed.env("PADDOCK_CRASH_AT_APPEND", "1:torn");
+    let out = tokio::task::spawn_blocking(move || crashed.output().unwrap())
+        .await
+        .unwrap();
+    assert!(!out.status.success(), "{out:?}");
+    let id = project.only_session();
+    let before = std::fs::read(project.log_path(&id)).unwrap();
+    assert!(!before.ends_with(b"\n"), "the log ends in a torn line");
+
+    let refused = project.paddock(&["resume", &id]).await;
+    let said = text(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(said.contains("no message from the user"), "{said}");
+    assert_eq!(
+        std::fs::read(project.log_path(&id)).unwrap(),
+        before,
+        "the refused resume changed the log"
+    );
 }

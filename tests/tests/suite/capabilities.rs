@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use paddock::calls::{Registry, RegistryError};
 use paddock::contract::ErrorCode;
-use paddock::exec::{CallContext, Executed, OpenGate, run_call};
+use paddock::pipeline::{CallContext, Executed, OpenGate, run_call};
 use paddock::plugin_store::PluginStore;
 use paddock_tests::{plugin_dir, resolve_preset, sandbox};
 use tokio_util::sync::CancellationToken;

@@ -6,7 +6,9 @@ use std::sync::Mutex;
 
 use paddock::calls::Registry;
 use paddock::contract::{ErrorCode, ToolOutput, ToolResult};
-use paddock::exec::{Admission, CallContext, CallGate, GateCall, OpenGate, Outcome, run_call};
+use paddock::pipeline::{
+    Admission, AfterCall, CallContext, CallGate, GateCall, OpenGate, run_call,
+};
 use paddock::plugin_store::PluginStore;
 use paddock_tests::{resolve_preset, sandbox};
 use serde_json::{Value, json};
@@ -24,9 +26,9 @@ impl CallGate for ScriptedGate {
         self.before.clone()
     }
 
-    async fn after(&self, call: GateCall<'_>, result: ToolResult) -> Outcome {
+    async fn after(&self, call: GateCall<'_>, result: ToolResult) -> AfterCall {
         self.seen_after.lock().unwrap().push(call.args.clone());
-        Outcome {
+        AfterCall {
             result,
             context: vec!["checked by the test gate".into()],
         }

@@ -1,7 +1,8 @@
 //! paddock's end-to-end tests, one test binary: each module is one capability (the agent loop
 //! and sessions, authoring, the hostile suites, MCP both ways, model providers, the pipeline,
-//! presets, trust), with the shared set-up in the `*_common` modules. Most drive the real
-//! `paddock` binary against the scripted model server; the rest the library.
+//! presets, trust, trajectory export, paddock as a Harbor agent), with the shared set-up in
+//! the `*_common` modules. Most drive the real `paddock` binary against the scripted model
+//! server; the rest the library.
 //! Two kinds of test live in binaries of their own: `terminal/` (what runs on a
 //! pseudo-terminal, and Ctrl-C against a streaming model: they read the screen or a clock, so
 //! they run beside each other only, not beside a build or the crash trials), and
@@ -17,23 +18,29 @@ mod pipeline_common;
 mod agent_chat;
 mod agent_compaction;
 mod agent_compat;
+mod agent_headless;
+mod agent_home;
 mod agent_list;
 mod agent_loop;
 mod agent_repair;
 mod agent_scripts;
 mod agent_sessions;
+mod atif;
 mod authoring;
 mod authoring_hooks;
 mod builtin_described;
 mod capabilities;
 mod crash;
+mod doctor;
 mod gate;
+mod harbor;
 mod hooks;
 mod hooks_post;
 mod hostile;
 mod hostile_exec;
 mod hostile_host;
 mod hostile_host_fs;
+mod json_events_doc;
 mod mcp_http;
 mod mcp_serve;
 mod mcp_use;
@@ -49,5 +56,6 @@ mod preset;
 mod preset_inherit;
 mod preset_root;
 mod preset_verdict;
+mod session_api;
 mod trust_hooks;
 mod trust_sandbox;

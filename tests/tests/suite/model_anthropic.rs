@@ -3,7 +3,8 @@
 
 use crate::common::{config, provider, run, server, user};
 use paddock::model::{
-    Finish, Message, ModelRequest, Outcome, ProviderKind, TRUNCATED_CALL_ERROR, ToolDef, ToolResult,
+    Finish, Message, ModelRequest, Outcome, ProviderKind, TRUNCATED_CALL_ERROR, ToolDef,
+    ToolResultMessage,
 };
 use paddock_tests::scripted::{ScriptCall, ScriptFinish, Step, Turn};
 use serde_json::json;
@@ -52,7 +53,7 @@ async fn text_and_split_tool_use_arrive_whole_and_the_next_request_carries_the_e
     assert!(first.cost_usd.is_some());
 
     request.messages.push(first.to_history());
-    request.messages.push(Message::Tool(ToolResult {
+    request.messages.push(Message::Tool(ToolResultMessage {
         call_id: "toolu_1".into(),
         content: "a.rs\nb.rs".into(),
         is_error: false,

@@ -6,7 +6,7 @@
 use crate::common::{config, drain, provider, run, server};
 use paddock::model::{
     AttemptStatus, Diagnostic, EventSink, Message, ModelError, ModelEvent, ModelRequest,
-    ProviderKind, ToolDef, ToolResult,
+    ProviderKind, ToolDef, ToolResultMessage,
 };
 use paddock_tests::scripted::{
     Fault, Quirks, Script, ScriptCall, ScriptedServer, Step, Turn, null_content_error,
@@ -69,7 +69,7 @@ async fn a_llama_cpp_python_tool_loop_runs_each_call_once_and_its_second_request
     assert_eq!(sent["max_tokens"], json!(8192), "{sent}");
 
     request.messages.push(first.to_history());
-    request.messages.push(Message::Tool(ToolResult {
+    request.messages.push(Message::Tool(ToolResultMessage {
         call_id: "call_7".into(),
         content: "hello".into(),
         is_error: false,

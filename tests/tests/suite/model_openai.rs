@@ -4,7 +4,7 @@
 use crate::common::{config, provider, run, server, user};
 use paddock::model::{
     AttemptStatus, Delta, Diagnostic, EventSink, Finish, Message, ModelError, ModelEvent,
-    ModelRequest, Outcome, ProviderKind, TRUNCATED_CALL_ERROR, ToolDef, ToolResult,
+    ModelRequest, Outcome, ProviderKind, TRUNCATED_CALL_ERROR, ToolDef, ToolResultMessage,
 };
 use paddock_tests::scripted::{ScriptCall, ScriptFinish, Step, Turn};
 use serde_json::json;
@@ -102,7 +102,7 @@ async fn split_tool_call_arrives_whole_and_the_next_request_carries_the_exact_hi
     assert_eq!(first.calls[0].parsed, Some(json!({"path": "src/main.rs"})));
 
     request.messages.push(first.to_history());
-    request.messages.push(Message::Tool(ToolResult {
+    request.messages.push(Message::Tool(ToolResultMessage {
         call_id: "call_1".into(),
         content: "fn main() { println!(\"hello\") }".into(),
         is_error: false,

@@ -6,7 +6,7 @@ use crate::pipeline_common::{Bench, call};
 use paddock::calls::Repair;
 use paddock::calls::ToolListFormat;
 use paddock::contract::ErrorCode;
-use paddock::exec::RawCall;
+use paddock::pipeline::RawCall;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -6,7 +6,7 @@
 
 use crate::pipeline_common::{Bench, call, drain, nap};
 use paddock::contract::ErrorCode;
-use paddock::exec::{CallEvent, CallPhase, CallRecord};
+use paddock::pipeline::{CallEvent, CallPhase, CallRecord};
 use tokio_util::sync::CancellationToken;
 
 /// Position in `events` of `id` reaching `phase` (Completed matches any end).

@@ -9,8 +9,8 @@ pub use std::time::{Duration, Instant};
 
 pub use paddock::calls::Registry;
 pub use paddock::contract::{ErrorCode, Risk};
-pub use paddock::exec::{CallContext, Executed, run_call};
 pub use paddock::hooks::{Answer, Approval, Approver, HookChain, HookError, Question};
+pub use paddock::pipeline::{CallContext, Executed, run_call};
 pub use paddock::plugin_store::PluginStore;
 pub use paddock::preset::{ApprovalMode, ApprovalPolicy};
 pub use paddock_tests::{plugin_dir, resolve_preset, sandbox};

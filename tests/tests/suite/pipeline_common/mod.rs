@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use paddock::calls::{AliasTable, Registry};
-use paddock::exec::{CallContext, CallEvent, OpenGate, RawCall, Scheduler};
+use paddock::pipeline::{CallContext, CallEvent, OpenGate, RawCall, Scheduler};
 use paddock::plugin_store::PluginStore;
 use paddock_tests::{plugin_dir, resolve_preset, sandbox};
 use tokio::sync::mpsc;

@@ -1,0 +1,151 @@
+//! The headless contract under fire (docs/json-events.md): fifty `run --json` sessions at
+//! once against scripted models, half of them sent SIGTERM or SIGHUP at a random point (during
+//! set-up, the model's stream, a tool call, or after the end). Every one must end with a
+//! parsable `result` line whose `exit_code` is the process's, with a documented stop for it,
+//! and none may hang. A signal is sent once the process catches it (`SigCgt` in
+//! /proc/PID/status): before that, the process is still being loaded, and nothing can.
+//!
+//! A binary of its own: fifty processes at once would slow the timing tests of `terminal/`
+//! beside it past their bounds; cargo runs test binaries one after another.
+
+use std::time::{Duration, Instant};
+
+use paddock_tests::scripted::{Fault, Script, ScriptedServer, Step, Turn};
+use serde_json::Value;
+
+#[path = "suite/agent_common/mod.rs"]
+mod agent_common;
+
+use agent_common::{Project, call_step};
+
+const SESSIONS: usize = 50;
+
+/// A small deterministic generator: the same points every run, spread over the whole session.
+fn points(seed: u64, n: usize, max_ms: u64) -> Vec<u64> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % max_ms
+        })
+        .collect()
+}
+
+/// Waits until process `pid` catches SIGTERM and SIGHUP (or has ended).
+async fn catches_termination(pid: &str) {
+    let wanted = (1u64 << (libc::SIGTERM - 1)) | (1u64 << (libc::SIGHUP - 1));
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(30) {
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            return;
+        };
+        let caught = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .unwrap_or(0);
+        if caught & wanted == wanted {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_sessions_half_of_them_terminated_all_end_with_a_result_line() {
+    // One data directory: both built-in plugins compile once (a call of each first), then
+    // every session shares the cache.
+    let project = Project::new(&[("notes.txt", "hello\n")]);
+    for (tool, args) in [("list_dir", "{}"), ("glob", r#"{"pattern":"*"}"#)] {
+        let warm = project.paddock(&["tool", "call", tool, args]).await;
+        assert!(warm.status.success(), "{warm:?}");
+    }
+    let mut servers = Vec::new();
+    for _ in 0..SESSIONS {
+        let server = ScriptedServer::start(Script {
+            steps: vec![
+                call_step("c1", "read_file", r#"{"path":"notes.txt"}"#),
+                // The answer streams slowly: a signal lands mid-stream for many sessions.
+                Step::Reply(
+                    Turn::text(&["Read it", ", done."]).with_fault(Fault::StallAfter {
+                        frames: 1,
+                        ms: 1_500,
+                    }),
+                ),
+            ],
+        })
+        .await
+        .unwrap();
+        servers.push(server);
+    }
+    let delays = points(0x9e37_79b9_7f4a_7c15, SESSIONS, 3_000);
+    let mut runs = Vec::new();
+    for (i, server) in servers.iter().enumerate() {
+        let url = server.openai_base_url();
+        let mut cmd = project.command(&[
+            "run",
+            "--json",
+            "read notes.txt",
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+        ]);
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let child = cmd.spawn().expect("spawn paddock");
+        let signal = (i % 2 == 0).then(|| (delays[i], if i % 4 == 0 { "-TERM" } else { "-HUP" }));
+        runs.push(tokio::task::spawn(async move {
+            let pid = child.id().to_string();
+            if let Some((after, signal)) = signal {
+                catches_termination(&pid).await;
+                tokio::time::sleep(Duration::from_millis(after)).await;
+                let _ = std::process::Command::new("kill")
+                    .args([signal, &pid])
+                    .status();
+            }
+            let started = Instant::now();
+            let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap());
+            let out = tokio::time::timeout(Duration::from_secs(120), out)
+                .await
+                .unwrap_or_else(|_| panic!("session {i} hung (pid {pid})"))
+                .unwrap();
+            (i, signal, out, started.elapsed())
+        }));
+    }
+    let mut terminated = 0;
+    for run in runs {
+        let (i, signal, out, _took) = run.await.unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let last = stdout.lines().last().unwrap_or_else(|| {
+            panic!(
+                "session {i} ({signal:?}) printed nothing; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        let line: Value = serde_json::from_str(last)
+            .unwrap_or_else(|e| panic!("session {i}: the last line is not JSON ({e}): {last}"));
+        assert_eq!(line["type"], "result", "session {i}: {last}");
+        let result = &line["data"];
+        let code = out.status.code();
+        assert_eq!(
+            code,
+            result["exit_code"].as_i64().map(|c| c as i32),
+            "session {i} ({signal:?}): the process exit code is the result line's: {last}"
+        );
+        let stop = result["stop_reason"].as_str().unwrap();
+        match (signal, stop, code) {
+            (_, "completed", Some(0)) => {}
+            (Some(_), "terminated", Some(143)) => terminated += 1,
+            other => panic!("session {i}: undocumented ending {other:?}: {last}"),
+        }
+    }
+    // The points spread over the whole session: most signals land while it runs.
+    assert!(
+        terminated >= SESSIONS / 4,
+        "only {terminated} of {} signalled sessions ended terminated",
+        SESSIONS / 2
+    );
+}
