@@ -85,6 +85,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         moved: Default::default(),
         approver: Box::new(paddock::hooks::NoOneToAsk),
         max_turns: None,
+        without_message: false,
     };
     let session = Session::reopen(env, &id, options)
         .await?
