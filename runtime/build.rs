@@ -1,13 +1,17 @@
 //! Embeds the built-in plugins (`plugins/fs`, `plugins/search`, `plugins/shell`,
-//! `plugins/fetch`) and example hooks (`plugins/hooks/*`) into the binary when they have been
-//! built (`cargo xtask build-plugins`). Without them the binary still builds, and
-//! `builtin:NAME` answers with how to build them. Each built-in's SHA-256 is computed here,
-//! once, rather than on every start (`plugin_store::builtin_sha256`), and its description
+//! `plugins/fetch`) and example hooks (`plugins/hooks/*`) into the binary. When any of them is
+//! not built yet (a fresh clone, `cargo install --path runtime`), this script builds them
+//! first, with the same cargo, for `wasm32-wasip2` into `plugins/target` (what `cargo xtask
+//! build-plugins` does for these packages); when that cannot work (the target is not
+//! installed) the build fails with the commands that fix it. A binary without its built-ins
+//! is never the quiet result. Each built-in's SHA-256 is computed here, once, rather than on
+//! every start (`plugin_store::builtin_sha256`), and its description
 //! (`plugins/described/NAME.json`: imports and tools, `sandbox/wasm/described.rs`) is embedded
 //! beside it when there is one, so a first run need not compile it before the first request.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
@@ -24,13 +28,23 @@ const BUILTINS: &[&str] = &[
 fn main() {
     let manifest =
         PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let dir = manifest.join("../plugins/target/wasm32-wasip2/release");
+    let plugins = manifest.join("../plugins");
+    let dir = plugins.join("target").join(WASM_TARGET).join("release");
+    let artifact = |name: &str| dir.join(format!("{}.wasm", name.replace('-', "_")));
+    let missing: Vec<&str> = BUILTINS
+        .iter()
+        .copied()
+        .filter(|name| !artifact(name).exists())
+        .collect();
+    if !missing.is_empty() {
+        build_builtins(&plugins, &missing);
+    }
     let mut code = String::from(
         "/// Built-in plugins embedded at build time: (name, component bytes, SHA-256 in hex,\n/// description as JSON).\npub static BUILTINS: &[(&str, &[u8], &str, Option<&str>)] = &[\n",
     );
     for name in BUILTINS {
         // Cargo names a crate's artifact with underscores.
-        let path = dir.join(format!("{}.wasm", name.replace('-', "_")));
+        let path = artifact(name);
         println!("cargo:rerun-if-changed={}", path.display());
         match path.canonicalize() {
             Ok(path) => {
@@ -52,8 +66,10 @@ fn main() {
                 )
                 .unwrap()
             }
-            Err(_) => println!(
-                "cargo:warning=built-in plugin `{name}` is not built; run `cargo xtask build-plugins`"
+            Err(e) => panic!(
+                "the built-in plugin `{name}` is missing after building it ({}: {e}); run \
+                 `cargo xtask build-plugins` and build again",
+                path.display()
             ),
         }
     }
@@ -61,4 +77,66 @@ fn main() {
     let out =
         PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("builtins.rs");
     std::fs::write(out, code).expect("OUT_DIR is writable");
+}
+
+const WASM_TARGET: &str = "wasm32-wasip2";
+
+/// What the user runs when building the plugins here cannot work.
+const FIX: &str = "install the WebAssembly target and build the plugins, then build again: \
+`rustup target add wasm32-wasip2 && cargo xtask build-plugins`";
+
+/// Builds the plugins' workspace with the cargo that runs this script, sharing its job
+/// tokens: the whole workspace, as `cargo xtask build-plugins` does, so the features its
+/// members unify on, and with them the built-ins' bytes, are the same either way. Nothing of this build's own environment leaks in: the inner build is for another
+/// target, in its own workspace and target directory, so the variables cargo sets for this
+/// script (`CARGO_CFG_*`, `TARGET`, flags, features) would describe the wrong build.
+fn build_builtins(plugins: &Path, missing: &[&str]) {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .current_dir(plugins)
+        .args(["build", "--release", "--target", WASM_TARGET, "--workspace"]);
+    for (key, _) in std::env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        let leaks = [
+            "CARGO_CFG_",
+            "CARGO_FEATURE_",
+            "CARGO_PKG_",
+            "CARGO_MANIFEST_",
+            "DEP_",
+        ]
+        .iter()
+        .any(|prefix| key.starts_with(prefix))
+            || [
+                "RUSTFLAGS",
+                "CARGO_ENCODED_RUSTFLAGS",
+                "CARGO_BUILD_TARGET",
+                "CARGO_TARGET_DIR",
+                "TARGET",
+                "HOST",
+                "OUT_DIR",
+                "OPT_LEVEL",
+                "PROFILE",
+                "DEBUG",
+                "RUSTC_LINKER",
+            ]
+            .contains(&key);
+        if leaks {
+            build.env_remove(key);
+        }
+    }
+    build.env("CARGO_TARGET_DIR", plugins.join("target"));
+    println!(
+        "cargo:warning=building the built-in plugins ({}) for {WASM_TARGET}: they are embedded \
+         in the binary",
+        missing.join(", ")
+    );
+    match build.status() {
+        Ok(status) if status.success() => {}
+        Ok(status) => panic!(
+            "building the built-in plugins for {WASM_TARGET} failed ({status}; its errors are \
+             above); {FIX}"
+        ),
+        Err(e) => panic!("cannot run cargo to build the built-in plugins ({e}); {FIX}"),
+    }
 }
