@@ -23,6 +23,7 @@ pub fn start(cwd: &str) -> Body {
         system: String::new(),
         instructions: Vec::new(),
         on_ask: None,
+        layers: Vec::new(),
     }))
 }
 

@@ -1,7 +1,9 @@
 //! `paddock doctor`: which of paddock's layers are in force on this machine, each with what it
 //! stops; a missing one with why and what it means (inside a container that forbids user
 //! namespaces, programs the `exec` capability starts, and MCP servers, fail closed unless a
-//! preset accepts `confine = "off"`). Exit 0 when every layer is in force, 1 otherwise.
+//! preset accepts `confine = "off"`); then the jail's canaries, run for real (a write and a
+//! read outside the grants and a socket, each of which must be stopped, and a granted write
+//! that must work). Exit 0 when every layer is in force and every canary held, 1 otherwise.
 
 use clap::Args;
 use serde_json::json;
@@ -9,13 +11,17 @@ use serde_json::json;
 use super::Exit;
 use super::report::CommandResult;
 use super::style::{self, GREEN, RED, json_for_terminal, paint, sanitize};
-use crate::sandbox::layers;
+use crate::sandbox::{Canary, layers, probe_in_child, run_canaries};
 
 #[derive(Args)]
 pub struct DoctorArgs {
     /// Print one JSON object: `{"layers": [{"name", "in_force", "detail", "purpose"}], "all_in_force"}`.
     #[arg(long)]
     json: bool,
+    /// The canaries' side inside the jail (paddock runs itself with it): the granted
+    /// directory, the outside directory, the outside file, the port.
+    #[arg(long, hide = true, num_args = 4)]
+    canary_child: Option<Vec<String>>,
 }
 
 /// What a missing jail layer means for a session.
@@ -30,8 +36,16 @@ without the kernel's `openat2(RESOLVE_BENEATH)` (Linux 5.6 or newer; some contai
 refuse it).";
 
 pub async fn doctor(args: DoctorArgs) -> CommandResult {
+    if let Some(child) = &args.canary_child {
+        print!("{}", probe_in_child(child));
+        return Ok(Exit::Ok);
+    }
     let layers = layers();
-    let all = layers.iter().all(|l| l.state.is_ok());
+    let canaries = canaries().await;
+    let held = canaries
+        .as_ref()
+        .is_ok_and(|all| all.iter().all(|c| c.outcome.is_ok()));
+    let all = layers.iter().all(|l| l.state.is_ok()) && held;
     if args.json {
         let listed: Vec<_> = layers
             .iter()
@@ -43,7 +57,18 @@ pub async fn doctor(args: DoctorArgs) -> CommandResult {
                 json!({"name": l.name, "in_force": in_force, "detail": detail, "purpose": l.purpose})
             })
             .collect();
-        let object = json!({"layers": listed, "all_in_force": all});
+        let canaries =
+            match &canaries {
+                Ok(all) => json!(all.iter().map(|c| {
+                let (held, detail) = match &c.outcome {
+                    Ok(detail) => (true, detail),
+                    Err(what) => (false, what),
+                };
+                json!({"name": c.name, "tries": c.tries, "held": held, "detail": detail})
+            }).collect::<Vec<_>>()),
+                Err(why) => json!({"not_run": why}),
+            };
+        let object = json!({"layers": listed, "canaries": canaries, "all_in_force": all});
         println!("{}", json_for_terminal(&object.to_string()));
     } else {
         let color = style::color_enabled_stdout();
@@ -54,6 +79,24 @@ pub async fn doctor(args: DoctorArgs) -> CommandResult {
             };
             println!("{mark}  {:<11} {}", layer.name, sanitize(detail));
             println!("{:23}{}", "", layer.purpose);
+        }
+        println!();
+        match &canaries {
+            Ok(all) => {
+                for canary in all {
+                    let (mark, detail) = match &canary.outcome {
+                        Ok(detail) => (paint(color, GREEN, "held    "), detail),
+                        Err(what) => (paint(color, RED, "BROKEN  "), what),
+                    };
+                    println!("{mark}  canary {:<14} {}", canary.name, sanitize(detail));
+                    println!("{:23}tries to {}", "", canary.tries);
+                }
+            }
+            Err(why) => println!(
+                "{}  the jail's canaries: {}",
+                paint(color, RED, "not run "),
+                sanitize(why)
+            ),
         }
         let jail = ["namespaces", "landlock", "seccomp"];
         if layers
@@ -70,4 +113,11 @@ pub async fn doctor(args: DoctorArgs) -> CommandResult {
         }
     }
     Ok(if all { Exit::Ok } else { Exit::Failed })
+}
+
+/// The jail's canaries, run with this very binary as the program.
+async fn canaries() -> Result<Vec<Canary>, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find paddock's binary: {e}"))?;
+    let args = ["doctor".to_string(), "--canary-child".to_string()];
+    run_canaries(&exe, &args).await
 }

@@ -79,6 +79,9 @@ impl Printer {
                 sanitize(&start.cwd),
             ),
         ));
+        if let Some(line) = layers_line(&start.layers) {
+            self.line(&paint(self.color, DIM, &line));
+        }
         if !start.instructions.is_empty() {
             let files: Vec<String> = start
                 .instructions
@@ -333,4 +336,31 @@ fn preset_origin(start: &SessionStart) -> String {
         Some(from) => format!("{} {}{hash}", from.as_str(), start.preset_origin),
         None => format!("{}{hash}", start.preset_origin),
     }
+}
+
+/// The banner's line of sandbox layers: those in force, and each missing one with why (the
+/// facts `session/start` records and `paddock doctor` shows). `None` for a log written before
+/// layers were recorded.
+fn layers_line(layers: &[crate::log::LayerRecord]) -> Option<String> {
+    if layers.is_empty() {
+        return None;
+    }
+    let held: Vec<&str> = layers
+        .iter()
+        .filter(|l| l.in_force)
+        .map(|l| l.name.as_str())
+        .collect();
+    let missing: Vec<String> = layers
+        .iter()
+        .filter(|l| !l.in_force)
+        .map(|l| format!("{} ({})", l.name, sanitize(&l.detail)))
+        .collect();
+    Some(match missing.is_empty() {
+        true => format!("sandbox: {} in force", held.join(", ")),
+        false => format!(
+            "sandbox: {} in force; MISSING {} (paddock doctor says what that means)",
+            held.join(", "),
+            missing.join("; ")
+        ),
+    })
 }

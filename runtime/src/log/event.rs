@@ -206,6 +206,19 @@ pub struct SessionStart {
     /// (`--on-ask deny|allow|fail`); absent when questions go to whoever can answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_ask: Option<String>,
+    /// Which of paddock's sandbox layers were in force on the machine the session started on
+    /// (what `paddock doctor` shows): a harness reading the log knows what held.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<LayerRecord>,
+}
+
+/// One sandbox layer as the session found it at its start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LayerRecord {
+    pub name: String,
+    pub in_force: bool,
+    /// What is in force (`ABI 7`), or why it is missing.
+    pub detail: String,
 }
 
 /// A project instruction file as it went into the system prompt.
@@ -368,6 +381,7 @@ pub(crate) fn test_start() -> Body {
         system: String::new(),
         instructions: Vec::new(),
         on_ask: None,
+        layers: Vec::new(),
     }))
 }
 

@@ -38,8 +38,8 @@ pub use atif_schema::{
     Step as AtifStep, StepSource, ToolCall as AtifToolCall, Trajectory,
 };
 pub use event::{
-    Body, CompactReason, Event, InstructionRecord, Lane, PluginHash, SessionStart, Source,
-    StopReason, Touches, UNANSWERED,
+    Body, CompactReason, Event, InstructionRecord, Lane, LayerRecord, PluginHash, SessionStart,
+    Source, StopReason, Touches, UNANSWERED,
 };
 pub use file::LogWriter;
 pub use history::{
@@ -47,7 +47,7 @@ pub use history::{
     is_task,
 };
 pub use index::{INDEX_FILE, SessionIndex, session_index};
-pub use lock::{LOCK_FILE, LockError, SessionLock, Wait};
+pub use lock::{LOCK_FILE, LockError, SessionLock, Wait, recorded_holder};
 pub use quote::quote_markers;
 pub use read::{LogError, LogRead, read_log};
 pub use recover::{OUTCOME_UNKNOWN, Recovery, Settle, recover, recover_tail};

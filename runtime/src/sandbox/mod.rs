@@ -18,6 +18,7 @@ mod grant;
 mod layers;
 mod wasm;
 
+pub use capability::canary::{Canary, probe_in_child, run_canaries};
 pub(crate) use capability::http::allows as http_allows;
 pub use capability::http_addr::checked_address;
 pub use capability::server::{ServerProcess, ServerSpec, ServerStdio};

@@ -12,7 +12,7 @@ use crate::agent::DEFAULT_SYSTEM;
 use crate::agent::scripted::ScriptedProvider;
 use crate::hooks::{Approver, OnAsk};
 use crate::log::{
-    Body, InstructionRecord, LOG_FILE, LogWriter, PluginHash, SessionLock, SessionLog,
+    Body, InstructionRecord, LOG_FILE, LayerRecord, LogWriter, PluginHash, SessionLock, SessionLog,
     SessionStart, Tap, Wait,
 };
 use crate::model::{ProviderConfig, ProviderKind, connect};
@@ -292,7 +292,23 @@ fn start_record(
             })
             .collect(),
         on_ask: None,
+        layers: layer_records(),
     }
+}
+
+/// The sandbox layers in force here, as `paddock doctor` shows them (probed once a process).
+fn layer_records() -> Vec<LayerRecord> {
+    crate::sandbox::layers()
+        .into_iter()
+        .map(|layer| {
+            let in_force = layer.state.is_ok();
+            LayerRecord {
+                name: layer.name.to_string(),
+                in_force,
+                detail: layer.state.unwrap_or_else(|why| why),
+            }
+        })
+        .collect()
 }
 
 /// Takes the new session's lock (L6) and writes its `session/start`, synced; every event is
@@ -316,6 +332,8 @@ pub(super) fn begin_log(
             }
         })
         .map_err(|e| {
+            // The directory is this start's own (a fresh random id): nothing else is in it.
+            let _ = std::fs::remove_dir_all(dir);
             SetupError::usage(format!(
                 "cannot create the session log {}: {e}",
                 path.display()

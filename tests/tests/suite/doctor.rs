@@ -96,6 +96,61 @@ fn on_this_machine_every_layer_is_in_force() {
         ]
     );
     assert!(layers.iter().all(|l| l["in_force"] == true), "{layers:?}");
+    // The canaries ran in the jail for real: each route out stopped, the granted write done.
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let canaries = report["canaries"].as_array().expect("canaries ran");
+    let names: Vec<&str> = canaries
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["write-granted", "write-outside", "read-outside", "socket"]
+    );
+    assert!(canaries.iter().all(|c| c["held"] == true), "{canaries:?}");
+    for (name, how) in [
+        ("write-outside", "Permission denied"),
+        ("read-outside", "Permission denied"),
+        ("socket", "Operation not permitted"),
+    ] {
+        let canary = canaries.iter().find(|c| c["name"] == name).unwrap();
+        assert!(
+            canary["detail"].as_str().unwrap().contains(how),
+            "{name}: {canary}"
+        );
+    }
+    assert_eq!(report["all_in_force"], true);
+
+    // A session records the same facts in its session/start, and its banner shows them.
+    let run = project.command(&["run", "--demo"]).output().unwrap();
+    assert_eq!(run.status.code(), Some(0), "{run:?}");
+    let banner = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        banner.contains("sandbox: wasm, fs-guard, namespaces, landlock, seccomp, rlimits in force"),
+        "{banner}"
+    );
+    let start = &project.events(&project.only_session())[0];
+    let recorded: Vec<(&str, bool)> = start["data"]["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["name"].as_str().unwrap(), l["in_force"] == true))
+        .collect();
+    assert_eq!(
+        recorded,
+        names_in_force(&[
+            "wasm",
+            "fs-guard",
+            "namespaces",
+            "landlock",
+            "seccomp",
+            "rlimits"
+        ])
+    );
+}
+
+fn names_in_force<'a>(names: &[&'a str]) -> Vec<(&'a str, bool)> {
+    names.iter().map(|n| (*n, true)).collect()
 }
 
 #[test]
@@ -116,6 +171,34 @@ fn where_namespaces_are_forbidden_doctor_says_so_and_exec_fails_closed() {
     // The other layers are still there, and say so.
     assert_eq!(layer(&layers, "wasm")["in_force"], true);
     assert_eq!(layer(&layers, "landlock")["in_force"], true);
+    // The canaries cannot run without the jail, and that is said, not skipped.
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        report["canaries"]["not_run"]
+            .as_str()
+            .unwrap()
+            .contains("cannot confine"),
+        "{report}"
+    );
+
+    // A session that does not rely on the jail starts, and its banner and session/start say
+    // what is missing.
+    let run = without_namespaces(&project, &["run", "--demo"]);
+    assert_eq!(run.status.code(), Some(0), "{run:?}");
+    let banner = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        banner.contains("MISSING namespaces (the kernel refused user namespaces"),
+        "{banner}"
+    );
+    let start = &project.events(&project.only_session())[0];
+    let namespaces = start["data"]["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "namespaces")
+        .unwrap();
+    assert_eq!(namespaces["in_force"], false, "{start}");
+    std::fs::remove_dir_all(project.home.path().join("sessions")).unwrap();
 
     let text = without_namespaces(&project, &["doctor"]);
     let shown = String::from_utf8_lossy(&text.stdout);

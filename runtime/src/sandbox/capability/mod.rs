@@ -1,5 +1,6 @@
 //! Host capabilities a grant may add (S6): `exec` (a program started confined by `paddock-jail`, checked against the policy first), `http` (an allow-list, checked addresses), and MCP servers started in the same jail.
 
+pub(super) mod canary;
 pub(super) mod confined;
 pub(super) mod exec;
 pub(super) mod exec_policy;
