@@ -3,6 +3,9 @@
 //! one object per session. The list reads each session's small index (`log::session_index`),
 //! which is rebuilt from the log when it is missing or stale, so listing costs what it shows.
 //! `--atif` prints the session as one ATIF-v1.8 trajectory (`log::trajectory_of_log`).
+//! A session directory without a readable log (a start that failed or was killed before its
+//! `session/start` was in place, or one starting right now) is listed too, as `no log`, with
+//! who last took its lock: a harness never finds a directory the list skipped.
 
 use clap::Args;
 
@@ -10,7 +13,9 @@ use super::log_view::print_log;
 use super::report::{CommandResult, Failure};
 use super::style::{json_for_terminal, sanitize};
 use super::{Env, Exit};
-use crate::log::{LOG_FILE, SessionIndex, read_log, session_index, trajectory_of_log};
+use crate::log::{
+    LOG_FILE, SessionIndex, read_log, recorded_holder, session_index, trajectory_of_log,
+};
 use crate::stamp::rfc3339_ms;
 
 #[derive(Args)]
@@ -73,23 +78,92 @@ fn print_trajectory(log: &std::path::Path) -> Result<(), String> {
     Ok(())
 }
 
+/// One row of `log --list`: a session, or a directory whose log cannot be read.
+enum Listed {
+    Session(Box<SessionIndex>),
+    NoLog {
+        session: String,
+        /// When the directory was last changed, in milliseconds since the epoch.
+        changed_ms: u64,
+        why: String,
+    },
+}
+
+impl Listed {
+    fn of(dir: &std::path::Path) -> Listed {
+        match session_index(dir) {
+            Ok(index) => Listed::Session(Box::new(index)),
+            Err(e) => {
+                let changed_ms = std::fs::metadata(dir)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_millis() as u64);
+                let holder = recorded_holder(dir)
+                    .map_or_else(String::new, |h| format!("; its lock was last taken by {h}"));
+                let why = match dir.join(LOG_FILE).exists() {
+                    true => format!("the log cannot be read: {e}{holder}"),
+                    false => format!(
+                        "no log: a start that failed or was killed before its session/start \
+                         was written, or one starting now{holder}"
+                    ),
+                };
+                Listed::NoLog {
+                    session: dir
+                        .file_name()
+                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+                    changed_ms,
+                    why,
+                }
+            }
+        }
+    }
+
+    fn started_ms(&self) -> u64 {
+        match self {
+            Listed::Session(index) => index.started_ms,
+            Listed::NoLog { changed_ms, .. } => *changed_ms,
+        }
+    }
+
+    fn session(&self) -> &str {
+        match self {
+            Listed::Session(index) => &index.session,
+            Listed::NoLog { session, .. } => session,
+        }
+    }
+}
+
 fn list(sessions: &std::path::Path, json: bool) -> Exit {
-    let mut found: Vec<SessionIndex> = std::fs::read_dir(sessions)
+    let mut found: Vec<Listed> = std::fs::read_dir(sessions)
         .map(|entries| {
             entries
                 .flatten()
-                .filter_map(|entry| session_index(&entry.path()).ok())
+                .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|entry| Listed::of(&entry.path()))
                 .collect()
         })
         .unwrap_or_default();
     found.sort_by(|a, b| {
-        b.started_ms
-            .cmp(&a.started_ms)
-            .then(b.session.cmp(&a.session))
+        b.started_ms()
+            .cmp(&a.started_ms())
+            .then(b.session().cmp(a.session()))
     });
     if json {
-        for index in &found {
-            if let Ok(line) = serde_json::to_string(index) {
+        for listed in &found {
+            let line = match listed {
+                Listed::Session(index) => serde_json::to_string(index),
+                Listed::NoLog {
+                    session,
+                    changed_ms,
+                    why,
+                } => serde_json::to_string(&serde_json::json!({
+                    "session": session,
+                    "started_ms": changed_ms,
+                    "no_log": why,
+                })),
+            };
+            if let Ok(line) = line {
                 println!("{}", json_for_terminal(&line));
             }
         }
@@ -103,17 +177,35 @@ fn list(sessions: &std::path::Path, json: bool) -> Exit {
         "{:<16}  {:<16}  {:>5}  {:<17}  {:>8}  {:<24}  first message",
         "started (UTC)", "session", "turns", "stop", "cost", "directory"
     );
-    for index in found {
-        let stop = index.stop.map_or("-", |r| r.as_str());
-        println!(
-            "{:<16}  {:<16}  {:>5}  {stop:<17}  {:>8}  {:<24}  {}",
-            utc_minute(index.started_ms),
-            sanitize(&index.session),
-            index.turns,
-            format!("${:.4}", index.cost_usd),
-            sanitize(&tail(&index.cwd, 24)),
-            sanitize(&one_line(index.first_message.as_deref().unwrap_or(""), 60)),
-        );
+    for listed in found {
+        match listed {
+            Listed::Session(index) => {
+                let stop = index.stop.map_or("-", |r| r.as_str());
+                println!(
+                    "{:<16}  {:<16}  {:>5}  {stop:<17}  {:>8}  {:<24}  {}",
+                    utc_minute(index.started_ms),
+                    sanitize(&index.session),
+                    index.turns,
+                    format!("${:.4}", index.cost_usd),
+                    sanitize(&tail(&index.cwd, 24)),
+                    sanitize(&one_line(index.first_message.as_deref().unwrap_or(""), 60)),
+                );
+            }
+            Listed::NoLog {
+                session,
+                changed_ms,
+                why,
+            } => println!(
+                "{:<16}  {:<16}  {:>5}  {:<17}  {:>8}  {:<24}  ({})",
+                utc_minute(changed_ms),
+                sanitize(&session),
+                "-",
+                "no log",
+                "-",
+                "-",
+                sanitize(&why),
+            ),
+        }
     }
     Exit::Ok
 }

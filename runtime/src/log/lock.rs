@@ -97,6 +97,14 @@ impl SessionLock {
     }
 }
 
+/// Who the lock file of the session in `dir` says took it last (pid, command, since when),
+/// read without taking the lock, so it never stands in a session's way. `None` without a lock
+/// file.
+pub fn recorded_holder(dir: &Path) -> Option<String> {
+    let mut file = File::open(dir.join(LOCK_FILE)).ok()?;
+    Some(holder(&mut file))
+}
+
 /// This process's command line as the lock records it: the program's file name and its
 /// arguments, each cut to 40 characters, at most 120 in all, on one line.
 fn this_command() -> String {

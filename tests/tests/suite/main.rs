@@ -57,5 +57,6 @@ mod preset_inherit;
 mod preset_root;
 mod preset_verdict;
 mod session_api;
+mod session_dirs;
 mod trust_hooks;
 mod trust_sandbox;
