@@ -99,12 +99,12 @@ fn on_this_machine_every_layer_is_in_force() {
     // The canaries ran in the jail for real: each route out stopped, the granted write done.
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     let canaries = report["canaries"].as_array().expect("canaries ran");
-    let names: Vec<&str> = canaries
+    let canary_names: Vec<&str> = canaries
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
     assert_eq!(
-        names,
+        canary_names,
         ["write-granted", "write-outside", "read-outside", "socket"]
     );
     assert!(canaries.iter().all(|c| c["held"] == true), "{canaries:?}");
@@ -122,35 +122,29 @@ fn on_this_machine_every_layer_is_in_force() {
     assert_eq!(report["all_in_force"], true);
 
     // A session records the same facts in its session/start, and its banner shows them.
-    let run = project.command(&["run", "--demo"]).output().unwrap();
-    assert_eq!(run.status.code(), Some(0), "{run:?}");
-    let banner = String::from_utf8_lossy(&run.stdout);
+    let (banner, recorded) = demo_run(&project, project.command(&["run", "--demo"]).output());
     assert!(
         banner.contains("sandbox: wasm, fs-guard, namespaces, landlock, seccomp, rlimits in force"),
         "{banner}"
     );
-    let start = &project.events(&project.only_session())[0];
-    let recorded: Vec<(&str, bool)> = start["data"]["layers"]
-        .as_array()
-        .unwrap()
+    let recorded: Vec<(&str, bool)> = recorded
         .iter()
         .map(|l| (l["name"].as_str().unwrap(), l["in_force"] == true))
         .collect();
-    assert_eq!(
-        recorded,
-        names_in_force(&[
-            "wasm",
-            "fs-guard",
-            "namespaces",
-            "landlock",
-            "seccomp",
-            "rlimits"
-        ])
-    );
+    let all: Vec<(&str, bool)> = names.iter().map(|n| (*n, true)).collect();
+    assert_eq!(recorded, all);
 }
 
-fn names_in_force<'a>(names: &[&'a str]) -> Vec<(&'a str, bool)> {
-    names.iter().map(|n| (*n, true)).collect()
+/// A finished `run --demo`'s banner (standard output) and the layers its `session/start`
+/// records.
+fn demo_run(project: &Project, run: std::io::Result<Output>) -> (String, Vec<Value>) {
+    let run = run.unwrap();
+    assert_eq!(run.status.code(), Some(0), "{run:?}");
+    let start = &project.events(&project.only_session())[0];
+    (
+        String::from_utf8_lossy(&run.stdout).into_owned(),
+        start["data"]["layers"].as_array().unwrap().clone(),
+    )
 }
 
 #[test]
@@ -183,21 +177,16 @@ fn where_namespaces_are_forbidden_doctor_says_so_and_exec_fails_closed() {
 
     // A session that does not rely on the jail starts, and its banner and session/start say
     // what is missing.
-    let run = without_namespaces(&project, &["run", "--demo"]);
-    assert_eq!(run.status.code(), Some(0), "{run:?}");
-    let banner = String::from_utf8_lossy(&run.stdout);
+    let (banner, recorded) = demo_run(
+        &project,
+        Ok(without_namespaces(&project, &["run", "--demo"])),
+    );
     assert!(
         banner.contains("MISSING namespaces (the kernel refused user namespaces"),
         "{banner}"
     );
-    let start = &project.events(&project.only_session())[0];
-    let namespaces = start["data"]["layers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["name"] == "namespaces")
-        .unwrap();
-    assert_eq!(namespaces["in_force"], false, "{start}");
+    let namespaces = recorded.iter().find(|l| l["name"] == "namespaces").unwrap();
+    assert_eq!(namespaces["in_force"], false, "{recorded:?}");
     std::fs::remove_dir_all(project.home.path().join("sessions")).unwrap();
 
     let text = without_namespaces(&project, &["doctor"]);
