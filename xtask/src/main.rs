@@ -9,6 +9,8 @@
 //!   cached: `tools.rs`), build the plugins, run their unit tests on the host, package the SDK (`cargo package
 //!   --no-verify`: it must stay publishable), then the whole workspace.
 //! - `bench NAME`: build the plugins, run benchmark NAME in release; it ends with `BENCH ...`.
+//!   `bench dist` builds the shipped binaries and measures their size and start-up (`dist.rs`).
+//! - `dist`: the binaries that ship, static (musl) and glibc, stripped (`dist.rs`).
 //! - `demo`: build paddock and run its agent loop on this repository: the scripted demo model
 //!   by default, a real one when PADDOCK_BASE_URL is set.
 //! - `fuzz [SECONDS]`: run every cargo-fuzz target in `fuzz/` for SECONDS each (default 60) on
@@ -22,6 +24,7 @@
 //!   (`real_server.rs`; optional, not in `test`: the first run compiles for ~15 minutes).
 
 mod cycles;
+mod dist;
 mod examples;
 mod real_server;
 mod tools;
@@ -48,9 +51,10 @@ fn main() -> ExitCode {
         ["test", rest @ ..] => no_cycles_in_crates().and_then(|()| {
             tools::install().and_then(|env| build_plugins().and_then(|()| test(rest, &env)))
         }),
-        ["bench", name] => build_plugins().and_then(|()| bench(name)),
         ["demo"] => build_plugins().and_then(|()| demo()),
-        ["dist"] => build_plugins().and_then(|()| dist()),
+        ["dist"] => build_plugins().and_then(|()| dist::dist()),
+        ["bench", "dist"] => build_plugins().and_then(|()| dist::bench()),
+        ["bench", name] => build_plugins().and_then(|()| bench(name)),
         ["fuzz"] => fuzz("60"),
         ["fuzz", seconds] => fuzz(seconds),
         ["real-server"] => build_plugins().and_then(|()| real_server()),
@@ -59,7 +63,7 @@ fn main() -> ExitCode {
         _ => Err(format!(
             "usage: cargo xtask build-plugins | cycles | test [-- cargo test args] | bench NAME | demo \
              | dist | fuzz [SECONDS] | crash N [SEED] | real-server\n\
-             benchmarks: {}",
+             benchmarks: dist, {}",
             BENCHES.join(", ")
         )),
     };
@@ -260,71 +264,6 @@ fn fuzz(seconds: &str) -> Result<(), String> {
 /// read-only `default` preset. With no model configured it runs the scripted demo model (no
 /// key, no network); with PADDOCK_BASE_URL (and PADDOCK_API_KEY if the server needs one) it
 /// runs the same task against that real model.
-/// The target of the binary that ships: static, so it runs in any Linux image.
-const DIST_TARGET: &str = "x86_64-unknown-linux-musl";
-
-/// `cargo xtask dist`: the static binary (`profile.dist`, musl), checked to run with no
-/// library beside it: it is run in an empty root (a user namespace and `chroot`) and must
-/// answer `--version`.
-fn dist() -> Result<(), String> {
-    let installed = Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .output()
-        .map_err(|e| format!("cannot run rustup: {e}"))?;
-    if !String::from_utf8_lossy(&installed.stdout).contains(DIST_TARGET) {
-        let mut add = Command::new("rustup");
-        add.args(["target", "add", DIST_TARGET]);
-        run(add)?;
-    }
-    if Command::new("musl-gcc").arg("--version").output().is_err() {
-        return Err(
-            "musl-gcc is missing (ring's C code needs it): apt-get install musl-tools".into(),
-        );
-    }
-    let mut build = cargo();
-    build.args([
-        "build",
-        "--profile",
-        "dist",
-        "--target",
-        DIST_TARGET,
-        "-p",
-        "paddock",
-    ]);
-    run(build)?;
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
-    let binary = target.join(DIST_TARGET).join("dist/paddock");
-    let bytes = std::fs::metadata(&binary)
-        .map_err(|e| format!("{}: {e}", binary.display()))?
-        .len();
-    // An empty root with only the binary: a dynamic binary would find no loader there.
-    let root_dir = std::env::temp_dir().join(format!("paddock-dist-{}", std::process::id()));
-    std::fs::create_dir_all(&root_dir).map_err(|e| e.to_string())?;
-    std::fs::copy(&binary, root_dir.join("paddock")).map_err(|e| e.to_string())?;
-    let ran = Command::new("unshare")
-        .args(["--user", "--map-root-user", "chroot"])
-        .arg(&root_dir)
-        .args(["/paddock", "--version"])
-        .output()
-        .map_err(|e| format!("cannot run unshare: {e}"));
-    let _ = std::fs::remove_dir_all(&root_dir);
-    let ran = ran?;
-    if !ran.status.success() {
-        return Err(format!(
-            "the static binary does not run in an empty root: {}",
-            String::from_utf8_lossy(&ran.stderr)
-        ));
-    }
-    println!(
-        "xtask: {} ({:.1} MiB, static; runs in an empty root: {})",
-        binary.display(),
-        bytes as f64 / (1024.0 * 1024.0),
-        String::from_utf8_lossy(&ran.stdout).trim()
-    );
-    Ok(())
-}
-
 fn demo() -> Result<(), String> {
     let mut build = cargo();
     build.args(["build", "-p", "paddock"]);

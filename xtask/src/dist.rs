@@ -1,0 +1,213 @@
+//! `cargo xtask dist` and `cargo xtask bench dist`: the binaries that ship, built with
+//! `profile.dist` (no debug info, stripped, fat LTO): the static one for
+//! `x86_64-unknown-linux-musl`, which runs dropped into any Linux image (Alpine, distroless, a
+//! Harbor task's container), and the host's (glibc) one as before. The static one is checked
+//! to run in an empty root (a user namespace and `chroot`, nothing beside the binary).
+//!
+//! The bench measures, in one run: both sizes, and the start-up of the static binary in an
+//! empty root (`--version`, and `tool list` with a fresh data directory there), beside the
+//! glibc binary's `--version` outside any root for comparison. It ends with one `BENCH` line.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use super::{cargo, root, run};
+
+/// The target of the binary that ships: static, so it runs in any Linux image.
+const DIST_TARGET: &str = "x86_64-unknown-linux-musl";
+
+/// The built binaries: (static musl, host glibc).
+struct Built {
+    musl: PathBuf,
+    gnu: PathBuf,
+}
+
+fn build() -> Result<Built, String> {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map_err(|e| format!("cannot run rustup: {e}"))?;
+    if !String::from_utf8_lossy(&installed.stdout).contains(DIST_TARGET) {
+        let mut add = Command::new("rustup");
+        add.args(["target", "add", DIST_TARGET]);
+        run(add)?;
+    }
+    if Command::new("musl-gcc").arg("--version").output().is_err() {
+        return Err(
+            "musl-gcc is missing (ring's C code needs it): apt-get install musl-tools".into(),
+        );
+    }
+    let mut musl = cargo();
+    musl.args([
+        "build",
+        "--profile",
+        "dist",
+        "--target",
+        DIST_TARGET,
+        "-p",
+        "paddock",
+    ]);
+    run(musl)?;
+    let mut gnu = cargo();
+    gnu.args(["build", "--profile", "dist", "-p", "paddock"]);
+    run(gnu)?;
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
+    Ok(Built {
+        musl: target.join(DIST_TARGET).join("dist/paddock"),
+        gnu: target.join("dist/paddock"),
+    })
+}
+
+fn size(binary: &Path) -> Result<u64, String> {
+    Ok(std::fs::metadata(binary)
+        .map_err(|e| format!("{}: {e}", binary.display()))?
+        .len())
+}
+
+/// An empty root holding only the static binary (`/paddock`), a project directory
+/// (`/work`) and a data directory (`/home`); removed when dropped.
+struct EmptyRoot(PathBuf);
+
+impl EmptyRoot {
+    fn with(binary: &Path) -> Result<EmptyRoot, String> {
+        let dir = std::env::temp_dir().join(format!("paddock-dist-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for sub in ["work", "home"] {
+            std::fs::create_dir_all(dir.join(sub)).map_err(|e| e.to_string())?;
+        }
+        std::fs::write(dir.join("work/README.md"), "# empty image\n").map_err(|e| e.to_string())?;
+        std::fs::copy(binary, dir.join("paddock")).map_err(|e| e.to_string())?;
+        Ok(EmptyRoot(dir))
+    }
+
+    /// `/paddock ARGS` inside the root, in `/work`: a new user namespace (no privilege
+    /// needed), `chroot`, then exec. A dynamically linked binary would find no loader here.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("/paddock");
+        cmd.args(args)
+            .env_clear()
+            .env("PADDOCK_HOME", "/home")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+        let root = std::ffi::CString::new(self.0.as_os_str().as_encoded_bytes())
+            .expect("a temporary path has no NUL");
+        // SAFETY: between fork and exec the closure makes only async-signal-safe system calls
+        // (unshare, chroot, chdir) on data prepared before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::unshare(libc::CLONE_NEWUSER) != 0
+                    || libc::chroot(root.as_ptr()) != 0
+                    || libc::chdir(c"/work".as_ptr()) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        cmd
+    }
+}
+
+impl Drop for EmptyRoot {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `cmd` to its end; its output, or why it failed.
+fn output(mut cmd: Command, what: &str) -> Result<String, String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {what}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{what} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `cargo xtask dist`.
+pub fn dist() -> Result<(), String> {
+    let built = build()?;
+    let root = EmptyRoot::with(&built.musl)?;
+    let version = output(
+        root.command(&["--version"]),
+        "the static binary in an empty root",
+    )?;
+    println!(
+        "xtask: {} ({:.1} MB, static; runs in an empty root: {})",
+        built.musl.display(),
+        size(&built.musl)? as f64 / 1e6,
+        version.trim()
+    );
+    println!(
+        "xtask: {} ({:.1} MB, glibc)",
+        built.gnu.display(),
+        size(&built.gnu)? as f64 / 1e6
+    );
+    Ok(())
+}
+
+/// Milliseconds of the median of `runs` runs of `make()`, each checked by `check`.
+fn median_ms(
+    runs: usize,
+    make: impl Fn() -> Command,
+    check: impl Fn(&str) -> bool,
+) -> Result<f64, String> {
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let started = Instant::now();
+        let out = output(make(), "a timed run")?;
+        times.push(started.elapsed().as_secs_f64() * 1e3);
+        if !check(&out) {
+            return Err(format!("a timed run printed something unexpected: {out}"));
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+/// `cargo xtask bench dist`.
+pub fn bench() -> Result<(), String> {
+    let built = build()?;
+    let root = EmptyRoot::with(&built.musl)?;
+    let is_version = |out: &str| out.starts_with("paddock ");
+    let lists_tools = |out: &str| out.contains("read_file");
+    // The first `tool list` in a fresh data directory is what a harness's first call pays.
+    let first = Instant::now();
+    let listed = output(
+        root.command(&["tool", "list"]),
+        "tool list in an empty root",
+    )?;
+    let tool_list_first_ms = first.elapsed().as_secs_f64() * 1e3;
+    if !lists_tools(&listed) {
+        return Err(format!(
+            "tool list in an empty root listed no read_file: {listed}"
+        ));
+    }
+    let start_ms = median_ms(31, || root.command(&["--version"]), is_version)?;
+    let tool_list_ms = median_ms(11, || root.command(&["tool", "list"]), lists_tools)?;
+    let gnu_start_ms = median_ms(
+        31,
+        || {
+            let mut cmd = Command::new(&built.gnu);
+            cmd.arg("--version");
+            cmd
+        },
+        is_version,
+    )?;
+    println!(
+        "BENCH dist_size_mb={:.1} gnu_size_mb={:.1} dist_start_ms={start_ms:.2} \
+         dist_tool_list_ms={tool_list_ms:.1} dist_tool_list_first_ms={tool_list_first_ms:.1} \
+         gnu_start_ms={gnu_start_ms:.2}",
+        size(&built.musl)? as f64 / 1e6,
+        size(&built.gnu)? as f64 / 1e6,
+    );
+    Ok(())
+}
