@@ -85,7 +85,13 @@ impl OciRef {
             digest_hex(digest, "reference's", given)
                 .map_err(|_| bad("only @sha256:<64 lower-case hex digits> digests are accepted"))?;
         }
-        let tag = reference.tag().map(str::to_string);
+        // The parser fills in `latest` for a reference without a tag; only a tag written
+        // counts.
+        let written = rest
+            .rsplit('/')
+            .next()
+            .is_some_and(|last| last.contains(':'));
+        let tag = reference.tag().filter(|_| written).map(str::to_string);
         if tag.is_none() && digest.is_none() {
             return Err(bad(
                 "it names no tag or digest; add :TAG or @sha256:DIGEST (paddock does not \
@@ -559,9 +565,10 @@ mod tests {
         assert_eq!(r.tag.as_deref(), Some("1.0"));
         assert_eq!(r.host(), "127.0.0.1");
         assert_eq!(r.default_name(), "fs");
-        let d = format!("oci://[::1]:5000/fs@sha256:{}", "a".repeat(64));
+        let d = format!("oci://localhost:5000/fs@sha256:{}", "a".repeat(64));
         let r = OciRef::parse(&d).unwrap();
-        assert_eq!(r.host(), "::1");
+        assert_eq!(r.host(), "localhost");
+        assert_eq!(r.tag, None);
         assert!(r.digest.is_some());
         for bad in [
             "oci://fs:1.0",

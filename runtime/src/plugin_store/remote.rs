@@ -103,7 +103,7 @@ pub enum RemoteError {
     #[error(
         "{what} has digest sha256:{actual}, but {source_of_truth} sha256:{expected}: the bytes \
          received are not the ones asked for (tampered in the registry or on the way). They \
-         were deleted before anything parsed or compiled them; nothing was installed"
+         were deleted before anything parsed or compiled them"
     )]
     DigestMismatch {
         what: String,
