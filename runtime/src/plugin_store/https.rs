@@ -21,6 +21,14 @@ pub fn check_url(given: &str) -> Result<reqwest::Url, RemoteError> {
         given: truncate(given, 200),
         why: format!("not a URL ({e})"),
     })?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(RemoteError::BadReference {
+            given: "the URL given".into(),
+            why: "it carries credentials (user:password@), which would be recorded with the \
+                  plugin; serve the file without them"
+                .into(),
+        });
+    }
     let host = url.host_str().unwrap_or_default().to_string();
     match url.scheme() {
         "https" => Ok(url),

@@ -217,6 +217,27 @@ impl OciRef {
     }
 }
 
+/// How long one exchange with a registry other than a layer's transfer may take: a manifest
+/// is small, and a registry that keeps sending one is refused rather than waited on.
+const STEP_DEADLINE: Duration = Duration::from_secs(60);
+
+/// `exchange`, failed with what `r`'s registry answered, or refused past `STEP_DEADLINE`.
+async fn step<T>(
+    r: &OciRef,
+    action: &'static str,
+    exchange: impl std::future::Future<Output = Result<T, OciDistributionError>>,
+) -> Result<T, RemoteError> {
+    match tokio::time::timeout(STEP_DEADLINE, exchange).await {
+        Ok(answer) => answer.map_err(|e| r.error(action, e)),
+        Err(_) => Err(RemoteError::Registry {
+            reference: r.given.clone(),
+            action,
+            answer: format!("no complete answer within {} s", STEP_DEADLINE.as_secs()),
+            fix: format!("check that {} is a working registry", r.registry),
+        }),
+    }
+}
+
 /// A manifest as far as install reads it; everything else in it is ignored.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -314,25 +335,33 @@ pub async fn pull(
     let credentials = auth.resolve(&r.registry)?;
     let client = r.client()?;
     let asked = r.by_tag_or_digest();
-    client
-        .auth(&asked, &credentials, RegistryOperation::Pull)
-        .await
-        .map_err(|e| r.error("authenticating", e))?;
+    step(
+        r,
+        "authenticating",
+        client.auth(&asked, &credentials, RegistryOperation::Pull),
+    )
+    .await?;
     let manifest_digest = match &r.digest {
         Some(digest) => digest.clone(),
-        None => client
-            .fetch_manifest_digest(&asked, &credentials)
-            .await
-            .map_err(|e| r.error("resolving the tag", e))?,
+        None => {
+            step(
+                r,
+                "resolving the tag",
+                client.fetch_manifest_digest(&asked, &credentials),
+            )
+            .await?
+        }
     };
     let manifest_hex = digest_hex(&manifest_digest, "manifest", &r.given)?;
     let by_digest = r.by_digest(&manifest_digest);
     let mut accepted = vec![MANIFEST_MEDIA_TYPE, DOCKER_MANIFEST_MEDIA_TYPE];
     accepted.extend(INDEX_MEDIA_TYPES);
-    let (manifest, _) = client
-        .pull_manifest_raw(&by_digest, &credentials, &accepted)
-        .await
-        .map_err(|e| r.error("fetching the manifest", e))?;
+    let (manifest, _) = step(
+        r,
+        "fetching the manifest",
+        client.pull_manifest_raw(&by_digest, &credentials, &accepted),
+    )
+    .await?;
     if manifest.len() > MAX_MANIFEST_BYTES {
         return Err(RemoteError::NotWasm {
             reference: r.given.clone(),
@@ -367,10 +396,12 @@ pub async fn pull(
     let what = format!("the layer of {}", r.given);
     let mut download = Download::start(data_dir, &what, declared, Some(declared))?;
     progress(download.progress());
-    let mut stream = client
-        .pull_blob_stream(&by_digest, &descriptor)
-        .await
-        .map_err(|e| r.error("fetching the layer", e))?;
+    let mut stream = step(
+        r,
+        "fetching the layer",
+        client.pull_blob_stream(&by_digest, &descriptor),
+    )
+    .await?;
     while let Some(chunk) = stream.next().await {
         match chunk {
             Ok(chunk) => {

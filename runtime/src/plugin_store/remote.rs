@@ -211,6 +211,7 @@ impl Download {
             path: dir.display().to_string(),
             source,
         })?;
+        remove_abandoned(&dir);
         let file = tempfile::Builder::new()
             .prefix("download-")
             .suffix(".part")
@@ -289,6 +290,26 @@ impl Download {
             file: self.file,
             sha256: actual,
         })
+    }
+}
+
+/// Deletes downloads a killed install left (older than a day: one still running is younger).
+fn remove_abandoned(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > std::time::Duration::from_secs(24 * 3600));
+        if old && name.starts_with("download-") && name.ends_with(".part") {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 

@@ -476,6 +476,10 @@ fn plain_http_names_without_a_registry_and_https_without_a_sha256_are_refused() 
             vec!["https://example.com/fs.wasm", "--sha256", "abc"],
             "is not a SHA-256",
         ),
+        (
+            vec!["https://user:pw@example.com/fs.wasm", "--sha256", &sha],
+            "carries credentials",
+        ),
         (vec!["oci://fs:1.0"], "names no registry"),
         (vec!["oci://library/fs:1.0"], "not a registry host"),
         (vec!["oci://ghcr.io/acme/fs"], "no tag or digest"),
@@ -528,7 +532,7 @@ fn wasm_manifest(config_digest: &str, config_size: usize, layers: &[(&str, &str,
 }
 
 #[test]
-fn manifests_of_the_wrong_shape_or_size_are_refused_before_any_layer_is_read() {
+fn manifests_of_the_wrong_shape_or_size_are_refused_and_nothing_is_installed() {
     let registry = Registry::start();
     let (_, bytes) = fs_wasm();
     let repo = "hostile/fs";
@@ -582,6 +586,34 @@ fn manifests_of_the_wrong_shape_or_size_are_refused_before_any_layer_is_read() {
             "more than the".into(),
         ),
     ];
+    // An image index over a good manifest, and a container image's config.
+    let good = wasm_manifest(
+        &config_digest,
+        config.len(),
+        &[("application/wasm", &layer, size)],
+    );
+    assert_eq!(registry.push_manifest(repo, "good", oci, &good), 201);
+    let index = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [{"mediaType": oci, "digest": format!("sha256:{}", sha256_hex(&good)), "size": good.len()}],
+    }))
+    .unwrap();
+    let image = String::from_utf8(good.clone())
+        .unwrap()
+        .replace(
+            "application/vnd.wasm.config.v0+json",
+            "application/vnd.oci.image.config.v1+json",
+        )
+        .into_bytes();
+    let mut cases = cases;
+    cases.push((
+        "index",
+        index,
+        "application/vnd.oci.image.index.v1+json",
+        "image index".into(),
+    ));
+    cases.push(("image", image, oci, "container image".into()));
     let project = Project::new(&[]);
     for (tag, body, media_type, expect) in &cases {
         let status = registry.push_manifest(repo, tag, media_type, body);
