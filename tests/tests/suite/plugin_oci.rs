@@ -989,3 +989,33 @@ fn registry_credentials_come_from_the_docker_configuration_and_its_helpers() {
         text(&out)
     );
 }
+
+#[test]
+fn a_file_that_is_not_a_valid_component_is_not_published() {
+    let registry = Registry::start();
+    let project = Project::new(&[("notes.wasm", "not a component")]);
+    let file = project.dir.path().join("notes.wasm");
+    let out = run(
+        &project,
+        &[
+            "plugin",
+            "publish",
+            file.to_str().unwrap(),
+            &registry.oci("plugins/notes:1.0"),
+        ],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("nothing was published"),
+        "{}",
+        text(&out)
+    );
+    let (status, head, _) = http(
+        &registry.addr,
+        "GET",
+        "/v2/plugins/notes/tags/list",
+        &[],
+        b"",
+    );
+    assert_eq!(status, 404, "the registry has nothing: {head}");
+}
