@@ -2,7 +2,10 @@
 //! `docker-registry`, the CNCF distribution registry), and from a URL with its SHA-256, through
 //! the real binary. The registry is treated as hostile: tampered blobs, manifests of the wrong
 //! shape, sizes past the cap, and redirects are all refused before anything compiles, and
-//! leave nothing installed. Interoperability is checked with `skopeo` both ways.
+//! leave nothing installed. Interoperability is checked with `skopeo` both ways; credentials
+//! with the registry's htpasswd (docker configuration, credential helpers) and with a small
+//! token-only registry written here (`--registry-token-env`). The registry binary and skopeo
+//! come from `PADDOCK_OCI_REGISTRY` and `PADDOCK_SKOPEO` (`cargo xtask test` installs both).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -1018,4 +1021,145 @@ fn a_file_that_is_not_a_valid_component_is_not_published() {
         b"",
     );
     assert_eq!(status, 404, "the registry has nothing: {head}");
+}
+
+/// A registry of one artifact (`fake/fs:1.0`, the built `fs` plugin in the wasm layout) that
+/// answers only requests carrying `Authorization: Bearer TOKEN`; the others get 401 and a
+/// token service that refuses everyone.
+fn token_registry(token: &'static str) -> String {
+    let (_, wasm) = fs_wasm();
+    let config = br#"{"architecture":"wasm","os":"wasip2"}"#.to_vec();
+    let layer = format!("sha256:{}", sha256_hex(&wasm));
+    let config_digest = format!("sha256:{}", sha256_hex(&config));
+    let manifest = wasm_manifest(
+        &config_digest,
+        config.len(),
+        &[("application/wasm", &layer, wasm.len() as u64)],
+    );
+    let manifest_digest = format!("sha256:{}", sha256_hex(&manifest));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let realm = format!("http://{addr}/token");
+    let routes: Vec<(String, Vec<u8>, &str)> = vec![
+        (
+            "/v2/fake/fs/manifests/1.0".into(),
+            manifest.clone(),
+            "application/vnd.oci.image.manifest.v1+json",
+        ),
+        (
+            format!("/v2/fake/fs/manifests/{manifest_digest}"),
+            manifest,
+            "application/vnd.oci.image.manifest.v1+json",
+        ),
+        (
+            format!("/v2/fake/fs/blobs/{layer}"),
+            wasm,
+            "application/octet-stream",
+        ),
+        (
+            format!("/v2/fake/fs/blobs/{config_digest}"),
+            config,
+            "application/octet-stream",
+        ),
+        ("/v2/".into(), b"{}".to_vec(), "application/json"),
+    ];
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let head = String::from_utf8_lossy(&request).into_owned();
+            let mut words = head.split_whitespace();
+            let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+            let authorized =
+                header(&head, "authorization").as_deref() == Some(&format!("Bearer {token}"));
+            let route = routes.iter().find(|(p, ..)| p == path);
+            let response = match route {
+                Some((_, body, media_type)) if authorized => {
+                    let digest = format!("sha256:{}", sha256_hex(body));
+                    let mut out = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: {media_type}\r\nDocker-Content-Digest: {digest}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    )
+                    .into_bytes();
+                    if method != "HEAD" {
+                        out.extend_from_slice(body);
+                    }
+                    out
+                }
+                _ if path.starts_with("/token") => {
+                    b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec()
+                }
+                _ => format!(
+                    "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm=\"{realm}\",service=\"fake\"\r\nContent-Type: application/json\r\nContent-Length: 61\r\nConnection: close\r\n\r\n{{\"errors\":[{{\"code\":\"UNAUTHORIZED\",\"message\":\"authentication\"}}]}}"
+                )
+                .into_bytes(),
+            };
+            let _ = stream.write_all(&response);
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_bearer_token_from_the_named_variable_is_what_the_registry_sees() {
+    let addr = token_registry("t0ken-for-paddock");
+    let reference = format!("oci://{addr}/fake/fs:1.0");
+    let project = Project::new(&[]);
+
+    let out = run(&project, &["plugin", "install", &reference]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("--registry-token-env"),
+        "{}",
+        text(&out)
+    );
+
+    let out = run_with(
+        &project,
+        &[
+            "plugin",
+            "install",
+            &reference,
+            "--registry-token-env",
+            "FAKE_TOKEN",
+        ],
+        &[("FAKE_TOKEN", "wrong"), ("DOCKER_CONFIG", "/nonexistent")],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("Not authorized") && text(&out).contains("--registry-token-env"),
+        "{}",
+        text(&out)
+    );
+    assert_nothing_installed(&project);
+
+    let out = run_with(
+        &project,
+        &[
+            "plugin",
+            "install",
+            &reference,
+            "--registry-token-env",
+            "FAKE_TOKEN",
+        ],
+        &[
+            ("FAKE_TOKEN", "t0ken-for-paddock"),
+            ("DOCKER_CONFIG", "/nonexistent"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let json = read_through(&project, "fs");
+    assert!(
+        json["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("hello from the registry"),
+        "{json}"
+    );
 }
