@@ -342,6 +342,7 @@ async fn inspect(env: &Env, name: &str, color: bool) -> CommandResult {
         plugin.sha256,
         bytes.len()
     );
+    print_origin(env, &source);
     print_imports(&plugin.imports);
     for tool in plugin.tools.iter() {
         println!();
@@ -379,6 +380,30 @@ async fn inspect(env: &Env, name: &str, color: bool) -> CommandResult {
         );
     }
     Ok(Exit::Ok)
+}
+
+/// Where an installed plugin came from: the reference and the digests a remote install
+/// verified.
+fn print_origin(env: &Env, source: &PluginSource) {
+    let PluginSource::Installed(name) = source else {
+        return;
+    };
+    let Ok(record) = env.store.get(name) else {
+        return;
+    };
+    match &record.origin {
+        Some(Origin::Oci {
+            reference,
+            manifest_digest,
+            layer_digest,
+            ..
+        }) => println!(
+            "from {} (manifest {manifest_digest}, layer {layer_digest})",
+            sanitize(reference)
+        ),
+        Some(Origin::Https { url, .. }) => println!("from {}", sanitize(url)),
+        None => println!("from {}", sanitize(&record.installed_from)),
+    }
 }
 
 fn kind_label(kind: &str) -> &'static str {
@@ -421,6 +446,7 @@ async fn inspect_hook(
         hook.sha256,
         bytes.len()
     );
+    print_origin(env, &PluginSource::parse(name, &env.cwd));
     println!(
         "events: pre-tool-use, post-tool-use (a preset's [[hooks]] `on = \"pre\"|\"post\"` picks one)"
     );

@@ -363,6 +363,14 @@ fn a_published_plugin_installs_by_tag_and_by_digest_and_its_tools_answer() {
         "{json}"
     );
 
+    let out = run(&by_tag, &["plugin", "inspect", "ocifs"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains(&format!("(manifest {digest}, layer sha256:")),
+        "inspect shows where it came from: {}",
+        text(&out)
+    );
+
     // The record joins what a lock or a signature check will need.
     let record: Value = serde_json::from_slice(
         &std::fs::read(by_tag.home.path().join("installed/ocifs.json")).unwrap(),
