@@ -24,5 +24,6 @@ mod scaffold;
 pub mod session;
 mod stamp;
 mod terminal;
+mod tls;
 
 pub use cli::{main, quiet_library_backtraces};

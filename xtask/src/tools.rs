@@ -13,7 +13,10 @@
 //!   (pinned in `.ci/atif-requirements.txt`; Harbor needs Python 3.12, found in pyenv's versions
 //!   or on `PATH`), installed with `uv` (itself pinned, from PyPI into a bootstrap environment,
 //!   `~/.cache/paddock/uv-bootstrap`) into `~/.cache/paddock/harbor-venv`, handed to the tests as
-//!   `PADDOCK_ATIF_PYTHON` unless set.
+//!   `PADDOCK_ATIF_PYTHON` unless set;
+//! - an OCI registry and an OCI client for `tests/tests/suite/plugin_oci.rs`: Debian's
+//!   `docker-registry` (the CNCF distribution registry) and `skopeo`, installed with apt-get
+//!   when missing, handed to the tests as `PADDOCK_OCI_REGISTRY` and `PADDOCK_SKOPEO` unless set.
 //!
 //! A second run finds them in place and installs nothing.
 
@@ -37,7 +40,57 @@ pub fn install() -> Result<Vec<(&'static str, PathBuf)>, String> {
     if !is_set("PADDOCK_ATIF_PYTHON") {
         env.push(("PADDOCK_ATIF_PYTHON", atif_python()?));
     }
+    if !is_set("PADDOCK_OCI_REGISTRY") || !is_set("PADDOCK_SKOPEO") {
+        let (registry, skopeo) = oci_tools()?;
+        if !is_set("PADDOCK_OCI_REGISTRY") {
+            env.push(("PADDOCK_OCI_REGISTRY", registry));
+        }
+        if !is_set("PADDOCK_SKOPEO") {
+            env.push(("PADDOCK_SKOPEO", skopeo));
+        }
+    }
     Ok(env)
+}
+
+/// The registry binary and skopeo from Debian's packages, installed when either is missing.
+fn oci_tools() -> Result<(PathBuf, PathBuf), String> {
+    let registry = PathBuf::from("/usr/bin/docker-registry");
+    let skopeo = PathBuf::from("/usr/bin/skopeo");
+    if registry.is_file() && skopeo.is_file() {
+        return Ok((registry, skopeo));
+    }
+    let started = std::time::Instant::now();
+    let sudo = !is_root();
+    let apt = |args: &[&str]| {
+        let mut cmd = Command::new(if sudo { "sudo" } else { "apt-get" });
+        if sudo {
+            cmd.arg("apt-get");
+        }
+        cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+        cmd
+    };
+    run(apt(&["update", "-q"]))?;
+    run(apt(&["install", "-y", "-q", "docker-registry", "skopeo"]))?;
+    for tool in [&registry, &skopeo] {
+        if !tool.is_file() {
+            return Err(format!(
+                "{} is still missing after apt-get install docker-registry skopeo",
+                tool.display()
+            ));
+        }
+    }
+    eprintln!(
+        "xtask: docker-registry and skopeo installed in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok((registry, skopeo))
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
 fn is_set(var: &str) -> bool {

@@ -1,4 +1,4 @@
-//! `paddock plugin install|list|inspect|remove` (S8).
+//! `paddock plugin install|publish|list|inspect|remove` (S8).
 
 use std::path::PathBuf;
 
@@ -7,6 +7,9 @@ use clap::Subcommand;
 use super::report::{CommandResult, Failure};
 use super::style::{self, BOLD, json_for_terminal, paint, sanitize};
 use super::{Env, Exit};
+use crate::plugin_store::{
+    AuthChoice, InstallReport, InstallSource, OciRef, Origin, PublishRequest, StoreError,
+};
 use crate::preset::PluginSource;
 use crate::sandbox::{Capability, World};
 use crate::scaffold::{self, Kind, Lang};
@@ -29,11 +32,42 @@ pub enum PluginCommand {
     },
     /// Validate a .wasm tool plugin or hook (the world is detected) and store it by SHA-256
     /// under the data directory. Installing under a name in use replaces that plugin.
+    /// SOURCE is a .wasm file, oci://REGISTRY/REPOSITORY:TAG or …@sha256:DIGEST (pulled by
+    /// digest, its layer verified while it downloads), or https://HOST/PATH.wasm with --sha256.
     Install {
-        file: PathBuf,
-        /// Name to install it under; defaults to the file name without `.wasm`, unchanged.
+        #[arg(value_name = "SOURCE")]
+        source: String,
+        /// Name to install it under; defaults to the file name (or the repository's last
+        /// part) without `.wasm`, unchanged.
         #[arg(long)]
         name: Option<String>,
+        /// The SHA-256 (64 hex digits) an https:// download must have; required for https://.
+        #[arg(long, value_name = "HEX")]
+        sha256: Option<String>,
+        /// Authenticate to the registry with the bearer token in this environment variable
+        /// (default: ~/.docker/config.json and its credential helpers, else anonymous).
+        #[arg(long, value_name = "NAME")]
+        registry_token_env: Option<String>,
+        /// Show download and compile progress on stderr even when it is not a terminal (on a
+        /// terminal it is shown anyway).
+        #[arg(long)]
+        progress: bool,
+    },
+    /// Check a .wasm tool plugin or hook as install does, then push it to an OCI registry in
+    /// the wasm OCI layout (config application/vnd.wasm.config.v0+json with its imports and
+    /// exports, one application/wasm layer); prints the manifest digest.
+    Publish {
+        file: PathBuf,
+        /// oci://REGISTRY/REPOSITORY:TAG (plain http only to 127.0.0.1, ::1 or localhost).
+        #[arg(value_name = "REFERENCE")]
+        target: String,
+        /// Recorded as the manifest's org.opencontainers.image.version annotation.
+        #[arg(long)]
+        version: Option<String>,
+        /// Authenticate with the bearer token in this environment variable (default:
+        /// ~/.docker/config.json and its credential helpers, else anonymous).
+        #[arg(long, value_name = "NAME")]
+        registry_token_env: Option<String>,
     },
     /// List installed plugins.
     List,
@@ -57,46 +91,38 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
             lang,
             dir,
         } => new_project(&env, name, hook, lang, dir),
-        PluginCommand::Install { file, name } => match env
-            .store
-            .install(&env.sandbox, &file, name.as_deref())
+        PluginCommand::Install {
+            source,
+            name,
+            sha256,
+            registry_token_env,
+            progress,
+        } => {
+            let auth = AuthChoice {
+                token_env: registry_token_env,
+            };
+            install(
+                &env,
+                &source,
+                name.as_deref(),
+                sha256.as_deref(),
+                &auth,
+                progress,
+                color,
+            )
             .await
-        {
-            Ok(report) => {
-                let record = &report.record;
-                if let Some(old) = &report.replaced {
-                    let same = if old.sha256 == record.sha256 {
-                        ", same bytes"
-                    } else {
-                        ""
-                    };
-                    println!(
-                        "replaces the {} `{}` installed from {} (sha256 {}{same})",
-                        kind_label(&old.kind),
-                        old.name,
-                        sanitize(&old.installed_from),
-                        &old.sha256[..12.min(old.sha256.len())]
-                    );
-                }
-                println!(
-                    "installed {} ({}, {} bytes, sha256 {})",
-                    paint(color, BOLD, &record.name),
-                    kind_label(&record.kind),
-                    record.size,
-                    record.sha256
-                );
-                if record.kind == World::Hook.as_str() {
-                    println!(
-                        "name it in a preset: [[hooks]] source = \"{}\", on = \"pre\" or \"post\"",
-                        record.name
-                    );
-                } else {
-                    println!("tools: {}", sanitize(&record.tools.join(", ")));
-                }
-                Ok(Exit::Ok)
-            }
-            Err(e) => Err(Failure::plugin(format!("{e}\nnothing was installed"))),
-        },
+        }
+        PluginCommand::Publish {
+            file,
+            target,
+            version,
+            registry_token_env,
+        } => {
+            let auth = AuthChoice {
+                token_env: registry_token_env,
+            };
+            publish(&env, &file, &target, version.as_deref(), &auth).await
+        }
         PluginCommand::List => match env.store.list() {
             Ok(records) if records.is_empty() => {
                 println!("no plugins installed; built-ins: builtin:fs, builtin:search");
@@ -131,6 +157,167 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
     }
 }
 
+async fn install(
+    env: &Env,
+    given: &str,
+    name: Option<&str>,
+    sha256: Option<&str>,
+    auth: &AuthChoice,
+    force_progress: bool,
+    color: bool,
+) -> CommandResult {
+    let refused = |e: StoreError| Failure::plugin(format!("{e}\nnothing was installed"));
+    let source = InstallSource::parse(given, sha256).map_err(refused)?;
+    let line = ProgressLine::new(force_progress);
+    let result = env
+        .store
+        .install_from(&env.sandbox, &source, name, auth, &|p| line.show(p))
+        .await;
+    line.finish();
+    let report = result.map_err(refused)?;
+    print_installed(&report, color);
+    Ok(Exit::Ok)
+}
+
+fn print_installed(report: &InstallReport, color: bool) {
+    let record = &report.record;
+    if let Some(old) = &report.replaced {
+        let same = if old.sha256 == record.sha256 {
+            ", same bytes"
+        } else {
+            ""
+        };
+        println!(
+            "replaces the {} `{}` installed from {} (sha256 {}{same})",
+            kind_label(&old.kind),
+            old.name,
+            sanitize(&old.installed_from),
+            &old.sha256[..12.min(old.sha256.len())]
+        );
+    }
+    println!(
+        "installed {} ({}, {} bytes, sha256 {})",
+        paint(color, BOLD, &record.name),
+        kind_label(&record.kind),
+        record.size,
+        record.sha256
+    );
+    match &record.origin {
+        Some(Origin::Oci {
+            reference,
+            manifest_digest,
+            ..
+        }) => println!("from {} (manifest {manifest_digest})", sanitize(reference)),
+        Some(Origin::Https { url, .. }) => println!("from {}", sanitize(url)),
+        None => {}
+    }
+    if record.kind == World::Hook.as_str() {
+        println!(
+            "name it in a preset: [[hooks]] source = \"{}\", on = \"pre\" or \"post\"",
+            record.name
+        );
+    } else {
+        println!("tools: {}", sanitize(&record.tools.join(", ")));
+    }
+}
+
+async fn publish(
+    env: &Env,
+    file: &std::path::Path,
+    target: &str,
+    version: Option<&str>,
+    auth: &AuthChoice,
+) -> CommandResult {
+    let refused = |e: StoreError| Failure::plugin(format!("{e}\nnothing was published"));
+    let target = OciRef::parse(target).map_err(|e| refused(e.into()))?;
+    let request = PublishRequest {
+        file,
+        target: &target,
+        auth,
+        version,
+    };
+    let published = crate::plugin_store::publish(&env.sandbox, &request, &|_| {})
+        .await
+        .map_err(refused)?;
+    println!(
+        "published {} to {}",
+        sanitize(&file.display().to_string()),
+        sanitize(&target.given)
+    );
+    println!("layer {}", published.layer_digest);
+    println!("manifest {}", published.manifest_digest);
+    println!(
+        "install it by digest: paddock plugin install oci://{}/{}@{}",
+        target.registry, target.repository, published.manifest_digest
+    );
+    Ok(Exit::Ok)
+}
+
+/// The progress line on stderr while a plugin downloads and compiles: redrawn in place on a
+/// terminal; with `--progress` elsewhere, a line at most every few seconds. Off otherwise, so
+/// what a script reads stays as it was.
+struct ProgressLine {
+    mode: Option<bool>,
+    state: std::sync::Mutex<(Option<std::time::Instant>, bool)>,
+}
+
+impl ProgressLine {
+    fn new(forced: bool) -> ProgressLine {
+        use std::io::IsTerminal;
+        let tty = std::io::stderr().is_terminal();
+        ProgressLine {
+            mode: (tty || forced).then_some(tty),
+            state: std::sync::Mutex::new((None, false)),
+        }
+    }
+
+    fn show(&self, progress: crate::plugin_store::Progress) {
+        use crate::plugin_store::Progress;
+        let Some(tty) = self.mode else { return };
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        let (last, drawn) = &mut *state;
+        let text = match progress {
+            Progress::Downloading { done, total } => {
+                let every = std::time::Duration::from_millis(if tty { 100 } else { 2000 });
+                let complete = total == Some(done);
+                if !complete && last.is_some_and(|t| t.elapsed() < every) {
+                    return;
+                }
+                match total {
+                    Some(total) => format!("downloading {} / {}", mib(done), mib(total)),
+                    None => format!("downloading {}", mib(done)),
+                }
+            }
+            Progress::Compiling => "compiling and checking the component".to_string(),
+        };
+        *last = Some(std::time::Instant::now());
+        if tty {
+            eprint!("\r\x1b[2K{text}");
+            *drawn = true;
+        } else {
+            eprintln!("{text}");
+        }
+    }
+
+    fn finish(&self) {
+        if let (Some(true), Ok(state)) = (self.mode, self.state.lock())
+            && state.1
+        {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    if bytes < 1 << 20 {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
+    }
+}
+
 async fn inspect(env: &Env, name: &str, color: bool) -> CommandResult {
     let source = PluginSource::parse(name, &env.cwd);
     let bytes = match env.store.bytes(&source) {
@@ -155,6 +342,7 @@ async fn inspect(env: &Env, name: &str, color: bool) -> CommandResult {
         plugin.sha256,
         bytes.len()
     );
+    print_origin(env, &source);
     print_imports(&plugin.imports);
     for tool in plugin.tools.iter() {
         println!();
@@ -192,6 +380,30 @@ async fn inspect(env: &Env, name: &str, color: bool) -> CommandResult {
         );
     }
     Ok(Exit::Ok)
+}
+
+/// Where an installed plugin came from: the reference and the digests a remote install
+/// verified.
+fn print_origin(env: &Env, source: &PluginSource) {
+    let PluginSource::Installed(name) = source else {
+        return;
+    };
+    let Ok(record) = env.store.get(name) else {
+        return;
+    };
+    match &record.origin {
+        Some(Origin::Oci {
+            reference,
+            manifest_digest,
+            layer_digest,
+            ..
+        }) => println!(
+            "from {} (manifest {manifest_digest}, layer {layer_digest})",
+            sanitize(reference)
+        ),
+        Some(Origin::Https { url, .. }) => println!("from {}", sanitize(url)),
+        None => println!("from {}", sanitize(&record.installed_from)),
+    }
 }
 
 fn kind_label(kind: &str) -> &'static str {
@@ -234,6 +446,7 @@ async fn inspect_hook(
         hook.sha256,
         bytes.len()
     );
+    print_origin(env, &PluginSource::parse(name, &env.cwd));
     println!(
         "events: pre-tool-use, post-tool-use (a preset's [[hooks]] `on = \"pre\"|\"post\"` picks one)"
     );

@@ -43,6 +43,7 @@ pub(super) async fn transport(
     )
     .await
     .map_err(|_| format!("resolving `{host}` timed out"))??;
+    crate::tls::install_crypto_provider();
     let client = Client::builder()
         .redirect(reqwest_mcp::redirect::Policy::none())
         .no_proxy()

@@ -7,7 +7,9 @@
 //!
 //! ```text
 //! blobs/<sha256>.wasm      the component, named by its hash
-//! installed/<name>.json    what `plugin install` recorded
+//! installed/<name>.json    what `plugin install` recorded (and, for a remote install, where
+//!                          from: reference, manifest and layer digests; `remote::Origin`)
+//! downloads/               remote installs while they download (deleted unless verified)
 //! cache/                   compiled code, each entry with an HMAC under cache/key (K4)
 //! sessions/<id>/spill/     results too large for the model, readable at /spill
 //! ```
@@ -16,12 +18,19 @@
 //! 0600 files), and no mount may contain it or lie inside it (`preset::check_mount_is_safe`).
 
 mod builtin;
+mod https;
+mod oci;
+mod registry_auth;
+mod remote;
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 pub use builtin::{builtin, builtin_described, builtin_description, builtin_names, builtin_sha256};
+pub use oci::{OciRef, Published};
+pub use registry_auth::AuthChoice;
+pub use remote::{MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, is_loopback_host};
 
 use crate::preset::PluginSource;
 use crate::sandbox::{Capability, LoadError, Sandbox, World, create_private_dir};
@@ -31,6 +40,8 @@ use crate::sandbox::{Capability, LoadError, Sandbox, World, create_private_dir};
 pub enum StoreError {
     #[error("{0}")]
     Load(#[from] LoadError),
+    #[error("{0}")]
+    Remote(#[from] RemoteError),
     #[error("{what} {path}: {source}")]
     Io {
         what: &'static str,
@@ -120,6 +131,161 @@ pub struct Installed {
     pub installed_from: String,
     pub tools: Vec<String>,
     pub imports: Vec<String>,
+    /// Where a remote install came from (none for a local file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+}
+
+/// Where the plugin to install is: a local file, an OCI artifact, or a URL with the SHA-256
+/// its bytes must have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InstallSource {
+    File(PathBuf),
+    Oci(OciRef),
+    Url { url: String, sha256: String },
+}
+
+impl InstallSource {
+    /// `oci://…`, `https://…` (with `sha256`; `http://` only to a loopback host), else a local
+    /// file's path.
+    pub fn parse(given: &str, sha256: Option<&str>) -> Result<InstallSource, StoreError> {
+        if given.starts_with("oci://") {
+            if sha256.is_some() {
+                return Err(RemoteError::BadReference {
+                    given: given.to_string(),
+                    why: "--sha256 is for https:// installs; an oci:// install is checked \
+                          against its manifest's digests (pin one with @sha256:DIGEST)"
+                        .into(),
+                }
+                .into());
+            }
+            return Ok(InstallSource::Oci(OciRef::parse(given)?));
+        }
+        let lower = given.to_ascii_lowercase();
+        if lower.starts_with("https://") || lower.starts_with("http://") {
+            https::check_url(given)?;
+            let sha256 = sha256.ok_or(RemoteError::Sha256Required)?;
+            return Ok(InstallSource::Url {
+                url: given.to_string(),
+                sha256: remote::parse_sha256(sha256)?,
+            });
+        }
+        if lower.contains("://") {
+            return Err(RemoteError::BadReference {
+                given: given.to_string(),
+                why: "only oci://, https:// and local files are installed".into(),
+            }
+            .into());
+        }
+        if sha256.is_some() {
+            return Err(RemoteError::BadReference {
+                given: given.to_string(),
+                why: "--sha256 is for https:// installs; a local file is installed as it is".into(),
+            }
+            .into());
+        }
+        Ok(InstallSource::File(PathBuf::from(given)))
+    }
+
+    /// The name an install takes unless told: the file name or the repository's last part,
+    /// without `.wasm`.
+    pub fn default_name(&self) -> String {
+        let stem = |s: &str| s.strip_suffix(".wasm").unwrap_or(s).to_string();
+        match self {
+            InstallSource::File(file) => file
+                .file_name()
+                .map(|s| stem(&s.to_string_lossy()))
+                .unwrap_or_default(),
+            InstallSource::Oci(r) => r.default_name(),
+            InstallSource::Url { url, .. } => reqwest::Url::parse(url)
+                .ok()
+                .and_then(|u| u.path_segments()?.next_back().map(stem))
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// What a component is, as install checks it: its world, hash, tools and imports.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub world: World,
+    pub sha256: String,
+    pub tools: Vec<String>,
+    pub imports: Vec<String>,
+}
+
+/// Checks `bytes` as install does: a tool plugin (it must load and list valid tools) or a
+/// hook (it must link as the `hook` world), whichever world it exports; compiled through the
+/// authenticated cache.
+pub async fn check_component(
+    sandbox: &Sandbox,
+    name: &str,
+    bytes: &[u8],
+) -> Result<Checked, StoreError> {
+    let world = sandbox.world_of(name, bytes)?;
+    Ok(match world {
+        World::Tools => {
+            let plugin = sandbox.load(name, bytes, &Capability::ALL).await?;
+            let tools = plugin.tools.iter().map(|t| t.name.clone()).collect();
+            Checked {
+                world,
+                sha256: plugin.sha256,
+                tools,
+                imports: plugin.imports,
+            }
+        }
+        World::Hook => {
+            let hook = sandbox.load_hook(name, bytes, &Capability::ALL).await?;
+            Checked {
+                world,
+                sha256: hook.sha256,
+                tools: Vec::new(),
+                imports: hook.imports,
+            }
+        }
+    })
+}
+
+/// What `publish` sends: a component checked as install checks it, to an OCI tag.
+pub struct PublishRequest<'a> {
+    pub file: &'a Path,
+    pub target: &'a OciRef,
+    pub auth: &'a AuthChoice,
+    /// `org.opencontainers.image.version`, if given.
+    pub version: Option<&'a str>,
+}
+
+/// Checks the component in `request.file` as `install` would, then pushes it in the wasm OCI
+/// layout (its imports and exports in the config); the digests pushed.
+pub async fn publish(
+    sandbox: &Sandbox,
+    request: &PublishRequest<'_>,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Published, StoreError> {
+    let title = InstallSource::File(request.file.to_path_buf()).default_name();
+    let wasm = std::fs::read(request.file).map_err(io("cannot read", request.file))?;
+    progress(Progress::Compiling);
+    let label = if crate::contract::valid_tool_name(&title) {
+        title.clone()
+    } else {
+        request.target.default_name()
+    };
+    let checked = check_component(sandbox, &label, &wasm).await?;
+    let exports = sandbox.exports_of(&label, &wasm)?;
+    let component = oci::ComponentInfo {
+        exports,
+        imports: checked.imports,
+        target: None,
+    };
+    let created = crate::stamp::rfc3339_ms(crate::stamp::now_ms());
+    let artifact = oci::Artifact {
+        wasm,
+        component: &component,
+        created: &created,
+        title: &title,
+        version: request.version,
+    };
+    Ok(oci::push(request.target, request.auth, artifact).await?)
 }
 
 /// The data directory and what lives in it.
@@ -197,44 +363,88 @@ impl PluginStore {
         file: &Path,
         name: Option<&str>,
     ) -> Result<InstallReport, StoreError> {
-        let name = match name {
-            Some(name) => name.to_string(),
-            None => file
-                .file_name()
-                .map(|s| s.to_string_lossy())
-                .map(|s| s.strip_suffix(".wasm").unwrap_or(&s).to_string())
-                .unwrap_or_default(),
-        };
+        let source = InstallSource::File(file.to_path_buf());
+        self.install_from(sandbox, &source, name, &AuthChoice::default(), &|_| {})
+            .await
+    }
+
+    /// Installs from `source` under `name` (else the source's default name). A remote source
+    /// is downloaded into the data directory and verified first (its manifest's digests, or
+    /// the SHA-256 given); then the file goes through the same check and record as a local
+    /// one. Nothing is recorded, and no download is kept, unless all of it passes.
+    pub async fn install_from(
+        &self,
+        sandbox: &Sandbox,
+        source: &InstallSource,
+        name: Option<&str>,
+        auth: &AuthChoice,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<InstallReport, StoreError> {
+        let name = name.map_or_else(|| source.default_name(), str::to_string);
         if !crate::contract::valid_tool_name(&name) {
             return Err(StoreError::BadName(name));
         }
+        match source {
+            InstallSource::File(file) => {
+                let from = file.display().to_string();
+                self.install_file(sandbox, file, &name, from, None, progress)
+                    .await
+            }
+            InstallSource::Oci(reference) => {
+                let (download, origin) = oci::pull(reference, auth, &self.root, progress).await?;
+                self.install_file(
+                    sandbox,
+                    download.path(),
+                    &name,
+                    reference.given.clone(),
+                    Some(origin),
+                    progress,
+                )
+                .await
+            }
+            InstallSource::Url { url, sha256 } => {
+                let (download, origin) = https::download(url, sha256, &self.root, progress).await?;
+                self.install_file(
+                    sandbox,
+                    download.path(),
+                    &name,
+                    url.clone(),
+                    Some(origin),
+                    progress,
+                )
+                .await
+            }
+        }
+    }
+
+    /// The one check-and-record path every install takes, whatever the source.
+    async fn install_file(
+        &self,
+        sandbox: &Sandbox,
+        file: &Path,
+        name: &str,
+        installed_from: String,
+        origin: Option<Origin>,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<InstallReport, StoreError> {
         let bytes = std::fs::read(file).map_err(io("cannot read", file))?;
-        let world = sandbox.world_of(&name, &bytes)?;
-        let (sha256, tools, imports) = match world {
-            World::Tools => {
-                let plugin = sandbox.load(&name, &bytes, &Capability::ALL).await?;
-                let tools = plugin.tools.iter().map(|t| t.name.clone()).collect();
-                (plugin.sha256, tools, plugin.imports)
-            }
-            World::Hook => {
-                let hook = sandbox.load_hook(&name, &bytes, &Capability::ALL).await?;
-                (hook.sha256, Vec::new(), hook.imports)
-            }
-        };
+        progress(Progress::Compiling);
+        let checked = check_component(sandbox, name, &bytes).await?;
         let record = Installed {
-            name: name.clone(),
-            kind: world.as_str().to_string(),
-            sha256,
+            name: name.to_string(),
+            kind: checked.world.as_str().to_string(),
+            sha256: checked.sha256,
             size: bytes.len() as u64,
-            installed_from: file.display().to_string(),
-            tools,
-            imports,
+            installed_from,
+            tools: checked.tools,
+            imports: checked.imports,
+            origin,
         };
-        let replaced = self.get(&name).ok();
+        let replaced = self.get(name).ok();
         let blob = self.blob_path(&record.sha256);
         write_atomically(&blob, &bytes)?;
         let json = serde_json::to_vec_pretty(&record).unwrap_or_default();
-        write_atomically(&self.record_path(&name), &json)?;
+        write_atomically(&self.record_path(name), &json)?;
         if let Some(old) = &replaced {
             self.drop_blob_if_unused(&old.sha256)?;
         }

@@ -1,8 +1,8 @@
 //! paddock's end-to-end tests, one test binary: each module is one capability (the agent loop
 //! and sessions, authoring, the hostile suites, MCP both ways, model providers, the pipeline,
-//! presets, trust, trajectory export, paddock as a Harbor agent), with the shared set-up in
-//! the `*_common` modules. Most drive the real `paddock` binary against the scripted model
-//! server; the rest the library.
+//! presets, trust, trajectory export, paddock as a Harbor agent, plugins from OCI registries),
+//! with the shared set-up in the `*_common` modules. Most drive the real `paddock` binary
+//! against the scripted model server; the rest the library.
 //! Two kinds of test live in binaries of their own: `terminal/` (what runs on a
 //! pseudo-terminal, and Ctrl-C against a streaming model: they read the screen or a clock, so
 //! they run beside each other only, not beside a build or the crash trials), and
@@ -52,6 +52,7 @@ mod model_faults;
 mod model_openai;
 mod pipeline_inputs;
 mod pipeline_scheduler;
+mod plugin_oci;
 mod preset;
 mod preset_inherit;
 mod preset_root;

@@ -43,4 +43,17 @@ impl Sandbox {
             });
         Ok(if is_hook { World::Hook } else { World::Tools })
     }
+
+    /// The names of what the component exports (interfaces and functions), in its order: what
+    /// a published artifact's config lists beside the imports.
+    pub fn exports_of(&self, name: &str, wasm: &[u8]) -> Result<Vec<String>, LoadError> {
+        check_component_header(name, wasm)?;
+        let (component, _) = self.compile_cached(name, wasm, &sha256_hex(wasm))?;
+        Ok(component
+            .component_type()
+            .exports(self.engine())
+            .filter(|(_, item)| !matches!(item.ty, ComponentItem::Type(_)))
+            .map(|(export, _)| export.to_string())
+            .collect())
+    }
 }

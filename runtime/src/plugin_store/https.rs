@@ -1,0 +1,134 @@
+//! `plugin install https://HOST/PATH.wasm --sha256 HEX`: one GET, streamed into a private
+//! temporary file while hashed, kept only if its SHA-256 is the one given. https only (plain
+//! http to a loopback host only); a redirect must follow the same rule, may not lead from
+//! another host to this machine, and may not chain more than a few times.
+
+use std::path::Path;
+use std::time::Duration;
+
+use futures::StreamExt;
+
+use super::remote::{
+    Download, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, Verified, is_loopback_host,
+    parse_sha256, truncate,
+};
+
+const MAX_REDIRECTS: usize = 5;
+
+/// Checks that `url` may be fetched: https, or http to a loopback host.
+pub fn check_url(given: &str) -> Result<reqwest::Url, RemoteError> {
+    let url = reqwest::Url::parse(given).map_err(|e| RemoteError::BadReference {
+        given: truncate(given, 200),
+        why: format!("not a URL ({e})"),
+    })?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(RemoteError::BadReference {
+            given: "the URL given".into(),
+            why: "it carries credentials (user:password@), which would be recorded with the \
+                  plugin; serve the file without them"
+                .into(),
+        });
+    }
+    let host = url.host_str().unwrap_or_default().to_string();
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" if is_loopback_host(&host) => Ok(url),
+        "http" => Err(RemoteError::InsecureHttp {
+            url: truncate(given, 200),
+        }),
+        other => Err(RemoteError::BadReference {
+            given: truncate(given, 200),
+            why: format!("the scheme `{other}` is not oci:// or https://"),
+        }),
+    }
+}
+
+/// Downloads `url` into the data directory and checks it against `sha256` (hex).
+pub async fn download(
+    given: &str,
+    sha256: &str,
+    data_dir: &Path,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<(Verified, Origin), RemoteError> {
+    let expected = parse_sha256(sha256)?;
+    let url = check_url(given)?;
+    let from_loopback = url.host_str().is_some_and(is_loopback_host);
+    let policy = reqwest::redirect::Policy::custom(move |attempt| {
+        if attempt.previous().len() > MAX_REDIRECTS {
+            return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+        }
+        let next = attempt.url().to_string();
+        if let Err(e) = check_url(&next) {
+            return attempt.error(format!("a redirect to {}", e));
+        }
+        if !from_loopback && attempt.url().host_str().is_some_and(is_loopback_host) {
+            return attempt.error(format!(
+                "a redirect from another host to this machine ({}) is refused",
+                truncate(&next, 200)
+            ));
+        }
+        attempt.follow()
+    });
+    let client = reqwest::Client::builder()
+        .redirect(policy)
+        .connect_timeout(Duration::from_secs(10))
+        .read_timeout(Duration::from_secs(60))
+        .user_agent(concat!("paddock/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| fetch_error(given, "cannot build an HTTP client", &e))?;
+    let response = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| fetch_error(given, "the request failed", &e))?;
+    let status = response.status();
+    if !status.is_success() {
+        let body = response.text().await.unwrap_or_default();
+        return Err(RemoteError::Registry {
+            reference: truncate(given, 200),
+            action: "downloading the plugin",
+            answer: format!("HTTP {status}: {}", truncate(body.trim(), 300)),
+            fix: "check the URL (it must name the .wasm file itself)".to_string(),
+        });
+    }
+    let what = format!("the file at {}", truncate(given, 200));
+    let mut download =
+        Download::start(data_dir, &what, MAX_PLUGIN_BYTES, response.content_length())?;
+    progress(download.progress());
+    let mut body = response.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| fetch_error(given, "the download broke off", &e))?;
+        download.write(&chunk)?;
+        progress(download.progress());
+    }
+    let verified = download.finish(&expected, "--sha256 says")?;
+    let origin = Origin::Https {
+        url: given.to_string(),
+        sha256: verified.sha256.clone(),
+    };
+    Ok((verified, origin))
+}
+
+fn fetch_error(given: &str, action: &'static str, e: &reqwest::Error) -> RemoteError {
+    RemoteError::Registry {
+        reference: truncate(given, 200),
+        action,
+        answer: error_chain(e),
+        fix: "check the URL and that the host is reachable".to_string(),
+    }
+}
+
+/// An error with its causes, `a: b: c` (reqwest's own text leaves the cause out).
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    truncate(&text, 600)
+}

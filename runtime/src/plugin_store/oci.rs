@@ -1,0 +1,657 @@
+//! Plugins in OCI registries, in the layout wasm-pkg-tools (`wkg`) uses (the CNCF TAG Runtime
+//! wasm OCI artifact): one manifest whose config (`application/vnd.wasm.config.v0+json`)
+//! lists the component's imports and exports, and exactly one layer, the component
+//! (`application/wasm`).
+//!
+//! Install resolves a tag to a manifest digest, pulls the manifest by that digest and checks
+//! its bytes against it, checks its shape (one wasm layer, a size under the cap), then streams
+//! the layer into the data directory while hashing it (`remote::Download`). The registry is
+//! not trusted for any of it; plain http is spoken only to a loopback registry.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use futures::StreamExt;
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::errors::OciDistributionError;
+use oci_client::manifest::OciDescriptor;
+use oci_client::{Client, Reference, RegistryOperation};
+use serde::{Deserialize, Serialize};
+
+use super::https::error_chain;
+use super::registry_auth::AuthChoice;
+use super::remote::{
+    Download, MAX_MANIFEST_BYTES, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, Verified,
+    digest_hex, is_loopback_host, truncate,
+};
+
+pub const MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
+const DOCKER_MANIFEST_MEDIA_TYPE: &str = "application/vnd.docker.distribution.manifest.v2+json";
+const INDEX_MEDIA_TYPES: [&str; 2] = [
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+];
+pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
+pub const LAYER_MEDIA_TYPE: &str = "application/wasm";
+/// The layer type of the older wasm-to-oci layout, still found in registries.
+const OLD_LAYER_MEDIA_TYPE: &str = "application/vnd.wasm.content.layer.v1+wasm";
+/// Configs of container images: such an artifact is not a component.
+const IMAGE_CONFIG_MEDIA_TYPES: [&str; 2] = [
+    "application/vnd.oci.image.config.v1+json",
+    "application/vnd.docker.container.image.v1+json",
+];
+
+/// `oci://REGISTRY/REPOSITORY:TAG` or `oci://REGISTRY/REPOSITORY@sha256:DIGEST`, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OciRef {
+    /// As given, `oci://` included.
+    pub given: String,
+    /// `HOST[:PORT]`.
+    pub registry: String,
+    pub repository: String,
+    pub tag: Option<String>,
+    /// `sha256:HEX`.
+    pub digest: Option<String>,
+}
+
+impl OciRef {
+    pub fn parse(given: &str) -> Result<OciRef, RemoteError> {
+        let bad = |why: &str| RemoteError::BadReference {
+            given: truncate(given, 200),
+            why: why.to_string(),
+        };
+        let rest = given
+            .strip_prefix("oci://")
+            .ok_or_else(|| bad("it does not start with oci://"))?;
+        let (first, _) = rest
+            .split_once('/')
+            .ok_or_else(|| bad("it names no registry (oci://REGISTRY/REPOSITORY:TAG)"))?;
+        if !(first.contains('.') || first.contains(':') || first == "localhost") {
+            return Err(bad(&format!(
+                "`{}` is not a registry host; name the registry in full (e.g. oci://ghcr.io/...), \
+                 paddock does not assume docker.io",
+                truncate(first, 100)
+            )));
+        }
+        let reference: Reference = rest
+            .parse()
+            .map_err(|e: oci_client::ParseError| bad(&e.to_string()))?;
+        if reference.registry() != first {
+            return Err(bad("the registry part does not parse as a host"));
+        }
+        let digest = reference.digest().map(str::to_string);
+        if let Some(digest) = &digest {
+            digest_hex(digest, "reference's", given)
+                .map_err(|_| bad("only @sha256:<64 lower-case hex digits> digests are accepted"))?;
+        }
+        // The parser fills in `latest` for a reference without a tag; only a tag written
+        // counts.
+        let written = rest
+            .rsplit('/')
+            .next()
+            .is_some_and(|last| last.contains(':'));
+        let tag = reference.tag().filter(|_| written).map(str::to_string);
+        if tag.is_none() && digest.is_none() {
+            return Err(bad(
+                "it names no tag or digest; add :TAG or @sha256:DIGEST (paddock does not \
+                 assume :latest)",
+            ));
+        }
+        Ok(OciRef {
+            given: given.to_string(),
+            registry: reference.registry().to_string(),
+            repository: reference.repository().to_string(),
+            tag,
+            digest,
+        })
+    }
+
+    /// The registry's host, without port or brackets.
+    pub fn host(&self) -> &str {
+        let registry = self.registry.as_str();
+        if let Some(rest) = registry.strip_prefix('[') {
+            return rest.split(']').next().unwrap_or_default();
+        }
+        match registry.rsplit_once(':') {
+            Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+            _ => registry,
+        }
+    }
+
+    /// The name an install takes unless told: the repository's last part.
+    pub fn default_name(&self) -> String {
+        self.repository
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    fn by_tag_or_digest(&self) -> Reference {
+        match (&self.digest, &self.tag) {
+            (Some(digest), _) => Reference::with_digest(
+                self.registry.clone(),
+                self.repository.clone(),
+                digest.clone(),
+            ),
+            (None, tag) => Reference::with_tag(
+                self.registry.clone(),
+                self.repository.clone(),
+                tag.clone().unwrap_or_default(),
+            ),
+        }
+    }
+
+    fn by_digest(&self, digest: &str) -> Reference {
+        Reference::with_digest(
+            self.registry.clone(),
+            self.repository.clone(),
+            digest.to_string(),
+        )
+    }
+
+    fn client(&self) -> Result<Client, RemoteError> {
+        let protocol = if is_loopback_host(self.host()) {
+            ClientProtocol::Http
+        } else {
+            ClientProtocol::Https
+        };
+        let config = ClientConfig {
+            protocol,
+            connect_timeout: Some(Duration::from_secs(10)),
+            read_timeout: Some(Duration::from_secs(60)),
+            platform_resolver: None,
+            user_agent: concat!("paddock/", env!("CARGO_PKG_VERSION")),
+            ..ClientConfig::default()
+        };
+        crate::tls::install_crypto_provider();
+        Client::try_from(config).map_err(|e| self.error("setting up the client", e))
+    }
+
+    /// A registry failure, with a fix chosen from what it said.
+    fn error(&self, action: &'static str, e: OciDistributionError) -> RemoteError {
+        let answer = error_chain(&e);
+        let lower = answer.to_ascii_lowercase();
+        let fix = match &e {
+            OciDistributionError::RequestError(r) if r.is_connect() || r.is_timeout() => format!(
+                "is a registry running and reachable at {}? paddock speaks https to it (plain \
+                 http only to 127.0.0.1, ::1 or localhost)",
+                self.registry
+            ),
+            OciDistributionError::AuthenticationFailure(_)
+            | OciDistributionError::UnauthorizedError { .. } => self.auth_fix(),
+            _ if lower.contains("unauthorized") || lower.contains("denied") => self.auth_fix(),
+            OciDistributionError::ImageManifestNotFoundError(_) => self.missing_fix(),
+            _ if lower.contains("unknown")
+                || lower.contains("not found")
+                || lower.contains("404") =>
+            {
+                self.missing_fix()
+            }
+            _ => "check the reference and the registry".to_string(),
+        };
+        RemoteError::Registry {
+            reference: self.given.clone(),
+            action,
+            answer,
+            fix,
+        }
+    }
+
+    fn auth_fix(&self) -> String {
+        format!(
+            "the registry wants credentials paddock did not have or it refused: log in with \
+             `docker login {}` (paddock reads ~/.docker/config.json and its credential helpers) \
+             or pass --registry-token-env NAME",
+            self.registry
+        )
+    }
+
+    fn missing_fix(&self) -> String {
+        format!(
+            "check the repository and the tag or digest (`skopeo list-tags docker://{}/{}` \
+             lists the tags)",
+            self.registry, self.repository
+        )
+    }
+}
+
+/// How long one exchange with a registry other than a layer's transfer may take: a manifest
+/// is small, and a registry that keeps sending one is refused rather than waited on.
+const STEP_DEADLINE: Duration = Duration::from_secs(60);
+
+/// `exchange`, failed with what `r`'s registry answered, or refused past `STEP_DEADLINE`.
+async fn step<T>(
+    r: &OciRef,
+    action: &'static str,
+    exchange: impl std::future::Future<Output = Result<T, OciDistributionError>>,
+) -> Result<T, RemoteError> {
+    match tokio::time::timeout(STEP_DEADLINE, exchange).await {
+        Ok(answer) => answer.map_err(|e| r.error(action, e)),
+        Err(_) => Err(RemoteError::Registry {
+            reference: r.given.clone(),
+            action,
+            answer: format!("no complete answer within {} s", STEP_DEADLINE.as_secs()),
+            fix: format!("check that {} is a working registry", r.registry),
+        }),
+    }
+}
+
+/// A manifest as far as install reads it; everything else in it is ignored.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Manifest {
+    schema_version: Option<i64>,
+    media_type: Option<String>,
+    config: Option<Descriptor>,
+    layers: Option<Vec<Descriptor>>,
+    manifests: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Descriptor {
+    media_type: String,
+    digest: String,
+    size: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    annotations: Option<BTreeMap<String, String>>,
+}
+
+/// The manifest's one wasm layer and its config, or why this is not a component artifact.
+fn wasm_layer(r: &OciRef, bytes: &[u8]) -> Result<(Descriptor, Descriptor), RemoteError> {
+    let not = |why: String| RemoteError::NotWasm {
+        reference: r.given.clone(),
+        why,
+    };
+    let manifest: Manifest = serde_json::from_slice(bytes)
+        .map_err(|e| not(format!("its manifest is not valid JSON ({e})")))?;
+    let media_type = manifest
+        .media_type
+        .as_deref()
+        .unwrap_or(MANIFEST_MEDIA_TYPE);
+    if manifest.manifests.is_some() || INDEX_MEDIA_TYPES.contains(&media_type) {
+        return Err(not(
+            "it is an image index (a list of manifests), not one artifact; a wasm component \
+             is published as a single manifest: name that manifest's digest"
+                .into(),
+        ));
+    }
+    if media_type != MANIFEST_MEDIA_TYPE && media_type != DOCKER_MANIFEST_MEDIA_TYPE {
+        return Err(not(format!(
+            "its manifest is of type `{}`, not {MANIFEST_MEDIA_TYPE}",
+            truncate(media_type, 100)
+        )));
+    }
+    if manifest.schema_version != Some(2) {
+        return Err(not("its manifest's schemaVersion is not 2".into()));
+    }
+    let config = manifest
+        .config
+        .ok_or_else(|| not("its manifest has no config".into()))?;
+    if IMAGE_CONFIG_MEDIA_TYPES.contains(&config.media_type.as_str()) {
+        return Err(not(format!(
+            "it is a container image (config `{}`), not a wasm component",
+            config.media_type
+        )));
+    }
+    digest_hex(&config.digest, "config", &r.given)?;
+    let layers = manifest.layers.unwrap_or_default();
+    let [layer] = layers.as_slice() else {
+        return Err(not(format!(
+            "its manifest has {} layers; a wasm component artifact has exactly one, of type \
+             {LAYER_MEDIA_TYPE}",
+            layers.len()
+        )));
+    };
+    if layer.media_type != LAYER_MEDIA_TYPE && layer.media_type != OLD_LAYER_MEDIA_TYPE {
+        return Err(not(format!(
+            "its layer is of type `{}`, not {LAYER_MEDIA_TYPE}",
+            truncate(&layer.media_type, 100)
+        )));
+    }
+    digest_hex(&layer.digest, "layer", &r.given)?;
+    let size = u64::try_from(layer.size)
+        .map_err(|_| not(format!("its layer's size {} is negative", layer.size)))?;
+    if size > MAX_PLUGIN_BYTES {
+        return Err(RemoteError::TooLarge {
+            what: format!("the layer of {} (as its manifest declares)", r.given),
+            size,
+            max: MAX_PLUGIN_BYTES,
+            max_mib: MAX_PLUGIN_BYTES >> 20,
+        });
+    }
+    Ok((layer.clone(), config))
+}
+
+/// Pulls the component `r` names into the data directory, verified; and where it came from.
+pub async fn pull(
+    r: &OciRef,
+    auth: &AuthChoice,
+    data_dir: &Path,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<(Verified, Origin), RemoteError> {
+    let credentials = auth.resolve(&r.registry)?;
+    let client = r.client()?;
+    let asked = r.by_tag_or_digest();
+    step(
+        r,
+        "authenticating",
+        client.auth(&asked, &credentials, RegistryOperation::Pull),
+    )
+    .await?;
+    let manifest_digest = match &r.digest {
+        Some(digest) => digest.clone(),
+        None => {
+            step(
+                r,
+                "resolving the tag",
+                client.fetch_manifest_digest(&asked, &credentials),
+            )
+            .await?
+        }
+    };
+    let manifest_hex = digest_hex(&manifest_digest, "manifest", &r.given)?;
+    let by_digest = r.by_digest(&manifest_digest);
+    let mut accepted = vec![MANIFEST_MEDIA_TYPE, DOCKER_MANIFEST_MEDIA_TYPE];
+    accepted.extend(INDEX_MEDIA_TYPES);
+    let (manifest, _) = step(
+        r,
+        "fetching the manifest",
+        client.pull_manifest_raw(&by_digest, &credentials, &accepted),
+    )
+    .await?;
+    if manifest.len() > MAX_MANIFEST_BYTES {
+        return Err(RemoteError::NotWasm {
+            reference: r.given.clone(),
+            why: format!(
+                "its manifest is {} bytes, over the {MAX_MANIFEST_BYTES} a manifest may be",
+                manifest.len()
+            ),
+        });
+    }
+    let actual = crate::stamp::sha256_hex(&manifest);
+    if actual != manifest_hex {
+        return Err(RemoteError::DigestMismatch {
+            what: format!("the manifest of {}", r.given),
+            source_of_truth: if r.digest.is_some() {
+                "the reference names"
+            } else {
+                "the registry resolved the tag to"
+            },
+            expected: manifest_hex,
+            actual,
+        });
+    }
+    let (layer, config) = wasm_layer(r, &manifest)?;
+    let layer_hex = digest_hex(&layer.digest, "layer", &r.given)?;
+    let declared = layer.size as u64;
+    let descriptor = OciDescriptor {
+        media_type: layer.media_type.clone(),
+        digest: layer.digest.clone(),
+        size: layer.size,
+        ..OciDescriptor::default()
+    };
+    let what = format!("the layer of {}", r.given);
+    let mut download = Download::start(data_dir, &what, declared, Some(declared))?;
+    progress(download.progress());
+    let mut stream = step(
+        r,
+        "fetching the layer",
+        client.pull_blob_stream(&by_digest, &descriptor),
+    )
+    .await?;
+    while let Some(chunk) = stream.next().await {
+        match chunk {
+            Ok(chunk) => {
+                if download.size() + chunk.len() as u64 > declared {
+                    return Err(RemoteError::NotWasm {
+                        reference: r.given.clone(),
+                        why: format!(
+                            "the registry sent more than the {declared} bytes its manifest \
+                             declares for the layer; refused"
+                        ),
+                    });
+                }
+                download.write(&chunk)?;
+                progress(download.progress());
+            }
+            // The client checks the digest too; a mismatch is reported with both digests below.
+            Err(_) if download.size() == declared && download.sha256() != layer_hex => break,
+            Err(e) => {
+                return Err(RemoteError::Registry {
+                    reference: r.given.clone(),
+                    action: "fetching the layer",
+                    answer: error_chain(&e),
+                    fix: "try again; if it persists, the registry is serving a broken blob"
+                        .to_string(),
+                });
+            }
+        }
+    }
+    if download.size() != declared {
+        return Err(RemoteError::NotWasm {
+            reference: r.given.clone(),
+            why: format!(
+                "the registry sent {} bytes for the layer, its manifest declares {declared}",
+                download.size()
+            ),
+        });
+    }
+    let verified = download.finish(&layer_hex, "the manifest names")?;
+    let origin = Origin::Oci {
+        reference: r.given.clone(),
+        registry: r.registry.clone(),
+        repository: r.repository.clone(),
+        tag: r.tag.clone(),
+        manifest_digest,
+        config_digest: config.digest,
+        config_media_type: config.media_type,
+        layer_digest: layer.digest,
+        layer_media_type: layer.media_type,
+    };
+    Ok((verified, origin))
+}
+
+/// The component's interfaces, for the artifact's config.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ComponentInfo {
+    pub exports: Vec<String>,
+    pub imports: Vec<String>,
+    pub target: Option<String>,
+}
+
+/// The config blob of the wasm OCI artifact layout.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WasmConfig<'a> {
+    created: &'a str,
+    author: Option<&'a str>,
+    architecture: &'static str,
+    os: &'static str,
+    layer_digests: Vec<String>,
+    component: &'a ComponentInfo,
+}
+
+/// What `publish` pushed.
+#[derive(Debug, Clone)]
+pub struct Published {
+    pub manifest_digest: String,
+    pub layer_digest: String,
+    pub config_digest: String,
+}
+
+/// What to push: the component's bytes and what the manifest says about it.
+pub struct Artifact<'a> {
+    pub wasm: Vec<u8>,
+    pub component: &'a ComponentInfo,
+    /// RFC 3339.
+    pub created: &'a str,
+    pub title: &'a str,
+    pub version: Option<&'a str>,
+}
+
+/// Pushes `artifact` to `r` (which must name a tag) in the wasm OCI layout.
+pub async fn push(
+    r: &OciRef,
+    auth: &AuthChoice,
+    artifact: Artifact<'_>,
+) -> Result<Published, RemoteError> {
+    if r.tag.is_none() || r.digest.is_some() {
+        return Err(RemoteError::BadReference {
+            given: r.given.clone(),
+            why: "publish pushes to a tag: write oci://REGISTRY/REPOSITORY:TAG".into(),
+        });
+    }
+    let credentials = auth.resolve(&r.registry)?;
+    let client = r.client()?;
+    let target = r.by_tag_or_digest();
+    client
+        .auth(&target, &credentials, RegistryOperation::Push)
+        .await
+        .map_err(|e| r.error("authenticating", e))?;
+    let layer_digest = format!("sha256:{}", crate::stamp::sha256_hex(&artifact.wasm));
+    let config = serde_json::to_vec(&WasmConfig {
+        created: artifact.created,
+        author: None,
+        architecture: "wasm",
+        os: "wasip2",
+        layer_digests: vec![layer_digest.clone()],
+        component: artifact.component,
+    })
+    .unwrap_or_default();
+    let config_digest = format!("sha256:{}", crate::stamp::sha256_hex(&config));
+    let mut annotations = BTreeMap::from([
+        (
+            "org.opencontainers.image.created".to_string(),
+            artifact.created.to_string(),
+        ),
+        (
+            "org.opencontainers.image.title".to_string(),
+            artifact.title.to_string(),
+        ),
+    ]);
+    if let Some(version) = artifact.version {
+        annotations.insert(
+            "org.opencontainers.image.version".to_string(),
+            version.to_string(),
+        );
+    }
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": MANIFEST_MEDIA_TYPE,
+        "config": Descriptor {
+            media_type: CONFIG_MEDIA_TYPE.into(),
+            digest: config_digest.clone(),
+            size: config.len() as i64,
+            annotations: None,
+        },
+        "layers": [Descriptor {
+            media_type: LAYER_MEDIA_TYPE.into(),
+            digest: layer_digest.clone(),
+            size: artifact.wasm.len() as i64,
+            annotations: Some(BTreeMap::from([(
+                "org.opencontainers.image.title".to_string(),
+                format!("{}.wasm", artifact.title),
+            )])),
+        }],
+        "annotations": annotations,
+    });
+    let manifest = serde_json::to_vec(&manifest).unwrap_or_default();
+    let manifest_digest = format!("sha256:{}", crate::stamp::sha256_hex(&manifest));
+    client
+        .push_blob(&target, artifact.wasm, &layer_digest)
+        .await
+        .map_err(|e| r.error("pushing the layer", e))?;
+    client
+        .push_blob(&target, config, &config_digest)
+        .await
+        .map_err(|e| r.error("pushing the config", e))?;
+    client
+        .push_manifest_raw(
+            &target,
+            manifest,
+            reqwest::header::HeaderValue::from_static(MANIFEST_MEDIA_TYPE),
+        )
+        .await
+        .map_err(|e| r.error("pushing the manifest", e))?;
+    Ok(Published {
+        manifest_digest,
+        layer_digest,
+        config_digest,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_name_a_registry_and_a_tag_or_sha256_digest() {
+        let r = OciRef::parse("oci://127.0.0.1:5000/plugins/fs:1.0").unwrap();
+        assert_eq!(r.registry, "127.0.0.1:5000");
+        assert_eq!(r.repository, "plugins/fs");
+        assert_eq!(r.tag.as_deref(), Some("1.0"));
+        assert_eq!(r.host(), "127.0.0.1");
+        assert_eq!(r.default_name(), "fs");
+        let d = format!("oci://localhost:5000/fs@sha256:{}", "a".repeat(64));
+        let r = OciRef::parse(&d).unwrap();
+        assert_eq!(r.host(), "localhost");
+        assert_eq!(r.tag, None);
+        assert!(r.digest.is_some());
+        for bad in [
+            "oci://fs:1.0",
+            "fs:1.0",
+            "oci://library/fs:1.0",
+            "oci://ghcr.io/acme/fs",
+            "oci://ghcr.io/acme/../fs:1",
+            "oci://ghcr.io/acme/FS:1",
+            "https://ghcr.io/acme/fs:1",
+        ] {
+            assert!(OciRef::parse(bad).is_err(), "{bad}");
+        }
+        let md5 = format!("oci://ghcr.io/acme/fs@md5:{}", "a".repeat(32));
+        assert!(OciRef::parse(&md5).is_err());
+    }
+
+    fn manifest(layers: &str, media_type: &str) -> Vec<u8> {
+        format!(
+            r#"{{"schemaVersion":2,"mediaType":"{media_type}","config":{{"mediaType":"{CONFIG_MEDIA_TYPE}","digest":"sha256:{c}","size":2}},"layers":[{layers}]}}"#,
+            c = "c".repeat(64)
+        )
+        .into_bytes()
+    }
+
+    fn layer(media_type: &str, size: u64) -> String {
+        format!(
+            r#"{{"mediaType":"{media_type}","digest":"sha256:{}","size":{size}}}"#,
+            "b".repeat(64)
+        )
+    }
+
+    #[test]
+    fn only_a_manifest_with_one_wasm_layer_under_the_cap_is_a_component() {
+        let r = OciRef::parse("oci://localhost:5000/x:1").unwrap();
+        let one = layer(LAYER_MEDIA_TYPE, 10);
+        assert!(wasm_layer(&r, &manifest(&one, MANIFEST_MEDIA_TYPE)).is_ok());
+        let two = format!("{one},{one}");
+        let err = wasm_layer(&r, &manifest(&two, MANIFEST_MEDIA_TYPE)).unwrap_err();
+        assert!(err.to_string().contains("has 2 layers"), "{err}");
+        let tar = layer("application/vnd.oci.image.layer.v1.tar+gzip", 10);
+        let err = wasm_layer(&r, &manifest(&tar, MANIFEST_MEDIA_TYPE)).unwrap_err();
+        assert!(err.to_string().contains("tar+gzip"), "{err}");
+        let huge = layer(LAYER_MEDIA_TYPE, MAX_PLUGIN_BYTES + 1);
+        let err = wasm_layer(&r, &manifest(&huge, MANIFEST_MEDIA_TYPE)).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&(MAX_PLUGIN_BYTES + 1).to_string()),
+            "{err}"
+        );
+        let err = wasm_layer(&r, &manifest(&one, INDEX_MEDIA_TYPES[0])).unwrap_err();
+        assert!(err.to_string().contains("image index"), "{err}");
+        let negative = layer(LAYER_MEDIA_TYPE, 0).replace("\"size\":0", "\"size\":-1");
+        assert!(wasm_layer(&r, &manifest(&negative, MANIFEST_MEDIA_TYPE)).is_err());
+    }
+}
