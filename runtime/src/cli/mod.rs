@@ -214,6 +214,8 @@ pub fn main() -> ExitCode {
         // that opens the data directory reads the variable.
         unsafe { std::env::set_var("PADDOCK_HOME", home) };
     }
+    // One TLS crypto provider for every HTTP client the process builds, whichever is first.
+    crate::tls::install_crypto_provider();
     if matches!(cli.command, Command::Run(_) | Command::Resume(_)) {
         // Before any thread exists: a SIGTERM during set-up must not kill the run unlogged.
         signals::catch_early();
