@@ -174,7 +174,7 @@ fn entry(id: &str, lane: Lane, text: &str) -> Entry {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steering_goes_in_before_the_next_request_and_follow_ups_run_after() {
-    let project = Project::new(&[("a.txt", "alpha\n"), ("b.txt", "beta\n")]);
+    let project = Project::warm(&[("a.txt", "alpha\n"), ("b.txt", "beta\n")]);
     let server = slow_reader().await;
     let session = project.start(openai(&server)).await;
     let watching = WhileStreaming {
@@ -199,7 +199,7 @@ async fn steering_goes_in_before_the_next_request_and_follow_ups_run_after() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_steers_with_a_typed_line_and_follows_up_with_next() {
-    let project = Project::new(&[("a.txt", "alpha\n"), ("b.txt", "beta\n")]);
+    let project = Project::warm(&[("a.txt", "alpha\n"), ("b.txt", "beta\n")]);
     let server = slow_reader().await;
     let url = server.openai_base_url();
     let mut child = spawn_chat(&project, &url, &[]);
@@ -229,7 +229,7 @@ async fn slow_counter() -> ScriptedServer {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupt_ends_the_turn_and_the_session_goes_on() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let server = slow_counter().await;
     let session = project.start(openai(&server)).await;
     let watching = WhileStreaming {
@@ -254,7 +254,7 @@ async fn an_interrupt_ends_the_turn_and_the_session_goes_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_interrupts_the_turn_and_the_chat_goes_on() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let server = slow_counter().await;
     let url = server.openai_base_url();
     let mut child = spawn_chat(&project, &url, &[]);

@@ -211,7 +211,7 @@ fn preset(server: &ScriptedServer, window: usize, max_turns: u64) -> String {
 fn project() -> Project {
     let notes = "a line of notes that the model reads again and again\n".repeat(12);
     let big = format!("{}\n", "x".repeat(99)).repeat(60);
-    Project::new(&[("notes.txt", &notes), ("big.txt", &big)])
+    Project::warm(&[("notes.txt", &notes), ("big.txt", &big)])
 }
 
 /// A session of `project` on the preset `long.toml` (its `[model]` is the server) written

@@ -38,7 +38,7 @@ fn count(events: &[Value], kind: &str) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_loop_against_llama_cpp_python_runs_the_call_once_and_completes() {
-    let project = Project::new(&[("notes.txt", "the secret word is paddock\n")]);
+    let project = Project::warm(&[("notes.txt", "the secret word is paddock\n")]);
     let read = ScriptCall::new("call_q1", "read_file", r#"{"path": "notes.txt"}"#, &[5, 12]);
     let server = server(
         vec![
@@ -81,7 +81,7 @@ async fn a_read_loop_against_llama_cpp_python_runs_the_call_once_and_completes()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_output_limit_flag_reaches_run_and_resume_and_a_toolless_session_says_so() {
-    let project = Project::new(&[("a.txt", "a\n")]);
+    let project = Project::warm(&[("a.txt", "a\n")]);
     let server = server(
         vec![
             Step::Reply(Turn::text(&["I know without looking."])),
@@ -147,7 +147,7 @@ async fn refusing_server() -> ScriptedServer {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_500_repeated_with_the_same_body_is_not_retried_on_and_logged_whole() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let server = refusing_server().await;
     let session = project.start(openai(&server)).await;
     let end = session.send("hello", &Quiet).await;
@@ -174,7 +174,7 @@ async fn a_500_repeated_with_the_same_body_is_not_retried_on_and_logged_whole() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_500_repeated_with_the_same_body_is_shown_once_and_shortened_by_run() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let server = refusing_server().await;
     let url = server.openai_base_url();
     let output = project.paddock(&run_args(&url, "hello", &[])).await;
@@ -195,7 +195,7 @@ async fn a_500_repeated_with_the_same_body_is_shown_once_and_shortened_by_run() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_that_never_ends_is_cut_and_recorded_as_a_failed_attempt() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let endless = Turn::text(&["Well"]).with_fault(Fault::Endless {
         frames: 2,
         every_ms: 25,

@@ -36,7 +36,7 @@ async fn asking_server() -> ScriptedServer {
 /// A session on `coding` that nobody can be asked in, deciding by `on_ask` (the builder's
 /// default without one), sent "list the files": its server, how the turn ended, its events.
 async fn asking_session(on_ask: Option<OnAsk>) -> (ScriptedServer, TurnEnd, Vec<Value>) {
-    let project = Project::new(&[("notes.txt", "hello\n")]);
+    let project = Project::warm(&[("notes.txt", "hello\n")]);
     let server = asking_server().await;
     let mut builder = project.builder(openai(&server)).preset("coding");
     if let Some(mode) = on_ask {
@@ -102,7 +102,7 @@ async fn on_ask_fail_stops_the_session_with_its_own_reason() {
 /// carries the stop reason and its exit code, which the process exits with.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_json_counts_denied_calls_and_exits_by_on_ask() {
-    let project = Project::new(&[("notes.txt", "hello\n")]);
+    let project = Project::warm(&[("notes.txt", "hello\n")]);
     let cases = [
         (None, 0, "completed", 1),
         (Some("deny"), 0, "completed", 1),
@@ -140,7 +140,7 @@ async fn run_json_counts_denied_calls_and_exits_by_on_ask() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_still_ends_the_stream_with_a_result_line() {
-    let project = Project::new(&[("notes.txt", "hello\n")]);
+    let project = Project::warm(&[("notes.txt", "hello\n")]);
     let server = ScriptedServer::start(Script {
         steps: vec![
             call_step("c1", "read_file", r#"{"path":"notes.txt"}"#),

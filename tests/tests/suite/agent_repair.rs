@@ -30,7 +30,7 @@ fn started(events: &[Value], id: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_ran_what_did_not_and_every_repair_reach_the_model_and_the_log() {
-    let project = Project::new(&[("a.txt", "alpha\n"), ("b.txt", "beta\n")]);
+    let project = Project::warm(&[("a.txt", "alpha\n"), ("b.txt", "beta\n")]);
     let calls = vec![
         ScriptCall::new(
             "c1",
@@ -102,7 +102,7 @@ const SHOWN: &str = "stream: line 3 is not JSON and was skipped: \"this is not j
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stream_anomalies_are_logged_after_the_message_and_told_to_the_observer() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let server = server(vec![noisy()]).await;
     let session = project.start(openai(&server)).await;
     let seen = Seen::default();
@@ -127,7 +127,7 @@ async fn stream_anomalies_are_logged_after_the_message_and_told_to_the_observer(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stream_anomalies_are_shown_by_run() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let server = server(vec![noisy()]).await;
     let url = server.openai_base_url();
     let output = project.paddock(&run_args(&url, "say hello")).await;
@@ -155,7 +155,7 @@ fn raw(frames: &[&str]) -> Step {
 /// splice, and the retry's answer is the one kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spliced_anthropic_response_runs_nothing_and_is_retried_as_failed() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let start = |id: &str| {
         format!(
             "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"{id}\",\"usage\":{{\"input_tokens\":5,\"output_tokens\":1}}}}}}\n\n"
@@ -209,7 +209,7 @@ async fn a_spliced_anthropic_response_runs_nothing_and_is_retried_as_failed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stream_anomalies_are_shown_by_chat() {
     use std::io::Write;
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let server = server(vec![noisy()]).await;
     let url = server.openai_base_url();
     let mut child = project

@@ -22,7 +22,7 @@ fn system_text(body: &Value) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_json_prints_one_event_per_line_and_a_result_and_nothing_else() {
-    let project = Project::new(&[("a.txt", "alpha\n")]);
+    let project = Project::warm(&[("a.txt", "alpha\n")]);
     let server = server(vec![
         call_step("c1", "read_file", r#"{"path": "a.txt"}"#),
         Step::Reply(Turn::text(&["It says ", "alpha."])),
@@ -96,7 +96,7 @@ async fn server_with_loop() -> ScriptedServer {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_dash_reads_the_task_from_standard_input() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let server = server(vec![Step::Reply(Turn::text(&["done"]))]).await;
     let url = server.openai_base_url();
     let mut cmd = project.command(&["run", "-", "--base-url", &url]);
@@ -129,7 +129,7 @@ async fn run_dash_reads_the_task_from_standard_input() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_preset_sets_the_system_prompt_from_text_or_a_file() {
-    let project = Project::new(&[("sys.md", "You only answer in haiku.\n")]);
+    let project = Project::warm(&[("sys.md", "You only answer in haiku.\n")]);
     let server = server(vec![
         Step::Reply(Turn::text(&["ok"])),
         Step::Reply(Turn::text(&["ok"])),
@@ -195,7 +195,7 @@ async fn the_preset_sets_the_system_prompt_from_text_or_a_file() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agents_md_is_used_only_when_the_project_is_trusted_and_recorded_with_its_hash() {
-    let project = Project::new(&[("AGENTS.md", "Always run cargo fmt.\n")]);
+    let project = Project::warm(&[("AGENTS.md", "Always run cargo fmt.\n")]);
     let server = server(vec![
         Step::Reply(Turn::text(&["ok"])),
         Step::Reply(Turn::text(&["ok"])),
@@ -267,7 +267,7 @@ async fn agents_md_is_used_only_when_the_project_is_trusted_and_recorded_with_it
 /// A project with a session on model `m1` of a first server that completed its turn "hi", and
 /// a second server to move it to: the project, both servers, and the session's id.
 async fn to_be_moved() -> (Project, ScriptedServer, ScriptedServer, String) {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let first = server(vec![Step::Reply(Turn::text(&["first"]))]).await;
     let second = server(vec![Step::Reply(Turn::text(&["second"]))]).await;
     let m1 = ModelChoice {

@@ -81,7 +81,7 @@ fn seqs_are_whole(project: &Project, id: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_while_the_run_is_alive_is_refused_with_its_pid() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let server = ScriptedServer::start(Script {
         steps: vec![stalled("thinking"), Step::Reply(Turn::text(&["Done."]))],
     })
@@ -123,7 +123,7 @@ async fn a_resume_while_the_run_is_alive_is_refused_with_its_pid() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_resumes_at_once_one_is_refused_and_one_waits_with_wait() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let server = ScriptedServer::start(Script {
         steps: vec![
             stalled("first"),
@@ -190,7 +190,7 @@ async fn a_full_disk_leaves_whole_lines_and_the_session_resumes_when_there_is_ro
         eprintln!("skipped: cannot make a mount namespace here (unshare -Urm), so no small tmpfs");
         return;
     }
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     // 60 KB of text: the assistant message cannot fit in a 32 KiB file system.
     let long = "x".repeat(60_000);
     let server = ScriptedServer::start(Script {
@@ -273,7 +273,7 @@ cp "$SESSIONS/$id/events.jsonl" "$OUT.after.jsonl"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_in_a_filtered_response_get_results_so_the_log_stays_resumable() {
-    let project = Project::new(&[("a.txt", "a\n")]);
+    let project = Project::warm(&[("a.txt", "a\n")]);
     let mut filtered = Turn::calls(vec![paddock_tests::scripted::ScriptCall::new(
         "c1",
         "read_file",
@@ -330,7 +330,7 @@ async fn lost_its_end(project: &Project) -> (ScriptedServer, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_that_lost_only_its_end_is_completed_without_asking_again() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let (server, id) = lost_its_end(&project).await;
     let reopened = Session::reopen(project.env(), &id, reopen_options())
         .await
@@ -346,7 +346,7 @@ async fn a_turn_that_lost_only_its_end_is_completed_without_asking_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_of_a_completed_turn_says_so_and_asks_nothing() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let (server, id) = lost_its_end(&project).await;
     let resumed = project.paddock(&["resume", &id]).await;
     let said = text(&resumed);
@@ -361,7 +361,7 @@ async fn resume_of_a_completed_turn_says_so_and_asks_nothing() {
 /// without a message; refusing says so and changes nothing in the log, not even the torn line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_refused_for_want_of_a_task_changes_nothing_in_the_log() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let demo = ModelChoice {
         demo: true,
         ..ModelChoice::default()

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 /// A project holding notes.txt ("one", "two").
 fn fixture() -> Project {
-    Project::new(&[("notes.txt", "one\ntwo\n")])
+    Project::warm(&[("notes.txt", "one\ntwo\n")])
 }
 
 fn events(session: &Session) -> Vec<Value> {

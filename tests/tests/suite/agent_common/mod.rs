@@ -45,16 +45,24 @@ pub struct Project {
 }
 
 impl Project {
-    /// A project holding `files`, with its own data dir (its compiled-code cache seeded with
-    /// the built-ins, `warm.rs`).
+    /// A project holding `files`, with its own data dir.
     pub fn new(files: &[(&str, &str)]) -> Project {
         let dir = tempfile::tempdir().expect("project dir");
         for (name, text) in files {
             std::fs::write(dir.path().join(name), text).expect("write project file");
         }
-        let home = tempfile::tempdir().expect("data dir");
-        warm::seed_cache(home.path());
-        Project { dir, home }
+        Project {
+            dir,
+            home: tempfile::tempdir().expect("data dir"),
+        }
+    }
+
+    /// `new`, its data dir's compiled-code cache already holding the built-ins (`warm.rs`):
+    /// for tests whose subject is not a first start.
+    pub fn warm(files: &[(&str, &str)]) -> Project {
+        let project = Project::new(files);
+        warm::seed_cache(project.home.path());
+        project
     }
 
     pub fn command(&self, args: &[&str]) -> Command {

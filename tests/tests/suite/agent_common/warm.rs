@@ -1,9 +1,9 @@
-//! The built-ins compiled once per test process: each `Project`'s data dir starts with a copy
+//! The built-ins compiled once per test process: a `Project::warm` data dir starts with a copy
 //! (hard links) of that compiled-code cache, key and entries, so a session's calls load the
 //! plugins from the cache instead of compiling them again in every test. What the agent tests
 //! check is the loop and the binary's surface, not a first start; cold compiles, and a cache
-//! that is tampered with, are the subject of other modules' tests, which start from empty
-//! data dirs.
+//! that is tampered with, are the subject of other tests, which start from empty data dirs
+//! (`Project::new`).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
