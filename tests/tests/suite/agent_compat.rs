@@ -1,14 +1,15 @@
 //! A session against a server that behaves like llama-cpp-python's (SPEC M1, V2, L3, L4, B3),
 //! in process through the library's `Session`: each call runs once, the second request is
-//! accepted, tools are offered with `tool_choice`, output is bounded by the attempt's wall
-//! clock, a repeated 500 is not retried on. Through the real binary: `--max-output-tokens`
+//! accepted, tools are offered with `tool_choice`, output is bounded (the output limit, the
+//! attempt's wall clock), a repeated 500 is not retried on, and a session in which the model
+//! never called a tool warns. Through the real binary: `--max-output-tokens`
 //! reaches `run` and `resume`, a repeated 500 is shown once, and a session in which the model
 //! never called a tool says so on its final line.
 
-use crate::agent_common::{Project, answer, last_stop, openai, text, types};
+use crate::agent_common::{Project, Seen, answer, last_stop, openai, reopen_options, text, types};
 use paddock::agent::Quiet;
 use paddock::log::StopReason;
-use paddock::session::{ModelChoice, Session};
+use paddock::session::{ModelChoice, ReopenOptions, Session};
 use paddock_tests::scripted::{
     Fault, Quirks, Script, ScriptCall, ScriptedServer, Step, Turn, null_content_error,
 };
@@ -79,17 +80,60 @@ async fn a_read_loop_against_llama_cpp_python_runs_the_call_once_and_completes()
     assert_eq!(results[0]["tool_call_id"], "call_q1");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_output_limit_flag_reaches_run_and_resume_and_a_toolless_session_says_so() {
-    let project = Project::warm(&[("a.txt", "a\n")]);
-    let server = server(
+/// A model that never calls a tool, for two turns.
+async fn toolless() -> ScriptedServer {
+    server(
         vec![
             Step::Reply(Turn::text(&["I know without looking."])),
             Step::Reply(Turn::text(&["Still no tool."])),
         ],
         Quirks::default(),
     )
-    .await;
+    .await
+}
+
+/// Each response asked for at most 123, then 77 tokens: the output limit of the first turn,
+/// then of the reopened session's.
+fn limited_to_123_then_77(server: &ScriptedServer) {
+    let requests = server.requests();
+    assert_eq!(requests[0].body["max_tokens"], json!(123));
+    assert_eq!(requests[1].body["max_tokens"], json!(77));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_output_limit_reaches_each_request_and_a_toolless_session_warns() {
+    let project = Project::warm(&[("a.txt", "a\n")]);
+    let server = toolless().await;
+    let limited = ModelChoice {
+        max_output_tokens: Some(123),
+        ..openai(&server)
+    };
+    let session = project.start(limited).await;
+    let id = session.id().to_string();
+    let end = session.send("read a.txt", &Quiet).await;
+    assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
+    let warning = end.warning.unwrap_or_default();
+    assert!(
+        warning.contains("the model called no tool in this session although 4 were offered"),
+        "{warning}"
+    );
+    assert!(warning.contains("docs/providers.md"), "{warning}");
+    drop(session);
+
+    let options = ReopenOptions {
+        max_output_tokens: Some(77),
+        ..reopen_options()
+    };
+    let session = project.reopen(&id, options, &Seen::default()).await;
+    let end = session.send("use the tool", &Quiet).await;
+    assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
+    limited_to_123_then_77(&server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_output_limit_flag_reaches_run_and_resume_and_a_toolless_session_says_so() {
+    let project = Project::warm(&[("a.txt", "a\n")]);
+    let server = toolless().await;
     let url = server.openai_base_url();
     let output = project
         .paddock(&run_args(
@@ -115,9 +159,7 @@ async fn the_output_limit_flag_reaches_run_and_resume_and_a_toolless_session_say
         .paddock(&["resume", &id, "use the tool", "--max-output-tokens", "77"])
         .await;
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    let requests = server.requests();
-    assert_eq!(requests[0].body["max_tokens"], json!(123));
-    assert_eq!(requests[1].body["max_tokens"], json!(77));
+    limited_to_123_then_77(&server);
 
     let zero = project
         .paddock(&run_args(&url, "x", &["--max-output-tokens", "0"]))
