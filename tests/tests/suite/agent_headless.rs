@@ -112,17 +112,8 @@ async fn run_json_counts_denied_calls_and_exits_by_on_ask() {
     for (on_ask, code, stop, denied) in cases {
         let server = asking_server().await;
         let url = server.openai_base_url();
-        let mut args = vec![
-            "run",
-            "--json",
-            "list the files",
-            "--preset",
-            "coding",
-            "--base-url",
-            &url,
-            "--model",
-            "scripted",
-        ];
+        let mut args = vec!["run", "--json", "list the files", "--preset", "coding"];
+        args.extend(["--base-url", &url, "--model", "scripted"]);
         if let Some(mode) = on_ask {
             args.extend(["--on-ask", mode]);
         }
