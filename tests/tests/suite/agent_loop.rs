@@ -199,8 +199,9 @@ async fn a_preset_without_a_model_says_how_to_get_one() {
     );
 }
 
-/// What `run` adds to a session: its exit code by stop reason and what it prints. The loop's
-/// behaviour for each is checked in process above; here only the binary's surface.
+/// What `run` adds to a session: its exit code by stop reason and what it prints, and the
+/// flags that the tests in process set through the builder (`--provider`, `--max-turns` on
+/// `run` and `resume`). The loop's behaviour for each is checked in process above.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_exits_by_stop_reason_and_prints_the_answer_or_the_stop() {
     let project = Project::warm(&[("notes.txt", "the secret word is paddock\n")]);
@@ -248,6 +249,33 @@ async fn run_exits_by_stop_reason_and_prints_the_answer_or_the_stop() {
         }
     }
     assert_eq!(project.sessions().len(), 4);
+
+    // `--provider anthropic` speaks Anthropic Messages to the server.
+    let speaker = server(vec![Step::Reply(Turn::text(&["It says anthropic side."]))]).await;
+    let url = speaker.anthropic_base_url();
+    let output = project
+        .paddock(&run_args(&url, "read notes", &["--provider", "anthropic"]))
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(text(&output).contains("It says anthropic side."));
+    assert_eq!(speaker.requests()[0].path, "/v1/messages");
+
+    // `resume --max-turns` sets the budget from then on: the same one holds, a larger one
+    // lets the session go on.
+    let project = Project::warm(&[("notes.txt", "the secret word is paddock\n")]);
+    let budgeted = server(vec![read(), read(), Step::Reply(Turn::text(&["Done."]))]).await;
+    let url = budgeted.openai_base_url();
+    let stopped = project
+        .paddock(&run_args(&url, "the task", &["--max-turns", "2"]))
+        .await;
+    assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped));
+    let id = project.only_session();
+    let held = project.paddock(&["resume", &id, "--max-turns", "2"]).await;
+    assert_eq!(held.status.code(), Some(3), "{}", text(&held));
+    assert_eq!(budgeted.requests().len(), 2, "the budget held on resume");
+    let resumed = project.paddock(&["resume", &id, "--max-turns", "3"]).await;
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    assert_eq!(budgeted.requests().len(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
