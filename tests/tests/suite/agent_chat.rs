@@ -1,12 +1,19 @@
-//! `paddock chat` through the real binary (SPEC I1, I2, M2): steering typed while the model
-//! streams goes in before the next model request; a follow-up runs when the turn would end;
-//! `/stop` interrupts.
+//! Messages that arrive while a session works (SPEC I1, I2, M2): steering goes in before the
+//! next model request; a follow-up runs when the turn would end; an interrupt ends the turn
+//! and the session goes on. In process through `Session::accept` and `Session::interrupt`,
+//! and through `paddock chat` (the real binary), where a typed line steers, `/next` follows up
+//! and `/stop` interrupts.
 
 use std::io::Write;
 use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::agent_common::Project;
+use crate::agent_common::{Project, openai};
+use paddock::agent::{Entry, Observer, Quiet};
+use paddock::log::{Lane, Source, StopReason};
+use paddock::model::ModelEvent;
+use paddock::session::Session;
 use paddock_tests::scripted::{Script, ScriptCall, ScriptedServer, Step, Turn};
 use serde_json::Value;
 
@@ -54,9 +61,9 @@ fn user_texts(messages: &[Value]) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn steering_goes_in_before_the_next_request_and_follow_ups_run_after() {
-    let project = Project::new(&[("a.txt", "alpha\n"), ("b.txt", "beta\n")]);
+/// A model that streams a call to read a.txt slowly (so there is time to steer), then answers
+/// twice.
+async fn slow_reader() -> ScriptedServer {
     let mut slow = Turn::calls(vec![ScriptCall::new(
         "c1",
         "read_file",
@@ -65,7 +72,7 @@ async fn steering_goes_in_before_the_next_request_and_follow_ups_run_after() {
     )]);
     slow.text = vec!["Reading".into(), " a.txt".into(), " now.".into()];
     slow.frame_delay_ms = 250;
-    let server = ScriptedServer::start(Script {
+    ScriptedServer::start(Script {
         steps: vec![
             Step::Reply(slow),
             Step::Reply(Turn::text(&["a.txt says alpha."])),
@@ -73,20 +80,12 @@ async fn steering_goes_in_before_the_next_request_and_follow_ups_run_after() {
         ],
     })
     .await
-    .unwrap();
-    let url = server.openai_base_url();
-    let mut child = spawn_chat(&project, &url, &[]);
-    type_line(&mut child, "read a.txt");
-    wait_for(&project, "attempt/start", 1).await;
-    type_line(&mut child, "and mention the file size");
-    type_line(&mut child, "/next now read b.txt");
-    let id = wait_for(&project, "\"turn/end\"", 2).await;
-    drop(child.stdin.take());
-    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
-        .await
-        .unwrap();
-    assert_eq!(status.code(), Some(0));
+    .unwrap()
+}
 
+/// "and mention the file size" steered and "now read b.txt" followed up while the first
+/// request of "read a.txt" streamed: what the requests and the log show.
+fn assert_steered_and_followed_up(server: &ScriptedServer, events: &[Value]) {
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
     // Steering: after the tool result, before the second request.
@@ -102,7 +101,6 @@ async fn steering_goes_in_before_the_next_request_and_follow_ups_run_after() {
     assert_eq!(user_texts(third).last().unwrap(), "now read b.txt");
     assert_eq!(third[third.len() - 2]["content"], "a.txt says alpha.");
 
-    let events = project.events(&id);
     let inbox: Vec<(&str, &str)> = events
         .iter()
         .filter(|e| e["type"] == "inbox/in")
@@ -120,24 +118,144 @@ async fn steering_goes_in_before_the_next_request_and_follow_ups_run_after() {
             ("next-turn", "now read b.txt")
         ]
     );
-    let ends: Vec<&str> = events
+    assert_eq!(turn_ends(events), ["completed", "completed"]);
+}
+
+fn turn_ends(events: &[Value]) -> Vec<&str> {
+    events
         .iter()
         .filter(|e| e["type"] == "turn/end")
         .map(|e| e["data"]["reason"].as_str().unwrap())
-        .collect();
-    assert_eq!(ends, ["completed", "completed"]);
+        .collect()
+}
+
+/// The first turn was interrupted, with the interrupt logged, and the second completed.
+fn interrupted_then_completed(events: &[Value]) {
+    assert_eq!(turn_ends(events), ["interrupted", "completed"]);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "inbox/in" && e["data"]["lane"] == "interrupt"),
+        "the interrupt was logged"
+    );
+}
+
+/// Once the first attempt starts streaming: accepts each of `entries` into the session's
+/// inbox, then interrupts the turn if `interrupt`.
+struct WhileStreaming<'a> {
+    session: &'a Session,
+    entries: Vec<Entry>,
+    interrupt: bool,
+    done: AtomicBool,
+}
+
+impl Observer for WhileStreaming<'_> {
+    fn model_event(&self, event: &ModelEvent) {
+        if !matches!(event, ModelEvent::Delta { .. }) || self.done.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        for entry in &self.entries {
+            assert!(self.session.accept(entry.clone()).expect("logged"));
+        }
+        if self.interrupt {
+            self.session.interrupt();
+        }
+    }
+}
+
+fn entry(id: &str, lane: Lane, text: &str) -> Entry {
+    Entry {
+        id: id.into(),
+        source: Source::User,
+        lane,
+        text: text.into(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steering_goes_in_before_the_next_request_and_follow_ups_run_after() {
+    let project = Project::warm(&[("a.txt", "alpha\n"), ("b.txt", "beta\n")]);
+    let server = slow_reader().await;
+    let session = project.start(openai(&server)).await;
+    let watching = WhileStreaming {
+        session: &session,
+        entries: vec![
+            entry("s1", Lane::NextStep, "and mention the file size"),
+            entry("f1", Lane::NextTurn, "now read b.txt"),
+        ],
+        interrupt: false,
+        done: AtomicBool::new(false),
+    };
+    let end = session.send("read a.txt", &watching).await;
+    assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
+    // An id already accepted is not accepted (nor logged) again.
+    assert!(
+        !session
+            .accept(entry("s1", Lane::NextStep, "again"))
+            .unwrap()
+    );
+    assert_steered_and_followed_up(&server, &project.events(session.id()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_steers_with_a_typed_line_and_follows_up_with_next() {
+    let project = Project::warm(&[("a.txt", "alpha\n"), ("b.txt", "beta\n")]);
+    let server = slow_reader().await;
+    let url = server.openai_base_url();
+    let mut child = spawn_chat(&project, &url, &[]);
+    type_line(&mut child, "read a.txt");
+    wait_for(&project, "attempt/start", 1).await;
+    type_line(&mut child, "and mention the file size");
+    type_line(&mut child, "/next now read b.txt");
+    let id = wait_for(&project, "\"turn/end\"", 2).await;
+    drop(child.stdin.take());
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_steered_and_followed_up(&server, &project.events(&id));
+}
+
+/// A model that counts slowly (two seconds a word), then answers.
+async fn slow_counter() -> ScriptedServer {
+    let mut slow = Turn::text(&["one", " two", " three", " four", " five"]);
+    slow.frame_delay_ms = 2_000;
+    ScriptedServer::start(Script {
+        steps: vec![Step::Reply(slow), Step::Reply(Turn::text(&["Fine."]))],
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_ends_the_turn_and_the_session_goes_on() {
+    let project = Project::warm(&[]);
+    let server = slow_counter().await;
+    let session = project.start(openai(&server)).await;
+    let watching = WhileStreaming {
+        session: &session,
+        entries: vec![entry("i1", Lane::Interrupt, "/stop")],
+        interrupt: true,
+        done: AtomicBool::new(false),
+    };
+    let started = Instant::now();
+    let end = session.send("count slowly", &watching).await;
+    assert_eq!(end.reason, StopReason::Interrupted, "{:?}", end.detail);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the interrupt took {:?}",
+        started.elapsed()
+    );
+    let end = session.send("are you there?", &Quiet).await;
+    assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
+    interrupted_then_completed(&project.events(session.id()));
+    assert_eq!(server.requests().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_interrupts_the_turn_and_the_chat_goes_on() {
-    let project = Project::new(&[]);
-    let mut slow = Turn::text(&["one", " two", " three", " four", " five"]);
-    slow.frame_delay_ms = 2_000;
-    let server = ScriptedServer::start(Script {
-        steps: vec![Step::Reply(slow), Step::Reply(Turn::text(&["Fine."]))],
-    })
-    .await
-    .unwrap();
+    let project = Project::warm(&[]);
+    let server = slow_counter().await;
     let url = server.openai_base_url();
     let mut child = spawn_chat(&project, &url, &[]);
     type_line(&mut child, "count slowly");
@@ -157,17 +275,5 @@ async fn stop_interrupts_the_turn_and_the_chat_goes_on() {
         .await
         .unwrap();
     assert_eq!(status.code(), Some(0), "the last turn completed");
-    let events = project.events(&id);
-    let ends: Vec<&str> = events
-        .iter()
-        .filter(|e| e["type"] == "turn/end")
-        .map(|e| e["data"]["reason"].as_str().unwrap())
-        .collect();
-    assert_eq!(ends, ["interrupted", "completed"]);
-    assert!(
-        events
-            .iter()
-            .any(|e| e["type"] == "inbox/in" && e["data"]["lane"] == "interrupt"),
-        "the interrupt was logged"
-    );
+    interrupted_then_completed(&project.events(&id));
 }

@@ -1,12 +1,13 @@
-//! Long sessions (SPEC L1, L2, B3) through the real binary, against a scripted model
+//! Long sessions (SPEC L1, L2, B3) in process through the library's `Session`, against a
+//! scripted model
 //! that enforces its context window the way servers do (a 400 naming the maximum context
 //! length), answers summary requests with a summary, and checks every request it receives:
 //! each call paired with its result, in order.
 //!
 //! - 300 turns whose raw history is more than 10 times the window complete; no request passes
 //!   the window; the summary requests and the `context/compact(ed)` events are in the log;
-//!   large old results leave the context as a stub naming their spill file; a `resume` halfway
-//!   (the turn budget stopped the run) goes on from the compacted history.
+//!   large old results leave the context as a stub naming their spill file; the session
+//!   reopened halfway (the turn budget stopped it) goes on from the compacted history.
 //! - A preset that claims a larger window than the server has: the refused request is
 //!   compacted once and sent again, and the session completes.
 //! - The summary request is the session's next request with the instruction last (so a
@@ -16,7 +17,9 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::agent_common::{Project, last_stop, text};
+use crate::agent_common::{Project, Seen, last_stop, reopen_options};
+use paddock::agent::Quiet;
+use paddock::session::{ModelChoice, ReopenOptions, Session};
 use paddock_tests::scripted::{ScriptCall, ScriptUsage, ScriptedServer, Step, Turn};
 use serde_json::Value;
 
@@ -208,7 +211,25 @@ fn preset(server: &ScriptedServer, window: usize, max_turns: u64) -> String {
 fn project() -> Project {
     let notes = "a line of notes that the model reads again and again\n".repeat(12);
     let big = format!("{}\n", "x".repeat(99)).repeat(60);
-    Project::new(&[("notes.txt", &notes), ("big.txt", &big)])
+    Project::warm(&[("notes.txt", &notes), ("big.txt", &big)])
+}
+
+/// A session of `project` on the preset `long.toml` (its `[model]` is the server) written
+/// with `window` and `max_turns`, as `paddock run --preset long.toml` starts one.
+async fn start_long(
+    project: &Project,
+    server: &ScriptedServer,
+    window: usize,
+    max_turns: u64,
+) -> Session {
+    let path = project.dir.path().join("long.toml");
+    std::fs::write(&path, preset(server, window, max_turns)).unwrap();
+    project
+        .builder(ModelChoice::default())
+        .preset(path.to_str().unwrap())
+        .start()
+        .await
+        .expect("the session starts")
 }
 
 fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
@@ -224,28 +245,26 @@ async fn three_hundred_turns_ten_windows_long_complete_inside_the_window() {
             .await
             .expect("server");
     let project = project();
-    std::fs::write(
-        project.dir.path().join("long.toml"),
-        preset(&server, 4000, 200),
-    )
-    .unwrap();
-    let first = project
-        .paddock(&["run", "--preset", "long.toml", "read notes.txt, 300 times"])
-        .await;
-    let id = project.only_session();
+    let session = start_long(&project, &server, 4000, 200).await;
+    let id = session.id().to_string();
+    let first = session.send("read notes.txt, 300 times", &Quiet).await;
     let events = project.events(&id);
-    assert_eq!(last_stop(&events), "max_turns", "{}", text(&first));
+    assert_eq!(last_stop(&events), "max_turns", "{:?}", first.detail);
+    drop(session);
 
-    // Halfway: the turn budget stopped it; resume goes on from the compacted log.
-    let resumed = project
-        .paddock(&["resume", &id, "--max-turns", "1000"])
-        .await;
+    // Halfway: the turn budget stopped it; reopened, it goes on from the compacted log.
+    let seen = Seen::default();
+    let options = ReopenOptions {
+        max_turns: Some(1000),
+        ..reopen_options()
+    };
+    let session = project.reopen(&id, options, &seen).await;
+    let resumed = session.go_on(&seen).await;
     let events = project.events(&id);
-    assert_eq!(last_stop(&events), "completed", "{}", text(&resumed));
+    assert_eq!(last_stop(&events), "completed", "{:?}", resumed.detail);
     assert!(
-        text(&resumed).contains("context compacted"),
-        "the resumed run compacted too: {}",
-        text(&resumed)
+        !seen.compactions.lock().unwrap().is_empty(),
+        "the resumed session compacted too"
     );
 
     let problems = model.problems.lock().unwrap().clone();
@@ -332,7 +351,7 @@ async fn run_claiming_more(model: &Arc<Model>, prompt: &str) -> (Vec<Value>, Str
 }
 
 /// Runs `prompt` against `model` with a preset claiming `window` tokens and allowing
-/// `max_turns`; the session's events, what the run printed, and the server.
+/// `max_turns`; the session's events, how its turn ended, and the server.
 async fn run_in(
     model: &Arc<Model>,
     window: usize,
@@ -345,16 +364,10 @@ async fn run_in(
             .await
             .expect("server");
     let project = project();
-    std::fs::write(
-        project.dir.path().join("long.toml"),
-        preset(&server, window, max_turns),
-    )
-    .unwrap();
-    let run = project
-        .paddock(&["run", "--preset", "long.toml", prompt])
-        .await;
-    let id = project.only_session();
-    (project.events(&id), text(&run), server)
+    let session = start_long(&project, &server, window, max_turns).await;
+    let end = session.send(prompt, &Quiet).await;
+    let run = format!("{:?}: {:?}", end.reason, end.detail);
+    (project.events(session.id()), run, server)
 }
 
 /// The `context/compact` events of an overflow, with the window they recorded.

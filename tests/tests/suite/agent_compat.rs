@@ -1,10 +1,15 @@
-//! A session against a server that behaves like llama-cpp-python's, through the real binary
-//! (SPEC M1, V2, L3, L4, B3): each call runs once, the second request is accepted,
-//! tools are offered with `tool_choice`, output is bounded (`--max-output-tokens`, the attempt's
-//! wall clock), a repeated 500 is shown once and not retried on, and a session in which the
-//! model never called a tool says so on its final line.
+//! A session against a server that behaves like llama-cpp-python's (SPEC M1, V2, L3, L4, B3),
+//! in process through the library's `Session`: each call runs once, the second request is
+//! accepted, tools are offered with `tool_choice`, output is bounded (the output limit, the
+//! attempt's wall clock), a repeated 500 is not retried on, and a session in which the model
+//! never called a tool warns. Through the real binary: `--max-output-tokens`
+//! reaches `run` and `resume`, a repeated 500 is shown once, and a session in which the model
+//! never called a tool says so on its final line.
 
-use crate::agent_common::{Project, last_stop, text, types};
+use crate::agent_common::{Project, Seen, answer, last_stop, openai, reopen_options, text, types};
+use paddock::agent::Quiet;
+use paddock::log::StopReason;
+use paddock::session::{ModelChoice, ReopenOptions, Session};
 use paddock_tests::scripted::{
     Fault, Quirks, Script, ScriptCall, ScriptedServer, Step, Turn, null_content_error,
 };
@@ -34,7 +39,7 @@ fn count(events: &[Value], kind: &str) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_loop_against_llama_cpp_python_runs_the_call_once_and_completes() {
-    let project = Project::new(&[("notes.txt", "the secret word is paddock\n")]);
+    let project = Project::warm(&[("notes.txt", "the secret word is paddock\n")]);
     let read = ScriptCall::new("call_q1", "read_file", r#"{"path": "notes.txt"}"#, &[5, 12]);
     let server = server(
         vec![
@@ -44,16 +49,17 @@ async fn a_read_loop_against_llama_cpp_python_runs_the_call_once_and_completes()
         LLAMA_CPP_PYTHON,
     )
     .await;
-    let url = server.openai_base_url();
-    let output = project
-        .paddock(&run_args(&url, "what is the word?", &[]))
-        .await;
-    let said = text(&output);
-    assert_eq!(output.status.code(), Some(0), "{said}");
-    assert!(said.contains("The word is paddock."), "{said}");
-    assert!(!said.contains("called no tool"), "{said}");
+    let local = ModelChoice {
+        model: Some("local".into()),
+        ..openai(&server)
+    };
+    let session = project.start(local).await;
+    let end = session.send("what is the word?", &Quiet).await;
+    assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
+    assert_eq!(end.warning, None, "the model called a tool");
 
-    let events = project.events(&project.only_session());
+    let events = project.events(session.id());
+    assert_eq!(answer(&events), "The word is paddock.");
     assert_eq!(count(&events, "tool/call"), 1, "{:?}", types(&events));
     assert_eq!(count(&events, "tool/result"), 1);
     assert_eq!(last_stop(&events), "completed");
@@ -74,17 +80,60 @@ async fn a_read_loop_against_llama_cpp_python_runs_the_call_once_and_completes()
     assert_eq!(results[0]["tool_call_id"], "call_q1");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_output_limit_flag_reaches_run_and_resume_and_a_toolless_session_says_so() {
-    let project = Project::new(&[("a.txt", "a\n")]);
-    let server = server(
+/// A model that never calls a tool, for two turns.
+async fn toolless() -> ScriptedServer {
+    server(
         vec![
             Step::Reply(Turn::text(&["I know without looking."])),
             Step::Reply(Turn::text(&["Still no tool."])),
         ],
         Quirks::default(),
     )
-    .await;
+    .await
+}
+
+/// Each response asked for at most 123, then 77 tokens: the output limit of the first turn,
+/// then of the reopened session's.
+fn limited_to_123_then_77(server: &ScriptedServer) {
+    let requests = server.requests();
+    assert_eq!(requests[0].body["max_tokens"], json!(123));
+    assert_eq!(requests[1].body["max_tokens"], json!(77));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_output_limit_reaches_each_request_and_a_toolless_session_warns() {
+    let project = Project::warm(&[("a.txt", "a\n")]);
+    let server = toolless().await;
+    let limited = ModelChoice {
+        max_output_tokens: Some(123),
+        ..openai(&server)
+    };
+    let session = project.start(limited).await;
+    let id = session.id().to_string();
+    let end = session.send("read a.txt", &Quiet).await;
+    assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
+    let warning = end.warning.unwrap_or_default();
+    assert!(
+        warning.contains("the model called no tool in this session although 4 were offered"),
+        "{warning}"
+    );
+    assert!(warning.contains("docs/providers.md"), "{warning}");
+    drop(session);
+
+    let options = ReopenOptions {
+        max_output_tokens: Some(77),
+        ..reopen_options()
+    };
+    let session = project.reopen(&id, options, &Seen::default()).await;
+    let end = session.send("use the tool", &Quiet).await;
+    assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
+    limited_to_123_then_77(&server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_output_limit_flag_reaches_run_and_resume_and_a_toolless_session_says_so() {
+    let project = Project::warm(&[("a.txt", "a\n")]);
+    let server = toolless().await;
     let url = server.openai_base_url();
     let output = project
         .paddock(&run_args(
@@ -110,9 +159,7 @@ async fn the_output_limit_flag_reaches_run_and_resume_and_a_toolless_session_say
         .paddock(&["resume", &id, "use the tool", "--max-output-tokens", "77"])
         .await;
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    let requests = server.requests();
-    assert_eq!(requests[0].body["max_tokens"], json!(123));
-    assert_eq!(requests[1].body["max_tokens"], json!(77));
+    limited_to_123_then_77(&server);
 
     let zero = project
         .paddock(&run_args(&url, "x", &["--max-output-tokens", "0"]))
@@ -120,16 +167,15 @@ async fn the_output_limit_flag_reaches_run_and_resume_and_a_toolless_session_say
     assert_eq!(zero.status.code(), Some(2), "{}", text(&zero));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_500_repeated_with_the_same_body_is_shown_once_and_not_retried_on() {
-    let project = Project::new(&[]);
+/// A server that refuses three times with the same 500 body, then would answer.
+async fn refusing_server() -> ScriptedServer {
     let refusal = || Step::Status {
         status: 500,
         body: null_content_error(2),
         retry_after_secs: None,
         retry_after_ms: None,
     };
-    let server = server(
+    server(
         vec![
             refusal(),
             refusal(),
@@ -138,24 +184,21 @@ async fn a_500_repeated_with_the_same_body_is_shown_once_and_not_retried_on() {
         ],
         Quirks::default(),
     )
-    .await;
-    let url = server.openai_base_url();
-    let output = project.paddock(&run_args(&url, "hello", &[])).await;
-    let said = text(&output);
-    assert_eq!(output.status.code(), Some(4), "{said}");
-    assert_eq!(server.requests().len(), 2, "{said}");
-    assert_eq!(
-        said.matches("'typed-dict'").count(),
-        1,
-        "shown once: {said}"
-    );
-    assert!(
-        !said.contains("ChatCompletionRequestFunctionMessage"),
-        "shortened: {said}"
-    );
-    assert!(said.contains("same error twice"), "{said}");
+    .await
+}
 
-    let events = project.events(&project.only_session());
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_500_repeated_with_the_same_body_is_not_retried_on_and_logged_whole() {
+    let project = Project::warm(&[]);
+    let server = refusing_server().await;
+    let session = project.start(openai(&server)).await;
+    let end = session.send("hello", &Quiet).await;
+    assert_eq!(end.reason, StopReason::ModelError, "{:?}", end.detail);
+    let detail = end.detail.unwrap_or_default();
+    assert!(detail.contains("with the same error twice"), "{detail}");
+    assert_eq!(server.requests().len(), 2, "{detail}");
+
+    let events = project.events(session.id());
     assert_eq!(last_stop(&events), "model_error");
     let logged: Vec<&str> = events
         .iter()
@@ -172,8 +215,29 @@ async fn a_500_repeated_with_the_same_body_is_shown_once_and_not_retried_on() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_500_repeated_with_the_same_body_is_shown_once_and_shortened_by_run() {
+    let project = Project::warm(&[]);
+    let server = refusing_server().await;
+    let url = server.openai_base_url();
+    let output = project.paddock(&run_args(&url, "hello", &[])).await;
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(4), "{said}");
+    assert_eq!(server.requests().len(), 2, "{said}");
+    assert_eq!(
+        said.matches("'typed-dict'").count(),
+        1,
+        "shown once: {said}"
+    );
+    assert!(
+        !said.contains("ChatCompletionRequestFunctionMessage"),
+        "shortened: {said}"
+    );
+    assert!(said.contains("same error twice"), "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_that_never_ends_is_cut_and_recorded_as_a_failed_attempt() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let endless = Turn::text(&["Well"]).with_fault(Fault::Endless {
         frames: 2,
         every_ms: 25,
@@ -192,12 +256,16 @@ async fn a_stream_that_never_ends_is_cut_and_recorded_as_a_failed_attempt() {
     let presets = tempfile::tempdir().expect("preset dir");
     let path = presets.path().join("bounded.toml");
     std::fs::write(&path, preset).expect("write preset");
-    let path = path.display().to_string();
-    let output = project.paddock(&["run", "ramble", "--preset", &path]).await;
-    let said = text(&output);
-    assert_eq!(output.status.code(), Some(4), "{said}");
+    let session = Session::builder(project.env())
+        .preset(path.to_str().unwrap())
+        .start()
+        .await
+        .unwrap();
+    let end = session.send("ramble", &Quiet).await;
+    assert_eq!(end.reason, StopReason::ModelError, "{:?}", end.detail);
+    let said = end.detail.unwrap_or_default();
     assert!(said.contains("attempt_timeout_ms"), "{said}");
-    let events = project.events(&project.only_session());
+    let events = project.events(session.id());
     assert_eq!(last_stop(&events), "model_error");
     let ended = events
         .iter()

@@ -1,11 +1,15 @@
-//! The headless contract of `run --json` (docs/json-events.md): a call that needs approval when
-//! no one can answer is denied and counted (`denied_calls`), or decided by `--on-ask
-//! deny|allow|fail`; and a panic still ends the stream with its `result` line.
+//! The headless contract (docs/json-events.md): a call that needs approval when no one can
+//! answer is denied, or decided by `on_ask` (deny, allow, fail), in process through the
+//! library's `Session`; through the real binary, `run --json` counts it (`denied_calls`) and
+//! exits by it, and a panic still ends the stream with its `result` line.
 
+use paddock::agent::{Quiet, TurnEnd};
+use paddock::hooks::OnAsk;
+use paddock::log::StopReason;
 use paddock_tests::scripted::{Script, ScriptedServer, Step, Turn};
 use serde_json::Value;
 
-use crate::agent_common::{Project, call_step};
+use crate::agent_common::{Project, call_step, last_stop, openai};
 
 /// The last line of a `run --json`, parsed: it must be the `result`.
 fn result_line(stdout: &[u8]) -> Value {
@@ -18,37 +22,33 @@ fn result_line(stdout: &[u8]) -> Value {
 
 /// The `coding` preset asks before `run_command` (high risk); the model calls it once, then
 /// answers.
-async fn asking_run(on_ask: Option<&str>) -> (Project, ScriptedServer, std::process::Output) {
-    let project = Project::new(&[("notes.txt", "hello\n")]);
-    let server = ScriptedServer::start(Script {
+async fn asking_server() -> ScriptedServer {
+    ScriptedServer::start(Script {
         steps: vec![
             call_step("c1", "run_command", r#"{"program":"ls"}"#),
             Step::Reply(Turn::text(&["Done."])),
         ],
     })
     .await
-    .unwrap();
-    let url = server.openai_base_url();
-    let mut args = vec![
-        "run",
-        "--json",
-        "list the files",
-        "--preset",
-        "coding",
-        "--base-url",
-        &url,
-        "--model",
-        "scripted",
-    ];
-    if let Some(mode) = on_ask {
-        args.extend(["--on-ask", mode]);
-    }
-    let out = project.paddock(&args).await;
-    (project, server, out)
+    .unwrap()
 }
 
-fn tool_result(project: &Project) -> Value {
-    let events = project.events(&project.only_session());
+/// A session on `coding` that nobody can be asked in, deciding by `on_ask` (the builder's
+/// default without one), sent "list the files": its server, how the turn ended, its events.
+async fn asking_session(on_ask: Option<OnAsk>) -> (ScriptedServer, TurnEnd, Vec<Value>) {
+    let project = Project::warm(&[("notes.txt", "hello\n")]);
+    let server = asking_server().await;
+    let mut builder = project.builder(openai(&server)).preset("coding");
+    if let Some(mode) = on_ask {
+        builder = builder.on_ask(mode);
+    }
+    let session = builder.start().await.unwrap();
+    let end = session.send("list the files", &Quiet).await;
+    let events = project.events(session.id());
+    (server, end, events)
+}
+
+fn tool_result(events: &[Value]) -> Value {
     events
         .iter()
         .find(|e| e["type"] == "tool/result")
@@ -57,55 +57,81 @@ fn tool_result(project: &Project) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_anyone_to_answer_a_call_is_denied_and_counted() {
-    for on_ask in [None, Some("deny")] {
-        let (project, _server, out) = asking_run(on_ask).await;
-        let result = result_line(&out.stdout);
-        assert_eq!(out.status.code(), Some(0), "{on_ask:?}: {result}");
-        assert_eq!(result["stop_reason"], "completed");
-        assert_eq!(result["denied_calls"], 1, "{on_ask:?}: {result}");
-        let call = tool_result(&project);
-        assert_eq!(call["code"], "DENIED");
+async fn without_anyone_to_answer_a_call_is_denied_and_the_start_records_how() {
+    for (on_ask, recorded) in [(None, Value::Null), (Some(OnAsk::Deny), "deny".into())] {
+        let (_server, end, events) = asking_session(on_ask).await;
+        assert_eq!(
+            end.reason,
+            StopReason::Completed,
+            "{on_ask:?}: {:?}",
+            end.detail
+        );
+        let call = tool_result(&events);
+        assert_eq!(call["code"], "DENIED", "{on_ask:?}: {call}");
         assert_eq!(call["approval"], "unanswered");
-        let start = &project.events(&project.only_session())[0]["data"];
-        assert_eq!(start["on_ask"], on_ask.map_or(Value::Null, Value::from));
+        assert_eq!(events[0]["data"]["on_ask"], recorded);
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_ask_allow_runs_the_call_and_the_start_records_it() {
-    let (project, _server, out) = asking_run(Some("allow")).await;
-    let result = result_line(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{result}");
-    assert_eq!(result["denied_calls"], 0);
-    let call = tool_result(&project);
+    let (_server, end, events) = asking_session(Some(OnAsk::Allow)).await;
+    assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
+    let call = tool_result(&events);
     assert_eq!(call["is_error"], false, "{call}");
     assert!(
         call["content"].as_str().unwrap().contains("notes.txt"),
         "{call}"
     );
     assert_eq!(call["approval"], "once");
-    let start = &project.events(&project.only_session())[0]["data"];
-    assert_eq!(start["on_ask"], "allow");
+    assert_eq!(events[0]["data"]["on_ask"], "allow");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_ask_fail_stops_the_session_with_its_own_reason_and_exit_code() {
-    let (project, server, out) = asking_run(Some("fail")).await;
-    let result = result_line(&out.stdout);
-    assert_eq!(out.status.code(), Some(6), "{result}");
-    assert_eq!(result["stop_reason"], "approval_required");
-    assert_eq!(result["exit_code"], 6);
-    assert_eq!(result["denied_calls"], 1);
-    let call = tool_result(&project);
+async fn on_ask_fail_stops_the_session_with_its_own_reason() {
+    let (server, end, events) = asking_session(Some(OnAsk::Fail)).await;
+    assert_eq!(end.reason, StopReason::ApprovalRequired, "{:?}", end.detail);
+    assert_eq!(last_stop(&events), "approval_required");
+    let call = tool_result(&events);
     assert_eq!(call["code"], "APPROVAL_REQUIRED", "{call}");
     // The model was not asked again after the stop.
     assert_eq!(server.remaining_steps(), 1);
 }
 
+/// `run --json --on-ask MODE` in one project: the result line counts the denied call and
+/// carries the stop reason and its exit code, which the process exits with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_json_counts_denied_calls_and_exits_by_on_ask() {
+    let project = Project::warm(&[("notes.txt", "hello\n")]);
+    let cases = [
+        (None, 0, "completed", 1),
+        (Some("deny"), 0, "completed", 1),
+        (Some("allow"), 0, "completed", 0),
+        (Some("fail"), 6, "approval_required", 1),
+    ];
+    for (on_ask, code, stop, denied) in cases {
+        let server = asking_server().await;
+        let url = server.openai_base_url();
+        let mut args = vec!["run", "--json", "list the files", "--preset", "coding"];
+        args.extend(["--base-url", &url, "--model", "scripted"]);
+        if let Some(mode) = on_ask {
+            args.extend(["--on-ask", mode]);
+        }
+        let out = project.paddock(&args).await;
+        let result = result_line(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{on_ask:?}: {result}");
+        assert_eq!(result["stop_reason"], stop, "{on_ask:?}: {result}");
+        assert_eq!(result["exit_code"], code, "{on_ask:?}: {result}");
+        assert_eq!(result["denied_calls"], denied, "{on_ask:?}: {result}");
+        let session = result["session"].as_str().unwrap().to_string();
+        let start = &project.events(&session)[0]["data"];
+        assert_eq!(start["on_ask"], on_ask.map_or(Value::Null, Value::from));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_still_ends_the_stream_with_a_result_line() {
-    let project = Project::new(&[("notes.txt", "hello\n")]);
+    let project = Project::warm(&[("notes.txt", "hello\n")]);
     let server = ScriptedServer::start(Script {
         steps: vec![
             call_step("c1", "read_file", r#"{"path":"notes.txt"}"#),

@@ -8,7 +8,7 @@ use crate::agent_common::{Project, call_step, last_stop};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn home_chooses_the_data_directory_and_resume_last_goes_on_with_the_newest_session() {
-    let project = Project::new(&[("notes.txt", "hello\n")]);
+    let project = Project::warm(&[("notes.txt", "hello\n")]);
     let server = ScriptedServer::start(Script {
         steps: vec![
             call_step("c1", "read_file", r#"{"path":"notes.txt"}"#),

@@ -16,7 +16,7 @@ fn index_path(project: &Project, id: &str) -> std::path::PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_list_shows_each_session_newest_first_and_never_believes_a_stale_index() {
-    let project = Project::new(&[("README.md", "# demo\n")]);
+    let project = Project::warm(&[("README.md", "# demo\n")]);
     for task in ["first task", "second task\nwith a second line"] {
         let run = project.paddock(&["run", "--demo", task]).await;
         assert_eq!(run.status.code(), Some(0), "{}", text(&run));

@@ -1,17 +1,14 @@
-//! Calls from real models, end to end through the real binary (SPEC V6, V7, V8):
-//! repaired arguments run and the log records each repair; text that is not JSON never runs;
-//! concatenated objects tell the model what ran and what did not; anomalies in the stream are
-//! logged and shown by `run`.
+//! Calls from real models, end to end (SPEC V6, V7, V8), in process through the library's
+//! `Session`: repaired arguments run and the log records each repair; text that is not JSON
+//! never runs; concatenated objects tell the model what ran and what did not; anomalies in the
+//! stream are logged and told to the observer. Through the real binary: `run` and `chat` show
+//! the anomalies.
 
-use crate::agent_common::{Project, text};
-use paddock_tests::scripted::{Script, ScriptCall, ScriptedServer, Step, Turn};
+use crate::agent_common::{Project, Seen, anthropic, openai, server, text};
+use paddock::agent::Quiet;
+use paddock::log::StopReason;
+use paddock_tests::scripted::{ScriptCall, Step, Turn};
 use serde_json::{Value, json};
-
-async fn server(steps: Vec<Step>) -> ScriptedServer {
-    ScriptedServer::start(Script { steps })
-        .await
-        .expect("scripted server")
-}
 
 fn run_args<'a>(url: &'a str, task: &'a str) -> Vec<&'a str> {
     vec!["run", task, "--base-url", url, "--model", "scripted"]
@@ -33,7 +30,7 @@ fn started(events: &[Value], id: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_ran_what_did_not_and_every_repair_reach_the_model_and_the_log() {
-    let project = Project::new(&[("a.txt", "alpha\n"), ("b.txt", "beta\n")]);
+    let project = Project::warm(&[("a.txt", "alpha\n"), ("b.txt", "beta\n")]);
     let calls = vec![
         ScriptCall::new(
             "c1",
@@ -50,10 +47,10 @@ async fn what_ran_what_did_not_and_every_repair_reach_the_model_and_the_log() {
         Step::Reply(Turn::text(&["done"])),
     ])
     .await;
-    let url = server.openai_base_url();
-    let output = project.paddock(&run_args(&url, "read them")).await;
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    let events = project.events(&project.only_session());
+    let session = project.start(openai(&server)).await;
+    let end = session.send("read them", &Quiet).await;
+    assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
+    let events = project.events(session.id());
 
     // V7: the first object ran; the model is told the other did not.
     let c1 = result_of(&events, "c1");
@@ -92,23 +89,30 @@ async fn what_ran_what_did_not_and_every_repair_reach_the_model_and_the_log() {
     assert!(sent.contains("NOT run"), "{sent}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stream_anomalies_are_logged_and_shown_by_run() {
-    let project = Project::new(&[]);
-    let noisy = Turn {
+/// A reply whose stream carries a `data:` line that is not JSON.
+fn noisy() -> Step {
+    Step::Reply(Turn {
         garbage: vec!["data: this is not json".into()],
         ..Turn::text(&["hello"])
-    };
-    let server = server(vec![Step::Reply(noisy)]).await;
-    let url = server.openai_base_url();
-    let output = project.paddock(&run_args(&url, "say hello")).await;
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    assert!(
-        text(&output).contains("stream: line 3 is not JSON and was skipped: \"this is not json\""),
-        "{}",
-        text(&output)
+    })
+}
+
+/// What `run` and `chat` show under the answer for `noisy`.
+const SHOWN: &str = "stream: line 3 is not JSON and was skipped: \"this is not json\"";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_anomalies_are_logged_after_the_message_and_told_to_the_observer() {
+    let project = Project::warm(&[]);
+    let server = server(vec![noisy()]).await;
+    let session = project.start(openai(&server)).await;
+    let seen = Seen::default();
+    let end = session.send("say hello", &seen).await;
+    assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
+    assert_eq!(
+        format!("stream: {}", seen.anomalies.lock().unwrap().join("\n")),
+        SHOWN
     );
-    let events = project.events(&project.only_session());
+    let events = project.events(session.id());
     let anomaly = events
         .iter()
         .find(|e| e["type"] == "stream/anomaly")
@@ -121,6 +125,24 @@ async fn stream_anomalies_are_logged_and_shown_by_run() {
     assert!(at("assistant/message") < at("stream/anomaly"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_anomalies_are_shown_by_run() {
+    let project = Project::warm(&[]);
+    let server = server(vec![noisy()]).await;
+    let url = server.openai_base_url();
+    let output = project.paddock(&run_args(&url, "say hello")).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(text(&output).contains(SHOWN), "{}", text(&output));
+    assert_eq!(
+        project
+            .events(&project.only_session())
+            .iter()
+            .filter(|e| e["type"] == "stream/anomaly")
+            .count(),
+        1
+    );
+}
+
 fn raw(frames: &[&str]) -> Step {
     Step::Reply(Turn {
         raw: Some(frames.iter().map(|f| f.to_string()).collect()),
@@ -128,12 +150,12 @@ fn raw(frames: &[&str]) -> Step {
     })
 }
 
-/// Issue 11, item 5, through `run`: a second Anthropic message spliced into the first (its
+/// A second Anthropic message spliced into the first (its
 /// `write_file` call cut off) runs nothing; the attempt is recorded as failed, naming the
 /// splice, and the retry's answer is the one kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spliced_anthropic_response_runs_nothing_and_is_retried_as_failed() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let start = |id: &str| {
         format!(
             "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"{id}\",\"usage\":{{\"input_tokens\":5,\"output_tokens\":1}}}}}}\n\n"
@@ -158,21 +180,10 @@ async fn a_spliced_anthropic_response_runs_nothing_and_is_retried_as_failed() {
         Step::Reply(Turn::text(&["nothing written"])),
     ])
     .await;
-    let url = server.anthropic_base_url();
-    let output = project
-        .paddock(&[
-            "run",
-            "write b",
-            "--base-url",
-            &url,
-            "--provider",
-            "anthropic",
-            "--model",
-            "scripted",
-        ])
-        .await;
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    let events = project.events(&project.only_session());
+    let session = project.start(anthropic(&server)).await;
+    let end = session.send("write b", &Quiet).await;
+    assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
+    let events = project.events(session.id());
     assert!(
         !events
             .iter()
@@ -194,16 +205,12 @@ async fn a_spliced_anthropic_response_runs_nothing_and_is_retried_as_failed() {
     assert!(!project.dir.path().join("b.txt").exists());
 }
 
-/// Issue 11, item 8: `chat` shows stream anomalies under the answer, as `run` does.
+/// `chat` shows stream anomalies under the answer, as `run` does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stream_anomalies_are_shown_by_chat() {
     use std::io::Write;
-    let project = Project::new(&[]);
-    let noisy = Turn {
-        garbage: vec!["data: this is not json".into()],
-        ..Turn::text(&["hello"])
-    };
-    let server = server(vec![Step::Reply(noisy)]).await;
+    let project = Project::warm(&[]);
+    let server = server(vec![noisy()]).await;
     let url = server.openai_base_url();
     let mut child = project
         .command(&["chat", "--base-url", &url, "--model", "scripted"])
@@ -226,9 +233,5 @@ async fn stream_anomalies_are_shown_by_chat() {
         .await
         .expect("join");
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    assert!(
-        text(&output).contains("stream: line 3 is not JSON and was skipped: \"this is not json\""),
-        "{}",
-        text(&output)
-    );
+    assert!(text(&output).contains(SHOWN), "{}", text(&output));
 }

@@ -1,12 +1,19 @@
-//! One writer per session and a log that survives a full disk (SPEC L6, L8, through the real
-//! binary against the scripted model server): a `resume` while the session's `run` is alive,
-//! and two resumes at once, are refused with the holder's pid (or wait with `--wait`); an
-//! append that hits ENOSPC leaves only whole lines, and the session resumes once there is room.
+//! One writer per session, a log that survives a full disk, and what reopening a session
+//! settles (SPEC L2, L5, L6, L8, against the scripted model server). Through the real binary:
+//! a `resume` while the session's `run` is alive, and two resumes at once, are refused with the
+//! holder's pid (or wait with `--wait`); an append that hits ENOSPC leaves only whole lines,
+//! and the session resumes once there is room; `resume` of a completed turn says so. In process
+//! through the library's `Session`: a filtered response's calls get results so the log can be
+//! reopened; a turn that lost only its end is ended without asking the model; a log without a
+//! task is refused unchanged.
 
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::agent_common::{Project, last_stop, text};
+use crate::agent_common::{Project, last_stop, openai, reopen_options, text};
+use paddock::agent::Quiet;
+use paddock::log::StopReason;
+use paddock::session::{ModelChoice, ReopenOptions, Session};
 use paddock_tests::scripted::{Fault, Script, ScriptedServer, Step, Turn};
 
 fn stalled(text: &str) -> Step {
@@ -74,7 +81,7 @@ fn seqs_are_whole(project: &Project, id: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_while_the_run_is_alive_is_refused_with_its_pid() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let server = ScriptedServer::start(Script {
         steps: vec![stalled("thinking"), Step::Reply(Turn::text(&["Done."]))],
     })
@@ -116,7 +123,7 @@ async fn a_resume_while_the_run_is_alive_is_refused_with_its_pid() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_resumes_at_once_one_is_refused_and_one_waits_with_wait() {
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     let server = ScriptedServer::start(Script {
         steps: vec![
             stalled("first"),
@@ -183,7 +190,7 @@ async fn a_full_disk_leaves_whole_lines_and_the_session_resumes_when_there_is_ro
         eprintln!("skipped: cannot make a mount namespace here (unshare -Urm), so no small tmpfs");
         return;
     }
-    let project = Project::new(&[]);
+    let project = Project::warm(&[]);
     // 60 KB of text: the assistant message cannot fit in a 32 KiB file system.
     let long = "x".repeat(60_000);
     let server = ScriptedServer::start(Script {
@@ -266,7 +273,7 @@ cp "$SESSIONS/$id/events.jsonl" "$OUT.after.jsonl"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_in_a_filtered_response_get_results_so_the_log_stays_resumable() {
-    let project = Project::new(&[("a.txt", "a\n")]);
+    let project = Project::warm(&[("a.txt", "a\n")]);
     let mut filtered = Turn::calls(vec![paddock_tests::scripted::ScriptCall::new(
         "c1",
         "read_file",
@@ -279,12 +286,11 @@ async fn calls_in_a_filtered_response_get_results_so_the_log_stays_resumable() {
     })
     .await
     .unwrap();
-    let url = server.openai_base_url();
-    let out = project
-        .paddock(&["run", "go", "--base-url", &url, "--model", "m"])
-        .await;
-    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
-    let id = project.only_session();
+    let session = project.start(openai(&server)).await;
+    let id = session.id().to_string();
+    let end = session.send("go", &Quiet).await;
+    assert_eq!(end.reason, StopReason::ModelError, "{:?}", end.detail);
+    drop(session);
     let events = project.events(&id);
     assert_eq!(last_stop(&events), "model_error");
     let result = events
@@ -292,26 +298,26 @@ async fn calls_in_a_filtered_response_get_results_so_the_log_stays_resumable() {
         .find(|e| e["type"] == "tool/result")
         .expect("the blocked call got a result");
     assert_eq!(result["data"]["code"], "NOT_EXECUTED");
-    let resumed = project.paddock(&["resume", &id, "try again"]).await;
-    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    let session = project.resume(&id).await;
+    let end = session.send("try again", &Quiet).await;
+    assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
     assert_eq!(last_stop(&project.events(&id)), "completed");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_turn_that_lost_only_its_end_is_completed_without_asking_again() {
-    let project = Project::new(&[]);
+/// A session that completed one turn against a server with nothing more to say, its log then
+/// cut before the `turn/end` (a kill just before it: the final answer is committed, the end
+/// is not).
+async fn lost_its_end(project: &Project) -> (ScriptedServer, String) {
     let server = ScriptedServer::start(Script {
         steps: vec![Step::Reply(Turn::text(&["Done."]))],
     })
     .await
     .unwrap();
-    let url = server.openai_base_url();
-    let out = project
-        .paddock(&["run", "go", "--base-url", &url, "--model", "m"])
-        .await;
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let id = project.only_session();
-    // A kill just before turn/end: the final answer is committed, the end is not.
+    let session = project.start(openai(&server)).await;
+    let id = session.id().to_string();
+    let end = session.send("go", &Quiet).await;
+    assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
+    drop(session);
     let events = project.events(&id);
     assert_eq!(events.last().unwrap()["type"], "turn/end");
     let cut: String = events[..events.len() - 1]
@@ -319,6 +325,29 @@ async fn a_turn_that_lost_only_its_end_is_completed_without_asking_again() {
         .map(|e| format!("{e}\n"))
         .collect();
     std::fs::write(project.log_path(&id), cut).unwrap();
+    (server, id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_that_lost_only_its_end_is_completed_without_asking_again() {
+    let project = Project::warm(&[]);
+    let (server, id) = lost_its_end(&project).await;
+    let reopened = Session::reopen(project.env(), &id, reopen_options())
+        .await
+        .unwrap();
+    assert_eq!(reopened.last_turn(), Some(StopReason::Completed));
+    assert_eq!(reopened.torn(), None);
+    let session = reopened.settle(&Quiet).await.unwrap();
+    assert_eq!(server.requests().len(), 1, "the model was not asked again");
+    assert_eq!(last_stop(&project.events(&id)), "completed");
+    seqs_are_whole(&project, &id);
+    drop(session);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_of_a_completed_turn_says_so_and_asks_nothing() {
+    let project = Project::warm(&[]);
+    let (server, id) = lost_its_end(&project).await;
     let resumed = project.paddock(&["resume", &id]).await;
     let said = text(&resumed);
     assert_eq!(resumed.status.code(), Some(0), "{said}");
@@ -332,22 +361,41 @@ async fn a_turn_that_lost_only_its_end_is_completed_without_asking_again() {
 /// without a message; refusing says so and changes nothing in the log, not even the torn line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_refused_for_want_of_a_task_changes_nothing_in_the_log() {
-    let project = Project::new(&[]);
-    let mut crashed = project.command(&["run", "--demo", "hello"]);
-    // The first append is the user's message: half of it is written, then paddock aborts.
-    crashed.env("PADDOCK_CRASH_AT_APPEND", "1:torn");
-    let out = tokio::task::spawn_blocking(move || crashed.output().unwrap())
-        .await
+    let project = Project::warm(&[]);
+    let demo = ModelChoice {
+        demo: true,
+        ..ModelChoice::default()
+    };
+    let session = project.start(demo).await;
+    let id = session.id().to_string();
+    drop(session);
+    // The first append was the user's message: half of it was written, then paddock died.
+    let message = serde_json::json!({
+        "seq": 2, "ts_ms": 1, "type": "user/message",
+        "data": {"text": "hello", "source": "user"}
+    })
+    .to_string();
+    let mut log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(project.log_path(&id))
         .unwrap();
-    assert!(!out.status.success(), "{out:?}");
-    let id = project.only_session();
+    std::io::Write::write_all(&mut log, &message.as_bytes()[..message.len() / 2]).unwrap();
+    drop(log);
     let before = std::fs::read(project.log_path(&id)).unwrap();
     assert!(!before.ends_with(b"\n"), "the log ends in a torn line");
 
-    let refused = project.paddock(&["resume", &id]).await;
-    let said = text(&refused);
-    assert_eq!(refused.status.code(), Some(2), "{said}");
-    assert!(said.contains("no message from the user"), "{said}");
+    let options = ReopenOptions {
+        without_message: true,
+        ..reopen_options()
+    };
+    let Err(refused) = Session::reopen(project.env(), &id, options).await else {
+        panic!("a session without a task reopened without a message");
+    };
+    assert_eq!(refused.code, "USAGE_ERROR", "{refused}");
+    assert!(
+        refused.to_string().contains("no message from the user"),
+        "{refused}"
+    );
     assert_eq!(
         std::fs::read(project.log_path(&id)).unwrap(),
         before,

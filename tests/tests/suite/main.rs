@@ -1,8 +1,11 @@
 //! paddock's end-to-end tests, one test binary: each module is one capability (the agent loop
 //! and sessions, authoring, the hostile suites, MCP both ways, model providers, the pipeline,
 //! presets, trust, trajectory export, paddock as a Harbor agent, plugins from OCI registries),
-//! with the shared set-up in the `*_common` modules. Most drive the real `paddock` binary
-//! against the scripted model server; the rest the library.
+//! with the shared set-up in the `*_common` modules. The agent tests drive the library's
+//! `Session` in process against the scripted model server wherever their subject is the loop
+//! (calls, repair, compaction, budgets, steering, reopening, the log), and the real `paddock`
+//! binary where it is the binary (exit codes, `run --json`, the chat terminal, signals,
+//! `--home`, `log --list`); most other modules drive the binary.
 //! Two kinds of test live in binaries of their own: `terminal/` (what runs on a
 //! pseudo-terminal, and Ctrl-C against a streaming model: they read the screen or a clock, so
 //! they run beside each other only, not beside a build or the crash trials), and

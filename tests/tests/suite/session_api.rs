@@ -4,44 +4,18 @@
 //! keeping later turns from starting; a client session's calls logged like a model's, and a
 //! model session refusing them.
 
+use crate::agent_common::{Project, openai};
 use paddock::agent::Quiet;
 use paddock::log::StopReason;
 use paddock::pipeline::RawCall;
-use paddock::session::{Env, ModelChoice, Session};
+use paddock::session::Session;
 use paddock_tests::scripted::{Fault, Script, ScriptCall, ScriptedServer, Step, Turn};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-struct Fixture {
-    workspace: tempfile::TempDir,
-    data: tempfile::TempDir,
-}
-
-impl Fixture {
-    fn new() -> Fixture {
-        let workspace = tempfile::tempdir().unwrap();
-        std::fs::write(workspace.path().join("notes.txt"), "one\ntwo\n").unwrap();
-        Fixture {
-            workspace,
-            data: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn env(&self) -> Env {
-        Env::at(
-            self.data.path().to_path_buf(),
-            self.workspace.path().to_path_buf(),
-        )
-        .unwrap()
-    }
-}
-
-fn model(server: &ScriptedServer) -> ModelChoice {
-    ModelChoice {
-        base_url: Some(server.openai_base_url()),
-        model: Some("scripted".into()),
-        ..ModelChoice::default()
-    }
+/// A project holding notes.txt ("one", "two").
+fn fixture() -> Project {
+    Project::warm(&[("notes.txt", "one\ntwo\n")])
 }
 
 fn events(session: &Session) -> Vec<Value> {
@@ -58,7 +32,7 @@ fn kinds(events: &[Value]) -> Vec<&str> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turns_calls_are_checked_once_and_logged_in_order() {
-    let fixture = Fixture::new();
+    let fixture = fixture();
     let server = ScriptedServer::start(Script {
         steps: vec![
             // An alias and a repairable argument text: the one check resolves and repairs both.
@@ -73,11 +47,7 @@ async fn a_turns_calls_are_checked_once_and_logged_in_order() {
     })
     .await
     .unwrap();
-    let session = Session::builder(fixture.env())
-        .model(model(&server))
-        .start()
-        .await
-        .unwrap();
+    let session = fixture.builder(openai(&server)).start().await.unwrap();
     let end = session.send("what is in notes.txt?", &Quiet).await;
     assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
     let events = events(&session);
@@ -110,7 +80,7 @@ async fn a_turns_calls_are_checked_once_and_logged_in_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terminate_ends_the_turn_terminated_and_no_later_turn_starts() {
-    let fixture = Fixture::new();
+    let fixture = fixture();
     let server = ScriptedServer::start(Script {
         steps: vec![Step::Reply(
             Turn::text(&["thinking", " slowly"]).with_fault(Fault::StallAfter {
@@ -121,11 +91,7 @@ async fn terminate_ends_the_turn_terminated_and_no_later_turn_starts() {
     })
     .await
     .unwrap();
-    let session = Session::builder(fixture.env())
-        .model(model(&server))
-        .start()
-        .await
-        .unwrap();
+    let session = fixture.builder(openai(&server)).start().await.unwrap();
     let interrupter = session.interrupter();
     let stopper = tokio::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
@@ -152,7 +118,7 @@ async fn terminate_ends_the_turn_terminated_and_no_later_turn_starts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_sessions_calls_are_logged_like_a_models_and_a_model_session_refuses_them() {
-    let fixture = Fixture::new();
+    let fixture = fixture();
     let client = Session::builder(fixture.env())
         .client("tool-call")
         .start()
@@ -188,11 +154,7 @@ async fn a_client_sessions_calls_are_logged_like_a_models_and_a_model_session_re
     let server = ScriptedServer::start(Script { steps: vec![] })
         .await
         .unwrap();
-    let modelled = Session::builder(fixture.env())
-        .model(model(&server))
-        .start()
-        .await
-        .unwrap();
+    let modelled = fixture.builder(openai(&server)).start().await.unwrap();
     let refused = modelled
         .call(
             RawCall {

@@ -15,9 +15,15 @@ fn project_preset(project: &Project, text: &str) {
     std::fs::write(dir.join("default.toml"), text).unwrap();
 }
 
+/// The `session/start` of the newest session (by its time: ids do not sort within a second).
 fn start(project: &Project) -> serde_json::Value {
-    let id = project.sessions().last().cloned().expect("a session");
-    project.events(&id)[0]["data"].clone()
+    project
+        .sessions()
+        .iter()
+        .map(|id| project.events(id)[0].clone())
+        .max_by_key(|start| start["ts_ms"].as_u64())
+        .expect("a session")["data"]
+        .clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,14 @@
-//! Sessions through the real `paddock` binary: a project directory, a private data dir, and
-//! the session log read back as JSON.
+//! Sessions through the real `paddock` binary, or in process through the library's `Session`
+//! (`inproc`): a project directory, a private data dir, and the session log read back as JSON.
 
 #![allow(dead_code)]
+
+mod inproc;
+mod warm;
+// The binaries that share this module outside the suite (`headless`, `terminal`) use only
+// the binary's side.
+#[allow(unused_imports)]
+pub use inproc::*;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -48,6 +55,14 @@ impl Project {
             dir,
             home: tempfile::tempdir().expect("data dir"),
         }
+    }
+
+    /// `new`, its data dir's compiled-code cache already holding the built-ins (`warm.rs`):
+    /// for tests whose subject is not a first start.
+    pub fn warm(files: &[(&str, &str)]) -> Project {
+        let project = Project::new(files);
+        warm::seed_cache(project.home.path());
+        project
     }
 
     pub fn command(&self, args: &[&str]) -> Command {
@@ -125,6 +140,17 @@ pub fn last_stop(events: &[Value]) -> String {
         .find(|e| e["type"] == "turn/end")
         .map(|e| e["data"]["reason"].as_str().unwrap_or("?").to_string())
         .unwrap_or_default()
+}
+
+/// The text of the last committed assistant message: the answer `run` prints.
+pub fn answer(events: &[Value]) -> String {
+    events
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "assistant/message")
+        .and_then(|e| e["data"]["text"].as_str())
+        .unwrap_or_default()
+        .to_string()
 }
 
 pub fn text(output: &Output) -> String {
