@@ -19,7 +19,7 @@
 //! `Unreadable::DuplicateKey`, with both values. Tool-name aliases live in `aliases`, strict
 //! validation in `validate`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::extract::{self, Concatenated, strip_fence};
@@ -27,8 +27,9 @@ use super::lenient::{Failure, Forgiven};
 use super::strict::{self, DuplicateKey, StrictError};
 use super::validate::{around, offset_of, position};
 
-/// One repair applied to a call, in the order applied.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One repair applied to a call, in the order applied. The log keeps them as they are (a
+/// `tool/result`'s `repairs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "repair", rename_all = "snake_case")]
 pub enum Repair {
     /// Blank arguments were read as `{}`.

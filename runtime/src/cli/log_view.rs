@@ -100,7 +100,7 @@ fn describe(body: &Body) -> (&'static str, String) {
             ..
         } => (
             "tool/result",
-            format!("{id}: {} (approved: {how})", short(content)),
+            format!("{id}: {} (approved: {})", short(content), how.as_text()),
         ),
         Body::ToolResult { id, content, .. } => {
             ("tool/result", format!("{id}: {}", short(content)))

@@ -6,7 +6,7 @@ use super::approval::{Question, Refused, RefusedBy};
 use super::chain::{HookChain, PreVerdict};
 use super::question::{Pattern, render_call};
 use crate::contract::ToolResult;
-use crate::log::UNANSWERED;
+use crate::log::Asked;
 use crate::pipeline::{Admission, AfterCall, CallGate, GateCall};
 use crate::preset::ApprovalMode;
 use crate::sandbox::Permission;
@@ -18,7 +18,7 @@ impl HookChain {
         &self,
         call: GateCall<'_>,
         verdict: &PreVerdict,
-    ) -> Result<Option<String>, Refused> {
+    ) -> Result<Option<Asked>, Refused> {
         let (mode, tier) = self.approval.mode(call.tool.meta.risk);
         let key = format!("approval.{tier}");
         if mode == ApprovalMode::Deny {
@@ -50,7 +50,7 @@ impl HookChain {
             .iter()
             .find(|p| p.matches(&call.tool.name, call.args))
         {
-            return Ok(Some(format!("always (earlier): {}", earlier.shown())));
+            return Ok(Some(Asked::AlwaysEarlier(earlier.shown())));
         }
         let lines = render_call(call.args).map_err(|reason| Refused {
             reason,
@@ -67,16 +67,16 @@ impl HookChain {
             })
             .await?;
         if !always {
-            return Ok(Some("once".into()));
+            return Ok(Some(Asked::Once));
         }
-        let how = format!("always: {}", pattern.shown());
+        let how = Asked::Always(pattern.shown());
         self.always().push(pattern);
         Ok(Some(how))
     }
 
     fn approved_calls(
         &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, String>> {
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Asked>> {
         self.approved
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -127,7 +127,7 @@ impl CallGate for HookChain {
             }) => {
                 // Logged with the call's result, and counted (`denied_calls`).
                 self.approved_calls()
-                    .insert(call.call_id.to_string(), UNANSWERED.to_string());
+                    .insert(call.call_id.to_string(), Asked::Unanswered);
                 match stop {
                     true => Admission::Stop {
                         reason,
@@ -153,7 +153,7 @@ impl CallGate for HookChain {
         self.post_tool_use(call, result).await
     }
 
-    fn approval(&self, call_id: &str) -> Option<String> {
+    fn approval(&self, call_id: &str) -> Option<Asked> {
         self.approved_calls().remove(call_id)
     }
 }

@@ -79,7 +79,7 @@ pub struct HookChain {
     /// Held while a question is open (`admit.rs`).
     pub(super) asking: tokio::sync::Mutex<()>,
     /// How the user approved each admitted call, by call id, until the pipeline takes it.
-    pub(super) approved: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    pub(super) approved: std::sync::Mutex<std::collections::HashMap<String, crate::log::Asked>>,
 }
 
 impl HookChain {

@@ -222,7 +222,7 @@ impl Mapping {
                 code.as_deref(),
                 args.as_ref(),
                 repairs,
-                approval.as_deref(),
+                approval.as_ref(),
             ),
             Body::ContextCompact {
                 id, reason, focus, ..
@@ -304,15 +304,15 @@ impl Mapping {
         is_error: bool,
         code: Option<&str>,
         args: Option<&Value>,
-        repairs: &[Value],
-        approval: Option<&str>,
+        repairs: &[crate::calls::Repair],
+        approval: Option<&super::Asked>,
     ) {
         let mut extra = object([("is_error", json!(is_error))]);
         if let Some(code) = code {
             extra.insert("code".into(), json!(code));
         }
         if let Some(approval) = approval {
-            extra.insert("approval".into(), json!(approval));
+            extra.insert("approval".into(), json!(approval.as_text()));
         }
         let result = ObservationResult {
             source_call_id: Some(id.to_string()),
@@ -532,7 +532,12 @@ fn model_call(call: &crate::model::ToolCall) -> ToolCall {
 
 /// Sets a call's arguments to those the tool ran with; the model's own text stays under
 /// `extra.raw_arguments` when it was not that same object, and the repairs under `extra.repairs`.
-fn ran_with(call: &mut ToolCall, raw: &str, args: Option<&Value>, repairs: &[Value]) {
+fn ran_with(
+    call: &mut ToolCall,
+    raw: &str,
+    args: Option<&Value>,
+    repairs: &[crate::calls::Repair],
+) {
     if let Some(Value::Object(ran)) = args
         && *ran != call.arguments
     {
@@ -540,7 +545,7 @@ fn ran_with(call: &mut ToolCall, raw: &str, args: Option<&Value>, repairs: &[Val
         extra_of(&mut call.extra).insert("raw_arguments".into(), json!(raw));
     }
     if !repairs.is_empty() {
-        extra_of(&mut call.extra).insert("repairs".into(), Value::Array(repairs.to_vec()));
+        extra_of(&mut call.extra).insert("repairs".into(), json!(repairs));
     }
 }
 

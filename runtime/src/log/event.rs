@@ -98,11 +98,10 @@ pub enum Body {
         args: Option<serde_json::Value>,
         /// The repairs applied to the model's call, in order (V3).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        repairs: Vec<serde_json::Value>,
-        /// How the user approved the call when it was asked about (T2): `once`,
-        /// `always: PATTERN`, `always (earlier): PATTERN`. A no is the `DECLINED` result.
+        repairs: Vec<crate::calls::Repair>,
+        /// How the question about the call was answered, when it needed approval (T2).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        approval: Option<String>,
+        approval: Option<Asked>,
     },
     /// Input that arrived while the loop ran (I1), logged before it is acknowledged.
     #[serde(rename = "inbox/in")]
@@ -306,9 +305,69 @@ impl CompactReason {
     }
 }
 
-/// The `approval` a call's result is logged with when it needed an answer no one could give
-/// (the `result` line counts them as `denied_calls`).
-pub const UNANSWERED: &str = "unanswered";
+/// How the question about a call was answered, as its result is logged (`approval`, T2).
+/// Written as text: `once`, `always: PATTERN`, `always (earlier): PATTERN`, `unanswered`. A no
+/// is not here: it is the `DECLINED` result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Asked {
+    /// Yes, this once.
+    Once,
+    /// Yes, and to every call the pattern covers from now on.
+    Always(String),
+    /// Not asked: a pattern approved earlier in the session covers it.
+    AlwaysEarlier(String),
+    /// It needed an answer no one could give (no terminal, `--on-ask deny|fail`); the call was
+    /// refused, and the `result` line counts it in `denied_calls`.
+    Unanswered,
+}
+
+impl Asked {
+    const ALWAYS: &str = "always: ";
+    const EARLIER: &str = "always (earlier): ";
+
+    /// The text the log holds.
+    pub fn as_text(&self) -> String {
+        match self {
+            Asked::Once => "once".into(),
+            Asked::Always(pattern) => format!("{}{pattern}", Asked::ALWAYS),
+            Asked::AlwaysEarlier(pattern) => format!("{}{pattern}", Asked::EARLIER),
+            Asked::Unanswered => "unanswered".into(),
+        }
+    }
+
+    /// Reads the text back; `None` for text paddock never writes.
+    pub fn parse(text: &str) -> Option<Asked> {
+        match text {
+            "once" => Some(Asked::Once),
+            "unanswered" => Some(Asked::Unanswered),
+            _ => text
+                .strip_prefix(Asked::EARLIER)
+                .map(|p| Asked::AlwaysEarlier(p.to_string()))
+                .or_else(|| {
+                    text.strip_prefix(Asked::ALWAYS)
+                        .map(|p| Asked::Always(p.to_string()))
+                }),
+        }
+    }
+}
+
+impl Serialize for Asked {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.as_text())
+    }
+}
+
+impl<'de> Deserialize<'de> for Asked {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Asked::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "`approval` is `{text}`; expected once, always: PATTERN, always (earlier): \
+                 PATTERN or unanswered"
+            ))
+        })
+    }
+}
 
 /// Why the loop stopped (B1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -391,4 +450,49 @@ fn one() -> u32 {
 
 fn is_one(n: &u32) -> bool {
     *n == 1
+}
+
+#[cfg(test)]
+mod asked_tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_written_as_its_text_and_read_back_as_the_same_answer() {
+        for asked in [
+            Asked::Once,
+            Asked::Always("run_command git *".into()),
+            Asked::AlwaysEarlier("write_file src/**".into()),
+            Asked::Unanswered,
+        ] {
+            let text = serde_json::to_value(&asked).unwrap();
+            assert!(text.is_string(), "{text}");
+            assert_eq!(serde_json::from_value::<Asked>(text).unwrap(), asked);
+        }
+        assert_eq!(Asked::Always("x".into()).as_text(), "always: x");
+        assert_eq!(
+            Asked::AlwaysEarlier("x".into()).as_text(),
+            "always (earlier): x"
+        );
+        // Text paddock never writes is an error that says what it expected.
+        let wrong = serde_json::from_value::<Asked>(serde_json::json!("sometimes")).unwrap_err();
+        assert!(wrong.to_string().contains("expected once"), "{wrong}");
+    }
+
+    #[test]
+    fn a_results_repairs_are_read_back_typed() {
+        let line = r#"{"id":"c1","content":"ok","is_error":false,"repairs":[{"repair":"empty_arguments"}],"approval":"always: read_file *"}"#;
+        let body: Body = serde_json::from_value(serde_json::json!({
+            "type": "tool/result",
+            "data": serde_json::from_str::<serde_json::Value>(line).unwrap(),
+        }))
+        .unwrap();
+        let Body::ToolResult {
+            repairs, approval, ..
+        } = body
+        else {
+            panic!("a tool/result")
+        };
+        assert_eq!(repairs, vec![crate::calls::Repair::EmptyArguments]);
+        assert_eq!(approval, Some(Asked::Always("read_file *".into())));
+    }
 }

@@ -3,7 +3,7 @@
 //! and how the last turn ended. Every field is a function of the events alone (L1), so the log
 //! stays the only memory; this only saves reading it again for every request.
 
-use super::event::{Body, Event, StopReason, UNANSWERED};
+use super::event::{Asked, Body, Event, StopReason};
 use super::history::{History, is_task};
 
 /// Spending counted from the log (B3): model requests (compaction requests included),
@@ -69,7 +69,10 @@ impl Tally {
                 }
                 self.cost_usd += cost_usd.unwrap_or(0.0);
             }
-            Body::ToolResult { approval, .. } if approval.as_deref() == Some(UNANSWERED) => {
+            Body::ToolResult {
+                approval: Some(Asked::Unanswered),
+                ..
+            } => {
                 self.denied_calls += 1;
             }
             Body::TurnStart { .. } => self.open_turn = Some(event.ts_ms),

@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::contract::{ToolResult, ToolSpec};
+use crate::log::Asked;
 
 /// A validated call about to run, as a gate sees it.
 #[derive(Debug, Clone, Copy)]
@@ -66,7 +67,7 @@ pub trait CallGate: Send + Sync {
 
     /// How the user approved the call `before` just admitted, when a question was involved
     /// (T2): taken once, and logged with the call's result.
-    fn approval(&self, _call_id: &str) -> Option<String> {
+    fn approval(&self, _call_id: &str) -> Option<Asked> {
         None
     }
 }

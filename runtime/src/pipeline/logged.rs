@@ -135,11 +135,7 @@ impl LoggedCalls<'_> {
             is_error: summary.is_error,
             code: summary.code.clone(),
             args: record.args.clone(),
-            repairs: record
-                .repairs
-                .iter()
-                .filter_map(|repair| serde_json::to_value(repair).ok())
-                .collect(),
+            repairs: record.repairs.clone(),
             approval: record.approval.clone(),
         })?;
         self.watch.ended(&summary, step);

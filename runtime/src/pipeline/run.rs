@@ -11,6 +11,7 @@ use super::gate::{Admission, CallGate, GateCall};
 use super::prepared::{Prepared, RawCall};
 use crate::calls::{AliasTable, Backend, Registry, ToolEntry, validate_args};
 use crate::contract::{ErrorCode, OutputBudget, ToolError, ToolResult, ToolSpec};
+use crate::log::Asked;
 use crate::sandbox::{CallReport, Sandbox};
 
 /// What a call needs from the session around it.
@@ -44,7 +45,7 @@ pub struct Executed {
     /// Context for the model added by hooks.
     pub context: Vec<String>,
     /// How the user approved the call, when a question was involved (T2).
-    pub approval: Option<String>,
+    pub approval: Option<Asked>,
 }
 
 impl Executed {

@@ -26,6 +26,7 @@ use super::prepared::{Prepared, RawCall};
 use super::run::{CallContext, Executed, execute};
 use crate::calls::{Disposition, Repair, ToolEntry};
 use crate::contract::{ErrorCode, ToolResult};
+use crate::log::Asked;
 
 /// `max_parallel_tool_calls` when nothing else says.
 pub const DEFAULT_MAX_PARALLEL: usize = 8;
@@ -73,7 +74,7 @@ pub struct CallRecord {
     /// Context for the model added by hooks.
     pub context: Vec<String>,
     /// How the user approved it, when asked (T2).
-    pub approval: Option<String>,
+    pub approval: Option<Asked>,
     /// For a failure: back to the model, or the end of the turn (V5).
     pub disposition: Option<Disposition>,
 }
