@@ -52,6 +52,41 @@ pub enum PluginCommand {
         /// terminal it is shown anyway).
         #[arg(long)]
         progress: bool,
+        /// Install an oci:// artifact without a signature by a trusted key (recorded, with a
+        /// warning). Without it, an oci:// install needs a cosign signature of the manifest
+        /// digest by a key added with `paddock plugin trust-key`.
+        #[arg(long)]
+        allow_unsigned: bool,
+    },
+    /// Trust a public key (ECDSA P-256 PEM, as `cosign generate-key-pair` or `skopeo
+    /// generate-sigstore-key` write it) for signatures of oci:// installs; or --list, or
+    /// --remove NAME.
+    TrustKey {
+        /// The name to keep the key under.
+        #[arg(required_unless_present_any = ["list", "remove"], requires = "keyfile")]
+        name: Option<String>,
+        /// The public key file (`-----BEGIN PUBLIC KEY-----`).
+        keyfile: Option<PathBuf>,
+        /// List the trusted keys with their fingerprints.
+        #[arg(long, conflicts_with_all = ["name", "remove"])]
+        list: bool,
+        /// Stop trusting the key of this name.
+        #[arg(long, value_name = "NAME", conflicts_with = "name")]
+        remove: Option<String>,
+    },
+    /// Sign an artifact in an OCI registry in cosign's key-based format: a signature of its
+    /// manifest digest pushed at tag sha256-HEX.sig (verifiable with `cosign verify --key`).
+    Sign {
+        /// oci://REGISTRY/REPOSITORY:TAG (resolved to its digest) or …@sha256:DIGEST.
+        #[arg(value_name = "REFERENCE")]
+        target: String,
+        /// An unencrypted PKCS#8 ECDSA P-256 private key (`openssl genpkey -algorithm EC
+        /// -pkeyopt ec_paramgen_curve:P-256 -out key.pem`).
+        #[arg(long, value_name = "PRIVATE.pem")]
+        key: PathBuf,
+        /// Authenticate with the bearer token in this environment variable.
+        #[arg(long, value_name = "NAME")]
+        registry_token_env: Option<String>,
     },
     /// Check a .wasm tool plugin or hook as install does, then push it to an OCI registry in
     /// the wasm OCI layout (config application/vnd.wasm.config.v0+json with its imports and
@@ -97,20 +132,34 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
             sha256,
             registry_token_env,
             progress,
+            allow_unsigned,
         } => {
             let auth = AuthChoice {
                 token_env: registry_token_env,
             };
-            install(
-                &env,
-                &source,
-                name.as_deref(),
-                sha256.as_deref(),
-                &auth,
-                progress,
-                color,
-            )
-            .await
+            let options = InstallOptions {
+                sha256: sha256.as_deref(),
+                auth: &auth,
+                force_progress: progress,
+                allow_unsigned,
+            };
+            install(&env, &source, name.as_deref(), &options, color).await
+        }
+        PluginCommand::TrustKey {
+            name,
+            keyfile,
+            list,
+            remove,
+        } => trust_key(&env, name, keyfile, list, remove),
+        PluginCommand::Sign {
+            target,
+            key,
+            registry_token_env,
+        } => {
+            let auth = AuthChoice {
+                token_env: registry_token_env,
+            };
+            sign(&target, &key, &auth).await
         }
         PluginCommand::Publish {
             file,
@@ -157,25 +206,104 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
     }
 }
 
+struct InstallOptions<'a> {
+    sha256: Option<&'a str>,
+    auth: &'a AuthChoice,
+    force_progress: bool,
+    allow_unsigned: bool,
+}
+
 async fn install(
     env: &Env,
     given: &str,
     name: Option<&str>,
-    sha256: Option<&str>,
-    auth: &AuthChoice,
-    force_progress: bool,
+    options: &InstallOptions<'_>,
     color: bool,
 ) -> CommandResult {
     let refused = |e: StoreError| Failure::plugin(format!("{e}\nnothing was installed"));
-    let source = InstallSource::parse(given, sha256).map_err(refused)?;
-    let line = ProgressLine::new(force_progress);
+    let source = InstallSource::parse(given, options.sha256).map_err(refused)?;
+    if options.allow_unsigned && !matches!(source, InstallSource::Oci(_)) {
+        return Err(refused(StoreError::Remote(
+            crate::plugin_store::RemoteError::BadReference {
+                given: given.to_string(),
+                why: "--allow-unsigned is for oci:// installs (an https:// install is pinned by \
+                      its --sha256, a local file is installed as it is)"
+                    .into(),
+            },
+        )));
+    }
+    let line = ProgressLine::new(options.force_progress);
     let result = env
         .store
-        .install_from(&env.sandbox, &source, name, auth, &|p| line.show(p))
+        .install_from(
+            &env.sandbox,
+            &source,
+            name,
+            options.auth,
+            options.allow_unsigned,
+            &|p| line.show(p),
+        )
         .await;
     line.finish();
     let report = result.map_err(refused)?;
     print_installed(&report, color);
+    Ok(Exit::Ok)
+}
+
+fn trust_key(
+    env: &Env,
+    name: Option<String>,
+    keyfile: Option<PathBuf>,
+    list: bool,
+    remove: Option<String>,
+) -> CommandResult {
+    if list {
+        let keys = env.store.trusted_keys().map_err(Failure::plugin)?;
+        if keys.is_empty() {
+            println!(
+                "no trusted keys; add one with `paddock plugin trust-key NAME KEY.pub`: until \
+                 then oci:// installs need --allow-unsigned"
+            );
+        }
+        for key in keys {
+            println!("{:<16}  {}", key.name, key.fingerprint);
+        }
+        return Ok(Exit::Ok);
+    }
+    if let Some(name) = remove {
+        env.store.untrust_key(&name).map_err(Failure::plugin)?;
+        println!("no longer trusted: {name}");
+        return Ok(Exit::Ok);
+    }
+    let (Some(name), Some(file)) = (name, keyfile) else {
+        return Err(Failure::plugin(
+            "give NAME KEYFILE, --list, or --remove NAME".to_string(),
+        ));
+    };
+    let key = env
+        .store
+        .trust_key(&name, &file)
+        .map_err(|e| Failure::plugin(format!("{e}\nno key was added")))?;
+    println!("trusted {} ({})", key.name, key.fingerprint);
+    Ok(Exit::Ok)
+}
+
+async fn sign(target: &str, key: &std::path::Path, auth: &AuthChoice) -> CommandResult {
+    let refused = |e: StoreError| Failure::plugin(format!("{e}\nnothing was signed"));
+    let target = OciRef::parse(target).map_err(|e| refused(e.into()))?;
+    let signed = crate::plugin_store::sign(&target, auth, key)
+        .await
+        .map_err(refused)?;
+    println!(
+        "signed {} (manifest {}) with key {}",
+        sanitize(&target.given),
+        signed.manifest_digest,
+        signed.fingerprint
+    );
+    println!(
+        "signature at oci://{}/{}:{} (manifest {})",
+        target.registry, target.repository, signed.tag, signed.signature_manifest_digest
+    );
     Ok(Exit::Ok)
 }
 
@@ -206,8 +334,12 @@ fn print_installed(report: &InstallReport, color: bool) {
         Some(Origin::Oci {
             reference,
             manifest_digest,
+            signature,
             ..
-        }) => println!("from {} (manifest {manifest_digest})", sanitize(reference)),
+        }) => {
+            println!("from {} (manifest {manifest_digest})", sanitize(reference));
+            print_signature(signature.as_ref());
+        }
         Some(Origin::Https { url, .. }) => println!("from {}", sanitize(url)),
         None => {}
     }
@@ -218,6 +350,21 @@ fn print_installed(report: &InstallReport, color: bool) {
         );
     } else {
         println!("tools: {}", sanitize(&record.tools.join(", ")));
+    }
+}
+
+fn print_signature(signature: Option<&crate::plugin_store::SignatureRecord>) {
+    match signature {
+        Some(s) if s.unsigned_allowed => eprintln!(
+            "warning: installed without checking a signature (--allow-unsigned); the installed \
+             record says so"
+        ),
+        Some(s) => println!(
+            "signed by trusted key {} ({})",
+            sanitize(s.key.as_deref().unwrap_or_default()),
+            s.fingerprint.as_deref().unwrap_or_default()
+        ),
+        None => {}
     }
 }
 

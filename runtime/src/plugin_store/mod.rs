@@ -10,6 +10,7 @@
 //! installed/<name>.json    what `plugin install` recorded (and, for a remote install, where
 //!                          from: reference, manifest and layer digests; `remote::Origin`)
 //! downloads/               remote installs while they download (deleted unless verified)
+//! trusted-keys/<name>.pem  public keys whose signatures remote installs accept
 //! cache/                   compiled code, each entry with an HMAC under cache/key (K4)
 //! sessions/<id>/spill/     results too large for the model, readable at /spill
 //! ```
@@ -22,15 +23,17 @@ mod https;
 mod oci;
 mod registry_auth;
 mod remote;
+mod signature;
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 pub use builtin::{builtin, builtin_described, builtin_description, builtin_names, builtin_sha256};
-pub use oci::{OciRef, Published};
+pub use oci::{OciRef, Published, Signed};
 pub use registry_auth::AuthChoice;
 pub use remote::{MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, is_loopback_host};
+pub use signature::{SignatureRecord, TrustedKey};
 
 use crate::preset::PluginSource;
 use crate::sandbox::{Capability, LoadError, Sandbox, World, create_private_dir};
@@ -67,6 +70,25 @@ pub enum StoreError {
         path: String,
         detail: String,
     },
+    #[error(
+        "{file} is not a key paddock can trust: {why}. Expected an ECDSA P-256 public key in \
+         PEM (`-----BEGIN PUBLIC KEY-----`), as `cosign generate-key-pair` (cosign.pub), \
+         `skopeo generate-sigstore-key` (NAME.pub) or `openssl pkey -pubout` write it"
+    )]
+    BadPublicKey { file: String, why: String },
+    #[error(
+        "{file} is not a key paddock can sign with: {why}"
+    )]
+    BadPrivateKey { file: String, why: String },
+    #[error(
+        "a key named `{name}` is already trusted (fingerprint {fingerprint}); remove it first \
+         with `paddock plugin trust-key --remove {name}`, or choose another name"
+    )]
+    KeyExists { name: String, fingerprint: String },
+    #[error(
+        "no trusted key is named `{0}`; `paddock plugin trust-key --list` shows the trusted keys"
+    )]
+    NoSuchKey(String),
     #[error(
         "plugin `{plugin}` has SHA-256 {actual}, but the preset pins {expected}; if the new file is \
          the one you trust, update plugins.{plugin}.sha256"
@@ -288,6 +310,21 @@ pub async fn publish(
     Ok(oci::push(request.target, request.auth, artifact).await?)
 }
 
+/// Signs the manifest `target` names with the unencrypted PKCS#8 P-256 private key in
+/// `key_file`, pushing the signature in cosign's layout.
+pub async fn sign(
+    target: &OciRef,
+    auth: &AuthChoice,
+    key_file: &Path,
+) -> Result<Signed, StoreError> {
+    let pem = std::fs::read(key_file).map_err(io("cannot read", key_file))?;
+    let key = signature::parse_private_key(&pem).map_err(|why| StoreError::BadPrivateKey {
+        file: key_file.display().to_string(),
+        why,
+    })?;
+    Ok(oci::sign(target, auth, &key).await?)
+}
+
 /// The data directory and what lives in it.
 #[derive(Debug, Clone)]
 pub struct PluginStore {
@@ -364,7 +401,7 @@ impl PluginStore {
         name: Option<&str>,
     ) -> Result<InstallReport, StoreError> {
         let source = InstallSource::File(file.to_path_buf());
-        self.install_from(sandbox, &source, name, &AuthChoice::default(), &|_| {})
+        self.install_from(sandbox, &source, name, &AuthChoice::default(), false, &|_| {})
             .await
     }
 
@@ -378,6 +415,7 @@ impl PluginStore {
         source: &InstallSource,
         name: Option<&str>,
         auth: &AuthChoice,
+        allow_unsigned: bool,
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<InstallReport, StoreError> {
         let name = name.map_or_else(|| source.default_name(), str::to_string);
@@ -391,7 +429,13 @@ impl PluginStore {
                     .await
             }
             InstallSource::Oci(reference) => {
-                let (download, origin) = oci::pull(reference, auth, &self.root, progress).await?;
+                let policy = if allow_unsigned {
+                    signature::SignaturePolicy::AllowUnsigned
+                } else {
+                    signature::SignaturePolicy::Require(self.trusted_keys()?)
+                };
+                let (download, origin) =
+                    oci::pull(reference, auth, &policy, &self.root, progress).await?;
                 self.install_file(
                     sandbox,
                     download.path(),
@@ -449,6 +493,101 @@ impl PluginStore {
             self.drop_blob_if_unused(&old.sha256)?;
         }
         Ok(InstallReport { record, replaced })
+    }
+
+    fn key_path(&self, name: &str) -> PathBuf {
+        self.root.join("trusted-keys").join(format!("{name}.pem"))
+    }
+
+    /// Trusts the public key in `file` under `name`: it must be an ECDSA P-256 public key in
+    /// PEM; it is kept, private, under `trusted-keys/`.
+    pub fn trust_key(&self, name: &str, file: &Path) -> Result<TrustedKey, StoreError> {
+        if !crate::contract::valid_tool_name(name) {
+            return Err(StoreError::BadName(name.to_string()));
+        }
+        let bad = |why: String| StoreError::BadPublicKey {
+            file: file.display().to_string(),
+            why,
+        };
+        let size = std::fs::metadata(file)
+            .map_err(io("cannot read", file))?
+            .len();
+        if size > signature::MAX_KEY_FILE_BYTES {
+            return Err(bad(format!(
+                "it is {size} bytes; a public key file is a few hundred"
+            )));
+        }
+        let pem = std::fs::read(file).map_err(io("cannot read", file))?;
+        let key = signature::parse_public_key(&pem).map_err(bad)?;
+        let fingerprint = signature::fingerprint(&key);
+        if let Ok(existing) = self.trusted_key(name) {
+            return Err(StoreError::KeyExists {
+                name: name.to_string(),
+                fingerprint: existing.fingerprint,
+            });
+        }
+        write_atomically(&self.key_path(name), &pem)?;
+        Ok(TrustedKey {
+            name: name.to_string(),
+            fingerprint,
+            key,
+        })
+    }
+
+    fn trusted_key(&self, name: &str) -> Result<TrustedKey, StoreError> {
+        let path = self.key_path(name);
+        let pem = match std::fs::read(&path) {
+            Ok(pem) => pem,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::NoSuchKey(name.to_string()));
+            }
+            Err(e) => return Err(io("cannot read", &path)(e)),
+        };
+        let key = signature::parse_public_key(&pem).map_err(|why| StoreError::BadPublicKey {
+            file: path.display().to_string(),
+            why: format!("{why} (remove it with `paddock plugin trust-key --remove {name}`)"),
+        })?;
+        Ok(TrustedKey {
+            name: name.to_string(),
+            fingerprint: signature::fingerprint(&key),
+            key,
+        })
+    }
+
+    /// The trusted keys, sorted by name.
+    pub fn trusted_keys(&self) -> Result<Vec<TrustedKey>, StoreError> {
+        let dir = self.root.join("trusted-keys");
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io("cannot list", &dir)(e)),
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter_map(|e| {
+                e.file_name()
+                    .to_str()?
+                    .strip_suffix(".pem")
+                    .map(str::to_string)
+            })
+            .collect();
+        names.sort();
+        names.iter().map(|name| self.trusted_key(name)).collect()
+    }
+
+    /// Stops trusting the key named `name`.
+    pub fn untrust_key(&self, name: &str) -> Result<(), StoreError> {
+        if !crate::contract::valid_tool_name(name) {
+            return Err(StoreError::BadName(name.to_string()));
+        }
+        let path = self.key_path(name);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(StoreError::NoSuchKey(name.to_string()))
+            }
+            Err(e) => Err(io("cannot remove", &path)(e)),
+        }
     }
 
     pub fn get(&self, name: &str) -> Result<Installed, StoreError> {

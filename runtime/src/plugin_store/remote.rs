@@ -44,6 +44,9 @@ pub enum Origin {
         /// `sha256:…` of the one wasm layer: the installed bytes.
         layer_digest: String,
         layer_media_type: String,
+        /// Which trusted key signed the manifest digest, or that unsigned was allowed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<super::signature::SignatureRecord>,
     },
     /// A URL, checked against the `--sha256` the user gave.
     Https { url: String, sha256: String },
@@ -118,6 +121,32 @@ pub enum RemoteError {
         what: &'static str,
         path: String,
         source: std::io::Error,
+    },
+    #[error(
+        "{reference} (manifest {digest}) is not signed: the registry has no signature at tag \
+         {tag} ({answer}). paddock installs from a registry only what a key you trust signed: \
+         ask the publisher to sign this digest (`paddock plugin sign`, `cosign sign --key`) and \
+         trust their public key with `paddock plugin trust-key NAME KEY.pub`; or, if you accept \
+         an unsigned plugin, install it with --allow-unsigned"
+    )]
+    Unsigned {
+        reference: String,
+        digest: String,
+        tag: String,
+        answer: String,
+    },
+    #[error(
+        "{reference} (manifest {digest}): no signature at tag {tag} is a valid signature of \
+         this digest by a key you trust. Expected: a cosign signature of {digest} by one of: \
+         {trusted}. Found: {found}. {fix}"
+    )]
+    SignatureRefused {
+        reference: String,
+        digest: String,
+        tag: String,
+        trusted: String,
+        found: String,
+        fix: String,
     },
     #[error("registry credentials: {0}")]
     Auth(String),
