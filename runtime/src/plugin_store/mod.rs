@@ -76,9 +76,7 @@ pub enum StoreError {
          `skopeo generate-sigstore-key` (NAME.pub) or `openssl pkey -pubout` write it"
     )]
     BadPublicKey { file: String, why: String },
-    #[error(
-        "{file} is not a key paddock can sign with: {why}"
-    )]
+    #[error("{file} is not a key paddock can sign with: {why}")]
     BadPrivateKey { file: String, why: String },
     #[error(
         "a key named `{name}` is already trusted (fingerprint {fingerprint}); remove it first \
@@ -401,8 +399,15 @@ impl PluginStore {
         name: Option<&str>,
     ) -> Result<InstallReport, StoreError> {
         let source = InstallSource::File(file.to_path_buf());
-        self.install_from(sandbox, &source, name, &AuthChoice::default(), false, &|_| {})
-            .await
+        self.install_from(
+            sandbox,
+            &source,
+            name,
+            &AuthChoice::default(),
+            false,
+            &|_| {},
+        )
+        .await
     }
 
     /// Installs from `source` under `name` (else the source's default name). A remote source

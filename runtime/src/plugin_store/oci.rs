@@ -21,13 +21,13 @@ use serde::{Deserialize, Serialize};
 
 use super::https::error_chain;
 use super::registry_auth::AuthChoice;
-use super::signature::{
-    self, LayerVerdict, SignaturePolicy, SignatureRecord, TrustedKey, MAX_PAYLOAD_BYTES,
-    MAX_SIGNATURE_LAYERS, SIGNATURE_ANNOTATION, SIMPLESIGNING_MEDIA_TYPE,
-};
 use super::remote::{
     Download, MAX_MANIFEST_BYTES, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, Verified,
     digest_hex, is_loopback_host, truncate,
+};
+use super::signature::{
+    self, LayerVerdict, MAX_PAYLOAD_BYTES, MAX_SIGNATURE_LAYERS, SIGNATURE_ANNOTATION,
+    SIMPLESIGNING_MEDIA_TYPE, SignaturePolicy, SignatureRecord, TrustedKey,
 };
 
 pub const MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -499,7 +499,9 @@ async fn small_blob(
         .map_err(|_| "its digest is not sha256:<64 hex digits>".to_string())?;
     let size = u64::try_from(descriptor.size).map_err(|_| "its size is negative".to_string())?;
     if size > cap {
-        return Err(format!("it declares {size} bytes, over the {cap} a payload may be"));
+        return Err(format!(
+            "it declares {size} bytes, over the {cap} a payload may be"
+        ));
     }
     let oci = OciDescriptor {
         media_type: descriptor.media_type.clone(),
@@ -598,13 +600,19 @@ async fn verify_signature(
          --allow-unsigned if you accept it unverified)";
     if bytes.len() > MAX_MANIFEST_BYTES {
         return Err(refused(
-            format!("a signature manifest of {} bytes (over {MAX_MANIFEST_BYTES})", bytes.len()),
+            format!(
+                "a signature manifest of {} bytes (over {MAX_MANIFEST_BYTES})",
+                bytes.len()
+            ),
             NOT_TRUSTED_FIX,
         ));
     }
     let signature_manifest = format!("sha256:{}", crate::stamp::sha256_hex(&bytes));
     let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
-        refused(format!("a signature manifest that is not valid JSON ({e})"), NOT_TRUSTED_FIX)
+        refused(
+            format!("a signature manifest that is not valid JSON ({e})"),
+            NOT_TRUSTED_FIX,
+        )
     })?;
     let layers: Vec<Descriptor> = manifest
         .layers
@@ -644,7 +652,9 @@ async fn verify_signature(
             .as_ref()
             .and_then(|a| a.get(SIGNATURE_ANNOTATION))
         else {
-            found.push(format!("signature {n}: no {SIGNATURE_ANNOTATION} annotation"));
+            found.push(format!(
+                "signature {n}: no {SIGNATURE_ANNOTATION} annotation"
+            ));
             continue;
         };
         let payload = match small_blob(r, client, layer, MAX_PAYLOAD_BYTES).await {

@@ -80,9 +80,8 @@ pub fn parse_public_key(pem: &[u8]) -> Result<VerifyingKey, String> {
             super::remote::truncate(first, 60)
         ));
     }
-    VerifyingKey::from_public_key_pem(text).map_err(|e| {
-        format!("it is not an ECDSA P-256 public key (SubjectPublicKeyInfo): {e}")
-    })
+    VerifyingKey::from_public_key_pem(text)
+        .map_err(|e| format!("it is not an ECDSA P-256 public key (SubjectPublicKeyInfo): {e}"))
 }
 
 /// `sha256:HEX` of the key's DER SubjectPublicKeyInfo (`openssl pkey -pubin -outform DER |
@@ -196,9 +195,7 @@ pub fn verify_layer(
         return LayerVerdict::Malformed("its signature annotation is not base64".into());
     };
     let Ok(signature) = Signature::from_der(&der) else {
-        return LayerVerdict::Malformed(
-            "its signature is not a DER ECDSA P-256 signature".into(),
-        );
+        return LayerVerdict::Malformed("its signature is not a DER ECDSA P-256 signature".into());
     };
     let Some(key) = keys
         .iter()
@@ -208,8 +205,9 @@ pub fn verify_layer(
     };
     let parsed: Result<Payload, _> = serde_json::from_slice(payload);
     match parsed {
-        Ok(p) if p.critical.kind == PAYLOAD_TYPE
-            && p.critical.image.docker_manifest_digest == manifest_digest =>
+        Ok(p)
+            if p.critical.kind == PAYLOAD_TYPE
+                && p.critical.image.docker_manifest_digest == manifest_digest =>
         {
             LayerVerdict::Verified(key.clone())
         }
@@ -282,7 +280,10 @@ mod tests {
             verify_layer(&body, "!!", std::slice::from_ref(&trusted), &digest),
             LayerVerdict::Malformed(_)
         ));
-        assert_eq!(signature_tag(&digest), format!("sha256-{}.sig", "a".repeat(64)));
+        assert_eq!(
+            signature_tag(&digest),
+            format!("sha256-{}.sig", "a".repeat(64))
+        );
     }
 
     #[test]
