@@ -99,6 +99,10 @@ pub enum PluginCommand {
         /// Recorded as the manifest's org.opencontainers.image.version annotation.
         #[arg(long)]
         version: Option<String>,
+        /// Then sign the pushed manifest digest with this unencrypted PKCS#8 P-256 private
+        /// key, as `plugin sign` does (the key is checked before anything is pushed).
+        #[arg(long, value_name = "PRIVATE.pem")]
+        sign_key: Option<PathBuf>,
         /// Authenticate with the bearer token in this environment variable (default:
         /// ~/.docker/config.json and its credential helpers, else anonymous).
         #[arg(long, value_name = "NAME")]
@@ -165,12 +169,21 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
             file,
             target,
             version,
+            sign_key,
             registry_token_env,
         } => {
             let auth = AuthChoice {
                 token_env: registry_token_env,
             };
-            publish(&env, &file, &target, version.as_deref(), &auth).await
+            publish(
+                &env,
+                &file,
+                &target,
+                version.as_deref(),
+                sign_key.as_deref(),
+                &auth,
+            )
+            .await
         }
         PluginCommand::List => match env.store.list() {
             Ok(records) if records.is_empty() => {
@@ -291,7 +304,8 @@ fn trust_key(
 async fn sign(target: &str, key: &std::path::Path, auth: &AuthChoice) -> CommandResult {
     let refused = |e: StoreError| Failure::plugin(format!("{e}\nnothing was signed"));
     let target = OciRef::parse(target).map_err(|e| refused(e.into()))?;
-    let signed = crate::plugin_store::sign(&target, auth, key)
+    let key = crate::plugin_store::signing_key(key).map_err(refused)?;
+    let signed = crate::plugin_store::sign(&target, auth, &key)
         .await
         .map_err(refused)?;
     println!(
@@ -338,7 +352,7 @@ fn print_installed(report: &InstallReport, color: bool) {
             ..
         }) => {
             println!("from {} (manifest {manifest_digest})", sanitize(reference));
-            print_signature(signature.as_ref());
+            print_signature(signature.as_deref());
         }
         Some(Origin::Https { url, .. }) => println!("from {}", sanitize(url)),
         None => {}
@@ -373,10 +387,15 @@ async fn publish(
     file: &std::path::Path,
     target: &str,
     version: Option<&str>,
+    sign_key: Option<&std::path::Path>,
     auth: &AuthChoice,
 ) -> CommandResult {
     let refused = |e: StoreError| Failure::plugin(format!("{e}\nnothing was published"));
     let target = OciRef::parse(target).map_err(|e| refused(e.into()))?;
+    let key = sign_key
+        .map(crate::plugin_store::signing_key)
+        .transpose()
+        .map_err(refused)?;
     let request = PublishRequest {
         file,
         target: &target,
@@ -393,10 +412,27 @@ async fn publish(
     );
     println!("layer {}", published.layer_digest);
     println!("manifest {}", published.manifest_digest);
-    println!(
-        "install it by digest: paddock plugin install oci://{}/{}@{}",
+    let by_digest = format!(
+        "oci://{}/{}@{}",
         target.registry, target.repository, published.manifest_digest
     );
+    if let Some(key) = key {
+        let unsigned = |e: StoreError| {
+            Failure::plugin(format!(
+                "{e}\nthe plugin was published but not signed: sign it with `paddock plugin \
+                 sign {by_digest} --key KEY`"
+            ))
+        };
+        let pinned = OciRef::parse(&by_digest).map_err(|e| unsigned(e.into()))?;
+        let signed = crate::plugin_store::sign(&pinned, auth, &key)
+            .await
+            .map_err(unsigned)?;
+        println!(
+            "signed with key {} at tag {}",
+            signed.fingerprint, signed.tag
+        );
+    }
+    println!("install it by digest: paddock plugin install {by_digest}");
     Ok(Exit::Ok)
 }
 
@@ -543,11 +579,25 @@ fn print_origin(env: &Env, source: &PluginSource) {
             reference,
             manifest_digest,
             layer_digest,
+            signature,
             ..
-        }) => println!(
-            "from {} (manifest {manifest_digest}, layer {layer_digest})",
-            sanitize(reference)
-        ),
+        }) => {
+            println!(
+                "from {} (manifest {manifest_digest}, layer {layer_digest})",
+                sanitize(reference)
+            );
+            match signature.as_deref() {
+                Some(s) if s.unsigned_allowed => {
+                    println!("signature: none checked (installed with --allow-unsigned)")
+                }
+                Some(s) => println!(
+                    "signed by trusted key {} ({})",
+                    sanitize(s.key.as_deref().unwrap_or_default()),
+                    s.fingerprint.as_deref().unwrap_or_default()
+                ),
+                None => {}
+            }
+        }
         Some(Origin::Https { url, .. }) => println!("from {}", sanitize(url)),
         None => println!("from {}", sanitize(&record.installed_from)),
     }

@@ -308,19 +308,22 @@ pub async fn publish(
     Ok(oci::push(request.target, request.auth, artifact).await?)
 }
 
-/// Signs the manifest `target` names with the unencrypted PKCS#8 P-256 private key in
-/// `key_file`, pushing the signature in cosign's layout.
+/// The unencrypted PKCS#8 P-256 private key in `key_file`, for `sign`.
+pub fn signing_key(key_file: &Path) -> Result<p256::ecdsa::SigningKey, StoreError> {
+    let pem = std::fs::read(key_file).map_err(io("cannot read", key_file))?;
+    signature::parse_private_key(&pem).map_err(|why| StoreError::BadPrivateKey {
+        file: key_file.display().to_string(),
+        why,
+    })
+}
+
+/// Signs the manifest `target` names with `key`, pushing the signature in cosign's layout.
 pub async fn sign(
     target: &OciRef,
     auth: &AuthChoice,
-    key_file: &Path,
+    key: &p256::ecdsa::SigningKey,
 ) -> Result<Signed, StoreError> {
-    let pem = std::fs::read(key_file).map_err(io("cannot read", key_file))?;
-    let key = signature::parse_private_key(&pem).map_err(|why| StoreError::BadPrivateKey {
-        file: key_file.display().to_string(),
-        why,
-    })?;
-    Ok(oci::sign(target, auth, &key).await?)
+    Ok(oci::sign(target, auth, key).await?)
 }
 
 /// The data directory and what lives in it.

@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use super::https::error_chain;
 use super::registry_auth::AuthChoice;
 use super::remote::{
-    Download, MAX_MANIFEST_BYTES, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, Verified,
-    digest_hex, is_loopback_host, truncate,
+    Download, MAX_MANIFEST_BYTES, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError,
+    SignatureRefusal, Verified, digest_hex, is_loopback_host, truncate,
 };
 use super::signature::{
     self, LayerVerdict, MAX_PAYLOAD_BYTES, MAX_SIGNATURE_LAYERS, SIGNATURE_ANNOTATION,
@@ -466,7 +466,7 @@ pub async fn pull(
         config_media_type: config.media_type,
         layer_digest: layer.digest,
         layer_media_type: layer.media_type,
-        signature: Some(signature),
+        signature: Some(Box::new(signature)),
     };
     Ok((verified, origin))
 }
@@ -567,13 +567,15 @@ async fn verify_signature(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let refused = |found: String, fix: &str| RemoteError::SignatureRefused {
-        reference: r.given.clone(),
-        digest: manifest_digest.to_string(),
-        tag: tag.clone(),
-        trusted: trusted.clone(),
-        found,
-        fix: fix.to_string(),
+    let refused = |found: String, fix: &str| {
+        RemoteError::SignatureRefused(Box::new(SignatureRefusal {
+            reference: r.given.clone(),
+            digest: manifest_digest.to_string(),
+            tag: tag.clone(),
+            trusted: trusted.clone(),
+            found,
+            fix: fix.to_string(),
+        }))
     };
     let (bytes, _) = match pulled {
         Err(_) => {

@@ -46,7 +46,7 @@ pub enum Origin {
         layer_media_type: String,
         /// Which trusted key signed the manifest digest, or that unsigned was allowed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        signature: Option<super::signature::SignatureRecord>,
+        signature: Option<Box<super::signature::SignatureRecord>>,
     },
     /// A URL, checked against the `--sha256` the user gave.
     Https { url: String, sha256: String },
@@ -135,21 +135,26 @@ pub enum RemoteError {
         tag: String,
         answer: String,
     },
-    #[error(
-        "{reference} (manifest {digest}): no signature at tag {tag} is a valid signature of \
-         this digest by a key you trust. Expected: a cosign signature of {digest} by one of: \
-         {trusted}. Found: {found}. {fix}"
-    )]
-    SignatureRefused {
-        reference: String,
-        digest: String,
-        tag: String,
-        trusted: String,
-        found: String,
-        fix: String,
-    },
+    #[error("{0}")]
+    SignatureRefused(Box<SignatureRefusal>),
     #[error("registry credentials: {0}")]
     Auth(String),
+}
+
+/// A signature manifest with no signature that counts: what was expected, what was found.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{reference} (manifest {digest}): no signature at tag {tag} is a valid signature of this \
+     digest by a key you trust. Expected: a cosign signature of {digest} by one of: {trusted}. \
+     Found: {found}. {fix}"
+)]
+pub struct SignatureRefusal {
+    pub reference: String,
+    pub digest: String,
+    pub tag: String,
+    pub trusted: String,
+    pub found: String,
+    pub fix: String,
 }
 
 /// True for a host name that can only mean this machine: `localhost` or a loopback address.

@@ -541,3 +541,68 @@ fn trust_key_refuses_what_is_not_a_p256_public_key_and_lists_and_removes() {
         text(&out)
     );
 }
+
+#[test]
+fn publish_with_a_sign_key_signs_what_it_pushes_and_a_bad_key_pushes_nothing() {
+    let registry = Registry::start();
+    let publisher = Project::new(&[(
+        "bad.pem",
+        "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+    )]);
+    let (path, _) = crate::plugin_oci::fs_wasm();
+    let wasm = path.to_str().unwrap();
+    let bad = publisher.dir.path().join("bad.pem");
+    let reference = registry.oci("signed/fs:1.0");
+    let out = run(
+        &publisher,
+        &[
+            "plugin",
+            "publish",
+            wasm,
+            &reference,
+            "--sign-key",
+            bad.to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("PKCS#8") && text(&out).contains("nothing was published"),
+        "{}",
+        text(&out)
+    );
+    let (status, head, _) = http(&registry.addr, "GET", "/v2/signed/fs/tags/list", &[], b"");
+    assert_eq!(status, 404, "nothing was pushed: {head}");
+
+    let key = KeyPair::new();
+    let out = run(
+        &publisher,
+        &[
+            "plugin",
+            "publish",
+            wasm,
+            &reference,
+            "--sign-key",
+            key.private().to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains(&format!("signed with key {}", key.fingerprint())),
+        "{}",
+        text(&out)
+    );
+    let project = Project::new(&[]);
+    key.trust(&project, "publisher");
+    let out = run(&project, &["plugin", "install", &reference]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run(&project, &["plugin", "inspect", "fs"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&format!(
+            "signed by trusted key publisher ({})",
+            key.fingerprint()
+        )),
+        "{}",
+        text(&out)
+    );
+}
