@@ -28,6 +28,20 @@ const MAX_SIGNATURE_CHARS: usize = 1024;
 /// The largest public key file read.
 pub const MAX_KEY_FILE_BYTES: u64 = 16 << 10;
 
+/// At most `max` characters of text from a key file or a registry, control characters
+/// blanked, for a message.
+fn short(text: &str, max: usize) -> String {
+    let mut out: String = text
+        .chars()
+        .take(max)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if text.chars().count() > max {
+        out.push('…');
+    }
+    out
+}
+
 /// The tag cosign keeps the signatures of `manifest_digest` (`sha256:HEX`) at.
 pub fn signature_tag(manifest_digest: &str) -> String {
     format!("{}.sig", manifest_digest.replacen(':', "-", 1))
@@ -77,7 +91,7 @@ pub fn parse_public_key(pem: &[u8]) -> Result<VerifyingKey, String> {
         let first = text.lines().next().unwrap_or_default();
         return Err(format!(
             "it does not start with `-----BEGIN PUBLIC KEY-----` (it starts with `{}`)",
-            super::remote::truncate(first, 60)
+            short(first, 60)
         ));
     }
     VerifyingKey::from_public_key_pem(text)
@@ -215,14 +229,14 @@ pub fn verify_layer(
             key: key.name.clone(),
             found: format!(
                 "a payload of type `{}`, not `{PAYLOAD_TYPE}`",
-                super::remote::truncate(&p.critical.kind, 80)
+                short(&p.critical.kind, 80)
             ),
         },
         Ok(p) => LayerVerdict::OtherDigest {
             key: key.name.clone(),
             found: format!(
                 "a payload for {}",
-                super::remote::truncate(&p.critical.image.docker_manifest_digest, 80)
+                short(&p.critical.image.docker_manifest_digest, 80)
             ),
         },
         Err(e) => LayerVerdict::OtherDigest {
