@@ -31,7 +31,7 @@ impl KeyPair {
             .arg("-out")
             .arg(&private)
             .output()
-            .expect("openssl");
+            .expect("openssl is missing: `apt-get install -y openssl` (`cargo xtask test` does)");
         assert!(out.status.success(), "{}", text(&out));
         let out = Command::new("openssl")
             .args(["pkey", "-pubout", "-in"])
