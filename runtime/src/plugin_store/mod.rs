@@ -517,15 +517,22 @@ impl PluginStore {
             file: file.display().to_string(),
             why,
         };
-        let size = std::fs::metadata(file)
-            .map_err(io("cannot read", file))?
-            .len();
-        if size > signature::MAX_KEY_FILE_BYTES {
+        // Read through a cap, whatever the file is (a device or a pipe reports no size).
+        let mut pem = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(
+                std::fs::File::open(file).map_err(io("cannot read", file))?,
+                signature::MAX_KEY_FILE_BYTES + 1,
+            ),
+            &mut pem,
+        )
+        .map_err(io("cannot read", file))?;
+        if pem.len() as u64 > signature::MAX_KEY_FILE_BYTES {
             return Err(bad(format!(
-                "it is {size} bytes; a public key file is a few hundred"
+                "it is over {} bytes; a public key file is a few hundred",
+                signature::MAX_KEY_FILE_BYTES
             )));
         }
-        let pem = std::fs::read(file).map_err(io("cannot read", file))?;
         let key = signature::parse_public_key(&pem).map_err(bad)?;
         let fingerprint = signature::fingerprint(&key);
         if let Ok(existing) = self.trusted_key(name) {

@@ -501,6 +501,9 @@ fn trust_key_refuses_what_is_not_a_p256_public_key_and_lists_and_removes() {
         shown.contains("BEGIN PUBLIC KEY") && shown.contains("no key was added"),
         "{shown}"
     );
+    let out = run(&project, &["plugin", "trust-key", "z", "/dev/zero"]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("over 16384 bytes"), "{}", text(&out));
     let key = KeyPair::new();
     let out = run(
         &project,
