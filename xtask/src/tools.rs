@@ -16,7 +16,9 @@
 //!   `PADDOCK_ATIF_PYTHON` unless set;
 //! - an OCI registry and an OCI client for `tests/tests/suite/plugin_oci.rs`: Debian's
 //!   `docker-registry` (the CNCF distribution registry) and `skopeo`, installed with apt-get
-//!   when missing, handed to the tests as `PADDOCK_OCI_REGISTRY` and `PADDOCK_SKOPEO` unless set.
+//!   when missing, handed to the tests as `PADDOCK_OCI_REGISTRY` and `PADDOCK_SKOPEO` unless set;
+//!   and `openssl` (on `PATH`), which makes the keys and checks the signatures of
+//!   `tests/tests/suite/plugin_oci_signing.rs`.
 //!
 //! A second run finds them in place and installs nothing.
 
@@ -40,7 +42,8 @@ pub fn install() -> Result<Vec<(&'static str, PathBuf)>, String> {
     if !is_set("PADDOCK_ATIF_PYTHON") {
         env.push(("PADDOCK_ATIF_PYTHON", atif_python()?));
     }
-    if !is_set("PADDOCK_OCI_REGISTRY") || !is_set("PADDOCK_SKOPEO") {
+    let openssl = PathBuf::from("/usr/bin/openssl");
+    if !is_set("PADDOCK_OCI_REGISTRY") || !is_set("PADDOCK_SKOPEO") || !openssl.is_file() {
         let (registry, skopeo) = oci_tools()?;
         if !is_set("PADDOCK_OCI_REGISTRY") {
             env.push(("PADDOCK_OCI_REGISTRY", registry));
@@ -56,7 +59,8 @@ pub fn install() -> Result<Vec<(&'static str, PathBuf)>, String> {
 fn oci_tools() -> Result<(PathBuf, PathBuf), String> {
     let registry = PathBuf::from("/usr/bin/docker-registry");
     let skopeo = PathBuf::from("/usr/bin/skopeo");
-    if registry.is_file() && skopeo.is_file() {
+    let openssl = PathBuf::from("/usr/bin/openssl");
+    if registry.is_file() && skopeo.is_file() && openssl.is_file() {
         return Ok((registry, skopeo));
     }
     let started = std::time::Instant::now();
@@ -70,17 +74,24 @@ fn oci_tools() -> Result<(PathBuf, PathBuf), String> {
         cmd
     };
     run(apt(&["update", "-q"]))?;
-    run(apt(&["install", "-y", "-q", "docker-registry", "skopeo"]))?;
-    for tool in [&registry, &skopeo] {
+    run(apt(&[
+        "install",
+        "-y",
+        "-q",
+        "docker-registry",
+        "skopeo",
+        "openssl",
+    ]))?;
+    for tool in [&registry, &skopeo, &openssl] {
         if !tool.is_file() {
             return Err(format!(
-                "{} is still missing after apt-get install docker-registry skopeo",
+                "{} is still missing after apt-get install docker-registry skopeo openssl",
                 tool.display()
             ));
         }
     }
     eprintln!(
-        "xtask: docker-registry and skopeo installed in {:.0} s",
+        "xtask: docker-registry, skopeo and openssl installed in {:.0} s",
         started.elapsed().as_secs_f64()
     );
     Ok((registry, skopeo))

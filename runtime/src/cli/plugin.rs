@@ -52,6 +52,41 @@ pub enum PluginCommand {
         /// terminal it is shown anyway).
         #[arg(long)]
         progress: bool,
+        /// Install an oci:// artifact without a signature by a trusted key (recorded, with a
+        /// warning). Without it, an oci:// install needs a cosign signature of the manifest
+        /// digest by a key added with `paddock plugin trust-key`.
+        #[arg(long)]
+        allow_unsigned: bool,
+    },
+    /// Trust a public key (ECDSA P-256 PEM, as `cosign generate-key-pair` or `skopeo
+    /// generate-sigstore-key` write it) for signatures of oci:// installs; or --list, or
+    /// --remove NAME.
+    TrustKey {
+        /// The name to keep the key under.
+        #[arg(required_unless_present_any = ["list", "remove"], requires = "keyfile")]
+        name: Option<String>,
+        /// The public key file (`-----BEGIN PUBLIC KEY-----`).
+        keyfile: Option<PathBuf>,
+        /// List the trusted keys with their fingerprints.
+        #[arg(long, conflicts_with_all = ["name", "remove"])]
+        list: bool,
+        /// Stop trusting the key of this name.
+        #[arg(long, value_name = "NAME", conflicts_with = "name")]
+        remove: Option<String>,
+    },
+    /// Sign an artifact in an OCI registry in cosign's key-based format: a signature of its
+    /// manifest digest pushed at tag sha256-HEX.sig (verifiable with `cosign verify --key`).
+    Sign {
+        /// oci://REGISTRY/REPOSITORY:TAG (resolved to its digest) or …@sha256:DIGEST.
+        #[arg(value_name = "REFERENCE")]
+        target: String,
+        /// An unencrypted PKCS#8 ECDSA P-256 private key (`openssl genpkey -algorithm EC
+        /// -pkeyopt ec_paramgen_curve:P-256 -out key.pem`).
+        #[arg(long, value_name = "PRIVATE.pem")]
+        key: PathBuf,
+        /// Authenticate with the bearer token in this environment variable.
+        #[arg(long, value_name = "NAME")]
+        registry_token_env: Option<String>,
     },
     /// Check a .wasm tool plugin or hook as install does, then push it to an OCI registry in
     /// the wasm OCI layout (config application/vnd.wasm.config.v0+json with its imports and
@@ -64,6 +99,10 @@ pub enum PluginCommand {
         /// Recorded as the manifest's org.opencontainers.image.version annotation.
         #[arg(long)]
         version: Option<String>,
+        /// Then sign the pushed manifest digest with this unencrypted PKCS#8 P-256 private
+        /// key, as `plugin sign` does (the key is checked before anything is pushed).
+        #[arg(long, value_name = "PRIVATE.pem")]
+        sign_key: Option<PathBuf>,
         /// Authenticate with the bearer token in this environment variable (default:
         /// ~/.docker/config.json and its credential helpers, else anonymous).
         #[arg(long, value_name = "NAME")]
@@ -97,31 +136,54 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
             sha256,
             registry_token_env,
             progress,
+            allow_unsigned,
         } => {
             let auth = AuthChoice {
                 token_env: registry_token_env,
             };
-            install(
-                &env,
-                &source,
-                name.as_deref(),
-                sha256.as_deref(),
-                &auth,
-                progress,
-                color,
-            )
-            .await
+            let options = InstallOptions {
+                sha256: sha256.as_deref(),
+                auth: &auth,
+                force_progress: progress,
+                allow_unsigned,
+            };
+            install(&env, &source, name.as_deref(), &options, color).await
         }
-        PluginCommand::Publish {
-            file,
+        PluginCommand::TrustKey {
+            name,
+            keyfile,
+            list,
+            remove,
+        } => trust_key(&env, name, keyfile, list, remove),
+        PluginCommand::Sign {
             target,
-            version,
+            key,
             registry_token_env,
         } => {
             let auth = AuthChoice {
                 token_env: registry_token_env,
             };
-            publish(&env, &file, &target, version.as_deref(), &auth).await
+            sign(&target, &key, &auth).await
+        }
+        PluginCommand::Publish {
+            file,
+            target,
+            version,
+            sign_key,
+            registry_token_env,
+        } => {
+            let auth = AuthChoice {
+                token_env: registry_token_env,
+            };
+            publish(
+                &env,
+                &file,
+                &target,
+                version.as_deref(),
+                sign_key.as_deref(),
+                &auth,
+            )
+            .await
         }
         PluginCommand::List => match env.store.list() {
             Ok(records) if records.is_empty() => {
@@ -157,25 +219,105 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
     }
 }
 
+struct InstallOptions<'a> {
+    sha256: Option<&'a str>,
+    auth: &'a AuthChoice,
+    force_progress: bool,
+    allow_unsigned: bool,
+}
+
 async fn install(
     env: &Env,
     given: &str,
     name: Option<&str>,
-    sha256: Option<&str>,
-    auth: &AuthChoice,
-    force_progress: bool,
+    options: &InstallOptions<'_>,
     color: bool,
 ) -> CommandResult {
     let refused = |e: StoreError| Failure::plugin(format!("{e}\nnothing was installed"));
-    let source = InstallSource::parse(given, sha256).map_err(refused)?;
-    let line = ProgressLine::new(force_progress);
+    let source = InstallSource::parse(given, options.sha256).map_err(refused)?;
+    if options.allow_unsigned && !matches!(source, InstallSource::Oci(_)) {
+        return Err(refused(StoreError::Remote(
+            crate::plugin_store::RemoteError::BadReference {
+                given: given.to_string(),
+                why: "--allow-unsigned is for oci:// installs (an https:// install is pinned by \
+                      its --sha256, a local file is installed as it is)"
+                    .into(),
+            },
+        )));
+    }
+    let line = ProgressLine::new(options.force_progress);
     let result = env
         .store
-        .install_from(&env.sandbox, &source, name, auth, &|p| line.show(p))
+        .install_from(
+            &env.sandbox,
+            &source,
+            name,
+            options.auth,
+            options.allow_unsigned,
+            &|p| line.show(p),
+        )
         .await;
     line.finish();
     let report = result.map_err(refused)?;
     print_installed(&report, color);
+    Ok(Exit::Ok)
+}
+
+fn trust_key(
+    env: &Env,
+    name: Option<String>,
+    keyfile: Option<PathBuf>,
+    list: bool,
+    remove: Option<String>,
+) -> CommandResult {
+    if list {
+        let keys = env.store.trusted_keys().map_err(Failure::plugin)?;
+        if keys.is_empty() {
+            println!(
+                "no trusted keys; add one with `paddock plugin trust-key NAME KEY.pub`: until \
+                 then oci:// installs need --allow-unsigned"
+            );
+        }
+        for key in keys {
+            println!("{:<16}  {}", key.name, key.fingerprint);
+        }
+        return Ok(Exit::Ok);
+    }
+    if let Some(name) = remove {
+        env.store.untrust_key(&name).map_err(Failure::plugin)?;
+        println!("no longer trusted: {name}");
+        return Ok(Exit::Ok);
+    }
+    let (Some(name), Some(file)) = (name, keyfile) else {
+        return Err(Failure::plugin(
+            "give NAME KEYFILE, --list, or --remove NAME".to_string(),
+        ));
+    };
+    let key = env
+        .store
+        .trust_key(&name, &file)
+        .map_err(|e| Failure::plugin(format!("{e}\nno key was added")))?;
+    println!("trusted {} ({})", key.name, key.fingerprint);
+    Ok(Exit::Ok)
+}
+
+async fn sign(target: &str, key: &std::path::Path, auth: &AuthChoice) -> CommandResult {
+    let refused = |e: StoreError| Failure::plugin(format!("{e}\nnothing was signed"));
+    let target = OciRef::parse(target).map_err(|e| refused(e.into()))?;
+    let key = crate::plugin_store::signing_key(key).map_err(refused)?;
+    let signed = crate::plugin_store::sign(&target, auth, &key)
+        .await
+        .map_err(refused)?;
+    println!(
+        "signed {} (manifest {}) with key {}",
+        sanitize(&target.given),
+        signed.manifest_digest,
+        signed.fingerprint
+    );
+    println!(
+        "signature at oci://{}/{}:{} (manifest {})",
+        target.registry, target.repository, signed.tag, signed.signature_manifest_digest
+    );
     Ok(Exit::Ok)
 }
 
@@ -206,8 +348,12 @@ fn print_installed(report: &InstallReport, color: bool) {
         Some(Origin::Oci {
             reference,
             manifest_digest,
+            signature,
             ..
-        }) => println!("from {} (manifest {manifest_digest})", sanitize(reference)),
+        }) => {
+            println!("from {} (manifest {manifest_digest})", sanitize(reference));
+            print_signature(signature.as_deref());
+        }
         Some(Origin::Https { url, .. }) => println!("from {}", sanitize(url)),
         None => {}
     }
@@ -221,15 +367,35 @@ fn print_installed(report: &InstallReport, color: bool) {
     }
 }
 
+fn print_signature(signature: Option<&crate::plugin_store::SignatureRecord>) {
+    match signature {
+        Some(s) if s.unsigned_allowed => eprintln!(
+            "warning: installed without checking a signature (--allow-unsigned); the installed \
+             record says so"
+        ),
+        Some(s) => println!(
+            "signed by trusted key {} ({})",
+            sanitize(s.key.as_deref().unwrap_or_default()),
+            s.fingerprint.as_deref().unwrap_or_default()
+        ),
+        None => {}
+    }
+}
+
 async fn publish(
     env: &Env,
     file: &std::path::Path,
     target: &str,
     version: Option<&str>,
+    sign_key: Option<&std::path::Path>,
     auth: &AuthChoice,
 ) -> CommandResult {
     let refused = |e: StoreError| Failure::plugin(format!("{e}\nnothing was published"));
     let target = OciRef::parse(target).map_err(|e| refused(e.into()))?;
+    let key = sign_key
+        .map(crate::plugin_store::signing_key)
+        .transpose()
+        .map_err(refused)?;
     let request = PublishRequest {
         file,
         target: &target,
@@ -246,10 +412,27 @@ async fn publish(
     );
     println!("layer {}", published.layer_digest);
     println!("manifest {}", published.manifest_digest);
-    println!(
-        "install it by digest: paddock plugin install oci://{}/{}@{}",
+    let by_digest = format!(
+        "oci://{}/{}@{}",
         target.registry, target.repository, published.manifest_digest
     );
+    if let Some(key) = key {
+        let unsigned = |e: StoreError| {
+            Failure::plugin(format!(
+                "{e}\nthe plugin was published but not signed: sign it with `paddock plugin \
+                 sign {by_digest} --key KEY`"
+            ))
+        };
+        let pinned = OciRef::parse(&by_digest).map_err(|e| unsigned(e.into()))?;
+        let signed = crate::plugin_store::sign(&pinned, auth, &key)
+            .await
+            .map_err(unsigned)?;
+        println!(
+            "signed with key {} at tag {}",
+            signed.fingerprint, signed.tag
+        );
+    }
+    println!("install it by digest: paddock plugin install {by_digest}");
     Ok(Exit::Ok)
 }
 
@@ -396,11 +579,25 @@ fn print_origin(env: &Env, source: &PluginSource) {
             reference,
             manifest_digest,
             layer_digest,
+            signature,
             ..
-        }) => println!(
-            "from {} (manifest {manifest_digest}, layer {layer_digest})",
-            sanitize(reference)
-        ),
+        }) => {
+            println!(
+                "from {} (manifest {manifest_digest}, layer {layer_digest})",
+                sanitize(reference)
+            );
+            match signature.as_deref() {
+                Some(s) if s.unsigned_allowed => {
+                    println!("signature: none checked (installed with --allow-unsigned)")
+                }
+                Some(s) => println!(
+                    "signed by trusted key {} ({})",
+                    sanitize(s.key.as_deref().unwrap_or_default()),
+                    s.fingerprint.as_deref().unwrap_or_default()
+                ),
+                None => {}
+            }
+        }
         Some(Origin::Https { url, .. }) => println!("from {}", sanitize(url)),
         None => println!("from {}", sanitize(&record.installed_from)),
     }

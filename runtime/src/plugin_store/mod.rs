@@ -10,6 +10,7 @@
 //! installed/<name>.json    what `plugin install` recorded (and, for a remote install, where
 //!                          from: reference, manifest and layer digests; `remote::Origin`)
 //! downloads/               remote installs while they download (deleted unless verified)
+//! trusted-keys/<name>.pem  public keys whose signatures remote installs accept
 //! cache/                   compiled code, each entry with an HMAC under cache/key (K4)
 //! sessions/<id>/spill/     results too large for the model, readable at /spill
 //! ```
@@ -22,15 +23,17 @@ mod https;
 mod oci;
 mod registry_auth;
 mod remote;
+mod signature;
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 pub use builtin::{builtin, builtin_described, builtin_description, builtin_names, builtin_sha256};
-pub use oci::{OciRef, Published};
+pub use oci::{OciRef, Published, Signed};
 pub use registry_auth::AuthChoice;
 pub use remote::{MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, is_loopback_host};
+pub use signature::{SignatureRecord, TrustedKey};
 
 use crate::preset::PluginSource;
 use crate::sandbox::{Capability, LoadError, Sandbox, World, create_private_dir};
@@ -67,6 +70,23 @@ pub enum StoreError {
         path: String,
         detail: String,
     },
+    #[error(
+        "{file} is not a key paddock can trust: {why}. Expected an ECDSA P-256 public key in \
+         PEM (`-----BEGIN PUBLIC KEY-----`), as `cosign generate-key-pair` (cosign.pub), \
+         `skopeo generate-sigstore-key` (NAME.pub) or `openssl pkey -pubout` write it"
+    )]
+    BadPublicKey { file: String, why: String },
+    #[error("{file} is not a key paddock can sign with: {why}")]
+    BadPrivateKey { file: String, why: String },
+    #[error(
+        "a key named `{name}` is already trusted (fingerprint {fingerprint}); remove it first \
+         with `paddock plugin trust-key --remove {name}`, or choose another name"
+    )]
+    KeyExists { name: String, fingerprint: String },
+    #[error(
+        "no trusted key is named `{0}`; `paddock plugin trust-key --list` shows the trusted keys"
+    )]
+    NoSuchKey(String),
     #[error(
         "plugin `{plugin}` has SHA-256 {actual}, but the preset pins {expected}; if the new file is \
          the one you trust, update plugins.{plugin}.sha256"
@@ -288,6 +308,24 @@ pub async fn publish(
     Ok(oci::push(request.target, request.auth, artifact).await?)
 }
 
+/// The unencrypted PKCS#8 P-256 private key in `key_file`, for `sign`.
+pub fn signing_key(key_file: &Path) -> Result<p256::ecdsa::SigningKey, StoreError> {
+    let pem = std::fs::read(key_file).map_err(io("cannot read", key_file))?;
+    signature::parse_private_key(&pem).map_err(|why| StoreError::BadPrivateKey {
+        file: key_file.display().to_string(),
+        why,
+    })
+}
+
+/// Signs the manifest `target` names with `key`, pushing the signature in cosign's layout.
+pub async fn sign(
+    target: &OciRef,
+    auth: &AuthChoice,
+    key: &p256::ecdsa::SigningKey,
+) -> Result<Signed, StoreError> {
+    Ok(oci::sign(target, auth, key).await?)
+}
+
 /// The data directory and what lives in it.
 #[derive(Debug, Clone)]
 pub struct PluginStore {
@@ -364,8 +402,15 @@ impl PluginStore {
         name: Option<&str>,
     ) -> Result<InstallReport, StoreError> {
         let source = InstallSource::File(file.to_path_buf());
-        self.install_from(sandbox, &source, name, &AuthChoice::default(), &|_| {})
-            .await
+        self.install_from(
+            sandbox,
+            &source,
+            name,
+            &AuthChoice::default(),
+            false,
+            &|_| {},
+        )
+        .await
     }
 
     /// Installs from `source` under `name` (else the source's default name). A remote source
@@ -378,6 +423,7 @@ impl PluginStore {
         source: &InstallSource,
         name: Option<&str>,
         auth: &AuthChoice,
+        allow_unsigned: bool,
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<InstallReport, StoreError> {
         let name = name.map_or_else(|| source.default_name(), str::to_string);
@@ -391,7 +437,13 @@ impl PluginStore {
                     .await
             }
             InstallSource::Oci(reference) => {
-                let (download, origin) = oci::pull(reference, auth, &self.root, progress).await?;
+                let policy = if allow_unsigned {
+                    signature::SignaturePolicy::AllowUnsigned
+                } else {
+                    signature::SignaturePolicy::Require(self.trusted_keys()?)
+                };
+                let (download, origin) =
+                    oci::pull(reference, auth, &policy, &self.root, progress).await?;
                 self.install_file(
                     sandbox,
                     download.path(),
@@ -449,6 +501,108 @@ impl PluginStore {
             self.drop_blob_if_unused(&old.sha256)?;
         }
         Ok(InstallReport { record, replaced })
+    }
+
+    fn key_path(&self, name: &str) -> PathBuf {
+        self.root.join("trusted-keys").join(format!("{name}.pem"))
+    }
+
+    /// Trusts the public key in `file` under `name`: it must be an ECDSA P-256 public key in
+    /// PEM; it is kept, private, under `trusted-keys/`.
+    pub fn trust_key(&self, name: &str, file: &Path) -> Result<TrustedKey, StoreError> {
+        if !crate::contract::valid_tool_name(name) {
+            return Err(StoreError::BadName(name.to_string()));
+        }
+        let bad = |why: String| StoreError::BadPublicKey {
+            file: file.display().to_string(),
+            why,
+        };
+        // Read through a cap, whatever the file is (a device or a pipe reports no size).
+        let mut pem = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(
+                std::fs::File::open(file).map_err(io("cannot read", file))?,
+                signature::MAX_KEY_FILE_BYTES + 1,
+            ),
+            &mut pem,
+        )
+        .map_err(io("cannot read", file))?;
+        if pem.len() as u64 > signature::MAX_KEY_FILE_BYTES {
+            return Err(bad(format!(
+                "it is over {} bytes; a public key file is a few hundred",
+                signature::MAX_KEY_FILE_BYTES
+            )));
+        }
+        let key = signature::parse_public_key(&pem).map_err(bad)?;
+        let fingerprint = signature::fingerprint(&key);
+        if let Ok(existing) = self.trusted_key(name) {
+            return Err(StoreError::KeyExists {
+                name: name.to_string(),
+                fingerprint: existing.fingerprint,
+            });
+        }
+        write_atomically(&self.key_path(name), &pem)?;
+        Ok(TrustedKey {
+            name: name.to_string(),
+            fingerprint,
+            key,
+        })
+    }
+
+    fn trusted_key(&self, name: &str) -> Result<TrustedKey, StoreError> {
+        let path = self.key_path(name);
+        let pem = match std::fs::read(&path) {
+            Ok(pem) => pem,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::NoSuchKey(name.to_string()));
+            }
+            Err(e) => return Err(io("cannot read", &path)(e)),
+        };
+        let key = signature::parse_public_key(&pem).map_err(|why| StoreError::BadPublicKey {
+            file: path.display().to_string(),
+            why: format!("{why} (remove it with `paddock plugin trust-key --remove {name}`)"),
+        })?;
+        Ok(TrustedKey {
+            name: name.to_string(),
+            fingerprint: signature::fingerprint(&key),
+            key,
+        })
+    }
+
+    /// The trusted keys, sorted by name.
+    pub fn trusted_keys(&self) -> Result<Vec<TrustedKey>, StoreError> {
+        let dir = self.root.join("trusted-keys");
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io("cannot list", &dir)(e)),
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter_map(|e| {
+                e.file_name()
+                    .to_str()?
+                    .strip_suffix(".pem")
+                    .map(str::to_string)
+            })
+            .collect();
+        names.sort();
+        names.iter().map(|name| self.trusted_key(name)).collect()
+    }
+
+    /// Stops trusting the key named `name`.
+    pub fn untrust_key(&self, name: &str) -> Result<(), StoreError> {
+        if !crate::contract::valid_tool_name(name) {
+            return Err(StoreError::BadName(name.to_string()));
+        }
+        let path = self.key_path(name);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(StoreError::NoSuchKey(name.to_string()))
+            }
+            Err(e) => Err(io("cannot remove", &path)(e)),
+        }
     }
 
     pub fn get(&self, name: &str) -> Result<Installed, StoreError> {

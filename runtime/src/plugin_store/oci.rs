@@ -22,8 +22,12 @@ use serde::{Deserialize, Serialize};
 use super::https::error_chain;
 use super::registry_auth::AuthChoice;
 use super::remote::{
-    Download, MAX_MANIFEST_BYTES, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, Verified,
-    digest_hex, is_loopback_host, truncate,
+    Download, MAX_MANIFEST_BYTES, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError,
+    SignatureRefusal, Verified, digest_hex, is_loopback_host, truncate,
+};
+use super::signature::{
+    self, LayerVerdict, MAX_PAYLOAD_BYTES, MAX_SIGNATURE_LAYERS, SIGNATURE_ANNOTATION,
+    SIMPLESIGNING_MEDIA_TYPE, SignaturePolicy, SignatureRecord, TrustedKey,
 };
 
 pub const MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -329,6 +333,7 @@ fn wasm_layer(r: &OciRef, bytes: &[u8]) -> Result<(Descriptor, Descriptor), Remo
 pub async fn pull(
     r: &OciRef,
     auth: &AuthChoice,
+    policy: &SignaturePolicy,
     data_dir: &Path,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(Verified, Origin), RemoteError> {
@@ -386,6 +391,17 @@ pub async fn pull(
     }
     let (layer, config) = wasm_layer(r, &manifest)?;
     let layer_hex = digest_hex(&layer.digest, "layer", &r.given)?;
+    // The signature binds the digest just verified; the layer is then fetched through that
+    // same digest, so the tag is never resolved again.
+    let signature = match policy {
+        SignaturePolicy::AllowUnsigned => SignatureRecord {
+            unsigned_allowed: true,
+            ..SignatureRecord::default()
+        },
+        SignaturePolicy::Require(keys) => {
+            verify_signature(r, &client, &credentials, &manifest_digest, keys).await?
+        }
+    };
     let declared = layer.size as u64;
     let descriptor = OciDescriptor {
         media_type: layer.media_type.clone(),
@@ -450,8 +466,343 @@ pub async fn pull(
         config_media_type: config.media_type,
         layer_digest: layer.digest,
         layer_media_type: layer.media_type,
+        signature: Some(Box::new(signature)),
     };
     Ok((verified, origin))
+}
+
+/// True when the registry says there is no such manifest (as opposed to failing).
+fn is_not_found(e: &OciDistributionError) -> bool {
+    match e {
+        OciDistributionError::ImageManifestNotFoundError(_) => true,
+        OciDistributionError::ServerError { code, .. } => *code == 404,
+        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|e| {
+            matches!(
+                e.code,
+                oci_client::errors::OciErrorCode::ManifestUnknown
+                    | oci_client::errors::OciErrorCode::NameUnknown
+            )
+        }),
+        _ => false,
+    }
+}
+
+/// A small blob of `r`'s repository, read whole up to `cap` bytes and checked against its
+/// digest.
+async fn small_blob(
+    r: &OciRef,
+    client: &Client,
+    descriptor: &Descriptor,
+    cap: u64,
+) -> Result<Vec<u8>, String> {
+    let hex = digest_hex(&descriptor.digest, "signature layer", &r.given)
+        .map_err(|_| "its digest is not sha256:<64 hex digits>".to_string())?;
+    let size = u64::try_from(descriptor.size).map_err(|_| "its size is negative".to_string())?;
+    if size > cap {
+        return Err(format!(
+            "it declares {size} bytes, over the {cap} a payload may be"
+        ));
+    }
+    let oci = OciDescriptor {
+        media_type: descriptor.media_type.clone(),
+        digest: descriptor.digest.clone(),
+        size: descriptor.size,
+        ..OciDescriptor::default()
+    };
+    let by_digest = r.by_digest(&descriptor.digest);
+    let fetch = async {
+        let mut stream = client
+            .pull_blob_stream(&by_digest, &oci)
+            .await
+            .map_err(|e| format!("fetching it failed: {}", error_chain(&e)))?;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
+                // The client's own digest check; the mismatch is named below.
+                Err(_) if bytes.len() as u64 == size => break,
+                Err(e) => return Err(format!("fetching it failed: {}", error_chain(&e))),
+            };
+            if (bytes.len() + chunk.len()) as u64 > size {
+                return Err(format!("the registry sent more than its {size} bytes"));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(bytes)
+    };
+    let bytes = tokio::time::timeout(STEP_DEADLINE, fetch)
+        .await
+        .map_err(|_| format!("no complete answer within {} s", STEP_DEADLINE.as_secs()))??;
+    let actual = crate::stamp::sha256_hex(&bytes);
+    if actual != hex {
+        return Err(format!(
+            "its payload has digest sha256:{actual}, but the signature manifest names sha256:{hex}"
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The trusted key that signed `manifest_digest`, from the cosign signature manifest at
+/// `sha256-HEX.sig` in `r`'s repository; else why not, with what to do.
+async fn verify_signature(
+    r: &OciRef,
+    client: &Client,
+    credentials: &oci_client::secrets::RegistryAuth,
+    manifest_digest: &str,
+    keys: &[TrustedKey],
+) -> Result<SignatureRecord, RemoteError> {
+    let tag = signature::signature_tag(manifest_digest);
+    let at = Reference::with_tag(r.registry.clone(), r.repository.clone(), tag.clone());
+    let accepted = [MANIFEST_MEDIA_TYPE, DOCKER_MANIFEST_MEDIA_TYPE];
+    let pulled = tokio::time::timeout(
+        STEP_DEADLINE,
+        client.pull_manifest_raw(&at, credentials, &accepted),
+    )
+    .await;
+    let trusted = if keys.is_empty() {
+        "none: no key is trusted yet".to_string()
+    } else {
+        keys.iter()
+            .map(|k| format!("`{}` ({})", k.name, k.fingerprint))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let refused = |found: String, fix: &str| {
+        RemoteError::SignatureRefused(Box::new(SignatureRefusal {
+            reference: r.given.clone(),
+            digest: manifest_digest.to_string(),
+            tag: tag.clone(),
+            trusted: trusted.clone(),
+            found,
+            fix: fix.to_string(),
+        }))
+    };
+    let (bytes, _) = match pulled {
+        Err(_) => {
+            return Err(RemoteError::Registry {
+                reference: r.given.clone(),
+                action: "fetching the signature",
+                answer: format!("no complete answer within {} s", STEP_DEADLINE.as_secs()),
+                fix: format!("check that {} is a working registry", r.registry),
+            });
+        }
+        Ok(Err(e)) if is_not_found(&e) => {
+            return Err(RemoteError::Unsigned {
+                reference: r.given.clone(),
+                digest: manifest_digest.to_string(),
+                tag,
+                answer: truncate(&error_chain(&e), 200),
+            });
+        }
+        Ok(Err(e)) => return Err(r.error("fetching the signature", e)),
+        Ok(Ok(pulled)) => pulled,
+    };
+    const NOT_TRUSTED_FIX: &str = "If the publisher's key is the one you expect, trust it \
+         with `paddock plugin trust-key NAME KEY.pub`; otherwise do not install this (or use \
+         --allow-unsigned if you accept it unverified)";
+    if bytes.len() > MAX_MANIFEST_BYTES {
+        return Err(refused(
+            format!(
+                "a signature manifest of {} bytes (over {MAX_MANIFEST_BYTES})",
+                bytes.len()
+            ),
+            NOT_TRUSTED_FIX,
+        ));
+    }
+    let signature_manifest = format!("sha256:{}", crate::stamp::sha256_hex(&bytes));
+    let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
+        refused(
+            format!("a signature manifest that is not valid JSON ({e})"),
+            NOT_TRUSTED_FIX,
+        )
+    })?;
+    let layers: Vec<Descriptor> = manifest
+        .layers
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|l| l.media_type == SIMPLESIGNING_MEDIA_TYPE)
+        .collect();
+    if layers.is_empty() {
+        return Err(refused(
+            format!("a manifest with no layer of type {SIMPLESIGNING_MEDIA_TYPE}"),
+            NOT_TRUSTED_FIX,
+        ));
+    }
+    if layers.len() > MAX_SIGNATURE_LAYERS {
+        return Err(refused(
+            format!(
+                "{} signature layers, more than the {MAX_SIGNATURE_LAYERS} paddock reads",
+                layers.len()
+            ),
+            NOT_TRUSTED_FIX,
+        ));
+    }
+    if keys.is_empty() {
+        return Err(refused(
+            format!("{} signature(s), but you trust no key", layers.len()),
+            "Trust the publisher's public key with `paddock plugin trust-key NAME KEY.pub` \
+             (get it from the publisher, not from the registry), or install with \
+             --allow-unsigned",
+        ));
+    }
+    let mut found = Vec::new();
+    let mut other_digest = false;
+    for (i, layer) in layers.iter().enumerate() {
+        let n = i + 1;
+        let Some(sig) = layer
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SIGNATURE_ANNOTATION))
+        else {
+            found.push(format!(
+                "signature {n}: no {SIGNATURE_ANNOTATION} annotation"
+            ));
+            continue;
+        };
+        let payload = match small_blob(r, client, layer, MAX_PAYLOAD_BYTES).await {
+            Ok(payload) => payload,
+            Err(why) => {
+                found.push(format!("signature {n}: {why}"));
+                continue;
+            }
+        };
+        match signature::verify_layer(&payload, sig, keys, manifest_digest) {
+            LayerVerdict::Verified(key) => {
+                return Ok(SignatureRecord {
+                    key: Some(key.name),
+                    fingerprint: Some(key.fingerprint),
+                    signature_manifest: Some(signature_manifest),
+                    unsigned_allowed: false,
+                });
+            }
+            LayerVerdict::NoTrustedKey => found.push(format!(
+                "signature {n}: does not verify with any trusted key (made by another key, or \
+                 its payload or signature was altered)"
+            )),
+            LayerVerdict::OtherDigest { key, found: what } => {
+                other_digest = true;
+                found.push(format!(
+                    "signature {n}: by trusted key `{key}`, but over {what}, not {manifest_digest} \
+                     (a signature of another artifact)"
+                ));
+            }
+            LayerVerdict::Malformed(why) => found.push(format!("signature {n}: {why}")),
+        }
+    }
+    let fix = if other_digest {
+        "The registry serves a signature made for another artifact under this one's tag: do \
+         not install this; ask the publisher to sign this exact digest"
+    } else {
+        NOT_TRUSTED_FIX
+    };
+    Err(refused(found.join("; "), fix))
+}
+
+/// What `sign` pushed.
+#[derive(Debug, Clone)]
+pub struct Signed {
+    /// The digest signed.
+    pub manifest_digest: String,
+    /// The tag the signature manifest was pushed to (`sha256-HEX.sig`).
+    pub tag: String,
+    pub signature_manifest_digest: String,
+    pub fingerprint: String,
+}
+
+/// Signs the manifest `r` names (a tag is resolved to its digest first) with `key`, and
+/// pushes the signature in cosign's layout at `sha256-HEX.sig`, replacing one there.
+pub async fn sign(
+    r: &OciRef,
+    auth: &AuthChoice,
+    key: &p256::ecdsa::SigningKey,
+) -> Result<Signed, RemoteError> {
+    let credentials = auth.resolve(&r.registry)?;
+    let client = r.client()?;
+    let asked = r.by_tag_or_digest();
+    step(
+        r,
+        "authenticating",
+        client.auth(&asked, &credentials, RegistryOperation::Push),
+    )
+    .await?;
+    let manifest_digest = step(
+        r,
+        "resolving the manifest",
+        client.fetch_manifest_digest(&asked, &credentials),
+    )
+    .await?;
+    if let Some(given) = &r.digest
+        && given != &manifest_digest
+    {
+        return Err(RemoteError::DigestMismatch {
+            what: format!("the manifest of {}", r.given),
+            source_of_truth: "the reference names",
+            expected: given.clone(),
+            actual: manifest_digest,
+        });
+    }
+    digest_hex(&manifest_digest, "manifest", &r.given)?;
+    let docker_reference = format!("{}/{}", r.registry, r.repository);
+    let payload = signature::payload(&docker_reference, &manifest_digest);
+    let signed = signature::sign(key, &payload);
+    let payload_digest = format!("sha256:{}", crate::stamp::sha256_hex(&payload));
+    let config = serde_json::to_vec(&serde_json::json!({
+        "architecture": "",
+        "config": {},
+        "created": "0001-01-01T00:00:00Z",
+        "history": [{"created": "0001-01-01T00:00:00Z"}],
+        "os": "",
+        "rootfs": {"type": "layers", "diff_ids": [payload_digest]},
+    }))
+    .unwrap_or_default();
+    let config_digest = format!("sha256:{}", crate::stamp::sha256_hex(&config));
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": MANIFEST_MEDIA_TYPE,
+        "config": Descriptor {
+            media_type: signature::SIGNATURE_CONFIG_MEDIA_TYPE.into(),
+            digest: config_digest.clone(),
+            size: config.len() as i64,
+            annotations: None,
+        },
+        "layers": [Descriptor {
+            media_type: SIMPLESIGNING_MEDIA_TYPE.into(),
+            digest: payload_digest.clone(),
+            size: payload.len() as i64,
+            annotations: Some(BTreeMap::from([(SIGNATURE_ANNOTATION.to_string(), signed)])),
+        }],
+    });
+    let manifest = serde_json::to_vec(&manifest).unwrap_or_default();
+    let tag = signature::signature_tag(&manifest_digest);
+    let target = Reference::with_tag(r.registry.clone(), r.repository.clone(), tag.clone());
+    step(
+        r,
+        "pushing the signature payload",
+        client.push_blob(&target, payload, &payload_digest),
+    )
+    .await?;
+    step(
+        r,
+        "pushing the signature config",
+        client.push_blob(&target, config, &config_digest),
+    )
+    .await?;
+    step(
+        r,
+        "pushing the signature manifest",
+        client.push_manifest_raw(
+            &target,
+            manifest.clone(),
+            reqwest::header::HeaderValue::from_static(MANIFEST_MEDIA_TYPE),
+        ),
+    )
+    .await?;
+    Ok(Signed {
+        manifest_digest,
+        tag,
+        signature_manifest_digest: format!("sha256:{}", crate::stamp::sha256_hex(&manifest)),
+        fingerprint: signature::fingerprint(key.verifying_key()),
+    })
 }
 
 /// The component's interfaces, for the artifact's config.

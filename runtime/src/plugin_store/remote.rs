@@ -44,6 +44,9 @@ pub enum Origin {
         /// `sha256:…` of the one wasm layer: the installed bytes.
         layer_digest: String,
         layer_media_type: String,
+        /// Which trusted key signed the manifest digest, or that unsigned was allowed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<Box<super::signature::SignatureRecord>>,
     },
     /// A URL, checked against the `--sha256` the user gave.
     Https { url: String, sha256: String },
@@ -119,8 +122,39 @@ pub enum RemoteError {
         path: String,
         source: std::io::Error,
     },
+    #[error(
+        "{reference} (manifest {digest}) is not signed: the registry has no signature at tag \
+         {tag} ({answer}). paddock installs from a registry only what a key you trust signed: \
+         ask the publisher to sign this digest (`paddock plugin sign`, `cosign sign --key`) and \
+         trust their public key with `paddock plugin trust-key NAME KEY.pub`; or, if you accept \
+         an unsigned plugin, install it with --allow-unsigned"
+    )]
+    Unsigned {
+        reference: String,
+        digest: String,
+        tag: String,
+        answer: String,
+    },
+    #[error("{0}")]
+    SignatureRefused(Box<SignatureRefusal>),
     #[error("registry credentials: {0}")]
     Auth(String),
+}
+
+/// A signature manifest with no signature that counts: what was expected, what was found.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{reference} (manifest {digest}): no signature at tag {tag} is a valid signature of this \
+     digest by a key you trust. Expected: a cosign signature of {digest} by one of: {trusted}. \
+     Found: {found}. {fix}"
+)]
+pub struct SignatureRefusal {
+    pub reference: String,
+    pub digest: String,
+    pub tag: String,
+    pub trusted: String,
+    pub found: String,
+    pub fix: String,
 }
 
 /// True for a host name that can only mean this machine: `localhost` or a loopback address.

@@ -56,6 +56,7 @@ mod model_openai;
 mod pipeline_inputs;
 mod pipeline_scheduler;
 mod plugin_oci;
+mod plugin_oci_signing;
 mod preset;
 mod preset_inherit;
 mod preset_root;

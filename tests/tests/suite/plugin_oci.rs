@@ -18,7 +18,7 @@ use tempfile::TempDir;
 
 use crate::agent_common::{Project, text};
 
-fn tool(var: &str, default: &str) -> PathBuf {
+pub(crate) fn tool(var: &str, default: &str) -> PathBuf {
     let path = std::env::var_os(var)
         .filter(|p| !p.is_empty())
         .map_or_else(|| PathBuf::from(default), PathBuf::from);
@@ -31,7 +31,7 @@ fn tool(var: &str, default: &str) -> PathBuf {
     path
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(bytes)
         .iter()
@@ -39,7 +39,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-fn fs_wasm() -> (PathBuf, Vec<u8>) {
+pub(crate) fn fs_wasm() -> (PathBuf, Vec<u8>) {
     let path = paddock_tests::plugins::plugin_dir().join("fs.wasm");
     let bytes = paddock_tests::plugins::plugin_bytes("fs.wasm");
     (path, bytes)
@@ -47,14 +47,14 @@ fn fs_wasm() -> (PathBuf, Vec<u8>) {
 
 /// A registry on a free loopback port with its storage in a temporary directory; killed when
 /// dropped.
-struct Registry {
+pub(crate) struct Registry {
     child: Child,
-    addr: String,
+    pub(crate) addr: String,
     storage: TempDir,
 }
 
 impl Registry {
-    fn start() -> Registry {
+    pub(crate) fn start() -> Registry {
         Registry::start_with(None)
     }
 
@@ -116,7 +116,7 @@ impl Registry {
         panic!("docker-registry did not start on a loopback port");
     }
 
-    fn blob_file(&self, digest_hex: &str) -> PathBuf {
+    pub(crate) fn blob_file(&self, digest_hex: &str) -> PathBuf {
         self.storage
             .path()
             .join("data/docker/registry/v2/blobs/sha256")
@@ -125,12 +125,12 @@ impl Registry {
             .join("data")
     }
 
-    fn oci(&self, repo_tag: &str) -> String {
+    pub(crate) fn oci(&self, repo_tag: &str) -> String {
         format!("oci://{}/{repo_tag}", self.addr)
     }
 
     /// Uploads a blob through the distribution API (monolithic); its digest.
-    fn push_blob(&self, repo: &str, bytes: &[u8]) -> String {
+    pub(crate) fn push_blob(&self, repo: &str, bytes: &[u8]) -> String {
         let digest = format!("sha256:{}", sha256_hex(bytes));
         let (status, headers, _) = http(
             &self.addr,
@@ -156,7 +156,13 @@ impl Registry {
         digest
     }
 
-    fn push_manifest(&self, repo: &str, tag: &str, media_type: &str, manifest: &[u8]) -> u16 {
+    pub(crate) fn push_manifest(
+        &self,
+        repo: &str,
+        tag: &str,
+        media_type: &str,
+        manifest: &[u8],
+    ) -> u16 {
         http(
             &self.addr,
             "PUT",
@@ -176,7 +182,7 @@ impl Drop for Registry {
 }
 
 /// One HTTP/1.1 request over a fresh connection: status, header text, body.
-fn http(
+pub(crate) fn http(
     addr: &str,
     method: &str,
     path: &str,
@@ -216,7 +222,7 @@ fn http(
     (status, head, body)
 }
 
-fn header(head: &str, name: &str) -> Option<String> {
+pub(crate) fn header(head: &str, name: &str) -> Option<String> {
     head.lines().find_map(|line| {
         let (key, value) = line.split_once(':')?;
         key.trim()
@@ -226,12 +232,12 @@ fn header(head: &str, name: &str) -> Option<String> {
 }
 
 /// paddock with no docker configuration (anonymous to registries), whatever this machine has.
-fn run(project: &Project, args: &[&str]) -> Output {
+pub(crate) fn run(project: &Project, args: &[&str]) -> Output {
     let none = project.home.path().join("no-docker-config");
     run_with(project, args, &[("DOCKER_CONFIG", none.to_str().unwrap())])
 }
 
-fn run_with(project: &Project, args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn run_with(project: &Project, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = project.command(args);
     for (key, value) in env {
         cmd.env(key, value);
@@ -240,7 +246,7 @@ fn run_with(project: &Project, args: &[&str], env: &[(&str, &str)]) -> Output {
 }
 
 /// `paddock plugin publish` of the built `fs` plugin to `reference`; the manifest digest.
-fn publish_fs(project: &Project, reference: &str) -> String {
+pub(crate) fn publish_fs(project: &Project, reference: &str) -> String {
     let (path, _) = fs_wasm();
     let out = run(
         project,
@@ -282,7 +288,7 @@ fn preset_for(project: &Project, name: &str) -> String {
     preset.to_str().unwrap().to_string()
 }
 
-fn read_through(project: &Project, name: &str) -> Value {
+pub(crate) fn read_through(project: &Project, name: &str) -> Value {
     std::fs::write(
         project.dir.path().join("hello.txt"),
         "hello from the registry\n",
@@ -305,7 +311,7 @@ fn read_through(project: &Project, name: &str) -> Value {
 }
 
 /// Nothing of a refused install is left: no record, no blob, no download, no compiled code.
-fn assert_nothing_installed(project: &Project) {
+pub(crate) fn assert_nothing_installed(project: &Project) {
     let home = project.home.path();
     let list = run(project, &["plugin", "list"]);
     assert!(
@@ -336,8 +342,11 @@ fn a_published_plugin_installs_by_tag_and_by_digest_and_its_tools_answer() {
     let publisher = Project::new(&[]);
     let reference = registry.oci("plugins/fs:1.0");
     let digest = publish_fs(&publisher, &reference);
+    let key = crate::plugin_oci_signing::KeyPair::new();
+    key.sign(&publisher, &reference);
 
     let by_tag = Project::new(&[]);
+    key.trust(&by_tag, "publisher");
     let out = run(
         &by_tag,
         &["plugin", "install", &reference, "--name", "ocifs"],
@@ -391,6 +400,7 @@ fn a_published_plugin_installs_by_tag_and_by_digest_and_its_tools_answer() {
 
     // By digest, into another data dir, with the progress lines asked for.
     let by_digest = Project::new(&[]);
+    key.trust(&by_digest, "publisher");
     let pinned = registry.oci(&format!("plugins/fs@{digest}"));
     let out = run(&by_digest, &["plugin", "install", &pinned, "--progress"]);
     assert!(out.status.success(), "{}", text(&out));
@@ -426,7 +436,14 @@ fn a_layer_changed_in_the_registry_is_refused_before_it_compiles_and_nothing_is_
     let project = Project::new(&[]);
     let out = run(
         &project,
-        &["plugin", "install", &reference, "--name", "ocifs"],
+        &[
+            "plugin",
+            "install",
+            &reference,
+            "--name",
+            "ocifs",
+            "--allow-unsigned",
+        ],
     );
     assert!(!out.status.success(), "{}", text(&out));
     let shown = text(&out);
@@ -630,7 +647,17 @@ fn manifests_of_the_wrong_shape_or_size_are_refused_and_nothing_is_installed() {
         let status = registry.push_manifest(repo, tag, media_type, body);
         assert_eq!(status, 201, "the registry takes manifest {tag}");
         let reference = registry.oci(&format!("{repo}:{tag}"));
-        let out = run(&project, &["plugin", "install", &reference, "--name", "x"]);
+        let out = run(
+            &project,
+            &[
+                "plugin",
+                "install",
+                &reference,
+                "--name",
+                "x",
+                "--allow-unsigned",
+            ],
+        );
         assert!(!out.status.success(), "{tag}: {}", text(&out));
         assert!(
             text(&out).contains(expect.as_str()),
@@ -766,7 +793,12 @@ fn skopeo_reads_what_paddock_publishes_and_paddock_installs_what_skopeo_copies()
     let project = Project::new(&[]);
     let out = run(
         &project,
-        &["plugin", "install", &registry.oci("other/fs-tool:2.0")],
+        &[
+            "plugin",
+            "install",
+            &registry.oci("other/fs-tool:2.0"),
+            "--allow-unsigned",
+        ],
     );
     assert!(out.status.success(), "{}", text(&out));
     assert!(
@@ -881,7 +913,7 @@ fn a_url_installs_only_with_the_sha256_it_was_given() {
 /// `alice` / `s3cret-pw`, bcrypt at the lowest cost (a test fixture, fast to check).
 const HTPASSWD: &str = "alice:$2b$04$Wuv2Vx45p4AfLn8FP4Ty9e2Y6wrZZIo6/eoPz2enFDtrGcBTJhA/y";
 
-fn base64(bytes: &[u8]) -> String {
+pub(crate) fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
@@ -973,7 +1005,14 @@ fn registry_credentials_come_from_the_docker_configuration_and_its_helpers() {
     );
     let out = run_with(
         &project,
-        &["plugin", "install", &reference, "--name", "private_fs"],
+        &[
+            "plugin",
+            "install",
+            &reference,
+            "--name",
+            "private_fs",
+            "--allow-unsigned",
+        ],
         &[
             ("DOCKER_CONFIG", with_helper.path().to_str().unwrap()),
             ("PATH", &path_var),
@@ -1155,6 +1194,7 @@ fn a_bearer_token_from_the_named_variable_is_what_the_registry_sees() {
             &reference,
             "--registry-token-env",
             "FAKE_TOKEN",
+            "--allow-unsigned",
         ],
         &[
             ("FAKE_TOKEN", "t0ken-for-paddock"),

@@ -1,0 +1,318 @@
+//! Signatures of OCI artifacts in cosign's key-based format (the "simple signing" payload
+//! that `cosign sign --key` and `skopeo copy --sign-by-sigstore-private-key` push): an
+//! artifact at manifest digest `sha256:HEX` is signed by a manifest at tag `sha256-HEX.sig` in
+//! the same repository, whose layers of type `application/vnd.dev.cosign.simplesigning.v1+json`
+//! are a JSON payload naming that digest, each with an ECDSA P-256 signature (DER, base64)
+//! over the payload's bytes in the annotation `dev.cosignproject.cosign/signature`.
+//!
+//! Only keys the user trusts count (`paddock plugin trust-key`, kept as PEM under
+//! `trusted-keys/` in the data directory). The payload must name the exact digest being
+//! installed, so a signature copied from another artifact is refused.
+
+use p256::ecdsa::signature::{Signer, Verifier};
+use p256::ecdsa::{Signature, SigningKey, VerifyingKey};
+use p256::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePublicKey};
+use serde::{Deserialize, Serialize};
+
+pub const SIMPLESIGNING_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
+pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
+pub const PAYLOAD_TYPE: &str = "cosign container image signature";
+/// The config cosign gives a signature manifest.
+pub const SIGNATURE_CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.image.config.v1+json";
+/// The largest signature payload read: a real one is a few hundred bytes.
+pub const MAX_PAYLOAD_BYTES: u64 = 64 << 10;
+/// How many signature layers are looked at; a manifest with more is refused.
+pub const MAX_SIGNATURE_LAYERS: usize = 32;
+/// The largest base64 signature annotation read (a DER P-256 signature is at most 72 bytes).
+const MAX_SIGNATURE_CHARS: usize = 1024;
+/// The largest public key file read.
+pub const MAX_KEY_FILE_BYTES: u64 = 16 << 10;
+
+/// At most `max` characters of text from a key file or a registry, control characters
+/// blanked, for a message.
+fn short(text: &str, max: usize) -> String {
+    let mut out: String = text
+        .chars()
+        .take(max)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if text.chars().count() > max {
+        out.push('…');
+    }
+    out
+}
+
+/// The tag cosign keeps the signatures of `manifest_digest` (`sha256:HEX`) at.
+pub fn signature_tag(manifest_digest: &str) -> String {
+    format!("{}.sig", manifest_digest.replacen(':', "-", 1))
+}
+
+/// How a remote install treats signatures.
+#[derive(Debug, Clone)]
+pub enum SignaturePolicy {
+    /// A signature by one of these keys over the exact manifest digest is required.
+    Require(Vec<TrustedKey>),
+    /// `--allow-unsigned`: nothing is checked, and the record says so.
+    AllowUnsigned,
+}
+
+/// A public key the user trusts, by the name it was given.
+#[derive(Debug, Clone)]
+pub struct TrustedKey {
+    pub name: String,
+    /// `sha256:HEX` of the key's DER SubjectPublicKeyInfo.
+    pub fingerprint: String,
+    pub key: VerifyingKey,
+}
+
+/// What a remote install recorded about its signature.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignatureRecord {
+    /// The trusted key that signed the manifest digest (none when unsigned was allowed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// `sha256:…` of the signature manifest that held the verified signature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature_manifest: Option<String>,
+    /// True when installed with `--allow-unsigned`: no signature was checked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unsigned_allowed: bool,
+}
+
+/// A P-256 public key from PEM (`-----BEGIN PUBLIC KEY-----`, as `cosign generate-key-pair`
+/// and `skopeo generate-sigstore-key` write the public half), or what is wrong with it.
+pub fn parse_public_key(pem: &[u8]) -> Result<VerifyingKey, String> {
+    let text = std::str::from_utf8(pem)
+        .map_err(|_| "it is not text (a PEM file is ASCII)".to_string())?
+        .trim();
+    if !text.starts_with("-----BEGIN PUBLIC KEY-----") {
+        let first = text.lines().next().unwrap_or_default();
+        return Err(format!(
+            "it does not start with `-----BEGIN PUBLIC KEY-----` (it starts with `{}`)",
+            short(first, 60)
+        ));
+    }
+    VerifyingKey::from_public_key_pem(text)
+        .map_err(|e| format!("it is not an ECDSA P-256 public key (SubjectPublicKeyInfo): {e}"))
+}
+
+/// `sha256:HEX` of the key's DER SubjectPublicKeyInfo (`openssl pkey -pubin -outform DER |
+/// sha256sum` prints the same hex).
+pub fn fingerprint(key: &VerifyingKey) -> String {
+    let der = key
+        .to_public_key_der()
+        .map(|d| d.as_bytes().to_vec())
+        .unwrap_or_default();
+    format!("sha256:{}", crate::stamp::sha256_hex(&der))
+}
+
+/// A P-256 private key from an unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`).
+pub fn parse_private_key(pem: &[u8]) -> Result<SigningKey, String> {
+    let text = std::str::from_utf8(pem)
+        .map_err(|_| "it is not text (a PEM file is ASCII)".to_string())?
+        .trim();
+    if text.starts_with("-----BEGIN ENCRYPTED") {
+        return Err(
+            "it is encrypted; paddock signs with an unencrypted PKCS#8 key (`openssl genpkey \
+             -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out key.pem`), or sign with cosign \
+             or skopeo"
+                .into(),
+        );
+    }
+    SigningKey::from_pkcs8_pem(text).map_err(|e| {
+        format!(
+            "it is not an unencrypted PKCS#8 ECDSA P-256 private key (`-----BEGIN PRIVATE \
+             KEY-----`): {e}"
+        )
+    })
+}
+
+/// The simple-signing payload for `manifest_digest` in `docker_reference`
+/// (`REGISTRY/REPOSITORY`), laid out as cosign lays it out.
+pub fn payload(docker_reference: &str, manifest_digest: &str) -> Vec<u8> {
+    let value = serde_json::json!({
+        "critical": {
+            "identity": {"docker-reference": docker_reference},
+            "image": {"docker-manifest-digest": manifest_digest},
+            "type": PAYLOAD_TYPE,
+        },
+        "optional": null,
+    });
+    serde_json::to_vec(&value).unwrap_or_default()
+}
+
+/// The base64 DER signature of `payload` by `key` (ECDSA P-256 over SHA-256).
+pub fn sign(key: &SigningKey, payload: &[u8]) -> String {
+    use base64::Engine;
+    let signature: Signature = key.sign(payload);
+    base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes())
+}
+
+/// Why one signature layer does not count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LayerVerdict {
+    /// Signed by this trusted key, and the payload names the digest installed.
+    Verified(TrustedKey),
+    /// The signature verifies with no trusted key.
+    NoTrustedKey,
+    /// A trusted key signed it, but the payload names another digest (or is not a cosign
+    /// image signature).
+    OtherDigest { key: String, found: String },
+    /// The layer is malformed (no annotation, not base64, not DER).
+    Malformed(String),
+}
+
+impl PartialEq for TrustedKey {
+    fn eq(&self, other: &TrustedKey) -> bool {
+        self.fingerprint == other.fingerprint && self.name == other.name
+    }
+}
+
+impl Eq for TrustedKey {}
+
+#[derive(Deserialize)]
+struct Payload {
+    critical: Critical,
+}
+
+#[derive(Deserialize)]
+struct Critical {
+    image: Image,
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+#[derive(Deserialize)]
+struct Image {
+    #[serde(rename = "docker-manifest-digest")]
+    docker_manifest_digest: String,
+}
+
+/// Checks one signature layer: `signature_b64` over `payload` with each of `keys`, then
+/// that the payload names `manifest_digest`.
+pub fn verify_layer(
+    payload: &[u8],
+    signature_b64: &str,
+    keys: &[TrustedKey],
+    manifest_digest: &str,
+) -> LayerVerdict {
+    use base64::Engine;
+    if signature_b64.len() > MAX_SIGNATURE_CHARS {
+        return LayerVerdict::Malformed(format!(
+            "its signature annotation is {} characters, over {MAX_SIGNATURE_CHARS}",
+            signature_b64.len()
+        ));
+    }
+    let Ok(der) = base64::engine::general_purpose::STANDARD.decode(signature_b64.trim()) else {
+        return LayerVerdict::Malformed("its signature annotation is not base64".into());
+    };
+    let Ok(signature) = Signature::from_der(&der) else {
+        return LayerVerdict::Malformed("its signature is not a DER ECDSA P-256 signature".into());
+    };
+    let Some(key) = keys
+        .iter()
+        .find(|k| k.key.verify(payload, &signature).is_ok())
+    else {
+        return LayerVerdict::NoTrustedKey;
+    };
+    let parsed: Result<Payload, _> = serde_json::from_slice(payload);
+    match parsed {
+        Ok(p)
+            if p.critical.kind == PAYLOAD_TYPE
+                && p.critical.image.docker_manifest_digest == manifest_digest =>
+        {
+            LayerVerdict::Verified(key.clone())
+        }
+        Ok(p) if p.critical.kind != PAYLOAD_TYPE => LayerVerdict::OtherDigest {
+            key: key.name.clone(),
+            found: format!(
+                "a payload of type `{}`, not `{PAYLOAD_TYPE}`",
+                short(&p.critical.kind, 80)
+            ),
+        },
+        Ok(p) => LayerVerdict::OtherDigest {
+            key: key.name.clone(),
+            found: format!(
+                "a payload for {}",
+                short(&p.critical.image.docker_manifest_digest, 80)
+            ),
+        },
+        Err(e) => LayerVerdict::OtherDigest {
+            key: key.name.clone(),
+            found: format!("a payload that is not a cosign simple-signing document ({e})"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> (SigningKey, TrustedKey) {
+        let secret = {
+            use sha2::Digest;
+            SigningKey::from_slice(&sha2::Sha256::digest(name.as_bytes())).unwrap()
+        };
+        let public = *secret.verifying_key();
+        let trusted = TrustedKey {
+            name: name.into(),
+            fingerprint: fingerprint(&public),
+            key: public,
+        };
+        (secret, trusted)
+    }
+
+    #[test]
+    fn only_a_trusted_key_over_the_exact_digest_verifies() {
+        let (secret, trusted) = key("alice");
+        let (_, other) = key("bob");
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let body = payload("127.0.0.1:5000/plugins/fs", &digest);
+        let sig = sign(&secret, &body);
+        assert_eq!(
+            verify_layer(&body, &sig, std::slice::from_ref(&trusted), &digest),
+            LayerVerdict::Verified(trusted.clone())
+        );
+        assert_eq!(
+            verify_layer(&body, &sig, std::slice::from_ref(&other), &digest),
+            LayerVerdict::NoTrustedKey
+        );
+        let elsewhere = format!("sha256:{}", "b".repeat(64));
+        assert!(matches!(
+            verify_layer(&body, &sig, std::slice::from_ref(&trusted), &elsewhere),
+            LayerVerdict::OtherDigest { .. }
+        ));
+        let mut tampered = body.clone();
+        tampered[10] ^= 1;
+        assert_eq!(
+            verify_layer(&tampered, &sig, std::slice::from_ref(&trusted), &digest),
+            LayerVerdict::NoTrustedKey
+        );
+        assert!(matches!(
+            verify_layer(&body, "!!", std::slice::from_ref(&trusted), &digest),
+            LayerVerdict::Malformed(_)
+        ));
+        assert_eq!(
+            signature_tag(&digest),
+            format!("sha256-{}.sig", "a".repeat(64))
+        );
+    }
+
+    #[test]
+    fn keys_that_are_not_p256_public_keys_are_refused_with_what_was_expected() {
+        let (_, trusted) = key("alice");
+        let pem = trusted
+            .key
+            .to_public_key_pem(p256::pkcs8::LineEnding::LF)
+            .unwrap();
+        let parsed = parse_public_key(pem.as_bytes()).unwrap();
+        assert_eq!(fingerprint(&parsed), trusted.fingerprint);
+        let err = parse_public_key(b"hello").unwrap_err();
+        assert!(err.contains("BEGIN PUBLIC KEY"), "{err}");
+        let broken = pem.replace("A", "B");
+        assert!(parse_public_key(broken.as_bytes()).is_err());
+        assert!(parse_private_key(pem.as_bytes()).is_err());
+    }
+}
