@@ -571,23 +571,10 @@ impl PluginStore {
 
     /// The trusted keys, sorted by name.
     pub fn trusted_keys(&self) -> Result<Vec<TrustedKey>, StoreError> {
-        let dir = self.root.join("trusted-keys");
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io("cannot list", &dir)(e)),
-        };
-        let mut names: Vec<String> = entries
-            .filter_map(Result::ok)
-            .filter_map(|e| {
-                e.file_name()
-                    .to_str()?
-                    .strip_suffix(".pem")
-                    .map(str::to_string)
-            })
-            .collect();
-        names.sort();
-        names.iter().map(|name| self.trusted_key(name)).collect()
+        self.names_in("trusted-keys", ".pem")?
+            .iter()
+            .map(|name| self.trusted_key(name))
+            .collect()
     }
 
     /// Stops trusting the key named `name`.
@@ -630,7 +617,13 @@ impl PluginStore {
 
     /// Names of the installed plugins, sorted.
     pub fn names(&self) -> Result<Vec<String>, StoreError> {
-        let dir = self.root.join("installed");
+        self.names_in("installed", ".json")
+    }
+
+    /// The names of the files in `sub` that end in `suffix`, without it, sorted; none when
+    /// `sub` does not exist.
+    fn names_in(&self, sub: &str, suffix: &str) -> Result<Vec<String>, StoreError> {
+        let dir = self.root.join(sub);
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -641,7 +634,7 @@ impl PluginStore {
             .filter_map(|e| {
                 e.file_name()
                     .to_str()?
-                    .strip_suffix(".json")
+                    .strip_suffix(suffix)
                     .map(str::to_string)
             })
             .collect();
