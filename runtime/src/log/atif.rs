@@ -304,7 +304,7 @@ impl Mapping {
         is_error: bool,
         code: Option<&str>,
         args: Option<&Value>,
-        repairs: &[crate::calls::Repair],
+        repairs: &[super::LoggedRepair],
         approval: Option<&super::Asked>,
     ) {
         let mut extra = object([("is_error", json!(is_error))]);
@@ -532,12 +532,7 @@ fn model_call(call: &crate::model::ToolCall) -> ToolCall {
 
 /// Sets a call's arguments to those the tool ran with; the model's own text stays under
 /// `extra.raw_arguments` when it was not that same object, and the repairs under `extra.repairs`.
-fn ran_with(
-    call: &mut ToolCall,
-    raw: &str,
-    args: Option<&Value>,
-    repairs: &[crate::calls::Repair],
-) {
+fn ran_with(call: &mut ToolCall, raw: &str, args: Option<&Value>, repairs: &[super::LoggedRepair]) {
     if let Some(Value::Object(ran)) = args
         && *ran != call.arguments
     {

@@ -98,7 +98,7 @@ pub enum Body {
         args: Option<serde_json::Value>,
         /// The repairs applied to the model's call, in order (V3).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        repairs: Vec<crate::calls::Repair>,
+        repairs: Vec<LoggedRepair>,
         /// How the question about the call was answered, when it needed approval (T2).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         approval: Option<Asked>,
@@ -319,6 +319,8 @@ pub enum Asked {
     /// It needed an answer no one could give (no terminal, `--on-ask deny|fail`); the call was
     /// refused, and the `result` line counts it in `denied_calls`.
     Unanswered,
+    /// Text this version does not write (another version's), kept as it was.
+    Written(String),
 }
 
 impl Asked {
@@ -332,23 +334,35 @@ impl Asked {
             Asked::Always(pattern) => format!("{}{pattern}", Asked::ALWAYS),
             Asked::AlwaysEarlier(pattern) => format!("{}{pattern}", Asked::EARLIER),
             Asked::Unanswered => "unanswered".into(),
+            Asked::Written(text) => text.clone(),
         }
     }
 
-    /// Reads the text back; `None` for text paddock never writes.
-    pub fn parse(text: &str) -> Option<Asked> {
+    /// Reads the text back; text this version does not write is kept as `Written`, so a log
+    /// from another version still reads, and nothing in it is lost.
+    pub fn parse(text: &str) -> Asked {
         match text {
-            "once" => Some(Asked::Once),
-            "unanswered" => Some(Asked::Unanswered),
+            "once" => Asked::Once,
+            "unanswered" => Asked::Unanswered,
             _ => text
                 .strip_prefix(Asked::EARLIER)
                 .map(|p| Asked::AlwaysEarlier(p.to_string()))
                 .or_else(|| {
                     text.strip_prefix(Asked::ALWAYS)
                         .map(|p| Asked::Always(p.to_string()))
-                }),
+                })
+                .unwrap_or_else(|| Asked::Written(text.to_string())),
         }
     }
+}
+
+/// A repair as the log holds it: one this version knows, typed, or one another version wrote
+/// (a repair since renamed or removed), kept as it was written so the log still reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum LoggedRepair {
+    Known(crate::calls::Repair),
+    Written(serde_json::Value),
 }
 
 impl Serialize for Asked {
@@ -359,13 +373,7 @@ impl Serialize for Asked {
 
 impl<'de> Deserialize<'de> for Asked {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        Asked::parse(&text).ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "`approval` is `{text}`; expected once, always: PATTERN, always (earlier): \
-                 PATTERN or unanswered"
-            ))
-        })
+        Ok(Asked::parse(&String::deserialize(d)?))
     }
 }
 
@@ -473,14 +481,15 @@ mod asked_tests {
             Asked::AlwaysEarlier("x".into()).as_text(),
             "always (earlier): x"
         );
-        // Text paddock never writes is an error that says what it expected.
-        let wrong = serde_json::from_value::<Asked>(serde_json::json!("sometimes")).unwrap_err();
-        assert!(wrong.to_string().contains("expected once"), "{wrong}");
+        // Text another version wrote is kept as it was, and written back the same.
+        let other: Asked = serde_json::from_value(serde_json::json!("sometimes")).unwrap();
+        assert_eq!(other, Asked::Written("sometimes".into()));
+        assert_eq!(serde_json::to_value(&other).unwrap(), "sometimes");
     }
 
     #[test]
-    fn a_results_repairs_are_read_back_typed() {
-        let line = r#"{"id":"c1","content":"ok","is_error":false,"repairs":[{"repair":"empty_arguments"}],"approval":"always: read_file *"}"#;
+    fn a_results_repairs_are_read_back_typed_and_another_versions_kept() {
+        let line = r#"{"id":"c1","content":"ok","is_error":false,"repairs":[{"repair":"empty_arguments"},{"repair":"kept_raw","text":"x"}],"approval":"always: read_file *"}"#;
         let body: Body = serde_json::from_value(serde_json::json!({
             "type": "tool/result",
             "data": serde_json::from_str::<serde_json::Value>(line).unwrap(),
@@ -492,7 +501,15 @@ mod asked_tests {
         else {
             panic!("a tool/result")
         };
-        assert_eq!(repairs, vec![crate::calls::Repair::EmptyArguments]);
+        // A repair this version knows is typed; one an older version wrote (`kept_raw` is gone)
+        // is kept as written: the log still reads, and nothing is lost.
+        assert_eq!(
+            repairs,
+            vec![
+                LoggedRepair::Known(crate::calls::Repair::EmptyArguments),
+                LoggedRepair::Written(serde_json::json!({"repair": "kept_raw", "text": "x"})),
+            ]
+        );
         assert_eq!(approval, Some(Asked::Always("read_file *".into())));
     }
 }

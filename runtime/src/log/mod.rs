@@ -38,8 +38,8 @@ pub use atif_schema::{
     Step as AtifStep, StepSource, ToolCall as AtifToolCall, Trajectory,
 };
 pub use event::{
-    Asked, Body, CompactReason, Event, InstructionRecord, Lane, LayerRecord, PluginHash,
-    SessionStart, Source, StopReason, Touches,
+    Asked, Body, CompactReason, Event, InstructionRecord, Lane, LayerRecord, LoggedRepair,
+    PluginHash, SessionStart, Source, StopReason, Touches,
 };
 pub use file::LogWriter;
 pub use history::{

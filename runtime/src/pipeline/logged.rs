@@ -135,7 +135,12 @@ impl LoggedCalls<'_> {
             is_error: summary.is_error,
             code: summary.code.clone(),
             args: record.args.clone(),
-            repairs: record.repairs.clone(),
+            repairs: record
+                .repairs
+                .iter()
+                .cloned()
+                .map(crate::log::LoggedRepair::Known)
+                .collect(),
             approval: record.approval.clone(),
         })?;
         self.watch.ended(&summary, step);
