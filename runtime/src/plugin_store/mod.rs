@@ -432,8 +432,9 @@ impl PluginStore {
         }
         match source {
             InstallSource::File(file) => {
+                let bytes = std::fs::read(file).map_err(io("cannot read", file))?;
                 let from = file.display().to_string();
-                self.install_file(sandbox, file, &name, from, None, progress)
+                self.install_bytes(sandbox, bytes, &name, from, None, progress)
                     .await
             }
             InstallSource::Oci(reference) => {
@@ -444,9 +445,9 @@ impl PluginStore {
                 };
                 let (download, origin) =
                     oci::pull(reference, auth, &policy, &self.root, progress).await?;
-                self.install_file(
+                self.install_bytes(
                     sandbox,
-                    download.path(),
+                    download.into_bytes()?,
                     &name,
                     reference.given.clone(),
                     Some(origin),
@@ -456,9 +457,9 @@ impl PluginStore {
             }
             InstallSource::Url { url, sha256 } => {
                 let (download, origin) = https::download(url, sha256, &self.root, progress).await?;
-                self.install_file(
+                self.install_bytes(
                     sandbox,
-                    download.path(),
+                    download.into_bytes()?,
                     &name,
                     url.clone(),
                     Some(origin),
@@ -470,16 +471,15 @@ impl PluginStore {
     }
 
     /// The one check-and-record path every install takes, whatever the source.
-    async fn install_file(
+    async fn install_bytes(
         &self,
         sandbox: &Sandbox,
-        file: &Path,
+        bytes: Vec<u8>,
         name: &str,
         installed_from: String,
         origin: Option<Origin>,
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<InstallReport, StoreError> {
-        let bytes = std::fs::read(file).map_err(io("cannot read", file))?;
         progress(Progress::Compiling);
         let checked = check_component(sandbox, name, &bytes).await?;
         let record = Installed {

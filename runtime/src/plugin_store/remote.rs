@@ -222,8 +222,31 @@ pub struct Verified {
 }
 
 impl Verified {
-    pub fn path(&self) -> &Path {
-        self.file.path()
+    /// The verified bytes, read through the descriptor they were written and hashed through
+    /// (never by name again: nothing that swaps the file in `downloads/` can change what is
+    /// installed), and hashed once more as they are read.
+    pub fn into_bytes(mut self) -> Result<Vec<u8>, RemoteError> {
+        use std::io::{Read, Seek};
+        let path = self.file.path().display().to_string();
+        let file = self.file.as_file_mut();
+        let mut bytes = Vec::new();
+        file.rewind()
+            .and_then(|()| file.read_to_end(&mut bytes))
+            .map_err(|source| RemoteError::Io {
+                what: "cannot read",
+                path,
+                source,
+            })?;
+        let actual = crate::stamp::sha256_hex(&bytes);
+        if actual != self.sha256 {
+            return Err(RemoteError::DigestMismatch {
+                what: "the download".into(),
+                source_of_truth: "the digest it was verified against",
+                expected: self.sha256,
+                actual,
+            });
+        }
+        Ok(bytes)
     }
 }
 
@@ -423,7 +446,17 @@ mod tests {
         let ok = right
             .finish(&crate::stamp::sha256_hex(b"abc"), "x")
             .unwrap();
-        assert_eq!(std::fs::read(ok.path()).unwrap(), b"abc");
+        // Another process swaps the file in `downloads/` for other bytes after the check: what
+        // is installed is still what was verified, read through the descriptor.
+        let downloaded = std::fs::read_dir(dir.path().join("downloads"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .next()
+            .unwrap();
+        let swapped = dir.path().join("swapped");
+        std::fs::write(&swapped, b"evil").unwrap();
+        std::fs::rename(&swapped, &downloaded).unwrap();
+        assert_eq!(ok.into_bytes().unwrap(), b"abc");
     }
 
     #[test]
