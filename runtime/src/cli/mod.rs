@@ -17,6 +17,7 @@ mod mcp_http;
 mod mcp_serve;
 mod out;
 mod plugin;
+mod plugin_registry;
 mod preset;
 mod preset_check;
 mod report;

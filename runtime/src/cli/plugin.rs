@@ -1,15 +1,15 @@
-//! `paddock plugin install|publish|list|inspect|remove` (S8).
+//! `paddock plugin new|install|list|inspect|remove` (S8); publishing, signing and trusted keys
+//! are `plugin_registry.rs`.
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
 
+use super::plugin_registry;
 use super::report::{CommandResult, Failure};
 use super::style::{self, BOLD, json_for_terminal, paint, sanitize};
 use super::{Env, Exit};
-use crate::plugin_store::{
-    AuthChoice, InstallReport, InstallSource, OciRef, Origin, PublishRequest, StoreError,
-};
+use crate::plugin_store::{AuthChoice, InstallReport, InstallSource, Origin, StoreError};
 use crate::preset::PluginSource;
 use crate::sandbox::{Capability, World};
 use crate::scaffold::{self, Kind, Lang};
@@ -154,7 +154,7 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
             keyfile,
             list,
             remove,
-        } => trust_key(&env, name, keyfile, list, remove),
+        } => plugin_registry::trust_key(&env, name, keyfile, list, remove),
         PluginCommand::Sign {
             target,
             key,
@@ -163,7 +163,7 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
             let auth = AuthChoice {
                 token_env: registry_token_env,
             };
-            sign(&target, &key, &auth).await
+            plugin_registry::sign(&target, &key, &auth).await
         }
         PluginCommand::Publish {
             file,
@@ -175,7 +175,7 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
             let auth = AuthChoice {
                 token_env: registry_token_env,
             };
-            publish(
+            plugin_registry::publish(
                 &env,
                 &file,
                 &target,
@@ -263,64 +263,6 @@ async fn install(
     Ok(Exit::Ok)
 }
 
-fn trust_key(
-    env: &Env,
-    name: Option<String>,
-    keyfile: Option<PathBuf>,
-    list: bool,
-    remove: Option<String>,
-) -> CommandResult {
-    if list {
-        let keys = env.store.trusted_keys().map_err(Failure::plugin)?;
-        if keys.is_empty() {
-            println!(
-                "no trusted keys; add one with `paddock plugin trust-key NAME KEY.pub`: until \
-                 then oci:// installs need --allow-unsigned"
-            );
-        }
-        for key in keys {
-            println!("{:<16}  {}", key.name, key.fingerprint);
-        }
-        return Ok(Exit::Ok);
-    }
-    if let Some(name) = remove {
-        env.store.untrust_key(&name).map_err(Failure::plugin)?;
-        println!("no longer trusted: {name}");
-        return Ok(Exit::Ok);
-    }
-    let (Some(name), Some(file)) = (name, keyfile) else {
-        return Err(Failure::plugin(
-            "give NAME KEYFILE, --list, or --remove NAME".to_string(),
-        ));
-    };
-    let key = env
-        .store
-        .trust_key(&name, &file)
-        .map_err(|e| Failure::plugin(format!("{e}\nno key was added")))?;
-    println!("trusted {} ({})", key.name, key.fingerprint);
-    Ok(Exit::Ok)
-}
-
-async fn sign(target: &str, key: &std::path::Path, auth: &AuthChoice) -> CommandResult {
-    let refused = |e: StoreError| Failure::plugin(format!("{e}\nnothing was signed"));
-    let target = OciRef::parse(target).map_err(|e| refused(e.into()))?;
-    let key = crate::plugin_store::signing_key(key).map_err(refused)?;
-    let signed = crate::plugin_store::sign(&target, auth, &key)
-        .await
-        .map_err(refused)?;
-    println!(
-        "signed {} (manifest {}) with key {}",
-        sanitize(&target.given),
-        signed.manifest_digest,
-        signed.fingerprint
-    );
-    println!(
-        "signature at oci://{}/{}:{} (manifest {})",
-        target.registry, target.repository, signed.tag, signed.signature_manifest_digest
-    );
-    Ok(Exit::Ok)
-}
-
 fn print_installed(report: &InstallReport, color: bool) {
     let record = &report.record;
     if let Some(old) = &report.replaced {
@@ -380,60 +322,6 @@ fn print_signature(signature: Option<&crate::plugin_store::SignatureRecord>) {
         ),
         None => {}
     }
-}
-
-async fn publish(
-    env: &Env,
-    file: &std::path::Path,
-    target: &str,
-    version: Option<&str>,
-    sign_key: Option<&std::path::Path>,
-    auth: &AuthChoice,
-) -> CommandResult {
-    let refused = |e: StoreError| Failure::plugin(format!("{e}\nnothing was published"));
-    let target = OciRef::parse(target).map_err(|e| refused(e.into()))?;
-    let key = sign_key
-        .map(crate::plugin_store::signing_key)
-        .transpose()
-        .map_err(refused)?;
-    let request = PublishRequest {
-        file,
-        target: &target,
-        auth,
-        version,
-    };
-    let published = crate::plugin_store::publish(&env.sandbox, &request, &|_| {})
-        .await
-        .map_err(refused)?;
-    println!(
-        "published {} to {}",
-        sanitize(&file.display().to_string()),
-        sanitize(&target.given)
-    );
-    println!("layer {}", published.layer_digest);
-    println!("manifest {}", published.manifest_digest);
-    let by_digest = format!(
-        "oci://{}/{}@{}",
-        target.registry, target.repository, published.manifest_digest
-    );
-    if let Some(key) = key {
-        let unsigned = |e: StoreError| {
-            Failure::plugin(format!(
-                "{e}\nthe plugin was published but not signed: sign it with `paddock plugin \
-                 sign {by_digest} --key KEY`"
-            ))
-        };
-        let pinned = OciRef::parse(&by_digest).map_err(|e| unsigned(e.into()))?;
-        let signed = crate::plugin_store::sign(&pinned, auth, &key)
-            .await
-            .map_err(unsigned)?;
-        println!(
-            "signed with key {} at tag {}",
-            signed.fingerprint, signed.tag
-        );
-    }
-    println!("install it by digest: paddock plugin install {by_digest}");
-    Ok(Exit::Ok)
 }
 
 /// The progress line on stderr while a plugin downloads and compiles: redrawn in place on a
