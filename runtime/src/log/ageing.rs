@@ -23,18 +23,7 @@ pub(super) const AGED: u64 = 1 << 63;
 /// `step_seq` is the seq of the assistant message that made the call: a provider that reuses
 /// call ids across responses (`call_0` every time) cannot make one result's file another's.
 pub fn aged_spill_name(step_seq: u64, call_id: &str) -> String {
-    let name: String = call_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(80)
-        .collect();
-    format!("{step_seq}-{name}.result.txt")
+    format!("{step_seq}-{}.result.txt", file_safe(call_id))
 }
 
 pub(super) fn aged(result: &ToolResultMessage, step_seq: u64, ageing: Ageing) -> ToolResultMessage {
@@ -51,4 +40,20 @@ pub(super) fn aged(result: &ToolResultMessage, step_seq: u64, ageing: Ageing) ->
         ),
         is_error: result.is_error,
     }
+}
+
+/// A call id as part of a file name: letters, digits, `-` and `_` kept, anything else `_`, at
+/// most 80 characters; never a separator or `..`, whatever the model sent as the id.
+pub fn file_safe(call_id: &str) -> String {
+    call_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(80)
+        .collect()
 }

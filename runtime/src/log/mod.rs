@@ -31,7 +31,7 @@ mod stream;
 #[cfg(test)]
 pub(crate) mod test_session;
 
-pub use ageing::{Ageing, aged_spill_name};
+pub use ageing::{Ageing, aged_spill_name, file_safe};
 pub use atif::{TrajectoryError, trajectory, trajectory_of_log, write_trajectory};
 pub use atif_schema::{
     Agent as AtifAgent, FinalMetrics, Metrics, Observation, ObservationResult, SCHEMA_VERSION,

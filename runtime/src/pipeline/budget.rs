@@ -134,17 +134,7 @@ fn spilled(head: &str, total: usize, guest_path: &str) -> ToolOutput {
 }
 
 fn write_spill(spill: &SpillDir, call_id: &str, content: &str) -> std::io::Result<String> {
-    let name: String = call_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(80)
-        .collect();
+    let name = crate::log::file_safe(call_id);
     // The spill holds whole results: private to the user (0700, files 0600), like the log.
     use std::io::Write;
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
