@@ -4,9 +4,10 @@
 //!
 //! Run it with `cargo run -p paddock-tests --example embed`; the suite runs it too.
 
-use paddock::agent::{Entry, Observer, Quiet, TurnEnd};
-use paddock::log::{Lane, Source, StopReason};
-use paddock::session::{Env, ModelChoice, ReopenOptions, Session};
+use paddock::{
+    Entry, Env, Lane, ModelChoice, NoOneToAsk, Observer, Quiet, ReopenOptions, Session, Source,
+    StopReason, TurnEnd,
+};
 use paddock_tests::scripted::{Script, ScriptCall, ScriptedServer, Step, Turn};
 
 /// Steers the turn the moment its first tool call starts: the steering goes in before the
@@ -83,7 +84,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         wait: false,
         max_output_tokens: None,
         moved: Default::default(),
-        approver: Box::new(paddock::hooks::NoOneToAsk),
+        approver: Box::new(NoOneToAsk),
         max_turns: None,
         without_message: false,
     };

@@ -1,29 +1,71 @@
 //! paddock: a coding-agent runtime whose tools are sandboxed WebAssembly components.
 //!
+//! The public library is what a program that embeds paddock needs, and no more: start a
+//! [`Session`] (or reopen a recorded one), send it messages, steer it through its inbox,
+//! interrupt it, run a client's calls through it, and read what it reports. Everything else
+//! is private to the crate; `examples/embed.rs` uses only what is exported here.
+//!
+//! ```text
+//! let session = Session::builder(Env::at(data_dir, workspace)?)
+//!     .preset("coding").model(choice).approver(Box::new(NoOneToAsk)).start().await?;
+//! let end: TurnEnd = session.send("fix the test", &Quiet).await;
+//! ```
+//!
 //! The spine of one call, and the module that carries each stage, is drawn in
 //! `docs/ARCHITECTURE.md`.
 //!
 //! The library prints nothing: what it has to say goes through `Observer`, `Trust`, `Approver`
 //! and returned errors; only the command line (`cli`, private) prints.
+//!
+//! The feature `internals` makes the modules themselves public, for paddock's own test crate,
+//! benchmarks and fuzz targets; nothing outside this repository should enable it, and nothing
+//! under it is a stable interface.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod agent;
-pub mod calls;
+/// The library's modules: public only with the feature `internals`.
+macro_rules! modules {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[cfg(feature = "internals")]
+            #[doc(hidden)]
+            pub mod $name;
+            #[cfg(not(feature = "internals"))]
+            mod $name;
+        )*
+    };
+}
+
+modules!(
+    agent,
+    calls,
+    contract,
+    hooks,
+    log,
+    model,
+    pipeline,
+    plugin_store,
+    preset,
+    sandbox,
+    session
+);
+
 mod cli;
-pub mod contract;
-pub mod hooks;
-pub mod log;
 mod mcp;
-pub mod model;
-pub mod pipeline;
-pub mod plugin_store;
-pub mod preset;
-pub mod sandbox;
 mod scaffold;
-pub mod session;
 mod stamp;
 mod terminal;
 mod tls;
 
+pub use agent::{Compaction, Entry, Observer, Quiet, TurnEnd};
 pub use cli::{main, quiet_library_backtraces};
+pub use contract::ToolResult;
+pub use hooks::{Answer, Approver, NoOneToAsk, OnAsk, Question};
+pub use log::{Event, Lane, SessionStart, Source, StopReason, Tap};
+pub use model::ToolDef;
+pub use pipeline::{CallRecord, RawCall};
+pub use session::verdict::Shown as Warning;
+pub use session::{
+    Env, Interrupter, ModelChoice, ModelMove, RecordedTrust, ReopenOptions, Reopened, Session,
+    SessionBuilder, SetupError, Trust,
+};

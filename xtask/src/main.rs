@@ -227,7 +227,15 @@ fn bench(name: &str) -> Result<(), String> {
         ));
     }
     let mut cmd = cargo();
-    cmd.args(["bench", "-p", "paddock", "--bench", name]);
+    cmd.args([
+        "bench",
+        "-p",
+        "paddock",
+        "--features",
+        "internals",
+        "--bench",
+        name,
+    ]);
     run(cmd)
 }
 

@@ -22,7 +22,9 @@ use crate::pipeline::{CallContext, CallSummary};
 use crate::preset::LoopBudgets;
 
 pub use budget::Spent;
-pub use compact::{COMPACT_SYSTEM, Compaction, ContextFill};
+pub use compact::{Compaction, ContextFill};
+#[cfg(any(test, feature = "internals"))]
+pub use compact::COMPACT_SYSTEM;
 pub use inbox::{Entry, Inbox};
 
 /// How many times the model is nudged after announcing a call it did not send (B1).

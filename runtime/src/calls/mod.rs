@@ -1,6 +1,6 @@
 //! From a model's raw call to a validated one (C1-C4, V3-V8): the registry that finds tools by
 //! name, tool-name aliases, argument repair, strict validation against each tool's schema, the
-//! error feedback a refused call gets, and the model-facing tool list.
+//! error feedback a refused call gets.
 
 mod aliases;
 mod check;
@@ -12,15 +12,17 @@ mod mcp_tools;
 mod registry;
 mod repair;
 mod strict;
-mod tool_list;
 mod validate;
 mod warm;
 
 pub use aliases::AliasTable;
-pub use check::{CheckedCall, ToolIndex, check_call, closest_first};
-pub use entry::{Backend, RegistryError, ToolEntry};
+pub use check::check_call;
+#[cfg(any(test, feature = "internals"))]
+pub use check::ToolIndex;
+pub use entry::{Backend, ToolEntry};
+#[cfg(any(test, feature = "internals"))]
+pub use entry::RegistryError;
 pub use feedback::{Disposition, EndReason, repair_note};
 pub use registry::Registry;
-pub use repair::{Repair, Repaired, STEPS_TRIED, Unparsable, Unreadable, repair_args};
-pub use tool_list::{ToolListFormat, tool_entry};
-pub use validate::{parse_args, validate_args};
+pub use repair::Repair;
+pub use validate::validate_args;

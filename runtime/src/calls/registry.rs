@@ -22,6 +22,7 @@ pub struct Registry {
 }
 
 impl Registry {
+#[cfg(any(test, feature = "internals"))]
     /// Loads every plugin of `preset`, checking pins and grants. A plugin's tools that the
     /// preset's selection leaves out (`PLUGIN:tool` entries included) are not registered, so
     /// they cannot collide with another plugin's.
@@ -196,12 +197,6 @@ impl Registry {
         for plugin in &self.plugins {
             plugin.start_compiling();
         }
-    }
-
-    /// Tool names, the closest to `wanted` first (for UNKNOWN_TOOL messages).
-    pub fn names_closest_to(&self, wanted: &str) -> Vec<&str> {
-        let names: Vec<&str> = self.order.iter().map(String::as_str).collect();
-        super::check::closest_first(&names, wanted)
     }
 }
 

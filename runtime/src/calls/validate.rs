@@ -64,6 +64,7 @@ fn floor_boundary(text: &str, mut at: usize) -> usize {
     at
 }
 
+#[cfg(test)]
 /// Parses raw arguments; empty or blank text means `{}`.
 pub fn parse_args(tool: &str, raw: &str, schema: &Value) -> Result<Value, ToolError> {
     if raw.trim().is_empty() {

@@ -13,9 +13,11 @@ mod chain;
 mod prompt;
 mod question;
 
-pub use approval::{
-    ANSWER_PROMPT, Answer, Approval, Approver, NoOneToAsk, OnAsk, Question, Refused, RefusedBy,
-};
-pub use chain::{HookChain, HookError, LoadedHook, PreVerdict};
+pub use approval::{Answer, Approval, Approver, NoOneToAsk, OnAsk, Question};
+#[cfg(any(test, feature = "internals"))]
+pub use approval::Refused;
+pub use chain::HookChain;
+#[cfg(any(test, feature = "internals"))]
+pub use chain::HookError;
 pub use prompt::{ChatQuestions, Presenter, TerminalApprover};
-pub use question::{Pattern, parse_answer, render_call};
+

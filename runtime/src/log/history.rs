@@ -299,17 +299,12 @@ impl History {
     }
 }
 
+#[cfg(test)]
 /// The conversation the model sees, in order (no ageing): user messages (including steering
 /// and follow-ups taken from the inbox), committed assistant messages, and tool results in
 /// their calls' order, with compacted parts replaced by their summaries.
 pub fn derive_history(events: &[Event]) -> Vec<Message> {
     History::of(events).render(None).to_vec()
-}
-
-/// Whether the history holds a message from the user (the task, a follow-up or steering):
-/// without one there is nothing to work on, and no turn runs.
-pub fn has_task(events: &[Event]) -> bool {
-    events.iter().any(|e| is_task(&e.body))
 }
 
 /// Whether this event gives the session something to work on.

@@ -12,7 +12,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The lock file's name inside a session directory.
 pub const LOCK_FILE: &str = "lock";
@@ -22,7 +22,6 @@ pub const LOCK_FILE: &str = "lock";
 pub struct SessionLock {
     // Kept open: closing the file releases the lock.
     _file: File,
-    path: PathBuf,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -89,11 +88,7 @@ impl SessionLock {
             .and_then(|()| file.rewind())
             .and_then(|()| file.write_all(record.as_bytes()))
             .map_err(io_error)?;
-        Ok(SessionLock { _file: file, path })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
+        Ok(SessionLock { _file: file })
     }
 }
 
@@ -183,8 +178,8 @@ mod tests {
             "{said}"
         );
         drop(first);
-        let again = SessionLock::acquire(&session, Wait::No).unwrap();
-        let recorded = std::fs::read_to_string(again.path()).unwrap();
+        let _again = SessionLock::acquire(&session, Wait::No).unwrap();
+        let recorded = std::fs::read_to_string(session.join(LOCK_FILE)).unwrap();
         let lines: Vec<&str> = recorded.lines().collect();
         assert_eq!(lines.len(), 3, "{recorded}");
         assert_eq!(lines[0], std::process::id().to_string());

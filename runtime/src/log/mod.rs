@@ -32,27 +32,30 @@ mod stream;
 pub(crate) mod test_session;
 
 pub use ageing::{Ageing, aged_spill_name, file_safe};
-pub use atif::{TrajectoryError, trajectory, trajectory_of_log, write_trajectory};
-pub use atif_schema::{
-    Agent as AtifAgent, FinalMetrics, Metrics, Observation, ObservationResult, SCHEMA_VERSION,
-    Step as AtifStep, StepSource, ToolCall as AtifToolCall, Trajectory,
-};
+pub use atif::{trajectory_of_log, write_trajectory};
+#[cfg(any(test, feature = "internals"))]
+pub use atif::trajectory;
+#[cfg(any(test, feature = "internals"))]
+pub use atif_schema::Trajectory;
 pub use event::{
     Asked, Body, CompactReason, Event, InstructionRecord, Lane, LayerRecord, LoggedRepair,
     PluginHash, SessionStart, Source, StopReason, Touches,
 };
 pub use file::LogWriter;
-pub use history::{
-    History, HistoryEntry, SUMMARY_HEADER, TASK_HEADER, derive_history, estimate_tokens, has_task,
-    is_task,
-};
-pub use index::{INDEX_FILE, SessionIndex, session_index};
-pub use lock::{LOCK_FILE, LockError, SessionLock, Wait, recorded_holder};
+pub use history::{History, estimate_tokens};
+#[cfg(any(test, feature = "internals"))]
+pub use history::TASK_HEADER;
+pub use index::{SessionIndex, session_index};
+pub use lock::{SessionLock, Wait, recorded_holder};
 pub use quote::quote_markers;
-pub use read::{LogError, LogRead, read_log};
-pub use recover::{OUTCOME_UNKNOWN, Recovery, Settle, recover, recover_tail};
+pub use read::read_log;
+pub use recover::{Recovery, Settle, recover_tail};
+#[cfg(any(test, feature = "internals"))]
+pub use recover::{OUTCOME_UNKNOWN, recover};
 pub use session::{SessionLog, Tap};
-pub use state::{SessionState, Tally};
+pub use state::Tally;
+#[cfg(any(test, feature = "internals"))]
+pub use state::SessionState;
 pub use stream::{Streamed, stream_log};
 
 /// The log's file name inside a session directory.

@@ -52,6 +52,7 @@ static ANYTHING: Touches = Touches {
     writes: true,
 };
 
+#[cfg(any(test, feature = "internals"))]
 /// Applies the rules in the module doc.
 pub fn recover(events: &[Event]) -> Recovery {
     recover_tail(events, false)

@@ -226,7 +226,7 @@ fn text_block(text: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::config::{ANTHROPIC_DEFAULT_MAX_TOKENS, ProviderKind};
+    use crate::model::config::{DEFAULT_MAX_OUTPUT_TOKENS, ProviderKind};
     use crate::model::types::ToolResultMessage;
 
     #[test]
@@ -262,7 +262,7 @@ mod tests {
         config.cache_ttl = CacheTtl::Off;
         let body = Anthropic::body(&config, &request);
         assert_eq!(body["system"], json!("sys"));
-        assert_eq!(body["max_tokens"], json!(ANTHROPIC_DEFAULT_MAX_TOKENS));
+        assert_eq!(body["max_tokens"], json!(DEFAULT_MAX_OUTPUT_TOKENS));
         let messages = body["messages"].as_array().map(Vec::len);
         assert_eq!(messages, Some(3));
         assert_eq!(

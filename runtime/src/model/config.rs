@@ -193,8 +193,6 @@ mod defaults {
 /// The output limit sent when the preset sets none (Anthropic requires one; many
 /// OpenAI-compatible servers default to unlimited).
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 8192;
-/// The former name of `DEFAULT_MAX_OUTPUT_TOKENS`.
-pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = DEFAULT_MAX_OUTPUT_TOKENS;
 
 impl ProviderConfig {
     /// A configuration with every default, for `kind`, `model` and `base_url`.

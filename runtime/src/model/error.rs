@@ -16,6 +16,7 @@ pub enum Retry {
 }
 
 impl Retry {
+#[cfg(test)]
     pub fn is_yes(self) -> bool {
         matches!(self, Retry::Yes { .. })
     }

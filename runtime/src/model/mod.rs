@@ -31,12 +31,8 @@ mod sse_lines;
 mod types;
 mod wire;
 
-pub use attempt::RetryPolicy;
-pub use config::{
-    ANTHROPIC_DEFAULT_MAX_TOKENS, CacheTtl, DEFAULT_MAX_OUTPUT_TOKENS, MaxTokensField,
-    ProviderConfig, ProviderKind, ToolChoice,
-};
-pub use error::{ModelError, Retry, shorten};
+pub use config::{ProviderConfig, ProviderKind, ToolChoice};
+pub use error::{ModelError, shorten};
 pub use messages::{Keyed, Messages, ModelRequest};
 pub use sse::replay;
 pub use types::*;
@@ -77,6 +73,7 @@ pub fn connect(config: ProviderConfig) -> Result<Box<dyn Provider>, ModelError> 
 pub struct EventSink(Option<UnboundedSender<ModelEvent>>);
 
 impl EventSink {
+#[cfg(any(test, feature = "internals"))]
     /// A sink that discards every event.
     pub fn none() -> EventSink {
         EventSink(None)

@@ -72,10 +72,12 @@ pub trait CallGate: Send + Sync {
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 /// Lets every call through unchanged: no hooks, no approval.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OpenGate;
 
+#[cfg(any(test, feature = "internals"))]
 #[async_trait::async_trait]
 impl CallGate for OpenGate {
     async fn before(&self, call: GateCall<'_>) -> Admission {

@@ -13,12 +13,18 @@ mod run;
 mod scheduler;
 mod summary;
 
-pub use batch::{BatchError, parse_batch, records_json};
-pub use budget::{SpillDir, apply_budget};
-pub use gate::{Admission, AfterCall, CallGate, GateCall, OpenGate};
-pub use locks::{Access, real_path};
+pub use batch::{parse_batch, records_json};
+pub use budget::SpillDir;
+pub use gate::{Admission, AfterCall, CallGate, GateCall};
+#[cfg(any(test, feature = "internals"))]
+pub use gate::OpenGate;
+
 pub use logged::{CallWatch, LoggedCalls, Unwatched};
 pub use prepared::{Prepared, RawCall};
-pub use run::{CallContext, Executed, not_executed, run_call};
-pub use scheduler::{CallEvent, CallPhase, CallRecord, DEFAULT_MAX_PARALLEL, Scheduler};
+pub use run::{CallContext, not_executed};
+#[cfg(any(test, feature = "internals"))]
+pub use run::{Executed, run_call};
+pub use scheduler::CallRecord;
+#[cfg(any(test, feature = "internals"))]
+pub use scheduler::{CallEvent, CallPhase, Scheduler};
 pub use summary::{CallSummary, summarize};

@@ -10,7 +10,7 @@ use super::budget::{SpillDir, apply_budget, bound_error, bound_result, bound_tex
 use super::gate::{Admission, CallGate, GateCall};
 use super::prepared::{Prepared, RawCall};
 use crate::calls::{AliasTable, Backend, Registry, ToolEntry, validate_args};
-use crate::contract::{ErrorCode, OutputBudget, ToolError, ToolResult, ToolSpec};
+use crate::contract::{ErrorCode, ToolError, ToolResult, ToolSpec};
 use crate::log::Asked;
 use crate::sandbox::{CallReport, Sandbox};
 
@@ -60,6 +60,7 @@ impl Executed {
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 /// One raw call, checked once (`Prepared`: repaired and validated with the session's aliases,
 /// V3), then executed. Nothing is logged: a session's calls go through `LoggedCalls`.
 pub async fn run_call(cx: &CallContext<'_>, call_id: &str, name: &str, raw_args: &str) -> Executed {
@@ -72,7 +73,7 @@ pub async fn run_call(cx: &CallContext<'_>, call_id: &str, name: &str, raw_args:
     match prepared.runnable() {
         Ok((entry, args, _)) => execute(cx, call_id, entry, args.clone(), &mut || Ok(())).await,
         Err(refusal) => Executed::refused(
-            bound_error(refusal.error, OutputBudget::DEFAULT),
+            bound_error(refusal.error, crate::contract::OutputBudget::DEFAULT),
             Vec::new(),
         ),
     }

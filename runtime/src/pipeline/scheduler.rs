@@ -14,7 +14,6 @@
 //! event channel (X4). All calls run on the caller's task; they overlap while they wait (sleep,
 //! I/O) and while the epoch makes running guests yield.
 
-use std::time::Instant;
 
 use futures::future::join_all;
 use serde::Serialize;
@@ -22,14 +21,11 @@ use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc, watch};
 
 use super::locks::Access;
-use super::prepared::{Prepared, RawCall};
+use super::prepared::Prepared;
 use super::run::{CallContext, Executed, execute};
 use crate::calls::{Disposition, Repair, ToolEntry};
 use crate::contract::{ErrorCode, ToolResult};
 use crate::log::Asked;
-
-/// `max_parallel_tool_calls` when nothing else says.
-pub const DEFAULT_MAX_PARALLEL: usize = 8;
 
 /// Where a call is (X4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -55,8 +51,6 @@ pub struct CallEvent {
     pub id: String,
     #[serde(flatten)]
     pub phase: CallPhase,
-    #[serde(skip)]
-    pub at: Instant,
 }
 
 /// What one call ended with.
@@ -109,9 +103,10 @@ struct Ready<'r> {
 }
 
 impl Scheduler<'_> {
+    #[cfg(any(test, feature = "internals"))]
     /// Checks `calls` (`CallContext::check`) and runs them: one record per call, in the same
     /// order.
-    pub async fn run(&self, calls: &[RawCall]) -> Vec<CallRecord> {
+    pub async fn run(&self, calls: &[super::RawCall]) -> Vec<CallRecord> {
         let prepared: Vec<Prepared> = calls.iter().map(|c| self.cx.check(c.clone())).collect();
         self.run_prepared(&prepared).await
     }
@@ -261,7 +256,6 @@ impl Scheduler<'_> {
                 index,
                 id: id.to_string(),
                 phase,
-                at: Instant::now(),
             });
         }
     }

@@ -35,6 +35,7 @@ pub fn builtin_described(wasm: &[u8]) -> Option<(&'static [u8], &'static str)> {
         .and_then(|(_, bytes, _, described)| Some((*bytes, (*described)?)))
 }
 
+#[cfg(any(test, feature = "internals"))]
 /// The description built-in `name` was built with, as embedded.
 pub fn builtin_description(name: &str) -> Option<&'static str> {
     BUILTINS

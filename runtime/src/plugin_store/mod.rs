@@ -29,10 +29,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use builtin::{builtin, builtin_described, builtin_description, builtin_names, builtin_sha256};
+pub use builtin::{builtin, builtin_described, builtin_names, builtin_sha256};
+#[cfg(any(test, feature = "internals"))]
+pub use builtin::builtin_description;
 pub use oci::{OciRef, Published, Signed};
 pub use registry_auth::AuthChoice;
-pub use remote::{MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, is_loopback_host};
+pub use remote::{Origin, Progress, RemoteError};
 pub use signature::{SignatureRecord, TrustedKey};
 
 use crate::preset::PluginSource;

@@ -31,18 +31,15 @@ use std::path::{Path, PathBuf};
 
 pub use context::{PluginSource, ResolveContext, home_path, make_mount, program_dir};
 pub use extends::hook_name;
-pub use file::{PluginEntry, PresetFile, line_col};
-pub use instructions::{INSTRUCTION_FILES, InstructionFile, instruction_paths, read_instructions};
-pub use mcp::{McpEntry, ResolvedMcp};
-pub use policy::{ApprovalPolicy, LoopBudgets, ResolvedHook, exec_host_paths, hook_limits};
-pub use resolve::{ResolvedPlugin, ResolvedPreset};
+pub use file::{PresetFile, line_col};
+pub use instructions::{InstructionFile, instruction_paths, read_instructions};
+pub use mcp::ResolvedMcp;
+pub use policy::{ApprovalPolicy, LoopBudgets, ResolvedHook, exec_host_paths};
+pub use resolve::ResolvedPreset;
 pub use root::{project_root, root_to};
-pub use sections::{
-    ApprovalEntry, ApprovalMode, ConfineMode, FuelSetting, GrantsEntry, HookEntry, HookPhase,
-    LoopLimits, MountEntry, OnError, RelPath,
-};
+pub use sections::{ApprovalMode, ConfineMode, GrantsEntry, HookPhase, MountEntry, OnError};
 pub use system::{system_prompt, with_instructions};
-pub use tools::{ToolGlob, ToolSelection};
+pub use tools::ToolGlob;
 pub use trust::{PROJECT_DIR, ProjectConfig, TrustState, TrustStore};
 
 use crate::sandbox::Mount;
@@ -117,6 +114,7 @@ pub struct PresetInfo {
 #[error("{0}")]
 pub struct PresetError(pub String);
 
+#[cfg(any(test, feature = "internals"))]
 /// Loads a preset by path (anything with a `/` or ending in `.toml`) or by name, searching
 /// the user's preset directory, then the shipped presets; never the working tree's (that
 /// needs trust: `find` with `project` true).
@@ -125,6 +123,7 @@ pub fn load(name_or_path: &str) -> Result<PresetFile, PresetError> {
     load_in(name_or_path, &cwd)
 }
 
+#[cfg(any(test, feature = "internals"))]
 /// `load`, with the working directory given.
 pub fn load_in(name_or_path: &str, cwd: &Path) -> Result<PresetFile, PresetError> {
     find(name_or_path, cwd, false)?.parse()

@@ -21,21 +21,21 @@ mod wasm;
 pub use capability::canary::{Canary, probe_in_child, run_canaries};
 pub(crate) use capability::http::allows as http_allows;
 pub use capability::http_addr::checked_address;
-pub use capability::server::{ServerProcess, ServerSpec, ServerStdio};
-pub use fs::leftovers::{CALL_TAG_VAR, call_tag, remove_temp, temp_name};
-pub use fs::mount::MountHandle;
+pub use capability::server::{ServerProcess, ServerSpec};
+pub use fs::leftovers::{call_tag, remove_temp};
 pub(crate) use fs::private_dir::create_private_dir;
 pub use fs::protect::Protect;
 pub use grant::{Capability, ExecGrant, Grant, HttpGrant, Limits, Mount, MountMode};
-pub use layers::{Layer, layers};
+pub use layers::layers;
 pub(crate) use paddock_jail::hide_from_programs;
 pub use paddock_jail::settle as settle_finished_runs;
+#[cfg(any(test, feature = "internals"))]
 pub use wasm::compiled::CacheUse;
+#[cfg(any(test, feature = "internals"))]
 pub use wasm::described::Description;
 pub use wasm::engine::Sandbox;
 pub use wasm::error::LoadError;
-pub use wasm::hook::{HookPlugin, Permission, PostDecision, PostToolUse, PreDecision, PreToolUse};
-pub use wasm::outcome::{CallOutcome, CallReport};
+pub use wasm::hook::{HookPlugin, Permission, PostToolUse, PreToolUse};
+pub use wasm::outcome::CallReport;
 pub use wasm::plugin::Plugin;
-pub use wasm::store::LogLine;
 pub use wasm::world::World;

@@ -31,7 +31,6 @@ pub use env::Env;
 pub use error::SetupError;
 pub use resume::{ModelMove, ReopenOptions, Reopened, latest_in};
 pub use start::{ModelChoice, SessionBuilder};
-pub use tools::parse_mount;
 pub(crate) use tools::{Loaded, load_preset};
 pub use trust::{RecordedTrust, Trust};
 

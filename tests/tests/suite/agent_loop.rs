@@ -100,6 +100,19 @@ async fn a_task_runs_to_completion_and_every_step_is_logged_in_order() {
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
     assert_eq!(offered, ["read_file", "list_dir", "grep", "glob"]);
+    // C1: each tool goes out with its description and schema exactly as declared.
+    let declared = session.tools();
+    let sent = requests[0].body["tools"].as_array().unwrap();
+    assert_eq!(sent.len(), declared.len());
+    for (sent, declared) in sent.iter().zip(&declared) {
+        assert_eq!(sent["type"], "function");
+        assert_eq!(sent["function"]["name"], declared.name.as_str());
+        assert_eq!(
+            sent["function"]["description"],
+            declared.description.as_str()
+        );
+        assert_eq!(sent["function"]["parameters"], declared.parameters);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -348,6 +361,14 @@ async fn the_loop_speaks_anthropic_messages_too() {
     let marked = |value: &serde_json::Value| value.get("cache_control").is_some();
     let body = &requests[1].body;
     let tools = body["tools"].as_array().unwrap();
+    // C1: each tool with its description and schema exactly as declared.
+    let declared = session.tools();
+    assert_eq!(tools.len(), declared.len());
+    for (sent, declared) in tools.iter().zip(&declared) {
+        assert_eq!(sent["name"], declared.name.as_str());
+        assert_eq!(sent["description"], declared.description.as_str());
+        assert_eq!(sent["input_schema"], declared.parameters);
+    }
     assert!(tools.last().is_some_and(marked) && tools.iter().filter(|t| marked(t)).count() == 1);
     assert!(marked(&body["system"][0]));
     let blocks: Vec<(usize, &serde_json::Value)> = body["messages"]
@@ -406,5 +427,61 @@ fn the_embedding_example_starts_steers_and_resumes_a_session() {
     assert!(
         shown.contains("turn 1 of ") && shown.contains("turn 2 of ") && shown.contains("Completed"),
         "{shown}"
+    );
+}
+
+/// The library's interface is what `lib.rs` exports at its root; its modules are public only
+/// with the feature `internals` (this repository's tests and benches). The embedding example
+/// names nothing else: every `paddock::` path in it is one of those root names.
+#[test]
+fn the_embedding_example_names_only_what_the_library_exports() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let lib = std::fs::read_to_string(root.join("runtime/src/lib.rs")).unwrap();
+    assert!(
+        !lib.lines()
+            .any(|l| l.trim_start().starts_with("pub mod ") && !l.contains("$name")),
+        "lib.rs makes a module public outside `modules!` (public only with `internals`)"
+    );
+    let names_in = |text: &str| -> Vec<String> {
+        text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let mut exported = Vec::new();
+    for statement in lib.split(';') {
+        if let Some(used) = statement.trim().strip_prefix("pub use ") {
+            // The exported name is the last segment, or what `as` renames it to.
+            let list = used.rsplit_once("::{").map_or(used, |(_, l)| l);
+            for item in list.trim_end_matches('}').split(',') {
+                if let Some(name) = names_in(item).last() {
+                    exported.push(name.clone());
+                }
+            }
+        }
+    }
+    assert!(exported.contains(&"Session".to_string()), "{exported:?}");
+    let example = std::fs::read_to_string(root.join("examples/embed.rs")).unwrap();
+    let mut named = Vec::new();
+    for (at, _) in example.match_indices("paddock::") {
+        let rest = &example[at + "paddock::".len()..];
+        let path = if let Some(list) = rest.strip_prefix('{') {
+            &list[..list.find('}').unwrap()]
+        } else {
+            &rest[..rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .unwrap()]
+        };
+        assert!(
+            !path.contains("::"),
+            "examples/embed.rs reaches into a module: paddock::{path}"
+        );
+        named.extend(names_in(path));
+    }
+    assert!(!named.is_empty());
+    let missing: Vec<&String> = named.iter().filter(|n| !exported.contains(n)).collect();
+    assert!(
+        missing.is_empty(),
+        "examples/embed.rs uses {missing:?}, which lib.rs does not export"
     );
 }

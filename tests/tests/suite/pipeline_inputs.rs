@@ -4,7 +4,6 @@
 
 use crate::pipeline_common::{Bench, call};
 use paddock::calls::Repair;
-use paddock::calls::ToolListFormat;
 use paddock::contract::ErrorCode;
 use paddock::pipeline::RawCall;
 use serde_json::json;
@@ -156,27 +155,5 @@ async fn any_bytes_under_any_name_get_a_result_for_every_id() {
         if let Err(e) = &r.result {
             assert!(!e.message.is_empty());
         }
-    }
-}
-
-#[tokio::test]
-async fn the_tool_list_carries_each_schema_exactly_as_declared() {
-    let bench = Bench::new().await;
-    let openai = bench.registry.tool_list(ToolListFormat::OpenAi);
-    let anthropic = bench.registry.tool_list(ToolListFormat::Anthropic);
-    let tools: Vec<_> = bench.registry.tools().collect();
-    assert_eq!(openai.as_array().unwrap().len(), tools.len());
-    for ((o, a), t) in openai
-        .as_array()
-        .unwrap()
-        .iter()
-        .zip(anthropic.as_array().unwrap())
-        .zip(&tools)
-    {
-        assert_eq!(o["function"]["name"], t.spec.name.as_str());
-        assert_eq!(o["function"]["description"], t.spec.description.as_str());
-        assert_eq!(o["function"]["parameters"], t.spec.parameters);
-        assert_eq!(a["name"], t.spec.name.as_str());
-        assert_eq!(a["input_schema"], t.spec.parameters);
     }
 }

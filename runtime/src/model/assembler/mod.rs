@@ -20,7 +20,6 @@ mod outcome;
 
 pub use anthropic::AnthropicAssembler;
 pub use openai::OpenAiAssembler;
-pub use outcome::announces_tool_call;
 
 use super::error::ModelError;
 use super::types::{AssistantMessage, Delta, PartialOutput};

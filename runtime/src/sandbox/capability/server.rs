@@ -61,9 +61,4 @@ impl ServerProcess {
     pub fn kill(&self) {
         self.run.kill();
     }
-
-    /// Waits for the server to end: its exit code, or `None` after a signal.
-    pub async fn wait(&mut self) -> Option<i32> {
-        self.run.wait().await
-    }
 }
