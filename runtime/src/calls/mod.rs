@@ -19,6 +19,7 @@ mod warm;
 pub use aliases::AliasTable;
 pub use check::{CheckedCall, ToolIndex, check_call, closest_first};
 pub use entry::{Backend, RegistryError, ToolEntry};
+pub(crate) use mcp_tools::{McpListed, pin_of};
 pub use feedback::{Disposition, EndReason, repair_note};
 pub use registry::Registry;
 pub use repair::{Repair, Repaired, STEPS_TRIED, Unparsable, Unreadable, repair_args};

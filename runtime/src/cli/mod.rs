@@ -9,6 +9,7 @@
 mod chat;
 mod doctor;
 mod json_events;
+mod lock;
 mod log;
 mod log_view;
 mod mcp;
@@ -86,6 +87,9 @@ enum Command {
     /// Which of paddock's sandbox layers are in force on this machine (inside a container some
     /// may not be), each with what it stops.
     Doctor(doctor::DoctorArgs),
+    /// What paddock.lock pins (installed plugins' bytes and tools, MCP servers' tools) and
+    /// whether it still matches; `lock accept NAME|mcp.NAME` records a change you trust.
+    Lock(lock::LockArgs),
 }
 
 impl Command {
@@ -270,6 +274,7 @@ pub fn main() -> ExitCode {
             Command::Trust(args) => trust::trust(args).await,
             Command::Mcp(cmd) => mcp::run(cmd).await,
             Command::Doctor(args) => doctor::doctor(args).await,
+            Command::Lock(args) => lock::run(args).await,
         };
         // Errors are printed once, here, in the form the command line asked for.
         outcome.unwrap_or_else(|failure| report::show(&failure, form))
