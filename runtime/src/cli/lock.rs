@@ -108,8 +108,17 @@ fn plugin_diff(old: &PluginLock, now: &PluginLock) -> Vec<String> {
             .iter()
             .filter(|i| !now.imports.contains(i))
             .collect();
+        let list = |names: &[&String]| {
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                sanitize(&names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", "))
+            }
+        };
         lines.push(format!(
-            "imports: added {added:?}, removed {removed:?}"
+            "imports: added {}; removed {}",
+            list(&added),
+            list(&removed)
         ));
     }
     for (tool, change) in pin::diff(&old.tools, &now.tools, "metadata") {

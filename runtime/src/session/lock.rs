@@ -26,7 +26,7 @@ pub(crate) struct LockCheck {
 }
 
 fn lock_error(e: lock::LockError) -> SetupError {
-    SetupError::new(LOCK_MISMATCH, e.to_string())
+    SetupError::usage(e.to_string())
 }
 
 impl LockCheck {
@@ -100,7 +100,7 @@ impl LockCheck {
     /// is recorded whole; with one, each tool that is new or changed is blocked (taken out of
     /// `registry`) and noted, the rest stay. Removed tools are noted; the lock keeps them
     /// until accepted.
-    pub fn check_mcp(&mut self, registry: &mut Registry) {
+    pub fn check_mcp(&mut self, registry: &mut Registry, preset: &str) {
         let mut blocked = Vec::new();
         for (server, listed) in registry.mcp_listed() {
             let now = pins(listed);
@@ -127,7 +127,7 @@ impl LockCheck {
                     .and_then(|l| l.registered.clone());
                 let note = format!(
                     "mcp.{server}: tool `{tool}` blocked: {change} since the lock {}; accept \
-                     it with `paddock lock accept mcp.{server}`",
+                     it with `paddock lock accept mcp.{server} --preset {preset}`",
                     self.path.display()
                 );
                 tracing::warn!("{note}");

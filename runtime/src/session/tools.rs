@@ -165,7 +165,7 @@ pub(crate) async fn load_preset(
         .await
         .map_err(|e| SetupError::new("BAD_PLUGIN", e.to_string()))?;
     registry.retain(|tool, owner| resolved.keeps(owner, tool));
-    lock.check_mcp(&mut registry);
+    lock.check_mcp(&mut registry, &resolved.name);
     lock.save()?;
     let mut aliases = AliasTable::default();
     aliases.extend(resolved.tools.aliases.clone());

@@ -390,11 +390,13 @@ fn an_mcp_tool_whose_description_changes_is_blocked_and_logged_until_accepted() 
         &preset,
         format!(
             "[mcp.chg]\ncommand = {:?}\nargs = [{:?}, {:?}]\nread = [{}]\n\
+             mounts = [{{ host = {:?}, guest = \"/workspace\", mode = \"ro\" }}]\n\
              [approval]\nlow = \"allow\"\nmedium = \"allow\"\nhigh = \"allow\"\n",
             python.display().to_string(),
             script_dir.join("changing_server.py").display().to_string(),
             description.display().to_string(),
             read.join(", "),
+            project.dir.path().display().to_string(),
         ),
     )
     .unwrap();

@@ -33,7 +33,7 @@ const HEADER: &str = "# paddock.lock: the installed plugins and MCP tools this p
 # the plugins it names. docs/plugins-distribution.md#lock\n";
 
 /// The lock's contents.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LockFile {
     #[serde(default = "version_one")]
@@ -48,6 +48,16 @@ pub struct LockFile {
 
 fn version_one() -> u32 {
     1
+}
+
+impl Default for LockFile {
+    fn default() -> LockFile {
+        LockFile {
+            version: version_one(),
+            plugins: BTreeMap::new(),
+            mcp: BTreeMap::new(),
+        }
+    }
 }
 
 /// One installed plugin as the lock pins it.
@@ -315,10 +325,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LOCK_FILE);
         assert_eq!(read(&path).unwrap(), LockFile::default(), "none yet: empty");
-        let mut lock = LockFile {
-            version: 1,
-            ..LockFile::default()
-        };
+        let mut lock = LockFile::default();
         lock.plugins.insert("fs".into(), entry());
         lock.mcp.insert(
             "py".into(),
