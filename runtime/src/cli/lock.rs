@@ -112,7 +112,7 @@ fn plugin_diff(old: &PluginLock, now: &PluginLock) -> Vec<String> {
             if names.is_empty() {
                 "none".to_string()
             } else {
-                sanitize(&names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", "))
+                sanitize(&names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")).into_owned()
             }
         };
         lines.push(format!(

@@ -11,7 +11,8 @@ use crate::calls::{McpListed, Registry};
 use crate::plugin_store::lock::{self, LockFile, McpLock, PluginLock, ToolChange, pin};
 use crate::plugin_store::{Installed, PluginStore};
 use crate::preset::{PluginSource, ResolvedPreset};
-use crate::sandbox::Plugin;
+use crate::pipeline::SpillDir;
+use crate::sandbox::{Grant, Plugin};
 
 /// The `--json` code of a session refused by the lock.
 pub const LOCK_MISMATCH: &str = "LOCK_MISMATCH";
@@ -19,6 +20,9 @@ pub const LOCK_MISMATCH: &str = "LOCK_MISMATCH";
 /// The lock of a session in `cwd`, read, and where it is.
 pub(crate) struct LockCheck {
     pub path: PathBuf,
+    /// The project root: mounts inside it are hashed relative to it, so that a committed
+    /// lock's grant hashes hold on every checkout.
+    root: PathBuf,
     pub file: LockFile,
     changed: bool,
     /// What the check did, for `session/start` (`lock`).
@@ -36,6 +40,7 @@ impl LockCheck {
         let file = lock::read(&path).map_err(lock_error)?;
         Ok(LockCheck {
             path,
+            root: crate::preset::project_root(cwd),
             file,
             changed: false,
             notes: Vec::new(),
@@ -56,7 +61,7 @@ impl LockCheck {
                 continue;
             };
             let record = store.get(name).map_err(|e| SetupError::usage(e.to_string()))?;
-            let grant = lock::grant_sha256(&entry.grant);
+            let grant = grant_sha256(&entry.grant, &self.root);
             match self.file.plugins.get_mut(name) {
                 Some(locked) => {
                     let lines = locked.differences(&plugin.sha256, &plugin.tools);
@@ -145,6 +150,19 @@ impl LockCheck {
         }
         Ok(())
     }
+}
+
+/// The hash of what `grant` gives, the same for every session and checkout: the session's own
+/// spill mount left out, and mounts inside the project root named relative to it.
+fn grant_sha256(grant: &Grant, root: &Path) -> String {
+    let mut grant = grant.clone();
+    grant.mounts.retain(|m| m.guest != SpillDir::GUEST);
+    for mount in &mut grant.mounts {
+        if let Ok(inside) = mount.host.strip_prefix(root) {
+            mount.host = Path::new("<project>").join(inside);
+        }
+    }
+    lock::grant_sha256(&grant)
 }
 
 /// Each listed tool's pin by its name on the server.

@@ -361,11 +361,13 @@ mod tests {
 
     #[test]
     fn differences_name_the_bytes_and_each_changed_tool() {
-        let spec: ToolSpec = serde_json::from_value(serde_json::json!({
-            "name": "read_file", "description": "Read.", "parameters": {"type": "object"},
-            "examples": [],
-        }))
-        .unwrap();
+        let spec = ToolSpec {
+            name: "read_file".into(),
+            description: "Read.".into(),
+            parameters: serde_json::json!({"type": "object"}),
+            examples: Vec::new(),
+            meta: crate::contract::RuntimeMeta::default(),
+        };
         let record = Installed {
             name: "fs".into(),
             kind: "tools".into(),

@@ -162,10 +162,13 @@ mod tests {
     use super::*;
 
     fn spec(name: &str, description: &str, schema: Value) -> ToolSpec {
-        serde_json::from_value(serde_json::json!({
-            "name": name, "description": description, "parameters": schema, "examples": [],
-        }))
-        .unwrap()
+        ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            parameters: schema,
+            examples: Vec::new(),
+            meta: crate::contract::RuntimeMeta::default(),
+        }
     }
 
     #[test]
