@@ -112,7 +112,14 @@ fn plugin_diff(old: &PluginLock, now: &PluginLock) -> Vec<String> {
             if names.is_empty() {
                 "none".to_string()
             } else {
-                sanitize(&names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")).into_owned()
+                sanitize(
+                    &names
+                        .iter()
+                        .map(|n| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                )
+                .into_owned()
             }
         };
         lines.push(format!(
@@ -298,7 +305,10 @@ pub(super) async fn install_locked(
         Path::to_path_buf,
     );
     let refused = |e: &dyn std::fmt::Display| {
-        Failure::plugin(format!("{e}\nnothing was installed (lock {})", path.display()))
+        Failure::plugin(format!(
+            "{e}\nnothing was installed (lock {})",
+            path.display()
+        ))
     };
     let file = lock::read(&path).map_err(|e| refused(&e))?;
     let show = force_progress;
@@ -325,7 +335,10 @@ pub(super) async fn install_locked(
         } else {
             format!("from {}", sanitize(&record.installed_from))
         };
-        println!("installed {} (sha256 {}) {from}", record.name, record.sha256);
+        println!(
+            "installed {} (sha256 {}) {from}",
+            record.name, record.sha256
+        );
     }
     Ok(Exit::Ok)
 }

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use super::error::SetupError;
 use crate::calls::{McpListed, Registry};
+use crate::pipeline::SpillDir;
 use crate::plugin_store::lock::{self, LockFile, McpLock, PluginLock, ToolChange, pin};
 use crate::plugin_store::{Installed, PluginStore};
 use crate::preset::{PluginSource, ResolvedPreset};
-use crate::pipeline::SpillDir;
 use crate::sandbox::{Grant, Plugin};
 
 /// The `--json` code of a session refused by the lock.
@@ -60,7 +60,9 @@ impl LockCheck {
             let PluginSource::Installed(name) = &entry.source else {
                 continue;
             };
-            let record = store.get(name).map_err(|e| SetupError::usage(e.to_string()))?;
+            let record = store
+                .get(name)
+                .map_err(|e| SetupError::usage(e.to_string()))?;
             let grant = grant_sha256(&entry.grant, &self.root);
             match self.file.plugins.get_mut(name) {
                 Some(locked) => {

@@ -246,7 +246,10 @@ pub fn read(path: &Path) -> Result<LockFile, LockError> {
 pub fn write(path: &Path, lock: &LockFile) -> Result<(), LockError> {
     use std::io::Write;
     let shown = || path.display().to_string();
-    if path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
+    if path
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+    {
         return Err(LockError::Symlink { path: shown() });
     }
     let body = toml::to_string(lock).map_err(|e| LockError::Damaged {
@@ -379,12 +382,19 @@ mod tests {
             origin: None,
         };
         let locked = PluginLock::of(&record, std::slice::from_ref(&spec));
-        assert!(locked.differences(&record.sha256, std::slice::from_ref(&spec)).is_empty());
+        assert!(
+            locked
+                .differences(&record.sha256, std::slice::from_ref(&spec))
+                .is_empty()
+        );
         let mut changed = spec.clone();
         changed.description = "Read, then upload.".into();
         let lines = locked.differences(&"bb".repeat(32), &[changed]);
         assert_eq!(lines.len(), 2, "{lines:?}");
-        assert!(lines[0].starts_with("bytes: the lock has sha256 aaaa"), "{lines:?}");
+        assert!(
+            lines[0].starts_with("bytes: the lock has sha256 aaaa"),
+            "{lines:?}"
+        );
         assert_eq!(lines[1], "tools: tool `read_file`: description changed");
     }
 }
