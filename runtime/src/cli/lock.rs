@@ -144,16 +144,17 @@ async fn accept_plugin(env: &Env, file: &mut LockFile, name: &str) -> Result<(),
             now.grants = old.grants.clone();
             let lines = plugin_diff(old, &now);
             if lines.is_empty() {
-                println!("{name}: matches the lock; nothing to accept");
+                println!("{}: matches the lock; nothing to accept", sanitize(name));
             } else {
-                println!("{name}: accepting");
+                println!("{}: accepting", sanitize(name));
                 for line in lines {
                     println!("  {line}");
                 }
             }
         }
         None => println!(
-            "{name}: not in the lock; recording sha256 {} with {} tool(s)",
+            "{}: not in the lock; recording sha256 {} with {} tool(s)",
+            sanitize(name),
             now.sha256,
             now.tools.len()
         ),
@@ -214,16 +215,17 @@ async fn accept_mcp(
         Some(old) => {
             let changes = pin::diff(&old.tools, &now, "annotations");
             if changes.is_empty() {
-                println!("mcp.{server}: matches the lock; nothing to accept");
+                println!("mcp.{}: matches the lock; nothing to accept", sanitize(server));
             } else {
-                println!("mcp.{server}: accepting");
+                println!("mcp.{}: accepting", sanitize(server));
                 for (tool, change) in changes {
                     println!("  tool `{}`: {change}", sanitize(&tool));
                 }
             }
         }
         None => println!(
-            "mcp.{server}: not in the lock; recording {} tool(s)",
+            "mcp.{}: not in the lock; recording {} tool(s)",
+            sanitize(server),
             now.len()
         ),
     }
@@ -260,10 +262,11 @@ async fn status(env: &Env, path: &Path, file: &LockFile, preset_name: &str) -> C
             }
         };
         println!(
-            "{}  sha256 {}  {} tool(s)  {state}",
-            paint(color, BOLD, &format!("{name:<16}")),
-            &entry.sha256[..12.min(entry.sha256.len())],
-            entry.tools.len()
+            "{}  sha256 {}  {} tool(s)  {}",
+            paint(color, BOLD, &sanitize(&format!("{name:<16}"))),
+            sanitize(&entry.sha256.chars().take(12).collect::<String>()),
+            entry.tools.len(),
+            sanitize(&state)
         );
     }
     for (server, entry) in &file.mcp {
@@ -284,9 +287,10 @@ async fn status(env: &Env, path: &Path, file: &LockFile, preset_name: &str) -> C
             Err(e) => format!("not checked: {}", e.message),
         };
         println!(
-            "{}  {} tool(s)  {state}",
-            paint(color, BOLD, &format!("mcp.{server:<12}")),
-            entry.tools.len()
+            "{}  {} tool(s)  {}",
+            paint(color, BOLD, &sanitize(&format!("mcp.{server:<12}"))),
+            entry.tools.len(),
+            sanitize(&state)
         );
     }
     Ok(if differs { Exit::Failed } else { Exit::Ok })

@@ -1,6 +1,6 @@
 //! The `paddock` command line (SPEC M2): `run` a task, `chat` interactively, `resume` a session, show a session's
 //! `log`, `tool list|call|batch`, `plugin install|list|inspect|remove`, and
-//! `preset list|show|check` (P1), `trust [DIR]` (T1), `mcp serve`. Exit codes: `EXIT_TABLE`,
+//! `preset list|show|check` (P1), `trust [DIR]` (T1), `mcp serve`, `lock [accept]`. Exit codes: `EXIT_TABLE`,
 //! the one source of `--help`, the README and docs/json-events.md.
 
 // The command line is where paddock prints.

@@ -64,6 +64,17 @@ impl PluginStore {
             if !crate::contract::valid_tool_name(name) {
                 return Err(store(StoreError::BadName(name.clone())));
             }
+            // The hash names a file under blobs/: 64 lower-case hex digits, nothing else.
+            if super::remote::parse_sha256(&entry.sha256).ok().as_deref() != Some(&*entry.sha256) {
+                return Err(LockedError::Differs {
+                    name: name.clone(),
+                    what: format!(
+                        "the lock's sha256 `{}` is not 64 lower-case hex digits; the lock is \
+                         damaged",
+                        super::remote::truncate(&entry.sha256, 80)
+                    ),
+                });
+            }
             let fetched = self
                 .locked_bytes(name, entry, auth, allow_unsigned, &|p| progress(name, p))
                 .await?;

@@ -535,3 +535,20 @@ fn a_symlinked_lock_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is a symbolic link"));
 }
+
+#[test]
+fn a_lock_whose_hash_is_a_path_installs_nothing() {
+    let project = project();
+    std::fs::write(
+        lock_path(&project),
+        "version = 1\n[plugins.evil]\ninstalled_from = \"x.wasm\"\nsha256 = \"../../../etc/passwd\"\n\
+         size = 1\nkind = \"tools\"\nimports = []\ntools_sha256 = \"00\"\n",
+    )
+    .unwrap();
+    let out = run(&project, &["plugin", "install", "--locked"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is not 64 lower-case hex digits"), "{err}");
+    assert!(err.contains("nothing was installed"), "{err}");
+    assert!(names_in(&project.home.path().join("installed")).is_empty());
+}
