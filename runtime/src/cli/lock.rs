@@ -215,7 +215,10 @@ async fn accept_mcp(
         Some(old) => {
             let changes = pin::diff(&old.tools, &now, "annotations");
             if changes.is_empty() {
-                println!("mcp.{}: matches the lock; nothing to accept", sanitize(server));
+                println!(
+                    "mcp.{}: matches the lock; nothing to accept",
+                    sanitize(server)
+                );
             } else {
                 println!("mcp.{}: accepting", sanitize(server));
                 for (tool, change) in changes {
