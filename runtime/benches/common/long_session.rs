@@ -24,6 +24,7 @@ pub fn start(cwd: &str) -> Body {
         instructions: Vec::new(),
         on_ask: None,
         layers: Vec::new(),
+        lock: Vec::new(),
     }))
 }
 

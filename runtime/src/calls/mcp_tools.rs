@@ -11,19 +11,50 @@ use std::sync::Arc;
 use super::entry::{Backend, RegistryError, ToolEntry};
 use crate::contract::{OutputBudget, ToolSpec, valid_tool_name};
 use crate::mcp::{McpServer, McpTool, meta_from_annotations};
+use crate::plugin_store::lock::{ToolPin, pin};
 use crate::preset::ResolvedMcp;
 use crate::sandbox::Grant;
 
-/// The tools of server `resolved`, started, as registry entries in the server's order; each
-/// name is recorded in `owner` (tool name to owner) so it is never taken twice.
+/// One tool as the server's `tools/list` gave it, pinned for the lock, with the name it was
+/// registered under (none when it was skipped).
+#[derive(Debug, Clone)]
+pub struct McpListed {
+    pub remote: String,
+    pub registered: Option<String>,
+    pub pin: ToolPin,
+}
+
+/// The pin of an MCP tool as listed: name, description, input schema, annotations.
+pub fn pin_of(tool: &rmcp::model::Tool) -> ToolPin {
+    let schema = serde_json::Value::Object((*tool.input_schema).clone());
+    let annotations = serde_json::to_value(&tool.annotations).unwrap_or_default();
+    pin::mcp_tool(
+        &tool.name,
+        tool.description.as_deref().unwrap_or(""),
+        &schema,
+        &annotations,
+    )
+}
+
+/// The tools of server `resolved`, started, as registry entries in the server's order, and
+/// every tool it listed, pinned; each name is recorded in `owner` (tool name to owner) so it
+/// is never taken twice.
 pub(super) async fn load(
     owner: &mut HashMap<String, String>,
     resolved: &ResolvedMcp,
-) -> Result<Vec<(String, ToolEntry)>, RegistryError> {
+) -> Result<(Vec<(String, ToolEntry)>, Vec<McpListed>), RegistryError> {
     let (server, tools) = McpServer::start(resolved.clone()).await?;
     let mut entries = Vec::new();
+    let mut listed: Vec<McpListed> = tools
+        .iter()
+        .map(|tool| McpListed {
+            remote: tool.name.to_string(),
+            registered: None,
+            pin: pin_of(tool),
+        })
+        .collect();
     let key = format!("mcp.{}", resolved.name);
-    for tool in tools {
+    for (index, tool) in tools.into_iter().enumerate() {
         let remote = tool.name.to_string();
         let mut name = remote.clone();
         if owner.contains_key(&name) || !valid_tool_name(&name) {
@@ -65,6 +96,7 @@ pub(super) async fn load(
             examples: Vec::new(),
             meta,
         };
+        listed[index].registered = Some(name.clone());
         entries.push((
             name,
             ToolEntry {
@@ -83,7 +115,7 @@ pub(super) async fn load(
             },
         ));
     }
-    Ok(entries)
+    Ok((entries, listed))
 }
 
 /// Letters, digits, `_` and `-` kept; anything else becomes `_`.

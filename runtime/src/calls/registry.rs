@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::entry::{Backend, RegistryError, ToolEntry};
+use super::mcp_tools::McpListed;
 use crate::contract::{OutputBudget, ToolSpec};
 use crate::plugin_store::{PluginStore, StoreError};
 use crate::preset::ResolvedPreset;
@@ -19,6 +20,8 @@ pub struct Registry {
     plugins: Vec<Plugin>,
     /// Tools a loaded plugin provides that the preset's selection left out, with the plugin.
     dropped: HashMap<String, String>,
+    /// Each MCP server's tools as its `tools/list` gave them, pinned, by server name.
+    mcp_listed: Vec<(String, Vec<McpListed>)>,
 }
 
 impl Registry {
@@ -148,12 +151,28 @@ impl Registry {
             registry.plugins.push(plugin);
         }
         for server in &preset.mcp {
-            for (name, entry) in super::mcp_tools::load(&mut owner, server).await? {
+            let (entries, listed) = super::mcp_tools::load(&mut owner, server).await?;
+            for (name, entry) in entries {
                 registry.order.push(name.clone());
                 registry.tools.insert(name, entry);
             }
+            registry.mcp_listed.push((server.name.clone(), listed));
         }
         Ok(registry)
+    }
+
+    /// Each MCP server's tools as listed at start (pinned for the lock), by server name.
+    pub fn mcp_listed(&self) -> &[(String, Vec<McpListed>)] {
+        &self.mcp_listed
+    }
+
+    /// Takes tools out of the registry as if they had never been offered: the model is not
+    /// told of them, and a call to one is an unknown tool (a lock blocks them).
+    pub fn block(&mut self, names: &[String]) {
+        self.order.retain(|name| !names.contains(name));
+        for name in names {
+            self.tools.remove(name);
+        }
     }
 
     /// Keeps only the tools `keep(name, owner)` accepts, e.g. a preset's enable/disable

@@ -1,6 +1,6 @@
 //! The `paddock` command line (SPEC M2): `run` a task, `chat` interactively, `resume` a session, show a session's
 //! `log`, `tool list|call|batch`, `plugin install|list|inspect|remove`, and
-//! `preset list|show|check` (P1), `trust [DIR]` (T1), `mcp serve`. Exit codes: `EXIT_TABLE`,
+//! `preset list|show|check` (P1), `trust [DIR]` (T1), `mcp serve`, `lock [accept]`. Exit codes: `EXIT_TABLE`,
 //! the one source of `--help`, the README and docs/json-events.md.
 
 // The command line is where paddock prints.
@@ -9,6 +9,7 @@
 mod chat;
 mod doctor;
 mod json_events;
+mod lock;
 mod log;
 mod log_view;
 mod mcp;
@@ -86,6 +87,9 @@ enum Command {
     /// Which of paddock's sandbox layers are in force on this machine (inside a container some
     /// may not be), each with what it stops.
     Doctor(doctor::DoctorArgs),
+    /// What paddock.lock pins (installed plugins' bytes and tools, MCP servers' tools) and
+    /// whether it still matches; `lock accept NAME|mcp.NAME` records a change you trust.
+    Lock(lock::LockArgs),
 }
 
 impl Command {
@@ -270,6 +274,7 @@ pub fn main() -> ExitCode {
             Command::Trust(args) => trust::trust(args).await,
             Command::Mcp(cmd) => mcp::run(cmd).await,
             Command::Doctor(args) => doctor::doctor(args).await,
+            Command::Lock(args) => lock::run(args).await,
         };
         // Errors are printed once, here, in the form the command line asked for.
         outcome.unwrap_or_else(|failure| report::show(&failure, form))

@@ -35,8 +35,16 @@ pub enum PluginCommand {
     /// SOURCE is a .wasm file, oci://REGISTRY/REPOSITORY:TAG or …@sha256:DIGEST (pulled by
     /// digest, its layer verified while it downloads), or https://HOST/PATH.wasm with --sha256.
     Install {
-        #[arg(value_name = "SOURCE")]
-        source: String,
+        #[arg(value_name = "SOURCE", required_unless_present = "locked")]
+        source: Option<String>,
+        /// Install every plugin paddock.lock names, exactly (no SOURCE): from the data
+        /// directory's blobs/ when they hold its bytes, else from its recorded origin by digest.
+        #[arg(long, conflicts_with_all = ["source", "name", "sha256"])]
+        locked: bool,
+        /// The lock --locked reads (default: the project's .paddock/paddock.lock, else the
+        /// data directory's).
+        #[arg(long, value_name = "FILE", requires = "locked")]
+        lock: Option<PathBuf>,
         /// Name to install it under; defaults to the file name (or the repository's last
         /// part) without `.wasm`, unchanged.
         #[arg(long)]
@@ -132,6 +140,8 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
         } => new_project(&env, name, hook, lang, dir),
         PluginCommand::Install {
             source,
+            locked,
+            lock,
             name,
             sha256,
             registry_token_env,
@@ -147,7 +157,21 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
                 force_progress: progress,
                 allow_unsigned,
             };
-            install(&env, &source, name.as_deref(), &options, color).await
+            match source {
+                Some(source) if !locked => {
+                    install(&env, &source, name.as_deref(), &options, color).await
+                }
+                _ => {
+                    super::lock::install_locked(
+                        &env,
+                        lock.as_deref(),
+                        &auth,
+                        allow_unsigned,
+                        progress,
+                    )
+                    .await
+                }
+            }
         }
         PluginCommand::TrustKey {
             name,

@@ -209,6 +209,10 @@ pub struct SessionStart {
     /// (what `paddock doctor` shows): a harness reading the log knows what held.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub layers: Vec<LayerRecord>,
+    /// What the check against `paddock.lock` did at the start: plugins and MCP servers
+    /// recorded, grants that changed, MCP tools blocked and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lock: Vec<String>,
 }
 
 /// One sandbox layer as the session found it at its start.
@@ -449,6 +453,7 @@ pub(crate) fn test_start() -> Body {
         instructions: Vec::new(),
         on_ask: None,
         layers: Vec::new(),
+        lock: Vec::new(),
     }))
 }
 

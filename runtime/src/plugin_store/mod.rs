@@ -20,6 +20,8 @@
 
 mod builtin;
 mod https;
+pub(crate) mod lock;
+mod locked;
 mod oci;
 mod registry_auth;
 mod remote;

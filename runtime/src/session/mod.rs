@@ -14,6 +14,7 @@
 
 mod env;
 mod error;
+mod lock;
 mod resume;
 mod start;
 mod tools;

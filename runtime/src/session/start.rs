@@ -293,6 +293,7 @@ fn start_record(
             .collect(),
         on_ask: None,
         layers: layer_records(),
+        lock: loaded.lock_notes.clone(),
     }
 }
 

@@ -6,6 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Env;
 use super::error::SetupError;
+use super::lock::LockCheck;
 use super::verdict::{Judged, Shown, Start, judge};
 use crate::calls::{AliasTable, Registry};
 use crate::hooks::{Approval, Approver, HookChain};
@@ -44,6 +45,8 @@ pub(crate) struct Loaded {
     pub cancel: CancellationToken,
     /// The preset's warnings, for the front-end to show once (`run --json` also emits them).
     pub warnings: Vec<Shown>,
+    /// What the check against `paddock.lock` recorded or blocked (`session/start` keeps it).
+    pub lock_notes: Vec<String>,
 }
 
 impl Loaded {
@@ -156,10 +159,14 @@ pub(crate) async fn load_preset(
         warnings,
     } = judged;
     layers_relied_on(&resolved)?;
+    let mut lock = LockCheck::open(&env.cwd, env.store.root())?;
+    lock.check_plugins(&env.store, &resolved, &plugins)?;
     let mut registry = Registry::of_plugins(plugins, &resolved)
         .await
         .map_err(|e| SetupError::new("BAD_PLUGIN", e.to_string()))?;
     registry.retain(|tool, owner| resolved.keeps(owner, tool));
+    lock.check_mcp(&mut registry, &resolved.name);
+    lock.save()?;
     let mut aliases = AliasTable::default();
     aliases.extend(resolved.tools.aliases.clone());
     // Not cancelled on Ctrl-C here: `run` and `resume` cancel it for their one turn, `chat`
@@ -184,5 +191,6 @@ pub(crate) async fn load_preset(
         session: session.to_string(),
         cancel,
         warnings,
+        lock_notes: lock.notes,
     })
 }

@@ -55,6 +55,7 @@ mod model_faults;
 mod model_openai;
 mod pipeline_inputs;
 mod pipeline_scheduler;
+mod plugin_lock;
 mod plugin_oci;
 mod plugin_oci_signing;
 mod preset;

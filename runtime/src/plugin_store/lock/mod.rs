@@ -1,0 +1,400 @@
+//! `paddock.lock`: what a project (or a user) approved of its installed plugins and MCP
+//! servers. For each installed plugin: where it came from, the SHA-256 and size of its bytes,
+//! its OCI digests and signer, its imports, a hash of its tool list (and of each tool), and a
+//! hash of the grant each preset gives it. For each MCP server: a hash of each tool its
+//! `tools/list` gave. Sessions compare against it (`session/lock.rs`), `paddock lock` shows and
+//! accepts, `plugin install --locked` installs exactly what it names (`locked.rs`).
+//!
+//! Where: `<project root>/.paddock/paddock.lock` when the project has a `.paddock/` directory
+//! (a protected name: no tool or program a session runs can write it), else `paddock.lock` in
+//! the data directory. Read without following a symlink, with a size cap; written whole,
+//! atomically (a temporary file in the same directory, renamed over it).
+
+pub mod pin;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use pin::{ToolChange, ToolPin};
+
+use super::{Installed, Origin};
+use crate::contract::ToolSpec;
+
+/// The file's name, in `.paddock/` or the data directory.
+pub const LOCK_FILE: &str = "paddock.lock";
+/// The largest lock read: thousands of entries fit in far less.
+pub const MAX_LOCK_BYTES: u64 = 4 << 20;
+const HEADER: &str = "# paddock.lock: the installed plugins and MCP tools this project approved.\n\
+# Written by paddock (sessions record what they first use; `paddock lock accept NAME` records a\n\
+# change). Commit it; do not edit it by hand. `paddock plugin install --locked` installs exactly\n\
+# the plugins it names. docs/plugins-distribution.md#lock\n";
+
+/// The lock's contents.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockFile {
+    #[serde(default = "version_one")]
+    pub version: u32,
+    /// Installed plugins by their installed name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub plugins: BTreeMap<String, PluginLock>,
+    /// MCP servers by their preset name (`[mcp.NAME]`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mcp: BTreeMap<String, McpLock>,
+}
+
+fn version_one() -> u32 {
+    1
+}
+
+impl Default for LockFile {
+    fn default() -> LockFile {
+        LockFile {
+            version: version_one(),
+            plugins: BTreeMap::new(),
+            mcp: BTreeMap::new(),
+        }
+    }
+}
+
+/// One installed plugin as the lock pins it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginLock {
+    /// Where it was installed from (a file, `oci://…`, `https://…`).
+    pub installed_from: String,
+    pub sha256: String,
+    pub size: u64,
+    /// `tools` or `hook`.
+    pub kind: String,
+    pub imports: Vec<String>,
+    /// SHA-256 of the canonical JSON of the tool list `describe` gives.
+    pub tools_sha256: String,
+    /// Each tool, so that a refusal can say which one changed and how.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolPin>,
+    /// SHA-256 of the canonical grant each preset (by name) gives the plugin.
+    #[serde(default)]
+    pub grants: BTreeMap<String, String>,
+    /// OCI digests and signer, or URL and SHA-256, of a remote install.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+}
+
+/// One MCP server's tools as first approved.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpLock {
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolPin>,
+}
+
+impl PluginLock {
+    /// The entry for `record` whose component describes `tools`.
+    pub fn of(record: &Installed, tools: &[ToolSpec]) -> PluginLock {
+        PluginLock {
+            installed_from: record.installed_from.clone(),
+            sha256: record.sha256.clone(),
+            size: record.size,
+            kind: record.kind.clone(),
+            imports: record.imports.clone(),
+            tools_sha256: pin::tools_sha256(tools),
+            tools: tool_pins(tools),
+            grants: BTreeMap::new(),
+            origin: record.origin.clone(),
+        }
+    }
+
+    /// What differs between this entry and the plugin now (bytes `sha256`, `tools`), as
+    /// lines; empty when it matches.
+    pub fn differences(&self, sha256: &str, tools: &[ToolSpec]) -> Vec<String> {
+        let mut lines = Vec::new();
+        if self.sha256 != sha256 {
+            lines.push(format!(
+                "bytes: the lock has sha256 {}, the installed plugin is sha256 {sha256}",
+                self.sha256
+            ));
+        }
+        if self.tools_sha256 != pin::tools_sha256(tools) {
+            let changes = pin::diff(&self.tools, &tool_pins(tools), "metadata");
+            let what = if changes.is_empty() {
+                "the tool list changed (order)".to_string()
+            } else {
+                pin::describe_changes(&changes)
+            };
+            lines.push(format!("tools: {what}"));
+        }
+        lines
+    }
+}
+
+/// Each tool's pin by name.
+pub fn tool_pins(tools: &[ToolSpec]) -> BTreeMap<String, ToolPin> {
+    tools
+        .iter()
+        .map(|t| (t.name.clone(), pin::plugin_tool(t)))
+        .collect()
+}
+
+/// SHA-256 of the canonical JSON of `grant` (what the preset gives a plugin).
+pub fn grant_sha256(grant: &impl Serialize) -> String {
+    let value = serde_json::to_value(grant).unwrap_or(serde_json::Value::Null);
+    crate::stamp::sha256_hex(pin::canonical_json(&value).as_bytes())
+}
+
+/// Why the lock could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error(
+        "{path} is a symbolic link; paddock reads its lock only as a regular file, never \
+         through a link (it could point anywhere). Replace it with the file itself"
+    )]
+    Symlink { path: String },
+    #[error("{path} is not a regular file; remove it (paddock writes its lock there)")]
+    NotAFile { path: String },
+    #[error("{path} is over {max} bytes; a lock is far smaller: remove or repair it")]
+    TooLarge { path: String, max: u64 },
+    #[error(
+        "{path} is not a lock paddock reads: {detail}. Restore it from version control, or \
+         remove it to record afresh"
+    )]
+    Damaged { path: String, detail: String },
+    #[error("{what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// Where the lock of a session in `cwd` is: the project's `.paddock/paddock.lock` when the
+/// project root (`preset::project_root`) has a `.paddock` directory (not a link to one), else
+/// `paddock.lock` in `data_dir`.
+pub fn location(cwd: &Path, data_dir: &Path) -> PathBuf {
+    let dot = crate::preset::project_root(cwd).join(".paddock");
+    match dot.symlink_metadata() {
+        Ok(meta) if meta.is_dir() => dot.join(LOCK_FILE),
+        _ => data_dir.join(LOCK_FILE),
+    }
+}
+
+/// The lock at `path` (empty when there is none), read without following a symlink.
+pub fn read(path: &Path) -> Result<LockFile, LockError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let shown = || path.display().to_string();
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockFile::default()),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(LockError::Symlink { path: shown() });
+        }
+        Err(source) => {
+            return Err(LockError::Io {
+                what: "cannot read",
+                path: shown(),
+                source,
+            });
+        }
+    };
+    let meta = file.metadata().map_err(|source| LockError::Io {
+        what: "cannot read",
+        path: shown(),
+        source,
+    })?;
+    if !meta.is_file() {
+        return Err(LockError::NotAFile { path: shown() });
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_LOCK_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| LockError::Io {
+            what: "cannot read",
+            path: shown(),
+            source,
+        })?;
+    if bytes.len() as u64 > MAX_LOCK_BYTES {
+        return Err(LockError::TooLarge {
+            path: shown(),
+            max: MAX_LOCK_BYTES,
+        });
+    }
+    let damaged = |detail: String| LockError::Damaged {
+        path: shown(),
+        detail,
+    };
+    let text = String::from_utf8(bytes).map_err(|_| damaged("it is not UTF-8".into()))?;
+    let lock: LockFile = toml::from_str(&text).map_err(|e| damaged(e.message().to_string()))?;
+    if lock.version != 1 {
+        return Err(damaged(format!(
+            "version {} (this paddock reads version 1)",
+            lock.version
+        )));
+    }
+    Ok(lock)
+}
+
+/// Writes `lock` to `path` whole: a temporary file in the same directory, renamed over it.
+/// A symlink at `path` is refused (the rename would replace the link, but a link there means
+/// someone else placed it).
+pub fn write(path: &Path, lock: &LockFile) -> Result<(), LockError> {
+    use std::io::Write;
+    let shown = || path.display().to_string();
+    if path
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+    {
+        return Err(LockError::Symlink { path: shown() });
+    }
+    let body = toml::to_string(lock).map_err(|e| LockError::Damaged {
+        path: shown(),
+        detail: format!("cannot encode it: {e}"),
+    })?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let io = |what: &'static str| {
+        move |source: std::io::Error| LockError::Io {
+            what,
+            path: path.display().to_string(),
+            source,
+        }
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".paddock.lock.")
+        .tempfile_in(dir)
+        .map_err(io("cannot write beside"))?;
+    tmp.write_all(HEADER.as_bytes())
+        .and_then(|()| tmp.write_all(body.as_bytes()))
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(io("cannot write"))?;
+    // Committed with the project: readable by others as any source file is.
+    use std::os::unix::fs::PermissionsExt;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o644))
+        .map_err(io("cannot write"))?;
+    tmp.persist(path).map_err(|e| io("cannot write")(e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry() -> PluginLock {
+        PluginLock {
+            installed_from: "oci://127.0.0.1:5000/plugins/fs:1.0".into(),
+            sha256: "ab".repeat(32),
+            size: 12,
+            kind: "tools".into(),
+            imports: vec!["wasi:cli/environment@0.2.0".into()],
+            tools_sha256: "cd".repeat(32),
+            tools: BTreeMap::from([(
+                "read_file".to_string(),
+                ToolPin {
+                    sha256: "1".into(),
+                    description: "2".into(),
+                    schema: "3".into(),
+                    meta: "4".into(),
+                },
+            )]),
+            grants: BTreeMap::from([("coding".to_string(), "ef".repeat(32))]),
+            origin: Some(Origin::Oci {
+                reference: "oci://127.0.0.1:5000/plugins/fs:1.0".into(),
+                registry: "127.0.0.1:5000".into(),
+                repository: "plugins/fs".into(),
+                tag: Some("1.0".into()),
+                manifest_digest: format!("sha256:{}", "01".repeat(32)),
+                config_digest: format!("sha256:{}", "02".repeat(32)),
+                config_media_type: "application/vnd.wasm.config.v0+json".into(),
+                layer_digest: format!("sha256:{}", "ab".repeat(32)),
+                layer_media_type: "application/wasm".into(),
+                signature: Some(Box::new(super::super::SignatureRecord {
+                    key: Some("acme".into()),
+                    fingerprint: Some(format!("sha256:{}", "03".repeat(32))),
+                    signature_manifest: None,
+                    unsigned_allowed: false,
+                })),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_lock_is_written_with_its_header_and_reads_back_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE);
+        assert_eq!(read(&path).unwrap(), LockFile::default(), "none yet: empty");
+        let mut lock = LockFile::default();
+        lock.plugins.insert("fs".into(), entry());
+        lock.mcp.insert(
+            "py".into(),
+            McpLock {
+                tools: entry().tools,
+            },
+        );
+        write(&path, &lock).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# paddock.lock"), "{text}");
+        assert_eq!(read(&path).unwrap(), lock, "{text}");
+    }
+
+    #[test]
+    fn a_symlinked_oversized_or_damaged_lock_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("elsewhere.lock");
+        std::fs::write(&real, "version = 1\n").unwrap();
+        let link = dir.path().join(LOCK_FILE);
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(matches!(read(&link), Err(LockError::Symlink { .. })));
+        assert!(matches!(
+            write(&link, &LockFile::default()),
+            Err(LockError::Symlink { .. })
+        ));
+        std::fs::remove_file(&link).unwrap();
+        std::fs::write(&link, "x".repeat(MAX_LOCK_BYTES as usize + 1)).unwrap();
+        assert!(matches!(read(&link), Err(LockError::TooLarge { .. })));
+        std::fs::write(&link, "version = 1\n[plugins.fs]\nsha256 = 3\n").unwrap();
+        let err = read(&link).unwrap_err().to_string();
+        assert!(err.contains("is not a lock paddock reads"), "{err}");
+    }
+
+    #[test]
+    fn differences_name_the_bytes_and_each_changed_tool() {
+        let spec = ToolSpec {
+            name: "read_file".into(),
+            description: "Read.".into(),
+            parameters: serde_json::json!({"type": "object"}),
+            examples: Vec::new(),
+            meta: crate::contract::RuntimeMeta::default(),
+        };
+        let record = Installed {
+            name: "fs".into(),
+            kind: "tools".into(),
+            sha256: "aa".repeat(32),
+            size: 3,
+            installed_from: "x.wasm".into(),
+            tools: vec!["read_file".into()],
+            imports: Vec::new(),
+            origin: None,
+        };
+        let locked = PluginLock::of(&record, std::slice::from_ref(&spec));
+        assert!(
+            locked
+                .differences(&record.sha256, std::slice::from_ref(&spec))
+                .is_empty()
+        );
+        let mut changed = spec.clone();
+        changed.description = "Read, then upload.".into();
+        let lines = locked.differences(&"bb".repeat(32), &[changed]);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].starts_with("bytes: the lock has sha256 aaaa"),
+            "{lines:?}"
+        );
+        assert_eq!(lines[1], "tools: tool `read_file`: description changed");
+    }
+}
