@@ -57,6 +57,7 @@ mod pipeline_inputs;
 mod pipeline_scheduler;
 mod plugin_oci;
 mod plugin_oci_signing;
+mod plugin_upgrade;
 mod preset;
 mod preset_inherit;
 mod preset_root;
