@@ -186,10 +186,10 @@ pub enum Upgrade {
     /// The source resolves to what is installed (the same manifest digest, or the same
     /// bytes): nothing was done.
     UpToDate {
-        record: Installed,
+        record: Box<Installed>,
         source: String,
     },
-    Upgraded(InstallReport),
+    Upgraded(Box<InstallReport>),
 }
 
 /// Whether a replacement that widens what a plugin may do goes ahead.
@@ -730,7 +730,7 @@ impl PluginStore {
                 let resolved = oci::resolve(reference, request.auth).await?;
                 if Some(resolved.manifest_digest()) == installed_manifest {
                     return Ok(Upgrade::UpToDate {
-                        record,
+                        record: Box::new(record),
                         source: reference.given.clone(),
                     });
                 }
@@ -744,7 +744,7 @@ impl PluginStore {
         };
         if crate::stamp::sha256_hex(&bytes) == record.sha256 {
             return Ok(Upgrade::UpToDate {
-                record,
+                record: Box::new(record),
                 source: from,
             });
         }
@@ -764,7 +764,7 @@ impl PluginStore {
                 request.progress,
             )
             .await?;
-        Ok(Upgrade::Upgraded(report))
+        Ok(Upgrade::Upgraded(Box::new(report)))
     }
 
     /// What the installed plugin `record` is, for a diff: its imports and its tools as the
