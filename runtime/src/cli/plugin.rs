@@ -354,6 +354,16 @@ fn refusal(e: StoreError) -> Failure {
     }
 }
 
+/// The failure of an upgrade: as an install's, and the installed version stays.
+fn upgrade_refusal(e: StoreError) -> Failure {
+    match &e {
+        StoreError::Widens { .. } => refusal(e),
+        _ => Failure::plugin(format!(
+            "{e}\nnothing was changed: the installed version stays in use"
+        )),
+    }
+}
+
 async fn upgrade(
     env: &Env,
     name: &str,
@@ -364,7 +374,7 @@ async fn upgrade(
     let to = to
         .map(|given| InstallSource::parse(given, options.sha256))
         .transpose()
-        .map_err(refusal)?;
+        .map_err(upgrade_refusal)?;
     if options.sha256.is_some() && to.is_none() {
         return Err(Failure::usage(
             "--sha256 goes with --to https://…: the SHA-256 of the new version",
@@ -386,7 +396,7 @@ async fn upgrade(
         .upgrade(&env.sandbox, name, to.as_ref(), &request)
         .await;
     line.finish();
-    match result.map_err(refusal)? {
+    match result.map_err(upgrade_refusal)? {
         Upgrade::UpToDate { record, source } => {
             println!(
                 "{} is up to date: {} is what is installed (sha256 {})",

@@ -355,6 +355,41 @@ mod tests {
     }
 
     #[test]
+    fn a_recorded_signature_verifies_again_only_while_its_key_is_trusted() {
+        use base64::Engine;
+        let (secret, trusted) = key("alice");
+        let (_, other) = key("bob");
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let body = payload("127.0.0.1:5000/plugins/fs", &digest);
+        let record = SignatureRecord {
+            key: Some("alice".into()),
+            fingerprint: Some(trusted.fingerprint.clone()),
+            payload: Some(base64::engine::general_purpose::STANDARD.encode(&body)),
+            signature: Some(sign(&secret, &body)),
+            ..SignatureRecord::default()
+        };
+        assert_eq!(
+            record.recheck(&[other.clone(), trusted.clone()], &digest),
+            Recheck::Valid(trusted.clone())
+        );
+        match record.recheck(std::slice::from_ref(&other), &digest) {
+            Recheck::Invalid(why) => assert!(why.contains("no longer trusted"), "{why}"),
+            found => panic!("{found:?}"),
+        }
+        let elsewhere = format!("sha256:{}", "b".repeat(64));
+        assert!(matches!(
+            record.recheck(std::slice::from_ref(&trusted), &elsewhere),
+            Recheck::Invalid(_)
+        ));
+        let old = SignatureRecord {
+            payload: None,
+            signature: None,
+            ..record
+        };
+        assert_eq!(old.recheck(&[], &digest), Recheck::NotRecorded);
+    }
+
+    #[test]
     fn keys_that_are_not_p256_public_keys_are_refused_with_what_was_expected() {
         let (_, trusted) = key("alice");
         let pem = trusted
