@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod oci;
+
 use std::path::Path;
 use std::time::Duration;
 

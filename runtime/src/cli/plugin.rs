@@ -1,5 +1,5 @@
-//! `paddock plugin new|install|list|inspect|remove` (S8); publishing, signing and trusted keys
-//! are `plugin_registry.rs`.
+//! `paddock plugin new|install|upgrade|list|inspect|remove` (S8); publishing, signing and
+//! trusted keys are `plugin_registry.rs`.
 
 use std::path::PathBuf;
 
@@ -9,7 +9,10 @@ use super::plugin_registry;
 use super::report::{CommandResult, Failure};
 use super::style::{self, BOLD, json_for_terminal, paint, sanitize};
 use super::{Env, Exit};
-use crate::plugin_store::{AuthChoice, InstallReport, InstallSource, Origin, StoreError};
+use crate::plugin_store::{
+    AuthChoice, CapabilityDiff, Change, InstallReport, InstallRequest, InstallSource, Origin,
+    StoreError, Upgrade, Widening,
+};
 use crate::preset::PluginSource;
 use crate::sandbox::{Capability, World};
 use crate::scaffold::{self, Kind, Lang};
@@ -31,7 +34,8 @@ pub enum PluginCommand {
         dir: Option<PathBuf>,
     },
     /// Validate a .wasm tool plugin or hook (the world is detected) and store it by SHA-256
-    /// under the data directory. Installing under a name in use replaces that plugin.
+    /// under the data directory. Installing under a name in use replaces that plugin, as an
+    /// upgrade does: what it would newly be able to do needs a yes (or --accept-widening).
     /// SOURCE is a .wasm file, oci://REGISTRY/REPOSITORY:TAG or …@sha256:DIGEST (pulled by
     /// digest, its layer verified while it downloads), or https://HOST/PATH.wasm with --sha256.
     Install {
@@ -65,6 +69,35 @@ pub enum PluginCommand {
         /// digest by a key added with `paddock plugin trust-key`.
         #[arg(long)]
         allow_unsigned: bool,
+        /// Under a name in use: replace it even if the new version widens what it may do
+        /// (new imports or tools, changed descriptions or schemas, lower risk...).
+        #[arg(long)]
+        accept_widening: bool,
+    },
+    /// Replace an installed plugin with its newer version, showing first what it would newly
+    /// be able to do: an oci:// install by tag resolves its tag again (or --to REFERENCE);
+    /// https:// needs --to URL --sha256 HEX, a local file --to FILE. Any widening needs a yes
+    /// on a terminal, or --accept-widening; a refused upgrade leaves the old version in use.
+    Upgrade {
+        name: String,
+        /// Where the new version is (oci://…, https://… with --sha256, or a .wasm file).
+        #[arg(long, value_name = "REFERENCE")]
+        to: Option<String>,
+        /// Accept changes that widen what the plugin may do, without asking.
+        #[arg(long)]
+        accept_widening: bool,
+        /// As for install: an oci:// version without a signature by a trusted key.
+        #[arg(long)]
+        allow_unsigned: bool,
+        /// Authenticate to the registry with the bearer token in this environment variable.
+        #[arg(long, value_name = "NAME")]
+        registry_token_env: Option<String>,
+        /// The SHA-256 an https:// --to must have.
+        #[arg(long, value_name = "HEX")]
+        sha256: Option<String>,
+        /// Show download and compile progress on stderr even when it is not a terminal.
+        #[arg(long)]
+        progress: bool,
     },
     /// Trust a public key (ECDSA P-256 PEM, as `cosign generate-key-pair` or `skopeo
     /// generate-sigstore-key` write it) for signatures of oci:// installs; or --list, or
@@ -147,6 +180,7 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
             registry_token_env,
             progress,
             allow_unsigned,
+            accept_widening,
         } => {
             let auth = AuthChoice {
                 token_env: registry_token_env,
@@ -156,6 +190,7 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
                 auth: &auth,
                 force_progress: progress,
                 allow_unsigned,
+                accept_widening,
             };
             match source {
                 Some(source) if !locked => {
@@ -172,6 +207,27 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
                     .await
                 }
             }
+        }
+        PluginCommand::Upgrade {
+            name,
+            to,
+            accept_widening,
+            allow_unsigned,
+            registry_token_env,
+            sha256,
+            progress,
+        } => {
+            let auth = AuthChoice {
+                token_env: registry_token_env,
+            };
+            let options = InstallOptions {
+                sha256: sha256.as_deref(),
+                auth: &auth,
+                force_progress: progress,
+                allow_unsigned,
+                accept_widening,
+            };
+            upgrade(&env, &name, to.as_deref(), &options, color).await
         }
         PluginCommand::TrustKey {
             name,
@@ -248,6 +304,134 @@ struct InstallOptions<'a> {
     auth: &'a AuthChoice,
     force_progress: bool,
     allow_unsigned: bool,
+    accept_widening: bool,
+}
+
+/// On a terminal, shows the diff and asks y/N on stdin; elsewhere a widening is refused
+/// unless accepted on the command line.
+fn ask_widening(diff: &CapabilityDiff) -> bool {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return false;
+    }
+    eprintln!("{}", render_diff(diff));
+    eprint!("accept these changes? [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    if std::io::stdin().lock().read_line(&mut answer).is_err() {
+        return false;
+    }
+    matches!(answer.trim(), "y" | "Y" | "yes" | "Yes")
+}
+
+/// The diff for the terminal: one line a change, `+` widening, `-` narrowing; the plugin's
+/// words sanitized (T3).
+pub(super) fn render_diff(diff: &CapabilityDiff) -> String {
+    let mut out = String::new();
+    if diff.is_empty() {
+        out.push_str("no change in imports or tools");
+        return out;
+    }
+    out.push_str(if diff.complete {
+        "what changes (+ widens, needs a yes; - narrows):"
+    } else {
+        "what changes in its imports, as the registry's config says (+ widens, needs a yes; - narrows):"
+    });
+    for change in &diff.changes {
+        let mark = if change.widens() { '+' } else { '-' };
+        out.push_str(&format!("\n  {mark} {}", sanitize(&change.summary())));
+        match change {
+            Change::Description { old, new, .. } => {
+                out.push_str(&format!(
+                    "\n      was: {}\n      now: {}",
+                    sanitize(&one_line(old)),
+                    sanitize(&one_line(new))
+                ));
+            }
+            Change::Parameters { old, new, .. } => {
+                out.push_str(&format!(
+                    "\n      was: {}\n      now: {}",
+                    json_for_terminal(&old.to_string()),
+                    json_for_terminal(&new.to_string())
+                ));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn one_line(text: &str) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if joined.chars().count() > 300 {
+        joined.chars().take(300).collect::<String>() + "…"
+    } else {
+        joined
+    }
+}
+
+/// The failure of an install or upgrade: a refused widening shows its whole diff first.
+fn refusal(e: StoreError) -> Failure {
+    match &e {
+        StoreError::Widens { diff, .. } => Failure::plugin(format!("{}\n{e}", render_diff(diff))),
+        _ => Failure::plugin(format!("{e}\nnothing was installed")),
+    }
+}
+
+/// The failure of an upgrade: as an install's, and the installed version stays.
+fn upgrade_refusal(e: StoreError) -> Failure {
+    match &e {
+        StoreError::Widens { .. } => refusal(e),
+        _ => Failure::plugin(format!(
+            "{e}\nnothing was changed: the installed version stays in use"
+        )),
+    }
+}
+
+async fn upgrade(
+    env: &Env,
+    name: &str,
+    to: Option<&str>,
+    options: &InstallOptions<'_>,
+    color: bool,
+) -> CommandResult {
+    let to = to
+        .map(|given| InstallSource::parse(given, options.sha256))
+        .transpose()
+        .map_err(upgrade_refusal)?;
+    if options.sha256.is_some() && to.is_none() {
+        return Err(Failure::usage(
+            "--sha256 goes with --to https://…: the SHA-256 of the new version",
+        ));
+    }
+    let line = ProgressLine::new(options.force_progress);
+    let request = InstallRequest {
+        auth: options.auth,
+        allow_unsigned: options.allow_unsigned,
+        widening: if options.accept_widening {
+            Widening::Accept
+        } else {
+            Widening::Ask(&ask_widening)
+        },
+        progress: &|p| line.show(p),
+    };
+    let result = env
+        .store
+        .upgrade(&env.sandbox, name, to.as_ref(), &request)
+        .await;
+    line.finish();
+    match result.map_err(upgrade_refusal)? {
+        Upgrade::UpToDate { record, source } => {
+            println!(
+                "{} is up to date: {} is what is installed (sha256 {})",
+                record.name,
+                sanitize(&source),
+                record.sha256
+            );
+        }
+        Upgrade::Upgraded(report) => print_installed(&report, color),
+    }
+    Ok(Exit::Ok)
 }
 
 async fn install(
@@ -257,7 +441,7 @@ async fn install(
     options: &InstallOptions<'_>,
     color: bool,
 ) -> CommandResult {
-    let refused = |e: StoreError| Failure::plugin(format!("{e}\nnothing was installed"));
+    let refused = refusal;
     let source = InstallSource::parse(given, options.sha256).map_err(refused)?;
     if options.allow_unsigned && !matches!(source, InstallSource::Oci(_)) {
         return Err(refused(StoreError::Remote(
@@ -270,16 +454,19 @@ async fn install(
         )));
     }
     let line = ProgressLine::new(options.force_progress);
+    let request = InstallRequest {
+        auth: options.auth,
+        allow_unsigned: options.allow_unsigned,
+        widening: if options.accept_widening {
+            Widening::Accept
+        } else {
+            Widening::Ask(&ask_widening)
+        },
+        progress: &|p| line.show(p),
+    };
     let result = env
         .store
-        .install_from(
-            &env.sandbox,
-            &source,
-            name,
-            options.auth,
-            options.allow_unsigned,
-            &|p| line.show(p),
-        )
+        .install_from(&env.sandbox, &source, name, &request)
         .await;
     line.finish();
     let report = result.map_err(refused)?;
@@ -302,6 +489,9 @@ fn print_installed(report: &InstallReport, color: bool) {
             sanitize(&old.installed_from),
             &old.sha256[..12.min(old.sha256.len())]
         );
+    }
+    if let Some(diff) = &report.diff {
+        println!("{}", render_diff(diff));
     }
     println!(
         "installed {} ({}, {} bytes, sha256 {})",

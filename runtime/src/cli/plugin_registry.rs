@@ -96,6 +96,7 @@ pub(super) async fn publish(
         sanitize(&target.given)
     );
     println!("layer {}", published.layer_digest);
+    println!("config {}", published.config_digest);
     println!("manifest {}", published.manifest_digest);
     let by_digest = format!(
         "oci://{}/{}@{}",

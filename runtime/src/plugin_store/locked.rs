@@ -126,7 +126,12 @@ impl PluginStore {
                 self.drop_blob_if_unused(&old.sha256).map_err(store)?;
             }
             done.push(LockedInstall {
-                report: InstallReport { record, replaced },
+                // The lock is the approval: what it pins is installed without a diff.
+                report: InstallReport {
+                    record,
+                    replaced,
+                    diff: None,
+                },
                 from_blobs: fetched.from_blobs,
             });
         }

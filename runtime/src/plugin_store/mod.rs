@@ -19,6 +19,7 @@
 //! 0600 files), and no mount may contain it or lie inside it (`preset::check_mount_is_safe`).
 
 mod builtin;
+mod diff;
 mod https;
 pub(crate) mod lock;
 mod locked;
@@ -34,11 +35,13 @@ use serde::{Deserialize, Serialize};
 pub use builtin::{builtin, builtin_described, builtin_names, builtin_sha256};
 #[cfg(any(test, feature = "internals"))]
 pub use builtin::builtin_description;
+pub use diff::{CapabilityDiff, Change};
 pub use oci::{OciRef, Published, Signed};
 pub use registry_auth::AuthChoice;
 pub use remote::{Origin, Progress, RemoteError};
-pub use signature::{SignatureRecord, TrustedKey};
+pub use signature::{Recheck, SignatureRecord, TrustedKey};
 
+use crate::contract::ToolSpec;
 use crate::preset::PluginSource;
 use crate::sandbox::{Capability, LoadError, Sandbox, World, create_private_dir};
 
@@ -100,6 +103,47 @@ pub enum StoreError {
         expected: String,
         actual: String,
     },
+    #[error(
+        "replacing `{name}` would widen what it may do: {summary}. Nothing was changed: the \
+         installed version stays in use{download}. If you accept these changes, rerun with \
+         --accept-widening"
+    )]
+    Widens {
+        name: String,
+        summary: String,
+        diff: Box<CapabilityDiff>,
+        /// ", and its layer was not downloaded" when refused from the registry's config.
+        download: &'static str,
+    },
+    #[error(
+        "the installed plugin `{name}` is not the one installed: {path} has SHA-256 {actual}, \
+         but its record says {expected} (changed on disk since it was installed). It was not \
+         loaded; reinstall it (`paddock plugin install SOURCE --name {name}`) or remove it"
+    )]
+    BlobAltered {
+        name: String,
+        path: String,
+        expected: String,
+        actual: String,
+    },
+    #[error(
+        "the installed plugin `{name}` ({reference}, manifest {digest}) was installed as signed, \
+         but {why}. It was not loaded. If you trust its publisher's key, trust it again \
+         (`paddock plugin trust-key NAME KEY.pub`); otherwise remove the plugin (`paddock \
+         plugin remove {name}`), or reinstall it with --allow-unsigned if you accept it unverified"
+    )]
+    NoLongerTrusted {
+        name: String,
+        reference: String,
+        digest: String,
+        why: String,
+    },
+    #[error("`{name}` was installed from {from}; {why}")]
+    NoUpgradeSource {
+        name: String,
+        from: String,
+        why: &'static str,
+    },
 }
 
 fn tools_kind() -> String {
@@ -136,6 +180,41 @@ impl std::fmt::Display for DidYouMean {
 pub struct InstallReport {
     pub record: Installed,
     pub replaced: Option<Installed>,
+    /// What changed from the replaced version, when its bytes differ.
+    pub diff: Option<CapabilityDiff>,
+}
+
+/// What `upgrade` did.
+#[derive(Debug, Clone)]
+pub enum Upgrade {
+    /// The source resolves to what is installed (the same manifest digest, or the same
+    /// bytes): nothing was done.
+    UpToDate {
+        record: Box<Installed>,
+        source: String,
+    },
+    Upgraded(Box<InstallReport>),
+}
+
+/// Whether a replacement that widens what a plugin may do goes ahead.
+#[derive(Clone, Copy)]
+pub enum Widening<'a> {
+    /// Refused (scripts without --accept-widening).
+    Refuse,
+    /// `--accept-widening`.
+    Accept,
+    /// Asked: true means yes (the command line asks on a terminal).
+    Ask(&'a (dyn Fn(&CapabilityDiff) -> bool + Sync)),
+}
+
+impl Widening<'_> {
+    fn allows(&self, diff: &CapabilityDiff) -> bool {
+        match self {
+            Widening::Refuse => false,
+            Widening::Accept => true,
+            Widening::Ask(ask) => ask(diff),
+        }
+    }
 }
 
 fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> StoreError {
@@ -236,6 +315,8 @@ pub struct Checked {
     pub sha256: String,
     pub tools: Vec<String>,
     pub imports: Vec<String>,
+    /// The tools as the host reads them (floors applied), for an upgrade's diff.
+    pub specs: std::sync::Arc<Vec<ToolSpec>>,
 }
 
 /// Checks `bytes` as install does: a tool plugin (it must load and list valid tools) or a
@@ -256,6 +337,7 @@ pub async fn check_component(
                 sha256: plugin.sha256,
                 tools,
                 imports: plugin.imports,
+                specs: plugin.tools,
             }
         }
         World::Hook => {
@@ -265,6 +347,7 @@ pub async fn check_component(
                 sha256: hook.sha256,
                 tools: Vec::new(),
                 imports: hook.imports,
+                specs: std::sync::Arc::default(),
             }
         }
     })
@@ -330,6 +413,60 @@ pub async fn sign(
     Ok(oci::sign(target, auth, key).await?)
 }
 
+/// How an install or upgrade fetches and what it accepts.
+pub struct InstallRequest<'a> {
+    pub auth: &'a AuthChoice,
+    /// `--allow-unsigned`: an `oci://` source without a signature by a trusted key.
+    pub allow_unsigned: bool,
+    pub widening: Widening<'a>,
+    pub progress: &'a (dyn Fn(Progress) + Sync),
+}
+
+/// The record a new version would replace, and what was accepted of the change already.
+struct Replacing<'a> {
+    current: Option<Installed>,
+    accepted: Option<CapabilityDiff>,
+    widening: Widening<'a>,
+}
+
+fn widens(name: &str, diff: CapabilityDiff, download: &'static str) -> StoreError {
+    StoreError::Widens {
+        name: name.to_string(),
+        summary: diff.widening_summary(),
+        diff: Box::new(diff),
+        download,
+    }
+}
+
+/// Where an upgrade without `--to` looks: the tag an `oci://` install was resolved from.
+fn upgrade_source(record: &Installed) -> Result<InstallSource, StoreError> {
+    let none = |why| StoreError::NoUpgradeSource {
+        name: record.name.clone(),
+        from: record.installed_from.clone(),
+        why,
+    };
+    match &record.origin {
+        Some(Origin::Oci {
+            registry,
+            repository,
+            tag: Some(tag),
+            ..
+        }) => Ok(InstallSource::Oci(OciRef::parse(&format!(
+            "oci://{registry}/{repository}:{tag}"
+        ))?)),
+        Some(Origin::Oci { .. }) => Err(none(
+            "it was installed by digest, so there is no tag to look at again: give the new \
+             version with --to oci://REGISTRY/REPOSITORY:TAG (or @sha256:DIGEST)",
+        )),
+        Some(Origin::Https { .. }) => Err(none(
+            "a URL has no newer version paddock can find: give it with --to URL --sha256 HEX",
+        )),
+        None => Err(none(
+            "a local file has no newer version paddock can find: give it with --to FILE",
+        )),
+    }
+}
+
 /// The data directory and what lives in it.
 #[derive(Debug, Clone)]
 pub struct PluginStore {
@@ -387,13 +524,61 @@ impl PluginStore {
             PluginSource::Builtin(name) => builtin(name)
                 .map(<[u8]>::to_vec)
                 .ok_or_else(|| StoreError::NoBuiltin(name.clone(), builtin_names().join(", "))),
-            PluginSource::Installed(name) => {
-                let record = self.get(name)?;
-                let path = self.blob_path(&record.sha256);
-                std::fs::read(&path).map_err(io("cannot read installed plugin", &path))
-            }
+            PluginSource::Installed(name) => self.verified_bytes(name),
             PluginSource::Path(path) => std::fs::read(path).map_err(io("cannot read plugin", path)),
         }
+    }
+
+    /// The bytes of installed plugin `name`, verified as a session start needs them: read
+    /// through one descriptor (no symlink followed) and hashed, they must have the SHA-256
+    /// the record names; and a plugin recorded as signed must still be signed by a key
+    /// trusted now (its recorded payload and signature verified again, offline), so that
+    /// `trust-key --remove` stops what only that key vouched for. A record from before the
+    /// signature was kept (no payload) is not verified again.
+    pub fn verified_bytes(&self, name: &str) -> Result<Vec<u8>, StoreError> {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let record = self.get(name)?;
+        let path = self.blob_path(&record.sha256);
+        let mut bytes = Vec::with_capacity(usize::try_from(record.size).unwrap_or(0));
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .and_then(|file| file.take(remote::MAX_PLUGIN_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(io("cannot read installed plugin", &path))?;
+        let actual = crate::stamp::sha256_hex(&bytes);
+        let layer_matches = match &record.origin {
+            Some(Origin::Oci { layer_digest, .. }) => {
+                layer_digest.strip_prefix("sha256:") == Some(record.sha256.as_str())
+            }
+            _ => true,
+        };
+        if actual != record.sha256 || !layer_matches {
+            return Err(StoreError::BlobAltered {
+                name: name.to_string(),
+                path: path.display().to_string(),
+                expected: record.sha256,
+                actual,
+            });
+        }
+        if let Some(Origin::Oci {
+            reference,
+            manifest_digest,
+            signature: Some(signature),
+            ..
+        }) = &record.origin
+            && signature.payload.is_some()
+            && let Recheck::Invalid(why) = signature.recheck(&self.trusted_keys()?, manifest_digest)
+        {
+            return Err(StoreError::NoLongerTrusted {
+                name: name.to_string(),
+                reference: reference.clone(),
+                digest: manifest_digest.clone(),
+                why,
+            });
+        }
+        Ok(bytes)
     }
 
     /// Validates `file` as a tool plugin (it must load and list valid tools) or a hook (it must
@@ -406,75 +591,204 @@ impl PluginStore {
         name: Option<&str>,
     ) -> Result<InstallReport, StoreError> {
         let source = InstallSource::File(file.to_path_buf());
-        self.install_from(
-            sandbox,
-            &source,
-            name,
-            &AuthChoice::default(),
-            false,
-            &|_| {},
-        )
-        .await
+        let request = InstallRequest {
+            auth: &AuthChoice::default(),
+            allow_unsigned: false,
+            widening: Widening::Refuse,
+            progress: &|_| {},
+        };
+        self.install_from(sandbox, &source, name, &request).await
     }
 
     /// Installs from `source` under `name` (else the source's default name). A remote source
     /// is downloaded into the data directory and verified first (its manifest's digests, or
     /// the SHA-256 given); then the file goes through the same check and record as a local
-    /// one. Nothing is recorded, and no download is kept, unless all of it passes.
+    /// one. Nothing is recorded, and no download is kept, unless all of it passes. Under a
+    /// name in use with other bytes, it is an upgrade: a change that widens what the plugin
+    /// may do goes ahead only as `request.widening` says (for an `oci://` source, the
+    /// imports its config names are compared before the layer is downloaded).
     pub async fn install_from(
         &self,
         sandbox: &Sandbox,
         source: &InstallSource,
         name: Option<&str>,
-        auth: &AuthChoice,
-        allow_unsigned: bool,
-        progress: &(dyn Fn(Progress) + Sync),
+        request: &InstallRequest<'_>,
     ) -> Result<InstallReport, StoreError> {
         let name = name.map_or_else(|| source.default_name(), str::to_string);
         if !crate::contract::valid_tool_name(&name) {
             return Err(StoreError::BadName(name));
         }
+        let current = self.get(&name).ok();
+        let (bytes, from, origin, accepted) = match source {
+            InstallSource::Oci(reference) => {
+                let resolved = oci::resolve(reference, request.auth).await?;
+                self.fetch_resolved(resolved, &name, current.as_ref(), request)
+                    .await?
+            }
+            _ => {
+                let (bytes, from, origin) = self.fetch(source, request).await?;
+                (bytes, from, origin, None)
+            }
+        };
+        let replacing = Replacing {
+            current,
+            accepted,
+            widening: request.widening,
+        };
+        self.install_bytes(
+            sandbox,
+            bytes,
+            &name,
+            from,
+            origin,
+            replacing,
+            request.progress,
+        )
+        .await
+    }
+
+    /// The bytes of a file or an `https://` source, verified; where they came from.
+    async fn fetch(
+        &self,
+        source: &InstallSource,
+        request: &InstallRequest<'_>,
+    ) -> Result<(Vec<u8>, String, Option<Origin>), StoreError> {
         match source {
             InstallSource::File(file) => {
                 let bytes = std::fs::read(file).map_err(io("cannot read", file))?;
-                let from = file.display().to_string();
-                self.install_bytes(sandbox, bytes, &name, from, None, progress)
-                    .await
-            }
-            InstallSource::Oci(reference) => {
-                let policy = if allow_unsigned {
-                    signature::SignaturePolicy::AllowUnsigned
-                } else {
-                    signature::SignaturePolicy::Require(self.trusted_keys()?)
-                };
-                let (download, origin) =
-                    oci::pull(reference, auth, &policy, &self.root, progress).await?;
-                self.install_bytes(
-                    sandbox,
-                    download.into_bytes()?,
-                    &name,
-                    reference.given.clone(),
-                    Some(origin),
-                    progress,
-                )
-                .await
+                Ok((bytes, file.display().to_string(), None))
             }
             InstallSource::Url { url, sha256 } => {
-                let (download, origin) = https::download(url, sha256, &self.root, progress).await?;
-                self.install_bytes(
-                    sandbox,
-                    download.into_bytes()?,
-                    &name,
-                    url.clone(),
-                    Some(origin),
-                    progress,
-                )
-                .await
+                let (download, origin) =
+                    https::download(url, sha256, &self.root, request.progress).await?;
+                Ok((download.into_bytes()?, url.clone(), Some(origin)))
+            }
+            InstallSource::Oci(reference) => {
+                let resolved = oci::resolve(reference, request.auth).await?;
+                let (bytes, from, origin, _) =
+                    self.fetch_resolved(resolved, "", None, request).await?;
+                Ok((bytes, from, origin))
             }
         }
     }
 
+    /// An `oci://` artifact resolved: its signature checked as `request` says; when it
+    /// replaces `current`, the imports its config names compared before the layer is
+    /// downloaded (a widening refused there leaves the layer in the registry); then the layer.
+    /// Also the import diff accepted before the download, if any.
+    async fn fetch_resolved(
+        &self,
+        mut resolved: oci::Resolved,
+        name: &str,
+        current: Option<&Installed>,
+        request: &InstallRequest<'_>,
+    ) -> Result<(Vec<u8>, String, Option<Origin>, Option<CapabilityDiff>), StoreError> {
+        let policy = if request.allow_unsigned {
+            signature::SignaturePolicy::AllowUnsigned
+        } else {
+            signature::SignaturePolicy::Require(self.trusted_keys()?)
+        };
+        resolved.verify(&policy).await?;
+        let mut accepted = None;
+        if let Some(current) = current
+            && Some(resolved.layer_digest()) != Some(&format!("sha256:{}", current.sha256))
+            && let Ok(imports) = resolved.config_imports().await
+        {
+            let early = diff::imports_diff(&current.imports, &imports);
+            if early.widens() {
+                if !request.widening.allows(&early) {
+                    return Err(widens(name, early, ", and its layer was not downloaded"));
+                }
+                accepted = Some(early);
+            }
+        }
+        let from = resolved.given().to_string();
+        let (download, origin) = resolved.fetch_layer(&self.root, request.progress).await?;
+        Ok((download.into_bytes()?, from, Some(origin), accepted))
+    }
+
+    /// Upgrades installed plugin `name`: from `to` if given, else from where it came (an
+    /// `oci://` install by tag: the tag resolved again). The same manifest digest, or the
+    /// same bytes, is `UpToDate` and nothing is done; otherwise the new version goes through
+    /// install's checks and the capability diff (`Widening`).
+    pub async fn upgrade(
+        &self,
+        sandbox: &Sandbox,
+        name: &str,
+        to: Option<&InstallSource>,
+        request: &InstallRequest<'_>,
+    ) -> Result<Upgrade, StoreError> {
+        let record = self.get(name)?;
+        let source = match to {
+            Some(source) => source.clone(),
+            None => upgrade_source(&record)?,
+        };
+        let installed_manifest = match &record.origin {
+            Some(Origin::Oci {
+                manifest_digest, ..
+            }) => Some(manifest_digest.as_str()),
+            _ => None,
+        };
+        let (bytes, from, origin, accepted) = match &source {
+            InstallSource::Oci(reference) => {
+                let resolved = oci::resolve(reference, request.auth).await?;
+                if Some(resolved.manifest_digest()) == installed_manifest {
+                    return Ok(Upgrade::UpToDate {
+                        record: Box::new(record),
+                        source: reference.given.clone(),
+                    });
+                }
+                self.fetch_resolved(resolved, name, Some(&record), request)
+                    .await?
+            }
+            _ => {
+                let (bytes, from, origin) = self.fetch(&source, request).await?;
+                (bytes, from, origin, None)
+            }
+        };
+        if crate::stamp::sha256_hex(&bytes) == record.sha256 {
+            return Ok(Upgrade::UpToDate {
+                record: Box::new(record),
+                source: from,
+            });
+        }
+        let replacing = Replacing {
+            current: Some(record),
+            accepted,
+            widening: request.widening,
+        };
+        let report = self
+            .install_bytes(
+                sandbox,
+                bytes,
+                name,
+                from,
+                origin,
+                replacing,
+                request.progress,
+            )
+            .await?;
+        Ok(Upgrade::Upgraded(Box::new(report)))
+    }
+
+    /// What the installed plugin `record` is, for a diff: its imports and its tools as the
+    /// host reads them, loaded from its verified blob (compiled code from the cache). A blob
+    /// that no longer loads counts as nothing: every tool of the new version is then new.
+    async fn surface_of(&self, sandbox: &Sandbox, record: &Installed) -> Vec<ToolSpec> {
+        if record.kind == World::Hook.as_str() {
+            return Vec::new();
+        }
+        let Ok(bytes) = self.verified_bytes(&record.name) else {
+            return Vec::new();
+        };
+        match sandbox.load(&record.name, &bytes, &Capability::ALL).await {
+            Ok(plugin) => plugin.tools.to_vec(),
+            Err(_) => Vec::new(),
+        }
+    }
+
     /// The one check-and-record path every install takes, whatever the source.
+    #[allow(clippy::too_many_arguments)]
     async fn install_bytes(
         &self,
         sandbox: &Sandbox,
@@ -482,6 +796,7 @@ impl PluginStore {
         name: &str,
         installed_from: String,
         origin: Option<Origin>,
+        replacing: Replacing<'_>,
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<InstallReport, StoreError> {
         progress(Progress::Compiling);
@@ -496,6 +811,37 @@ impl PluginStore {
             imports: checked.imports,
             origin,
         };
+        let mut diff = None;
+        if let Some(old) = &replacing.current
+            && old.sha256 != record.sha256
+        {
+            let old_tools = self.surface_of(sandbox, old).await;
+            let full = diff::diff(
+                diff::Surface {
+                    kind: &old.kind,
+                    imports: &old.imports,
+                    tools: &old_tools,
+                },
+                diff::Surface {
+                    kind: &record.kind,
+                    imports: &record.imports,
+                    tools: &checked.specs,
+                },
+            );
+            // What was accepted before the download needs no second yes.
+            let already = |c: &Change| {
+                replacing
+                    .accepted
+                    .as_ref()
+                    .is_some_and(|early| early.changes.contains(c))
+            };
+            let unaccepted = full.widening().any(|c| !already(c));
+            if unaccepted && !replacing.widening.allows(&full) {
+                return Err(widens(name, full, ""));
+            }
+            diff = Some(full);
+        }
+        // Read again just before the record is replaced: another install may have run.
         let replaced = self.get(name).ok();
         let blob = self.blob_path(&record.sha256);
         write_atomically(&blob, &bytes)?;
@@ -504,7 +850,11 @@ impl PluginStore {
         if let Some(old) = &replaced {
             self.drop_blob_if_unused(&old.sha256)?;
         }
-        Ok(InstallReport { record, replaced })
+        Ok(InstallReport {
+            record,
+            replaced,
+            diff,
+        })
     }
 
     fn key_path(&self, name: &str) -> PathBuf {

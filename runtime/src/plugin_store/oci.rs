@@ -329,7 +329,24 @@ fn wasm_layer(r: &OciRef, bytes: &[u8]) -> Result<(Descriptor, Descriptor), Remo
     Ok((layer.clone(), config))
 }
 
-/// Pulls the component `r` names into the data directory, verified; and where it came from.
+/// The largest config blob read before the layer (a wasm config lists imports and exports:
+/// a few KiB).
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// A manifest resolved by digest and checked (its bytes against the digest, its shape), the
+/// layer not fetched yet: what an upgrade looks at before it downloads anything large.
+pub struct Resolved {
+    r: OciRef,
+    client: Client,
+    credentials: oci_client::secrets::RegistryAuth,
+    manifest_digest: String,
+    layer: Descriptor,
+    config: Descriptor,
+    signature: Option<SignatureRecord>,
+}
+
+/// Resolves `r`, applies the signature `policy`, and fetches the layer: an install with
+/// nothing to look at between the manifest and the layer (`plugin install --locked`).
 pub async fn pull(
     r: &OciRef,
     auth: &AuthChoice,
@@ -337,6 +354,13 @@ pub async fn pull(
     data_dir: &Path,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(Verified, Origin), RemoteError> {
+    let mut resolved = resolve(r, auth).await?;
+    resolved.verify(policy).await?;
+    resolved.fetch_layer(data_dir, progress).await
+}
+
+/// Resolves `r` to its manifest digest and fetches and checks that manifest.
+pub async fn resolve(r: &OciRef, auth: &AuthChoice) -> Result<Resolved, RemoteError> {
     let credentials = auth.resolve(&r.registry)?;
     let client = r.client()?;
     let asked = r.by_tag_or_digest();
@@ -390,18 +414,142 @@ pub async fn pull(
         });
     }
     let (layer, config) = wasm_layer(r, &manifest)?;
-    let layer_hex = digest_hex(&layer.digest, "layer", &r.given)?;
-    // The signature binds the digest just verified; the layer is then fetched through that
-    // same digest, so the tag is never resolved again.
-    let signature = match policy {
-        SignaturePolicy::AllowUnsigned => SignatureRecord {
-            unsigned_allowed: true,
-            ..SignatureRecord::default()
-        },
-        SignaturePolicy::Require(keys) => {
-            verify_signature(r, &client, &credentials, &manifest_digest, keys).await?
+    Ok(Resolved {
+        r: r.clone(),
+        client,
+        credentials,
+        manifest_digest,
+        layer,
+        config,
+        signature: None,
+    })
+}
+
+impl Resolved {
+    /// `sha256:…` of the manifest, verified.
+    pub fn manifest_digest(&self) -> &str {
+        &self.manifest_digest
+    }
+
+    /// The reference as given.
+    pub fn given(&self) -> &str {
+        &self.r.given
+    }
+
+    /// `sha256:…` of the layer, as the manifest names it.
+    pub fn layer_digest(&self) -> &str {
+        &self.layer.digest
+    }
+
+    /// Checks the signature of the manifest digest as `policy` says. The signature binds the
+    /// digest already verified; the layer is then fetched through that same digest, so the
+    /// tag is never resolved again.
+    pub async fn verify(&mut self, policy: &SignaturePolicy) -> Result<(), RemoteError> {
+        let record = match policy {
+            SignaturePolicy::AllowUnsigned => SignatureRecord {
+                unsigned_allowed: true,
+                ..SignatureRecord::default()
+            },
+            SignaturePolicy::Require(keys) => {
+                verify_signature(
+                    &self.r,
+                    &self.client,
+                    &self.credentials,
+                    &self.manifest_digest,
+                    keys,
+                )
+                .await?
+            }
+        };
+        self.signature = Some(record);
+        Ok(())
+    }
+
+    /// What the artifact's config says the component imports, fetched by digest (at most
+    /// 1 MiB, its bytes checked against the digest); `Err` with why not when the config is
+    /// not the wasm layout's, or has no `component.imports`. The registry's word only: the
+    /// component itself is checked once downloaded.
+    pub async fn config_imports(&self) -> Result<Vec<String>, String> {
+        if self.config.media_type != CONFIG_MEDIA_TYPE {
+            return Err(format!(
+                "its config is of type `{}`, not {CONFIG_MEDIA_TYPE}",
+                truncate(&self.config.media_type, 100)
+            ));
         }
-    };
+        let bytes = small_blob(&self.r, &self.client, &self.config, MAX_CONFIG_BYTES).await?;
+        #[derive(Deserialize)]
+        struct Config {
+            component: Option<Imports>,
+        }
+        #[derive(Deserialize)]
+        struct Imports {
+            imports: Option<Vec<String>>,
+        }
+        let config: Config = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("its config is not the wasm layout's JSON ({e})"))?;
+        config
+            .component
+            .and_then(|c| c.imports)
+            .ok_or_else(|| "its config lists no component.imports".to_string())
+    }
+
+    /// Streams the layer into `data_dir/downloads`, hashed as it arrives; the verified file
+    /// and where it came from.
+    pub async fn fetch_layer(
+        self,
+        data_dir: &Path,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<(Verified, Origin), RemoteError> {
+        let Resolved {
+            r,
+            client,
+            manifest_digest,
+            layer,
+            config,
+            signature,
+            ..
+        } = self;
+        let r = &r;
+        // No layer is fetched before the signature policy was applied.
+        let Some(signature) = signature else {
+            return Err(RemoteError::Registry {
+                reference: r.given.clone(),
+                action: "fetching the layer",
+                answer: "the signature was not checked first".into(),
+                fix: "this is a bug in paddock; report it".into(),
+            });
+        };
+        let by_digest = r.by_digest(&manifest_digest);
+        let layer_hex = digest_hex(&layer.digest, "layer", &r.given)?;
+        fetch_layer(
+            r,
+            &client,
+            &by_digest,
+            layer,
+            config,
+            manifest_digest,
+            layer_hex,
+            signature,
+            data_dir,
+            progress,
+        )
+        .await
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn fetch_layer(
+    r: &OciRef,
+    client: &Client,
+    by_digest: &Reference,
+    layer: Descriptor,
+    config: Descriptor,
+    manifest_digest: String,
+    layer_hex: String,
+    signature: SignatureRecord,
+    data_dir: &Path,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<(Verified, Origin), RemoteError> {
     let declared = layer.size as u64;
     let descriptor = OciDescriptor {
         media_type: layer.media_type.clone(),
@@ -415,7 +563,7 @@ pub async fn pull(
     let mut stream = step(
         r,
         "fetching the layer",
-        client.pull_blob_stream(&by_digest, &descriptor),
+        client.pull_blob_stream(by_digest, &descriptor),
     )
     .await?;
     while let Some(chunk) = stream.next().await {
@@ -500,7 +648,7 @@ async fn small_blob(
     let size = u64::try_from(descriptor.size).map_err(|_| "its size is negative".to_string())?;
     if size > cap {
         return Err(format!(
-            "it declares {size} bytes, over the {cap} a payload may be"
+            "it declares {size} bytes, over the {cap} paddock reads for it"
         ));
     }
     let oci = OciDescriptor {
@@ -668,11 +816,14 @@ async fn verify_signature(
         };
         match signature::verify_layer(&payload, sig, keys, manifest_digest) {
             LayerVerdict::Verified(key) => {
+                use base64::Engine;
                 return Ok(SignatureRecord {
                     key: Some(key.name),
                     fingerprint: Some(key.fingerprint),
                     signature_manifest: Some(signature_manifest),
                     unsigned_allowed: false,
+                    payload: Some(base64::engine::general_purpose::STANDARD.encode(&payload)),
+                    signature: Some(sig.trim().to_string()),
                 });
             }
             LayerVerdict::NoTrustedKey => found.push(format!(

@@ -79,6 +79,60 @@ pub struct SignatureRecord {
     /// True when installed with `--allow-unsigned`: no signature was checked.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unsigned_allowed: bool,
+    /// The verified simple-signing payload, base64: with `signature`, what a session start
+    /// verifies again, offline, against the keys trusted then. Records written before these
+    /// were kept have neither, and are not verified again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<String>,
+    /// The verified signature over `payload` (DER, base64), as the registry served it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+}
+
+/// What verifying a recorded signature again found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recheck {
+    /// Still signed, by this trusted key.
+    Valid(TrustedKey),
+    /// Installed with `--allow-unsigned`: nothing to verify.
+    UnsignedAllowed,
+    /// A record from before payload and signature were kept: not verifiable offline.
+    NotRecorded,
+    /// No trusted key verifies it over the recorded digest any more, and why.
+    Invalid(String),
+}
+
+impl SignatureRecord {
+    /// Verifies the recorded payload and signature again, offline, against `keys` (the keys
+    /// trusted now) and `manifest_digest` (the record's).
+    pub fn recheck(&self, keys: &[TrustedKey], manifest_digest: &str) -> Recheck {
+        use base64::Engine;
+        if self.unsigned_allowed {
+            return Recheck::UnsignedAllowed;
+        }
+        let (Some(payload), Some(signature)) = (&self.payload, &self.signature) else {
+            return Recheck::NotRecorded;
+        };
+        let Ok(payload) = base64::engine::general_purpose::STANDARD.decode(payload) else {
+            return Recheck::Invalid("the recorded payload is not base64".into());
+        };
+        match verify_layer(&payload, signature, keys, manifest_digest) {
+            LayerVerdict::Verified(key) => Recheck::Valid(key),
+            LayerVerdict::NoTrustedKey => Recheck::Invalid(format!(
+                "no key trusted now verifies its signature (it was signed by `{}` {}, which is \
+                 no longer trusted, or the record was altered)",
+                self.key
+                    .as_deref()
+                    .map(|k| short(k, 64))
+                    .unwrap_or_default(),
+                self.fingerprint.as_deref().unwrap_or_default(),
+            )),
+            LayerVerdict::OtherDigest { found, .. } => Recheck::Invalid(format!(
+                "the recorded signature is over {found}, not {manifest_digest}"
+            )),
+            LayerVerdict::Malformed(why) => Recheck::Invalid(why),
+        }
+    }
 }
 
 /// A P-256 public key from PEM (`-----BEGIN PUBLIC KEY-----`, as `cosign generate-key-pair`
@@ -298,6 +352,41 @@ mod tests {
             signature_tag(&digest),
             format!("sha256-{}.sig", "a".repeat(64))
         );
+    }
+
+    #[test]
+    fn a_recorded_signature_verifies_again_only_while_its_key_is_trusted() {
+        use base64::Engine;
+        let (secret, trusted) = key("alice");
+        let (_, other) = key("bob");
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let body = payload("127.0.0.1:5000/plugins/fs", &digest);
+        let record = SignatureRecord {
+            key: Some("alice".into()),
+            fingerprint: Some(trusted.fingerprint.clone()),
+            payload: Some(base64::engine::general_purpose::STANDARD.encode(&body)),
+            signature: Some(sign(&secret, &body)),
+            ..SignatureRecord::default()
+        };
+        assert_eq!(
+            record.recheck(&[other.clone(), trusted.clone()], &digest),
+            Recheck::Valid(trusted.clone())
+        );
+        match record.recheck(std::slice::from_ref(&other), &digest) {
+            Recheck::Invalid(why) => assert!(why.contains("no longer trusted"), "{why}"),
+            found => panic!("{found:?}"),
+        }
+        let elsewhere = format!("sha256:{}", "b".repeat(64));
+        assert!(matches!(
+            record.recheck(std::slice::from_ref(&trusted), &elsewhere),
+            Recheck::Invalid(_)
+        ));
+        let old = SignatureRecord {
+            payload: None,
+            signature: None,
+            ..record
+        };
+        assert_eq!(old.recheck(&[], &digest), Recheck::NotRecorded);
     }
 
     #[test]

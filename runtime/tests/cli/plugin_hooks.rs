@@ -34,7 +34,8 @@ fn install_names_by_the_file_name_unchanged_and_says_what_it_replaces() {
     );
     assert!(!stdout(&out).contains("replaces"), "{}", stdout(&out));
 
-    // The same name again: replaced, and said so.
+    // The same name again: other tools, so a widening that needs a yes, refused without one
+    // (stdin is not a terminal) and nothing changed.
     let other = release("hostile_attacks.wasm");
     let out = s.paddock(&[
         "plugin",
@@ -42,6 +43,21 @@ fn install_names_by_the_file_name_unchanged_and_says_what_it_replaces() {
         other.to_str().unwrap(),
         "--name",
         "word_count",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("rerun with --accept-widening"),
+        "{}",
+        stderr(&out)
+    );
+    // Accepted: replaced, and said so.
+    let out = s.paddock(&[
+        "plugin",
+        "install",
+        other.to_str().unwrap(),
+        "--name",
+        "word_count",
+        "--accept-widening",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let shown = stdout(&out);

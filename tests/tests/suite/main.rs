@@ -58,6 +58,7 @@ mod pipeline_scheduler;
 mod plugin_lock;
 mod plugin_oci;
 mod plugin_oci_signing;
+mod plugin_upgrade;
 mod preset;
 mod preset_inherit;
 mod preset_root;

@@ -318,6 +318,8 @@ mod tests {
                     fingerprint: Some(format!("sha256:{}", "03".repeat(32))),
                     signature_manifest: None,
                     unsigned_allowed: false,
+                    payload: None,
+                    signature: None,
                 })),
             }),
         }

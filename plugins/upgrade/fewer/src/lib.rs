@@ -1,0 +1,23 @@
+//! A narrower version of the upgrade test plugin: `echo` removed, nothing added.
+
+wit_bindgen::generate!({ world: "tool-plugin", path: "../../../wit" });
+
+#[path = "../../common.rs"]
+mod common;
+
+use exports::paddock::plugin::tools::Guest;
+use paddock::plugin::types::{ToolError, ToolOutput, ToolSpec};
+
+struct Plugin;
+
+impl Guest for Plugin {
+    fn list() -> Vec<ToolSpec> {
+        vec![common::greet()]
+    }
+
+    fn call(name: String, args: String) -> Result<ToolOutput, ToolError> {
+        common::answer("fewer", &name, &args)
+    }
+}
+
+export!(Plugin);
