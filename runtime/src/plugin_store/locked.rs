@@ -9,7 +9,7 @@ use std::io::Read;
 
 use super::lock::{LockFile, PluginLock};
 use super::remote::{MAX_PLUGIN_BYTES, Origin, Progress};
-use super::signature::SignaturePolicy;
+use super::signature::{Recheck, SignaturePolicy};
 use super::{
     AuthChoice, InstallReport, Installed, OciRef, PluginStore, StoreError, check_component, https,
     oci, write_atomically,
@@ -156,7 +156,11 @@ impl PluginStore {
             name: name.to_string(),
             what,
         };
-        if let Some(bytes) = self.blob_if_verified(&entry.sha256) {
+        if let Some(bytes) = self.blob_if_verified(&entry.sha256)
+            && self
+                .blob_may_be_used(entry, allow_unsigned)
+                .map_err(differs)?
+        {
             return Ok(Fetched {
                 bytes,
                 from_blobs: true,
@@ -244,6 +248,49 @@ impl PluginStore {
     }
 
     /// `blobs/SHA.wasm` when it exists and its bytes hash to `sha256` (read through a cap).
+    /// Whether bytes found in `blobs/` may stand for `entry` without the registry: the same
+    /// signature policy as a download. An entry from `oci://` recorded as signed must have a
+    /// recorded signature that verifies, offline, with a key trusted now (one recorded
+    /// without it is fetched and checked instead: false); one recorded as unsigned needs
+    /// `--allow-unsigned`. The lock may come from the repository: its word that something was
+    /// signed is not taken on trust.
+    fn blob_may_be_used(
+        &self,
+        entry: &PluginLock,
+        allow_unsigned: bool,
+    ) -> Result<bool, String> {
+        let Some(Origin::Oci {
+            manifest_digest,
+            signature,
+            ..
+        }) = &entry.origin
+        else {
+            return Ok(true);
+        };
+        let signature = signature.as_deref().filter(|s| !s.unsigned_allowed);
+        let Some(signature) = signature else {
+            if allow_unsigned {
+                return Ok(true);
+            }
+            return Err(format!(
+                "the lock records it as installed without a signature (--allow-unsigned); pass \
+                 --allow-unsigned to install it so again, or trust its publisher's key and \
+                 install it signed ({})",
+                entry.installed_from
+            ));
+        };
+        let keys = self.trusted_keys().map_err(|e| e.to_string())?;
+        match signature.recheck(&keys, manifest_digest) {
+            Recheck::Valid(_) => Ok(true),
+            Recheck::NotRecorded => Ok(false),
+            Recheck::UnsignedAllowed => Ok(allow_unsigned),
+            Recheck::Invalid(why) => Err(format!(
+                "the signature the lock records for it does not verify: {why}. Trust the \
+                 publisher's key (`paddock plugin trust-key NAME KEY.pub`) and run again"
+            )),
+        }
+    }
+
     fn blob_if_verified(&self, sha256: &str) -> Option<Vec<u8>> {
         use std::os::unix::fs::OpenOptionsExt;
         let file = std::fs::OpenOptions::new()

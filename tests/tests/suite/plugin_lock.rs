@@ -53,6 +53,17 @@ fn install(project: &Project, file: &Path, name: &str) {
     assert!(out.status.success(), "{}", text(&out));
 }
 
+/// Installs `file` over the plugin named `name`: refused until the widening is accepted (the
+/// capability diff), then installed with `--accept-widening`.
+fn replace(project: &Project, file: &Path, name: &str) {
+    let args = ["plugin", "install", file.to_str().unwrap(), "--name", name];
+    let out = run(project, &args);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("--accept-widening"), "{}", text(&out));
+    let out = run(project, &[&args[..], &["--accept-widening"]].concat());
+    assert!(out.status.success(), "{}", text(&out));
+}
+
 /// `tool list --json` of the preset: the output.
 fn tool_list(project: &Project, preset: &str) -> Output {
     run(project, &["tool", "list", "--preset", preset, "--json"])
@@ -141,7 +152,7 @@ fn other_bytes_under_a_locked_name_refuse_the_session_until_accepted() {
     assert_eq!(std::fs::read_to_string(lock_path(&project)).unwrap(), lock);
 
     // Other bytes under the same name: refused, naming both hashes and what to do.
-    install(&project, &plugin_file("search.wasm"), "mytool");
+    replace(&project, &plugin_file("search.wasm"), "mytool");
     let search_sha = sha256_hex(&std::fs::read(plugin_file("search.wasm")).unwrap());
     let message = refused(&tool_list(&project, &preset));
     assert!(message.contains("installed plugin `mytool`"), "{message}");
@@ -212,7 +223,7 @@ fn a_tool_description_changed_under_the_same_name_is_refused_until_accepted() {
     let out = tool_list(&project, &preset);
     assert!(out.status.success(), "{}", text(&out));
 
-    install(&project, &changed_file, "wc");
+    replace(&project, &changed_file, "wc");
     let message = refused(&tool_list(&project, &preset));
     assert!(
         message.contains("tools: tool `count_words`: description changed"),
@@ -379,6 +390,27 @@ fn install_locked_installs_byte_identical_plugins_from_the_registry_or_from_blob
         cached.path().join(format!("blobs/{fs_sha}.wasm")),
     )
     .unwrap();
+    // The lock says it was signed: the blob stands for it only once a trusted key verifies
+    // the signature the lock records (the lock may come from the repository).
+    let out = run_home(&first, cached.path(), &["plugin", "install", "--locked"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("does not verify"),
+        "{}",
+        text(&out)
+    );
+    assert!(names_in(&cached.path().join("installed")).is_empty());
+    let trust = run_home(
+        &first,
+        cached.path(),
+        &[
+            "plugin",
+            "trust-key",
+            "publisher",
+            key.public().to_str().unwrap(),
+        ],
+    );
+    assert!(trust.status.success(), "{}", text(&trust));
     let out = run_home(&first, cached.path(), &["plugin", "install", "--locked"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
