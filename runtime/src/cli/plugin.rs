@@ -307,6 +307,25 @@ struct InstallOptions<'a> {
     accept_widening: bool,
 }
 
+impl InstallOptions<'_> {
+    /// The store's request for these options, telling `progress` how it goes.
+    fn request<'a>(
+        &'a self,
+        progress: &'a (dyn Fn(crate::plugin_store::Progress) + Sync),
+    ) -> InstallRequest<'a> {
+        InstallRequest {
+            auth: self.auth,
+            allow_unsigned: self.allow_unsigned,
+            widening: if self.accept_widening {
+                Widening::Accept
+            } else {
+                Widening::Ask(&ask_widening)
+            },
+            progress,
+        }
+    }
+}
+
 /// On a terminal, shows the diff and asks y/N on stdin; elsewhere a widening is refused
 /// unless accepted on the command line.
 fn ask_widening(diff: &CapabilityDiff) -> bool {
@@ -405,16 +424,8 @@ async fn upgrade(
         ));
     }
     let line = ProgressLine::new(options.force_progress);
-    let request = InstallRequest {
-        auth: options.auth,
-        allow_unsigned: options.allow_unsigned,
-        widening: if options.accept_widening {
-            Widening::Accept
-        } else {
-            Widening::Ask(&ask_widening)
-        },
-        progress: &|p| line.show(p),
-    };
+    let show = |p| line.show(p);
+    let request = options.request(&show);
     let result = env
         .store
         .upgrade(&env.sandbox, name, to.as_ref(), &request)
@@ -454,16 +465,8 @@ async fn install(
         )));
     }
     let line = ProgressLine::new(options.force_progress);
-    let request = InstallRequest {
-        auth: options.auth,
-        allow_unsigned: options.allow_unsigned,
-        widening: if options.accept_widening {
-            Widening::Accept
-        } else {
-            Widening::Ask(&ask_widening)
-        },
-        progress: &|p| line.show(p),
-    };
+    let show = |p| line.show(p);
+    let request = options.request(&show);
     let result = env
         .store
         .install_from(&env.sandbox, &source, name, &request)
