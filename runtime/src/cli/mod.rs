@@ -18,6 +18,7 @@ mod mcp_http;
 mod mcp_serve;
 mod out;
 mod plugin;
+mod plugin_install;
 mod plugin_registry;
 mod preset;
 mod preset_check;
