@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use super::report::{CommandResult, Failure};
 use super::style::{self, BOLD, paint, sanitize};
 use super::{Env, Exit};
-use crate::plugin_store::lock::{self, LockFile, McpLock, PluginLock, ToolPin, pin};
+use crate::plugin_store::lock::{LockFile, LockPlace, McpLock, PluginLock, ToolPin, pin};
 use crate::plugin_store::{AuthChoice, Progress};
 use crate::preset;
 use crate::sandbox::Capability;
@@ -41,13 +41,14 @@ enum LockCommand {
 
 pub async fn run(args: LockArgs) -> CommandResult {
     let env = Env::open().map_err(|e| Failure::host(format!("{e:#}")))?;
-    let path = args
-        .lock
-        .clone()
-        .unwrap_or_else(|| lock::location(&env.cwd, env.store.root()));
-    let mut file = lock::read(&path).map_err(Failure::usage)?;
+    let place = match &args.lock {
+        Some(path) => LockPlace::at(path),
+        None => LockPlace::find(&env.cwd, env.store.root()),
+    }
+    .map_err(Failure::usage)?;
+    let mut file = place.read().map_err(Failure::usage)?;
     match args.command {
-        None => status(&env, &path, &file, &args.preset).await,
+        None => status(&env, place.path(), &file, &args.preset).await,
         Some(LockCommand::Accept { names }) => {
             for name in &names {
                 match name.strip_prefix("mcp.") {
@@ -55,8 +56,8 @@ pub async fn run(args: LockArgs) -> CommandResult {
                     None => accept_plugin(&env, &mut file, name).await?,
                 }
             }
-            lock::write(&path, &file).map_err(Failure::host)?;
-            println!("recorded in {}", path.display());
+            place.write(&file).map_err(Failure::host)?;
+            println!("recorded in {}", place.path().display());
             Ok(Exit::Ok)
         }
     }
@@ -307,17 +308,18 @@ pub(super) async fn install_locked(
     allow_unsigned: bool,
     force_progress: bool,
 ) -> CommandResult {
-    let path = lock_file.map_or_else(
-        || lock::location(&env.cwd, env.store.root()),
-        Path::to_path_buf,
-    );
+    let place = match lock_file {
+        Some(path) => LockPlace::at(path),
+        None => LockPlace::find(&env.cwd, env.store.root()),
+    }
+    .map_err(|e| Failure::plugin(format!("{e}\nnothing was installed")))?;
     let refused = |e: &dyn std::fmt::Display| {
         Failure::plugin(format!(
             "{e}\nnothing was installed (lock {})",
-            path.display()
+            place.path().display()
         ))
     };
-    let file = lock::read(&path).map_err(|e| refused(&e))?;
+    let file = place.read().map_err(|e| refused(&e))?;
     let show = force_progress;
     let progress = |name: &str, p: Progress| {
         if show {

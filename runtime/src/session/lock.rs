@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::error::SetupError;
 use crate::calls::{McpListed, Registry};
 use crate::pipeline::SpillDir;
-use crate::plugin_store::lock::{self, LockFile, McpLock, PluginLock, ToolChange, pin};
+use crate::plugin_store::lock::{self, LockFile, LockPlace, McpLock, PluginLock, ToolChange, pin};
 use crate::plugin_store::{Installed, PluginStore};
 use crate::preset::{PluginSource, ResolvedPreset};
 use crate::sandbox::{Grant, Plugin};
@@ -19,7 +19,7 @@ pub const LOCK_MISMATCH: &str = "LOCK_MISMATCH";
 
 /// The lock of a session in `cwd`, read, and where it is.
 pub(crate) struct LockCheck {
-    pub path: PathBuf,
+    place: LockPlace,
     /// The project root: mounts inside it are hashed relative to it, so that a committed
     /// lock's grant hashes hold on every checkout.
     root: PathBuf,
@@ -36,10 +36,10 @@ fn lock_error(e: lock::LockError) -> SetupError {
 impl LockCheck {
     /// The lock for a session in `cwd` with data directory `data_dir`.
     pub fn open(cwd: &Path, data_dir: &Path) -> Result<LockCheck, SetupError> {
-        let path = lock::location(cwd, data_dir);
-        let file = lock::read(&path).map_err(lock_error)?;
+        let place = LockPlace::find(cwd, data_dir).map_err(lock_error)?;
+        let file = place.read().map_err(lock_error)?;
         Ok(LockCheck {
-            path,
+            place,
             root: crate::preset::project_root(cwd),
             file,
             changed: false,
@@ -68,7 +68,7 @@ impl LockCheck {
                 Some(locked) => {
                     let lines = locked.differences(&plugin.sha256, &plugin.tools);
                     if !lines.is_empty() {
-                        return Err(mismatch(&self.path, name, &entry.name, &record, &lines));
+                        return Err(mismatch(self.place.path(), name, &entry.name, &record, &lines));
                     }
                     match locked.grants.get(&resolved.name).cloned() {
                         Some(old) if old == grant => {}
@@ -135,7 +135,7 @@ impl LockCheck {
                 let note = format!(
                     "mcp.{server}: tool `{tool}` blocked: {change} since the lock {}; accept \
                      it with `paddock lock accept mcp.{server} --preset {preset}`",
-                    self.path.display()
+                    self.place.path().display()
                 );
                 tracing::warn!("{note}");
                 self.notes.push(note);
@@ -148,7 +148,9 @@ impl LockCheck {
     /// Writes the lock if the checks changed it.
     pub fn save(&self) -> Result<(), SetupError> {
         if self.changed {
-            lock::write(&self.path, &self.file).map_err(|e| SetupError::host(e.to_string()))?;
+            self.place
+                .write(&self.file)
+                .map_err(|e| SetupError::host(e.to_string()))?;
         }
         Ok(())
     }

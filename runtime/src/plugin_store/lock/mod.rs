@@ -7,13 +7,19 @@
 //!
 //! Where: `<project root>/.paddock/paddock.lock` when the project has a `.paddock/` directory
 //! (a protected name: no tool or program a session runs can write it), else `paddock.lock` in
-//! the data directory. Read without following a symlink, with a size cap; written whole,
-//! atomically (a temporary file in the same directory, renamed over it).
+//! the data directory. The directory is opened once, `.paddock` without following a link
+//! (`LockPlace`), and the lock is read and written through that descriptor: a `.paddock`
+//! swapped for a link after it was found cannot send the lock elsewhere. Read without
+//! following a symlink, with a size cap; written whole, atomically (a temporary file in the
+//! same directory, renamed over it).
 
 pub mod pin;
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs::File;
 use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -170,21 +176,104 @@ pub enum LockError {
     },
 }
 
-/// Where the lock of a session in `cwd` is: the project's `.paddock/paddock.lock` when the
-/// project root (`preset::project_root`) has a `.paddock` directory (not a link to one), else
-/// `paddock.lock` in `data_dir`.
-pub fn location(cwd: &Path, data_dir: &Path) -> PathBuf {
-    let dot = crate::preset::project_root(cwd).join(".paddock");
-    match dot.symlink_metadata() {
-        Ok(meta) if meta.is_dir() => dot.join(LOCK_FILE),
-        _ => data_dir.join(LOCK_FILE),
+/// Where a lock is: its directory, held open from the moment it was found, and the file's
+/// name in it. Reading and writing go through the held directory (`/proc/self/fd/N`, the
+/// kernel's link to what was opened), never through the directory's name again.
+pub struct LockPlace {
+    dir: File,
+    name: OsString,
+    /// The lock's path as found, for messages.
+    shown: PathBuf,
+}
+
+impl LockPlace {
+    /// The lock of a session in `cwd`: the project's `.paddock/paddock.lock` when the project
+    /// root (`preset::project_root`) has a `.paddock` directory (not a link to one), else
+    /// `paddock.lock` in `data_dir` (created if missing).
+    pub fn find(cwd: &Path, data_dir: &Path) -> Result<LockPlace, LockError> {
+        let dot = crate::preset::project_root(cwd).join(".paddock");
+        match open_dir(&dot, libc::O_NOFOLLOW) {
+            Ok(dir) => return Ok(LockPlace::new(dir, &dot, LOCK_FILE)),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP)) => {
+            }
+            Err(source) => return Err(io_error("cannot open", &dot, source)),
+        }
+        std::fs::create_dir_all(data_dir).map_err(|e| io_error("cannot create", data_dir, e))?;
+        let dir = open_dir(data_dir, 0).map_err(|e| io_error("cannot open", data_dir, e))?;
+        Ok(LockPlace::new(dir, data_dir, LOCK_FILE))
+    }
+
+    /// A lock the user named (`--lock FILE`): its directory as named; the file itself is
+    /// still never followed if it is a link.
+    pub fn at(path: &Path) -> Result<LockPlace, LockError> {
+        let Some(name) = path.file_name() else {
+            return Err(LockError::NotAFile {
+                path: path.display().to_string(),
+            });
+        };
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let dir = open_dir(parent, 0).map_err(|e| io_error("cannot open", parent, e))?;
+        Ok(LockPlace {
+            dir,
+            name: name.to_os_string(),
+            shown: path.to_path_buf(),
+        })
+    }
+
+    fn new(dir: File, dir_path: &Path, name: &str) -> LockPlace {
+        LockPlace {
+            dir,
+            name: name.into(),
+            shown: dir_path.join(name),
+        }
+    }
+
+    /// The lock's path as it was found (for messages; never opened again).
+    pub fn path(&self) -> &Path {
+        &self.shown
+    }
+
+    /// The held directory as a path the kernel resolves to it, whatever its name is now.
+    fn held(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/self/fd/{}", self.dir.as_raw_fd()))
+    }
+
+    /// The lock (empty when there is none), read without following a symlink.
+    pub fn read(&self) -> Result<LockFile, LockError> {
+        read_file(&self.held().join(&self.name), &self.shown)
+    }
+
+    /// Writes `lock` whole: a temporary file in the held directory, renamed over the lock.
+    pub fn write(&self, lock: &LockFile) -> Result<(), LockError> {
+        write_file(&self.held(), &self.name, &self.shown, lock)
     }
 }
 
-/// The lock at `path` (empty when there is none), read without following a symlink.
-pub fn read(path: &Path) -> Result<LockFile, LockError> {
+/// Opens the directory at `path` (`extra`: `O_NOFOLLOW` to refuse a link as its last name).
+fn open_dir(path: &Path, extra: libc::c_int) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let shown = || path.display().to_string();
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC | extra)
+        .open(path)
+}
+
+fn io_error(what: &'static str, path: &Path, source: std::io::Error) -> LockError {
+    LockError::Io {
+        what,
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// The lock at `path` (empty when there is none), read without following a symlink;
+/// messages name it `shown`.
+fn read_file(path: &Path, shown: &Path) -> Result<LockFile, LockError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let shown = || shown.display().to_string();
     let file = match std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -240,30 +329,25 @@ pub fn read(path: &Path) -> Result<LockFile, LockError> {
     Ok(lock)
 }
 
-/// Writes `lock` to `path` whole: a temporary file in the same directory, renamed over it.
-/// A symlink at `path` is refused (the rename would replace the link, but a link there means
-/// someone else placed it).
-pub fn write(path: &Path, lock: &LockFile) -> Result<(), LockError> {
+/// Writes `lock` whole as `name` in `dir`: a temporary file beside it, renamed over it. A
+/// symlink there is refused (the rename would replace the link, but a link there means
+/// someone else placed it). Messages name it `shown`.
+fn write_file(dir: &Path, name: &std::ffi::OsStr, shown: &Path, lock: &LockFile) -> Result<(), LockError> {
     use std::io::Write;
-    let shown = || path.display().to_string();
+    let path = dir.join(name);
     if path
         .symlink_metadata()
         .is_ok_and(|m| m.file_type().is_symlink())
     {
-        return Err(LockError::Symlink { path: shown() });
+        return Err(LockError::Symlink {
+            path: shown.display().to_string(),
+        });
     }
     let body = toml::to_string(lock).map_err(|e| LockError::Damaged {
-        path: shown(),
+        path: shown.display().to_string(),
         detail: format!("cannot encode it: {e}"),
     })?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let io = |what: &'static str| {
-        move |source: std::io::Error| LockError::Io {
-            what,
-            path: path.display().to_string(),
-            source,
-        }
-    };
+    let io = |what: &'static str| move |source: std::io::Error| io_error(what, shown, source);
     let mut tmp = tempfile::Builder::new()
         .prefix(".paddock.lock.")
         .tempfile_in(dir)
@@ -277,7 +361,7 @@ pub fn write(path: &Path, lock: &LockFile) -> Result<(), LockError> {
     tmp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(0o644))
         .map_err(io("cannot write"))?;
-    tmp.persist(path).map_err(|e| io("cannot write")(e.error))?;
+    tmp.persist(&path).map_err(|e| io("cannot write")(e.error))?;
     Ok(())
 }
 
@@ -329,7 +413,8 @@ mod tests {
     fn a_lock_is_written_with_its_header_and_reads_back_the_same() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LOCK_FILE);
-        assert_eq!(read(&path).unwrap(), LockFile::default(), "none yet: empty");
+        let place = LockPlace::at(&path).unwrap();
+        assert_eq!(place.read().unwrap(), LockFile::default(), "none yet: empty");
         let mut lock = LockFile::default();
         lock.plugins.insert("fs".into(), entry());
         lock.mcp.insert(
@@ -338,10 +423,10 @@ mod tests {
                 tools: entry().tools,
             },
         );
-        write(&path, &lock).unwrap();
+        place.write(&lock).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("# paddock.lock"), "{text}");
-        assert_eq!(read(&path).unwrap(), lock, "{text}");
+        assert_eq!(place.read().unwrap(), lock, "{text}");
     }
 
     #[test]
@@ -351,16 +436,19 @@ mod tests {
         std::fs::write(&real, "version = 1\n").unwrap();
         let link = dir.path().join(LOCK_FILE);
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        assert!(matches!(read(&link), Err(LockError::Symlink { .. })));
+        let place = LockPlace::at(&link).unwrap();
+        assert!(matches!(place.read(), Err(LockError::Symlink { .. })));
         assert!(matches!(
-            write(&link, &LockFile::default()),
+            place.write(&LockFile::default()),
             Err(LockError::Symlink { .. })
         ));
+        let shown = place.read().unwrap_err().to_string();
+        assert!(shown.starts_with(&link.display().to_string()), "{shown}");
         std::fs::remove_file(&link).unwrap();
         std::fs::write(&link, "x".repeat(MAX_LOCK_BYTES as usize + 1)).unwrap();
-        assert!(matches!(read(&link), Err(LockError::TooLarge { .. })));
+        assert!(matches!(place.read(), Err(LockError::TooLarge { .. })));
         std::fs::write(&link, "version = 1\n[plugins.fs]\nsha256 = 3\n").unwrap();
-        let err = read(&link).unwrap_err().to_string();
+        let err = place.read().unwrap_err().to_string();
         assert!(err.contains("is not a lock paddock reads"), "{err}");
     }
 
@@ -398,5 +486,50 @@ mod tests {
             "{lines:?}"
         );
         assert_eq!(lines[1], "tools: tool `read_file`: description changed");
+    }
+
+    #[test]
+    fn a_paddock_dir_swapped_for_a_link_while_locks_are_written_never_sends_one_outside() {
+        let root = tempfile::tempdir().unwrap();
+        let project = root.path().join("project");
+        let outside = root.path().join("outside");
+        let data = root.path().join("data");
+        std::fs::create_dir_all(project.join(".git")).unwrap();
+        std::fs::create_dir_all(project.join(".paddock")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // Another process's work, as fast as it goes: `.paddock` becomes a link to `outside`
+        // and back, between the lock being found and being written.
+        let swapper = {
+            let (project, outside, stop) = (project.clone(), outside.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let (dot, aside) = (project.join(".paddock"), project.join(".paddock.aside"));
+                let mut swaps = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::fs::rename(&dot, &aside).unwrap();
+                    std::os::unix::fs::symlink(&outside, &dot).unwrap();
+                    std::fs::remove_file(&dot).unwrap();
+                    std::fs::rename(&aside, &dot).unwrap();
+                    swaps += 1;
+                }
+                swaps
+            })
+        };
+        let mut lock = LockFile::default();
+        lock.plugins.insert("fs".into(), entry());
+        let mut in_project = 0;
+        for _ in 0..400 {
+            let place = LockPlace::find(&project, &data).unwrap();
+            // Widen the window between finding and writing.
+            std::thread::yield_now();
+            place.write(&lock).unwrap();
+            in_project += usize::from(place.path().starts_with(&project));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let swaps = swapper.join().unwrap();
+        assert!(swaps > 100, "the swapper ran: {swaps} swaps");
+        assert!(in_project > 0, "some writes found the real .paddock");
+        let escaped: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
+        assert!(escaped.is_empty(), "a lock went outside: {escaped:?}");
     }
 }
