@@ -56,7 +56,25 @@ pub async fn run(args: LockArgs) -> CommandResult {
                     None => accept_plugin(&env, &mut file, name).await?,
                 }
             }
-            place.write(&file).map_err(Failure::host)?;
+            // Into the lock as it is now: a session may have recorded something meanwhile.
+            place
+                .update(|current| {
+                    for name in &names {
+                        match name.strip_prefix("mcp.") {
+                            Some(server) => {
+                                if let Some(entry) = file.mcp.get(server) {
+                                    current.mcp.insert(server.to_string(), entry.clone());
+                                }
+                            }
+                            None => {
+                                if let Some(entry) = file.plugins.get(name) {
+                                    current.plugins.insert(name.clone(), entry.clone());
+                                }
+                            }
+                        }
+                    }
+                })
+                .map_err(Failure::host)?;
             println!("recorded in {}", place.path().display());
             Ok(Exit::Ok)
         }

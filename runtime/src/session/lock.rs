@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use super::error::SetupError;
 use crate::calls::{McpListed, Registry};
 use crate::pipeline::SpillDir;
-use crate::plugin_store::lock::{self, LockFile, LockPlace, McpLock, PluginLock, ToolChange, pin};
+use crate::plugin_store::lock::{
+    self, LockFile, LockPlace, McpLock, PluginLock, Recorded, ToolChange, pin,
+};
 use crate::plugin_store::{Installed, PluginStore};
 use crate::preset::{PluginSource, ResolvedPreset};
 use crate::sandbox::{Grant, Plugin};
@@ -24,7 +26,8 @@ pub(crate) struct LockCheck {
     /// lock's grant hashes hold on every checkout.
     root: PathBuf,
     pub file: LockFile,
-    changed: bool,
+    /// What this session adds, applied at `save` to the lock as it is then.
+    recorded: Vec<Recorded>,
     /// What the check did, for `session/start` (`lock`).
     pub notes: Vec<String>,
 }
@@ -42,7 +45,7 @@ impl LockCheck {
             place,
             root: crate::preset::project_root(cwd),
             file,
-            changed: false,
+            recorded: Vec::new(),
             notes: Vec::new(),
         })
     }
@@ -81,8 +84,12 @@ impl LockCheck {
                                     old.as_deref().unwrap_or_default()
                                 ));
                             }
-                            locked.grants.insert(resolved.name.clone(), grant);
-                            self.changed = true;
+                            locked.grants.insert(resolved.name.clone(), grant.clone());
+                            self.recorded.push(Recorded::Grant {
+                                name: name.clone(),
+                                preset: resolved.name.clone(),
+                                sha256: grant,
+                            });
                         }
                     }
                 }
@@ -95,8 +102,11 @@ impl LockCheck {
                         "plugin `{name}`: recorded in the lock (first use; sha256 {})",
                         plugin.sha256
                     ));
-                    self.file.plugins.insert(name.clone(), locked);
-                    self.changed = true;
+                    self.file.plugins.insert(name.clone(), locked.clone());
+                    self.recorded.push(Recorded::Plugin {
+                        name: name.clone(),
+                        entry: Box::new(locked),
+                    });
                 }
             }
         }
@@ -116,8 +126,12 @@ impl LockCheck {
                     "mcp.{server}: {} tool(s) recorded in the lock (first approval)",
                     now.len()
                 ));
-                self.file.mcp.insert(server.clone(), McpLock { tools: now });
-                self.changed = true;
+                let entry = McpLock { tools: now };
+                self.file.mcp.insert(server.clone(), entry.clone());
+                self.recorded.push(Recorded::Mcp {
+                    server: server.clone(),
+                    entry,
+                });
                 continue;
             };
             for (tool, change) in pin::diff(&locked.tools, &now, "annotations") {
@@ -145,14 +159,16 @@ impl LockCheck {
         registry.block(&blocked);
     }
 
-    /// Writes the lock if the checks changed it.
-    pub fn save(&self) -> Result<(), SetupError> {
-        if self.changed {
-            self.place
-                .write(&self.file)
-                .map_err(|e| SetupError::host(e.to_string()))?;
+    /// Records what the checks added, into the lock as it is now (another session may have
+    /// written it since it was read).
+    pub fn save(&mut self) -> Result<(), SetupError> {
+        if self.recorded.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        let recorded = std::mem::take(&mut self.recorded);
+        self.place
+            .update(|lock| recorded.into_iter().for_each(|r| r.apply(lock)))
+            .map_err(|e| SetupError::host(e.to_string()))
     }
 }
 

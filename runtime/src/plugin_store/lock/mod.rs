@@ -11,7 +11,8 @@
 //! (`LockPlace`), and the lock is read and written through that descriptor: a `.paddock`
 //! swapped for a link after it was found cannot send the lock elsewhere. Read without
 //! following a symlink, with a size cap; written whole, atomically (a temporary file in the
-//! same directory, renamed over it).
+//! same directory, renamed over it); updated under an exclusive `flock` on the directory,
+//! what a session recorded applied to the lock as it is then (`LockPlace::update`).
 
 pub mod pin;
 
@@ -249,6 +250,63 @@ impl LockPlace {
     /// Writes `lock` whole: a temporary file in the held directory, renamed over the lock.
     pub fn write(&self, lock: &LockFile) -> Result<(), LockError> {
         write_file(&self.held(), &self.name, &self.shown, lock)
+    }
+
+    /// Applies `change` to the lock as it is on disk now and writes it, holding an exclusive
+    /// `flock` on the directory meanwhile: two sessions (or a session and `paddock lock
+    /// accept`) recording at once both keep what they recorded.
+    pub fn update(&self, change: impl FnOnce(&mut LockFile)) -> Result<(), LockError> {
+        self.dir
+            .lock()
+            .map_err(|e| io_error("cannot lock the directory of", &self.shown, e))?;
+        let result = self.read().and_then(|mut lock| {
+            change(&mut lock);
+            self.write(&lock)
+        });
+        // Closing the descriptor would release it too; the place may be used again.
+        let _ = self.dir.unlock();
+        result
+    }
+}
+
+/// What a session adds to the lock, applied to the lock as it is when the session saves it.
+#[derive(Debug, Clone)]
+pub enum Recorded {
+    /// A plugin's first use. Another writer's entry for it, recorded meanwhile, is kept: if
+    /// its bytes differ from these, the next session is refused and shows both.
+    Plugin {
+        name: String,
+        entry: Box<PluginLock>,
+    },
+    /// The hash of the grant `preset` gives an already locked plugin.
+    Grant {
+        name: String,
+        preset: String,
+        sha256: String,
+    },
+    /// An MCP server's tools at its first approval (another writer's entry is kept).
+    Mcp { server: String, entry: McpLock },
+}
+
+impl Recorded {
+    pub fn apply(self, lock: &mut LockFile) {
+        match self {
+            Recorded::Plugin { name, entry } => {
+                lock.plugins.entry(name).or_insert(*entry);
+            }
+            Recorded::Grant {
+                name,
+                preset,
+                sha256,
+            } => {
+                if let Some(entry) = lock.plugins.get_mut(&name) {
+                    entry.grants.insert(preset, sha256);
+                }
+            }
+            Recorded::Mcp { server, entry } => {
+                lock.mcp.entry(server).or_insert(entry);
+            }
+        }
     }
 }
 
@@ -531,5 +589,71 @@ mod tests {
         assert!(in_project > 0, "some writes found the real .paddock");
         let escaped: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
         assert!(escaped.is_empty(), "a lock went outside: {escaped:?}");
+    }
+
+    #[test]
+    fn sessions_recording_at_once_all_keep_their_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE);
+        let writers: Vec<_> = (0..4)
+            .map(|w| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    for i in 0..25 {
+                        // Each its own place, as separate processes would have.
+                        let place = LockPlace::at(&path).unwrap();
+                        place
+                            .update(|lock| {
+                                Recorded::Plugin {
+                                    name: format!("p{w}-{i}"),
+                                    entry: Box::new(entry()),
+                                }
+                                .apply(lock)
+                            })
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        let lock = LockPlace::at(&path).unwrap().read().unwrap();
+        assert_eq!(lock.plugins.len(), 100, "{:?}", lock.plugins.keys());
+    }
+
+    #[test]
+    fn a_first_use_recorded_meanwhile_by_another_session_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let place = LockPlace::at(&dir.path().join(LOCK_FILE)).unwrap();
+        let mut theirs = entry();
+        theirs.sha256 = "77".repeat(32);
+        place
+            .update(|lock| {
+                Recorded::Plugin {
+                    name: "fs".into(),
+                    entry: Box::new(theirs.clone()),
+                }
+                .apply(lock)
+            })
+            .unwrap();
+        place
+            .update(|lock| {
+                Recorded::Plugin {
+                    name: "fs".into(),
+                    entry: Box::new(entry()),
+                }
+                .apply(lock);
+                Recorded::Grant {
+                    name: "fs".into(),
+                    preset: "review".into(),
+                    sha256: "88".repeat(32),
+                }
+                .apply(lock);
+            })
+            .unwrap();
+        let fs = &place.read().unwrap().plugins["fs"];
+        assert_eq!(fs.sha256, theirs.sha256, "the first record stands");
+        assert_eq!(fs.grants["review"], "88".repeat(32));
     }
 }
