@@ -34,6 +34,10 @@ use crate::contract::ToolSpec;
 pub const LOCK_FILE: &str = "paddock.lock";
 /// The largest lock read: thousands of entries fit in far less.
 pub const MAX_LOCK_BYTES: u64 = 4 << 20;
+/// How long an update waits for another writer's `flock` on the lock's directory (a second
+/// in the unit tests, which wait it out).
+const LOCK_WAIT: std::time::Duration =
+    std::time::Duration::from_secs(if cfg!(test) { 1 } else { 10 });
 const HEADER: &str = "# paddock.lock: the installed plugins and MCP tools this project approved.\n\
 # Written by paddock (sessions record what they first use; `paddock lock accept NAME` records a\n\
 # change). Commit it; do not edit it by hand. `paddock plugin install --locked` installs exactly\n\
@@ -162,6 +166,12 @@ pub enum LockError {
     Symlink { path: String },
     #[error("{path} is not a regular file; remove it (paddock writes its lock there)")]
     NotAFile { path: String },
+    #[error(
+        "{path}: its directory stayed locked by another process for {secs} s, so nothing was \
+         recorded in it. Another paddock may be writing it; if not, a program holds a flock \
+         on the directory: find it with `fuser -v` on the directory, stop it, and run again"
+    )]
+    Busy { path: String, secs: u64 },
     #[error("{path} is over {max} bytes; a lock is far smaller: remove or repair it")]
     TooLarge { path: String, max: u64 },
     #[error(
@@ -255,10 +265,28 @@ impl LockPlace {
     /// Applies `change` to the lock as it is on disk now and writes it, holding an exclusive
     /// `flock` on the directory meanwhile: two sessions (or a session and `paddock lock
     /// accept`) recording at once both keep what they recorded.
+    ///
+    /// The wait is bounded: the project's `.paddock` is visible (read-only) to the programs a
+    /// session runs, and one of them could hold a `flock` on it forever.
     pub fn update(&self, change: impl FnOnce(&mut LockFile)) -> Result<(), LockError> {
-        self.dir
-            .lock()
-            .map_err(|e| io_error("cannot lock the directory of", &self.shown, e))?;
+        let started = std::time::Instant::now();
+        loop {
+            match self.dir.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < LOCK_WAIT => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(LockError::Busy {
+                        path: self.shown.display().to_string(),
+                        secs: LOCK_WAIT.as_secs(),
+                    });
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(io_error("cannot lock the directory of", &self.shown, e));
+                }
+            }
+        }
         let result = self.read().and_then(|mut lock| {
             change(&mut lock);
             self.write(&lock)
@@ -655,5 +683,24 @@ mod tests {
         let fs = &place.read().unwrap().plugins["fs"];
         assert_eq!(fs.sha256, theirs.sha256, "the first record stands");
         assert_eq!(fs.grants["review"], "88".repeat(32));
+    }
+
+    #[test]
+    fn a_directory_held_locked_by_another_process_is_a_clear_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE);
+        // A flock taken through another open file description, as another process's would be.
+        let holder = File::open(dir.path()).unwrap();
+        holder.lock().unwrap();
+        let place = LockPlace::at(&path).unwrap();
+        let started = std::time::Instant::now();
+        let err = place.update(|_| {}).unwrap_err();
+        assert!(matches!(err, LockError::Busy { .. }), "{err}");
+        assert!(started.elapsed() >= LOCK_WAIT, "it waited for the holder first");
+        assert!(err.to_string().contains("fuser -v"), "{err}");
+        assert!(!path.exists(), "nothing written");
+        holder.unlock().unwrap();
+        place.update(|_| {}).unwrap();
+        assert!(path.exists());
     }
 }
