@@ -253,6 +253,13 @@ fn run_home(project: &Project, home: &Path, args: &[&str]) -> Output {
         .expect("run paddock")
 }
 
+/// The data directory `home` trusts the key at `public` as `publisher`.
+fn trust_publisher(project: &Project, home: &Path, public: &Path) {
+    let args = ["plugin", "trust-key", "publisher", public.to_str().unwrap()];
+    let trust = run_home(project, home, &args);
+    assert!(trust.status.success(), "{}", text(&trust));
+}
+
 fn names_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map(|d| {
@@ -293,17 +300,7 @@ fn install_locked_installs_byte_identical_plugins_from_the_registry_or_from_blob
 
     // A second data directory, same project: --locked installs the same bytes.
     let second = tempfile::tempdir().unwrap();
-    let trust = run_home(
-        &first,
-        second.path(),
-        &[
-            "plugin",
-            "trust-key",
-            "publisher",
-            key.public().to_str().unwrap(),
-        ],
-    );
-    assert!(trust.status.success(), "{}", text(&trust));
+    trust_publisher(&first, second.path(), &key.public());
     let out = run_home(&first, second.path(), &["plugin", "install", "--locked"]);
     assert!(out.status.success(), "{}", text(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
@@ -351,17 +348,7 @@ fn install_locked_installs_byte_identical_plugins_from_the_registry_or_from_blob
     let wrong_lock = first.home.path().join("wrong.lock");
     std::fs::write(&wrong_lock, wrong).unwrap();
     let third = tempfile::tempdir().unwrap();
-    let trust = run_home(
-        &first,
-        third.path(),
-        &[
-            "plugin",
-            "trust-key",
-            "publisher",
-            key.public().to_str().unwrap(),
-        ],
-    );
-    assert!(trust.status.success(), "{}", text(&trust));
+    trust_publisher(&first, third.path(), &key.public());
     let out = run_home(
         &first,
         third.path(),
@@ -400,17 +387,7 @@ fn install_locked_installs_byte_identical_plugins_from_the_registry_or_from_blob
         text(&out)
     );
     assert!(names_in(&cached.path().join("installed")).is_empty());
-    let trust = run_home(
-        &first,
-        cached.path(),
-        &[
-            "plugin",
-            "trust-key",
-            "publisher",
-            key.public().to_str().unwrap(),
-        ],
-    );
-    assert!(trust.status.success(), "{}", text(&trust));
+    trust_publisher(&first, cached.path(), &key.public());
     let out = run_home(&first, cached.path(), &["plugin", "install", "--locked"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
