@@ -40,6 +40,7 @@ mod harbor;
 mod hooks;
 mod hooks_post;
 mod hostile;
+mod hostile_ambient;
 mod hostile_exec;
 mod hostile_host;
 mod hostile_host_fs;

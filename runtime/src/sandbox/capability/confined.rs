@@ -14,15 +14,15 @@
 //! ends, the program and everything it started are dead before the clean-up looks, and the
 //! clean-up always runs.
 
-use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::sandbox::fs::git_config;
 use crate::sandbox::fs::mount::MountHandle;
 use crate::sandbox::fs::placeholder::RootHold;
 use crate::sandbox::fs::protect::Protect;
-use crate::sandbox::fs::protect_walk;
+use crate::sandbox::fs::protect_walk::{self, Removal};
 use crate::sandbox::grant::{ExecGrant, Mount, MountMode};
 use paddock_jail::{BindMode, FsAccess, Jail, JailSpec, ProcessLimits};
 pub(in crate::sandbox) use paddock_jail::{ConfinedChild, Program};
@@ -33,17 +33,113 @@ pub(in crate::sandbox) struct Confined {
     /// Each writable root, the identities (device, inode) of its protected paths when the
     /// run started (one the run moved is still theirs), and its placeholders.
     writable: Vec<WritableRoot>,
-    protect: Protect,
     key: String,
     /// Keeps the read-only mounts' descriptors (named by the paths above) open for the run.
     _held: Vec<Arc<MountHandle>>,
 }
 
+/// Longest path bound by its name below the root (the kernel's `PATH_MAX` is 4096 with the
+/// terminating NUL).
+const PATH_MAX: usize = 4000;
+
 struct WritableRoot {
     handle: Arc<MountHandle>,
-    before: BTreeSet<(u64, u64)>,
+    /// What the walk found before the run: the protected entries (bound read-only through
+    /// their held parents, so their descriptors stay open for the run) and every inode seen.
+    before: protect_walk::Walk,
+    /// What is protected here: the grant's, and what the repositories' configuration names.
+    protect: Protect,
     /// Released (placeholders removed) only after the run's processes are dead.
     _hold: RootHold,
+}
+
+impl WritableRoot {
+    /// Holds the protected paths of the writable root `handle` (`shown` names it in errors):
+    /// placeholders where missing at its root, read-only binds below it.
+    fn hold(
+        handle: Arc<MountHandle>,
+        protect: &Protect,
+        shown: &str,
+        binds: &mut Vec<(PathBuf, BindMode)>,
+    ) -> Result<WritableRoot, String> {
+        let walk = |protect: &Protect| {
+            let hold = RootHold::prepare(&handle, protect).map_err(|e| format!("{shown}: {e}"))?;
+            let before = protect_walk::existing(handle.fd(), protect)
+                .map_err(|e| format!("{shown}: {e}"))?;
+            Ok::<_, String>((hold, before))
+        };
+        let (mut hold, mut before) = walk(protect)?;
+        // What the repositories' own configuration names (hooks directories, included
+        // files, scripts): protected like the inventory's names, once the walk has found the
+        // repositories. Walked again only when there is something to add.
+        let named = config_named(&handle, &before, protect);
+        let protect = if named.is_empty() {
+            protect.clone()
+        } else {
+            let mut wider = protect.clone();
+            wider.extra.extend(named);
+            (hold, before) = walk(&wider)?;
+            wider
+        };
+        binds.extend(hold.pins.iter().map(|p| (p.clone(), BindMode::Pin)));
+        binds.extend(
+            hold.read_only
+                .iter()
+                .map(|p| (p.clone(), BindMode::ReadOnly)),
+        );
+        // By their path below the root, resolved in the child after the pins (a bind through a
+        // held parent would land under a pin, out of sight); through the held parent only
+        // where that path is longer than the kernel takes (a very deep tree). The jail checks
+        // each bind's identity either way.
+        let root = handle.proc_path();
+        binds.extend(before.protected.iter().chain(&before.too_deep).map(|e| {
+            let path = root.join(&e.rel);
+            let path = if path.as_os_str().len() < PATH_MAX {
+                path
+            } else {
+                e.proc_path()
+            };
+            (path, BindMode::ReadOnly)
+        }));
+        if before.root_is_git_dir {
+            // git would run what this directory's config names: all of it is protected.
+            binds.push((handle.proc_path(), BindMode::ReadOnly));
+        }
+        Ok(WritableRoot {
+            before,
+            handle,
+            protect,
+            _hold: hold,
+        })
+    }
+}
+
+/// The paths below `handle`'s root that the configuration of a repository there (or of the
+/// one the root lies in) names, relative to the root, less those `protect` already covers.
+fn config_named(
+    handle: &MountHandle,
+    walk: &protect_walk::Walk,
+    protect: &Protect,
+) -> Vec<PathBuf> {
+    let top = handle.path();
+    let mut repos: Vec<git_config::Repo> = git_config::repo_above(top).into_iter().collect();
+    for entry in &walk.protected {
+        let at = top.join(&entry.rel);
+        if entry.rel.file_name().is_some_and(|n| n == ".git") {
+            repos.extend(at.parent().and_then(git_config::repo_at));
+        } else {
+            repos.extend(git_config::repo_at(&at));
+        }
+    }
+    let mut named: Vec<PathBuf> = repos
+        .iter()
+        .flat_map(git_config::named_paths)
+        .filter_map(|p| p.strip_prefix(top).ok().map(Path::to_path_buf))
+        .filter(|rel| !rel.as_os_str().is_empty() && !protect.covers(rel) && !protect.opens(rel))
+        .collect();
+    named.sort();
+    named.dedup();
+    named
 }
 
 impl Confined {
@@ -66,8 +162,8 @@ impl Confined {
             // Every path below goes through the mount's held directory (K3): `/proc/self/fd/N`
             // in paddock, and the same descriptor number in the cloned child, whose
             // descriptor table is a copy. A name swapped for a symlink gains nothing.
-            let shown = || format!("mount {} -> {}", mount.host.display(), mount.guest);
-            let handle = mount.held().map_err(|e| format!("{}: {e}", shown()))?;
+            let shown = format!("mount {} -> {}", mount.host.display(), mount.guest);
+            let handle = mount.held().map_err(|e| format!("{shown}: {e}"))?;
             let root = handle.proc_path();
             match mount.mode {
                 MountMode::Ro => {
@@ -75,29 +171,22 @@ impl Confined {
                     held.push(handle);
                 }
                 MountMode::Rw => {
-                    let hold = RootHold::prepare(&handle, protect)
-                        .map_err(|e| format!("{}: {e}", shown()))?;
-                    let existing = protect_walk::existing(handle.fd(), protect)
-                        .map_err(|e| format!("{}: {e}", shown()))?;
-                    binds.extend(hold.pins.iter().map(|p| (p.clone(), BindMode::Pin)));
-                    binds.extend(
-                        hold.read_only
-                            .iter()
-                            .map(|p| (p.clone(), BindMode::ReadOnly)),
-                    );
-                    binds.extend(
-                        existing
-                            .iter()
-                            .map(|e| (root.join(&e.rel), BindMode::ReadOnly)),
-                    );
-                    writable.push(WritableRoot {
-                        before: existing.iter().map(|e| e.identity).collect(),
-                        handle,
-                        _hold: hold,
-                    });
+                    writable.push(WritableRoot::hold(handle, protect, &shown, &mut binds)?);
                     fs.write.push(root);
                 }
             }
+        }
+        // A grant's `write` directories are writable roots like the mounts: the same rule
+        // holds there (a repository in a build cache has a `.git/config` as much as one in
+        // the project).
+        for path in grant.write.iter().filter(|p| p.exists()) {
+            let shown = format!("exec grant write {}", path.display());
+            let handle = real(path)
+                .and_then(|p| MountHandle::open(&p).map_err(|e| e.to_string()))
+                .map_err(|e| format!("{shown}: {e}"))?;
+            let handle = Arc::new(handle);
+            fs.write.push(handle.proc_path());
+            writable.push(WritableRoot::hold(handle, protect, &shown, &mut binds)?);
         }
         // Pins first: a read-only bind below a pinned directory must land on top of the pin.
         binds.sort_by_key(|(path, mode)| (*mode != BindMode::Pin, path.clone()));
@@ -108,8 +197,6 @@ impl Confined {
         }
         fs.read
             .extend(grant.read.iter().filter(|p| p.exists()).cloned());
-        fs.write
-            .extend(grant.write.iter().filter(|p| p.exists()).cloned());
         fs.write.push(real(tmp.path())?);
         let timeout_secs = grant.timeout.as_secs().saturating_add(1);
         Ok(Confined {
@@ -127,7 +214,6 @@ impl Confined {
                 },
             }),
             writable,
-            protect: protect.clone(),
             key: key.to_string(),
             _held: held,
         })
@@ -160,12 +246,13 @@ impl Confined {
         })
     }
 
-    /// Removes protected paths the run created, by descriptor, and says so. `Err` when a
-    /// directory cannot be listed (what is below it could not be checked).
+    /// Removes protected paths the run created, by descriptor, and says so; never deletes
+    /// what existed before the run (`protect_walk::remove`). `Err` when a directory cannot be
+    /// listed (what is below it could not be checked).
     fn undo_protected_creations(&self) -> Result<Vec<String>, String> {
         let mut notes = Vec::new();
         for root in &self.writable {
-            let created = protect_walk::created(root.handle.fd(), &self.protect, &root.before)
+            let created = protect_walk::created(root.handle.fd(), &root.protect, &root.before)
                 .map_err(|e| {
                     format!(
                         "after the program ended, paddock could not check the mount {} for \
@@ -173,19 +260,42 @@ impl Confined {
                         root.handle.path().display()
                     )
                 })?;
-            for entry in created {
+            for entry in created.entries.iter().chain(&created.root_markers) {
                 let rel = entry.rel.display();
-                notes.push(match protect_walk::remove(&entry) {
-                    Ok(_) => format!(
+                let fix = "to let programs write it, add it to `writable_protected` in the preset";
+                notes.push(match protect_walk::remove(entry, &root.before) {
+                    Ok(Removal::Removed) => format!(
                         "\n[paddock] removed `{rel}`, which the program created: it is a \
-                         protected path (K2); to let programs write it, add it to \
-                         `writable_protected` in the preset\n"
+                         protected path ({}) (K2); {fix}\n",
+                        protect_walk::why(entry)
+                    ),
+                    Ok(Removal::Replaced) => continue,
+                    Ok(Removal::Disarmed) => format!(
+                        "\n[paddock] the program made `{rel}` a git directory (git would run \
+                         what its config names); paddock removed the `HEAD`, `objects`, `refs` \
+                         or `commondir` the program created in it, and nothing else (K2)\n"
+                    ),
+                    Ok(Removal::KeptAside(aside)) => format!(
+                        "\n[paddock] the program put files that existed before it ran at \
+                         `{rel}`, a protected path; paddock deletes nothing that existed, so it \
+                         renamed `{rel}` to `{}` beside it: look at it, then delete or rename \
+                         it yourself (K2)\n",
+                        aside.to_string_lossy()
                     ),
                     Err(e) => format!(
                         "\n[paddock] the program created protected path `{rel}` and it could \
-                         not be removed: {e}\n"
+                         not be removed: {e}; remove it yourself before running git, cargo or \
+                         npm there\n"
                     ),
                 });
+            }
+            for deep in created.too_deep {
+                notes.push(format!(
+                    "\n[paddock] the program created `{}`, a directory more than 512 levels \
+                     deep; paddock did not look below it, and holds it read-only from the next \
+                     call on\n",
+                    deep.display()
+                ));
             }
         }
         Ok(notes)

@@ -25,6 +25,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
+use crate::sandbox::fs::ambient;
+use crate::sandbox::fs::git_config;
 use crate::sandbox::fs::mount::openat2;
 use crate::sandbox::fs::protect::Protect;
 
@@ -147,7 +149,8 @@ impl FsGuard {
             let covered = self.protect.covers(rel)
                 || (holder && self.protect.holds(rel))
                 || in_git_dir(root, rel, &self.protect)
-                || completes_git_dir(real);
+                || completes_git_dir(real)
+                || named_by_git_config(real, holder, root, &self.protect);
             if covered {
                 return Err(Refusal::Protected);
             }
@@ -162,12 +165,16 @@ impl FsGuard {
     }
 }
 
-/// Is `rel` (below `root`) a directory git would take for a git directory, or inside one,
-/// whatever its name (a bare repository, a `--separate-git-dir`, `.repo/projects/x.git`)?
-/// Git runs what such a directory's `config` and `hooks/` name, as it does for `.git`.
+/// Is `rel` (below `root`, or `root` itself) a directory git would take for a git directory,
+/// or inside one, whatever its name (a bare repository, a `--separate-git-dir`,
+/// `.repo/projects/x.git`)? Git runs what such a directory's `config` and `hooks/` name, as it
+/// does for `.git`.
 fn in_git_dir(root: &Path, rel: &Path, protect: &Protect) -> bool {
     let mut dir = root.to_path_buf();
     let mut below = PathBuf::new();
+    if is_git_dir(&dir) && !protect.opens(&below) {
+        return true;
+    }
     for part in rel.components() {
         dir.push(part);
         below.push(part);
@@ -178,27 +185,43 @@ fn in_git_dir(root: &Path, rel: &Path, protect: &Protect) -> bool {
     false
 }
 
-/// Would creating `real` turn its directory into one git takes for a git directory? The last
-/// of `HEAD`, `objects/` + `refs/` (or `commondir`) to be created is refused, whatever the order.
+/// Would creating `real` (or renaming something to it) turn its directory into one git
+/// takes for a git directory? The last of `HEAD`, `objects` + `refs` (or `commondir`) to
+/// arrive is refused, whatever the order and whatever its type (`ambient::is_git_dir`).
 fn completes_git_dir(real: &Path) -> bool {
     let (Some(name), Some(dir)) = (real.file_name(), real.parent()) else {
         return false;
     };
-    let file = |n: &str| dir.join(n).symlink_metadata().is_ok_and(|m| m.is_file());
-    let sub = |n: &str| dir.join(n).symlink_metadata().is_ok_and(|m| m.is_dir());
-    match name.to_str() {
-        Some("HEAD") => (sub("objects") && sub("refs")) || file("commondir"),
-        Some("objects") => file("HEAD") && sub("refs"),
-        Some("refs") => file("HEAD") && sub("objects"),
-        Some("commondir") => file("HEAD"),
-        _ => false,
+    if !ambient::GIT_DIR_MARKERS.iter().any(|m| name == *m) {
+        return false;
     }
+    ambient::is_git_dir(|n| name == n || exists(&dir.join(n)))
 }
 
 fn is_git_dir(dir: &Path) -> bool {
-    let file = |n: &str| dir.join(n).symlink_metadata().is_ok_and(|m| m.is_file());
-    let sub = |n: &str| dir.join(n).symlink_metadata().is_ok_and(|m| m.is_dir());
-    file("HEAD") && ((sub("objects") && sub("refs")) || file("commondir"))
+    ambient::is_git_dir(|n| exists(&dir.join(n)))
+}
+
+/// Does the configuration of the repository git finds from `real`'s directory (or the
+/// user's own) name `real`, or, for an operation that moves a whole directory, something
+/// below it (`git_config`: hooks directories, included files, scripts git runs)? A path the
+/// grant's `writable_protected` opens stays writable.
+fn named_by_git_config(real: &Path, holder: bool, root: &Path, protect: &Protect) -> bool {
+    let Some(repo) = real.parent().and_then(git_config::repo_above) else {
+        return false;
+    };
+    let opened = real
+        .strip_prefix(root)
+        .is_ok_and(|rel| protect.opens(rel));
+    !opened
+        && git_config::named_paths(&repo)
+            .iter()
+            .any(|named| real.starts_with(named) || (holder && named.starts_with(real)))
+}
+
+/// Is there an entry at `path`, of any type (a dangling symlink counts)?
+fn exists(path: &Path) -> bool {
+    path.symlink_metadata().is_ok()
 }
 
 /// `path` as (everything before the last component, the last component), or `None` when
@@ -363,6 +386,82 @@ mod tests {
             },
         );
         assert!(allowed(&open, &dir, "sep/config", false));
+    }
+
+    /// git asks `access(X_OK)` of `objects` and `refs`: a symlink or an executable file will
+    /// do, so neither can be the last piece of a git directory, and the mount's root counts.
+    #[test]
+    fn a_git_directory_of_links_or_files_and_the_root_itself_are_held() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().canonicalize().expect("canonical");
+        for d in ["src", "lib/refs", "store/objects"] {
+            std::fs::create_dir_all(root.join(d)).expect("mkdir");
+        }
+        std::fs::write(root.join("src/HEAD"), "ref: refs/heads/main\n").expect("write");
+        std::os::unix::fs::symlink("../store/objects", root.join("src/objects")).expect("ln");
+        std::fs::write(root.join("lib/HEAD"), "ref: refs/heads/main\n").expect("write");
+        let dir = std::fs::File::open(&root).expect("open root");
+        let g = guard(&root);
+        // `src` lacks refs: a symlink, a file or a directory named so would complete it.
+        assert!(!allowed(&g, &dir, "src/refs", false));
+        assert!(allowed(&g, &dir, "src/config", false));
+        // `lib` lacks objects: an executable file by that name would complete it.
+        assert!(!allowed(&g, &dir, "lib/objects", false));
+        // The root: HEAD is the last piece once objects and refs stand there.
+        std::fs::create_dir(root.join("refs")).expect("mkdir");
+        std::os::unix::fs::symlink("store/objects", root.join("objects")).expect("ln");
+        assert!(!allowed(&g, &dir, "HEAD", false));
+        std::fs::write(root.join("HEAD"), "ref: refs/heads/main\n").expect("write");
+        // Once the root is a git directory, nothing in it is writable.
+        assert!(!allowed(&g, &dir, "notes.txt", false));
+        assert!(!allowed(&g, &dir, "config", false));
+    }
+
+    #[test]
+    fn paths_the_repositorys_own_config_names_are_protected() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().canonicalize().expect("canonical");
+        for d in [".git/objects", ".git/refs", ".githooks", "tools"] {
+            std::fs::create_dir_all(root.join(d)).expect("mkdir");
+        }
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").expect("write");
+        std::fs::write(
+            root.join(".git/config"),
+            "[core]\n\thooksPath = .githooks\n[include]\n\tpath = ../team.gitconfig\n\
+             [filter \"fmt\"]\n\tclean = tools/fmt.sh %f\n",
+        )
+        .expect("write");
+        let dir = std::fs::File::open(&root).expect("open root");
+        let g = guard(&root);
+        for path in [".githooks/pre-commit", "team.gitconfig", "tools/fmt.sh"] {
+            assert!(!allowed(&g, &dir, path, false), "{path} must be refused");
+        }
+        assert!(g.pinned(&dir, "tools", false, true).is_err(), "a move of its directory");
+        assert!(allowed(&g, &dir, "tools/other.sh", false));
+        assert!(allowed(&g, &dir, "src.rs", false));
+    }
+
+    #[test]
+    fn the_inventory_names_are_protected_at_any_depth() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join("web/.yarn/releases")).expect("mkdir");
+        let dir = std::fs::File::open(&root).expect("open root");
+        let g = guard(&root);
+        for path in [
+            "rust-toolchain.toml",
+            "rust-toolchain",
+            "web/.npmrc",
+            "web/.yarnrc.yml",
+            "web/.yarn/releases/yarn-4.cjs",
+            ".vscode",
+            ".pre-commit-config.yaml",
+        ] {
+            assert!(!allowed(&g, &dir, path, false), "{path} must be refused");
+        }
+        assert!(allowed(&g, &dir, "web/.yarn/install-state.gz", false));
+        // Moving a directory to `.yarn` would bring a `releases` along.
+        assert!(g.pinned(&dir, "web/.yarn", false, true).is_err());
     }
 
     #[test]

@@ -30,6 +30,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
+use crate::sandbox::fs::ambient;
 use crate::sandbox::fs::mount::MountHandle;
 use crate::sandbox::fs::protect::Protect;
 use crate::sandbox::fs::protect_walk::{self, open_dir_at, stat_at, unlink_at};
@@ -64,12 +65,20 @@ impl RootHold {
     ) -> Result<RootHold, String> {
         let mut hold = RootHold::default();
         let base = root.proc_path();
-        for pattern in protect.at_root() {
+        let patterns = protect
+            .at_root()
+            .into_iter()
+            .map(|p| {
+                let as_file = is_extra(&p);
+                (p, as_file)
+            })
+            .chain(root_git_markers(root, protect));
+        for (pattern, as_file) in patterns {
             // A placeholder another run is removing right now is gone by the time its lock is
             // ours: then look again (it is made anew).
             let mut tries = 0;
             while !hold
-                .one(root, &base, &pattern)
+                .one(root, &base, &pattern, as_file)
                 .map_err(|e| format!("protected path `{}`: {e}", pattern.display()))?
             {
                 tries += 1;
@@ -91,7 +100,13 @@ impl RootHold {
     }
 
     /// `Ok(false)`: a placeholder vanished while it was being taken; look again.
-    fn one(&mut self, root: &MountHandle, base: &Path, pattern: &Path) -> Result<bool, String> {
+    fn one(
+        &mut self,
+        root: &MountHandle,
+        base: &Path,
+        pattern: &Path,
+        as_file: bool,
+    ) -> Result<bool, String> {
         let parts: Vec<&OsStr> = pattern.iter().collect();
         let mut dir = dup(root.fd().as_raw_fd())?;
         let mut rel = PathBuf::new();
@@ -99,8 +114,8 @@ impl RootHold {
             rel.push(part);
             let last = i + 1 == parts.len();
             let Some(stat) = stat_at(dir.as_raw_fd(), part) else {
-                // Missing: a placeholder (a file only for a `protect` entry's own name).
-                let is_dir = !(last && is_extra(pattern));
+                // Missing: a placeholder (a file only where `as_file` asks for one).
+                let is_dir = !(last && as_file);
                 let Some(made) = Placeholder::make(dup(dir.as_raw_fd())?, part, is_dir)? else {
                     return Ok(false);
                 };
@@ -159,13 +174,42 @@ impl RootHold {
 }
 
 /// `protect` entries end in a name the user chose (`.envrc`, `secrets.json`): a file stand-in
-/// fits them; the defaults are directories or the cargo configs, which `.cargo` covers.
+/// fits them. The inventory's names get an empty directory: every tool that reads one of them
+/// reads nothing from a directory (rustup, for one, skips a `rust-toolchain.toml` it cannot
+/// read, where an empty file would be an error in every cargo command the program runs).
 fn is_extra(pattern: &Path) -> bool {
-    let first = pattern.iter().next();
-    !matches!(
-        first.and_then(OsStr::to_str),
-        Some(".git" | ".paddock" | ".cargo")
-    )
+    !ambient::NAMES.iter().any(|entry| pattern == Path::new(entry.path))
+}
+
+/// The placeholders that keep the root itself from becoming a git directory (git takes the
+/// directory it starts in for a bare repository when it holds `HEAD`, `objects` and `refs` and
+/// no valid `.git` stands there): `HEAD`, an empty directory git cannot read as a head, where
+/// it is missing; where the root has a `HEAD`, the missing ones of `objects`, `refs` and
+/// `commondir` as empty files of mode 0400, which fail git's `access(X_OK)`. None when the
+/// root already holds a git directory `.git` (git stops there) or the grant opens the root.
+fn root_git_markers(root: &MountHandle, protect: &Protect) -> Vec<(PathBuf, bool)> {
+    if protect.opens(Path::new("")) {
+        return Vec::new();
+    }
+    let fd = root.fd().as_raw_fd();
+    let dot_git_is_repo = open_dir_at(fd, OsStr::new(".git")).is_ok_and(|git| {
+        ambient::is_git_dir(|n| stat_at(git.as_raw_fd(), OsStr::new(n)).is_some())
+    });
+    if dot_git_is_repo {
+        return Vec::new();
+    }
+    // No `HEAD`, or a directory (another run's placeholder, to adopt; git reads no head from
+    // a directory): `HEAD` is held. The decision depends only on the type, which a
+    // placeholder coming and going never changes.
+    let head = stat_at(fd, OsStr::new("HEAD"));
+    if head.is_none_or(|s| s.st_mode & libc::S_IFMT == libc::S_IFDIR) {
+        return vec![(PathBuf::from("HEAD"), false)];
+    }
+    ["objects", "refs", "commondir"]
+        .iter()
+        .filter(|m| stat_at(fd, OsStr::new(m)).is_none())
+        .map(|m| (PathBuf::from(m), true))
+        .collect()
 }
 
 impl Placeholder {
@@ -300,6 +344,19 @@ mod tests {
             .collect()
     }
 
+    /// Every name of the inventory that is held where missing, and the root's `HEAD`.
+    fn inventory_at_root() -> Vec<String> {
+        let mut names: Vec<String> = ambient::NAMES
+            .iter()
+            .filter(|e| e.hold_missing)
+            .map(|e| e.path.split('/').next().unwrap().to_string())
+            .chain(["HEAD".to_string()])
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     #[test]
     fn missing_protected_paths_get_placeholders_removed_when_the_hold_ends() {
         let dir = tempfile::tempdir().unwrap();
@@ -311,20 +368,24 @@ mod tests {
         std::fs::create_dir(dir.path().join("conf")).unwrap();
         let hold = RootHold::prepare(&root, &protect).unwrap();
         let base = root.proc_path();
-        assert_eq!(
-            names(&hold.read_only, &base),
-            [".cargo", ".envrc", ".git", ".paddock", "conf/secrets.json"]
-        );
+        let mut want = inventory_at_root();
+        want.extend([".envrc".to_string(), "conf/secrets.json".to_string()]);
+        want.sort();
+        assert_eq!(names(&hold.read_only, &base), want);
         assert_eq!(names(&hold.pins, &base), ["conf"]);
         assert!(dir.path().join(".git").is_dir());
         assert!(dir.path().join(".envrc").is_file());
+        assert!(
+            dir.path().join("rust-toolchain.toml").is_dir(),
+            "an inventory name's placeholder is a directory, which its tool skips"
+        );
         // A second hold (a parallel run) adopts them; the first one's end leaves them.
         let second = RootHold::prepare(&root, &protect).unwrap();
         drop(hold);
         assert!(dir.path().join(".git").is_dir(), "still held by the second");
         drop(second);
-        for p in [".git", ".paddock", ".cargo", ".envrc", "conf/secrets.json"] {
-            assert!(!dir.path().join(p).exists(), "{p} left behind");
+        for p in want {
+            assert!(!dir.path().join(&p).exists(), "{p} left behind");
         }
         assert!(dir.path().join("conf").is_dir());
     }
@@ -337,10 +398,49 @@ mod tests {
         let root = MountHandle::open(&dir.path().canonicalize().unwrap()).unwrap();
         let hold = RootHold::prepare(&root, &Protect::default()).unwrap();
         let base = root.proc_path();
-        assert_eq!(names(&hold.read_only, &base), [".cargo", ".paddock"]);
+        let held = names(&hold.read_only, &base);
+        assert!(held.contains(&".cargo".to_string()) && held.contains(&".paddock".to_string()));
+        assert!(!held.contains(&".git".to_string()), "the walk binds it");
+        assert!(
+            held.contains(&"HEAD".to_string()),
+            "an empty .git is no repository: git would look at the root itself"
+        );
         assert!(hold.pins.is_empty());
         drop(hold);
         assert!(dir.path().join(".git").is_dir() && dir.path().join(".cargo").is_dir());
+    }
+
+    /// The root cannot become a git directory: with a repository in `.git` nothing is needed;
+    /// with a `HEAD` of the user's, the missing `objects` and `refs` are held as files git's
+    /// `access(X_OK)` refuses.
+    #[test]
+    fn the_root_cannot_be_completed_into_a_git_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        for d in [".git/objects", ".git/refs"] {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
+        std::fs::write(dir.path().join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let root = MountHandle::open(&dir.path().canonicalize().unwrap()).unwrap();
+        let hold = RootHold::prepare(&root, &Protect::default()).unwrap();
+        assert!(!names(&hold.read_only, &root.proc_path()).contains(&"HEAD".to_string()));
+        drop(hold);
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("HEAD"), "mine").unwrap();
+        let root = MountHandle::open(&other.path().canonicalize().unwrap()).unwrap();
+        let hold = RootHold::prepare(&root, &Protect::default()).unwrap();
+        let held = names(&hold.read_only, &root.proc_path());
+        for m in ["commondir", "objects", "refs"] {
+            assert!(held.contains(&m.to_string()), "{m}: {held:?}");
+            let meta = std::fs::symlink_metadata(other.path().join(m)).unwrap();
+            assert!(meta.is_file());
+            assert_eq!(
+                std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+                0o400
+            );
+        }
+        drop(hold);
+        assert!(!other.path().join("objects").exists());
+        assert_eq!(std::fs::read_to_string(other.path().join("HEAD")).unwrap(), "mine");
     }
 
     #[test]
@@ -348,13 +448,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root =
             std::sync::Arc::new(MountHandle::open(&dir.path().canonicalize().unwrap()).unwrap());
+        let want = inventory_at_root().len();
         let threads: Vec<_> = (0..3)
             .map(|_| {
                 let root = root.clone();
                 std::thread::spawn(move || {
                     for _ in 0..300 {
                         let hold = RootHold::prepare(&root, &Protect::default()).unwrap();
-                        assert_eq!(hold.read_only.len(), 3);
+                        assert_eq!(hold.read_only.len(), want);
                     }
                 })
             })
@@ -362,8 +463,8 @@ mod tests {
         for thread in threads {
             thread.join().unwrap();
         }
-        for p in [".git", ".paddock", ".cargo"] {
-            assert!(!dir.path().join(p).exists(), "{p} left behind");
+        for p in inventory_at_root() {
+            assert!(!dir.path().join(&p).exists(), "{p} left behind");
         }
     }
 

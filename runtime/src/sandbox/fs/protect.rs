@@ -3,23 +3,18 @@
 //! them unless the grant names them, whatever spelling the request used.
 //!
 //! This module only *decides*: given a path relative to a mount's root, as the kernel resolved
-//! it (never the string a plugin or model sent), is it protected? The enforcement lives where
-//! the access happens: the WASI filesystem guard for plugins, read-only bind mounts for
-//! programs started through `exec`.
+//! it (never the string a plugin or model sent), is it protected? The default rules are the
+//! inventory of what executes from a working tree (`ambient`); a grant adds `extra` paths
+//! (the preset's `protect`, and paths the repositories' own git configuration names, see
+//! `git_config`) and opens some up (`writable_protected`). The enforcement lives where the
+//! access happens: the WASI filesystem guard for plugins, read-only bind mounts and
+//! placeholders for programs started through `exec` and MCP servers.
 
 use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// Names that are protected wherever they appear below a mount: git runs `core.fsmonitor`,
-/// `core.pager`, aliases and hooks from a `.git` directory (or the directory a `.git` *file*
-/// points at); paddock reads presets, hooks and instructions from `.paddock/`.
-const PROTECTED_NAMES: &[&str] = &[".git", ".paddock"];
-
-/// `.cargo/<name>` is protected wherever it appears: cargo reads `.cargo/config.toml` (and the
-/// legacy `.cargo/config`) from every ancestor of its working directory and runs what it names
-/// (`runner`, `rustc-wrapper`, `build.rustc`, aliases).
-const CARGO_CONFIGS: &[&str] = &["config", "config.toml"];
+use crate::sandbox::fs::ambient;
 
 /// What a grant protects beyond the defaults, and which protected paths it opens up.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,14 +64,14 @@ impl Protect {
             .any(|w| rel.starts_with(&w))
     }
 
-    /// The protected paths a mount's root can hold directly, relative to it (`.git`,
-    /// `.paddock`, `.cargo/config*`, the `extra` entries), less those the grant opens up:
-    /// where one is missing, the exec side makes sure it cannot be created.
+    /// The protected paths a mount's root can hold directly, relative to it (the inventory's
+    /// names that are held where missing, the `extra` entries), less those the grant opens
+    /// up: where one is missing, the exec side makes sure it cannot be created.
     pub fn at_root(&self) -> Vec<PathBuf> {
-        let defaults = PROTECTED_NAMES
+        let defaults = ambient::NAMES
             .iter()
-            .map(PathBuf::from)
-            .chain(CARGO_CONFIGS.iter().map(|c| Path::new(".cargo").join(c)));
+            .filter(|entry| entry.hold_missing)
+            .map(|entry| PathBuf::from(entry.path));
         defaults
             .chain(self.extra.iter().filter_map(|p| normal(p)))
             .filter(|p| !p.as_os_str().is_empty() && !self.opens(p))
@@ -92,22 +87,23 @@ impl Protect {
             return true;
         };
         let below = |p: PathBuf| p.starts_with(&rel) && p != rel && self.covers(&p);
-        let cargo = rel.file_name().is_some_and(|n| n == ".cargo")
-            && CARGO_CONFIGS.iter().any(|c| below(rel.join(c)));
-        cargo || self.extra.iter().filter_map(|p| normal(p)).any(below)
+        let pair = rel.file_name().is_some_and(|name| {
+            ambient::NAMES.iter().any(|entry| {
+                entry.path.split_once('/').is_some_and(|(dir, file)| {
+                    name == dir
+                        && ambient::holds_tool_config(name, file.as_ref())
+                        && below(rel.join(file))
+                })
+            })
+        });
+        pair || self.extra.iter().filter_map(|p| normal(p)).any(below)
     }
 }
 
-/// A default rule matches `rel`: a `.git` or `.paddock` component anywhere, or `.cargo/config*`.
+/// A default rule matches `rel`: it passes through a name of the inventory (`ambient`).
 fn is_default_protected(rel: &Path) -> bool {
     let names: Vec<&std::ffi::OsStr> = rel.iter().collect();
-    names.iter().enumerate().any(|(i, name)| {
-        PROTECTED_NAMES.iter().any(|p| *name == *p)
-            || (*name == ".cargo"
-                && names
-                    .get(i + 1)
-                    .is_some_and(|next| CARGO_CONFIGS.iter().any(|c| *next == *c)))
-    })
+    ambient::names_a_tool_config(&names)
 }
 
 /// `rel` without `.` components, or `None` when it is absolute or climbs with `..`.
