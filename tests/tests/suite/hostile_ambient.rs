@@ -563,3 +563,34 @@ impl Scene {
         )
     }
 }
+
+/// A directory nested deeper than the walk follows does not disable the workspace: the next
+/// program still runs, and the deep tree is held read-only.
+#[test]
+fn a_tree_deeper_than_the_walk_follows_leaves_the_workspace_usable() {
+    let scene = Scene::new();
+    let first = scene.run_in_program(
+        &format!(
+            "cd {}; i=0; while [ $i -lt 520 ]; do mkdir d && cd d || exit 1; i=$((i+1)); done; echo deep",
+            scene.root().display()
+        ),
+        "",
+    );
+    assert!(first.contains("deep"), "{first}");
+    let next = scene.run_in_program(
+        &format!(
+            "cd {}; echo ok > after.txt; cat after.txt; cd d; i=0; while [ $i -lt 515 ]; do cd d; i=$((i+1)); done; touch inside 2>&1; echo next",
+            scene.root().display()
+        ),
+        "",
+    );
+    assert!(next.contains("next") && next.contains("ok"), "{next}");
+    assert_eq!(
+        std::fs::read_to_string(scene.root().join("after.txt")).unwrap(),
+        "ok\n"
+    );
+    assert!(
+        next.contains("Read-only file system"),
+        "below the depth the walk follows, nothing can be created: {next}"
+    );
+}

@@ -2,12 +2,16 @@
 //! entry (K1, K2): what the program may read and write, which protected paths are held, its
 //! environment and private temporary directory, and, however it ends, the clean-up.
 //!
-//! Protected paths are held three ways, all before the program starts:
-//! - at each writable root, those that do not exist cannot be created (`placeholder`);
+//! Protected paths are held at every writable root (each writable mount and each directory
+//! of the grant's `write`) three ways, all before the program starts:
+//! - those that do not exist at the root cannot be created (`placeholder`), and neither can
+//!   the root become a git directory;
 //! - those that exist, at any depth, are bound read-only below the name (`protect_walk`
-//!   finds them by descriptor), so no spelling, symlink or hard link writes them;
+//!   finds them by descriptor), so no spelling, symlink or hard link writes them; so are the
+//!   paths the repositories' own git configuration names (`git_config`);
 //! - the only thing left, a protected path created deeper down (`sub/.git` in a directory
-//!   the run made), is found after the run and removed by descriptor (`protect_walk`).
+//!   the run made), is found after the run and removed by descriptor, never deleting what
+//!   existed before the run (`protect_walk`).
 //!
 //! `ConfinedRun` owns the running program and its confinement together: whether the run
 //! ends, times out, is cancelled, its future is dropped, its server restarted or the session

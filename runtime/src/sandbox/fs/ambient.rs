@@ -141,6 +141,20 @@ pub(in crate::sandbox) fn names_a_tool_config(names: &[&OsStr]) -> bool {
         .any(|entry| names_a_tool_config_one(entry, names))
 }
 
+/// Is `name` the last component of an entry of [`NAMES`] (`.git`, `config.toml`, ...)? Asked
+/// of every name a walk lists, so it compares bytes against a table built once.
+pub(in crate::sandbox) fn is_last_of_a_name(name: &OsStr) -> bool {
+    static LAST: std::sync::OnceLock<Vec<&'static [u8]>> = std::sync::OnceLock::new();
+    let last = LAST.get_or_init(|| {
+        NAMES
+            .iter()
+            .map(|entry| entry.path.rsplit('/').next().unwrap_or(entry.path).as_bytes())
+            .collect()
+    });
+    let name = name.as_encoded_bytes();
+    last.iter().any(|l| *l == name)
+}
+
 /// What the inventory says of the entry `names` (a path relative to a mount's root) passes
 /// through: the tool and what it would run.
 pub(in crate::sandbox) fn why(names: &[&OsStr]) -> Option<&'static str> {

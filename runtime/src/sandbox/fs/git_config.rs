@@ -153,17 +153,41 @@ impl Found {
                 self.read(&included, top, depth + 1);
                 self.paths.push(included);
             } else if COMMAND_KEYS.iter().any(|k| key_matches(k, &key)) {
-                let command = value.strip_prefix('!').unwrap_or(&value);
-                self.paths.extend(
-                    command
-                        .split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|')
-                        .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
-                        .filter(|w| w.contains('/'))
-                        .map(|w| resolve(w, top)),
-                );
+                self.paths
+                    .extend(programs(&value).into_iter().map(|w| resolve(w, top)));
             }
         }
     }
+}
+
+/// Interpreters whose first operand is the script they run.
+const INTERPRETERS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "python", "python3", "node", "perl", "ruby",
+];
+
+/// The words of a command git runs that name a program or script by path (with a `/`): the
+/// first word of each command in it (`!` for a shell alias, and `;`, `&&`, `||`, `|`
+/// separating commands), and an interpreter's script. Arguments are not taken for programs
+/// (`alias.st = status -- src/` names no script).
+fn programs(command: &str) -> Vec<&str> {
+    let command = command.strip_prefix('!').unwrap_or(command);
+    let mut found = Vec::new();
+    for part in command.split([';', '&', '|']) {
+        let mut words = part
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c| c == '"' || c == '\''));
+        let Some(first) = words.next() else {
+            continue;
+        };
+        if first.contains('/') {
+            found.push(first);
+        }
+        let name = first.rsplit('/').next().unwrap_or(first);
+        if INTERPRETERS.contains(&name) {
+            found.extend(words.find(|w| !w.starts_with('-')).filter(|w| w.contains('/')));
+        }
+    }
+    found
 }
 
 /// `pattern` (`section.key`, `section.*.key` or `section.*`) matches the full key
@@ -333,6 +357,12 @@ mod tests {
         assert_eq!(find("includeif.gitdir:~/work/.path"), Some("w\"x.cfg"));
         assert_eq!(find("alias.t"), Some("!./scripts/test.sh   --all"));
         assert_eq!(find("diff.txt.textconv"), Some("tools/conv"));
+        assert_eq!(programs("!./scripts/test.sh --all src/"), ["./scripts/test.sh"]);
+        assert_eq!(programs("status --short -- src/"), Vec::<&str>::new());
+        assert_eq!(
+            programs("python3 -u tools/clean.py %f | /usr/bin/tee x && sh ci/run"),
+            ["tools/clean.py", "/usr/bin/tee", "ci/run"]
+        );
         assert!(key_matches("filter.*.clean", "filter.lfs.clean"));
         assert!(key_matches("alias.*", "alias.t"));
         assert!(!key_matches("core.pager", "core.x.pager"));

@@ -52,6 +52,18 @@ impl Protect {
                 .any(|p| rel.starts_with(&p))
     }
 
+    /// Could `covers` be true of a path ending in `name` whose parent it is not true of? Only
+    /// when `name` is the last component of a rule: an inventory name, the second name of a
+    /// pair (`config.toml`), the last component of an `extra` entry. A walk that stops at
+    /// protected entries asks this first, so most names cost one comparison per rule.
+    pub fn could_cover_last(&self, name: &std::ffi::OsStr) -> bool {
+        ambient::is_last_of_a_name(name)
+            || self
+            .extra
+            .iter()
+            .any(|p| p.file_name().is_some_and(|last| last == name))
+    }
+
     /// Does the grant's `writable_protected` open `rel` up? (A directory git would take for a
     /// git directory is protected by what it holds, whatever its name, unless opened here.)
     pub fn opens(&self, rel: &Path) -> bool {

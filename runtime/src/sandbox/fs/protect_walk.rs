@@ -2,20 +2,25 @@
 //! descriptor, for the exec side.
 //!
 //! Programs are held by bind mounts, which need concrete paths: a nested repository's
-//! `vendor/x/.git`, a crate's `crates/a/.cargo/config.toml`, a `.paddock` in a subdirectory
-//! are protected as much as the ones at the root (git and cargo look for them in every
-//! ancestor of their working directory). So is any directory git would take for a git
-//! directory whatever its name (`HEAD` and `objects/` + `refs/`, or `HEAD` and `commondir`): a
-//! bare repository, a `--separate-git-dir`, `.repo/projects/x.git`.
+//! `vendor/x/.git`, a crate's `crates/a/.cargo/config.toml`, a `rust-toolchain.toml` in a
+//! subdirectory are protected as much as the ones at the root (the tools look for them in
+//! every ancestor of their working directory). So is any directory git would take for a git
+//! directory whatever its name (`ambient::is_git_dir`), the root itself included.
 //!
 //! The walk never goes by path. It starts at the root's held descriptor and opens each
 //! directory relative to its parent's descriptor with `O_NOFOLLOW | O_DIRECTORY`, so a
 //! directory swapped for a symbolic link while it walks (by a program running beside it) is
-//! not entered: the walk cannot leave the root. Removal works the same way: `unlinkat`
-//! relative to the held parent, a directory's contents through its own descriptor (as std's
-//! `remove_dir_all` does since CVE-2022-21658), after checking that the name still refers to
-//! the entry that was found (device and inode). A directory that cannot be listed is an
-//! error, never skipped: what is below it could not be held.
+//! not entered: the walk cannot leave the root. It opens only what the listing says is a
+//! directory, and records the inode number of every entry it lists (no `stat` per file). A
+//! directory that cannot be listed is an error, never skipped: what is below it could not be
+//! held; one deeper than the walk follows is held read-only whole.
+//!
+//! The clean-up after a run removes what the run created and nothing that existed before it
+//! (by inode): `remove` works by `unlinkat` relative to the held parent, a directory's
+//! contents through its own descriptor (as std's `remove_dir_all` does since CVE-2022-21658),
+//! after checking that the name still refers to the entry that was found (device and inode);
+//! a directory that existed and was made a git directory is disarmed, not deleted; what
+//! existed and was moved to a protected name is renamed aside.
 //!
 //! What it does not do: decide what is protected (`protect`), or bind anything (`confine`).
 
@@ -23,7 +28,6 @@ use std::collections::{BTreeSet, HashSet};
 use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::DirEntryExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -112,16 +116,22 @@ pub(in crate::sandbox) fn existing(
     while let Some((dir, names, rel, depth)) = dirs.pop() {
         for listed in names {
             walk.seen.insert(listed.ino);
-            let child = rel.join(&listed.name);
-            if protect.covers(&child) {
-                walk.protected.extend(Entry::at(&dir, listed.name, child));
-                continue;
+            // Its parent is not protected (the walk stops at protected entries), so only a
+            // name that ends a rule can be (most names are let through by one comparison per
+            // rule, without building their path).
+            if protect.could_cover_last(&listed.name) {
+                let child = rel.join(&listed.name);
+                if protect.covers(&child) {
+                    walk.protected.extend(Entry::at(&dir, listed.name, child));
+                    continue;
+                }
             }
             // The listing's type: files are not opened (a symlink is never entered). An
             // unknown type (some filesystems) is opened, and refused if not a directory.
             if !matches!(listed.kind, Listing::Dir | Listing::Unknown) {
                 continue;
             }
+            let child = rel.join(&listed.name);
             let sub = match open_dir_at(dir.as_raw_fd(), &listed.name) {
                 Ok(sub) => sub,
                 // Not a directory (or no longer one: a swap for a symlink lands here too).
@@ -365,25 +375,28 @@ enum Listing {
 }
 
 /// The names in a held directory (`.` and `..` left out), with their inode numbers and types
-/// as the listing gives them (no `stat` per entry).
+/// as the listing gives them (no `stat` per entry), read through the descriptor itself.
 fn list(dir: &OwnedFd) -> std::io::Result<Vec<Listed>> {
-    // The magic link reopens the held directory itself, whatever stands at its name now.
-    let entries = std::fs::read_dir(format!("/proc/self/fd/{}", dir.as_raw_fd()))?;
-    entries
-        .map(|entry| {
-            let entry = entry?;
-            let kind = match entry.file_type() {
-                Ok(t) if t.is_dir() => Listing::Dir,
-                Ok(_) => Listing::Other,
-                Err(_) => Listing::Unknown,
-            };
-            Ok(Listed {
-                name: entry.file_name(),
-                ino: entry.ino(),
-                kind,
-            })
-        })
-        .collect()
+    use rustix::fs::FileType;
+    let mut entries = rustix::fs::Dir::read_from(dir)?;
+    let mut out = Vec::new();
+    while let Some(entry) = entries.read() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        out.push(Listed {
+            name: OsStr::from_bytes(name).to_os_string(),
+            ino: entry.ino(),
+            kind: match entry.file_type() {
+                FileType::Directory => Listing::Dir,
+                FileType::Unknown => Listing::Unknown,
+                _ => Listing::Other,
+            },
+        });
+    }
+    Ok(out)
 }
 
 fn unlistable(rel: &Path, error: &std::io::Error) -> String {
