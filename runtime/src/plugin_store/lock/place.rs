@@ -1,11 +1,15 @@
 //! Where `paddock.lock` is and how it is read and written: its directory opened once
 //! (`.paddock` without following a link) and used through that descriptor, a size cap on
-//! reading, whole-file atomic writes, and updates under a bounded `flock` on the directory.
+//! reading, whole-file atomic writes, and every write under a bounded `flock` on the directory.
+//! A write goes through a temporary file of one exact name (`.paddock.lock.tmp`), made and
+//! renamed relative to the held descriptor; a kill before the rename leaves that file, and the
+//! next write removes it by that name (never by a path, never through a link).
 
-use std::ffi::OsString;
+use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::{LOCK_FILE, LockError, LockFile, MAX_LOCK_BYTES};
@@ -20,8 +24,9 @@ const HEADER: &str = "# paddock.lock: the installed plugins and MCP tools this p
 # the plugins it names. docs/plugins-distribution.md#lock\n";
 
 /// Where a lock is: its directory, held open from the moment it was found, and the file's
-/// name in it. Reading and writing go through the held directory (`/proc/self/fd/N`, the
-/// kernel's link to what was opened), never through the directory's name again.
+/// name in it. Reading and writing go through the held directory (reading through
+/// `/proc/self/fd/N`, the kernel's link to what was opened; writing with `openat`,
+/// `unlinkat` and `renameat` on its descriptor), never through the directory's name again.
 pub struct LockPlace {
     dir: File,
     name: OsString,
@@ -89,9 +94,18 @@ impl LockPlace {
         read_file(&self.held().join(&self.name), &self.shown)
     }
 
-    /// Writes `lock` whole: a temporary file in the held directory, renamed over the lock.
+    /// Writes `lock` whole, under the directory's `flock` (`update`'s): a temporary file of
+    /// one exact name in the held directory (`temp_name`), renamed over the lock. (Sessions
+    /// and commands go through `update`, which reads what is there first.)
+    #[cfg(test)]
     pub fn write(&self, lock: &LockFile) -> Result<(), LockError> {
-        write_file(&self.held(), &self.name, &self.shown, lock)
+        self.holding_flock(|| self.write_held(lock))
+    }
+
+    /// Writes `lock` whole; the caller holds the directory's `flock`, so no other writer uses
+    /// the temporary name meanwhile.
+    fn write_held(&self, lock: &LockFile) -> Result<(), LockError> {
+        write_file(&self.dir, &self.name, &self.shown, lock)
     }
 
     /// Applies `change` to the lock as it is on disk now and writes it, holding an exclusive
@@ -101,6 +115,16 @@ impl LockPlace {
     /// The wait is bounded: the project's `.paddock` is visible (read-only) to the programs a
     /// session runs, and one of them could hold a `flock` on it forever.
     pub fn update(&self, change: impl FnOnce(&mut LockFile)) -> Result<(), LockError> {
+        self.holding_flock(|| {
+            let mut lock = self.read()?;
+            change(&mut lock);
+            self.write_held(&lock)
+        })
+    }
+
+    /// Runs `job` holding an exclusive `flock` on the directory, waiting for it at most
+    /// `LOCK_WAIT`.
+    fn holding_flock<T>(&self, job: impl FnOnce() -> Result<T, LockError>) -> Result<T, LockError> {
         let started = std::time::Instant::now();
         loop {
             match self.dir.try_lock() {
@@ -119,10 +143,7 @@ impl LockPlace {
                 }
             }
         }
-        let result = self.read().and_then(|mut lock| {
-            change(&mut lock);
-            self.write(&lock)
-        });
+        let result = job();
         // Closing the descriptor would release it too; the place may be used again.
         let _ = self.dir.unlock();
         result
@@ -206,16 +227,42 @@ fn read_file(path: &Path, shown: &Path) -> Result<LockFile, LockError> {
     Ok(lock)
 }
 
-/// Writes `lock` whole as `name` in `dir`: a temporary file beside it, renamed over it. A
-/// symlink there is refused (the rename would replace the link, but a link there means
-/// someone else placed it). Messages name it `shown`.
-fn write_file(dir: &Path, name: &std::ffi::OsStr, shown: &Path, lock: &LockFile) -> Result<(), LockError> {
+/// The temporary file a write of the lock `name` goes through: `.NAME.tmp` beside it. One
+/// exact name, not a random one: a write killed before its rename leaves that file in the
+/// directory users commit, and the next write (under the same `flock`) removes it by name.
+fn temp_name(name: &OsStr) -> OsString {
+    let mut temp = OsString::from(".");
+    temp.push(name);
+    temp.push(".tmp");
+    temp
+}
+
+/// `name` for the kernel: a NUL-terminated string.
+fn c_name(name: &OsStr, shown: &Path) -> Result<CString, LockError> {
+    CString::new(name.as_bytes()).map_err(|_| LockError::NotAFile {
+        path: shown.display().to_string(),
+    })
+}
+
+/// Writes `lock` whole as `name` in the held directory `dir`, every step relative to its
+/// descriptor: a temporary file left by a killed write removed by its exact name (a link
+/// there is removed, never followed), the temporary file created anew (`O_EXCL`,
+/// `O_NOFOLLOW`), written and synced, renamed over `name`. A symlink at `name` is refused (the
+/// rename would replace the link, but a link there means someone else placed it). The caller
+/// holds the directory's `flock`. Messages name the lock `shown`.
+fn write_file(dir: &File, name: &OsStr, shown: &Path, lock: &LockFile) -> Result<(), LockError> {
     use std::io::Write;
-    let path = dir.join(name);
-    if path
-        .symlink_metadata()
-        .is_ok_and(|m| m.file_type().is_symlink())
-    {
+    use std::os::unix::fs::PermissionsExt;
+    let at = dir.as_raw_fd();
+    let io = |what: &'static str| move |source: std::io::Error| io_error(what, shown, source);
+    let target = c_name(name, shown)?;
+    let temp = c_name(&temp_name(name), shown)?;
+    // SAFETY: an all-zero `stat` is a valid value for fstatat to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid directory descriptor, a NUL-terminated name and a `stat` that lives
+    // through the call; AT_SYMLINK_NOFOLLOW reports a link as itself.
+    let found = unsafe { libc::fstatat(at, target.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+    if found == 0 && st.st_mode & libc::S_IFMT == libc::S_IFLNK {
         return Err(LockError::Symlink {
             path: shown.display().to_string(),
         });
@@ -224,28 +271,59 @@ fn write_file(dir: &Path, name: &std::ffi::OsStr, shown: &Path, lock: &LockFile)
         path: shown.display().to_string(),
         detail: format!("cannot encode it: {e}"),
     })?;
-    let io = |what: &'static str| move |source: std::io::Error| io_error(what, shown, source);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".paddock.lock.")
-        .tempfile_in(dir)
-        .map_err(io("cannot write beside"))?;
-    tmp.write_all(HEADER.as_bytes())
-        .and_then(|()| tmp.write_all(body.as_bytes()))
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(io("cannot write"))?;
-    // Committed with the project: readable by others as any source file is.
-    use std::os::unix::fs::PermissionsExt;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))
-        .map_err(io("cannot write"))?;
-    tmp.persist(&path).map_err(|e| io("cannot write")(e.error))?;
+    // SAFETY: a valid directory descriptor and a NUL-terminated name; unlinkat removes the
+    // name itself (a link is not followed) and never a directory (no AT_REMOVEDIR).
+    if unsafe { libc::unlinkat(at, temp.as_ptr(), 0) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::NotFound {
+            return Err(io(
+                "cannot remove the temporary file a killed write left beside",
+            )(e));
+        }
+    }
+    // SAFETY: a valid directory descriptor and a NUL-terminated name; O_EXCL with O_CREAT
+    // fails on any existing name, a link included.
+    let raw = unsafe {
+        libc::openat(
+            at,
+            temp.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o644 as libc::c_uint,
+        )
+    };
+    if raw < 0 {
+        return Err(io("cannot write beside")(std::io::Error::last_os_error()));
+    }
+    // SAFETY: `raw` was just returned by the kernel and nothing else owns it.
+    let mut file = unsafe { File::from_raw_fd(raw) };
+    let written = file
+        .write_all(HEADER.as_bytes())
+        .and_then(|()| file.write_all(body.as_bytes()))
+        // Committed with the project: readable by others as any source file is (the
+        // umask may have narrowed the mode it was created with).
+        .and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(0o644)))
+        .and_then(|()| file.sync_all());
+    if let Err(e) = written {
+        // SAFETY: as above; the file this write created, removed by its name.
+        unsafe { libc::unlinkat(at, temp.as_ptr(), 0) };
+        return Err(io("cannot write")(e));
+    }
+    // SAFETY: the same valid directory descriptor on both sides and NUL-terminated names.
+    if unsafe { libc::renameat(at, temp.as_ptr(), at, target.as_ptr()) } != 0 {
+        let e = std::io::Error::last_os_error();
+        // SAFETY: as above.
+        unsafe { libc::unlinkat(at, temp.as_ptr(), 0) };
+        return Err(io("cannot write")(e));
+    }
+    // The rename itself on disk, so a crash after it cannot bring back the old lock.
+    let _ = dir.sync_all();
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{McpLock, Recorded};
     use super::super::tests::entry;
+    use super::super::{McpLock, Recorded};
     use super::*;
 
     #[test]
@@ -253,7 +331,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LOCK_FILE);
         let place = LockPlace::at(&path).unwrap();
-        assert_eq!(place.read().unwrap(), LockFile::default(), "none yet: empty");
+        assert_eq!(
+            place.read().unwrap(),
+            LockFile::default(),
+            "none yet: empty"
+        );
         let mut lock = LockFile::default();
         lock.plugins.insert("fs".into(), entry());
         lock.mcp.insert(
@@ -266,6 +348,57 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("# paddock.lock"), "{text}");
         assert_eq!(place.read().unwrap(), lock, "{text}");
+    }
+
+    #[test]
+    fn a_temporary_file_a_killed_write_left_is_removed_by_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE);
+        let stale = dir.path().join(".paddock.lock.tmp");
+        assert_eq!(temp_name(OsStr::new(LOCK_FILE)), ".paddock.lock.tmp");
+        // As a SIGKILL between creating the temporary file and renaming it leaves it: part
+        // of a lock, under the one name every write uses.
+        std::fs::write(&stale, "# paddock.lock: the installed plug").unwrap();
+        let mut lock = LockFile::default();
+        lock.plugins.insert("fs".into(), entry());
+        let place = LockPlace::at(&path).unwrap();
+        place.update(|l| *l = lock.clone()).unwrap();
+        assert!(!stale.exists(), "the stale temporary file is gone");
+        assert_eq!(place.read().unwrap(), lock);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [LOCK_FILE], "nothing else is left beside the lock");
+    }
+
+    #[test]
+    fn a_symlink_at_the_temporary_name_is_removed_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE);
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "the user's file\n").unwrap();
+        let stale = dir.path().join(".paddock.lock.tmp");
+        std::os::unix::fs::symlink(&victim, &stale).unwrap();
+        // A dangling link too: creating through it would make a file where it points.
+        let dangling = tempfile::tempdir().unwrap();
+        let place = LockPlace::at(&path).unwrap();
+        place.write(&LockFile::default()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "the user's file\n"
+        );
+        assert!(stale.symlink_metadata().is_err(), "the link itself is gone");
+        assert!(!path.symlink_metadata().unwrap().file_type().is_symlink());
+        let target = dangling.path().join("made-here");
+        std::os::unix::fs::symlink(&target, &stale).unwrap();
+        place.write(&LockFile::default()).unwrap();
+        assert!(
+            !target.exists(),
+            "nothing was created where the link pointed"
+        );
+        assert!(stale.symlink_metadata().is_err());
+        assert_eq!(place.read().unwrap(), LockFile::default());
     }
 
     #[test]
@@ -413,7 +546,10 @@ mod tests {
         let started = std::time::Instant::now();
         let err = place.update(|_| {}).unwrap_err();
         assert!(matches!(err, LockError::Busy { .. }), "{err}");
-        assert!(started.elapsed() >= LOCK_WAIT, "it waited for the holder first");
+        assert!(
+            started.elapsed() >= LOCK_WAIT,
+            "it waited for the holder first"
+        );
         assert!(err.to_string().contains("fuser -v"), "{err}");
         assert!(!path.exists(), "nothing written");
         holder.unlock().unwrap();
