@@ -205,6 +205,7 @@ pub(in crate::sandbox) fn check(
         return Err(refusal(allow, program, args, key));
     }
     let name = program.rsplit('/').next().unwrap_or(program);
+    let mut refused: Vec<(&Risky, &String)> = Vec::new();
     for rule in RISKY.iter().filter(|r| r.program == name) {
         // Any word may be the subcommand: options before it can take a value as a word of
         // its own (`git -C DIR rebase`), so "the first word not an option" can be the value.
@@ -213,37 +214,51 @@ pub(in crate::sandbox) fn check(
         {
             continue;
         }
-        let used = args.iter().find(|a| uses_option(a, rule.option));
         let spelled = matching.iter().any(|pattern| {
             pattern
                 .split_whitespace()
                 .skip(1)
                 .any(|w| names_option(w, rule.option))
         });
-        if let Some(used) = used
-            && !spelled
-        {
-            let option = rule.option;
-            let given = used.split('=').next().unwrap_or(used);
-            let taken = if given == option || names_option(used, option) {
-                String::new()
-            } else {
-                format!(
-                    " (`{}` is taken as `{option}`: {name} accepts any unique abbreviation of a \
-                     long option, and a short one among others (`-qc`), so paddock refuses \
-                     every prefix and cluster of it, even one a harmless option shares)",
-                    given.chars().take(80).collect::<String>()
-                )
-            };
-            return Err(format!(
-                "`{name} {option}` is refused: it {}{taken}. paddock refuses it for {name} \
-                 unless the allowed pattern names it; to allow it, add a pattern such as \
-                 `\"{name} {option} *\"` to `{key}.allow`",
-                rule.why
-            ));
+        if !spelled && let Some(used) = args.iter().find(|a| uses_option(a, rule.option)) {
+            refused.push((rule, used));
         }
     }
-    Ok(())
+    // The rule an argument names outright, before one it only abbreviates (`--exec` is
+    // `--exec` itself, and a prefix of `--exec-path`).
+    let named = refused
+        .iter()
+        .find(|(rule, used)| names_option(used, rule.option));
+    match named.or(refused.first()) {
+        Some((rule, used)) => Err(refused_option(name, rule, used, key)),
+        None => Ok(()),
+    }
+}
+
+/// The refusal of `used`, taken as `rule`'s option.
+fn refused_option(name: &str, rule: &Risky, used: &str, key: &str) -> String {
+    let option = rule.option;
+    let taken = if names_option(used, option) {
+        String::new()
+    } else {
+        format!(
+            " (`{}` is taken as `{option}`: {name} accepts any unique abbreviation of a long \
+             option, and a short one among others (`-qc`), so paddock refuses every prefix and \
+             cluster of it, even one a harmless option shares)",
+            used.split('=')
+                .next()
+                .unwrap_or(used)
+                .chars()
+                .take(80)
+                .collect::<String>()
+        )
+    };
+    format!(
+        "`{name} {option}` is refused: it {}{taken}. paddock refuses it for {name} unless the \
+         allowed pattern names it; to allow it, add a pattern such as `\"{name} {option} *\"` \
+         to `{key}.allow`",
+        rule.why
+    )
 }
 
 /// Whether `arg` may be taken as `option` by the program's parser. A long option (`--xyzzy`):
@@ -466,6 +481,11 @@ mod tests {
             let err = run(&allow, line).expect_err(line);
             assert!(err.contains("is refused"), "{line}: {err}");
         }
+        let err = run(&allow, "git push --exec=touch origin").unwrap_err();
+        assert!(
+            err.starts_with("`git --exec` is refused"),
+            "named outright: {err}"
+        );
         let err = run(&allow, "git push --receive-pa=touch origin").unwrap_err();
         assert!(
             err.contains("`--receive-pa` is taken as `--receive-pack`")
