@@ -109,6 +109,9 @@ async fn load(preset_name: &str) -> Result<Loaded, Failure> {
     let approver = Box::new(TerminalApprover::new());
     // Nothing runs, so nothing spills: no session directory is made.
     let loaded = load_preset(env, &found, preset_name, &[], LoadFor::Listing, approver).await?;
+    if let Some(note) = &loaded.lock_ignored {
+        super::trust::notice(note);
+    }
     for warning in &loaded.warnings {
         print_finding(warning);
     }

@@ -173,14 +173,14 @@ impl SessionBuilder {
         let dir = env.store.session_dir(&session);
         let path = dir.join(LOG_FILE);
         let started = async {
-            // The same verdict as `preset check`: a preset it refuses never starts (P1).
-            let loaded = load_preset(
+            let loaded = load_for_session(
                 env,
                 &found,
                 &preset_name,
                 &mounts,
-                LoadFor::Session(&session),
+                &session,
                 approver,
+                trust.as_ref(),
             )
             .await?;
             loaded.start_compiling();
@@ -206,6 +206,33 @@ impl SessionBuilder {
         forget_if_unstarted(&dir, &started);
         started
     }
+}
+
+/// Loads the preset of session `session` through the same verdict as `preset check` (a preset
+/// it refuses never starts, P1), telling `trust`'s front-end when a repository's lock was
+/// passed over because the repository is not trusted.
+async fn load_for_session(
+    env: Env,
+    found: &preset::Found,
+    preset_name: &str,
+    mounts: &[String],
+    session: &str,
+    approver: Box<dyn Approver>,
+    trust: &dyn Trust,
+) -> Result<Loaded, SetupError> {
+    let loaded = load_preset(
+        env,
+        found,
+        preset_name,
+        mounts,
+        LoadFor::Session(session),
+        approver,
+    )
+    .await?;
+    if let Some(note) = &loaded.lock_ignored {
+        trust.notice(note);
+    }
+    Ok(loaded)
 }
 
 /// After a start: if it failed before its `session/start` was written, the directory loading
@@ -241,13 +268,14 @@ impl SessionBuilder {
         let dir = env.store.session_dir(&session);
         let path = dir.join(LOG_FILE);
         let started = async {
-            let loaded = load_preset(
+            let loaded = load_for_session(
                 env,
                 &found,
                 &preset_name,
                 &mounts,
-                LoadFor::Session(&session),
+                &session,
                 approver,
+                trust.as_ref(),
             )
             .await?;
             let model = (client.to_string(), None);

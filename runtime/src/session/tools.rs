@@ -48,6 +48,9 @@ pub(crate) struct Loaded {
     pub warnings: Vec<Shown>,
     /// What the check against `paddock.lock` recorded or blocked (`session/start` keeps it).
     pub lock_notes: Vec<String>,
+    /// The note when the lock check passed over an untrusted repository's lock, for the
+    /// front-end to show once (it is in `lock_notes` too).
+    pub lock_ignored: Option<String>,
 }
 
 impl Loaded {
@@ -207,6 +210,7 @@ pub(crate) async fn load_preset(
         session: session.to_string(),
         cancel,
         warnings,
+        lock_ignored: lock.ignored.clone(),
         lock_notes: lock.notes,
     })
 }

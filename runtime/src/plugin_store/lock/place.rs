@@ -32,23 +32,53 @@ pub struct LockPlace {
     name: OsString,
     /// The lock's path as found, for messages.
     shown: PathBuf,
+    /// The note `find` gives when it passed over an untrusted repository's lock.
+    ignored: Option<String>,
 }
 
 impl LockPlace {
     /// The lock of a session in `cwd`: the project's `.paddock/paddock.lock` when the project
-    /// root (`preset::project_root`) has a `.paddock` directory (not a link to one), else
-    /// `paddock.lock` in `data_dir` (created if missing).
+    /// root (`preset::project_root`) has a `.paddock` directory (not a link to one) and the
+    /// user trusts the project (`paddock trust`, recorded in `data_dir`), else `paddock.lock`
+    /// in `data_dir` (created if missing). A repository's lock could otherwise refuse the
+    /// user's sessions and choose what `plugin install --locked` installs; an untrusted one is
+    /// ignored, and `ignored` says so.
     pub fn find(cwd: &Path, data_dir: &Path) -> Result<LockPlace, LockError> {
-        let dot = crate::preset::project_root(cwd).join(".paddock");
+        let root = crate::preset::project_root(cwd);
+        let dot = root.join(".paddock");
         match open_dir(&dot, libc::O_NOFOLLOW) {
-            Ok(dir) => return Ok(LockPlace::new(dir, &dot, LOCK_FILE)),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP)) => {
-            }
+            Ok(dir) => match untrusted(cwd, data_dir) {
+                None => return Ok(LockPlace::new(dir, &dot, LOCK_FILE)),
+                Some(why) => {
+                    let mut place = LockPlace::in_data_dir(data_dir)?;
+                    if dot.join(LOCK_FILE).symlink_metadata().is_ok() {
+                        place.ignored =
+                            Some(ignored_note(&root, &dot.join(LOCK_FILE), why, &place));
+                    }
+                    return Ok(place);
+                }
+            },
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP)
+                ) => {}
             Err(source) => return Err(io_error("cannot open", &dot, source)),
         }
+        LockPlace::in_data_dir(data_dir)
+    }
+
+    /// The user's own lock, in the data directory.
+    fn in_data_dir(data_dir: &Path) -> Result<LockPlace, LockError> {
         std::fs::create_dir_all(data_dir).map_err(|e| io_error("cannot create", data_dir, e))?;
         let dir = open_dir(data_dir, 0).map_err(|e| io_error("cannot open", data_dir, e))?;
         Ok(LockPlace::new(dir, data_dir, LOCK_FILE))
+    }
+
+    /// When `find` passed over a repository's lock it does not trust: one line saying so, why,
+    /// which lock is used instead, and how to trust it.
+    pub fn ignored(&self) -> Option<&str> {
+        self.ignored.as_deref()
     }
 
     /// A lock the user named (`--lock FILE`): its directory as named; the file itself is
@@ -68,6 +98,7 @@ impl LockPlace {
             dir,
             name: name.to_os_string(),
             shown: path.to_path_buf(),
+            ignored: None,
         })
     }
 
@@ -76,6 +107,7 @@ impl LockPlace {
             dir,
             name: name.into(),
             shown: dir_path.join(name),
+            ignored: None,
         }
     }
 
@@ -148,6 +180,36 @@ impl LockPlace {
         let _ = self.dir.unlock();
         result
     }
+}
+
+/// Why the project `cwd` is in may not use its own lock (`None`: it may): the user trusts it
+/// only as `paddock trust` recorded it, with its project configuration unchanged since.
+fn untrusted(cwd: &Path, data_dir: &Path) -> Option<String> {
+    use crate::preset::{TrustState, TrustStore};
+    match TrustStore::open(data_dir).state(cwd) {
+        TrustState::Trusted(_) => None,
+        TrustState::Changed(_) => {
+            Some("its project configuration changed since you trusted it".to_string())
+        }
+        TrustState::Unhashable(config) => Some(format!(
+            "its project configuration cannot be trusted ({})",
+            config.unhashable.unwrap_or_default()
+        )),
+        TrustState::Untrusted(_) | TrustState::NoProjectConfig => {
+            Some("you have not trusted this repository".to_string())
+        }
+    }
+}
+
+fn ignored_note(root: &Path, lock: &Path, why: String, used: &LockPlace) -> String {
+    format!(
+        "ignoring {}: {why}, so its lock neither refuses sessions nor chooses what `paddock \
+         plugin install --locked` installs; your own lock {} is used instead. If you trust \
+         the repository: paddock trust {}",
+        lock.display(),
+        used.path().display(),
+        crate::terminal::shell_word(root)
+    )
 }
 
 /// Opens the directory at `path` (`extra`: `O_NOFOLLOW` to refuse a link as its last name).
@@ -433,6 +495,7 @@ mod tests {
         std::fs::create_dir_all(project.join(".git")).unwrap();
         std::fs::create_dir_all(project.join(".paddock")).unwrap();
         std::fs::create_dir_all(&outside).unwrap();
+        trust(&project, &data);
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         // Another process's work, as fast as it goes: `.paddock` becomes a link to `outside`
         // and back, between the lock being found and being written.
@@ -467,6 +530,53 @@ mod tests {
         assert!(in_project > 0, "some writes found the real .paddock");
         let escaped: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
         assert!(escaped.is_empty(), "a lock went outside: {escaped:?}");
+    }
+
+    /// `data` trusts `project`, as `paddock trust` records it.
+    fn trust(project: &Path, data: &Path) {
+        let config = crate::preset::ProjectConfig::find(project).unwrap();
+        crate::preset::TrustStore::open(data)
+            .trust(&config)
+            .unwrap();
+    }
+
+    #[test]
+    fn an_untrusted_projects_lock_is_passed_over_for_the_users_own_with_a_note() {
+        let root = tempfile::tempdir().unwrap();
+        let (project, data) = (root.path().join("project"), root.path().join("data"));
+        std::fs::create_dir_all(project.join(".paddock")).unwrap();
+        let theirs = project.join(".paddock").join(LOCK_FILE);
+        // No lock in it yet: the user's own, and nothing to say.
+        let place = LockPlace::find(&project, &data).unwrap();
+        assert_eq!(place.path(), data.join(LOCK_FILE));
+        assert_eq!(place.ignored(), None);
+        std::fs::write(&theirs, "version = 1\n").unwrap();
+        let place = LockPlace::find(&project, &data).unwrap();
+        assert_eq!(place.path(), data.join(LOCK_FILE));
+        let note = place.ignored().unwrap();
+        assert!(
+            note.contains(&format!("ignoring {}", theirs.display()))
+                && note.contains("you have not trusted this repository")
+                && note.contains(&format!("paddock trust {}", project.display())),
+            "{note}"
+        );
+        place
+            .update(|lock| {
+                lock.plugins
+                    .insert("fs".into(), entry())
+                    .map(drop)
+                    .unwrap_or(())
+            })
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&theirs).unwrap(),
+            "version = 1\n",
+            "not recorded into"
+        );
+        trust(&project, &data);
+        let place = LockPlace::find(&project, &data).unwrap();
+        assert_eq!(place.path(), theirs);
+        assert_eq!(place.ignored(), None);
     }
 
     #[test]
