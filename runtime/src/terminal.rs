@@ -48,6 +48,20 @@ pub fn json_for_terminal(json: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// `path` as one shell word a user can paste (a repository's directory name is the cloner's
+/// choice, or the repository's): sanitized, and single-quoted unless plainly safe.
+pub fn shell_word(path: &std::path::Path) -> String {
+    let text = sanitize(&path.display().to_string()).into_owned();
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+    {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
 fn unsafe_for_terminal(c: char) -> bool {
     matches!(c,
         '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}'

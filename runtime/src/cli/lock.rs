@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
+use super::plugin_install::{InstallOptions, refusal, render_diff};
 use super::report::{CommandResult, Failure};
 use super::style::{self, BOLD, paint, sanitize};
 use super::{Env, Exit};
 use crate::plugin_store::lock::{LockFile, LockPlace, McpLock, PluginLock, ToolPin, pin};
-use crate::plugin_store::{AuthChoice, Progress};
+use crate::plugin_store::{LockedError, Progress, StoreError};
 use crate::preset;
 use crate::sandbox::Capability;
 use crate::session::verdict::{Start, judge};
@@ -46,6 +47,9 @@ pub async fn run(args: LockArgs) -> CommandResult {
         None => LockPlace::find(&env.cwd, env.store.root()),
     }
     .map_err(Failure::usage)?;
+    if let Some(note) = place.ignored() {
+        super::trust::notice(note);
+    }
     let mut file = place.read().map_err(Failure::usage)?;
     match args.command {
         None => status(&env, place.path(), &file, &args.preset).await,
@@ -318,27 +322,40 @@ async fn status(env: &Env, path: &Path, file: &LockFile, preset_name: &str) -> C
     Ok(if differs { Exit::Failed } else { Exit::Ok })
 }
 
-/// `paddock plugin install --locked [--lock FILE]`: every plugin of the lock, exactly.
+/// `paddock plugin install --locked [--lock FILE]`: every plugin of the lock, exactly; a
+/// plugin it replaces shows the capability diff, and a widening needs the yes (or
+/// `--accept-widening`) an upgrade needs.
 pub(super) async fn install_locked(
     env: &Env,
     lock_file: Option<&Path>,
-    auth: &AuthChoice,
-    allow_unsigned: bool,
-    force_progress: bool,
+    options: &InstallOptions<'_>,
 ) -> CommandResult {
     let place = match lock_file {
         Some(path) => LockPlace::at(path),
         None => LockPlace::find(&env.cwd, env.store.root()),
     }
     .map_err(|e| Failure::plugin(format!("{e}\nnothing was installed")))?;
-    let refused = |e: &dyn std::fmt::Display| {
-        Failure::plugin(format!(
-            "{e}\nnothing was installed (lock {})",
-            place.path().display()
-        ))
+    if let Some(note) = place.ignored() {
+        super::trust::notice(note);
+    }
+    let shown = place.path().display().to_string();
+    let refused = |e: LockedError| match e {
+        LockedError::Store {
+            name,
+            source: source @ StoreError::Widens { .. },
+        } => {
+            let failure = refusal(source);
+            Failure::plugin(format!(
+                "{name} (lock {shown}): {}\nnothing was installed",
+                failure.message
+            ))
+        }
+        e => Failure::plugin(format!("{e}\nnothing was installed (lock {shown})")),
     };
-    let file = place.read().map_err(|e| refused(&e))?;
-    let show = force_progress;
+    let file = place
+        .read()
+        .map_err(|e| Failure::plugin(format!("{e}\nnothing was installed (lock {shown})")))?;
+    let show = options.force_progress;
     let progress = |name: &str, p: Progress| {
         if show {
             match p {
@@ -352,11 +369,28 @@ pub(super) async fn install_locked(
     };
     let installed = env
         .store
-        .install_locked(&env.sandbox, &file, auth, allow_unsigned, &progress)
+        .install_locked(
+            &env.sandbox,
+            &file,
+            options.auth,
+            options.allow_unsigned,
+            options.widening(),
+            &progress,
+        )
         .await
-        .map_err(|e| refused(&e))?;
+        .map_err(refused)?;
     for done in installed {
-        let record = &done.report.record;
+        let report = &done.report;
+        let record = &report.record;
+        if let (Some(old), Some(diff)) = (&report.replaced, &report.diff) {
+            println!(
+                "{}: replaces the one installed from {} (sha256 {})",
+                record.name,
+                sanitize(&old.installed_from),
+                old.sha256
+            );
+            println!("{}", render_diff(diff));
+        }
         let from = if done.from_blobs {
             "from the data directory's blobs/".to_string()
         } else {

@@ -195,16 +195,7 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
                 Some(source) if !locked => {
                     install(&env, &source, name.as_deref(), &options, color).await
                 }
-                _ => {
-                    super::lock::install_locked(
-                        &env,
-                        lock.as_deref(),
-                        &auth,
-                        allow_unsigned,
-                        progress,
-                    )
-                    .await
-                }
+                _ => super::lock::install_locked(&env, lock.as_deref(), &options).await,
             }
         }
         PluginCommand::Upgrade {

@@ -28,12 +28,17 @@ impl InstallOptions<'_> {
         InstallRequest {
             auth: self.auth,
             allow_unsigned: self.allow_unsigned,
-            widening: if self.accept_widening {
-                Widening::Accept
-            } else {
-                Widening::Ask(&ask_widening)
-            },
+            widening: self.widening(),
             progress,
+        }
+    }
+
+    /// `--accept-widening`, else a yes asked on a terminal (refused elsewhere).
+    pub(super) fn widening(&self) -> Widening<'static> {
+        if self.accept_widening {
+            Widening::Accept
+        } else {
+            Widening::Ask(&ask_widening)
         }
     }
 }
@@ -102,7 +107,7 @@ fn one_line(text: &str) -> String {
 }
 
 /// The failure of an install or upgrade: a refused widening shows its whole diff first.
-fn refusal(e: StoreError) -> Failure {
+pub(super) fn refusal(e: StoreError) -> Failure {
     match &e {
         StoreError::Widens { diff, .. } => Failure::plugin(format!("{}\n{e}", render_diff(diff))),
         _ => Failure::plugin(format!("{e}\nnothing was installed")),

@@ -13,7 +13,7 @@ use super::{Env, Exit};
 use crate::hooks::TerminalApprover;
 use crate::pipeline::{RawCall, parse_batch, records_json};
 use crate::preset;
-use crate::session::{Loaded, Session, load_preset};
+use crate::session::{LoadFor, Loaded, Session, load_preset};
 
 #[derive(Subcommand)]
 pub enum ToolCommand {
@@ -107,9 +107,11 @@ async fn load(preset_name: &str) -> Result<Loaded, Failure> {
     let project = super::trust::project_trusted_for(&env, preset_name);
     let found = preset::find_written(preset_name, &env.cwd, project).map_err(Failure::usage)?;
     let approver = Box::new(TerminalApprover::new());
-    // Nothing runs, so nothing spills; the name only has to be one no session uses.
-    let session = format!("cli-{}", unique_suffix());
-    let loaded = load_preset(env, &found, preset_name, &[], &session, approver).await?;
+    // Nothing runs, so nothing spills: no session directory is made.
+    let loaded = load_preset(env, &found, preset_name, &[], LoadFor::Listing, approver).await?;
+    if let Some(note) = &loaded.lock_ignored {
+        super::trust::notice(note);
+    }
     for warning in &loaded.warnings {
         print_finding(warning);
     }
@@ -217,19 +219,6 @@ fn log_failed(session: &Session, e: &std::io::Error) -> Failure {
         "cannot write the session log {}: {e}",
         session.log_path().display()
     ))
-}
-
-/// Seconds, nanoseconds and the process id: unique enough for one user's commands.
-fn unique_suffix() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    format!(
-        "{}-{:09}-{}",
-        now.as_secs(),
-        now.subsec_nanos(),
-        std::process::id()
-    )
 }
 
 async fn batch(

@@ -12,6 +12,7 @@ use super::report::{CommandResult, Failure};
 use super::style::{self, DIM, YELLOW, paint, sanitize};
 use super::{Env, Exit};
 use crate::preset::{ProjectConfig, TrustState, TrustStore};
+use crate::terminal::shell_word;
 
 #[derive(Args)]
 pub struct TrustArgs {
@@ -79,6 +80,19 @@ fn describe(config: &ProjectConfig) {
     for file in &config.files {
         println!("  {}", sanitize(file));
     }
+    if config.lock {
+        println!("  {}", lock_line());
+    }
+}
+
+/// The project's lock as a line of what trust covers.
+fn lock_line() -> String {
+    format!(
+        "{} (its lock: it refuses sessions whose installed plugins differ from it, and names \
+         what `paddock plugin install --locked` installs, each signature checked against your \
+         keys)",
+        crate::preset::PROJECT_LOCK
+    )
 }
 
 /// Project trust decided at the terminal, for the sessions `run` and `chat` start: asks when
@@ -126,6 +140,11 @@ fn decide(env: &Env, may_ask: bool) -> bool {
     let (config, changed) = match store.state(&env.cwd) {
         TrustState::NoProjectConfig => return false,
         TrustState::Trusted(_) => return true,
+        // A lock alone: no presets or instructions to use; the session's lock check says
+        // in one line that it ignored the lock.
+        TrustState::Untrusted(config) | TrustState::Changed(config) if config.files.is_empty() => {
+            return false;
+        }
         TrustState::Untrusted(config) => (config, false),
         TrustState::Changed(config) => (config, true),
         TrustState::Unhashable(config) => {
@@ -196,6 +215,9 @@ fn ask(config: &ProjectConfig, changed: bool) -> bool {
     for file in &config.files {
         text.push_str(&format!("  {}\n", sanitize(file)));
     }
+    if config.lock {
+        text.push_str(&format!("  {}\n", lock_line()));
+    }
     text.push_str(&paint(
         color,
         DIM,
@@ -219,17 +241,4 @@ fn ask(config: &ProjectConfig, changed: bool) -> bool {
 /// repository's (T3).
 fn shown(path: &Path) -> String {
     sanitize(&path.display().to_string()).into_owned()
-}
-
-/// `path` as one shell word, for a command the user can paste.
-fn shell_word(path: &Path) -> String {
-    let text = sanitize(&path.display().to_string()).into_owned();
-    if text
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
-    {
-        text
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
 }

@@ -21,6 +21,8 @@ pub struct SpillDir {
 
 impl SpillDir {
     pub const GUEST: &'static str = "/spill";
+    /// Its name in the session's directory.
+    pub const NAME: &'static str = "spill";
 }
 
 /// Bytes kept free under the budget for the marker itself.

@@ -1,9 +1,17 @@
 //! `plugin install --locked`: every plugin a `paddock.lock` names, installed exactly. The
 //! bytes come from the data directory's `blobs/` when it holds them (hashed to be sure; no
 //! network), else from the recorded origin by digest: an OCI artifact by its manifest digest
-//! (the signature checked as a normal install checks it, and the signer's fingerprint must be
-//! the lock's), a URL against its SHA-256. Each is then checked as any install is, and its
-//! bytes and tool list compared with the lock. Nothing is recorded unless every entry passes.
+//! (its signature checked against the keys the user trusts, as a normal install checks it, and
+//! the signer's fingerprint must be the lock's), a URL against its SHA-256. Each is then
+//! checked as any install is, and its bytes and tool list compared with the lock.
+//!
+//! The lock may be a repository's: its word is never the approval. Bytes with no signature
+//! by a trusted key (an entry recorded unsigned, or from a URL, whose SHA-256 is only the
+//! lock's word) need `--allow-unsigned`; bytes from `blobs/` stand without it only when they
+//! were verified when installed (a recorded signature rechecked, or a URL's). Replacing an
+//! installed plugin with other bytes shows the capability diff and a widening needs the same
+//! yes (or `--accept-widening`) as `plugin upgrade`. Nothing is recorded unless every entry
+//! passes.
 
 use std::io::Read;
 
@@ -11,8 +19,8 @@ use super::lock::{LockFile, PluginLock};
 use super::remote::{MAX_PLUGIN_BYTES, Origin, Progress};
 use super::signature::{Recheck, SignaturePolicy};
 use super::{
-    AuthChoice, InstallReport, Installed, OciRef, PluginStore, StoreError, check_component, https,
-    oci, write_atomically,
+    AuthChoice, InstallReport, Installed, OciRef, PluginStore, StoreError, Widening,
+    check_component, diff, https, oci, write_atomically,
 };
 use crate::sandbox::{Capability, Sandbox, World};
 
@@ -42,14 +50,16 @@ struct Fetched {
 
 impl PluginStore {
     /// Installs every plugin entry of `lock` exactly (see the module's comment); with
-    /// `allow_unsigned`, an entry the lock records as installed unsigned may be pulled
-    /// unsigned again. All or nothing.
+    /// `allow_unsigned`, an entry with no signature by a trusted key (recorded unsigned, or
+    /// from a URL) may be installed; a replacement that widens what an installed plugin may
+    /// do goes ahead only as `widening` says. All or nothing.
     pub async fn install_locked(
         &self,
         sandbox: &Sandbox,
         lock: &LockFile,
         auth: &AuthChoice,
         allow_unsigned: bool,
+        widening: Widening<'_>,
         progress: &(dyn Fn(&str, Progress) + Sync),
     ) -> Result<Vec<LockedInstall>, LockedError> {
         if lock.plugins.is_empty() {
@@ -108,10 +118,26 @@ impl PluginStore {
                 imports: checked.imports,
                 origin: entry.origin.clone(),
             };
-            ready.push((record, fetched));
+            // Replacing the user's plugin: the same capability check as an upgrade.
+            let diff = match self.get(name) {
+                Ok(old) if old.sha256 != record.sha256 => {
+                    let new = diff::Surface {
+                        kind: &record.kind,
+                        imports: &record.imports,
+                        tools: &checked.specs,
+                    };
+                    Some(
+                        self.replacement_diff(sandbox, &old, new, None, widening)
+                            .await
+                            .map_err(store)?,
+                    )
+                }
+                _ => None,
+            };
+            ready.push((record, fetched, diff));
         }
         let mut done = Vec::new();
-        for (record, fetched) in ready {
+        for (record, fetched, diff) in ready {
             let store = |source: StoreError| LockedError::Store {
                 name: record.name.clone(),
                 source,
@@ -126,11 +152,10 @@ impl PluginStore {
                 self.drop_blob_if_unused(&old.sha256).map_err(store)?;
             }
             done.push(LockedInstall {
-                // The lock is the approval: what it pins is installed without a diff.
                 report: InstallReport {
                     record,
                     replaced,
-                    diff: None,
+                    diff,
                 },
                 from_blobs: fetched.from_blobs,
             });
@@ -226,6 +251,14 @@ impl PluginStore {
                 download.into_bytes().map_err(|e| store(e.into()))?
             }
             Some(Origin::Https { url, sha256 }) => {
+                if !allow_unsigned {
+                    return Err(differs(format!(
+                        "it comes from {url}, which has no signature: its SHA-256 is only the \
+                         lock's word, and the lock may be a repository's. Pass --allow-unsigned \
+                         if you trust this lock to name it, or install it yourself (`paddock \
+                         plugin install {url} --sha256 {sha256} --name {name}`)"
+                    )));
+                }
                 let (download, _) = https::download(url, sha256, &self.root, progress)
                     .await
                     .map_err(|e| store(e.into()))?;
@@ -254,11 +287,7 @@ impl PluginStore {
     /// without it is fetched and checked instead: false); one recorded as unsigned needs
     /// `--allow-unsigned`. The lock may come from the repository: its word that something was
     /// signed is not taken on trust.
-    fn blob_may_be_used(
-        &self,
-        entry: &PluginLock,
-        allow_unsigned: bool,
-    ) -> Result<bool, String> {
+    fn blob_may_be_used(&self, entry: &PluginLock, allow_unsigned: bool) -> Result<bool, String> {
         let Some(Origin::Oci {
             manifest_digest,
             signature,

@@ -32,10 +32,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use builtin::{builtin, builtin_described, builtin_names, builtin_sha256};
 #[cfg(any(test, feature = "internals"))]
 pub use builtin::builtin_description;
+pub use builtin::{builtin, builtin_described, builtin_names, builtin_sha256};
 pub use diff::{CapabilityDiff, Change};
+pub use locked::LockedError;
 pub use oci::{OciRef, Published, Signed};
 pub use registry_auth::AuthChoice;
 pub use remote::{Origin, Progress, RemoteError};
@@ -545,7 +546,10 @@ impl PluginStore {
             .read(true)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
-            .and_then(|file| file.take(remote::MAX_PLUGIN_BYTES + 1).read_to_end(&mut bytes))
+            .and_then(|file| {
+                file.take(remote::MAX_PLUGIN_BYTES + 1)
+                    .read_to_end(&mut bytes)
+            })
             .map_err(io("cannot read installed plugin", &path))?;
         let actual = crate::stamp::sha256_hex(&bytes);
         let layer_matches = match &record.origin {
@@ -787,6 +791,36 @@ impl PluginStore {
         }
     }
 
+    /// What changes from the installed `old` to `new`, refused (`StoreError::Widens`) when it
+    /// widens beyond what was `accepted` already (before a download) and `widening` does not
+    /// allow it: the one capability check every replacement takes (an install under a name in
+    /// use, `upgrade`, `install --locked`).
+    async fn replacement_diff(
+        &self,
+        sandbox: &Sandbox,
+        old: &Installed,
+        new: diff::Surface<'_>,
+        accepted: Option<&CapabilityDiff>,
+        widening: Widening<'_>,
+    ) -> Result<CapabilityDiff, StoreError> {
+        let old_tools = self.surface_of(sandbox, old).await;
+        let full = diff::diff(
+            diff::Surface {
+                kind: &old.kind,
+                imports: &old.imports,
+                tools: &old_tools,
+            },
+            new,
+        );
+        // What was accepted before the download needs no second yes.
+        let already = |c: &Change| accepted.is_some_and(|early| early.changes.contains(c));
+        let unaccepted = full.widening().any(|c| !already(c));
+        if unaccepted && !widening.allows(&full) {
+            return Err(widens(&old.name, full, ""));
+        }
+        Ok(full)
+    }
+
     /// The one check-and-record path every install takes, whatever the source.
     #[allow(clippy::too_many_arguments)]
     async fn install_bytes(
@@ -815,31 +849,16 @@ impl PluginStore {
         if let Some(old) = &replacing.current
             && old.sha256 != record.sha256
         {
-            let old_tools = self.surface_of(sandbox, old).await;
-            let full = diff::diff(
-                diff::Surface {
-                    kind: &old.kind,
-                    imports: &old.imports,
-                    tools: &old_tools,
-                },
-                diff::Surface {
-                    kind: &record.kind,
-                    imports: &record.imports,
-                    tools: &checked.specs,
-                },
-            );
-            // What was accepted before the download needs no second yes.
-            let already = |c: &Change| {
-                replacing
-                    .accepted
-                    .as_ref()
-                    .is_some_and(|early| early.changes.contains(c))
+            let new = diff::Surface {
+                kind: &record.kind,
+                imports: &record.imports,
+                tools: &checked.specs,
             };
-            let unaccepted = full.widening().any(|c| !already(c));
-            if unaccepted && !replacing.widening.allows(&full) {
-                return Err(widens(name, full, ""));
-            }
-            diff = Some(full);
+            let accepted = replacing.accepted.as_ref();
+            diff = Some(
+                self.replacement_diff(sandbox, old, new, accepted, replacing.widening)
+                    .await?,
+            );
         }
         // Read again just before the record is replaced: another install may have run.
         let replaced = self.get(name).ok();

@@ -40,7 +40,7 @@ pub use root::{project_root, root_to};
 pub use sections::{ApprovalMode, ConfineMode, GrantsEntry, HookPhase, MountEntry, OnError};
 pub use system::{system_prompt, with_instructions};
 pub use tools::ToolGlob;
-pub use trust::{PROJECT_DIR, ProjectConfig, TrustState, TrustStore};
+pub use trust::{PROJECT_DIR, PROJECT_LOCK, ProjectConfig, TrustState, TrustStore};
 
 use crate::sandbox::Mount;
 

@@ -53,7 +53,7 @@ pub struct ResolvedPreset {
 }
 
 impl ResolvedPreset {
-#[cfg(any(test, feature = "internals"))]
+    #[cfg(any(test, feature = "internals"))]
     /// Does the preset's tool selection keep tool `name` (any plugin's)?
     pub fn keeps_tool(&self, name: &str) -> bool {
         self.tools.keeps(None, name)

@@ -7,6 +7,13 @@
 //! keyed by the directory's canonical path and holding the SHA-256 of its project
 //! configuration: a changed, added or removed file makes the directory untrusted again.
 //!
+//! A repository's `paddock.lock` (`.paddock/paddock.lock`) is read only when its directory is
+//! trusted too, so a project with only a `.paddock` directory (for its lock) still has a
+//! `ProjectConfig` to trust. The lock is
+//! not in the hash: paddock itself writes it (first uses, `lock accept`), and what it can do
+//! once trusted is bounded (it refuses sessions whose plugins differ from it; `plugin install
+//! --locked` checks every signature against the user's keys and shows the capability diff).
+//!
 //! What it does not do: ask. The CLI asks on a terminal (`cli/trust.rs`); this module only
 //! finds the project configuration, hashes it, and reads and writes the record.
 
@@ -18,6 +25,8 @@ use sha2::{Digest, Sha256};
 
 /// The directory, under a project, whose files are project configuration.
 pub const PROJECT_DIR: &str = ".paddock/presets";
+/// A project's lock (`plugin_store::lock`), relative to its root: used only once trusted.
+pub const PROJECT_LOCK: &str = ".paddock/paddock.lock";
 
 /// A project's configuration, as found on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +38,10 @@ pub struct ProjectConfig {
     pub files: Vec<String>,
     /// SHA-256 over every file's relative name and bytes.
     pub sha256: String,
+    /// Whether the project has a `.paddock` directory, where its lock is (`PROJECT_LOCK`) or
+    /// will be: read and recorded into only once the directory is trusted; not in the hash
+    /// (paddock writes it).
+    pub lock: bool,
     /// Why the hash cannot cover the whole configuration (a tree deeper than `MAX_DEPTH` or
     /// larger than `MAX_FILES`); such a configuration is never trusted, since a file outside
     /// the hash could change without asking again.
@@ -56,7 +69,11 @@ impl ProjectConfig {
                 .into_iter()
                 .map(|(name, _)| name),
         );
-        if files.is_empty() {
+        let lock = dir
+            .join(".paddock")
+            .symlink_metadata()
+            .is_ok_and(|m| m.is_dir());
+        if files.is_empty() && !lock {
             return None;
         }
         files.sort();
@@ -84,6 +101,7 @@ impl ProjectConfig {
             dir,
             files,
             sha256,
+            lock,
             unhashable,
         })
     }
@@ -288,6 +306,37 @@ mod tests {
         assert!(matches!(
             store.state(project.path()),
             TrustState::Untrusted(_)
+        ));
+    }
+
+    #[test]
+    fn a_project_with_only_a_lock_directory_can_be_trusted_and_the_lock_is_not_hashed() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let store = TrustStore::open(home.path());
+        std::os::unix::fs::symlink(home.path(), project.path().join(".paddock")).unwrap();
+        assert_eq!(
+            store.state(project.path()),
+            TrustState::NoProjectConfig,
+            "a link is not the project's .paddock"
+        );
+        std::fs::remove_file(project.path().join(".paddock")).unwrap();
+        std::fs::create_dir(project.path().join(".paddock")).unwrap();
+        let TrustState::Untrusted(config) = store.state(project.path()) else {
+            panic!("a .paddock for a lock is project configuration to trust");
+        };
+        assert!(config.lock && config.files.is_empty(), "{config:?}");
+        store.trust(&config).unwrap();
+        // paddock records first uses in it: that does not undo the trust.
+        std::fs::write(project.path().join(PROJECT_LOCK), "version = 1\n").unwrap();
+        assert!(matches!(
+            store.state(project.path()),
+            TrustState::Trusted(_)
+        ));
+        std::fs::write(project.path().join(PROJECT_LOCK), "version = 1\n# more\n").unwrap();
+        assert!(matches!(
+            store.state(project.path()),
+            TrustState::Trusted(_)
         ));
     }
 }

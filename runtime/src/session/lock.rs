@@ -2,7 +2,9 @@
 //! bytes or tool list differ from its entry refuses the session (`LOCK_MISMATCH`); one with no
 //! entry is recorded (first use approves); a changed grant is recorded and noted. An MCP
 //! server's tools that are new or changed since the lock are blocked (not registered) and
-//! noted; a server with no entry is recorded whole. The notes go into `session/start`.
+//! noted; a server with no entry is recorded whole. The notes go into `session/start`. A
+//! repository's own lock counts only once the user trusts the repository (`LockPlace::find`);
+//! an untrusted one is passed over for the user's own lock, with a note.
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +32,8 @@ pub(crate) struct LockCheck {
     recorded: Vec<Recorded>,
     /// What the check did, for `session/start` (`lock`).
     pub notes: Vec<String>,
+    /// Why the repository's own lock was passed over (it is not trusted), if it was.
+    pub ignored: Option<String>,
 }
 
 fn lock_error(e: lock::LockError) -> SetupError {
@@ -41,12 +45,14 @@ impl LockCheck {
     pub fn open(cwd: &Path, data_dir: &Path) -> Result<LockCheck, SetupError> {
         let place = LockPlace::find(cwd, data_dir).map_err(lock_error)?;
         let file = place.read().map_err(lock_error)?;
+        let ignored = place.ignored().map(str::to_string);
         Ok(LockCheck {
             place,
             root: crate::preset::project_root(cwd),
             file,
             recorded: Vec::new(),
-            notes: Vec::new(),
+            notes: ignored.iter().cloned().collect(),
+            ignored,
         })
     }
 
@@ -71,7 +77,13 @@ impl LockCheck {
                 Some(locked) => {
                     let lines = locked.differences(&plugin.sha256, &plugin.tools);
                     if !lines.is_empty() {
-                        return Err(mismatch(self.place.path(), name, &entry.name, &record, &lines));
+                        return Err(mismatch(
+                            self.place.path(),
+                            name,
+                            &entry.name,
+                            &record,
+                            &lines,
+                        ));
                     }
                     match locked.grants.get(&resolved.name).cloned() {
                         Some(old) if old == grant => {}

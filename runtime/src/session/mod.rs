@@ -32,7 +32,7 @@ pub use env::Env;
 pub use error::SetupError;
 pub use resume::{ModelMove, ReopenOptions, Reopened, latest_in};
 pub use start::{ModelChoice, SessionBuilder};
-pub(crate) use tools::{Loaded, load_preset};
+pub(crate) use tools::{LoadFor, Loaded, load_preset};
 pub use trust::{RecordedTrust, Trust};
 
 use crate::agent::{Agent, Inbox, Observer, TurnEnd};

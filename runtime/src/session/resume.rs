@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::SetupError;
 use super::start::{is_client_session, plugin_hashes, provider_kind};
-use super::tools::load_preset;
+use super::tools::{LoadFor, load_preset};
 use super::{Env, Session};
 use crate::agent::scripted::ScriptedProvider;
 use crate::agent::{NO_TASK, Observer};
@@ -111,7 +111,15 @@ pub(super) async fn reopen(
     });
     let mut env = env;
     env.cwd = PathBuf::from(&start.cwd);
-    let loaded = load_preset(env, &found, &start.preset, &[], &start.session, approver).await?;
+    let loaded = load_preset(
+        env,
+        &found,
+        &start.preset,
+        &[],
+        LoadFor::Session(&start.session),
+        approver,
+    )
+    .await?;
     loaded.start_compiling();
     same_plugins(&start.plugins, &plugin_hashes(&loaded)).map_err(fail)?;
     let recorded = read.state.model_config.clone();

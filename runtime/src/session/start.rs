@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::error::SetupError;
-use super::tools::{Loaded, load_preset};
+use super::tools::{LoadFor, Loaded, load_preset};
 use super::trust::{ProjectUse, Trust};
 use super::{Env, Session};
 use crate::agent::DEFAULT_SYSTEM;
@@ -16,6 +16,7 @@ use crate::log::{
     SessionStart, Tap, Wait,
 };
 use crate::model::{ProviderConfig, ProviderKind, connect};
+use crate::pipeline::SpillDir;
 use crate::preset;
 
 /// Which model a new session talks to. The default is the preset's `[model]`.
@@ -160,35 +161,88 @@ impl SessionBuilder {
         };
         let model_config =
             choose_model(&model, &preset_name, file.model.clone()).map_err(SetupError::usage)?;
-        let session = new_session_id();
-        let cwd = env.cwd.clone();
-        let path = env.store.session_dir(&session).join(LOG_FILE);
-        // The same verdict as `preset check`: a preset it refuses never starts (P1).
-        let loaded = load_preset(env, &found, &preset_name, &mounts, &session, approver).await?;
-        loaded.start_compiling();
+        // The model first: a start refused for it (a missing key) touches nothing on disk.
         let provider: Box<dyn crate::model::Provider> = match &model_config {
             None => Box::new(ScriptedProvider::demo()),
             Some(config) => {
                 connect(config.clone()).map_err(|e| SetupError::usage(e.to_string()))?
             }
         };
-        let model = model_config
-            .as_ref()
-            .map_or("scripted-demo".to_string(), |c| c.model.clone());
-        let system = preset::with_instructions(&base, &instructions);
-        let mut start = start_record(
-            &loaded,
-            found,
-            &cwd,
-            (model, model_config),
-            system,
-            &instructions,
-        );
-        start.on_ask = on_ask.map(|mode| mode.as_str().to_string());
-        let (lock, log) = begin_log(&path, &start, tap)?;
-        Ok(Session::new(
-            loaded, provider, log, start, path, lock, max_turns,
-        ))
+        let session = new_session_id();
+        let cwd = env.cwd.clone();
+        let dir = env.store.session_dir(&session);
+        let path = dir.join(LOG_FILE);
+        let started = async {
+            let loaded = load_for_session(
+                env,
+                &found,
+                &preset_name,
+                &mounts,
+                &session,
+                approver,
+                trust.as_ref(),
+            )
+            .await?;
+            loaded.start_compiling();
+            let model = model_config
+                .as_ref()
+                .map_or("scripted-demo".to_string(), |c| c.model.clone());
+            let system = preset::with_instructions(&base, &instructions);
+            let mut start = start_record(
+                &loaded,
+                found,
+                &cwd,
+                (model, model_config),
+                system,
+                &instructions,
+            );
+            start.on_ask = on_ask.map(|mode| mode.as_str().to_string());
+            let (lock, log) = begin_log(&path, &start, tap)?;
+            Ok(Session::new(
+                loaded, provider, log, start, path, lock, max_turns,
+            ))
+        }
+        .await;
+        forget_if_unstarted(&dir, &started);
+        started
+    }
+}
+
+/// Loads the preset of session `session` through the same verdict as `preset check` (a preset
+/// it refuses never starts, P1), telling `trust`'s front-end when a repository's lock was
+/// passed over because the repository is not trusted.
+async fn load_for_session(
+    env: Env,
+    found: &preset::Found,
+    preset_name: &str,
+    mounts: &[String],
+    session: &str,
+    approver: Box<dyn Approver>,
+    trust: &dyn Trust,
+) -> Result<Loaded, SetupError> {
+    let loaded = load_preset(
+        env,
+        found,
+        preset_name,
+        mounts,
+        LoadFor::Session(session),
+        approver,
+    )
+    .await?;
+    if let Some(note) = &loaded.lock_ignored {
+        trust.notice(note);
+    }
+    Ok(loaded)
+}
+
+/// After a start: if it failed before its `session/start` was written, the directory loading
+/// made for it (its empty spill directory) is removed, so a command that started no session
+/// leaves no session directory (`log --list` would show it as "no log"). Only empty
+/// directories go: `remove_dir` removes nothing else.
+fn forget_if_unstarted(dir: &Path, started: &Result<Session, SetupError>) {
+    if started.is_err() {
+        let _ = std::fs::remove_dir(dir.join(SpillDir::NAME));
+        let _ = std::fs::remove_dir(dir);
     }
 }
 
@@ -211,13 +265,28 @@ impl SessionBuilder {
             .map_err(|e| SetupError::usage(e.to_string()))?;
         let session = new_session_id();
         let cwd = env.cwd.clone();
-        let path = env.store.session_dir(&session).join(LOG_FILE);
-        let loaded = load_preset(env, &found, &preset_name, &mounts, &session, approver).await?;
-        let model = (client.to_string(), None);
-        let start = start_record(&loaded, found, &cwd, model, String::new(), &[]);
-        let (lock, log) = begin_log(&path, &start, tap)?;
-        let provider = Box::new(NoModel::new(client));
-        Ok(Session::new(loaded, provider, log, start, path, lock, None))
+        let dir = env.store.session_dir(&session);
+        let path = dir.join(LOG_FILE);
+        let started = async {
+            let loaded = load_for_session(
+                env,
+                &found,
+                &preset_name,
+                &mounts,
+                &session,
+                approver,
+                trust.as_ref(),
+            )
+            .await?;
+            let model = (client.to_string(), None);
+            let start = start_record(&loaded, found, &cwd, model, String::new(), &[]);
+            let (lock, log) = begin_log(&path, &start, tap)?;
+            let provider = Box::new(NoModel::new(client));
+            Ok(Session::new(loaded, provider, log, start, path, lock, None))
+        }
+        .await;
+        forget_if_unstarted(&dir, &started);
+        started
     }
 }
 

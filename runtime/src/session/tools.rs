@@ -35,7 +35,8 @@ pub fn parse_mount(spec: &str, cwd: &std::path::Path) -> Result<Mount, String> {
 pub(crate) struct Loaded {
     pub env: Env,
     pub registry: Registry,
-    pub spill: SpillDir,
+    /// Where calls spill; `None` when nothing will run (`tool list`): no directory is made.
+    pub spill: Option<SpillDir>,
     pub aliases: AliasTable,
     pub max_parallel: u64,
     pub chain: HookChain,
@@ -47,6 +48,9 @@ pub(crate) struct Loaded {
     pub warnings: Vec<Shown>,
     /// What the check against `paddock.lock` recorded or blocked (`session/start` keeps it).
     pub lock_notes: Vec<String>,
+    /// The note when the lock check passed over an untrusted repository's lock, for the
+    /// front-end to show once (it is in `lock_notes` too).
+    pub lock_ignored: Option<String>,
 }
 
 impl Loaded {
@@ -65,7 +69,7 @@ impl Loaded {
             sandbox: &self.env.sandbox,
             registry: &self.registry,
             aliases: &self.aliases,
-            spill: Some(&self.spill),
+            spill: self.spill.as_ref(),
             gate: &self.chain,
             session_id: &self.session,
             preset: &self.preset,
@@ -126,16 +130,25 @@ fn layers_relied_on(resolved: &crate::preset::ResolvedPreset) -> Result<(), Setu
     Ok(())
 }
 
-/// Loads a preset for `session` through the same verdict as `preset check` (an error refuses
-/// with every finding; warnings are kept in `Loaded::warnings`): its plugins, tools, aliases,
-/// hooks and approval, with `mounts` (`--mount` specs) replacing every plugin's mounts when
-/// given, and `approver` answering approval questions.
+/// What `load_preset` loads a preset for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum LoadFor<'a> {
+    /// A session (by id): its calls spill into its directory, made as the preset loads.
+    Session(&'a str),
+    /// A command that runs nothing (`tool list`): no spill, so no session directory.
+    Listing,
+}
+
+/// Loads a preset through the same verdict as `preset check` (an error refuses with every
+/// finding; warnings are kept in `Loaded::warnings`): its plugins, tools, aliases, hooks and
+/// approval, with `mounts` (`--mount` specs) replacing every plugin's mounts when given, and
+/// `approver` answering approval questions.
 pub(crate) async fn load_preset(
     env: Env,
     found: &crate::preset::Found,
     preset_name: &str,
     mounts: &[String],
-    session: &str,
+    load_for: LoadFor<'_>,
     approver: Box<dyn Approver>,
 ) -> Result<Loaded, SetupError> {
     let usage = SetupError::usage;
@@ -144,12 +157,18 @@ pub(crate) async fn load_preset(
         .map(|m| parse_mount(m, &env.cwd))
         .collect::<Result<Vec<_>, _>>()
         .map_err(usage)?;
-    let spill = SpillDir {
-        host: env.store.session_dir(session).join("spill"),
-        guest: SpillDir::GUEST.to_string(),
+    let (session, spill) = match load_for {
+        LoadFor::Session(session) => {
+            let spill = SpillDir {
+                host: env.store.session_dir(session).join(SpillDir::NAME),
+                guest: SpillDir::GUEST.to_string(),
+            };
+            (session, Some(spill))
+        }
+        LoadFor::Listing => ("", None),
     };
     let start = Start {
-        spill: Some(&spill),
+        spill: spill.as_ref(),
         mount_override: (!mounts.is_empty()).then_some(&mounts[..]),
     };
     let judged = judge(&env, found, preset_name, start).await?;
@@ -191,6 +210,7 @@ pub(crate) async fn load_preset(
         session: session.to_string(),
         cancel,
         warnings,
+        lock_ignored: lock.ignored.clone(),
         lock_notes: lock.notes,
     })
 }

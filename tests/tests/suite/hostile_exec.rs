@@ -256,6 +256,52 @@ fn git_options_that_run_commands_are_refused_naming_the_rule() {
 }
 
 #[test]
+fn abbreviations_of_options_that_run_commands_are_refused_as_git_would_read_them() {
+    let a = Attack::new("rw", "");
+    let marker = a.decoy().join("ran");
+    let touch = format!("touch {}", marker.display());
+    for (args, rule) in [
+        (
+            vec!["push".to_string(), format!("--exec={touch}"), ".".into()],
+            "`git --exec`",
+        ),
+        (
+            vec![
+                "push".to_string(),
+                format!("--receive-pa={touch}"),
+                ".".into(),
+            ],
+            "`git --receive-pack`",
+        ),
+        (
+            vec![
+                "clone".to_string(),
+                format!("--upload-pa={touch}"),
+                ".".into(),
+                "c".into(),
+            ],
+            "`git --upload-pack`",
+        ),
+        (
+            vec![
+                "-qc".to_string(),
+                format!("core.fsmonitor={touch}"),
+                "status".into(),
+            ],
+            "`git -c`",
+        ),
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = text(&a.run("git", &args));
+        assert!(
+            out.contains(&format!("{rule} is refused")),
+            "{args:?}: {out}"
+        );
+    }
+    assert!(!marker.exists());
+}
+
+#[test]
 fn argument_patterns_allow_only_what_they_name() {
     let a = Attack::new("rw", "");
     let preset = std::fs::read_to_string(a.preset_path()).unwrap().replace(

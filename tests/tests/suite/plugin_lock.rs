@@ -4,7 +4,10 @@
 //! installs byte-identical plugins into another data directory, from its `blobs/` with the
 //! registry stopped, and refuses a lock whose digest the registry does not serve; an MCP
 //! server whose `tools/list` changes has the changed tool blocked and logged until `lock accept
-//! mcp.NAME`; a symlinked lock is refused.
+//! mcp.NAME`; a symlinked lock is refused. A repository's lock acts only once the user trusts
+//! the repository: an untrusted one neither refuses a session nor replaces the user's plugin;
+//! once trusted, `install --locked` shows the capability diff and refuses a widening without
+//! `--accept-widening`, and an entry with no signature (a URL) needs `--allow-unsigned`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -19,11 +22,29 @@ fn plugin_file(file: &str) -> PathBuf {
     paddock_tests::plugins::plugin_dir().join(file)
 }
 
-/// A project with its own `.paddock/` directory (so the lock is the project's).
+/// A project with its own `.paddock/` directory, trusted by its data directory (so the lock
+/// is the project's).
 fn project() -> Project {
+    let project = untrusted_project();
+    trust_project(&project, project.home.path());
+    project
+}
+
+/// A project with its own `.paddock/` directory its data directory has never trusted, as a
+/// cloned repository is.
+fn untrusted_project() -> Project {
     let project = Project::new(&[("hello.txt", "hello from the project\n")]);
     std::fs::create_dir(project.dir.path().join(".paddock")).unwrap();
     project
+}
+
+/// The data directory `home` trusts the project (`paddock trust`), as its owner would.
+fn trust_project(project: &Project, home: &Path) {
+    let out = run_home(project, home, &["trust"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains(".paddock/paddock.lock"), "{shown}");
+    assert!(shown.contains("paddock: trusted"), "{shown}");
 }
 
 fn lock_path(project: &Project) -> PathBuf {
@@ -62,6 +83,21 @@ fn replace(project: &Project, file: &Path, name: &str) {
     assert!(text(&out).contains("--accept-widening"), "{}", text(&out));
     let out = run(project, &[&args[..], &["--accept-widening"]].concat());
     assert!(out.status.success(), "{}", text(&out));
+}
+
+/// `tool call read_file` of the project's `hello.txt` under the preset: the output.
+fn read_hello(project: &Project, preset: &str) -> Output {
+    let args = r#"{"path": "/workspace/hello.txt"}"#;
+    let call = [
+        "tool",
+        "call",
+        "read_file",
+        args,
+        "--preset",
+        preset,
+        "--json",
+    ];
+    run(project, &call)
 }
 
 /// `tool list --json` of the preset: the output.
@@ -122,18 +158,7 @@ fn other_bytes_under_a_locked_name_refuse_the_session_until_accepted() {
     let fs_sha = sha256_hex(&std::fs::read(plugin_file("fs.wasm")).unwrap());
 
     // First use records the plugin in the project's lock.
-    let out = run(
-        &project,
-        &[
-            "tool",
-            "call",
-            "read_file",
-            r#"{"path": "/workspace/hello.txt"}"#,
-            "--preset",
-            &preset,
-            "--json",
-        ],
-    );
+    let out = read_hello(&project, &preset);
     assert!(out.status.success(), "{}", text(&out));
     let lock = std::fs::read_to_string(lock_path(&project)).expect("the lock is written");
     assert!(lock.starts_with("# paddock.lock"), "{lock}");
@@ -301,6 +326,7 @@ fn install_locked_installs_byte_identical_plugins_from_the_registry_or_from_blob
     // A second data directory, same project: --locked installs the same bytes.
     let second = tempfile::tempdir().unwrap();
     trust_publisher(&first, second.path(), &key.public());
+    trust_project(&first, second.path());
     let out = run_home(&first, second.path(), &["plugin", "install", "--locked"]);
     assert!(out.status.success(), "{}", text(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
@@ -377,6 +403,7 @@ fn install_locked_installs_byte_identical_plugins_from_the_registry_or_from_blob
         cached.path().join(format!("blobs/{fs_sha}.wasm")),
     )
     .unwrap();
+    trust_project(&first, cached.path());
     // The lock says it was signed: the blob stands for it only once a trusted key verifies
     // the signature the lock records (the lock may come from the repository).
     let out = run_home(&first, cached.path(), &["plugin", "install", "--locked"]);
@@ -404,6 +431,7 @@ fn install_locked_installs_byte_identical_plugins_from_the_registry_or_from_blob
     assert!(out.status.success(), "{}", text(&out));
 
     let empty = tempfile::tempdir().unwrap();
+    trust_project(&first, empty.path());
     let out = run_home(&first, empty.path(), &["plugin", "install", "--locked"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(names_in(&empty.path().join("installed")).is_empty());
@@ -559,5 +587,137 @@ fn a_lock_whose_hash_is_a_path_installs_nothing() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("is not 64 lower-case hex digits"), "{err}");
     assert!(err.contains("nothing was installed"), "{err}");
+    assert!(names_in(&project.home.path().join("installed")).is_empty());
+}
+
+/// The record of installed plugin `name` in `project`'s data directory.
+fn installed_sha(project: &Project, name: &str) -> String {
+    let path = project.home.path().join(format!("installed/{name}.json"));
+    let record: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    record["sha256"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn an_untrusted_repositorys_lock_neither_refuses_a_session_nor_replaces_the_users_plugin() {
+    let fs_sha = sha256_hex(&std::fs::read(plugin_file("fs.wasm")).unwrap());
+    let search_sha = sha256_hex(&std::fs::read(plugin_file("search.wasm")).unwrap());
+    // A stranger's repository: its committed lock pins `mytool` to other code (search.wasm,
+    // whose tools read more), as a session of theirs recorded it.
+    let stranger = project();
+    install(&stranger, &plugin_file("search.wasm"), "mytool");
+    let out = tool_list(&stranger, &preset(&stranger, "mytool"));
+    assert!(out.status.success(), "{}", text(&out));
+    let hostile = std::fs::read_to_string(lock_path(&stranger)).unwrap();
+    assert!(hostile.contains(&search_sha), "{hostile}");
+
+    // The user clones it. Their own `mytool` is fs.wasm; search.wasm is in their data
+    // directory too (installed as `search`), so `--locked` would need no network.
+    let victim = untrusted_project();
+    std::fs::write(lock_path(&victim), &hostile).unwrap();
+    install(&victim, &plugin_file("fs.wasm"), "mytool");
+    install(&victim, &plugin_file("search.wasm"), "search");
+    let preset = preset(&victim, "mytool");
+
+    // The session runs, with one note saying the lock was ignored and how to trust it.
+    let out = tool_list(&victim, &preset);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(tool_names(&out).contains(&"read_file".to_string()));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let repo = victim.dir.path().display().to_string();
+    assert_eq!(err.matches("ignoring").count(), 1, "one note: {err}");
+    assert!(
+        err.contains(&format!("ignoring {repo}/.paddock/paddock.lock"))
+            && err.contains("you have not trusted this repository")
+            && err.contains(&format!("paddock trust {repo}")),
+        "{err}"
+    );
+    let out = read_hello(&victim, &preset);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        lock_notes(&victim).contains("ignoring"),
+        "{}",
+        lock_notes(&victim)
+    );
+    // Nothing was recorded into the repository's lock; the user's own lock has their plugin.
+    assert_eq!(
+        std::fs::read_to_string(lock_path(&victim)).unwrap(),
+        hostile
+    );
+    let own = std::fs::read_to_string(victim.home.path().join("paddock.lock")).unwrap();
+    assert!(own.contains(&format!("sha256 = \"{fs_sha}\"")), "{own}");
+
+    // The suggested `install --locked` reads the user's lock, not the repository's.
+    let out = run(&victim, &["plugin", "install", "--locked"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("ignoring"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        installed_sha(&victim, "mytool"),
+        fs_sha,
+        "the user's plugin stays"
+    );
+
+    // Trusted, the lock acts: the session is refused, and `--locked` would replace the
+    // user's plugin with code that reads more, so it shows the diff and refuses without a yes.
+    trust_project(&victim, victim.home.path());
+    refused(&tool_list(&victim, &preset));
+    let out = run(&victim, &["plugin", "install", "--locked"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("what changes (+ widens"), "{err}");
+    assert!(err.contains("+ tool added: grep"), "{err}");
+    assert!(err.contains("--accept-widening"), "{err}");
+    assert!(err.contains("nothing was installed"), "{err}");
+    assert_eq!(
+        installed_sha(&victim, "mytool"),
+        fs_sha,
+        "refused: nothing changed"
+    );
+
+    let out = run(
+        &victim,
+        &["plugin", "install", "--locked", "--accept-widening"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("+ tool added: grep"),
+        "the diff is shown: {shown}"
+    );
+    assert_eq!(installed_sha(&victim, "mytool"), search_sha);
+}
+
+#[test]
+fn a_locked_plugin_from_a_url_has_no_signature_and_needs_allow_unsigned() {
+    let project = project();
+    let sha = "ab".repeat(32);
+    let lock = project.home.path().join("url.lock");
+    std::fs::write(
+        &lock,
+        format!(
+            "version = 1\n[plugins.evil]\ninstalled_from = \"https://127.0.0.1:9/evil.wasm\"\n\
+             sha256 = \"{sha}\"\nsize = 1\nkind = \"tools\"\nimports = []\n\
+             tools_sha256 = \"00\"\n[plugins.evil.origin]\nkind = \"https\"\n\
+             url = \"https://127.0.0.1:9/evil.wasm\"\nsha256 = \"{sha}\"\n"
+        ),
+    )
+    .unwrap();
+    let out = run(
+        &project,
+        &[
+            "plugin",
+            "install",
+            "--locked",
+            "--lock",
+            lock.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("which has no signature"), "{err}");
+    assert!(err.contains("--allow-unsigned"), "{err}");
     assert!(names_in(&project.home.path().join("installed")).is_empty());
 }

@@ -77,3 +77,48 @@ fn a_start_killed_before_its_log_is_listed_never_skipped() {
     let line = text.lines().find(|l| l.contains("secs-deadbeef")).unwrap();
     assert!(line.contains("no log"), "{line}");
 }
+
+#[test]
+fn commands_that_start_no_session_leave_no_session_directory() {
+    let project = Project::new(&[("README.md", "# demo\n")]);
+    // `coding` grants its file tools the spill directory, which a session's start makes.
+    let out = project
+        .command(&["tool", "list", "--preset", "coding"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(project.sessions().is_empty(), "{:?}", project.sessions());
+
+    // A start refused for a key that is not set.
+    std::fs::write(
+        project.dir.path().join("keyed.toml"),
+        "extends = \"coding\"\n\n[model]\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+         api_key_env = \"PADDOCK_TEST_SURELY_UNSET_KEY\"\n",
+    )
+    .unwrap();
+    let out = project
+        .command(&["run", "--preset", "keyed.toml", "hi"])
+        .env_remove("PADDOCK_TEST_SURELY_UNSET_KEY")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("PADDOCK_TEST_SURELY_UNSET_KEY"),
+        "{out:?}"
+    );
+    assert!(project.sessions().is_empty(), "{:?}", project.sessions());
+    assert!(listed(&project).is_empty(), "no `no log` rows");
+
+    // A real start still has its directory, listed with its log.
+    let out = project
+        .command(&["run", "--demo", "--preset", "coding", "hi"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(project.sessions().len(), 1);
+    let rows = listed(&project);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(!rows[0].to_string().contains("no log"), "{rows:?}");
+}

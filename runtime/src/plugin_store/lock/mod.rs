@@ -297,5 +297,4 @@ mod tests {
         );
         assert_eq!(lines[1], "tools: tool `read_file`: description changed");
     }
-
 }

@@ -1,11 +1,15 @@
 //! Where `paddock.lock` is and how it is read and written: its directory opened once
 //! (`.paddock` without following a link) and used through that descriptor, a size cap on
-//! reading, whole-file atomic writes, and updates under a bounded `flock` on the directory.
+//! reading, whole-file atomic writes, and every write under a bounded `flock` on the directory.
+//! A write goes through a temporary file of one exact name (`.paddock.lock.tmp`), made and
+//! renamed relative to the held descriptor; a kill before the rename leaves that file, and the
+//! next write removes it by that name (never by a path, never through a link).
 
-use std::ffi::OsString;
+use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::{LOCK_FILE, LockError, LockFile, MAX_LOCK_BYTES};
@@ -20,30 +24,61 @@ const HEADER: &str = "# paddock.lock: the installed plugins and MCP tools this p
 # the plugins it names. docs/plugins-distribution.md#lock\n";
 
 /// Where a lock is: its directory, held open from the moment it was found, and the file's
-/// name in it. Reading and writing go through the held directory (`/proc/self/fd/N`, the
-/// kernel's link to what was opened), never through the directory's name again.
+/// name in it. Reading and writing go through the held directory (reading through
+/// `/proc/self/fd/N`, the kernel's link to what was opened; writing with `openat`,
+/// `unlinkat` and `renameat` on its descriptor), never through the directory's name again.
 pub struct LockPlace {
     dir: File,
     name: OsString,
     /// The lock's path as found, for messages.
     shown: PathBuf,
+    /// The note `find` gives when it passed over an untrusted repository's lock.
+    ignored: Option<String>,
 }
 
 impl LockPlace {
     /// The lock of a session in `cwd`: the project's `.paddock/paddock.lock` when the project
-    /// root (`preset::project_root`) has a `.paddock` directory (not a link to one), else
-    /// `paddock.lock` in `data_dir` (created if missing).
+    /// root (`preset::project_root`) has a `.paddock` directory (not a link to one) and the
+    /// user trusts the project (`paddock trust`, recorded in `data_dir`), else `paddock.lock`
+    /// in `data_dir` (created if missing). A repository's lock could otherwise refuse the
+    /// user's sessions and choose what `plugin install --locked` installs; an untrusted one is
+    /// ignored, and `ignored` says so.
     pub fn find(cwd: &Path, data_dir: &Path) -> Result<LockPlace, LockError> {
-        let dot = crate::preset::project_root(cwd).join(".paddock");
+        let root = crate::preset::project_root(cwd);
+        let dot = root.join(".paddock");
         match open_dir(&dot, libc::O_NOFOLLOW) {
-            Ok(dir) => return Ok(LockPlace::new(dir, &dot, LOCK_FILE)),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP)) => {
-            }
+            Ok(dir) => match untrusted(cwd, data_dir) {
+                None => return Ok(LockPlace::new(dir, &dot, LOCK_FILE)),
+                Some(why) => {
+                    let mut place = LockPlace::in_data_dir(data_dir)?;
+                    if dot.join(LOCK_FILE).symlink_metadata().is_ok() {
+                        place.ignored =
+                            Some(ignored_note(&root, &dot.join(LOCK_FILE), why, &place));
+                    }
+                    return Ok(place);
+                }
+            },
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP)
+                ) => {}
             Err(source) => return Err(io_error("cannot open", &dot, source)),
         }
+        LockPlace::in_data_dir(data_dir)
+    }
+
+    /// The user's own lock, in the data directory.
+    fn in_data_dir(data_dir: &Path) -> Result<LockPlace, LockError> {
         std::fs::create_dir_all(data_dir).map_err(|e| io_error("cannot create", data_dir, e))?;
         let dir = open_dir(data_dir, 0).map_err(|e| io_error("cannot open", data_dir, e))?;
         Ok(LockPlace::new(dir, data_dir, LOCK_FILE))
+    }
+
+    /// When `find` passed over a repository's lock it does not trust: one line saying so, why,
+    /// which lock is used instead, and how to trust it.
+    pub fn ignored(&self) -> Option<&str> {
+        self.ignored.as_deref()
     }
 
     /// A lock the user named (`--lock FILE`): its directory as named; the file itself is
@@ -63,6 +98,7 @@ impl LockPlace {
             dir,
             name: name.to_os_string(),
             shown: path.to_path_buf(),
+            ignored: None,
         })
     }
 
@@ -71,6 +107,7 @@ impl LockPlace {
             dir,
             name: name.into(),
             shown: dir_path.join(name),
+            ignored: None,
         }
     }
 
@@ -89,9 +126,18 @@ impl LockPlace {
         read_file(&self.held().join(&self.name), &self.shown)
     }
 
-    /// Writes `lock` whole: a temporary file in the held directory, renamed over the lock.
+    /// Writes `lock` whole, under the directory's `flock` (`update`'s): a temporary file of
+    /// one exact name in the held directory (`temp_name`), renamed over the lock. (Sessions
+    /// and commands go through `update`, which reads what is there first.)
+    #[cfg(test)]
     pub fn write(&self, lock: &LockFile) -> Result<(), LockError> {
-        write_file(&self.held(), &self.name, &self.shown, lock)
+        self.holding_flock(|| self.write_held(lock))
+    }
+
+    /// Writes `lock` whole; the caller holds the directory's `flock`, so no other writer uses
+    /// the temporary name meanwhile.
+    fn write_held(&self, lock: &LockFile) -> Result<(), LockError> {
+        write_file(&self.dir, &self.name, &self.shown, lock)
     }
 
     /// Applies `change` to the lock as it is on disk now and writes it, holding an exclusive
@@ -101,6 +147,16 @@ impl LockPlace {
     /// The wait is bounded: the project's `.paddock` is visible (read-only) to the programs a
     /// session runs, and one of them could hold a `flock` on it forever.
     pub fn update(&self, change: impl FnOnce(&mut LockFile)) -> Result<(), LockError> {
+        self.holding_flock(|| {
+            let mut lock = self.read()?;
+            change(&mut lock);
+            self.write_held(&lock)
+        })
+    }
+
+    /// Runs `job` holding an exclusive `flock` on the directory, waiting for it at most
+    /// `LOCK_WAIT`.
+    fn holding_flock<T>(&self, job: impl FnOnce() -> Result<T, LockError>) -> Result<T, LockError> {
         let started = std::time::Instant::now();
         loop {
             match self.dir.try_lock() {
@@ -119,14 +175,41 @@ impl LockPlace {
                 }
             }
         }
-        let result = self.read().and_then(|mut lock| {
-            change(&mut lock);
-            self.write(&lock)
-        });
+        let result = job();
         // Closing the descriptor would release it too; the place may be used again.
         let _ = self.dir.unlock();
         result
     }
+}
+
+/// Why the project `cwd` is in may not use its own lock (`None`: it may): the user trusts it
+/// only as `paddock trust` recorded it, with its project configuration unchanged since.
+fn untrusted(cwd: &Path, data_dir: &Path) -> Option<String> {
+    use crate::preset::{TrustState, TrustStore};
+    match TrustStore::open(data_dir).state(cwd) {
+        TrustState::Trusted(_) => None,
+        TrustState::Changed(_) => {
+            Some("its project configuration changed since you trusted it".to_string())
+        }
+        TrustState::Unhashable(config) => Some(format!(
+            "its project configuration cannot be trusted ({})",
+            config.unhashable.unwrap_or_default()
+        )),
+        TrustState::Untrusted(_) | TrustState::NoProjectConfig => {
+            Some("you have not trusted this repository".to_string())
+        }
+    }
+}
+
+fn ignored_note(root: &Path, lock: &Path, why: String, used: &LockPlace) -> String {
+    format!(
+        "ignoring {}: {why}, so its lock neither refuses sessions nor chooses what `paddock \
+         plugin install --locked` installs; your own lock {} is used instead. If you trust \
+         the repository: paddock trust {}",
+        lock.display(),
+        used.path().display(),
+        crate::terminal::shell_word(root)
+    )
 }
 
 /// Opens the directory at `path` (`extra`: `O_NOFOLLOW` to refuse a link as its last name).
@@ -206,16 +289,42 @@ fn read_file(path: &Path, shown: &Path) -> Result<LockFile, LockError> {
     Ok(lock)
 }
 
-/// Writes `lock` whole as `name` in `dir`: a temporary file beside it, renamed over it. A
-/// symlink there is refused (the rename would replace the link, but a link there means
-/// someone else placed it). Messages name it `shown`.
-fn write_file(dir: &Path, name: &std::ffi::OsStr, shown: &Path, lock: &LockFile) -> Result<(), LockError> {
+/// The temporary file a write of the lock `name` goes through: `.NAME.tmp` beside it. One
+/// exact name, not a random one: a write killed before its rename leaves that file in the
+/// directory users commit, and the next write (under the same `flock`) removes it by name.
+fn temp_name(name: &OsStr) -> OsString {
+    let mut temp = OsString::from(".");
+    temp.push(name);
+    temp.push(".tmp");
+    temp
+}
+
+/// `name` for the kernel: a NUL-terminated string.
+fn c_name(name: &OsStr, shown: &Path) -> Result<CString, LockError> {
+    CString::new(name.as_bytes()).map_err(|_| LockError::NotAFile {
+        path: shown.display().to_string(),
+    })
+}
+
+/// Writes `lock` whole as `name` in the held directory `dir`, every step relative to its
+/// descriptor: a temporary file left by a killed write removed by its exact name (a link
+/// there is removed, never followed), the temporary file created anew (`O_EXCL`,
+/// `O_NOFOLLOW`), written and synced, renamed over `name`. A symlink at `name` is refused (the
+/// rename would replace the link, but a link there means someone else placed it). The caller
+/// holds the directory's `flock`. Messages name the lock `shown`.
+fn write_file(dir: &File, name: &OsStr, shown: &Path, lock: &LockFile) -> Result<(), LockError> {
     use std::io::Write;
-    let path = dir.join(name);
-    if path
-        .symlink_metadata()
-        .is_ok_and(|m| m.file_type().is_symlink())
-    {
+    use std::os::unix::fs::PermissionsExt;
+    let at = dir.as_raw_fd();
+    let io = |what: &'static str| move |source: std::io::Error| io_error(what, shown, source);
+    let target = c_name(name, shown)?;
+    let temp = c_name(&temp_name(name), shown)?;
+    // SAFETY: an all-zero `stat` is a valid value for fstatat to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid directory descriptor, a NUL-terminated name and a `stat` that lives
+    // through the call; AT_SYMLINK_NOFOLLOW reports a link as itself.
+    let found = unsafe { libc::fstatat(at, target.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+    if found == 0 && st.st_mode & libc::S_IFMT == libc::S_IFLNK {
         return Err(LockError::Symlink {
             path: shown.display().to_string(),
         });
@@ -224,28 +333,59 @@ fn write_file(dir: &Path, name: &std::ffi::OsStr, shown: &Path, lock: &LockFile)
         path: shown.display().to_string(),
         detail: format!("cannot encode it: {e}"),
     })?;
-    let io = |what: &'static str| move |source: std::io::Error| io_error(what, shown, source);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".paddock.lock.")
-        .tempfile_in(dir)
-        .map_err(io("cannot write beside"))?;
-    tmp.write_all(HEADER.as_bytes())
-        .and_then(|()| tmp.write_all(body.as_bytes()))
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(io("cannot write"))?;
-    // Committed with the project: readable by others as any source file is.
-    use std::os::unix::fs::PermissionsExt;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))
-        .map_err(io("cannot write"))?;
-    tmp.persist(&path).map_err(|e| io("cannot write")(e.error))?;
+    // SAFETY: a valid directory descriptor and a NUL-terminated name; unlinkat removes the
+    // name itself (a link is not followed) and never a directory (no AT_REMOVEDIR).
+    if unsafe { libc::unlinkat(at, temp.as_ptr(), 0) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::NotFound {
+            return Err(io(
+                "cannot remove the temporary file a killed write left beside",
+            )(e));
+        }
+    }
+    // SAFETY: a valid directory descriptor and a NUL-terminated name; O_EXCL with O_CREAT
+    // fails on any existing name, a link included.
+    let raw = unsafe {
+        libc::openat(
+            at,
+            temp.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o644 as libc::c_uint,
+        )
+    };
+    if raw < 0 {
+        return Err(io("cannot write beside")(std::io::Error::last_os_error()));
+    }
+    // SAFETY: `raw` was just returned by the kernel and nothing else owns it.
+    let mut file = unsafe { File::from_raw_fd(raw) };
+    let written = file
+        .write_all(HEADER.as_bytes())
+        .and_then(|()| file.write_all(body.as_bytes()))
+        // Committed with the project: readable by others as any source file is (the
+        // umask may have narrowed the mode it was created with).
+        .and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(0o644)))
+        .and_then(|()| file.sync_all());
+    if let Err(e) = written {
+        // SAFETY: as above; the file this write created, removed by its name.
+        unsafe { libc::unlinkat(at, temp.as_ptr(), 0) };
+        return Err(io("cannot write")(e));
+    }
+    // SAFETY: the same valid directory descriptor on both sides and NUL-terminated names.
+    if unsafe { libc::renameat(at, temp.as_ptr(), at, target.as_ptr()) } != 0 {
+        let e = std::io::Error::last_os_error();
+        // SAFETY: as above.
+        unsafe { libc::unlinkat(at, temp.as_ptr(), 0) };
+        return Err(io("cannot write")(e));
+    }
+    // The rename itself on disk, so a crash after it cannot bring back the old lock.
+    let _ = dir.sync_all();
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{McpLock, Recorded};
     use super::super::tests::entry;
+    use super::super::{McpLock, Recorded};
     use super::*;
 
     #[test]
@@ -253,7 +393,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LOCK_FILE);
         let place = LockPlace::at(&path).unwrap();
-        assert_eq!(place.read().unwrap(), LockFile::default(), "none yet: empty");
+        assert_eq!(
+            place.read().unwrap(),
+            LockFile::default(),
+            "none yet: empty"
+        );
         let mut lock = LockFile::default();
         lock.plugins.insert("fs".into(), entry());
         lock.mcp.insert(
@@ -266,6 +410,57 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("# paddock.lock"), "{text}");
         assert_eq!(place.read().unwrap(), lock, "{text}");
+    }
+
+    #[test]
+    fn a_temporary_file_a_killed_write_left_is_removed_by_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE);
+        let stale = dir.path().join(".paddock.lock.tmp");
+        assert_eq!(temp_name(OsStr::new(LOCK_FILE)), ".paddock.lock.tmp");
+        // As a SIGKILL between creating the temporary file and renaming it leaves it: part
+        // of a lock, under the one name every write uses.
+        std::fs::write(&stale, "# paddock.lock: the installed plug").unwrap();
+        let mut lock = LockFile::default();
+        lock.plugins.insert("fs".into(), entry());
+        let place = LockPlace::at(&path).unwrap();
+        place.update(|l| *l = lock.clone()).unwrap();
+        assert!(!stale.exists(), "the stale temporary file is gone");
+        assert_eq!(place.read().unwrap(), lock);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [LOCK_FILE], "nothing else is left beside the lock");
+    }
+
+    #[test]
+    fn a_symlink_at_the_temporary_name_is_removed_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE);
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "the user's file\n").unwrap();
+        let stale = dir.path().join(".paddock.lock.tmp");
+        std::os::unix::fs::symlink(&victim, &stale).unwrap();
+        // A dangling link too: creating through it would make a file where it points.
+        let dangling = tempfile::tempdir().unwrap();
+        let place = LockPlace::at(&path).unwrap();
+        place.write(&LockFile::default()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "the user's file\n"
+        );
+        assert!(stale.symlink_metadata().is_err(), "the link itself is gone");
+        assert!(!path.symlink_metadata().unwrap().file_type().is_symlink());
+        let target = dangling.path().join("made-here");
+        std::os::unix::fs::symlink(&target, &stale).unwrap();
+        place.write(&LockFile::default()).unwrap();
+        assert!(
+            !target.exists(),
+            "nothing was created where the link pointed"
+        );
+        assert!(stale.symlink_metadata().is_err());
+        assert_eq!(place.read().unwrap(), LockFile::default());
     }
 
     #[test]
@@ -300,6 +495,7 @@ mod tests {
         std::fs::create_dir_all(project.join(".git")).unwrap();
         std::fs::create_dir_all(project.join(".paddock")).unwrap();
         std::fs::create_dir_all(&outside).unwrap();
+        trust(&project, &data);
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         // Another process's work, as fast as it goes: `.paddock` becomes a link to `outside`
         // and back, between the lock being found and being written.
@@ -334,6 +530,53 @@ mod tests {
         assert!(in_project > 0, "some writes found the real .paddock");
         let escaped: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
         assert!(escaped.is_empty(), "a lock went outside: {escaped:?}");
+    }
+
+    /// `data` trusts `project`, as `paddock trust` records it.
+    fn trust(project: &Path, data: &Path) {
+        let config = crate::preset::ProjectConfig::find(project).unwrap();
+        crate::preset::TrustStore::open(data)
+            .trust(&config)
+            .unwrap();
+    }
+
+    #[test]
+    fn an_untrusted_projects_lock_is_passed_over_for_the_users_own_with_a_note() {
+        let root = tempfile::tempdir().unwrap();
+        let (project, data) = (root.path().join("project"), root.path().join("data"));
+        std::fs::create_dir_all(project.join(".paddock")).unwrap();
+        let theirs = project.join(".paddock").join(LOCK_FILE);
+        // No lock in it yet: the user's own, and nothing to say.
+        let place = LockPlace::find(&project, &data).unwrap();
+        assert_eq!(place.path(), data.join(LOCK_FILE));
+        assert_eq!(place.ignored(), None);
+        std::fs::write(&theirs, "version = 1\n").unwrap();
+        let place = LockPlace::find(&project, &data).unwrap();
+        assert_eq!(place.path(), data.join(LOCK_FILE));
+        let note = place.ignored().unwrap();
+        assert!(
+            note.contains(&format!("ignoring {}", theirs.display()))
+                && note.contains("you have not trusted this repository")
+                && note.contains(&format!("paddock trust {}", project.display())),
+            "{note}"
+        );
+        place
+            .update(|lock| {
+                lock.plugins
+                    .insert("fs".into(), entry())
+                    .map(drop)
+                    .unwrap_or(())
+            })
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&theirs).unwrap(),
+            "version = 1\n",
+            "not recorded into"
+        );
+        trust(&project, &data);
+        let place = LockPlace::find(&project, &data).unwrap();
+        assert_eq!(place.path(), theirs);
+        assert_eq!(place.ignored(), None);
     }
 
     #[test]
@@ -413,7 +656,10 @@ mod tests {
         let started = std::time::Instant::now();
         let err = place.update(|_| {}).unwrap_err();
         assert!(matches!(err, LockError::Busy { .. }), "{err}");
-        assert!(started.elapsed() >= LOCK_WAIT, "it waited for the holder first");
+        assert!(
+            started.elapsed() >= LOCK_WAIT,
+            "it waited for the holder first"
+        );
         assert!(err.to_string().contains("fuser -v"), "{err}");
         assert!(!path.exists(), "nothing written");
         holder.unlock().unwrap();

@@ -7,12 +7,14 @@
 //!
 //! Some options make an allowed program run *any* command (`git -c core.fsmonitor=...`,
 //! `cargo --config target.runner=...`, `rg --pre CMD`). They are refused for those programs
-//! unless the matching pattern spells the option out itself (`"rg --pre *"`). The program
-//! still runs confined (see `confine`): this list narrows what is asked, the kernel limits
-//! what it can do.
+//! unless the matching pattern spells the option out itself (`"rg --pre *"`), in any form the
+//! program's parser would take for it: a long option's every prefix (git and getopt_long take
+//! unique abbreviations: `git push --receive-pa=CMD`), a short option inside a cluster
+//! (`-qcVALUE`). The program still runs confined (see `confine`): this list narrows what is
+//! asked, the kernel limits what it can do.
 
-/// Options that run arbitrary commands, by program; `subcommand` limits the rule to one git
-/// or cargo subcommand.
+/// Options that run arbitrary commands, by program; `subcommand` limits the rule to the
+/// commands where that word appears (a git subcommand).
 struct Risky {
     program: &'static str,
     subcommand: Option<&'static str>,
@@ -20,6 +22,11 @@ struct Risky {
     why: &'static str,
 }
 
+/// Each entry comes from the program's own option table: git's from `builtin/*.c` (its
+/// `parse_options` tables: `push.c`, `send-pack.c`, `ls-remote.c`, `archive.c`, `clone.c`,
+/// `init-db.c`, `rebase.c`, `grep.c`, `difftool.c`) and `git.c` (the options before the
+/// subcommand), `git-send-email.perl`'s `GetOptions`; every long spelling of a listed short
+/// option is listed too.
 const RISKY: &[Risky] = &[
     risky(
         "git",
@@ -41,6 +48,15 @@ const RISKY: &[Risky] = &[
     ),
     risky("git", None, "--upload-pack", "names a program git runs"),
     risky("git", None, "--receive-pack", "names a program git runs"),
+    // `push --exec` and `send-pack --exec` are `--receive-pack`, `ls-remote --exec` is
+    // `--upload-pack`, `archive --exec` names the remote's program, `rebase --exec` runs a
+    // command after each commit: whatever the subcommand, it runs a program.
+    risky(
+        "git",
+        None,
+        "--exec",
+        "names a program git runs (--receive-pack, --upload-pack, or rebase's command)",
+    ),
     risky(
         "git",
         Some("clone"),
@@ -49,9 +65,21 @@ const RISKY: &[Risky] = &[
     ),
     risky(
         "git",
-        Some("fetch"),
-        "-u",
-        "names a program git runs (--upload-pack)",
+        Some("clone"),
+        "--config",
+        "sets any configuration of the new repository, e.g. core.fsmonitor, which git then runs",
+    ),
+    risky(
+        "git",
+        Some("clone"),
+        "--template",
+        "copies hooks from a directory of its choice into the new repository, which git then runs",
+    ),
+    risky(
+        "git",
+        Some("init"),
+        "--template",
+        "copies hooks from a directory of its choice into the repository, which git then runs",
     ),
     risky(
         "git",
@@ -59,13 +87,6 @@ const RISKY: &[Risky] = &[
         "-x",
         "runs a command after each commit (--exec)",
     ),
-    risky(
-        "git",
-        Some("rebase"),
-        "--exec",
-        "runs a command after each commit",
-    ),
-    risky("git", Some("archive"), "--exec", "names a program git runs"),
     risky(
         "git",
         Some("grep"),
@@ -96,6 +117,42 @@ const RISKY: &[Risky] = &[
         Some("difftool"),
         "--extcmd",
         "runs a command of its choice",
+    ),
+    risky(
+        "git",
+        Some("filter-branch"),
+        "filter-branch",
+        "runs shell commands of its choice (its --*-filter options)",
+    ),
+    risky(
+        "git",
+        Some("send-email"),
+        "--sendmail-cmd",
+        "runs a command of its choice to send mail",
+    ),
+    risky(
+        "git",
+        Some("send-email"),
+        "--smtp-server",
+        "runs the program it names when given a path",
+    ),
+    risky(
+        "git",
+        Some("send-email"),
+        "--to-cmd",
+        "runs a command of its choice per patch",
+    ),
+    risky(
+        "git",
+        Some("send-email"),
+        "--cc-cmd",
+        "runs a command of its choice per patch",
+    ),
+    risky(
+        "git",
+        Some("send-email"),
+        "--header-cmd",
+        "runs a command of its choice per patch",
     ),
     risky(
         "cargo",
@@ -148,45 +205,104 @@ pub(in crate::sandbox) fn check(
         return Err(refusal(allow, program, args, key));
     }
     let name = program.rsplit('/').next().unwrap_or(program);
-    let subcommand = args
-        .iter()
-        .find(|a| !a.starts_with('-'))
-        .map(String::as_str);
+    let mut refused: Vec<(&Risky, &String)> = Vec::new();
     for rule in RISKY.iter().filter(|r| r.program == name) {
-        if rule.subcommand.is_some() && rule.subcommand != subcommand {
+        // Any word may be the subcommand: options before it can take a value as a word of
+        // its own (`git -C DIR rebase`), so "the first word not an option" can be the value.
+        if let Some(sub) = rule.subcommand
+            && !args.iter().any(|a| a == sub)
+        {
             continue;
         }
-        let used = args.iter().any(|a| uses_option(a, rule.option));
         let spelled = matching.iter().any(|pattern| {
             pattern
                 .split_whitespace()
                 .skip(1)
-                .any(|w| uses_option(w, rule.option))
+                .any(|w| names_option(w, rule.option))
         });
-        if used && !spelled {
-            return Err(format!(
-                "`{name} {}` is refused: it {}. paddock refuses it for {name} unless the allowed \
-                 pattern names it; to allow it, add a pattern such as `\"{name} {} *\"` to `{key}.allow`",
-                rule.option, rule.why, rule.option
-            ));
+        if !spelled && let Some(used) = args.iter().find(|a| uses_option(a, rule.option)) {
+            refused.push((rule, used));
         }
     }
-    Ok(())
+    // The rule an argument names outright, before one it only abbreviates (`--exec` is
+    // `--exec` itself, and a prefix of `--exec-path`).
+    let named = refused
+        .iter()
+        .find(|(rule, used)| names_option(used, rule.option));
+    match named.or(refused.first()) {
+        Some((rule, used)) => Err(refused_option(name, rule, used, key)),
+        None => Ok(()),
+    }
 }
 
-/// `arg` is `option`, `option=value`, or (for a short option like `-c`) `-cVALUE`.
+/// The refusal of `used`, taken as `rule`'s option.
+fn refused_option(name: &str, rule: &Risky, used: &str, key: &str) -> String {
+    let option = rule.option;
+    let taken = if names_option(used, option) {
+        String::new()
+    } else {
+        format!(
+            " (`{}` is taken as `{option}`: {name} accepts any unique abbreviation of a long \
+             option, and a short one among others (`-qc`), so paddock refuses every prefix and \
+             cluster of it, even one a harmless option shares)",
+            used.split('=')
+                .next()
+                .unwrap_or(used)
+                .chars()
+                .take(80)
+                .collect::<String>()
+        )
+    };
+    format!(
+        "`{name} {option}` is refused: it {}{taken}. paddock refuses it for {name} unless the \
+         allowed pattern names it; to allow it, add a pattern such as `\"{name} {option} *\"` \
+         to `{key}.allow`",
+        rule.why
+    )
+}
+
+/// Whether `arg` may be taken as `option` by the program's parser. A long option (`--xyzzy`):
+/// the argument's name (before any `=`) is `--` and a prefix of it, one character at least, as
+/// git's parse-options, getopt_long and Perl's Getopt::Long accept unique abbreviations
+/// (`--receive-pa=CMD`); refusing a prefix another option shares too is the price of not
+/// knowing every option of every version. A short option (`-c`): a single-dash word holding
+/// its letter anywhere, since short options cluster (`-qcVALUE` is `-q -c VALUE`). Any other
+/// option (find's `-exec`, a word such as `run`): exactly that word.
 fn uses_option(arg: &str, option: &str) -> bool {
     if arg == option {
         return true;
     }
-    if option.starts_with("--") {
-        return arg.starts_with(&format!("{option}="));
+    if let Some(long) = option.strip_prefix("--") {
+        let name = arg.split('=').next().unwrap_or(arg);
+        return name
+            .strip_prefix("--")
+            .is_some_and(|given| !given.is_empty() && long.starts_with(given));
     }
-    // `-c` with its value attached; `--` options never match a short one.
-    option.len() == 2
-        && option.starts_with('-')
-        && arg.starts_with(option)
-        && !arg.starts_with("--")
+    match short_letter(option) {
+        Some(letter) => arg
+            .strip_prefix('-')
+            .is_some_and(|cluster| !cluster.starts_with('-') && cluster.contains(letter)),
+        None => false,
+    }
+}
+
+/// The letter of a short option (`-c`), or `None` for any other word.
+fn short_letter(option: &str) -> Option<char> {
+    let mut chars = option.strip_prefix('-')?.chars();
+    let letter = chars.next()?;
+    (chars.next().is_none() && letter != '-').then_some(letter)
+}
+
+/// Does a pattern's word name `option` itself: the option, `option=...`, or (short) `-cVALUE`?
+/// Only the user's own spelling allows a refused option, never an abbreviation of it.
+fn names_option(word: &str, option: &str) -> bool {
+    if word == option {
+        return true;
+    }
+    if option.starts_with("--") {
+        return word.starts_with(&format!("{option}="));
+    }
+    short_letter(option).is_some() && word.starts_with(option) && !word.starts_with("--")
 }
 
 /// Does `pattern` allow `program args`?
@@ -325,5 +441,105 @@ mod tests {
         assert!(run(&allow, "git add -u").is_ok());
         assert!(run(&allow, "git clean -x -n").is_ok());
         assert!(run(&allow, "cargo test -- --config").is_err());
+    }
+
+    #[test]
+    fn every_abbreviation_of_a_refused_long_option_is_refused() {
+        let allow = ["git", "cargo", "rg"];
+        for line in [
+            // The ones git's parse-options took past the list.
+            "git push --exec=touch origin",
+            "git push --receive-pa=touch origin",
+            "git clone --upload-pa=touch url dir",
+            // And the rest of the class.
+            "git push --exec touch origin",
+            "git push --rec=touch origin",
+            "git push --r=touch origin",
+            "git send-pack --exec=touch remote",
+            "git ls-remote --exec=touch origin",
+            "git ls-remote --upload-p=touch origin",
+            "git fetch --upload-pac=touch origin",
+            "git pull --upl=touch",
+            "git archive --exe=touch --remote=x HEAD",
+            "git rebase --ex=make main",
+            "git rebase --e make main",
+            "git clone --templ=/tmp/hooks url dir",
+            "git init --template=/tmp/hooks",
+            "git clone --config=core.fsmonitor=touch url dir",
+            "git clone --conf core.fsmonitor=touch url dir",
+            "git grep --open-files=vim x",
+            "git difftool --extc=touch",
+            "git send-email --sendmail=touch a.patch",
+            "git send-email --smtp-serv=/tmp/x a.patch",
+            "git --config-e=core.pager=X log",
+            "git --exec-p=/tmp status",
+            "cargo --conf target.x.runner=sh run",
+            "cargo test --co=build.rustc-wrapper=x",
+            "rg --pr cat needle",
+            "rg --hostname=touch x",
+        ] {
+            let err = run(&allow, line).expect_err(line);
+            assert!(err.contains("is refused"), "{line}: {err}");
+        }
+        let err = run(&allow, "git push --exec=touch origin").unwrap_err();
+        assert!(
+            err.starts_with("`git --exec` is refused"),
+            "named outright: {err}"
+        );
+        let err = run(&allow, "git push --receive-pa=touch origin").unwrap_err();
+        assert!(
+            err.contains("`--receive-pa` is taken as `--receive-pack`")
+                && err.contains("even one a harmless option shares"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn short_options_in_a_cluster_and_subcommands_after_global_options_are_refused() {
+        let allow = ["git", "cargo"];
+        for line in [
+            "git -qc core.pager=touch log",
+            "git clone -qu touch url dir",
+            "git clone -qutouch url dir",
+            "git rebase -ix make main",
+            "git -C sub rebase -x make main",
+            "git --git-dir .git rebase --exec make main",
+            "git grep -iO x",
+            "cargo build -vZ unstable-options",
+        ] {
+            assert!(run(&allow, line).is_err(), "{line}");
+        }
+    }
+
+    #[test]
+    fn other_options_and_the_users_own_spelling_still_pass() {
+        let allow = [
+            "git",
+            "cargo",
+            "git push --receive-pack=/usr/bin/git-receive-pack *",
+        ];
+        for line in [
+            "git push --force-with-lease origin",
+            "git diff --exit-code",
+            "git log --ext-diff",
+            "git log --reverse",
+            "git commit --template=msg.txt",
+            "git commit -am fix",
+            "git fetch -u origin",
+            "git status -sb",
+            "cargo test --color=never",
+            "cargo build --release",
+        ] {
+            assert!(run(&allow, line).is_ok(), "{line}: {:?}", run(&allow, line));
+        }
+        // Named in the pattern: the user's choice. An abbreviation of it is not the spelling.
+        assert!(
+            run(
+                &allow,
+                "git push --receive-pack=/usr/bin/git-receive-pack origin"
+            )
+            .is_ok()
+        );
+        assert!(run(&["git push --receive-pa=*"], "git push --receive-pa=x").is_err());
     }
 }
