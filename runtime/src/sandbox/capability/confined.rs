@@ -184,6 +184,11 @@ impl Confined {
         // holds there (a repository in a build cache has a `.git/config` as much as one in
         // the project).
         for path in grant.write.iter().filter(|p| p.exists()) {
+            if !path.is_dir() {
+                // A single file the preset names: it holds nothing, and is granted as named.
+                fs.write.push(path.clone());
+                continue;
+            }
             let shown = format!("exec grant write {}", path.display());
             let handle = real(path)
                 .and_then(|p| MountHandle::open(&p).map_err(|e| e.to_string()))
