@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::error::SetupError;
-use super::tools::{LoadFor, Loaded, load_preset};
+use super::tools::{LoadFor, Loaded, judge_preset};
 use super::trust::{ProjectUse, Trust};
 use super::{Env, Session};
 use crate::agent::DEFAULT_SYSTEM;
@@ -161,28 +161,31 @@ impl SessionBuilder {
         };
         let model_config =
             choose_model(&model, &preset_name, file.model.clone()).map_err(SetupError::usage)?;
-        // The model first: a start refused for it (a missing key) touches nothing on disk.
-        let provider: Box<dyn crate::model::Provider> = match &model_config {
-            None => Box::new(ScriptedProvider::demo()),
-            Some(config) => {
-                connect(config.clone()).map_err(|e| SetupError::usage(e.to_string()))?
-            }
-        };
         let session = new_session_id();
         let cwd = env.cwd.clone();
         let dir = env.store.session_dir(&session);
         let path = dir.join(LOG_FILE);
         let started = async {
-            let loaded = load_for_session(
+            // The same verdict as `preset check`: a preset it refuses never starts (P1).
+            let judged = judge_preset(
                 env,
                 &found,
                 &preset_name,
                 &mounts,
-                &session,
-                approver,
-                trust.as_ref(),
+                LoadFor::Session(&session),
             )
             .await?;
+            // The model before any plugin or server starts: a missing key refuses here.
+            let provider: Box<dyn crate::model::Provider> = match &model_config {
+                None => Box::new(ScriptedProvider::demo()),
+                Some(config) => {
+                    connect(config.clone()).map_err(|e| SetupError::usage(e.to_string()))?
+                }
+            };
+            let loaded = judged.load(approver).await?;
+            if let Some(note) = &loaded.lock_ignored {
+                trust.notice(note);
+            }
             loaded.start_compiling();
             let model = model_config
                 .as_ref()
@@ -206,33 +209,6 @@ impl SessionBuilder {
         forget_if_unstarted(&dir, &started);
         started
     }
-}
-
-/// Loads the preset of session `session` through the same verdict as `preset check` (a preset
-/// it refuses never starts, P1), telling `trust`'s front-end when a repository's lock was
-/// passed over because the repository is not trusted.
-async fn load_for_session(
-    env: Env,
-    found: &preset::Found,
-    preset_name: &str,
-    mounts: &[String],
-    session: &str,
-    approver: Box<dyn Approver>,
-    trust: &dyn Trust,
-) -> Result<Loaded, SetupError> {
-    let loaded = load_preset(
-        env,
-        found,
-        preset_name,
-        mounts,
-        LoadFor::Session(session),
-        approver,
-    )
-    .await?;
-    if let Some(note) = &loaded.lock_ignored {
-        trust.notice(note);
-    }
-    Ok(loaded)
 }
 
 /// After a start: if it failed before its `session/start` was written, the directory loading
@@ -268,16 +244,13 @@ impl SessionBuilder {
         let dir = env.store.session_dir(&session);
         let path = dir.join(LOG_FILE);
         let started = async {
-            let loaded = load_for_session(
-                env,
-                &found,
-                &preset_name,
-                &mounts,
-                &session,
-                approver,
-                trust.as_ref(),
-            )
-            .await?;
+            let loaded = judge_preset(env, &found, &preset_name, &mounts, LoadFor::Session(&session))
+                .await?
+                .load(approver)
+                .await?;
+            if let Some(note) = &loaded.lock_ignored {
+                trust.notice(note);
+            }
             let model = (client.to_string(), None);
             let start = start_record(&loaded, found, &cwd, model, String::new(), &[]);
             let (lock, log) = begin_log(&path, &start, tap)?;

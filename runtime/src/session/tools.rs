@@ -151,6 +151,31 @@ pub(crate) async fn load_preset(
     load_for: LoadFor<'_>,
     approver: Box<dyn Approver>,
 ) -> Result<Loaded, SetupError> {
+    judge_preset(env, found, preset_name, mounts, load_for)
+        .await?
+        .load(approver)
+        .await
+}
+
+/// A preset the verdict accepted, not yet loaded: nothing started, nothing written but the
+/// session's spill directory. A start connects its model between the two, so a preset `preset
+/// check` refuses is refused with the same message first, and a missing model key refuses
+/// before a plugin or server starts.
+pub(crate) struct Judgement {
+    env: Env,
+    session: String,
+    spill: Option<SpillDir>,
+    judged: Judged,
+}
+
+/// The first half of `load_preset`: the verdict, and the layers the preset relies on.
+pub(crate) async fn judge_preset(
+    env: Env,
+    found: &crate::preset::Found,
+    preset_name: &str,
+    mounts: &[String],
+    load_for: LoadFor<'_>,
+) -> Result<Judgement, SetupError> {
     let usage = SetupError::usage;
     let mounts = mounts
         .iter()
@@ -172,12 +197,40 @@ pub(crate) async fn load_preset(
         mount_override: (!mounts.is_empty()).then_some(&mounts[..]),
     };
     let judged = judge(&env, found, preset_name, start).await?;
+    layers_relied_on(&judged.resolved)?;
+    Ok(Judgement {
+        env,
+        session: session.to_string(),
+        spill,
+        judged,
+    })
+}
+
+impl Judgement {
+    /// The second half of `load_preset`: plugins, lock, registry, aliases, hooks.
+    pub(crate) async fn load(self, approver: Box<dyn Approver>) -> Result<Loaded, SetupError> {
+        let Judgement {
+            env,
+            session,
+            spill,
+            judged,
+        } = self;
+        load_judged(env, session, spill, judged, approver).await
+    }
+}
+
+async fn load_judged(
+    env: Env,
+    session: String,
+    spill: Option<SpillDir>,
+    judged: Judged,
+    approver: Box<dyn Approver>,
+) -> Result<Loaded, SetupError> {
     let Judged {
         resolved,
         plugins,
         warnings,
     } = judged;
-    layers_relied_on(&resolved)?;
     let mut lock = LockCheck::open(&env.cwd, env.store.root())?;
     lock.check_plugins(&env.store, &resolved, &plugins)?;
     let mut registry = Registry::of_plugins(plugins, &resolved)
@@ -207,7 +260,7 @@ pub(crate) async fn load_preset(
         chain,
         preset: resolved.name.clone(),
         resolved,
-        session: session.to_string(),
+        session,
         cancel,
         warnings,
         lock_ignored: lock.ignored.clone(),

@@ -127,6 +127,22 @@ pub(in crate::sandbox) const NAMES: &[Named] = &[
 /// The entries of a git directory that `is_git_dir` looks at.
 pub(in crate::sandbox) const GIT_DIR_MARKERS: [&str; 4] = ["HEAD", "commondir", "objects", "refs"];
 
+/// The entries of a git directory that git reads and that could make it run a program, or
+/// make the directory one: what a clean-up removes from a directory the run made a git
+/// directory, when the run created them.
+pub(in crate::sandbox) const GIT_DIR_ENTRIES: [&str; 10] = [
+    "HEAD",
+    "commondir",
+    "config",
+    "config.worktree",
+    "hooks",
+    "info",
+    "objects",
+    "refs",
+    "packed-refs",
+    "worktrees",
+];
+
 /// Would git take a directory holding these names for a git directory? `has` says whether the
 /// directory has an entry of that name, of any type (see the module comment).
 pub(in crate::sandbox) fn is_git_dir(has: impl Fn(&str) -> bool) -> bool {

@@ -267,22 +267,23 @@ fn is_protected_name(entry: &Entry) -> bool {
 }
 
 /// Makes `dir` no longer a git directory, if it is one, deleting only what the run created:
-/// `HEAD` (or `commondir`, `refs`, `objects`) when its inode was not seen before; else `HEAD`
-/// is renamed aside.
+/// every entry git reads from a git directory (`HEAD`, `commondir`, `config`, `hooks`, ...)
+/// whose inode was not seen before goes, so nothing planted waits for a later `HEAD`; if it
+/// is still a git directory after that, `HEAD` is renamed aside.
 fn disarm_git_dir(dir: &OwnedFd, seen: &HashSet<u64>) -> std::io::Result<()> {
     let fd = dir.as_raw_fd();
     let has = |n: &str| stat_at(fd, OsStr::new(n)).is_some();
     if !ambient::is_git_dir(has) {
         return Ok(());
     }
-    for marker in ["HEAD", "commondir", "refs", "objects"] {
+    for marker in ambient::GIT_DIR_ENTRIES {
         let name = OsStr::new(marker);
-        if stat_at(fd, name).is_some_and(|s| !seen.contains(&s.st_ino))
-            && remove_at(fd, name, 0, seen)?
-            && !ambient::is_git_dir(has)
-        {
-            return Ok(());
+        if stat_at(fd, name).is_some_and(|s| !seen.contains(&s.st_ino)) {
+            remove_at(fd, name, 0, seen)?;
         }
+    }
+    if !ambient::is_git_dir(has) {
+        return Ok(());
     }
     set_aside(fd, OsStr::new("HEAD")).map(|_| ())
 }
@@ -666,7 +667,9 @@ mod tests {
             std::fs::read_to_string(root.join("data/nested/.git/config")).unwrap(),
             "mine"
         );
-        assert!(!root.join("data/HEAD").exists());
+        for planted in ["HEAD", "config", "objects", "refs"] {
+            assert!(!root.join("data").join(planted).exists(), "data/{planted} is left");
+        }
         assert!(walk(root, &Protect::default()).unwrap().iter().all(|e| e.rel != Path::new("data")));
     }
 
