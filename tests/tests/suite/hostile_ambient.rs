@@ -383,6 +383,35 @@ fn a_planted_npmrc_runs_nothing() {
     );
 }
 
+/// Python's `pdb` reads `.pdbrc` from the working directory and runs it as debugger commands
+/// (a Python statement among them). A name with no placeholder at the root: a program can
+/// create it while it runs, and it must be gone when the run ends.
+#[test]
+fn a_planted_pdbrc_runs_nothing() {
+    if !have("python3") {
+        eprintln!("skipped: python3 is not installed");
+        return;
+    }
+    let setup = |s: &Scene| {
+        std::fs::write(s.root().join("t.py"), "print(1)\n").unwrap();
+    };
+    let plant = |s: &Scene| {
+        vec![Plant::Write(
+            ".pdbrc",
+            format!("import os; os.system({:?})\n", s.payload()),
+        )]
+    };
+    class(
+        ".pdbrc",
+        &ACTORS,
+        &no_grant,
+        &setup,
+        &plant,
+        ".",
+        "printf 'quit\\n' | python3 -m pdb t.py",
+    );
+}
+
 /// A repository whose hooks live in `.githooks` (`core.hooksPath`): they are ordinary files
 /// by name, protected because the repository's own configuration names them.
 #[test]

@@ -90,6 +90,46 @@ pub(in crate::sandbox) const NAMES: &[Named] = &[
         ".yarn/plugins",
         "yarn 2+: plugins .yarnrc.yml loads, run by every yarn command",
     ),
+    named_existing(
+        ".hg",
+        "Mercurial: a repository in any ancestor; its hgrc's hooks (pre-status, ...) and extensions run on every hg command",
+    ),
+    named_existing(
+        ".jj",
+        "Jujutsu: a repository in any ancestor; before 0.34 its repo config set ui.pager and aliases run by every jj command",
+    ),
+    named_existing(
+        ".tool-versions",
+        "asdf and mise: a `path:` version makes the tool's shim run a program from that directory",
+    ),
+    named_existing(
+        ".mvn",
+        "Maven: the mvn script passes .mvn/jvm.config (a -javaagent) and maven.config to every mvn command, `mvn -v` included",
+    ),
+    named_existing(
+        ".jvmopts",
+        "sbt: the launcher passes it to the JVM of every sbt command",
+    ),
+    named_existing(
+        ".sbtopts",
+        "sbt: the launcher reads it on every sbt command",
+    ),
+    named_existing(
+        ".bazelrc",
+        "Bazel: startup options (host_jvm_args) and run_under apply to every bazel command",
+    ),
+    named_existing(
+        ".pdbrc",
+        "Python's pdb: read from the working directory and run as debugger commands (`!` runs Python)",
+    ),
+    named_existing(
+        ".irbrc",
+        "Ruby's irb: loads it from the working directory",
+    ),
+    named_existing(
+        ".pryrc",
+        "Ruby's pry: loads it from the working directory",
+    ),
     named(
         ".pnpmfile.cjs",
         "pnpm: hooks run by every install",
@@ -230,6 +270,12 @@ mod tests {
             ".yarn/releases/yarn-4.cjs",
             ".vscode/settings.json",
             "x/.helix/languages.toml",
+            "sub/.hg/hgrc",
+            ".jj/repo/config.toml",
+            "web/.tool-versions",
+            ".mvn/jvm.config",
+            "app/.bazelrc",
+            ".pdbrc",
         ] {
             assert!(names(p), "{p}");
         }
