@@ -162,6 +162,38 @@ pub(in crate::sandbox) const NAMES: &[Named] = &[
         ".idea",
         "JetBrains IDEs: run configurations and tool paths the IDE runs",
     ),
+    named_existing(
+        ".claude",
+        "Claude Code: settings.json hooks (shell commands) and MCP servers its next session in the project runs",
+    ),
+    named_existing(
+        ".mcp.json",
+        "Claude Code: the project's MCP servers, commands it starts",
+    ),
+    named_existing(
+        ".codex",
+        "codex: a trusted project's config.toml names MCP servers and a notify program it runs",
+    ),
+    named_existing(
+        ".gemini",
+        "Gemini CLI: settings.json names MCP servers and hooks it runs",
+    ),
+    named_existing(
+        ".cursor",
+        "Cursor: mcp.json servers and hooks.json commands it runs",
+    ),
+    named_existing(
+        ".opencode",
+        "opencode: plugins and MCP servers it loads on start",
+    ),
+    named_existing(
+        "opencode.json",
+        "opencode: MCP servers (commands) and plugins it starts",
+    ),
+    named_existing(
+        "opencode.jsonc",
+        "opencode: MCP servers (commands) and plugins it starts",
+    ),
 ];
 
 /// The entries of a git directory that `is_git_dir` looks at.
@@ -276,6 +308,8 @@ mod tests {
             ".mvn/jvm.config",
             "app/.bazelrc",
             ".pdbrc",
+            ".claude/settings.json",
+            "sub/opencode.json",
         ] {
             assert!(names(p), "{p}");
         }
