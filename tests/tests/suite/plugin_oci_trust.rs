@@ -1,0 +1,279 @@
+//! Whom a trusted key vouches for, through the real binary against the loopback registry of
+//! `plugin_oci`: a key trusted `--for` reference patterns signs only what matches them (at
+//! install and again at every session start); an upgrade signed only by another key than the
+//! installed version's is a signer change that asks like a widening; `plugin sign` says the
+//! digest it signs and, given `--digest`, signs nothing when the tag moved.
+
+use crate::agent_common::{Project, text};
+use crate::plugin_oci::{Registry, assert_nothing_installed, http, publish_fs, read_through, run};
+use crate::plugin_oci_signing::KeyPair;
+use crate::plugin_upgrade::{component, content, greet, publish, record};
+
+fn trust_for(project: &Project, key: &KeyPair, name: &str, patterns: &[&str]) -> String {
+    let public = key.public();
+    let mut args = vec!["plugin", "trust-key", name, public.to_str().unwrap()];
+    for pattern in patterns {
+        args.extend(["--for", pattern]);
+    }
+    let out = run(project, &args);
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_key_trusted_for_some_repositories_vouches_for_no_other() {
+    let registry = Registry::start();
+    let publisher = Project::new(&[]);
+    let key = KeyPair::new();
+    let acme = registry.oci("acme/fs:1.0");
+    let other = registry.oci("other/fs:1.0");
+    publish_fs(&publisher, &acme);
+    publish_fs(&publisher, &other);
+    key.sign(&publisher, &acme);
+    key.sign(&publisher, &other);
+
+    let user = Project::new(&[]);
+    let scope = format!("{}/acme/*", registry.addr);
+    let said = trust_for(&user, &key, "acme", &[&scope]);
+    assert!(said.contains(&format!("for `{scope}`")), "{said}");
+    let listed = run(&user, &["plugin", "trust-key", "--list"]);
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(
+        listed.contains("acme") && listed.contains(&key.fingerprint()) && listed.contains(&scope),
+        "{listed}"
+    );
+
+    let out = run(&user, &["plugin", "install", &other]);
+    let shown = text(&out);
+    assert!(!out.status.success(), "{shown}");
+    assert!(
+        shown.contains("trusted key `acme`"),
+        "names the key: {shown}"
+    );
+    assert!(shown.contains(&scope), "names its scope: {shown}");
+    assert!(
+        shown.contains(&format!("not for {}/other/fs", registry.addr)),
+        "names the reference: {shown}"
+    );
+    assert!(shown.contains("--for"), "how to widen it: {shown}");
+    assert_nothing_installed(&user);
+
+    let out = run(&user, &["plugin", "install", &acme, "--name", "acmefs"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    // Bad patterns are refused and nothing is trusted.
+    let public = key.public();
+    for bad in ["ghcr.io", "*/acme/fs", "ghcr.io/acme/fs:1.0"] {
+        let out = run(
+            &user,
+            &[
+                "plugin",
+                "trust-key",
+                "bad",
+                public.to_str().unwrap(),
+                "--for",
+                bad,
+            ],
+        );
+        assert!(!out.status.success(), "{bad}");
+        assert!(
+            text(&out).contains("is not a reference pattern"),
+            "{}",
+            text(&out)
+        );
+    }
+
+    // A key without --for vouches for any reference, and says so.
+    let anyone = Project::new(&[]);
+    let said = trust_for(&anyone, &key, "acme", &[]);
+    assert!(said.contains("any reference (no --for)"), "{said}");
+    let out = run(&anyone, &["plugin", "install", &other, "--name", "otherfs"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let json = read_through(&anyone, "otherfs");
+    assert!(
+        json["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("hello from the registry"),
+        "{json}"
+    );
+    // Narrowed later to acme/*: the installed `other` plugin no longer loads.
+    let out = run(&anyone, &["plugin", "trust-key", "--remove", "acme"]);
+    assert!(out.status.success(), "{}", text(&out));
+    trust_for(&anyone, &key, "acme", &[&scope]);
+    let json = read_through(&anyone, "otherfs");
+    let shown = json.to_string();
+    assert_eq!(json["ok"], false, "{shown}");
+    assert!(shown.contains("vouches only for"), "{shown}");
+    assert!(shown.contains(&scope), "{shown}");
+}
+
+#[test]
+fn an_upgrade_signed_only_by_another_key_asks_before_it_is_installed() {
+    let registry = Registry::start();
+    let publisher = Project::new(&[]);
+    let (a, b) = (KeyPair::new(), KeyPair::new());
+    let reference = registry.oci("plugins/greeter:1.0");
+    let (base, _) = component("base");
+    let (fewer, fewer_bytes) = component("fewer");
+    publish(&publisher, &base, &reference, &a);
+
+    let user = Project::new(&[]);
+    a.trust(&user, "alice");
+    b.trust(&user, "bob");
+    let out = run(
+        &user,
+        &["plugin", "install", &reference, "--name", "greeter"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        record(&user, "greeter")["origin"]["signature"]["key"],
+        "alice"
+    );
+
+    // The tag moves to a narrowing version (one tool fewer), signed by bob alone.
+    publish(&publisher, &fewer, &reference, &b);
+    let out = run(&user, &["plugin", "upgrade", "greeter"]);
+    let shown = text(&out);
+    assert!(!out.status.success(), "{shown}");
+    assert!(
+        shown.contains(&format!(
+            "+ signer changed: key `alice` ({}) -> key `bob` ({})",
+            a.fingerprint(),
+            b.fingerprint()
+        )),
+        "{shown}"
+    );
+    assert!(shown.contains("--accept-widening"), "{shown}");
+    assert_eq!(
+        record(&user, "greeter")["origin"]["signature"]["key"],
+        "alice"
+    );
+    assert_eq!(content(&greet(&user, "greeter")), "hello ada from base");
+
+    // Signed again by alice (in bob's place): the same signer, nothing to ask.
+    a.sign(&publisher, &reference);
+    let out = run(&user, &["plugin", "upgrade", "greeter"]);
+    let shown = text(&out);
+    assert!(out.status.success(), "{shown}");
+    assert!(!shown.contains("signer changed"), "{shown}");
+    let upgraded = record(&user, "greeter");
+    assert_eq!(
+        upgraded["sha256"],
+        crate::plugin_oci::sha256_hex(&fewer_bytes)
+    );
+    assert_eq!(upgraded["origin"]["signature"]["key"], "alice");
+}
+
+#[test]
+fn an_accepted_signer_change_records_the_new_signer() {
+    let registry = Registry::start();
+    let publisher = Project::new(&[]);
+    let (a, b) = (KeyPair::new(), KeyPair::new());
+    let reference = registry.oci("plugins/greeter:1.0");
+    let (base, _) = component("base");
+    let (fewer, _) = component("fewer");
+    publish(&publisher, &base, &reference, &a);
+    let user = Project::new(&[]);
+    a.trust(&user, "alice");
+    b.trust(&user, "bob");
+    let out = run(
+        &user,
+        &["plugin", "install", &reference, "--name", "greeter"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    publish(&publisher, &fewer, &reference, &b);
+    let out = run(
+        &user,
+        &["plugin", "upgrade", "greeter", "--accept-widening"],
+    );
+    let shown = text(&out);
+    assert!(out.status.success(), "{shown}");
+    assert!(
+        shown.contains("signer changed"),
+        "the diff shows it: {shown}"
+    );
+    assert_eq!(
+        record(&user, "greeter")["origin"]["signature"]["key"],
+        "bob"
+    );
+    assert_eq!(content(&greet(&user, "greeter")), "hello ada from fewer");
+}
+
+#[test]
+fn plugin_sign_says_the_digest_it_signs_and_refuses_a_tag_that_moved() {
+    let registry = Registry::start();
+    let publisher = Project::new(&[]);
+    let key = KeyPair::new();
+    let reference = registry.oci("plugins/fs:1.0");
+    let first = publish_fs(&publisher, &reference);
+    let private = key.private();
+    let private = private.to_str().unwrap();
+
+    // The tag moves before the signer looked: --digest names what was checked.
+    let second = publish_fs(&publisher, &reference);
+    assert_ne!(first, second);
+    let out = run(
+        &publisher,
+        &[
+            "plugin", "sign", &reference, "--key", private, "--digest", &first,
+        ],
+    );
+    let shown = text(&out);
+    assert!(!out.status.success(), "{shown}");
+    assert!(
+        shown.contains(&format!("resolves to {second}, not the {first}")),
+        "{shown}"
+    );
+    assert!(shown.contains("nothing was signed"), "{shown}");
+    for digest in [&first, &second] {
+        let tag = format!("{}.sig", digest.replacen(':', "-", 1));
+        let (status, ..) = http(
+            &registry.addr,
+            "GET",
+            &format!("/v2/plugins/fs/manifests/{tag}"),
+            &[],
+            b"",
+        );
+        assert_eq!(status, 404, "a signature was pushed for {digest}");
+    }
+
+    let out = run(
+        &publisher,
+        &[
+            "plugin", "sign", &reference, "--key", private, "--digest", &second,
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stdout.contains(&format!("signing manifest {second}")),
+        "{stdout}"
+    );
+
+    let out = run(
+        &publisher,
+        &["plugin", "sign", &reference, "--key", private],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stdout.contains(&format!("signing manifest {second}")),
+        "{stdout}"
+    );
+
+    let out = run(
+        &publisher,
+        &[
+            "plugin",
+            "sign",
+            &reference,
+            "--key",
+            private,
+            "--digest",
+            "sha256:abc",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(text(&out).contains("is not a SHA-256"), "{}", text(&out));
+}
