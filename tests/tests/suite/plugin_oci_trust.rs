@@ -5,6 +5,7 @@
 //! digest it signs and, given `--digest`, signs nothing when the tag moved.
 
 use crate::agent_common::{Project, text};
+use crate::plugin_lock::{preset, project, run_home, tool_list, trust_project};
 use crate::plugin_oci::{Registry, assert_nothing_installed, http, publish_fs, read_through, run};
 use crate::plugin_oci_signing::KeyPair;
 use crate::plugin_upgrade::{component, content, greet, publish, record};
@@ -276,4 +277,88 @@ fn plugin_sign_says_the_digest_it_signs_and_refuses_a_tag_that_moved() {
     );
     assert!(!out.status.success());
     assert!(text(&out).contains("is not a SHA-256"), "{}", text(&out));
+}
+
+#[test]
+fn install_locked_holds_a_keys_scope_from_the_registry_and_from_blobs() {
+    let registry = Registry::start();
+    let publisher = Project::new(&[]);
+    let reference = registry.oci("plugins/fs:1.0");
+    publish_fs(&publisher, &reference);
+    let key = KeyPair::new();
+    key.sign(&publisher, &reference);
+
+    // A first machine installs it; a session records it in the project's lock.
+    let first = project();
+    key.trust(&first, "publisher");
+    let out = run(
+        &first,
+        &["plugin", "install", &reference, "--name", "ocifs"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let out = tool_list(&first, &preset(&first, "ocifs"));
+    assert!(out.status.success(), "{}", text(&out));
+
+    let public = key.public();
+    let trust = |home: &std::path::Path, pattern: &str| {
+        let args = [
+            "plugin",
+            "trust-key",
+            "publisher",
+            public.to_str().unwrap(),
+            "--for",
+            pattern,
+        ];
+        let out = run_home(&first, home, &args);
+        assert!(out.status.success(), "{}", text(&out));
+    };
+    let elsewhere = format!("{}/acme/*", registry.addr);
+
+    // From the registry, with the key trusted only for acme/*: refused.
+    let fresh = tempfile::tempdir().unwrap();
+    trust(fresh.path(), &elsewhere);
+    trust_project(&first, fresh.path());
+    let out = run_home(&first, fresh.path(), &["plugin", "install", "--locked"]);
+    let shown = text(&out);
+    assert!(!out.status.success(), "{shown}");
+    assert!(
+        shown.contains("vouches only for") && shown.contains(&elsewhere),
+        "{shown}"
+    );
+    assert!(!fresh.path().join("installed/ocifs.json").exists());
+
+    // From blobs/ (the offline re-check of the signature the lock records): refused too.
+    let cached = tempfile::tempdir().unwrap();
+    std::fs::create_dir(cached.path().join("blobs")).unwrap();
+    let (_, fs_bytes) = crate::plugin_oci::fs_wasm();
+    let blob = format!("blobs/{}.wasm", crate::plugin_oci::sha256_hex(&fs_bytes));
+    std::fs::copy(first.home.path().join(&blob), cached.path().join(&blob)).unwrap();
+    trust(cached.path(), &elsewhere);
+    trust_project(&first, cached.path());
+    drop(registry);
+    let out = run_home(&first, cached.path(), &["plugin", "install", "--locked"]);
+    let shown = text(&out);
+    assert!(!out.status.success(), "{shown}");
+    assert!(
+        shown.contains("vouches only for") && shown.contains(&elsewhere),
+        "{shown}"
+    );
+    assert!(!cached.path().join("installed/ocifs.json").exists());
+
+    // Trusted for plugins/*, the blob stands for the lock's entry.
+    let out = run_home(
+        &first,
+        cached.path(),
+        &["plugin", "trust-key", "--remove", "publisher"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let addr = reference
+        .trim_start_matches("oci://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    trust(cached.path(), &format!("{addr}/plugins/*"));
+    let out = run_home(&first, cached.path(), &["plugin", "install", "--locked"]);
+    assert!(out.status.success(), "{}", text(&out));
 }
