@@ -27,8 +27,7 @@ use reqwest::header::{
 };
 use reqwest::{Method, StatusCode, Url};
 
-use super::https::error_chain;
-use super::remote::{MAX_MANIFEST_BYTES, RemoteError, is_loopback_host, truncate};
+use super::remote::{MAX_MANIFEST_BYTES, RemoteError, error_chain, is_loopback_host, truncate};
 
 /// The environment variable that sets the overall deadline of one download, in seconds.
 pub const DOWNLOAD_TIMEOUT_VAR: &str = "PADDOCK_DOWNLOAD_TIMEOUT_SECS";
@@ -461,6 +460,22 @@ impl Registry {
         self.base.join(&path).unwrap_or_else(|_| self.base.clone())
     }
 
+    /// `rest` of this repository's API (`manifests/…`, `blobs/…`) requested with the registry's
+    /// own authorization.
+    async fn call(
+        &self,
+        method: Method,
+        rest: &str,
+        headers: HeaderMap,
+        body: Option<bytes::Bytes>,
+        action: &'static str,
+    ) -> Result<reqwest::Response, RemoteError> {
+        let url = self.url(rest);
+        let authorization = self.authorization.as_ref();
+        self.send(method, url, headers, body, authorization, action)
+            .await
+    }
+
     fn accept(types: &[&str]) -> HeaderMap {
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT, header_value(&types.join(", ")));
@@ -476,16 +491,8 @@ impl Registry {
         accept: &[&str],
         action: &'static str,
     ) -> Result<String, RemoteError> {
-        let url = self.url(&format!("manifests/{reference}"));
         let response = self
-            .send(
-                Method::HEAD,
-                url,
-                Self::accept(accept),
-                None,
-                self.authorization.as_ref(),
-                action,
-            )
+            .call(Method::HEAD, &format!("manifests/{reference}"), Self::accept(accept), None, action)
             .await?;
         if !response.status().is_success() {
             return Err(self.status_error(action, response).await);
@@ -517,16 +524,8 @@ impl Registry {
         accept: &[&str],
         action: &'static str,
     ) -> Result<Option<Vec<u8>>, RemoteError> {
-        let url = self.url(&format!("manifests/{reference}"));
         let response = self
-            .send(
-                Method::GET,
-                url,
-                Self::accept(accept),
-                None,
-                self.authorization.as_ref(),
-                action,
-            )
+            .call(Method::GET, &format!("manifests/{reference}"), Self::accept(accept), None, action)
             .await?;
         if response.status() == StatusCode::NOT_FOUND {
             return Ok(None);
@@ -547,16 +546,8 @@ impl Registry {
         digest: &str,
         action: &'static str,
     ) -> Result<reqwest::Response, RemoteError> {
-        let url = self.url(&format!("blobs/{digest}"));
         let response = self
-            .send(
-                Method::GET,
-                url,
-                HeaderMap::new(),
-                None,
-                self.authorization.as_ref(),
-                action,
-            )
+            .call(Method::GET, &format!("blobs/{digest}"), HeaderMap::new(), None, action)
             .await?;
         if !response.status().is_success() {
             return Err(self.status_error(action, response).await);
@@ -572,14 +563,12 @@ impl Registry {
         digest: &str,
         action: &'static str,
     ) -> Result<(), RemoteError> {
-        let auth = self.authorization.as_ref();
         let exists = self
-            .send(
+            .call(
                 Method::HEAD,
-                self.url(&format!("blobs/{digest}")),
+                &format!("blobs/{digest}"),
                 HeaderMap::new(),
                 None,
-                auth,
                 action,
             )
             .await?;
@@ -587,12 +576,11 @@ impl Registry {
             return Ok(());
         }
         let started = self
-            .send(
+            .call(
                 Method::POST,
-                self.url("blobs/uploads/"),
+                "blobs/uploads/",
                 HeaderMap::new(),
                 Some(bytes::Bytes::new()),
-                auth,
                 action,
             )
             .await?;
@@ -623,8 +611,9 @@ impl Registry {
             CONTENT_TYPE,
             HeaderValue::from_static("application/octet-stream"),
         );
+        let authorization = self.authorization.as_ref();
         let done = self
-            .send(Method::PUT, url, headers, Some(bytes.into()), auth, action)
+            .send(Method::PUT, url, headers, Some(bytes.into()), authorization, action)
             .await?;
         if done.status() != StatusCode::CREATED {
             return Err(self.status_error(action, done).await);
@@ -643,12 +632,11 @@ impl Registry {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, header_value(media_type));
         let done = self
-            .send(
+            .call(
                 Method::PUT,
-                self.url(&format!("manifests/{tag}")),
+                &format!("manifests/{tag}"),
                 headers,
                 Some(manifest.into()),
-                self.authorization.as_ref(),
                 action,
             )
             .await?;

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::remote::{
-    Download, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, Verified, is_loopback_host,
-    parse_sha256, truncate,
+    Download, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, Verified, error_chain,
+    is_loopback_host, parse_sha256, truncate,
 };
 
 const MAX_REDIRECTS: usize = 5;
@@ -132,19 +132,4 @@ fn fetch_error(given: &str, action: &'static str, e: &reqwest::Error) -> RemoteE
         answer: error_chain(e),
         fix: "check the URL and that the host is reachable".to_string(),
     }
-}
-
-/// An error with its causes, `a: b: c` (reqwest's own text leaves the cause out).
-pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    truncate(&text, 600)
 }

@@ -18,11 +18,10 @@ use oci_client::Reference;
 use serde::{Deserialize, Serialize};
 
 use super::distribution::{self, Access, Registry};
-use super::https::error_chain;
 use super::registry_auth::AuthChoice;
 use super::remote::{
     Download, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, SignatureRefusal, Verified,
-    digest_hex, truncate,
+    digest_hex, error_chain, truncate,
 };
 use super::signature::{
     self, LayerVerdict, MAX_PAYLOAD_BYTES, MAX_SIGNATURE_LAYERS, SIGNATURE_ANNOTATION,

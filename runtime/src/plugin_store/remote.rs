@@ -240,6 +240,21 @@ pub fn truncate(text: &str, max: usize) -> String {
         .collect()
 }
 
+/// An error with its causes, `a: b: c` (reqwest's own text leaves the cause out).
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    truncate(&text, 600)
+}
+
 /// A file being downloaded into `downloads/` under the data directory: private (0600), hashed
 /// as it is written, capped, and deleted when dropped unless its digest was verified.
 pub struct Download {

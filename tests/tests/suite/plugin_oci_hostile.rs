@@ -140,6 +140,32 @@ fn artifact(layer: &[u8]) -> (Vec<u8>, String, String) {
 }
 
 const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+const UNKNOWN: &[u8] = br#"{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}"#;
+
+/// Answers `/v2/` and the manifest of `x/fs` (by tag `1.0` and by `digest`) as a registry
+/// would; false for any other path.
+fn serve_artifact(
+    method: &str,
+    path: &str,
+    stream: &mut TcpStream,
+    manifest: &[u8],
+    digest: &str,
+) -> bool {
+    if path == "/v2/" {
+        respond(stream, "200 OK", &[], b"{}");
+        return true;
+    }
+    if path != "/v2/x/fs/manifests/1.0" && path != format!("/v2/x/fs/manifests/{digest}") {
+        return false;
+    }
+    let body: &[u8] = if method == "HEAD" { b"" } else { manifest };
+    let headers = [
+        ("Docker-Content-Digest", digest),
+        ("Content-Type", MANIFEST),
+    ];
+    respond(stream, "200 OK", &headers, body);
+    true
+}
 
 /// A registry of `x/fs:1.0` whose answer at `endless` (a path) is a body that never ends:
 /// it counts what it wrote until the connection closed.
@@ -147,7 +173,6 @@ fn endless_at(
     endless: impl Fn(&str) -> bool + Send + Sync + 'static,
 ) -> (Fake, Arc<AtomicU64>, Arc<AtomicBool>) {
     let (manifest, digest, _) = artifact(b"not fetched");
-    let sig_tag = format!("{}.sig", digest.replacen(':', "-", 1));
     let written = Arc::new(AtomicU64::new(0));
     let closed = Arc::new(AtomicBool::new(false));
     let (w, c) = (written.clone(), closed.clone());
@@ -168,23 +193,8 @@ fn endless_at(
             c.store(true, Ordering::SeqCst);
             return;
         }
-        let digest_header = [
-            ("Docker-Content-Digest", digest.as_str()),
-            ("Content-Type", MANIFEST),
-        ];
-        match path {
-            "/v2/" => respond(stream, "200 OK", &[], b"{}"),
-            p if p == "/v2/x/fs/manifests/1.0" || p == format!("/v2/x/fs/manifests/{digest}") => {
-                let body: &[u8] = if method == "HEAD" { b"" } else { &manifest };
-                respond(stream, "200 OK", &digest_header, body);
-            }
-            p if p == format!("/v2/x/fs/manifests/{sig_tag}") => respond(
-                stream,
-                "404 Not Found",
-                &[],
-                br#"{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}"#,
-            ),
-            _ => respond(stream, "404 Not Found", &[], b""),
+        if !serve_artifact(method, path, stream, &manifest, &digest) {
+            respond(stream, "404 Not Found", &[], UNKNOWN);
         }
     });
     (Fake::start(answer), written, closed)
@@ -250,30 +260,21 @@ fn a_layer_that_trickles_is_cut_off_at_the_download_deadline() {
     let layer = vec![b'w'; 4096];
     let (manifest, digest, layer_digest) = artifact(&layer);
     let answer: Arc<Answer> = Arc::new(move |method, path, _head, stream| {
-        let digest_header = [
-            ("Docker-Content-Digest", digest.as_str()),
-            ("Content-Type", MANIFEST),
-        ];
-        match path {
-            "/v2/" => respond(stream, "200 OK", &[], b"{}"),
-            p if p == "/v2/x/fs/manifests/1.0" || p == format!("/v2/x/fs/manifests/{digest}") => {
-                let body: &[u8] = if method == "HEAD" { b"" } else { &manifest };
-                respond(stream, "200 OK", &digest_header, body);
+        if serve_artifact(method, path, stream, &manifest, &digest) {
+            return;
+        }
+        if path != format!("/v2/x/fs/blobs/{layer_digest}") {
+            return respond(stream, "404 Not Found", &[], UNKNOWN);
+        }
+        let _ = stream.write_all(
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", layer.len()).as_bytes(),
+        );
+        // One byte a second: each read is quick, the whole would take over an hour.
+        for byte in &layer {
+            if stream.write_all(&[*byte]).is_err() {
+                return;
             }
-            p if p == format!("/v2/x/fs/blobs/{layer_digest}") => {
-                let _ = stream.write_all(
-                    format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", layer.len())
-                        .as_bytes(),
-                );
-                // One byte a second: each read is quick, the whole would take over an hour.
-                for byte in &layer {
-                    if stream.write_all(&[*byte]).is_err() {
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_secs(1));
-                }
-            }
-            _ => respond(stream, "404 Not Found", &[], b""),
+            std::thread::sleep(Duration::from_secs(1));
         }
     });
     let fake = Fake::start(answer);
@@ -348,12 +349,7 @@ fn realm_registry(realm: impl Fn(&str) -> String + Send + Sync + 'static) -> Fak
                 br#"{"token":"own-token"}"#,
             );
         } else {
-            respond(
-                stream,
-                "404 Not Found",
-                &[],
-                br#"{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}"#,
-            );
+            respond(stream, "404 Not Found", &[], UNKNOWN);
         }
     });
     let fake = Fake::start(answer);
@@ -362,6 +358,18 @@ fn realm_registry(realm: impl Fn(&str) -> String + Send + Sync + 'static) -> Fak
 }
 
 const PASSWORD: &str = "s3cret-registry-pw";
+
+/// `fake` was asked (by `what`), and never with credentials.
+fn assert_asked_without_credentials(fake: &Fake, what: &str, out: &Output) {
+    let heads = fake.heads();
+    assert!(!heads.is_empty(), "{what} was never asked: {}", text(out));
+    for head in &heads {
+        assert!(
+            !carries_credentials(head),
+            "the other host received credentials:\n{head}"
+        );
+    }
+}
 
 fn carries_credentials(head: &str) -> bool {
     header(head, "authorization").is_some()
@@ -392,18 +400,7 @@ fn a_token_realm_on_another_port_never_receives_the_registry_password() {
         Duration::from_secs(60),
     );
     assert!(!out.status.success(), "{}", text(&out));
-    let asked = elsewhere.heads();
-    assert!(
-        !asked.is_empty(),
-        "the token service was never asked: {}",
-        text(&out)
-    );
-    for head in &asked {
-        assert!(
-            !carries_credentials(head),
-            "the other host received credentials:\n{head}"
-        );
-    }
+    assert_asked_without_credentials(&elsewhere, "the token service", &out);
     // The anonymous token is what the registry then sees.
     assert!(
         registry
@@ -437,12 +434,7 @@ fn a_token_realm_on_another_port_never_receives_the_registry_password() {
 #[test]
 fn a_redirect_to_another_host_gets_no_credentials_and_plain_http_elsewhere_is_refused() {
     let elsewhere = Fake::start(Arc::new(|_method, _path, _head, stream| {
-        respond(
-            stream,
-            "404 Not Found",
-            &[],
-            br#"{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}"#,
-        );
+        respond(stream, "404 Not Found", &[], UNKNOWN);
     }));
     let target = Arc::new(Mutex::new(format!(
         "http://{}/v2/x/fs/manifests/1.0",
@@ -487,18 +479,7 @@ fn a_redirect_to_another_host_gets_no_credentials_and_plain_http_elsewhere_is_re
         "the registry itself gets the credentials: {:?}",
         registry.heads()
     );
-    let followed = elsewhere.heads();
-    assert!(
-        !followed.is_empty(),
-        "the redirect was not followed: {}",
-        text(&out)
-    );
-    for head in &followed {
-        assert!(
-            !carries_credentials(head),
-            "the other host received credentials:\n{head}"
-        );
-    }
+    assert_asked_without_credentials(&elsewhere, "the redirect's target", &out);
 
     // Plain http to a host that is not this machine: refused before any connection.
     *target.lock().unwrap() = "http://registry.example.invalid/v2/x/fs/manifests/1.0".into();

@@ -109,96 +109,102 @@ fn a_key_trusted_for_some_repositories_vouches_for_no_other() {
     assert!(shown.contains(&scope), "{shown}");
 }
 
+/// `base` published at `plugins/greeter:1.0` signed by alice and installed as `greeter` by a
+/// user who trusts alice and bob; then the tag moved to `fewer` (one tool fewer: a narrowing),
+/// signed by bob alone.
+struct SignerChange {
+    _registry: Registry,
+    publisher: Project,
+    alice: KeyPair,
+    bob: KeyPair,
+    reference: String,
+    user: Project,
+    fewer_bytes: Vec<u8>,
+}
+
+impl SignerChange {
+    fn new() -> SignerChange {
+        let registry = Registry::start();
+        let publisher = Project::new(&[]);
+        let (alice, bob) = (KeyPair::new(), KeyPair::new());
+        let reference = registry.oci("plugins/greeter:1.0");
+        let (base, _) = component("base");
+        let (fewer, fewer_bytes) = component("fewer");
+        publish(&publisher, &base, &reference, &alice);
+        let user = Project::new(&[]);
+        alice.trust(&user, "alice");
+        bob.trust(&user, "bob");
+        let out = run(
+            &user,
+            &["plugin", "install", &reference, "--name", "greeter"],
+        );
+        assert!(out.status.success(), "{}", text(&out));
+        assert_eq!(signer(&user), "alice");
+        publish(&publisher, &fewer, &reference, &bob);
+        SignerChange {
+            _registry: registry,
+            publisher,
+            alice,
+            bob,
+            reference,
+            user,
+            fewer_bytes,
+        }
+    }
+}
+
+fn signer(user: &Project) -> serde_json::Value {
+    record(user, "greeter")["origin"]["signature"]["key"].clone()
+}
+
 #[test]
 fn an_upgrade_signed_only_by_another_key_asks_before_it_is_installed() {
-    let registry = Registry::start();
-    let publisher = Project::new(&[]);
-    let (a, b) = (KeyPair::new(), KeyPair::new());
-    let reference = registry.oci("plugins/greeter:1.0");
-    let (base, _) = component("base");
-    let (fewer, fewer_bytes) = component("fewer");
-    publish(&publisher, &base, &reference, &a);
-
-    let user = Project::new(&[]);
-    a.trust(&user, "alice");
-    b.trust(&user, "bob");
-    let out = run(
-        &user,
-        &["plugin", "install", &reference, "--name", "greeter"],
-    );
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(
-        record(&user, "greeter")["origin"]["signature"]["key"],
-        "alice"
-    );
-
-    // The tag moves to a narrowing version (one tool fewer), signed by bob alone.
-    publish(&publisher, &fewer, &reference, &b);
-    let out = run(&user, &["plugin", "upgrade", "greeter"]);
+    let c = SignerChange::new();
+    let out = run(&c.user, &["plugin", "upgrade", "greeter"]);
     let shown = text(&out);
     assert!(!out.status.success(), "{shown}");
     assert!(
         shown.contains(&format!(
             "+ signer changed: key `alice` ({}) -> key `bob` ({})",
-            a.fingerprint(),
-            b.fingerprint()
+            c.alice.fingerprint(),
+            c.bob.fingerprint()
         )),
         "{shown}"
     );
+    assert!(shown.contains("its layer was not downloaded"), "{shown}");
     assert!(shown.contains("--accept-widening"), "{shown}");
-    assert_eq!(
-        record(&user, "greeter")["origin"]["signature"]["key"],
-        "alice"
-    );
-    assert_eq!(content(&greet(&user, "greeter")), "hello ada from base");
+    assert_eq!(signer(&c.user), "alice");
+    assert_eq!(content(&greet(&c.user, "greeter")), "hello ada from base");
 
     // Signed again by alice (in bob's place): the same signer, nothing to ask.
-    a.sign(&publisher, &reference);
-    let out = run(&user, &["plugin", "upgrade", "greeter"]);
+    c.alice.sign(&c.publisher, &c.reference);
+    let out = run(&c.user, &["plugin", "upgrade", "greeter"]);
     let shown = text(&out);
     assert!(out.status.success(), "{shown}");
     assert!(!shown.contains("signer changed"), "{shown}");
-    let upgraded = record(&user, "greeter");
+    let upgraded = record(&c.user, "greeter");
     assert_eq!(
         upgraded["sha256"],
-        crate::plugin_oci::sha256_hex(&fewer_bytes)
+        crate::plugin_oci::sha256_hex(&c.fewer_bytes)
     );
-    assert_eq!(upgraded["origin"]["signature"]["key"], "alice");
+    assert_eq!(signer(&c.user), "alice");
 }
 
 #[test]
 fn an_accepted_signer_change_records_the_new_signer() {
-    let registry = Registry::start();
-    let publisher = Project::new(&[]);
-    let (a, b) = (KeyPair::new(), KeyPair::new());
-    let reference = registry.oci("plugins/greeter:1.0");
-    let (base, _) = component("base");
-    let (fewer, _) = component("fewer");
-    publish(&publisher, &base, &reference, &a);
-    let user = Project::new(&[]);
-    a.trust(&user, "alice");
-    b.trust(&user, "bob");
+    let c = SignerChange::new();
     let out = run(
-        &user,
-        &["plugin", "install", &reference, "--name", "greeter"],
-    );
-    assert!(out.status.success(), "{}", text(&out));
-    publish(&publisher, &fewer, &reference, &b);
-    let out = run(
-        &user,
+        &c.user,
         &["plugin", "upgrade", "greeter", "--accept-widening"],
     );
     let shown = text(&out);
     assert!(out.status.success(), "{shown}");
     assert!(
-        shown.contains("signer changed"),
+        shown.contains("+ signer changed"),
         "the diff shows it: {shown}"
     );
-    assert_eq!(
-        record(&user, "greeter")["origin"]["signature"]["key"],
-        "bob"
-    );
-    assert_eq!(content(&greet(&user, "greeter")), "hello ada from fewer");
+    assert_eq!(signer(&c.user), "bob");
+    assert_eq!(content(&greet(&c.user, "greeter")), "hello ada from fewer");
 }
 
 #[test]
@@ -239,29 +245,18 @@ fn plugin_sign_says_the_digest_it_signs_and_refuses_a_tag_that_moved() {
         assert_eq!(status, 404, "a signature was pushed for {digest}");
     }
 
-    let out = run(
-        &publisher,
-        &[
-            "plugin", "sign", &reference, "--key", private, "--digest", &second,
-        ],
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        stdout.contains(&format!("signing manifest {second}")),
-        "{stdout}"
-    );
-
-    let out = run(
-        &publisher,
-        &["plugin", "sign", &reference, "--key", private],
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        stdout.contains(&format!("signing manifest {second}")),
-        "{stdout}"
-    );
+    // Signed with --digest, or by tag alone: either way it says the digest first.
+    for extra in [vec!["--digest", second.as_str()], vec![]] {
+        let mut args = vec!["plugin", "sign", &reference, "--key", private];
+        args.extend(extra);
+        let out = run(&publisher, &args);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(
+            stdout.contains(&format!("signing manifest {second}")),
+            "{stdout}"
+        );
+    }
 
     let out = run(
         &publisher,
