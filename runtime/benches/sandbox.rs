@@ -320,7 +320,7 @@ async fn install_and_verify(
     std::fs::write(&public, pem).expect("write key");
     let store = PluginStore::open(work.join("home"));
     store.make_private().expect("data dir");
-    store.trust_key("bench", &public).expect("trust key");
+    store.trust_key("bench", &public, &[]).expect("trust key");
     let auth = AuthChoice::default();
     let target = OciRef::parse(&format!("oci://{}/bench/fs:1.0", registry.addr)).expect("ref");
     let request = InstallRequest {
@@ -346,7 +346,7 @@ async fn install_and_verify(
             registry.addr, published.manifest_digest
         ))
         .expect("pinned ref");
-        paddock::plugin_store::sign(&pinned, &auth, &key)
+        paddock::plugin_store::sign(&pinned, &auth, &key, None, &|_| {})
             .await
             .expect("sign");
         let report = store

@@ -113,6 +113,11 @@ pub enum PluginCommand {
         /// Stop trusting the key of this name.
         #[arg(long, value_name = "NAME", conflicts_with = "name")]
         remove: Option<String>,
+        /// Trust the key only for references matching PATTERN (REGISTRY/REPOSITORY; `*`
+        /// matches within one path segment, `**` across segments), e.g. 'ghcr.io/acme/*';
+        /// repeatable. Without it the key vouches for any reference.
+        #[arg(long = "for", value_name = "PATTERN", requires = "keyfile")]
+        scopes: Vec<String>,
     },
     /// Sign an artifact in an OCI registry in cosign's key-based format: a signature of its
     /// manifest digest pushed at tag sha256-HEX.sig (verifiable with `cosign verify --key`).
@@ -124,6 +129,10 @@ pub enum PluginCommand {
         /// -pkeyopt ec_paramgen_curve:P-256 -out key.pem`).
         #[arg(long, value_name = "PRIVATE.pem")]
         key: PathBuf,
+        /// Sign only if the reference still resolves to this manifest digest (the one you
+        /// checked); refused otherwise.
+        #[arg(long, value_name = "sha256:HEX")]
+        digest: Option<String>,
         /// Authenticate with the bearer token in this environment variable.
         #[arg(long, value_name = "NAME")]
         registry_token_env: Option<String>,
@@ -224,16 +233,18 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
             keyfile,
             list,
             remove,
-        } => plugin_registry::trust_key(&env, name, keyfile, list, remove),
+            scopes,
+        } => plugin_registry::trust_key(&env, name, keyfile, list, remove, scopes),
         PluginCommand::Sign {
             target,
             key,
+            digest,
             registry_token_env,
         } => {
             let auth = AuthChoice {
                 token_env: registry_token_env,
             };
-            plugin_registry::sign(&target, &key, &auth).await
+            plugin_registry::sign(&target, &key, digest.as_deref(), &auth).await
         }
         PluginCommand::Publish {
             file,

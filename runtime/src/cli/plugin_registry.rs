@@ -15,6 +15,7 @@ pub(super) fn trust_key(
     keyfile: Option<PathBuf>,
     list: bool,
     remove: Option<String>,
+    scopes: Vec<String>,
 ) -> CommandResult {
     if list {
         let keys = env.store.trusted_keys().map_err(Failure::plugin)?;
@@ -25,7 +26,12 @@ pub(super) fn trust_key(
             );
         }
         for key in keys {
-            println!("{:<16}  {}", key.name, key.fingerprint);
+            println!(
+                "{:<16}  {}  for {}",
+                key.name,
+                key.fingerprint,
+                sanitize(&key.scope_words())
+            );
         }
         return Ok(Exit::Ok);
     }
@@ -41,17 +47,38 @@ pub(super) fn trust_key(
     };
     let key = env
         .store
-        .trust_key(&name, &file)
+        .trust_key(&name, &file, &scopes)
         .map_err(|e| Failure::plugin(format!("{e}\nno key was added")))?;
-    println!("trusted {} ({})", key.name, key.fingerprint);
+    println!(
+        "trusted {} ({}) for {}",
+        key.name,
+        key.fingerprint,
+        sanitize(&key.scope_words())
+    );
     Ok(Exit::Ok)
 }
 
-pub(super) async fn sign(target: &str, key: &Path, auth: &AuthChoice) -> CommandResult {
+pub(super) async fn sign(
+    target: &str,
+    key: &Path,
+    digest: Option<&str>,
+    auth: &AuthChoice,
+) -> CommandResult {
     let refused = |e: StoreError| Failure::plugin(format!("{e}\nnothing was signed"));
     let target = OciRef::parse(target).map_err(|e| refused(e.into()))?;
+    let digest = digest
+        .map(|d| {
+            crate::plugin_store::parse_sha256(d)
+                .map(|hex| format!("sha256:{hex}"))
+                .map_err(|e| refused(e.into()))
+        })
+        .transpose()?;
     let key = crate::plugin_store::signing_key(key).map_err(refused)?;
-    let signed = crate::plugin_store::sign(&target, auth, &key)
+    let given = sanitize(&target.given);
+    let signing = |manifest: &str| {
+        println!("signing manifest {manifest} ({given} resolves to it)");
+    };
+    let signed = crate::plugin_store::sign(&target, auth, &key, digest.as_deref(), &signing)
         .await
         .map_err(refused)?;
     println!(
@@ -110,7 +137,8 @@ pub(super) async fn publish(
             ))
         };
         let pinned = OciRef::parse(&by_digest).map_err(|e| unsigned(e.into()))?;
-        let signed = crate::plugin_store::sign(&pinned, auth, &key)
+        let expected = published.manifest_digest.as_str();
+        let signed = crate::plugin_store::sign(&pinned, auth, &key, Some(expected), &|_| {})
             .await
             .map_err(unsigned)?;
         println!(

@@ -1,12 +1,16 @@
 //! What replacing an installed plugin with other bytes changes in what it may do: the
 //! capability diff an upgrade (and an install under a name in use) shows before it records
-//! anything. Each change says whether it widens: lets the plugin reach more (an import
+//! anything, and who vouches for it: a version signed by another key than the installed one
+//! (or by none) is a signer change, which widens like an import added (the plugin is now
+//! whatever that other key's holder publishes). Each change says whether it widens: lets the plugin reach more (an import
 //! added), puts new words or arguments in front of the model (a tool added, a description,
 //! schema or example changed), or asks the user less (risk lowered, read-only, idempotent,
 //! parallel-safe or cancellable gained, a larger output budget, a path parameter no longer
 //! checked as a path). Removals and the opposite changes narrow; they are shown but need no
 //! yes. The text of the changes is the plugins' own: the command line sanitizes it.
 
+use super::remote::Origin;
+use super::signature::SignatureRecord;
 use crate::contract::{OutputBudget, Overflow, Risk, RuntimeMeta, ToolSpec};
 use crate::sandbox::Capability;
 
@@ -113,6 +117,12 @@ pub enum Change {
     Examples {
         tool: String,
     },
+    /// The trusted key that vouched for the installed version did not sign this one: `new`
+    /// is the key that did, or that none did.
+    Signer {
+        old: String,
+        new: String,
+    },
     /// A metadata field, as the host reads it (after the floors its imports set), old and new
     /// shown as words.
     Meta {
@@ -129,6 +139,7 @@ impl Change {
     pub fn widens(&self) -> bool {
         match self {
             Change::Kind { .. }
+            | Change::Signer { .. }
             | Change::ImportAdded { .. }
             | Change::ToolAdded { .. }
             | Change::Description { .. }
@@ -142,7 +153,10 @@ impl Change {
     /// The tool it is about, if any.
     pub fn tool(&self) -> Option<&str> {
         match self {
-            Change::Kind { .. } | Change::ImportAdded { .. } | Change::ImportRemoved { .. } => None,
+            Change::Kind { .. }
+            | Change::Signer { .. }
+            | Change::ImportAdded { .. }
+            | Change::ImportRemoved { .. } => None,
             Change::ToolAdded { tool }
             | Change::ToolRemoved { tool }
             | Change::Description { tool, .. }
@@ -157,6 +171,7 @@ impl Change {
     pub fn summary(&self) -> String {
         match self {
             Change::Kind { old, new } => format!("it is now a {new} (was a {old})"),
+            Change::Signer { old, new } => format!("signer changed: {old} -> {new}"),
             Change::ImportAdded { import, kind } => match kind.reach() {
                 "" => format!("import added: {import}"),
                 reach => format!("import added: {import} ({reach})"),
@@ -216,6 +231,60 @@ pub struct Surface<'a> {
     pub kind: &'a str,
     pub imports: &'a [String],
     pub tools: &'a [ToolSpec],
+    /// The trusted key that vouched for it, if one did.
+    pub signer: Option<Signer<'a>>,
+}
+
+/// The trusted key whose signature a version was installed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Signer<'a> {
+    pub key: &'a str,
+    /// `sha256:…` of the key: what counts as the same signer.
+    pub fingerprint: &'a str,
+}
+
+impl<'a> Signer<'a> {
+    /// The signer a signature record names (none when unsigned was allowed).
+    pub fn of_record(record: &'a SignatureRecord) -> Option<Signer<'a>> {
+        if record.unsigned_allowed {
+            return None;
+        }
+        Some(Signer {
+            key: record.key.as_deref().unwrap_or("?"),
+            fingerprint: record.fingerprint.as_deref()?,
+        })
+    }
+
+    /// The signer an install's origin records (none for a file, a URL, or unsigned).
+    pub fn of_origin(origin: Option<&'a Origin>) -> Option<Signer<'a>> {
+        match origin {
+            Some(Origin::Oci {
+                signature: Some(record),
+                ..
+            }) => Signer::of_record(record),
+            _ => None,
+        }
+    }
+
+    fn words(self) -> String {
+        format!("key `{}` ({})", self.key, self.fingerprint)
+    }
+}
+
+/// The change when a key vouched for the installed version and the new one is not signed by
+/// that same key (by fingerprint); nothing when the installed version had no signer.
+pub fn signer_change(old: Option<Signer<'_>>, new: Option<Signer<'_>>) -> Option<Change> {
+    let old = old?;
+    if new.is_some_and(|n| n.fingerprint == old.fingerprint) {
+        return None;
+    }
+    Some(Change::Signer {
+        old: old.words(),
+        new: new.map_or_else(
+            || "no key you trust (installed unsigned, or not from a registry)".to_string(),
+            Signer::words,
+        ),
+    })
 }
 
 /// Imports only: what the registry's config says the new component imports, against what
@@ -245,6 +314,7 @@ fn push_imports(changes: &mut Vec<Change>, old: &[String], new: &[String]) {
 /// schema, examples and runtime metadata.
 pub fn diff(old: Surface<'_>, new: Surface<'_>) -> CapabilityDiff {
     let mut changes = Vec::new();
+    changes.extend(signer_change(old.signer, new.signer));
     if old.kind != new.kind {
         changes.push(Change::Kind {
             old: kind_word(old.kind).into(),
@@ -418,7 +488,39 @@ mod tests {
             kind: "tools",
             imports,
             tools,
+            signer: None,
         }
+    }
+
+    #[test]
+    fn another_signer_than_the_installed_versions_widens_the_same_one_does_not() {
+        let none: Vec<String> = Vec::new();
+        let tools = [spec("t", "d", Some(Risk::Low), true)];
+        let a = Signer {
+            key: "acme",
+            fingerprint: "sha256:aaaa",
+        };
+        let b = Signer {
+            key: "other",
+            fingerprint: "sha256:bbbb",
+        };
+        let with = |signer| Surface {
+            signer,
+            ..surface(&none, &tools)
+        };
+        let d = diff(with(Some(a)), with(Some(b)));
+        let widening: Vec<_> = d.widening().map(Change::summary).collect();
+        assert_eq!(
+            widening,
+            ["signer changed: key `acme` (sha256:aaaa) -> key `other` (sha256:bbbb)"]
+        );
+        let renamed = Signer {
+            key: "acme-2026",
+            ..a
+        };
+        assert!(diff(with(Some(a)), with(Some(renamed))).is_empty());
+        assert!(diff(with(Some(a)), with(None)).widens());
+        assert!(diff(with(None), with(Some(b))).is_empty());
     }
 
     #[test]

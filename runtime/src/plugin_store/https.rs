@@ -1,16 +1,15 @@
 //! `plugin install https://HOST/PATH.wasm --sha256 HEX`: one GET, streamed into a private
-//! temporary file while hashed, kept only if its SHA-256 is the one given. https only (plain
-//! http to a loopback host only); a redirect must follow the same rule, may not lead from
+//! temporary file while hashed, kept only if its SHA-256 is the one given, within the
+//! download deadline (`PADDOCK_DOWNLOAD_TIMEOUT_SECS`). https only (plain http to a loopback
+//! host only); a redirect must follow the same rule, may not lead from https to http nor from
 //! another host to this machine, and may not chain more than a few times.
 
 use std::path::Path;
 use std::time::Duration;
 
-use futures::StreamExt;
-
 use super::remote::{
-    Download, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, Verified, is_loopback_host,
-    parse_sha256, truncate,
+    Download, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, Verified, error_chain,
+    is_loopback_host, parse_sha256, truncate,
 };
 
 const MAX_REDIRECTS: usize = 5;
@@ -61,6 +60,11 @@ pub async fn download(
         if let Err(e) = check_url(&next) {
             return attempt.error(format!("a redirect to {}", e));
         }
+        if let Some(previous) = attempt.previous().last()
+            && let Err(why) = super::distribution::check_hop(previous, attempt.url())
+        {
+            return attempt.error(format!("a redirect refused: {why}"));
+        }
         if !from_loopback && attempt.url().host_str().is_some_and(is_loopback_host) {
             return attempt.error(format!(
                 "a redirect from another host to this machine ({}) is refused",
@@ -76,14 +80,20 @@ pub async fn download(
         .user_agent(concat!("paddock/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| fetch_error(given, "cannot build an HTTP client", &e))?;
-    let response = client
-        .get(url)
-        .send()
+    let limit = super::distribution::download_deadline()?;
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut response = tokio::time::timeout_at(deadline, client.get(url).send())
         .await
+        .map_err(|_| RemoteError::deadline(given, "the download", limit, 0, None))?
         .map_err(|e| fetch_error(given, "the request failed", &e))?;
     let status = response.status();
     if !status.is_success() {
-        let body = response.text().await.unwrap_or_default();
+        let body = tokio::time::timeout_at(deadline, super::distribution::read_capped(response, 16 << 10))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
         return Err(RemoteError::Registry {
             reference: truncate(given, 200),
             action: "downloading the plugin",
@@ -95,9 +105,15 @@ pub async fn download(
     let mut download =
         Download::start(data_dir, &what, MAX_PLUGIN_BYTES, response.content_length())?;
     progress(download.progress());
-    let mut body = response.bytes_stream();
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| fetch_error(given, "the download broke off", &e))?;
+    loop {
+        let chunk = match tokio::time::timeout_at(deadline, response.chunk()).await {
+            Err(_) => {
+                let total = response.content_length();
+                return Err(RemoteError::deadline(given, "the download", limit, download.size(), total));
+            }
+            Ok(chunk) => chunk.map_err(|e| fetch_error(given, "the download broke off", &e))?,
+        };
+        let Some(chunk) = chunk else { break };
         download.write(&chunk)?;
         progress(download.progress());
     }
@@ -116,19 +132,4 @@ fn fetch_error(given: &str, action: &'static str, e: &reqwest::Error) -> RemoteE
         answer: error_chain(e),
         fix: "check the URL and that the host is reachable".to_string(),
     }
-}
-
-/// An error with its causes, `a: b: c` (reqwest's own text leaves the cause out).
-pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    truncate(&text, 600)
 }

@@ -125,6 +125,7 @@ impl PluginStore {
                         kind: &record.kind,
                         imports: &record.imports,
                         tools: &checked.specs,
+                        signer: diff::Signer::of_origin(record.origin.as_ref()),
                     };
                     Some(
                         self.replacement_diff(sandbox, &old, new, None, widening)
@@ -289,6 +290,8 @@ impl PluginStore {
     /// signed is not taken on trust.
     fn blob_may_be_used(&self, entry: &PluginLock, allow_unsigned: bool) -> Result<bool, String> {
         let Some(Origin::Oci {
+            registry,
+            repository,
             manifest_digest,
             signature,
             ..
@@ -309,7 +312,7 @@ impl PluginStore {
             ));
         };
         let keys = self.trusted_keys().map_err(|e| e.to_string())?;
-        match signature.recheck(&keys, manifest_digest) {
+        match signature.recheck(&keys, &format!("{registry}/{repository}"), manifest_digest) {
             Recheck::Valid(_) => Ok(true),
             Recheck::NotRecorded => Ok(false),
             Recheck::UnsignedAllowed => Ok(allow_unsigned),

@@ -11,6 +11,7 @@
 //!                          from: reference, manifest and layer digests; `remote::Origin`)
 //! downloads/               remote installs while they download (deleted unless verified)
 //! trusted-keys/<name>.pem  public keys whose signatures remote installs accept
+//! trusted-keys/<name>.for  the reference patterns a key vouches for, one a line (none: any)
 //! cache/                   compiled code, each entry with an HMAC under cache/key (K4)
 //! sessions/<id>/spill/     results too large for the model, readable at /spill
 //! ```
@@ -20,6 +21,7 @@
 
 mod builtin;
 mod diff;
+mod distribution;
 mod https;
 pub(crate) mod lock;
 mod locked;
@@ -39,7 +41,7 @@ pub use diff::{CapabilityDiff, Change};
 pub use locked::LockedError;
 pub use oci::{OciRef, Published, Signed};
 pub use registry_auth::AuthChoice;
-pub use remote::{Origin, Progress, RemoteError};
+pub use remote::{Origin, Progress, RemoteError, parse_sha256};
 pub use signature::{Recheck, SignatureRecord, TrustedKey};
 
 use crate::contract::ToolSpec;
@@ -84,6 +86,11 @@ pub enum StoreError {
          `skopeo generate-sigstore-key` (NAME.pub) or `openssl pkey -pubout` write it"
     )]
     BadPublicKey { file: String, why: String },
+    #[error(
+        "{0}; a --for pattern is REGISTRY/REPOSITORY, `*` standing for one path segment and \
+         `**` for several, e.g. --for 'ghcr.io/acme/*'"
+    )]
+    BadScope(String),
     #[error("{file} is not a key paddock can sign with: {why}")]
     BadPrivateKey { file: String, why: String },
     #[error(
@@ -406,12 +413,16 @@ pub fn signing_key(key_file: &Path) -> Result<p256::ecdsa::SigningKey, StoreErro
 }
 
 /// Signs the manifest `target` names with `key`, pushing the signature in cosign's layout.
+/// With `expected` (`sha256:…`), a tag must still resolve to that digest, else nothing is
+/// signed; `signing` is told the digest before it is signed.
 pub async fn sign(
     target: &OciRef,
     auth: &AuthChoice,
     key: &p256::ecdsa::SigningKey,
+    expected: Option<&str>,
+    signing: &(dyn Fn(&str) + Sync),
 ) -> Result<Signed, StoreError> {
-    Ok(oci::sign(target, auth, key).await?)
+    Ok(oci::sign(target, auth, key, expected, signing).await?)
 }
 
 /// How an install or upgrade fetches and what it accepts.
@@ -568,12 +579,18 @@ impl PluginStore {
         }
         if let Some(Origin::Oci {
             reference,
+            registry,
+            repository,
             manifest_digest,
             signature: Some(signature),
             ..
         }) = &record.origin
             && signature.payload.is_some()
-            && let Recheck::Invalid(why) = signature.recheck(&self.trusted_keys()?, manifest_digest)
+            && let Recheck::Invalid(why) = signature.recheck(
+                &self.trusted_keys()?,
+                &format!("{registry}/{repository}"),
+                manifest_digest,
+            )
         {
             return Err(StoreError::NoLongerTrusted {
                 name: name.to_string(),
@@ -692,13 +709,25 @@ impl PluginStore {
         } else {
             signature::SignaturePolicy::Require(self.trusted_keys()?)
         };
-        resolved.verify(&policy).await?;
+        let installed_signer = current.and_then(|c| diff::Signer::of_origin(c.origin.as_ref()));
+        resolved
+            .verify(&policy, installed_signer.map(|s| s.fingerprint))
+            .await?;
         let mut accepted = None;
-        if let Some(current) = current
-            && Some(resolved.layer_digest()) != Some(&format!("sha256:{}", current.sha256))
-            && let Ok(imports) = resolved.config_imports().await
-        {
-            let early = diff::imports_diff(&current.imports, &imports);
+        if let Some(current) = current {
+            // Who vouches, then what it imports: both known before the layer is downloaded.
+            let mut early = diff::CapabilityDiff::default();
+            early.changes.extend(diff::signer_change(
+                installed_signer,
+                resolved.signature().and_then(diff::Signer::of_record),
+            ));
+            if Some(resolved.layer_digest()) != Some(&format!("sha256:{}", current.sha256))
+                && let Ok(imports) = resolved.config_imports().await
+            {
+                early
+                    .changes
+                    .extend(diff::imports_diff(&current.imports, &imports).changes);
+            }
             if early.widens() {
                 if !request.widening.allows(&early) {
                     return Err(widens(name, early, ", and its layer was not downloaded"));
@@ -809,6 +838,7 @@ impl PluginStore {
                 kind: &old.kind,
                 imports: &old.imports,
                 tools: &old_tools,
+                signer: diff::Signer::of_origin(old.origin.as_ref()),
             },
             new,
         );
@@ -853,6 +883,7 @@ impl PluginStore {
                 kind: &record.kind,
                 imports: &record.imports,
                 tools: &checked.specs,
+                signer: diff::Signer::of_origin(record.origin.as_ref()),
             };
             let accepted = replacing.accepted.as_ref();
             diff = Some(
@@ -880,12 +911,27 @@ impl PluginStore {
         self.root.join("trusted-keys").join(format!("{name}.pem"))
     }
 
+    fn scope_path(&self, name: &str) -> PathBuf {
+        self.root.join("trusted-keys").join(format!("{name}.for"))
+    }
+
     /// Trusts the public key in `file` under `name`: it must be an ECDSA P-256 public key in
-    /// PEM; it is kept, private, under `trusted-keys/`.
-    pub fn trust_key(&self, name: &str, file: &Path) -> Result<TrustedKey, StoreError> {
+    /// PEM; it is kept, private, under `trusted-keys/`. With `scopes` (reference patterns)
+    /// it vouches only for references matching one; without, for any.
+    pub fn trust_key(
+        &self,
+        name: &str,
+        file: &Path,
+        scopes: &[String],
+    ) -> Result<TrustedKey, StoreError> {
         if !crate::contract::valid_tool_name(name) {
             return Err(StoreError::BadName(name.to_string()));
         }
+        let scopes = scopes
+            .iter()
+            .map(|s| signature::parse_scope(s))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(StoreError::BadScope)?;
         let bad = |why: String| StoreError::BadPublicKey {
             file: file.display().to_string(),
             why,
@@ -914,11 +960,25 @@ impl PluginStore {
                 fingerprint: existing.fingerprint,
             });
         }
+        // The scope is written before the key: a key never stands, even for a moment, wider
+        // than it was trusted.
+        let scope_file = self.scope_path(name);
+        if scopes.is_empty() {
+            match std::fs::remove_file(&scope_file) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(io("cannot remove", &scope_file)(e));
+                }
+                _ => {}
+            }
+        } else {
+            write_atomically(&scope_file, format!("{}\n", scopes.join("\n")).as_bytes())?;
+        }
         write_atomically(&self.key_path(name), &pem)?;
         Ok(TrustedKey {
             name: name.to_string(),
             fingerprint,
             key,
+            scopes,
         })
     }
 
@@ -935,10 +995,29 @@ impl PluginStore {
             file: path.display().to_string(),
             why: format!("{why} (remove it with `paddock plugin trust-key --remove {name}`)"),
         })?;
+        let scope_file = self.scope_path(name);
+        let scopes = match std::fs::read_to_string(&scope_file) {
+            Ok(text) => text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| {
+                    signature::parse_scope(l).map_err(|why| {
+                        StoreError::BadScope(format!(
+                            "{}: {why} (remove the key with `paddock plugin trust-key --remove \
+                             {name}` and trust it again)",
+                            scope_file.display()
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(io("cannot read", &scope_file)(e)),
+        };
         Ok(TrustedKey {
             name: name.to_string(),
             fingerprint: signature::fingerprint(&key),
             key,
+            scopes,
         })
     }
 
@@ -957,7 +1036,15 @@ impl PluginStore {
         }
         let path = self.key_path(name);
         match std::fs::remove_file(&path) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                let scope_file = self.scope_path(name);
+                match std::fs::remove_file(&scope_file) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        Err(io("cannot remove", &scope_file)(e))
+                    }
+                    _ => Ok(()),
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 Err(StoreError::NoSuchKey(name.to_string()))
             }

@@ -5,25 +5,23 @@
 //!
 //! Install resolves a tag to a manifest digest, pulls the manifest by that digest and checks
 //! its bytes against it, checks its shape (one wasm layer, a size under the cap), then streams
-//! the layer into the data directory while hashing it (`remote::Download`). The registry is
-//! not trusted for any of it; plain http is spoken only to a loopback registry.
+//! the layer into the data directory while hashing it (`remote::Download`), within the
+//! download deadline. The registry is not trusted for any of it; every request goes through
+//! `distribution::Registry`, which holds the rules on credentials, redirects, body caps and
+//! plain http (spoken only to a loopback registry).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use futures::StreamExt;
-use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::errors::OciDistributionError;
-use oci_client::manifest::OciDescriptor;
-use oci_client::{Client, Reference, RegistryOperation};
+use oci_client::Reference;
 use serde::{Deserialize, Serialize};
 
-use super::https::error_chain;
+use super::distribution::{self, Access, Registry};
 use super::registry_auth::AuthChoice;
 use super::remote::{
-    Download, MAX_MANIFEST_BYTES, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError,
-    SignatureRefusal, Verified, digest_hex, is_loopback_host, truncate,
+    Download, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, SignatureRefusal, Verified,
+    digest_hex, error_chain, truncate,
 };
 use super::signature::{
     self, LayerVerdict, MAX_PAYLOAD_BYTES, MAX_SIGNATURE_LAYERS, SIGNATURE_ANNOTATION,
@@ -132,92 +130,29 @@ impl OciRef {
             .to_string()
     }
 
-    fn by_tag_or_digest(&self) -> Reference {
-        match (&self.digest, &self.tag) {
-            (Some(digest), _) => Reference::with_digest(
-                self.registry.clone(),
-                self.repository.clone(),
-                digest.clone(),
+    /// The digest, else the tag: what the registry is asked for first.
+    fn tag_or_digest(&self) -> &str {
+        self.digest
+            .as_deref()
+            .or(self.tag.as_deref())
+            .unwrap_or_default()
+    }
+
+    /// This reference's repository on its registry, authenticated for `access`.
+    async fn connect(&self, auth: &AuthChoice, access: Access) -> Result<Registry, RemoteError> {
+        let credentials = auth.resolve(&self.registry)?;
+        step(
+            self,
+            "authenticating",
+            Registry::connect(
+                &self.given,
+                &self.registry,
+                &self.repository,
+                &credentials,
+                access,
             ),
-            (None, tag) => Reference::with_tag(
-                self.registry.clone(),
-                self.repository.clone(),
-                tag.clone().unwrap_or_default(),
-            ),
-        }
-    }
-
-    fn by_digest(&self, digest: &str) -> Reference {
-        Reference::with_digest(
-            self.registry.clone(),
-            self.repository.clone(),
-            digest.to_string(),
         )
-    }
-
-    fn client(&self) -> Result<Client, RemoteError> {
-        let protocol = if is_loopback_host(self.host()) {
-            ClientProtocol::Http
-        } else {
-            ClientProtocol::Https
-        };
-        let config = ClientConfig {
-            protocol,
-            connect_timeout: Some(Duration::from_secs(10)),
-            read_timeout: Some(Duration::from_secs(60)),
-            platform_resolver: None,
-            user_agent: concat!("paddock/", env!("CARGO_PKG_VERSION")),
-            ..ClientConfig::default()
-        };
-        crate::tls::install_crypto_provider();
-        Client::try_from(config).map_err(|e| self.error("setting up the client", e))
-    }
-
-    /// A registry failure, with a fix chosen from what it said.
-    fn error(&self, action: &'static str, e: OciDistributionError) -> RemoteError {
-        let answer = error_chain(&e);
-        let lower = answer.to_ascii_lowercase();
-        let fix = match &e {
-            OciDistributionError::RequestError(r) if r.is_connect() || r.is_timeout() => format!(
-                "is a registry running and reachable at {}? paddock speaks https to it (plain \
-                 http only to 127.0.0.1, ::1 or localhost)",
-                self.registry
-            ),
-            OciDistributionError::AuthenticationFailure(_)
-            | OciDistributionError::UnauthorizedError { .. } => self.auth_fix(),
-            _ if lower.contains("unauthorized") || lower.contains("denied") => self.auth_fix(),
-            OciDistributionError::ImageManifestNotFoundError(_) => self.missing_fix(),
-            _ if lower.contains("unknown")
-                || lower.contains("not found")
-                || lower.contains("404") =>
-            {
-                self.missing_fix()
-            }
-            _ => "check the reference and the registry".to_string(),
-        };
-        RemoteError::Registry {
-            reference: self.given.clone(),
-            action,
-            answer,
-            fix,
-        }
-    }
-
-    fn auth_fix(&self) -> String {
-        format!(
-            "the registry wants credentials paddock did not have or it refused: log in with \
-             `docker login {}` (paddock reads ~/.docker/config.json and its credential helpers) \
-             or pass --registry-token-env NAME",
-            self.registry
-        )
-    }
-
-    fn missing_fix(&self) -> String {
-        format!(
-            "check the repository and the tag or digest (`skopeo list-tags docker://{}/{}` \
-             lists the tags)",
-            self.registry, self.repository
-        )
+        .await
     }
 }
 
@@ -225,14 +160,14 @@ impl OciRef {
 /// is small, and a registry that keeps sending one is refused rather than waited on.
 const STEP_DEADLINE: Duration = Duration::from_secs(60);
 
-/// `exchange`, failed with what `r`'s registry answered, or refused past `STEP_DEADLINE`.
+/// `exchange`, refused past `STEP_DEADLINE`.
 async fn step<T>(
     r: &OciRef,
     action: &'static str,
-    exchange: impl std::future::Future<Output = Result<T, OciDistributionError>>,
+    exchange: impl std::future::Future<Output = Result<T, RemoteError>>,
 ) -> Result<T, RemoteError> {
     match tokio::time::timeout(STEP_DEADLINE, exchange).await {
-        Ok(answer) => answer.map_err(|e| r.error(action, e)),
+        Ok(answer) => answer,
         Err(_) => Err(RemoteError::Registry {
             reference: r.given.clone(),
             action,
@@ -337,8 +272,7 @@ const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// layer not fetched yet: what an upgrade looks at before it downloads anything large.
 pub struct Resolved {
     r: OciRef,
-    client: Client,
-    credentials: oci_client::secrets::RegistryAuth,
+    registry: Registry,
     manifest_digest: String,
     layer: Descriptor,
     config: Descriptor,
@@ -355,51 +289,36 @@ pub async fn pull(
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(Verified, Origin), RemoteError> {
     let mut resolved = resolve(r, auth).await?;
-    resolved.verify(policy).await?;
+    resolved.verify(policy, None).await?;
     resolved.fetch_layer(data_dir, progress).await
 }
 
 /// Resolves `r` to its manifest digest and fetches and checks that manifest.
 pub async fn resolve(r: &OciRef, auth: &AuthChoice) -> Result<Resolved, RemoteError> {
-    let credentials = auth.resolve(&r.registry)?;
-    let client = r.client()?;
-    let asked = r.by_tag_or_digest();
-    step(
-        r,
-        "authenticating",
-        client.auth(&asked, &credentials, RegistryOperation::Pull),
-    )
-    .await?;
+    let registry = r.connect(auth, Access::Pull).await?;
+    let mut accepted = vec![MANIFEST_MEDIA_TYPE, DOCKER_MANIFEST_MEDIA_TYPE];
+    accepted.extend(INDEX_MEDIA_TYPES);
     let manifest_digest = match &r.digest {
         Some(digest) => digest.clone(),
         None => {
             step(
                 r,
                 "resolving the tag",
-                client.fetch_manifest_digest(&asked, &credentials),
+                registry.manifest_digest(r.tag_or_digest(), &accepted, "resolving the tag"),
             )
             .await?
         }
     };
     let manifest_hex = digest_hex(&manifest_digest, "manifest", &r.given)?;
-    let by_digest = r.by_digest(&manifest_digest);
-    let mut accepted = vec![MANIFEST_MEDIA_TYPE, DOCKER_MANIFEST_MEDIA_TYPE];
-    accepted.extend(INDEX_MEDIA_TYPES);
-    let (manifest, _) = step(
-        r,
-        "fetching the manifest",
-        client.pull_manifest_raw(&by_digest, &credentials, &accepted),
-    )
-    .await?;
-    if manifest.len() > MAX_MANIFEST_BYTES {
-        return Err(RemoteError::NotWasm {
+    let action = "fetching the manifest";
+    let manifest = step(r, action, registry.manifest(&manifest_digest, &accepted, action))
+        .await?
+        .ok_or_else(|| RemoteError::Registry {
             reference: r.given.clone(),
-            why: format!(
-                "its manifest is {} bytes, over the {MAX_MANIFEST_BYTES} a manifest may be",
-                manifest.len()
-            ),
-        });
-    }
+            action,
+            answer: format!("HTTP 404: manifest unknown ({manifest_digest})"),
+            fix: registry.missing_fix(),
+        })?;
     let actual = crate::stamp::sha256_hex(&manifest);
     if actual != manifest_hex {
         return Err(RemoteError::DigestMismatch {
@@ -416,8 +335,7 @@ pub async fn resolve(r: &OciRef, auth: &AuthChoice) -> Result<Resolved, RemoteEr
     let (layer, config) = wasm_layer(r, &manifest)?;
     Ok(Resolved {
         r: r.clone(),
-        client,
-        credentials,
+        registry,
         manifest_digest,
         layer,
         config,
@@ -443,26 +361,30 @@ impl Resolved {
 
     /// Checks the signature of the manifest digest as `policy` says. The signature binds the
     /// digest already verified; the layer is then fetched through that same digest, so the
-    /// tag is never resolved again.
-    pub async fn verify(&mut self, policy: &SignaturePolicy) -> Result<(), RemoteError> {
+    /// tag is never resolved again. When several trusted keys signed it, the one with
+    /// fingerprint `prefer` (the installed version's signer) is the one recorded.
+    pub async fn verify(
+        &mut self,
+        policy: &SignaturePolicy,
+        prefer: Option<&str>,
+    ) -> Result<(), RemoteError> {
         let record = match policy {
             SignaturePolicy::AllowUnsigned => SignatureRecord {
                 unsigned_allowed: true,
                 ..SignatureRecord::default()
             },
             SignaturePolicy::Require(keys) => {
-                verify_signature(
-                    &self.r,
-                    &self.client,
-                    &self.credentials,
-                    &self.manifest_digest,
-                    keys,
-                )
-                .await?
+                verify_signature(&self.r, &self.registry, &self.manifest_digest, keys, prefer)
+                    .await?
             }
         };
         self.signature = Some(record);
         Ok(())
+    }
+
+    /// The signature as checked by `verify`, if it ran.
+    pub fn signature(&self) -> Option<&SignatureRecord> {
+        self.signature.as_ref()
     }
 
     /// What the artifact's config says the component imports, fetched by digest (at most
@@ -476,7 +398,7 @@ impl Resolved {
                 truncate(&self.config.media_type, 100)
             ));
         }
-        let bytes = small_blob(&self.r, &self.client, &self.config, MAX_CONFIG_BYTES).await?;
+        let bytes = small_blob(&self.r, &self.registry, &self.config, MAX_CONFIG_BYTES).await?;
         #[derive(Deserialize)]
         struct Config {
             component: Option<Imports>,
@@ -502,12 +424,11 @@ impl Resolved {
     ) -> Result<(Verified, Origin), RemoteError> {
         let Resolved {
             r,
-            client,
+            registry,
             manifest_digest,
             layer,
             config,
             signature,
-            ..
         } = self;
         let r = &r;
         // No layer is fetched before the signature policy was applied.
@@ -519,12 +440,10 @@ impl Resolved {
                 fix: "this is a bug in paddock; report it".into(),
             });
         };
-        let by_digest = r.by_digest(&manifest_digest);
         let layer_hex = digest_hex(&layer.digest, "layer", &r.given)?;
         fetch_layer(
             r,
-            &client,
-            &by_digest,
+            &registry,
             layer,
             config,
             manifest_digest,
@@ -537,11 +456,12 @@ impl Resolved {
     }
 }
 
+/// The layer streamed into `data_dir/downloads`, hashed as it arrives, within the download
+/// deadline: a registry that trickles it is cut off there with what it sent.
 #[allow(clippy::too_many_arguments)]
 async fn fetch_layer(
     r: &OciRef,
-    client: &Client,
-    by_digest: &Reference,
+    registry: &Registry,
     layer: Descriptor,
     config: Descriptor,
     manifest_digest: String,
@@ -551,48 +471,42 @@ async fn fetch_layer(
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(Verified, Origin), RemoteError> {
     let declared = layer.size as u64;
-    let descriptor = OciDescriptor {
-        media_type: layer.media_type.clone(),
-        digest: layer.digest.clone(),
-        size: layer.size,
-        ..OciDescriptor::default()
-    };
     let what = format!("the layer of {}", r.given);
+    let limit = distribution::download_deadline()?;
+    let deadline = tokio::time::Instant::now() + limit;
+    let late = |received| RemoteError::deadline(&r.given, "the layer's download", limit, received, Some(declared));
     let mut download = Download::start(data_dir, &what, declared, Some(declared))?;
     progress(download.progress());
-    let mut stream = step(
-        r,
-        "fetching the layer",
-        client.pull_blob_stream(by_digest, &descriptor),
-    )
-    .await?;
-    while let Some(chunk) = stream.next().await {
-        match chunk {
-            Ok(chunk) => {
-                if download.size() + chunk.len() as u64 > declared {
-                    return Err(RemoteError::NotWasm {
-                        reference: r.given.clone(),
-                        why: format!(
-                            "the registry sent more than the {declared} bytes its manifest \
-                             declares for the layer; refused"
-                        ),
-                    });
-                }
-                download.write(&chunk)?;
-                progress(download.progress());
-            }
-            // The client checks the digest too; a mismatch is reported with both digests below.
-            Err(_) if download.size() == declared && download.sha256() != layer_hex => break,
-            Err(e) => {
+    let action = "fetching the layer";
+    let mut response = tokio::time::timeout_at(deadline, registry.blob(&layer.digest, action))
+        .await
+        .map_err(|_| late(0))??;
+    loop {
+        let chunk = match tokio::time::timeout_at(deadline, response.chunk()).await {
+            Err(_) => return Err(late(download.size())),
+            Ok(Ok(Some(chunk))) => chunk,
+            Ok(Ok(None)) => break,
+            Ok(Err(e)) => {
                 return Err(RemoteError::Registry {
                     reference: r.given.clone(),
-                    action: "fetching the layer",
+                    action,
                     answer: error_chain(&e),
                     fix: "try again; if it persists, the registry is serving a broken blob"
                         .to_string(),
                 });
             }
+        };
+        if download.size() + chunk.len() as u64 > declared {
+            return Err(RemoteError::NotWasm {
+                reference: r.given.clone(),
+                why: format!(
+                    "the registry sent more than the {declared} bytes its manifest declares \
+                     for the layer; refused"
+                ),
+            });
         }
+        download.write(&chunk)?;
+        progress(download.progress());
     }
     if download.size() != declared {
         return Err(RemoteError::NotWasm {
@@ -619,27 +533,11 @@ async fn fetch_layer(
     Ok((verified, origin))
 }
 
-/// True when the registry says there is no such manifest (as opposed to failing).
-fn is_not_found(e: &OciDistributionError) -> bool {
-    match e {
-        OciDistributionError::ImageManifestNotFoundError(_) => true,
-        OciDistributionError::ServerError { code, .. } => *code == 404,
-        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|e| {
-            matches!(
-                e.code,
-                oci_client::errors::OciErrorCode::ManifestUnknown
-                    | oci_client::errors::OciErrorCode::NameUnknown
-            )
-        }),
-        _ => false,
-    }
-}
-
 /// A small blob of `r`'s repository, read whole up to `cap` bytes and checked against its
 /// digest.
 async fn small_blob(
     r: &OciRef,
-    client: &Client,
+    registry: &Registry,
     descriptor: &Descriptor,
     cap: u64,
 ) -> Result<Vec<u8>, String> {
@@ -651,26 +549,17 @@ async fn small_blob(
             "it declares {size} bytes, over the {cap} paddock reads for it"
         ));
     }
-    let oci = OciDescriptor {
-        media_type: descriptor.media_type.clone(),
-        digest: descriptor.digest.clone(),
-        size: descriptor.size,
-        ..OciDescriptor::default()
-    };
-    let by_digest = r.by_digest(&descriptor.digest);
     let fetch = async {
-        let mut stream = client
-            .pull_blob_stream(&by_digest, &oci)
+        let mut response = registry
+            .blob(&descriptor.digest, "fetching a small blob")
             .await
-            .map_err(|e| format!("fetching it failed: {}", error_chain(&e)))?;
+            .map_err(|e| format!("fetching it failed: {e}"))?;
         let mut bytes = Vec::new();
-        while let Some(chunk) = stream.next().await {
-            let chunk = match chunk {
-                Ok(chunk) => chunk,
-                // The client's own digest check; the mismatch is named below.
-                Err(_) if bytes.len() as u64 == size => break,
-                Err(e) => return Err(format!("fetching it failed: {}", error_chain(&e))),
-            };
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| format!("fetching it failed: {}", error_chain(&e)))?
+        {
             if (bytes.len() + chunk.len()) as u64 > size {
                 return Err(format!("the registry sent more than its {size} bytes"));
             }
@@ -694,19 +583,15 @@ async fn small_blob(
 /// `sha256-HEX.sig` in `r`'s repository; else why not, with what to do.
 async fn verify_signature(
     r: &OciRef,
-    client: &Client,
-    credentials: &oci_client::secrets::RegistryAuth,
+    registry: &Registry,
     manifest_digest: &str,
     keys: &[TrustedKey],
+    prefer: Option<&str>,
 ) -> Result<SignatureRecord, RemoteError> {
     let tag = signature::signature_tag(manifest_digest);
-    let at = Reference::with_tag(r.registry.clone(), r.repository.clone(), tag.clone());
     let accepted = [MANIFEST_MEDIA_TYPE, DOCKER_MANIFEST_MEDIA_TYPE];
-    let pulled = tokio::time::timeout(
-        STEP_DEADLINE,
-        client.pull_manifest_raw(&at, credentials, &accepted),
-    )
-    .await;
+    let action = "fetching the signature";
+    let pulled = step(r, action, registry.manifest(&tag, &accepted, action)).await?;
     let trusted = if keys.is_empty() {
         "none: no key is trusted yet".to_string()
     } else {
@@ -725,38 +610,17 @@ async fn verify_signature(
             fix: fix.to_string(),
         }))
     };
-    let (bytes, _) = match pulled {
-        Err(_) => {
-            return Err(RemoteError::Registry {
-                reference: r.given.clone(),
-                action: "fetching the signature",
-                answer: format!("no complete answer within {} s", STEP_DEADLINE.as_secs()),
-                fix: format!("check that {} is a working registry", r.registry),
-            });
-        }
-        Ok(Err(e)) if is_not_found(&e) => {
-            return Err(RemoteError::Unsigned {
-                reference: r.given.clone(),
-                digest: manifest_digest.to_string(),
-                tag,
-                answer: truncate(&error_chain(&e), 200),
-            });
-        }
-        Ok(Err(e)) => return Err(r.error("fetching the signature", e)),
-        Ok(Ok(pulled)) => pulled,
+    let Some(bytes) = pulled else {
+        return Err(RemoteError::Unsigned {
+            reference: r.given.clone(),
+            digest: manifest_digest.to_string(),
+            tag,
+            answer: "HTTP 404: manifest unknown".into(),
+        });
     };
     const NOT_TRUSTED_FIX: &str = "If the publisher's key is the one you expect, trust it \
          with `paddock plugin trust-key NAME KEY.pub`; otherwise do not install this (or use \
          --allow-unsigned if you accept it unverified)";
-    if bytes.len() > MAX_MANIFEST_BYTES {
-        return Err(refused(
-            format!(
-                "a signature manifest of {} bytes (over {MAX_MANIFEST_BYTES})",
-                bytes.len()
-            ),
-            NOT_TRUSTED_FIX,
-        ));
-    }
     let signature_manifest = format!("sha256:{}", crate::stamp::sha256_hex(&bytes));
     let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
         refused(
@@ -795,6 +659,9 @@ async fn verify_signature(
     }
     let mut found = Vec::new();
     let mut other_digest = false;
+    let mut out_of_scope = None;
+    let mut verified: Vec<SignatureRecord> = Vec::new();
+    let docker_reference = format!("{}/{}", r.registry, r.repository);
     for (i, layer) in layers.iter().enumerate() {
         let n = i + 1;
         let Some(sig) = layer
@@ -807,24 +674,36 @@ async fn verify_signature(
             ));
             continue;
         };
-        let payload = match small_blob(r, client, layer, MAX_PAYLOAD_BYTES).await {
+        let payload = match small_blob(r, registry, layer, MAX_PAYLOAD_BYTES).await {
             Ok(payload) => payload,
             Err(why) => {
                 found.push(format!("signature {n}: {why}"));
                 continue;
             }
         };
-        match signature::verify_layer(&payload, sig, keys, manifest_digest) {
+        match signature::verify_layer(&payload, sig, keys, &docker_reference, manifest_digest) {
             LayerVerdict::Verified(key) => {
                 use base64::Engine;
-                return Ok(SignatureRecord {
+                let preferred = prefer.is_none_or(|p| p == key.fingerprint);
+                verified.push(SignatureRecord {
                     key: Some(key.name),
                     fingerprint: Some(key.fingerprint),
-                    signature_manifest: Some(signature_manifest),
+                    signature_manifest: Some(signature_manifest.clone()),
                     unsigned_allowed: false,
                     payload: Some(base64::engine::general_purpose::STANDARD.encode(&payload)),
                     signature: Some(sig.trim().to_string()),
                 });
+                // The installed version's signer, or the first when none is preferred.
+                if preferred {
+                    break;
+                }
+            }
+            LayerVerdict::OutOfScope { key, scopes } => {
+                found.push(format!(
+                    "signature {n}: {}",
+                    signature::out_of_scope_words(&key, &scopes, &docker_reference)
+                ));
+                out_of_scope = Some(());
             }
             LayerVerdict::NoTrustedKey => found.push(format!(
                 "signature {n}: does not verify with any trusted key (made by another key, or \
@@ -840,9 +719,19 @@ async fn verify_signature(
             LayerVerdict::Malformed(why) => found.push(format!("signature {n}: {why}")),
         }
     }
+    if !verified.is_empty() {
+        let at = verified
+            .iter()
+            .position(|v| prefer.is_some() && v.fingerprint.as_deref() == prefer)
+            .unwrap_or(0);
+        return Ok(verified.swap_remove(at));
+    }
     let fix = if other_digest {
         "The registry serves a signature made for another artifact under this one's tag: do \
          not install this; ask the publisher to sign this exact digest"
+    } else if out_of_scope.is_some() {
+        "A key you trust signed it, but you trusted that key only for other references: \
+         install it only if that publisher may publish this repository"
     } else {
         NOT_TRUSTED_FIX
     };
@@ -866,20 +755,16 @@ pub async fn sign(
     r: &OciRef,
     auth: &AuthChoice,
     key: &p256::ecdsa::SigningKey,
+    expected: Option<&str>,
+    signing: &(dyn Fn(&str) + Sync),
 ) -> Result<Signed, RemoteError> {
-    let credentials = auth.resolve(&r.registry)?;
-    let client = r.client()?;
-    let asked = r.by_tag_or_digest();
-    step(
-        r,
-        "authenticating",
-        client.auth(&asked, &credentials, RegistryOperation::Push),
-    )
-    .await?;
+    let registry = r.connect(auth, Access::Push).await?;
+    let accepted = [MANIFEST_MEDIA_TYPE, DOCKER_MANIFEST_MEDIA_TYPE];
+    let action = "resolving the manifest";
     let manifest_digest = step(
         r,
-        "resolving the manifest",
-        client.fetch_manifest_digest(&asked, &credentials),
+        action,
+        registry.manifest_digest(r.tag_or_digest(), &accepted, action),
     )
     .await?;
     if let Some(given) = &r.digest
@@ -892,6 +777,21 @@ pub async fn sign(
             actual: manifest_digest,
         });
     }
+    if let Some(expected) = expected
+        && expected != manifest_digest
+    {
+        return Err(RemoteError::SignRefused(format!(
+            "{} resolves to {manifest_digest}, not the {} --digest names: the tag moved, or \
+             the digest is another artifact's. Check what the tag holds now (`skopeo inspect \
+             docker://{}/{}:{}`), then sign the digest you mean",
+            r.given,
+            truncate(expected, 80),
+            r.registry,
+            r.repository,
+            r.tag.as_deref().unwrap_or_default()
+        )));
+    }
+    signing(&manifest_digest);
     digest_hex(&manifest_digest, "manifest", &r.given)?;
     let docker_reference = format!("{}/{}", r.registry, r.repository);
     let payload = signature::payload(&docker_reference, &manifest_digest);
@@ -925,27 +825,15 @@ pub async fn sign(
     });
     let manifest = serde_json::to_vec(&manifest).unwrap_or_default();
     let tag = signature::signature_tag(&manifest_digest);
-    let target = Reference::with_tag(r.registry.clone(), r.repository.clone(), tag.clone());
+    let action = "pushing the signature payload";
+    step(r, action, registry.push_blob(payload, &payload_digest, action)).await?;
+    let action = "pushing the signature config";
+    step(r, action, registry.push_blob(config, &config_digest, action)).await?;
+    let action = "pushing the signature manifest";
     step(
         r,
-        "pushing the signature payload",
-        client.push_blob(&target, payload, &payload_digest),
-    )
-    .await?;
-    step(
-        r,
-        "pushing the signature config",
-        client.push_blob(&target, config, &config_digest),
-    )
-    .await?;
-    step(
-        r,
-        "pushing the signature manifest",
-        client.push_manifest_raw(
-            &target,
-            manifest.clone(),
-            reqwest::header::HeaderValue::from_static(MANIFEST_MEDIA_TYPE),
-        ),
+        action,
+        registry.push_manifest(&tag, manifest.clone(), MANIFEST_MEDIA_TYPE, action),
     )
     .await?;
     Ok(Signed {
@@ -1007,13 +895,7 @@ pub async fn push(
             why: "publish pushes to a tag: write oci://REGISTRY/REPOSITORY:TAG".into(),
         });
     }
-    let credentials = auth.resolve(&r.registry)?;
-    let client = r.client()?;
-    let target = r.by_tag_or_digest();
-    client
-        .auth(&target, &credentials, RegistryOperation::Push)
-        .await
-        .map_err(|e| r.error("authenticating", e))?;
+    let registry = r.connect(auth, Access::Push).await?;
     let layer_digest = format!("sha256:{}", crate::stamp::sha256_hex(&artifact.wasm));
     let config = serde_json::to_vec(&WasmConfig {
         created: artifact.created,
@@ -1063,22 +945,16 @@ pub async fn push(
     });
     let manifest = serde_json::to_vec(&manifest).unwrap_or_default();
     let manifest_digest = format!("sha256:{}", crate::stamp::sha256_hex(&manifest));
-    client
-        .push_blob(&target, artifact.wasm, &layer_digest)
-        .await
-        .map_err(|e| r.error("pushing the layer", e))?;
-    client
-        .push_blob(&target, config, &config_digest)
-        .await
-        .map_err(|e| r.error("pushing the config", e))?;
-    client
-        .push_manifest_raw(
-            &target,
-            manifest,
-            reqwest::header::HeaderValue::from_static(MANIFEST_MEDIA_TYPE),
-        )
-        .await
-        .map_err(|e| r.error("pushing the manifest", e))?;
+    let tag = r.tag.as_deref().unwrap_or_default();
+    registry
+        .push_blob(artifact.wasm, &layer_digest, "pushing the layer")
+        .await?;
+    registry
+        .push_blob(config, &config_digest, "pushing the config")
+        .await?;
+    registry
+        .push_manifest(tag, manifest, MANIFEST_MEDIA_TYPE, "pushing the manifest")
+        .await?;
     Ok(Published {
         manifest_digest,
         layer_digest,

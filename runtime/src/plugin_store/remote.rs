@@ -139,6 +139,42 @@ pub enum RemoteError {
     SignatureRefused(Box<SignatureRefusal>),
     #[error("registry credentials: {0}")]
     Auth(String),
+    #[error("{0}")]
+    Setting(String),
+    #[error("{0}")]
+    SignRefused(String),
+    #[error(
+        "{reference}: {what} did not finish within {secs} s: {received} bytes received{of}. \
+         The server is too slow, or holds the connection open without sending; if it is only \
+         slow, allow longer with PADDOCK_DOWNLOAD_TIMEOUT_SECS=SECONDS (now {secs})"
+    )]
+    DeadlinePassed {
+        reference: String,
+        what: String,
+        secs: u64,
+        received: u64,
+        /// ` of N` when the size is known.
+        of: String,
+    },
+}
+
+impl RemoteError {
+    /// `what` of `reference` past the download deadline `limit`, `received` bytes in.
+    pub fn deadline(
+        reference: &str,
+        what: &str,
+        limit: std::time::Duration,
+        received: u64,
+        total: Option<u64>,
+    ) -> RemoteError {
+        RemoteError::DeadlinePassed {
+            reference: truncate(reference, 200),
+            what: what.to_string(),
+            secs: limit.as_secs(),
+            received,
+            of: total.map(|t| format!(" of {t}")).unwrap_or_default(),
+        }
+    }
 }
 
 /// A signature manifest with no signature that counts: what was expected, what was found.
@@ -202,6 +238,21 @@ pub fn truncate(text: &str, max: usize) -> String {
     out.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
+}
+
+/// An error with its causes, `a: b: c` (reqwest's own text leaves the cause out).
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    truncate(&text, 600)
 }
 
 /// A file being downloaded into `downloads/` under the data directory: private (0600), hashed

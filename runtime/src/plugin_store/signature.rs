@@ -6,8 +6,10 @@
 //! over the payload's bytes in the annotation `dev.cosignproject.cosign/signature`.
 //!
 //! Only keys the user trusts count (`paddock plugin trust-key`, kept as PEM under
-//! `trusted-keys/` in the data directory). The payload must name the exact digest being
-//! installed, so a signature copied from another artifact is refused.
+//! `trusted-keys/` in the data directory), and a key trusted `--for` reference patterns
+//! vouches only for references that match one (`ghcr.io/acme/*`); a key without patterns
+//! vouches for any. The payload must name the exact digest being installed, so a signature
+//! copied from another artifact is refused.
 
 use p256::ecdsa::signature::{Signer, Verifier};
 use p256::ecdsa::{Signature, SigningKey, VerifyingKey};
@@ -63,6 +65,78 @@ pub struct TrustedKey {
     /// `sha256:HEX` of the key's DER SubjectPublicKeyInfo.
     pub fingerprint: String,
     pub key: VerifyingKey,
+    /// The reference patterns it vouches for (`trust-key --for`); empty: any reference.
+    pub scopes: Vec<String>,
+}
+
+impl TrustedKey {
+    /// Whether this key vouches for `reference` (`REGISTRY/REPOSITORY`).
+    pub fn covers(&self, reference: &str) -> bool {
+        self.scopes.is_empty() || self.scopes.iter().any(|p| pattern_matches(p, reference))
+    }
+
+    /// Its scope in words: the patterns, or that it has none.
+    pub fn scope_words(&self) -> String {
+        if self.scopes.is_empty() {
+            "any reference (no --for)".to_string()
+        } else {
+            self.scopes
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    }
+}
+
+/// A `--for` pattern checked and normalised (an `oci://` prefix dropped), or why it is not
+/// one: `REGISTRY/REPOSITORY` with `*` (within one path segment) or `**` (across segments),
+/// no tag or digest.
+pub fn parse_scope(given: &str) -> Result<String, String> {
+    let pattern = given.trim().strip_prefix("oci://").unwrap_or(given.trim());
+    let why = if pattern.is_empty() {
+        Some("it is empty")
+    } else if !pattern.contains('/') {
+        Some("it names no repository (write REGISTRY/REPOSITORY, e.g. ghcr.io/acme/*)")
+    } else if pattern.contains('@') {
+        Some("it names a digest; a scope names repositories (REGISTRY/REPOSITORY)")
+    } else if pattern
+        .rsplit('/')
+        .next()
+        .is_some_and(|last| last.contains(':'))
+    {
+        Some("it names a tag; a scope names repositories (REGISTRY/REPOSITORY)")
+    } else if !pattern.bytes().all(|b| {
+        b.is_ascii_lowercase()
+            || b.is_ascii_digit()
+            || matches!(b, b'.' | b'-' | b'_' | b'/' | b':' | b'*' | b'[' | b']')
+    }) {
+        Some("it holds characters no reference has (lower-case letters, digits, . - _ / : and * only)")
+    } else if pattern.split('/').next().is_some_and(|host| host.contains('*')) {
+        Some("its registry is a wildcard; name the registry (`*` may stand for repository parts)")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(format!("`{}` is not a reference pattern: {why}", short(given, 120))),
+        None => Ok(pattern.to_string()),
+    }
+}
+
+/// Whether `reference` (`REGISTRY/REPOSITORY`) matches `pattern`: `**` matches anything, `*`
+/// anything but `/`, every other character itself.
+pub fn pattern_matches(pattern: &str, reference: &str) -> bool {
+    fn go(p: &[u8], r: &[u8]) -> bool {
+        match p {
+            [] => r.is_empty(),
+            [b'*', b'*', rest @ ..] => (0..=r.len()).any(|i| go(rest, &r[i..])),
+            [b'*', rest @ ..] => (0..=r.len())
+                .take_while(|i| *i == 0 || r[i - 1] != b'/')
+                .any(|i| go(rest, &r[i..])),
+            [c, rest @ ..] => r.first() == Some(c) && go(rest, &r[1..]),
+        }
+    }
+    go(pattern.as_bytes(), reference.as_bytes())
 }
 
 /// What a remote install recorded about its signature.
@@ -102,10 +176,23 @@ pub enum Recheck {
     Invalid(String),
 }
 
+/// The out-of-scope refusal, in words: key, its scope, the reference.
+pub fn out_of_scope_words(key: &str, scopes: &str, reference: &str) -> String {
+    format!(
+        "it is signed by trusted key `{}`, which vouches only for {scopes}, not for {}; if this \
+         publisher may sign it, trust the key for it too (`paddock plugin trust-key --remove \
+         {}`, then `paddock plugin trust-key NAME KEY.pub --for PATTERN` once per pattern)",
+        short(key, 64),
+        short(reference, 200),
+        short(key, 64)
+    )
+}
+
 impl SignatureRecord {
     /// Verifies the recorded payload and signature again, offline, against `keys` (the keys
-    /// trusted now) and `manifest_digest` (the record's).
-    pub fn recheck(&self, keys: &[TrustedKey], manifest_digest: &str) -> Recheck {
+    /// trusted now, each within its scope), `reference` (`REGISTRY/REPOSITORY`, the record's)
+    /// and `manifest_digest` (the record's).
+    pub fn recheck(&self, keys: &[TrustedKey], reference: &str, manifest_digest: &str) -> Recheck {
         use base64::Engine;
         if self.unsigned_allowed {
             return Recheck::UnsignedAllowed;
@@ -116,8 +203,11 @@ impl SignatureRecord {
         let Ok(payload) = base64::engine::general_purpose::STANDARD.decode(payload) else {
             return Recheck::Invalid("the recorded payload is not base64".into());
         };
-        match verify_layer(&payload, signature, keys, manifest_digest) {
+        match verify_layer(&payload, signature, keys, reference, manifest_digest) {
             LayerVerdict::Verified(key) => Recheck::Valid(key),
+            LayerVerdict::OutOfScope { key, scopes } => {
+                Recheck::Invalid(out_of_scope_words(&key, &scopes, reference))
+            }
             LayerVerdict::NoTrustedKey => Recheck::Invalid(format!(
                 "no key trusted now verifies its signature (it was signed by `{}` {}, which is \
                  no longer trusted, or the record was altered)",
@@ -211,6 +301,8 @@ pub enum LayerVerdict {
     Verified(TrustedKey),
     /// The signature verifies with no trusted key.
     NoTrustedKey,
+    /// Only keys trusted for other references (`--for`) verify it.
+    OutOfScope { key: String, scopes: String },
     /// A trusted key signed it, but the payload names another digest (or is not a cosign
     /// image signature).
     OtherDigest { key: String, found: String },
@@ -244,12 +336,14 @@ struct Image {
     docker_manifest_digest: String,
 }
 
-/// Checks one signature layer: `signature_b64` over `payload` with each of `keys`, then
-/// that the payload names `manifest_digest`.
+/// Checks one signature layer: `signature_b64` over `payload` with each of `keys` that
+/// vouches for `reference` (`REGISTRY/REPOSITORY`), then that the payload names
+/// `manifest_digest`.
 pub fn verify_layer(
     payload: &[u8],
     signature_b64: &str,
     keys: &[TrustedKey],
+    reference: &str,
     manifest_digest: &str,
 ) -> LayerVerdict {
     use base64::Engine;
@@ -265,11 +359,18 @@ pub fn verify_layer(
     let Ok(signature) = Signature::from_der(&der) else {
         return LayerVerdict::Malformed("its signature is not a DER ECDSA P-256 signature".into());
     };
-    let Some(key) = keys
+    let mut verifying = keys
         .iter()
-        .find(|k| k.key.verify(payload, &signature).is_ok())
-    else {
+        .filter(|k| k.key.verify(payload, &signature).is_ok())
+        .peekable();
+    let Some(first) = verifying.peek().cloned() else {
         return LayerVerdict::NoTrustedKey;
+    };
+    let Some(key) = verifying.find(|k| k.covers(reference)) else {
+        return LayerVerdict::OutOfScope {
+            key: first.name.clone(),
+            scopes: first.scope_words(),
+        };
     };
     let parsed: Result<Payload, _> = serde_json::from_slice(payload);
     match parsed {
@@ -304,6 +405,8 @@ pub fn verify_layer(
 mod tests {
     use super::*;
 
+    const REF: &str = "127.0.0.1:5000/plugins/fs";
+
     fn key(name: &str) -> (SigningKey, TrustedKey) {
         let secret = {
             use sha2::Digest;
@@ -314,6 +417,7 @@ mod tests {
             name: name.into(),
             fingerprint: fingerprint(&public),
             key: public,
+            scopes: Vec::new(),
         };
         (secret, trusted)
     }
@@ -326,26 +430,26 @@ mod tests {
         let body = payload("127.0.0.1:5000/plugins/fs", &digest);
         let sig = sign(&secret, &body);
         assert_eq!(
-            verify_layer(&body, &sig, std::slice::from_ref(&trusted), &digest),
+            verify_layer(&body, &sig, std::slice::from_ref(&trusted), REF, &digest),
             LayerVerdict::Verified(trusted.clone())
         );
         assert_eq!(
-            verify_layer(&body, &sig, std::slice::from_ref(&other), &digest),
+            verify_layer(&body, &sig, std::slice::from_ref(&other), REF, &digest),
             LayerVerdict::NoTrustedKey
         );
         let elsewhere = format!("sha256:{}", "b".repeat(64));
         assert!(matches!(
-            verify_layer(&body, &sig, std::slice::from_ref(&trusted), &elsewhere),
+            verify_layer(&body, &sig, std::slice::from_ref(&trusted), REF, &elsewhere),
             LayerVerdict::OtherDigest { .. }
         ));
         let mut tampered = body.clone();
         tampered[10] ^= 1;
         assert_eq!(
-            verify_layer(&tampered, &sig, std::slice::from_ref(&trusted), &digest),
+            verify_layer(&tampered, &sig, std::slice::from_ref(&trusted), REF, &digest),
             LayerVerdict::NoTrustedKey
         );
         assert!(matches!(
-            verify_layer(&body, "!!", std::slice::from_ref(&trusted), &digest),
+            verify_layer(&body, "!!", std::slice::from_ref(&trusted), REF, &digest),
             LayerVerdict::Malformed(_)
         ));
         assert_eq!(
@@ -369,16 +473,16 @@ mod tests {
             ..SignatureRecord::default()
         };
         assert_eq!(
-            record.recheck(&[other.clone(), trusted.clone()], &digest),
+            record.recheck(&[other.clone(), trusted.clone()], REF, &digest),
             Recheck::Valid(trusted.clone())
         );
-        match record.recheck(std::slice::from_ref(&other), &digest) {
+        match record.recheck(std::slice::from_ref(&other), REF, &digest) {
             Recheck::Invalid(why) => assert!(why.contains("no longer trusted"), "{why}"),
             found => panic!("{found:?}"),
         }
         let elsewhere = format!("sha256:{}", "b".repeat(64));
         assert!(matches!(
-            record.recheck(std::slice::from_ref(&trusted), &elsewhere),
+            record.recheck(std::slice::from_ref(&trusted), REF, &elsewhere),
             Recheck::Invalid(_)
         ));
         let old = SignatureRecord {
@@ -386,7 +490,7 @@ mod tests {
             signature: None,
             ..record
         };
-        assert_eq!(old.recheck(&[], &digest), Recheck::NotRecorded);
+        assert_eq!(old.recheck(&[], REF, &digest), Recheck::NotRecorded);
     }
 
     #[test]
@@ -403,5 +507,62 @@ mod tests {
         let broken = pem.replace("A", "B");
         assert!(parse_public_key(broken.as_bytes()).is_err());
         assert!(parse_private_key(pem.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn a_key_trusted_for_patterns_vouches_only_for_matching_references() {
+        assert!(pattern_matches("ghcr.io/acme/*", "ghcr.io/acme/fs"));
+        assert!(!pattern_matches("ghcr.io/acme/*", "ghcr.io/acme/team/fs"));
+        assert!(pattern_matches("ghcr.io/acme/**", "ghcr.io/acme/team/fs"));
+        assert!(!pattern_matches("ghcr.io/acme/*", "ghcr.io/acmeevil/fs"));
+        assert!(!pattern_matches("ghcr.io/acme/*", "ghcr.io.evil.com/acme/fs"));
+        assert!(pattern_matches("ghcr.io/acme/fs", "ghcr.io/acme/fs"));
+        assert!(!pattern_matches("ghcr.io/acme/fs", "ghcr.io/acme/fs2"));
+        assert!(pattern_matches("ghcr.io/acme/fs-*", "ghcr.io/acme/fs-grep"));
+        assert_eq!(parse_scope("oci://ghcr.io/acme/*").unwrap(), "ghcr.io/acme/*");
+        for bad in ["", "ghcr.io", "*/acme/fs", "ghcr.io/acme/fs:1", "ghcr.io/a@sha256:x", "Ghcr.io/a"] {
+            assert!(parse_scope(bad).is_err(), "{bad}");
+        }
+
+        let (secret, mut trusted) = key("acme");
+        trusted.scopes = vec!["ghcr.io/acme/*".into()];
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let body = payload("ghcr.io/acme/fs", &digest);
+        let sig = sign(&secret, &body);
+        let keys = std::slice::from_ref(&trusted);
+        assert_eq!(
+            verify_layer(&body, &sig, keys, "ghcr.io/acme/fs", &digest),
+            LayerVerdict::Verified(trusted.clone())
+        );
+        match verify_layer(&body, &sig, keys, "ghcr.io/other/fs", &digest) {
+            LayerVerdict::OutOfScope { key, scopes } => {
+                assert_eq!(key, "acme");
+                assert!(scopes.contains("ghcr.io/acme/*"), "{scopes}");
+            }
+            found => panic!("{found:?}"),
+        }
+        // The same key trusted twice, once for everything: the second entry vouches.
+        let mut any = trusted.clone();
+        any.name = "acme-any".into();
+        any.scopes.clear();
+        assert_eq!(
+            verify_layer(&body, &sig, &[trusted.clone(), any.clone()], "ghcr.io/other/fs", &digest),
+            LayerVerdict::Verified(any)
+        );
+        use base64::Engine;
+        let record = SignatureRecord {
+            key: Some("acme".into()),
+            fingerprint: Some(trusted.fingerprint.clone()),
+            payload: Some(base64::engine::general_purpose::STANDARD.encode(&body)),
+            signature: Some(sig),
+            ..SignatureRecord::default()
+        };
+        match record.recheck(keys, "ghcr.io/other/fs", &digest) {
+            Recheck::Invalid(why) => {
+                assert!(why.contains("acme") && why.contains("ghcr.io/acme/*"), "{why}");
+                assert!(why.contains("ghcr.io/other/fs"), "{why}");
+            }
+            found => panic!("{found:?}"),
+        }
     }
 }

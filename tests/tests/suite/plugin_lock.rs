@@ -24,7 +24,7 @@ fn plugin_file(file: &str) -> PathBuf {
 
 /// A project with its own `.paddock/` directory, trusted by its data directory (so the lock
 /// is the project's).
-fn project() -> Project {
+pub(crate) fn project() -> Project {
     let project = untrusted_project();
     trust_project(&project, project.home.path());
     project
@@ -39,7 +39,7 @@ fn untrusted_project() -> Project {
 }
 
 /// The data directory `home` trusts the project (`paddock trust`), as its owner would.
-fn trust_project(project: &Project, home: &Path) {
+pub(crate) fn trust_project(project: &Project, home: &Path) {
     let out = run_home(project, home, &["trust"]);
     assert!(out.status.success(), "{}", text(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
@@ -52,7 +52,7 @@ fn lock_path(project: &Project) -> PathBuf {
 }
 
 /// A preset (in the data directory, outside the project) loading installed plugin `name`.
-fn preset(project: &Project, name: &str) -> String {
+pub(crate) fn preset(project: &Project, name: &str) -> String {
     let preset = project.home.path().join(format!("{name}-preset.toml"));
     std::fs::write(
         &preset,
@@ -101,7 +101,7 @@ fn read_hello(project: &Project, preset: &str) -> Output {
 }
 
 /// `tool list --json` of the preset: the output.
-fn tool_list(project: &Project, preset: &str) -> Output {
+pub(crate) fn tool_list(project: &Project, preset: &str) -> Output {
     run(project, &["tool", "list", "--preset", preset, "--json"])
 }
 
@@ -268,7 +268,7 @@ fn a_tool_description_changed_under_the_same_name_is_refused_until_accepted() {
 }
 
 /// `paddock` in `project`'s directory with another data directory.
-fn run_home(project: &Project, home: &Path, args: &[&str]) -> Output {
+pub(crate) fn run_home(project: &Project, home: &Path, args: &[&str]) -> Output {
     let none = home.join("no-docker-config");
     project
         .command(args)

@@ -539,7 +539,11 @@ fn plain_http_names_without_a_registry_and_https_without_a_sha256_are_refused() 
 }
 
 /// A manifest for one config and the given layers (each: media type, digest, size).
-fn wasm_manifest(config_digest: &str, config_size: usize, layers: &[(&str, &str, u64)]) -> Vec<u8> {
+pub(crate) fn wasm_manifest(
+    config_digest: &str,
+    config_size: usize,
+    layers: &[(&str, &str, u64)],
+) -> Vec<u8> {
     let layers: Vec<Value> = layers
         .iter()
         .map(|(media_type, digest, size)| {

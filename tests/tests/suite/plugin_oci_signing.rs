@@ -53,7 +53,7 @@ impl KeyPair {
     }
 
     /// `sha256:HEX` of the DER public key, as openssl computes it.
-    fn fingerprint(&self) -> String {
+    pub(crate) fn fingerprint(&self) -> String {
         let out = Command::new("openssl")
             .args(["pkey", "-pubin", "-outform", "DER", "-in"])
             .arg(self.public())

@@ -17,14 +17,19 @@ use crate::agent_common::{Project, text};
 use crate::plugin_oci::{Registry, run, sha256_hex};
 use crate::plugin_oci_signing::KeyPair;
 
-fn component(version: &str) -> (PathBuf, Vec<u8>) {
+pub(crate) fn component(version: &str) -> (PathBuf, Vec<u8>) {
     let file = format!("upgrade_{version}.wasm");
     let path = paddock_tests::plugins::plugin_dir().join(&file);
     (path, paddock_tests::plugins::plugin_bytes(&file))
 }
 
 /// `plugin publish FILE REFERENCE`, then signed by `key`; the manifest digest.
-fn publish(project: &Project, file: &std::path::Path, reference: &str, key: &KeyPair) -> String {
+pub(crate) fn publish(
+    project: &Project,
+    file: &std::path::Path,
+    reference: &str,
+    key: &KeyPair,
+) -> String {
     let out = run(
         project,
         &["plugin", "publish", file.to_str().unwrap(), reference],
@@ -39,13 +44,13 @@ fn publish(project: &Project, file: &std::path::Path, reference: &str, key: &Key
         .to_string()
 }
 
-fn record(project: &Project, name: &str) -> Value {
+pub(crate) fn record(project: &Project, name: &str) -> Value {
     let path = project.home.path().join(format!("installed/{name}.json"));
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
 /// `tool call greet` through a preset that loads installed plugin `name`: the call's JSON.
-fn greet(project: &Project, name: &str) -> Value {
+pub(crate) fn greet(project: &Project, name: &str) -> Value {
     let preset = project.dir.path().join(format!("{name}.toml"));
     std::fs::write(
         &preset,
@@ -70,7 +75,7 @@ fn greet(project: &Project, name: &str) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
 }
 
-fn content(json: &Value) -> &str {
+pub(crate) fn content(json: &Value) -> &str {
     json["content"].as_str().unwrap_or_default()
 }
 

@@ -1,0 +1,882 @@
+//! The HTTP side of an OCI registry (the distribution API), as paddock speaks it for every
+//! request it makes to one: the token, manifests and blobs of an install, and the uploads of
+//! `publish` and `sign`. The registry is not trusted, so four rules live here, where every
+//! request passes:
+//!
+//! - **Credentials go only to the registry's own origin** (scheme, host and port as the
+//!   reference names them). A token service (`WWW-Authenticate: Bearer realm=…`) elsewhere is
+//!   asked without them, anonymously; a redirect or an upload location elsewhere is followed
+//!   without them. Redirects are followed here, one hop at a time, not by the HTTP client.
+//! - **Never from https to http**, and never from another host to this machine: a realm, a
+//!   redirect or an upload location that would do either is refused. Plain http is spoken
+//!   only to a loopback registry.
+//! - **Bodies are read through a cap as they arrive**: a manifest is refused at 4 MiB + 1
+//!   byte, a token answer at 64 KiB + 1, an error body is cut at 16 KiB; a length announced
+//!   past the cap is refused before anything is read.
+//! - **A download has an overall deadline** (`download_deadline`,
+//!   `PADDOCK_DOWNLOAD_TIMEOUT_SECS`): the caller streams a layer against it.
+//!
+//! It does not decide what the bytes mean (`oci.rs`: shapes and digests) nor whom to trust
+//! (`signature.rs`).
+
+use std::time::Duration;
+
+use oci_client::secrets::RegistryAuth;
+use reqwest::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, LOCATION, WWW_AUTHENTICATE,
+};
+use reqwest::{Method, StatusCode, Url};
+
+use super::remote::{MAX_MANIFEST_BYTES, RemoteError, error_chain, is_loopback_host, truncate};
+
+/// The environment variable that sets the overall deadline of one download, in seconds.
+pub const DOWNLOAD_TIMEOUT_VAR: &str = "PADDOCK_DOWNLOAD_TIMEOUT_SECS";
+/// The deadline when the variable is unset: 256 MiB (the largest plugin) at under 300 KiB/s.
+pub const DEFAULT_DOWNLOAD_TIMEOUT_SECS: u64 = 900;
+/// The largest token service answer read (a JSON object with a token: a few KiB).
+pub const MAX_TOKEN_BYTES: usize = 64 << 10;
+/// How much of an error body is read, for the message.
+const MAX_ERROR_BYTES: usize = 16 << 10;
+/// How many redirects one request may take.
+const MAX_REDIRECTS: usize = 5;
+
+/// The overall deadline of one download: `PADDOCK_DOWNLOAD_TIMEOUT_SECS`, else 900 s.
+pub fn download_deadline() -> Result<Duration, RemoteError> {
+    deadline_from(std::env::var_os(DOWNLOAD_TIMEOUT_VAR).as_deref())
+}
+
+fn deadline_from(given: Option<&std::ffi::OsStr>) -> Result<Duration, RemoteError> {
+    let Some(given) = given else {
+        return Ok(Duration::from_secs(DEFAULT_DOWNLOAD_TIMEOUT_SECS));
+    };
+    let given = given.to_string_lossy();
+    match given.trim().parse::<u64>() {
+        Ok(secs) if secs > 0 => Ok(Duration::from_secs(secs)),
+        _ => Err(RemoteError::Setting(format!(
+            "{DOWNLOAD_TIMEOUT_VAR}=`{}` is not a whole number of seconds above 0; set it to \
+             e.g. 1800, or unset it for the default {DEFAULT_DOWNLOAD_TIMEOUT_SECS}",
+            truncate(&given, 40)
+        ))),
+    }
+}
+
+/// True when `a` and `b` are the same origin: scheme, host and port.
+pub fn same_origin(a: &Url, b: &Url) -> bool {
+    a.scheme() == b.scheme()
+        && a.host_str() == b.host_str()
+        && a.port_or_known_default() == b.port_or_known_default()
+}
+
+/// Whether paddock goes on from `from` to `to` (a redirect, a token realm, an upload
+/// location); else why not. https anywhere; plain http only to a loopback host and never
+/// after https; never from another host to this machine; no credentials in the URL.
+pub fn check_hop(from: &Url, to: &Url) -> Result<(), String> {
+    let host = to.host_str().unwrap_or_default();
+    let shown = truncate(to.as_str(), 200);
+    match to.scheme() {
+        "https" => {}
+        "http" if from.scheme() == "https" => {
+            return Err(format!(
+                "it leads from https to plain http ({shown}), where anyone on the way reads \
+                 and changes what is sent"
+            ));
+        }
+        "http" if !is_loopback_host(host) => {
+            return Err(format!(
+                "it leads to plain http on a host that is not loopback ({shown})"
+            ));
+        }
+        "http" => {}
+        other => {
+            return Err(format!(
+                "it leads to the scheme `{}` ({shown})",
+                truncate(other, 20)
+            ));
+        }
+    }
+    if !to.username().is_empty() || to.password().is_some() {
+        return Err(format!("it carries credentials in the URL ({shown})"));
+    }
+    if !from.host_str().is_some_and(is_loopback_host) && is_loopback_host(host) {
+        return Err(format!(
+            "it leads from another host to this machine ({shown})"
+        ));
+    }
+    Ok(())
+}
+
+/// A `WWW-Authenticate` challenge, as far as paddock answers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Challenge {
+    Basic,
+    Bearer {
+        realm: String,
+        service: Option<String>,
+    },
+    /// A scheme paddock does not speak.
+    Other(String),
+}
+
+/// The challenge in a `WWW-Authenticate` value (`Bearer realm="…",service="…"`), if it parses.
+pub fn parse_challenge(value: &str) -> Option<Challenge> {
+    let value = value.trim();
+    let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
+    if scheme.eq_ignore_ascii_case("basic") {
+        return Some(Challenge::Basic);
+    }
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Some(Challenge::Other(truncate(scheme, 40)));
+    }
+    let mut realm = None;
+    let mut service = None;
+    let mut chars = rest.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| *c == ',' || c.is_whitespace()) {
+            chars.next();
+        }
+        let key: String = chars
+            .by_ref()
+            .take_while(|c| *c != '=')
+            .collect::<String>()
+            .trim()
+            .to_ascii_lowercase();
+        if key.is_empty() {
+            break;
+        }
+        let mut value = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => value.extend(chars.next()),
+                    '"' => break,
+                    c => value.push(c),
+                }
+            }
+        } else {
+            while let Some(c) = chars.next_if(|c| *c != ',') {
+                value.push(c);
+            }
+            value = value.trim().to_string();
+        }
+        match key.as_str() {
+            "realm" => realm = Some(value),
+            "service" => service = Some(value),
+            _ => {}
+        }
+    }
+    Some(Challenge::Bearer {
+        realm: realm?,
+        service,
+    })
+}
+
+/// Why a body was not read whole.
+#[derive(Debug)]
+pub enum BodyError {
+    /// Past the cap: reading stopped at `read` bytes (or before, on the announced length).
+    TooLarge { read: u64, announced: Option<u64> },
+    Broken(String),
+}
+
+/// The body of `response`, read as it arrives and stopped once it passes `cap` bytes (the
+/// connection is dropped there); refused before reading when its announced length is over.
+pub async fn read_capped(mut response: reqwest::Response, cap: usize) -> Result<Vec<u8>, BodyError> {
+    let announced = response.content_length();
+    if announced.is_some_and(|n| n > cap as u64) {
+        return Err(BodyError::TooLarge { read: 0, announced });
+    }
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                let room = cap + 1 - body.len();
+                body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                if body.len() > cap {
+                    return Err(BodyError::TooLarge {
+                        read: body.len() as u64,
+                        announced,
+                    });
+                }
+            }
+            Ok(None) => return Ok(body),
+            Err(e) => return Err(BodyError::Broken(error_chain(&e))),
+        }
+    }
+}
+
+/// What a registry is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Pull,
+    Push,
+}
+
+/// One repository of one registry, authenticated as far as it asked: every request of an
+/// install, a publish or a sign goes through `send`.
+pub struct Registry {
+    /// The reference as given, for messages.
+    reference: String,
+    /// `HOST[:PORT]`.
+    registry: String,
+    repository: String,
+    /// `https://HOST[:PORT]/` (http for a loopback host): the origin credentials go to.
+    base: Url,
+    http: reqwest::Client,
+    /// Sent only to `base`'s origin.
+    authorization: Option<HeaderValue>,
+}
+
+impl Registry {
+    /// Connects to `registry` for `repository`: asks `/v2/` what authentication it wants and
+    /// gets it (a token from its token service, or basic credentials), by the rules above.
+    pub async fn connect(
+        reference: &str,
+        registry: &str,
+        repository: &str,
+        credentials: &RegistryAuth,
+        access: Access,
+    ) -> Result<Registry, RemoteError> {
+        let host = registry_host(registry);
+        let scheme = if is_loopback_host(host) { "http" } else { "https" };
+        let base = Url::parse(&format!("{scheme}://{registry}/")).map_err(|e| {
+            RemoteError::BadReference {
+                given: truncate(reference, 200),
+                why: format!("its registry `{}` is not a host ({e})", truncate(registry, 100)),
+            }
+        })?;
+        crate::tls::install_crypto_provider();
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(10))
+            .read_timeout(Duration::from_secs(60))
+            .user_agent(concat!("paddock/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| RemoteError::Registry {
+                reference: truncate(reference, 200),
+                action: "setting up the client",
+                answer: error_chain(&e),
+                fix: "this is a bug in paddock; report it".into(),
+            })?;
+        let mut this = Registry {
+            reference: reference.to_string(),
+            registry: registry.to_string(),
+            repository: repository.to_string(),
+            base,
+            http,
+            authorization: None,
+        };
+        this.authorization = this.authenticate(credentials, access).await?;
+        Ok(this)
+    }
+
+    /// The `Authorization` value for the registry's own requests, if it wants one.
+    async fn authenticate(
+        &self,
+        credentials: &RegistryAuth,
+        access: Access,
+    ) -> Result<Option<HeaderValue>, RemoteError> {
+        let action = "authenticating";
+        let basic = match credentials {
+            // A token from the user is the registry's bearer token as it is.
+            RegistryAuth::Bearer(token) => return Ok(Some(header_value(&format!("Bearer {token}")))),
+            RegistryAuth::Basic(user, password) => {
+                use base64::Engine;
+                let pair = format!("{user}:{password}");
+                Some(header_value(&format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD.encode(pair)
+                )))
+            }
+            RegistryAuth::Anonymous => None,
+        };
+        let probe = self.base.join("v2/").unwrap_or_else(|_| self.base.clone());
+        let response = self
+            .send(Method::GET, probe, HeaderMap::new(), None, None, action)
+            .await?;
+        if response.status() != StatusCode::UNAUTHORIZED {
+            return Ok(None);
+        }
+        let challenge = response
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_challenge);
+        let (realm, service) = match challenge {
+            None | Some(Challenge::Other(_)) => return Ok(basic),
+            Some(Challenge::Basic) => return Ok(basic),
+            Some(Challenge::Bearer { realm, service }) => (realm, service),
+        };
+        let realm_url = self.base.join(&realm).map_err(|e| RemoteError::Registry {
+            reference: self.reference.clone(),
+            action,
+            answer: format!("its token service `{}` is not a URL ({e})", truncate(&realm, 200)),
+            fix: format!("check that {} is a working registry", self.registry),
+        })?;
+        check_hop(&self.base, &realm_url).map_err(|why| RemoteError::Registry {
+            reference: self.reference.clone(),
+            action,
+            answer: format!("the registry names a token service paddock does not use: {why}"),
+            fix: format!(
+                "a registry's token service must be https (plain http only on this machine, for \
+                 a loopback registry); ask the operator of {} to fix it",
+                self.registry
+            ),
+        })?;
+        // The credentials are the registry's: a token service on another origin gets none.
+        let withheld = basic.is_some() && !same_origin(&self.base, &realm_url);
+        let scope = match access {
+            Access::Pull => format!("repository:{}:pull", self.repository),
+            Access::Push => format!("repository:{}:pull,push", self.repository),
+        };
+        let mut url = realm_url;
+        url.query_pairs_mut().append_pair("scope", &scope);
+        if let Some(service) = &service {
+            url.query_pairs_mut().append_pair("service", service);
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let response = self
+            .send(Method::GET, url, headers, None, basic.as_ref(), action)
+            .await?;
+        let status = response.status();
+        let withheld_note = if withheld {
+            format!(
+                " (its token service is on another host, {}, so paddock did not send it your \
+                 credentials: paddock sends them only to {})",
+                truncate(&realm, 200),
+                self.base.as_str().trim_end_matches('/')
+            )
+        } else {
+            String::new()
+        };
+        if !status.is_success() {
+            let answer = self.error_text(response).await;
+            return Err(RemoteError::Registry {
+                reference: self.reference.clone(),
+                action,
+                answer: format!("its token service answered HTTP {status}: {answer}{withheld_note}"),
+                fix: self.auth_fix(),
+            });
+        }
+        let body = read_capped(response, MAX_TOKEN_BYTES)
+            .await
+            .map_err(|e| self.body_error(action, "the token service's answer", MAX_TOKEN_BYTES, e))?;
+        #[derive(serde::Deserialize)]
+        struct Token {
+            token: Option<String>,
+            access_token: Option<String>,
+        }
+        let token = serde_json::from_slice::<Token>(&body)
+            .ok()
+            .and_then(|t| t.token.or(t.access_token))
+            .filter(|t| !t.is_empty() && t.len() < MAX_TOKEN_BYTES)
+            .ok_or_else(|| RemoteError::Registry {
+                reference: self.reference.clone(),
+                action,
+                answer: "its token service answered without a token".into(),
+                fix: format!("check that {} is a working registry", self.registry),
+            })?;
+        Ok(Some(header_value(&format!("Bearer {token}"))))
+    }
+
+    /// `url` requested, its redirects followed one at a time by `check_hop`'s rules, with
+    /// `authorization` attached only while the URL is the registry's own origin.
+    async fn send(
+        &self,
+        method: Method,
+        url: Url,
+        headers: HeaderMap,
+        body: Option<bytes::Bytes>,
+        authorization: Option<&HeaderValue>,
+        action: &'static str,
+    ) -> Result<reqwest::Response, RemoteError> {
+        let mut url = url;
+        let mut method = method;
+        let mut body = body;
+        for _ in 0..=MAX_REDIRECTS {
+            let mut request = self
+                .http
+                .request(method.clone(), url.clone())
+                .headers(headers.clone());
+            if let Some(value) = authorization
+                && same_origin(&url, &self.base)
+            {
+                request = request.header(AUTHORIZATION, value.clone());
+            }
+            if let Some(body) = &body {
+                request = request.body(body.clone());
+            }
+            let response = request
+                .send()
+                .await
+                .map_err(|e| self.transport_error(action, &e))?;
+            let status = response.status();
+            if !status.is_redirection() || status == StatusCode::NOT_MODIFIED {
+                return Ok(response);
+            }
+            let Some(location) = response
+                .headers()
+                .get(LOCATION)
+                .and_then(|l| l.to_str().ok())
+            else {
+                return Ok(response);
+            };
+            let next = url.join(location).map_err(|e| RemoteError::Registry {
+                reference: self.reference.clone(),
+                action,
+                answer: format!(
+                    "HTTP {status} to `{}`, which is not a URL ({e})",
+                    truncate(location, 200)
+                ),
+                fix: format!("check that {} is a working registry", self.registry),
+            })?;
+            check_hop(&url, &next).map_err(|why| RemoteError::Registry {
+                reference: self.reference.clone(),
+                action,
+                answer: format!("a redirect paddock refuses: {why}"),
+                fix: format!(
+                    "paddock follows a registry's redirects only over https (plain http only \
+                     between loopback addresses); ask the operator of {} to fix it",
+                    self.registry
+                ),
+            })?;
+            if status == StatusCode::SEE_OTHER && method != Method::HEAD {
+                method = Method::GET;
+                body = None;
+            }
+            url = next;
+        }
+        Err(RemoteError::Registry {
+            reference: self.reference.clone(),
+            action,
+            answer: format!("more than {MAX_REDIRECTS} redirects"),
+            fix: format!("check that {} is a working registry", self.registry),
+        })
+    }
+
+    fn url(&self, rest: &str) -> Url {
+        let path = format!("v2/{}/{rest}", self.repository);
+        self.base.join(&path).unwrap_or_else(|_| self.base.clone())
+    }
+
+    /// `rest` of this repository's API (`manifests/…`, `blobs/…`) requested with the registry's
+    /// own authorization.
+    async fn call(
+        &self,
+        method: Method,
+        rest: &str,
+        headers: HeaderMap,
+        body: Option<bytes::Bytes>,
+        action: &'static str,
+    ) -> Result<reqwest::Response, RemoteError> {
+        let url = self.url(rest);
+        let authorization = self.authorization.as_ref();
+        self.send(method, url, headers, body, authorization, action)
+            .await
+    }
+
+    fn accept(types: &[&str]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, header_value(&types.join(", ")));
+        headers
+    }
+
+    /// The digest `reference` (a tag or a digest) resolves to: the registry's
+    /// `Docker-Content-Digest` on a HEAD, else the SHA-256 of the manifest it sends (capped).
+    /// Either way the manifest is then fetched by that digest and checked against it.
+    pub async fn manifest_digest(
+        &self,
+        reference: &str,
+        accept: &[&str],
+        action: &'static str,
+    ) -> Result<String, RemoteError> {
+        let response = self
+            .call(Method::HEAD, &format!("manifests/{reference}"), Self::accept(accept), None, action)
+            .await?;
+        if !response.status().is_success() {
+            return Err(self.status_error(action, response).await);
+        }
+        if let Some(digest) = response
+            .headers()
+            .get("docker-content-digest")
+            .and_then(|v| v.to_str().ok())
+            .filter(|d| d.starts_with("sha256:"))
+        {
+            return Ok(digest.to_string());
+        }
+        match self.manifest(reference, accept, action).await? {
+            Some(bytes) => Ok(format!("sha256:{}", crate::stamp::sha256_hex(&bytes))),
+            None => Err(RemoteError::Registry {
+                reference: self.reference.clone(),
+                action,
+                answer: "the registry found the manifest, then did not".into(),
+                fix: self.missing_fix(),
+            }),
+        }
+    }
+
+    /// The manifest at `reference`, read through the 4 MiB cap; `None` when the registry
+    /// says there is none (HTTP 404).
+    pub async fn manifest(
+        &self,
+        reference: &str,
+        accept: &[&str],
+        action: &'static str,
+    ) -> Result<Option<Vec<u8>>, RemoteError> {
+        let response = self
+            .call(Method::GET, &format!("manifests/{reference}"), Self::accept(accept), None, action)
+            .await?;
+        if response.status() == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !response.status().is_success() {
+            return Err(self.status_error(action, response).await);
+        }
+        read_capped(response, MAX_MANIFEST_BYTES)
+            .await
+            .map(Some)
+            .map_err(|e| self.body_error(action, "the manifest", MAX_MANIFEST_BYTES, e))
+    }
+
+    /// The blob `digest`'s response, its body not read yet (the caller streams it against
+    /// its own cap and deadline).
+    pub async fn blob(
+        &self,
+        digest: &str,
+        action: &'static str,
+    ) -> Result<reqwest::Response, RemoteError> {
+        let response = self
+            .call(Method::GET, &format!("blobs/{digest}"), HeaderMap::new(), None, action)
+            .await?;
+        if !response.status().is_success() {
+            return Err(self.status_error(action, response).await);
+        }
+        Ok(response)
+    }
+
+    /// Uploads `bytes` as blob `digest` (monolithic: one POST for a location, one PUT), unless
+    /// the registry has it already.
+    pub async fn push_blob(
+        &self,
+        bytes: Vec<u8>,
+        digest: &str,
+        action: &'static str,
+    ) -> Result<(), RemoteError> {
+        let exists = self
+            .call(
+                Method::HEAD,
+                &format!("blobs/{digest}"),
+                HeaderMap::new(),
+                None,
+                action,
+            )
+            .await?;
+        if exists.status().is_success() {
+            return Ok(());
+        }
+        let started = self
+            .call(
+                Method::POST,
+                "blobs/uploads/",
+                HeaderMap::new(),
+                Some(bytes::Bytes::new()),
+                action,
+            )
+            .await?;
+        if started.status() != StatusCode::ACCEPTED {
+            return Err(self.status_error(action, started).await);
+        }
+        let location = started
+            .headers()
+            .get(LOCATION)
+            .and_then(|l| l.to_str().ok())
+            .and_then(|l| started.url().join(l).ok())
+            .ok_or_else(|| RemoteError::Registry {
+                reference: self.reference.clone(),
+                action,
+                answer: "the registry started an upload without a usable Location".into(),
+                fix: format!("check that {} is a working registry", self.registry),
+            })?;
+        check_hop(started.url(), &location).map_err(|why| RemoteError::Registry {
+            reference: self.reference.clone(),
+            action,
+            answer: format!("an upload location paddock refuses: {why}"),
+            fix: format!("ask the operator of {} to fix it", self.registry),
+        })?;
+        let mut url = location;
+        url.query_pairs_mut().append_pair("digest", digest);
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/octet-stream"),
+        );
+        let authorization = self.authorization.as_ref();
+        let done = self
+            .send(Method::PUT, url, headers, Some(bytes.into()), authorization, action)
+            .await?;
+        if done.status() != StatusCode::CREATED {
+            return Err(self.status_error(action, done).await);
+        }
+        Ok(())
+    }
+
+    /// Puts `manifest` (of `media_type`) at `tag`.
+    pub async fn push_manifest(
+        &self,
+        tag: &str,
+        manifest: Vec<u8>,
+        media_type: &str,
+        action: &'static str,
+    ) -> Result<(), RemoteError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, header_value(media_type));
+        let done = self
+            .call(
+                Method::PUT,
+                &format!("manifests/{tag}"),
+                headers,
+                Some(manifest.into()),
+                action,
+            )
+            .await?;
+        if done.status() != StatusCode::CREATED {
+            return Err(self.status_error(action, done).await);
+        }
+        Ok(())
+    }
+
+    /// The registry's error text: the messages of a distribution error envelope, else the
+    /// body, read through a cap.
+    async fn error_text(&self, response: reqwest::Response) -> String {
+        let body = match read_capped(response, MAX_ERROR_BYTES).await {
+            Ok(body) => body,
+            Err(BodyError::TooLarge { .. }) => return "(an error body over 16 KiB)".into(),
+            Err(BodyError::Broken(why)) => return format!("(its body broke off: {why})"),
+        };
+        #[derive(serde::Deserialize)]
+        struct Envelope {
+            errors: Vec<Entry>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Entry {
+            code: Option<String>,
+            message: Option<String>,
+        }
+        if let Ok(envelope) = serde_json::from_slice::<Envelope>(&body)
+            && !envelope.errors.is_empty()
+        {
+            let parts: Vec<String> = envelope
+                .errors
+                .iter()
+                .take(5)
+                .map(|e| {
+                    format!(
+                        "{} {}",
+                        e.code.as_deref().unwrap_or_default(),
+                        e.message.as_deref().unwrap_or_default()
+                    )
+                    .trim()
+                    .to_string()
+                })
+                .collect();
+            return truncate(&parts.join("; "), 300);
+        }
+        truncate(String::from_utf8_lossy(&body).trim(), 300)
+    }
+
+    /// A response that is not a success, with a fix chosen from its status.
+    async fn status_error(&self, action: &'static str, response: reqwest::Response) -> RemoteError {
+        let status = response.status();
+        let url = truncate(response.url().as_str(), 200);
+        let text = self.error_text(response).await;
+        let fix = match status {
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => self.auth_fix(),
+            StatusCode::NOT_FOUND => self.missing_fix(),
+            _ => "check the reference and the registry".to_string(),
+        };
+        let answer = match status {
+            StatusCode::UNAUTHORIZED => format!("HTTP {status}: Not authorized for {url}: {text}"),
+            _ => format!("HTTP {status} for {url}: {text}"),
+        };
+        RemoteError::Registry {
+            reference: self.reference.clone(),
+            action,
+            answer,
+            fix,
+        }
+    }
+
+    fn transport_error(&self, action: &'static str, e: &reqwest::Error) -> RemoteError {
+        let fix = if e.is_connect() || e.is_timeout() {
+            format!(
+                "is a registry running and reachable at {}? paddock speaks https to it (plain \
+                 http only to 127.0.0.1, ::1 or localhost)",
+                self.registry
+            )
+        } else {
+            "try again; if it persists, check the registry".to_string()
+        };
+        RemoteError::Registry {
+            reference: self.reference.clone(),
+            action,
+            answer: error_chain(e),
+            fix,
+        }
+    }
+
+    /// A body not read whole: past its cap, or broken off.
+    pub fn body_error(
+        &self,
+        action: &'static str,
+        what: &str,
+        cap: usize,
+        e: BodyError,
+    ) -> RemoteError {
+        match e {
+            BodyError::TooLarge { read, announced } => RemoteError::Registry {
+                reference: self.reference.clone(),
+                action,
+                answer: match announced {
+                    Some(n) if read == 0 => format!(
+                        "{what} is announced as {n} bytes, over the {cap} paddock reads; nothing \
+                         was read"
+                    ),
+                    _ => format!(
+                        "{what} is over the {cap} bytes paddock reads; it stopped reading at \
+                         {read} bytes"
+                    ),
+                },
+                fix: format!(
+                    "{} is broken or hostile: do not install from it",
+                    self.registry
+                ),
+            },
+            BodyError::Broken(why) => RemoteError::Registry {
+                reference: self.reference.clone(),
+                action,
+                answer: format!("{what} broke off: {why}"),
+                fix: "try again; if it persists, check the registry".into(),
+            },
+        }
+    }
+
+    pub fn auth_fix(&self) -> String {
+        format!(
+            "the registry wants credentials paddock did not have or it refused: log in with \
+             `docker login {}` (paddock reads ~/.docker/config.json and its credential helpers) \
+             or pass --registry-token-env NAME",
+            self.registry
+        )
+    }
+
+    pub fn missing_fix(&self) -> String {
+        format!(
+            "check the repository and the tag or digest (`skopeo list-tags docker://{}/{}` \
+             lists the tags)",
+            self.registry, self.repository
+        )
+    }
+}
+
+/// The host of `HOST[:PORT]` (brackets kept off an IPv6 address).
+fn registry_host(registry: &str) -> &str {
+    if let Some(rest) = registry.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or_default();
+    }
+    match registry.rsplit_once(':') {
+        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+        _ => registry,
+    }
+}
+
+/// A header value from text paddock built; one with a byte HTTP forbids is sent empty (and
+/// then refused by the registry) rather than panicking.
+fn header_value(text: &str) -> HeaderValue {
+    let mut value =
+        HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static(""));
+    if text.starts_with("Bearer ") || text.starts_with("Basic ") {
+        value.set_sensitive(true);
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(s: &str) -> Url {
+        Url::parse(s).unwrap()
+    }
+
+    #[test]
+    fn a_hop_never_leaves_https_for_http_nor_reaches_this_machine_from_elsewhere() {
+        let registry = url("https://ghcr.io/v2/");
+        assert!(check_hop(&registry, &url("https://pkg-containers.githubusercontent.com/x")).is_ok());
+        let down = check_hop(&registry, &url("http://ghcr.io/token")).unwrap_err();
+        assert!(down.contains("from https to plain http"), "{down}");
+        assert!(check_hop(&registry, &url("http://127.0.0.1:5000/token")).is_err());
+        let inward = check_hop(&registry, &url("https://127.0.0.1/token")).unwrap_err();
+        assert!(inward.contains("to this machine"), "{inward}");
+        assert!(check_hop(&registry, &url("ftp://ghcr.io/x")).is_err());
+        assert!(check_hop(&registry, &url("https://u:p@ghcr.io/x")).is_err());
+        let local = url("http://127.0.0.1:5000/v2/");
+        assert!(check_hop(&local, &url("http://127.0.0.1:6000/token")).is_ok());
+        assert!(check_hop(&local, &url("http://10.0.0.1/token")).is_err());
+        assert!(check_hop(&local, &url("https://auth.example.com/token")).is_ok());
+    }
+
+    #[test]
+    fn credentials_belong_to_one_scheme_host_and_port() {
+        let base = url("https://registry.example.com/");
+        assert!(same_origin(&base, &url("https://registry.example.com:443/token")));
+        assert!(same_origin(&base, &url("https://REGISTRY.example.com/v2/x")));
+        assert!(!same_origin(&base, &url("https://registry.example.com:8443/")));
+        assert!(!same_origin(&base, &url("https://auth.example.com/")));
+        assert!(!same_origin(&base, &url("http://registry.example.com/")));
+        let local = url("http://127.0.0.1:5000/");
+        assert!(!same_origin(&local, &url("http://127.0.0.1:5001/")));
+    }
+
+    #[test]
+    fn challenges_parse_as_registries_send_them() {
+        assert_eq!(
+            parse_challenge(
+                r#"Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:a/b:pull""#
+            ),
+            Some(Challenge::Bearer {
+                realm: "https://auth.docker.io/token".into(),
+                service: Some("registry.docker.io".into()),
+            })
+        );
+        assert_eq!(
+            parse_challenge(r#"bearer service="x", realm="https://a/t\"q""#),
+            Some(Challenge::Bearer {
+                realm: "https://a/t\"q".into(),
+                service: Some("x".into()),
+            })
+        );
+        assert_eq!(
+            parse_challenge(r#"Basic realm="Registry Realm""#),
+            Some(Challenge::Basic)
+        );
+        assert_eq!(parse_challenge(r#"Bearer service="x""#), None);
+        assert!(matches!(
+            parse_challenge("Negotiate abc"),
+            Some(Challenge::Other(_))
+        ));
+    }
+
+    #[test]
+    fn the_download_deadline_is_900_seconds_unless_set_to_a_positive_whole_number() {
+        use std::ffi::OsStr;
+        assert_eq!(deadline_from(None).unwrap(), Duration::from_secs(900));
+        for (given, ok) in [("2", Some(2)), (" 60 ", Some(60)), ("0", None), ("1.5", None), ("x", None)] {
+            match (deadline_from(Some(OsStr::new(given))), ok) {
+                (Ok(d), Some(secs)) => assert_eq!(d, Duration::from_secs(secs)),
+                (Err(e), None) => assert!(e.to_string().contains(DOWNLOAD_TIMEOUT_VAR), "{e}"),
+                (found, _) => panic!("{given}: {found:?}"),
+            }
+        }
+    }
+}
