@@ -469,32 +469,30 @@ fn a_git_config_inside_a_write_grant_cannot_be_rewritten() {
     };
     // The program writes outside the project, into the granted directory (MCP servers have
     // no `write` grant).
-    for actor in [Actor::Program] {
-        let scene = Scene::new();
-        setup(&scene);
-        let config = cache(&scene).join("repo/.git/config");
-        let before = std::fs::read_to_string(&config).unwrap();
-        let grant = format!(", write = [{:?}]", cache(&scene).display().to_string());
-        let script = format!(
-            "printf '[core]\\n\\tpager = {}\\n[pager]\\n\\tstatus = true\\n' >> {}; \
-             mkdir -p {dir}/other/.git; echo planted",
-            scene.payload(),
-            config.display(),
-            dir = cache(&scene).display(),
-        );
-        let planted = scene.run_in_program(&script, &grant);
-        assert_eq!(
-            std::fs::read_to_string(&config).unwrap(),
-            before,
-            "{actor:?}: {planted}"
-        );
-        assert!(
-            !cache(&scene).join("other/.git").exists(),
-            "{actor:?}: a repository created in the grant is removed: {planted}"
-        );
-        let shown = scene.user_runs(&cache(&scene).join("repo"), "git status");
-        assert!(!scene.marker().exists(), "{actor:?}: {shown}");
-    }
+    let scene = Scene::new();
+    setup(&scene);
+    let config = cache(&scene).join("repo/.git/config");
+    let before = std::fs::read_to_string(&config).unwrap();
+    let grant = format!(", write = [{:?}]", cache(&scene).display().to_string());
+    let script = format!(
+        "printf '[core]\\n\\tpager = {}\\n[pager]\\n\\tstatus = true\\n' >> {}; \
+         mkdir -p {dir}/other/.git; echo planted",
+        scene.payload(),
+        config.display(),
+        dir = cache(&scene).display(),
+    );
+    let planted = scene.run_in_program(&script, &grant);
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        before,
+        "program: {planted}"
+    );
+    assert!(
+        !cache(&scene).join("other/.git").exists(),
+        "program: a repository created in the grant is removed: {planted}"
+    );
+    let shown = scene.user_runs(&cache(&scene).join("repo"), "git status");
+    assert!(!scene.marker().exists(), "program: {shown}");
 }
 
 /// `git init --bare data` over a directory of the user's files: the clean-up removes what

@@ -240,7 +240,7 @@ pub(in crate::sandbox) fn is_last_of_a_name(name: &OsStr) -> bool {
             .collect()
     });
     let name = name.as_encoded_bytes();
-    last.iter().any(|l| *l == name)
+    last.contains(&name)
 }
 
 /// What the inventory says of the entry `names` (a path relative to a mount's root) passes
