@@ -16,9 +16,9 @@ mod common;
 
 use common::{micros, percentile};
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use paddock::calls::AliasTable;
+use paddock::calls::{AliasTable, Registry};
 use paddock::pipeline::run_call;
 use paddock::sandbox::Sandbox;
 
@@ -52,6 +52,32 @@ fn preset_at(host: &str, confine: &str) -> String {
     )
 }
 
+/// Runs `run_command true` through each registry in turn, `rounds` times after `warm` rounds
+/// that warm caches (and probe the kernel once): alternating, so both see the same machine.
+async fn alternate<const N: usize>(
+    sandbox: &Sandbox,
+    registries: [&Registry; N],
+    aliases: &AliasTable,
+    rounds: usize,
+    warm: usize,
+) -> [Vec<Duration>; N] {
+    let mut samples: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::with_capacity(rounds));
+    for round in 0..rounds + warm {
+        for (registry, samples) in registries.iter().zip(samples.iter_mut()) {
+            let cx = common::open_context(sandbox, registry, aliases);
+            let started = Instant::now();
+            let done = run_call(&cx, "b", "run_command", r#"{"program":"true"}"#).await;
+            let elapsed = started.elapsed();
+            let out = done.result.expect("true runs");
+            assert!(out.content.starts_with("exit status 0"), "{}", out.content);
+            if round >= warm {
+                samples.push(elapsed);
+            }
+        }
+    }
+    samples
+}
+
 fn main() {
     common::block_on(run());
 }
@@ -64,23 +90,7 @@ async fn run() {
     let confined = common::registry(&sandbox, work.path(), home_on.path(), &preset("on")).await;
     let plain = common::registry(&sandbox, work.path(), home_off.path(), &preset("off")).await;
     let aliases = AliasTable::default();
-    let args = r#"{"program":"true"}"#;
-    let mut on = Vec::with_capacity(ROUNDS);
-    let mut off = Vec::with_capacity(ROUNDS);
-    for round in 0..ROUNDS + 10 {
-        for (registry, samples) in [(&confined, &mut on), (&plain, &mut off)] {
-            let cx = common::open_context(&sandbox, registry, &aliases);
-            let started = Instant::now();
-            let done = run_call(&cx, "b", "run_command", args).await;
-            let elapsed = started.elapsed();
-            let out = done.result.expect("true runs");
-            assert!(out.content.starts_with("exit status 0"), "{}", out.content);
-            // The first rounds warm caches (and probe the kernel once).
-            if round >= 10 {
-                samples.push(elapsed);
-            }
-        }
-    }
+    let [mut on, mut off] = alternate(&sandbox, [&confined, &plain], &aliases, ROUNDS, 10).await;
     let on_p50 = percentile(&mut on, 0.5);
     let off_p50 = percentile(&mut off, 0.5);
     println!(
@@ -100,21 +110,8 @@ async fn run() {
         &preset_at(&tree.path().display().to_string(), "on"),
     )
     .await;
-    let mut small = Vec::with_capacity(TREE_ROUNDS);
-    let mut large = Vec::with_capacity(TREE_ROUNDS);
-    for round in 0..TREE_ROUNDS + 2 {
-        for (registry, samples) in [(&confined, &mut small), (&big, &mut large)] {
-            let cx = common::open_context(&sandbox, registry, &aliases);
-            let started = Instant::now();
-            let done = run_call(&cx, "b", "run_command", args).await;
-            let elapsed = started.elapsed();
-            let out = done.result.expect("true runs");
-            assert!(out.content.starts_with("exit status 0"), "{}", out.content);
-            if round >= 2 {
-                samples.push(elapsed);
-            }
-        }
-    }
+    let [mut small, mut large] =
+        alternate(&sandbox, [&confined, &big], &aliases, TREE_ROUNDS, 2).await;
     let small_p50 = percentile(&mut small, 0.5);
     let large_p50 = percentile(&mut large, 0.5);
     println!(
