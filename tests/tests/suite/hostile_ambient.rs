@@ -621,3 +621,78 @@ fn a_tree_deeper_than_the_walk_follows_leaves_the_workspace_usable() {
         "below the depth the walk follows, nothing can be created: {next}"
     );
 }
+
+/// One session, several programs: the walk after the first is kept true by the kernel's
+/// change events (`walk_index`), and what each later program plants is found all the same,
+/// at any depth, in a directory that existed, in one created, and in one moved into the tree.
+#[test]
+fn plants_in_the_later_calls_of_one_session_are_gone() {
+    let scene = Scene::new();
+    let root = scene.root();
+    std::fs::create_dir_all(root.join("src/deep/objects")).unwrap();
+    std::fs::create_dir_all(root.join("src/deep/refs")).unwrap();
+    let preset = scene.preset(
+        "batch",
+        &format!(
+            "[plugins.shell]\nsource = \"builtin:shell\"\n\
+             mounts = [{{ host = {:?}, guest = \"/workspace\", mode = \"rw\" }}]\n\
+             grants.exec = {{ allow = [\"sh\"], env = [\"PATH\"], timeout_ms = 20_000 }}\n\
+             [approval]\nlow = \"allow\"\nmedium = \"allow\"\nhigh = \"allow\"\n",
+            root.display().to_string()
+        ),
+    );
+    let pager = format!(
+        "[core]\n\tpager = {}\n[pager]\n\tstatus = true\n",
+        scene.payload()
+    );
+    let scripts = [
+        "echo warm > warm.txt".to_string(),
+        format!(
+            "printf 'ref: refs/heads/main\\n' > src/deep/HEAD; printf '{}' > src/deep/config",
+            pager.replace('\n', "\\n").replace('\t', "\\t")
+        ),
+        "mkdir -p lib/x/y && printf '[toolchain]\\npath = \"/tmp\"\\n' > lib/x/y/rust-toolchain.toml"
+            .to_string(),
+        "mkdir -p staging/m/.cargo && echo '[build]' > staging/m/.cargo/config.toml && \
+         mkdir -p app && mv staging/m app/m"
+            .to_string(),
+        "echo done > done.txt".to_string(),
+    ];
+    let batch: Vec<serde_json::Value> = scripts
+        .iter()
+        .enumerate()
+        .map(|(i, script)| {
+            let args = serde_json::json!({"program": "sh", "args": ["-c", script]});
+            serde_json::json!({"id": format!("c{i}"), "name": "run_command", "arguments": args.to_string()})
+        })
+        .collect();
+    let file = scene.project.home.path().join("batch.json");
+    std::fs::write(&file, serde_json::Value::from(batch).to_string()).unwrap();
+    let out = scene
+        .project
+        .command(&[
+            "tool",
+            "batch",
+            "--preset",
+            &preset,
+            &file.display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert!(
+        root.join("warm.txt").exists() && root.join("done.txt").exists(),
+        "{said}"
+    );
+    for planted in [
+        "src/deep/HEAD",
+        "src/deep/config",
+        "lib/x/y/rust-toolchain.toml",
+        "app/m/.cargo/config.toml",
+    ] {
+        assert!(!root.join(planted).exists(), "{planted} is left: {said}");
+    }
+    assert!(root.join("src/deep/objects").is_dir(), "what existed stays");
+    let shown = scene.user_runs(&root.join("src/deep"), "git status");
+    assert!(!scene.marker().exists(), "the planted pager ran: {shown}");
+}

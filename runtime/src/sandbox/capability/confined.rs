@@ -27,6 +27,7 @@ use crate::sandbox::fs::mount::MountHandle;
 use crate::sandbox::fs::placeholder::RootHold;
 use crate::sandbox::fs::protect::Protect;
 use crate::sandbox::fs::protect_walk::{self, Removal};
+use crate::sandbox::fs::walk_index;
 use crate::sandbox::grant::{ExecGrant, Mount, MountMode};
 use paddock_jail::{BindMode, FsAccess, Jail, JailSpec, ProcessLimits};
 pub(in crate::sandbox) use paddock_jail::{ConfinedChild, Program};
@@ -68,7 +69,7 @@ impl WritableRoot {
     ) -> Result<WritableRoot, String> {
         let walk = |protect: &Protect| {
             let hold = RootHold::prepare(&handle, protect).map_err(|e| format!("{shown}: {e}"))?;
-            let before = protect_walk::existing(handle.fd(), protect)
+            let before = walk_index::existing(handle.fd(), protect)
                 .map_err(|e| format!("{shown}: {e}"))?;
             Ok::<_, String>((hold, before))
         };
@@ -261,7 +262,8 @@ impl Confined {
     fn undo_protected_creations(&self) -> Result<Vec<String>, String> {
         let mut notes = Vec::new();
         for root in &self.writable {
-            let created = protect_walk::created(root.handle.fd(), &root.protect, &root.before)
+            let created = walk_index::existing(root.handle.fd(), &root.protect)
+                .and_then(|now| protect_walk::created(root.handle.fd(), now, &root.before))
                 .map_err(|e| {
                     format!(
                         "after the program ended, paddock could not check the mount {} for \

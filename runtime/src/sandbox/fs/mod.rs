@@ -12,3 +12,4 @@ pub(super) mod placeholder;
 pub(super) mod private_dir;
 pub(super) mod protect;
 pub(super) mod protect_walk;
+pub(super) mod walk_index;

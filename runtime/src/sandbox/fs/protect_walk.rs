@@ -24,19 +24,19 @@
 //!
 //! What it does not do: decide what is protected (`protect`), or bind anything (`confine`).
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use crate::sandbox::fs::ambient;
 use crate::sandbox::fs::protect::Protect;
 
 /// Deepest directory the walk enters: a directory deeper than this is held read-only whole
 /// (`Walk::too_deep`), not followed down the stack, and removal stops there.
-const MAX_DEPTH: usize = 512;
+pub(super) const MAX_DEPTH: usize = 512;
 
 /// A protected entry, held through its parent directory.
 #[derive(Debug, Clone)]
@@ -51,7 +51,7 @@ pub(in crate::sandbox) struct Entry {
 
 impl Entry {
     /// `name` in `dir` as it is now, or `None` if it is gone.
-    fn at(dir: &Arc<OwnedFd>, name: OsString, rel: PathBuf) -> Option<Entry> {
+    pub(super) fn at(dir: &Arc<OwnedFd>, name: OsString, rel: PathBuf) -> Option<Entry> {
         let identity = identity_at(dir.as_raw_fd(), &name)?;
         Some(Entry {
             parent: dir.clone(),
@@ -80,10 +80,40 @@ pub(in crate::sandbox) struct Walk {
     /// open it): everything in it is protected.
     pub root_is_git_dir: bool,
     /// The root's own entries that make it a git directory, with their identities.
-    root_markers: Vec<(OsString, (u64, u64))>,
+    pub(super) root_markers: Vec<(OsString, (u64, u64))>,
     /// The inode number of every entry seen (from the directory listings, no `stat`): after
     /// a run, an entry whose inode was seen before existed before the run.
-    seen: HashSet<u64>,
+    pub(super) seen: Seen,
+}
+
+/// The inodes a walk saw: its own set, or (for a walk from `walk_index`) the index's map of
+/// inodes to the generation that first listed them, up to the walk's generation.
+#[derive(Debug, Default)]
+pub(in crate::sandbox) struct Seen {
+    own: HashSet<u64>,
+    shared: Option<(FirstSeen, u64)>,
+}
+
+/// Inodes, each with the generation of the walk that first listed it (`walk_index`).
+pub(in crate::sandbox) type FirstSeen = Arc<RwLock<HashMap<u64, u64>>>;
+
+impl Seen {
+    pub(super) fn shared(map: FirstSeen, generation: u64) -> Seen {
+        Seen {
+            own: HashSet::new(),
+            shared: Some((map, generation)),
+        }
+    }
+
+    pub(in crate::sandbox) fn contains(&self, ino: &u64) -> bool {
+        self.own.contains(ino)
+            || self.shared.as_ref().is_some_and(|(map, generation)| {
+                map.read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(ino)
+                    .is_some_and(|g| g <= generation)
+            })
+    }
 }
 
 impl Walk {
@@ -115,7 +145,7 @@ pub(in crate::sandbox) fn existing(
         vec![(root, root_names, PathBuf::new(), 0)];
     while let Some((dir, names, rel, depth)) = dirs.pop() {
         for listed in names {
-            walk.seen.insert(listed.ino);
+            walk.seen.own.insert(listed.ino);
             // Its parent is not protected (the walk stops at protected entries), so only a
             // name that ends a rule can be (most names are let through by one comparison per
             // rule, without building their path).
@@ -168,13 +198,13 @@ pub(in crate::sandbox) struct Created {
     pub too_deep: Vec<PathBuf>,
 }
 
-/// The protected entries below `root` that were not there (by identity) in `before`.
+/// The protected entries of `now` (a walk of `root` after a run) that were not there (by
+/// identity) in `before`.
 pub(in crate::sandbox) fn created(
     root: BorrowedFd<'_>,
-    protect: &Protect,
+    now: Walk,
     before: &Walk,
 ) -> Result<Created, String> {
-    let now = existing(root, protect)?;
     let protected_before = before.identities();
     let entries = now
         .protected
@@ -270,7 +300,7 @@ fn is_protected_name(entry: &Entry) -> bool {
 /// every entry git reads from a git directory (`HEAD`, `commondir`, `config`, `hooks`, ...)
 /// whose inode was not seen before goes, so nothing planted waits for a later `HEAD`; if it
 /// is still a git directory after that, `HEAD` is renamed aside.
-fn disarm_git_dir(dir: &OwnedFd, seen: &HashSet<u64>) -> std::io::Result<()> {
+fn disarm_git_dir(dir: &OwnedFd, seen: &Seen) -> std::io::Result<()> {
     let fd = dir.as_raw_fd();
     let has = |n: &str| stat_at(fd, OsStr::new(n)).is_some();
     if !ambient::is_git_dir(has) {
@@ -323,7 +353,7 @@ fn remove_at(
     dir: RawFd,
     name: &OsStr,
     depth: usize,
-    keep: &HashSet<u64>,
+    keep: &Seen,
 ) -> std::io::Result<bool> {
     let Some(stat) = stat_at(dir, name) else {
         return Ok(true);
@@ -362,14 +392,14 @@ fn remove_at(
 }
 
 /// A name in a listing, with what the listing says of it.
-struct Listed {
-    name: OsString,
-    ino: u64,
-    kind: Listing,
+pub(super) struct Listed {
+    pub(super) name: OsString,
+    pub(super) ino: u64,
+    pub(super) kind: Listing,
 }
 
 #[derive(Debug, PartialEq, Eq)]
-enum Listing {
+pub(super) enum Listing {
     Dir,
     Other,
     Unknown,
@@ -377,7 +407,7 @@ enum Listing {
 
 /// The names in a held directory (`.` and `..` left out), with their inode numbers and types
 /// as the listing gives them (no `stat` per entry), read through the descriptor itself.
-fn list(dir: &OwnedFd) -> std::io::Result<Vec<Listed>> {
+pub(super) fn list(dir: &OwnedFd) -> std::io::Result<Vec<Listed>> {
     use rustix::fs::FileType;
     let mut entries = rustix::fs::Dir::read_from(dir)?;
     let mut out = Vec::new();
@@ -400,7 +430,7 @@ fn list(dir: &OwnedFd) -> std::io::Result<Vec<Listed>> {
     Ok(out)
 }
 
-fn unlistable(rel: &Path, error: &std::io::Error) -> String {
+pub(super) fn unlistable(rel: &Path, error: &std::io::Error) -> String {
     let shown = if rel.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -450,7 +480,7 @@ pub(in crate::sandbox) fn stat_at(dir: RawFd, name: &OsStr) -> Option<libc::stat
     (ret == 0).then_some(stat)
 }
 
-fn identity_at(dir: RawFd, name: &OsStr) -> Option<(u64, u64)> {
+pub(super) fn identity_at(dir: RawFd, name: &OsStr) -> Option<(u64, u64)> {
     stat_at(dir, name).map(|s| (s.st_dev, s.st_ino))
 }
 
@@ -659,7 +689,8 @@ mod tests {
             std::fs::write(root.join("data/HEAD"), "ref: refs/heads/main\n").unwrap();
         }
         let fd = std::fs::File::open(root).unwrap();
-        let new = created(fd.as_fd(), &Protect::default(), &before).unwrap();
+        let now = existing(fd.as_fd(), &Protect::default()).unwrap();
+        let new = created(fd.as_fd(), now, &before).unwrap();
         assert_eq!(rels(&new.entries), [PathBuf::from("data")]);
         assert_eq!(remove(&new.entries[0], &before).unwrap(), Removal::Disarmed);
         assert_eq!(std::fs::read_to_string(root.join("data/rows.csv")).unwrap(), "1,2\n");
@@ -690,7 +721,8 @@ mod tests {
         std::fs::rename(root.join("sub/precious"), root.join("x/.git/precious")).unwrap();
         std::fs::create_dir_all(root.join("y/.git")).unwrap();
         let fd = std::fs::File::open(root).unwrap();
-        let new = created(fd.as_fd(), &Protect::default(), &before).unwrap();
+        let now = existing(fd.as_fd(), &Protect::default()).unwrap();
+        let new = created(fd.as_fd(), now, &before).unwrap();
         let outcomes: Vec<_> = new
             .entries
             .iter()
@@ -759,7 +791,8 @@ mod tests {
         std::fs::create_dir_all(root.join("b/.cargo")).unwrap();
         std::fs::write(root.join("b/.cargo/config.toml"), "").unwrap();
         let fd = std::fs::File::open(root).unwrap();
-        let new = created(fd.as_fd(), &Protect::default(), &before).unwrap();
+        let now = existing(fd.as_fd(), &Protect::default()).unwrap();
+        let new = created(fd.as_fd(), now, &before).unwrap();
         assert_eq!(rels(&new.entries), [PathBuf::from("b/.cargo/config.toml")]);
     }
 }
