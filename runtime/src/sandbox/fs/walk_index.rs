@@ -336,8 +336,12 @@ impl Index {
                 {
                     return Err(Refresh::Again);
                 }
-                if mask & libc::IN_IGNORED != 0 {
-                    self.by_wd.remove(&wd);
+                if mask & (libc::IN_IGNORED | libc::IN_DELETE_SELF) != 0 {
+                    // The directory is gone: forget it now, so that a new directory that gets
+                    // its inode number (and its name) is listed as new, not taken for it.
+                    if let Some(ino) = self.by_wd.remove(&wd) {
+                        self.forget(ino);
+                    }
                     continue;
                 }
                 if let Some(ino) = self.by_wd.get(&wd) {
@@ -404,8 +408,11 @@ impl Index {
         for (name, sub_fd) in below {
             let sub_ino = fstat(sub_fd.as_raw_fd()).map_or(0, |s| s.st_ino);
             fresh.subdirs.push((name.clone(), sub_ino));
-            if old_subdirs.contains(&(name.clone(), sub_ino)) && self.dirs.contains_key(&sub_ino)
-            {
+            let watched = self
+                .dirs
+                .get(&sub_ino)
+                .is_some_and(|d| self.by_wd.get(&d.wd) == Some(&sub_ino));
+            if old_subdirs.contains(&(name.clone(), sub_ino)) && watched {
                 kept.insert(sub_ino);
             } else {
                 added.push((name, sub_fd));
@@ -597,6 +604,11 @@ mod tests {
             Box::new(|| std::fs::create_dir_all(root.join("data/objects/deep/.hg")).unwrap()),
             Box::new(|| std::fs::remove_dir_all(root.join("src/a")).unwrap()),
             Box::new(|| std::fs::write(root.join("lib/g/HEAD"), "ref: x\n").unwrap()),
+            Box::new(|| {
+                // Gone and made again at once (often with the same inode number).
+                std::fs::remove_dir_all(root.join("vendor/x")).unwrap();
+                std::fs::create_dir_all(root.join("vendor/x/y/.git")).unwrap();
+            }),
             Box::new(|| {
                 std::os::unix::fs::symlink("/", root.join("link")).unwrap();
                 std::fs::write(root.join("HEAD"), "").unwrap();
