@@ -168,6 +168,32 @@ struct Dir {
     too_deep: Vec<OsString>,
 }
 
+impl Dir {
+    /// A directory as just listed, at `place` (its name, parent, path and depth), before
+    /// `derive` sorts its listing.
+    fn listed(
+        place: (OsString, Option<u64>, PathBuf, usize),
+        wd: i32,
+        listing: Vec<Listed>,
+        fd: Arc<OwnedFd>,
+    ) -> Dir {
+        let (name, parent, rel, depth) = place;
+        Dir {
+            name,
+            parent,
+            rel,
+            depth,
+            wd,
+            listing,
+            fd: Some(fd),
+            git_dir: false,
+            subdirs: Vec::new(),
+            protected: Vec::new(),
+            too_deep: Vec::new(),
+        }
+    }
+}
+
 struct Index {
     inotify: OwnedFd,
     root: Arc<OwnedFd>,
@@ -243,19 +269,7 @@ impl Index {
             let wd = self.watch(&fd)?;
             let listing = list(&fd).map_err(|e| Refresh::Failed(unlistable(&rel, &e)))?;
             self.note_seen(&listing);
-            let mut dir = Dir {
-                name,
-                parent,
-                rel,
-                depth,
-                wd,
-                listing,
-                fd: Some(fd),
-                git_dir: false,
-                subdirs: Vec::new(),
-                protected: Vec::new(),
-                too_deep: Vec::new(),
-            };
+            let mut dir = Dir::listed((name, parent, rel, depth), wd, listing, fd);
             let below = derive(&mut dir, protect)?;
             let ino = stat.st_ino;
             for (sub_name, sub_fd) in below {
@@ -389,19 +403,8 @@ impl Index {
         let listing = list(&fd).map_err(|e| Refresh::Failed(unlistable(&rel, &e)))?;
         self.note_seen(&listing);
         let old_subdirs: Vec<(OsString, u64)> = dir.subdirs.clone();
-        let mut fresh = Dir {
-            name: dir.name.clone(),
-            parent: dir.parent,
-            rel,
-            depth: dir.depth,
-            wd: dir.wd,
-            listing,
-            fd: Some(fd),
-            git_dir: false,
-            subdirs: Vec::new(),
-            protected: Vec::new(),
-            too_deep: Vec::new(),
-        };
+        let place = (dir.name.clone(), dir.parent, rel, dir.depth);
+        let mut fresh = Dir::listed(place, dir.wd, listing, fd);
         let below = derive(&mut fresh, protect)?;
         let mut kept = HashSet::new();
         let mut added = Vec::new();
