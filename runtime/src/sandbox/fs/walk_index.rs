@@ -639,6 +639,55 @@ mod tests {
         }
     }
 
+    /// Walks while another thread keeps planting, removing and moving, then one more walk
+    /// once it stops: the index is the full walk again (what changed during a walk is
+    /// listed by the next).
+    #[test]
+    fn walks_during_changes_end_where_a_full_walk_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let fd = std::fs::File::open(&root).unwrap();
+        let protect = Protect::default();
+        std::fs::create_dir_all(root.join("w")).unwrap();
+        indexed(fd.as_fd(), &protect).unwrap().unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let rounds = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let planter = {
+            let (root, stop, rounds) = (root.clone(), stop.clone(), rounds.clone());
+            std::thread::spawn(move || {
+                let mut i = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    rounds.store(i, std::sync::atomic::Ordering::Relaxed);
+                    let d = root.join(format!("w/d{}", i % 7));
+                    let _ = std::fs::create_dir_all(d.join("x/.git"));
+                    let _ = std::fs::write(d.join("HEAD"), "");
+                    let _ = std::fs::create_dir_all(d.join("objects"));
+                    let _ = std::fs::create_dir_all(d.join("refs"));
+                    if i % 3 == 0 {
+                        let _ = std::fs::remove_dir_all(&d);
+                    }
+                    if i % 5 == 0 {
+                        let _ = std::fs::rename(&d, root.join(format!("w/m{}", i % 4)));
+                    }
+                    i += 1;
+                }
+            })
+        };
+        let mut walks = 0;
+        while rounds.load(std::sync::atomic::Ordering::Relaxed) < 500 || walks < 50 {
+            indexed(fd.as_fd(), &protect).unwrap().unwrap();
+            walks += 1;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        planter.join().unwrap();
+        let indexed_now = indexed(fd.as_fd(), &protect).unwrap().unwrap();
+        let full = protect_walk::existing(fd.as_fd(), &protect).unwrap();
+        assert_eq!(rels(&indexed_now), rels(&full));
+        std::fs::create_dir_all(root.join("w/last/.git")).unwrap();
+        let after = indexed(fd.as_fd(), &protect).unwrap().unwrap();
+        assert!(rels(&after).0.contains(&PathBuf::from("w/last/.git")));
+    }
+
     /// A walk sees the inodes listed up to it, never one listed by a later walk.
     #[test]
     fn an_inode_first_listed_later_is_not_seen_by_an_earlier_walk() {
