@@ -663,10 +663,10 @@ mod tests {
                     let _ = std::fs::write(d.join("HEAD"), "");
                     let _ = std::fs::create_dir_all(d.join("objects"));
                     let _ = std::fs::create_dir_all(d.join("refs"));
-                    if i % 3 == 0 {
+                    if i.is_multiple_of(3) {
                         let _ = std::fs::remove_dir_all(&d);
                     }
-                    if i % 5 == 0 {
+                    if i.is_multiple_of(5) {
                         let _ = std::fs::rename(&d, root.join(format!("w/m{}", i % 4)));
                     }
                     i += 1;
