@@ -658,27 +658,14 @@ fn plants_in_the_later_calls_of_one_session_are_gone() {
             .to_string(),
         "echo done > done.txt".to_string(),
     ];
-    let batch: Vec<serde_json::Value> = scripts
+    let calls: Vec<(&str, serde_json::Value)> = scripts
         .iter()
-        .enumerate()
-        .map(|(i, script)| {
+        .map(|script| {
             let args = serde_json::json!({"program": "sh", "args": ["-c", script]});
-            serde_json::json!({"id": format!("c{i}"), "name": "run_command", "arguments": args.to_string()})
+            ("run_command", args)
         })
         .collect();
-    let file = scene.project.home.path().join("batch.json");
-    std::fs::write(&file, serde_json::Value::from(batch).to_string()).unwrap();
-    let out = scene
-        .project
-        .command(&[
-            "tool",
-            "batch",
-            "--preset",
-            &preset,
-            &file.display().to_string(),
-        ])
-        .output()
-        .unwrap();
+    let out = scene.project.batch(&preset, &calls);
     let said = text(&out);
     assert!(
         root.join("warm.txt").exists() && root.join("done.txt").exists(),

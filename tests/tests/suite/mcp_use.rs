@@ -85,27 +85,9 @@ impl Served {
 
     /// `paddock tool batch` of `(name, args)` calls: one process, one server; the records.
     fn batch(&self, calls: &[(&str, Value)]) -> Vec<Value> {
-        let batch: Vec<Value> = calls
-            .iter()
-            .enumerate()
-            .map(|(i, (name, args))| {
-                serde_json::json!({"id": format!("c{i}"), "name": name, "arguments": args.to_string()})
-            })
-            .collect();
-        let file = self.project.home.path().join("batch.json");
-        std::fs::write(&file, Value::from(batch).to_string()).expect("batch file");
-        let preset = self.preset.display().to_string();
         let out = self
             .project
-            .command(&[
-                "tool",
-                "batch",
-                "--preset",
-                &preset,
-                &file.display().to_string(),
-            ])
-            .output()
-            .expect("paddock tool batch");
+            .batch(&self.preset.display().to_string(), calls);
         let stdout = String::from_utf8_lossy(&out.stdout);
         serde_json::from_str(&stdout).unwrap_or_else(|e| {
             panic!(

@@ -288,6 +288,19 @@ fn preset_for(project: &Project, name: &str) -> String {
     preset.to_str().unwrap().to_string()
 }
 
+/// The plugin `name` installed in `project` reads a file of the project: it was installed
+/// whole and runs.
+pub(crate) fn assert_reads_through(project: &Project, name: &str) {
+    let json = read_through(project, name);
+    assert!(
+        json["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("hello from the registry"),
+        "{json}"
+    );
+}
+
 pub(crate) fn read_through(project: &Project, name: &str) -> Value {
     std::fs::write(
         project.dir.path().join("hello.txt"),
@@ -363,14 +376,7 @@ fn a_published_plugin_installs_by_tag_and_by_digest_and_its_tools_answer() {
         "no progress when stderr is not a terminal: {}",
         text(&out)
     );
-    let json = read_through(&by_tag, "ocifs");
-    assert!(
-        json["content"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("hello from the registry"),
-        "{json}"
-    );
+    assert_reads_through(&by_tag, "ocifs");
 
     let out = run(&by_tag, &["plugin", "inspect", "ocifs"]);
     assert!(
@@ -407,14 +413,7 @@ fn a_published_plugin_installs_by_tag_and_by_digest_and_its_tools_answer() {
     let progress = String::from_utf8_lossy(&out.stderr);
     assert!(progress.contains("downloading"), "{progress}");
     assert!(progress.contains("compiling"), "{progress}");
-    let json = read_through(&by_digest, "fs");
-    assert!(
-        json["content"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("hello from the registry"),
-        "{json}"
-    );
+    assert_reads_through(&by_digest, "fs");
 }
 
 #[test]
@@ -810,14 +809,7 @@ fn skopeo_reads_what_paddock_publishes_and_paddock_installs_what_skopeo_copies()
         "{}",
         text(&out)
     );
-    let json = read_through(&project, "fs-tool");
-    assert!(
-        json["content"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("hello from the registry"),
-        "{json}"
-    );
+    assert_reads_through(&project, "fs-tool");
 }
 
 /// A loopback HTTP server: `/fs.wasm` the built plugin, `/away` a redirect to another host
@@ -898,14 +890,7 @@ fn a_url_installs_only_with_the_sha256_it_was_given() {
         &["plugin", "install", &url, "--sha256", &right.to_uppercase()],
     );
     assert!(out.status.success(), "{}", text(&out));
-    let json = read_through(&project, "fs");
-    assert!(
-        json["content"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("hello from the registry"),
-        "{json}"
-    );
+    assert_reads_through(&project, "fs");
     let record: Value = serde_json::from_slice(
         &std::fs::read(project.home.path().join("installed/fs.json")).unwrap(),
     )
@@ -1206,12 +1191,5 @@ fn a_bearer_token_from_the_named_variable_is_what_the_registry_sees() {
         ],
     );
     assert!(out.status.success(), "{}", text(&out));
-    let json = read_through(&project, "fs");
-    assert!(
-        json["content"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("hello from the registry"),
-        "{json}"
-    );
+    assert_reads_through(&project, "fs");
 }

@@ -13,7 +13,7 @@ use tempfile::TempDir;
 
 use crate::agent_common::{Project, text};
 use crate::plugin_oci::{
-    Registry, assert_nothing_installed, http, publish_fs, read_through, run, sha256_hex,
+    Registry, assert_nothing_installed, assert_reads_through, http, publish_fs, run, sha256_hex,
 };
 
 /// An ECDSA P-256 key pair made by openssl: `k.pem` (unencrypted PKCS#8) and `k.pub`.
@@ -261,14 +261,7 @@ fn a_plugin_signed_by_a_trusted_key_installs_records_its_signer_and_openssl_veri
     assert_eq!(signature["key"], "acme", "{signature}");
     assert_eq!(signature["fingerprint"], key.fingerprint().as_str());
     assert!(signature.get("unsigned_allowed").is_none(), "{signature}");
-    let json = read_through(&project, "fs");
-    assert!(
-        json["content"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("hello from the registry"),
-        "{json}"
-    );
+    assert_reads_through(&project, "fs");
 
     // What paddock pushed is cosign's layout, and openssl verifies its signature.
     let manifest: Value =

@@ -77,6 +77,29 @@ impl Project {
         cmd
     }
 
+    /// `paddock tool batch --preset PRESET` of `(name, args)` calls, ids `c0`, `c1`, ...: one
+    /// process, one session.
+    pub fn batch(&self, preset: &str, calls: &[(&str, Value)]) -> Output {
+        let batch: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, args))| {
+                serde_json::json!({"id": format!("c{i}"), "name": name, "arguments": args.to_string()})
+            })
+            .collect();
+        let file = self.home.path().join("batch.json");
+        std::fs::write(&file, Value::from(batch).to_string()).expect("batch file");
+        self.command(&[
+            "tool",
+            "batch",
+            "--preset",
+            preset,
+            &file.display().to_string(),
+        ])
+        .output()
+        .expect("paddock tool batch")
+    }
+
     /// Runs paddock to the end (on a blocking thread, so a server in this runtime keeps
     /// serving).
     pub async fn paddock(&self, args: &[&str]) -> Output {
