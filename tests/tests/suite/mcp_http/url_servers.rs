@@ -68,25 +68,11 @@ fn preset(project: &Project, url: &str, allow: &str, timeout_ms: u64) -> String 
 
 /// `paddock tool batch` of tool names (no arguments): the records, or the failure's stderr.
 fn batch(project: &Project, preset: &str, tools: &[&str]) -> Result<Vec<Value>, String> {
-    let calls: Vec<Value> = tools
+    let calls: Vec<(&str, Value)> = tools
         .iter()
-        .enumerate()
-        .map(
-            |(i, name)| serde_json::json!({"id": format!("c{i}"), "name": name, "arguments": "{}"}),
-        )
+        .map(|name| (*name, serde_json::json!({})))
         .collect();
-    let file = project.home.path().join("batch.json");
-    std::fs::write(&file, Value::from(calls).to_string()).expect("batch");
-    let out = project
-        .command(&[
-            "tool",
-            "batch",
-            "--preset",
-            preset,
-            &file.display().to_string(),
-        ])
-        .output()
-        .expect("tool batch");
+    let out = project.batch(preset, &calls);
     // Records (calls that failed make a non-zero exit), or the setup failed (the preset, or
     // the server could not be reached): one error object.
     match serde_json::from_slice(&out.stdout) {
