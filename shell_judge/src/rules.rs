@@ -81,7 +81,11 @@ enum Match {
 /// The verdict on `analysis` under `rules`.
 pub fn judge(analysis: &Analysis, rules: &Rules) -> Verdict {
     let mut reasons = Vec::new();
-    let wrappers: Vec<Command> = analysis.commands.iter().flat_map(wrapper_commands).collect();
+    let wrappers: Vec<Command> = analysis
+        .commands
+        .iter()
+        .flat_map(wrapper_commands)
+        .collect();
     for (command, is_wrapper) in analysis
         .commands
         .iter()

@@ -147,7 +147,10 @@ impl<'s> Walker<'s> {
         match compound {
             CompoundCommand::Arithmetic(a) => self.arithmetic(&a.expr.value, cx),
             CompoundCommand::ArithmeticForClause(f) => {
-                for expr in [&f.initializer, &f.condition, &f.updater].into_iter().flatten() {
+                for expr in [&f.initializer, &f.condition, &f.updater]
+                    .into_iter()
+                    .flatten()
+                {
                     self.arithmetic(&expr.value, cx);
                 }
                 self.list(&f.body.list, cx);
@@ -277,8 +280,8 @@ impl<'s> Walker<'s> {
                     IoFileRedirectTarget::Duplicate(word) => {
                         // `>&word` is a file when the word is neither a descriptor nor `-`.
                         let arg = self.word(&word.value, cx);
-                        let descriptor =
-                            arg.text == "-" || arg.text.trim_end_matches('-').parse::<u32>().is_ok();
+                        let descriptor = arg.text == "-"
+                            || arg.text.trim_end_matches('-').parse::<u32>().is_ok();
                         if matches!(kind, IoFileRedirectKind::DuplicateOutput)
                             && (arg.dynamic || !descriptor)
                         {
@@ -404,7 +407,10 @@ impl<'s> Walker<'s> {
         }
         if name.glob {
             self.unresolved(
-                format!("the command name is a glob or brace expansion ({})", name.text),
+                format!(
+                    "the command name is a glob or brace expansion ({})",
+                    name.text
+                ),
                 text,
             );
             return;
@@ -427,7 +433,9 @@ impl<'s> Walker<'s> {
             inner_cx.via.push(wrapped.via.clone());
             for inner in wrapped.runs {
                 match inner {
-                    Inner::Argv { args, more_args } => self.nested_run(args, &inner_cx, text, more_args),
+                    Inner::Argv { args, more_args } => {
+                        self.nested_run(args, &inner_cx, text, more_args)
+                    }
                     Inner::Code(code) => self.nested_code(&code, &inner_cx),
                 }
             }
@@ -469,7 +477,10 @@ impl<'s> Walker<'s> {
     /// Builtins that run code or change what later names run.
     fn builtin_effects(&mut self, program: &str, args: &[Arg], cx: &Context, text: &str) {
         let rest = &args[1..];
-        let has = |flag: &str| rest.iter().any(|a| a.text.starts_with('-') && a.text.contains(flag));
+        let has = |flag: &str| {
+            rest.iter()
+                .any(|a| a.text.starts_with('-') && a.text.contains(flag))
+        };
         match program {
             "eval" => {
                 self.unresolved("eval runs its arguments as code", text);
@@ -483,7 +494,9 @@ impl<'s> Walker<'s> {
             "source" | "." => self.unresolved(format!("{program} runs the code of a file"), text),
             "fc" => self.unresolved("fc runs commands from the history", text),
             "hash" if has("p") => self.unresolved("hash -p makes a name run another program", text),
-            "enable" if has("f") => self.unresolved("enable -f loads a builtin from a shared object", text),
+            "enable" if has("f") => {
+                self.unresolved("enable -f loads a builtin from a shared object", text)
+            }
             "mapfile" | "readarray" if has("C") => {
                 self.unresolved(format!("{program} -C runs a callback"), text);
             }
@@ -531,7 +544,8 @@ impl<'s> Walker<'s> {
 
 fn assignment_name(assignment: &ast::Assignment) -> &str {
     match &assignment.name {
-        ast::AssignmentName::VariableName(name) | ast::AssignmentName::ArrayElementName(name, _) => name,
+        ast::AssignmentName::VariableName(name)
+        | ast::AssignmentName::ArrayElementName(name, _) => name,
     }
 }
 
@@ -545,7 +559,10 @@ fn has_expanded_subscript(text: &str) -> bool {
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'[' && i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_') {
+        if bytes[i] == b'['
+            && i > 0
+            && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_')
+        {
             let mut depth = 1;
             let mut j = i + 1;
             while j < bytes.len() && depth > 0 {

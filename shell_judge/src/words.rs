@@ -6,7 +6,9 @@
 //! here is the one lexing step this crate does itself.
 
 use brush_parser::ParserOptions;
-use brush_parser::word::{self, ParameterExpr, ParameterTransformOp, WordPiece, WordPieceWithSource};
+use brush_parser::word::{
+    self, ParameterExpr, ParameterTransformOp, WordPiece, WordPieceWithSource,
+};
 
 /// What expanding a word involves.
 #[derive(Debug, Default)]
@@ -72,7 +74,7 @@ fn add_pieces(raw: &str, pieces: &[WordPieceWithSource], quoted: bool, out: &mut
             .unwrap_or_default();
         match &piece.piece {
             WordPiece::Text(text) => {
-                if !quoted && text.contains(['*', '?', '[']) {
+                if !quoted && is_glob(text) {
                     out.glob = true;
                 }
                 out.value.push_str(text);
@@ -95,7 +97,8 @@ fn add_pieces(raw: &str, pieces: &[WordPieceWithSource], quoted: bool, out: &mut
                 out.dynamic = true;
                 parameter(expr, out);
             }
-            WordPiece::CommandSubstitution(code) | WordPiece::BackquotedCommandSubstitution(code) => {
+            WordPiece::CommandSubstitution(code)
+            | WordPiece::BackquotedCommandSubstitution(code) => {
                 out.value.push_str(source);
                 out.dynamic = true;
                 out.found.push(Found::Code(code.clone()));
@@ -124,18 +127,66 @@ fn parameter(expr: &ParameterExpr, out: &mut Expanded) {
     let param = match expr {
         ParameterExpr::Parameter { parameter, .. }
         | ParameterExpr::ParameterLength { parameter, .. } => Some(parameter),
-        ParameterExpr::UseDefaultValues { parameter, default_value: v, .. }
-        | ParameterExpr::AssignDefaultValues { parameter, default_value: v, .. }
-        | ParameterExpr::IndicateErrorIfNullOrUnset { parameter, error_message: v, .. }
-        | ParameterExpr::UseAlternativeValue { parameter, alternative_value: v, .. }
-        | ParameterExpr::RemoveSmallestSuffixPattern { parameter, pattern: v, .. }
-        | ParameterExpr::RemoveLargestSuffixPattern { parameter, pattern: v, .. }
-        | ParameterExpr::RemoveSmallestPrefixPattern { parameter, pattern: v, .. }
-        | ParameterExpr::RemoveLargestPrefixPattern { parameter, pattern: v, .. }
-        | ParameterExpr::UppercaseFirstChar { parameter, pattern: v, .. }
-        | ParameterExpr::UppercasePattern { parameter, pattern: v, .. }
-        | ParameterExpr::LowercaseFirstChar { parameter, pattern: v, .. }
-        | ParameterExpr::LowercasePattern { parameter, pattern: v, .. } => {
+        ParameterExpr::UseDefaultValues {
+            parameter,
+            default_value: v,
+            ..
+        }
+        | ParameterExpr::AssignDefaultValues {
+            parameter,
+            default_value: v,
+            ..
+        }
+        | ParameterExpr::IndicateErrorIfNullOrUnset {
+            parameter,
+            error_message: v,
+            ..
+        }
+        | ParameterExpr::UseAlternativeValue {
+            parameter,
+            alternative_value: v,
+            ..
+        }
+        | ParameterExpr::RemoveSmallestSuffixPattern {
+            parameter,
+            pattern: v,
+            ..
+        }
+        | ParameterExpr::RemoveLargestSuffixPattern {
+            parameter,
+            pattern: v,
+            ..
+        }
+        | ParameterExpr::RemoveSmallestPrefixPattern {
+            parameter,
+            pattern: v,
+            ..
+        }
+        | ParameterExpr::RemoveLargestPrefixPattern {
+            parameter,
+            pattern: v,
+            ..
+        }
+        | ParameterExpr::UppercaseFirstChar {
+            parameter,
+            pattern: v,
+            ..
+        }
+        | ParameterExpr::UppercasePattern {
+            parameter,
+            pattern: v,
+            ..
+        }
+        | ParameterExpr::LowercaseFirstChar {
+            parameter,
+            pattern: v,
+            ..
+        }
+        | ParameterExpr::LowercasePattern {
+            parameter,
+            pattern: v,
+            ..
+        } => {
             nested.extend(v.as_deref());
             Some(parameter)
         }
@@ -180,6 +231,12 @@ fn parameter(expr: &ParameterExpr, out: &mut Expanded) {
     for text in arithmetic {
         out.found.push(Found::Arithmetic(text.to_owned()));
     }
+}
+
+/// Unquoted text with `*`, `?` or a `[...]` bracket expression (a lone `[` is the test
+/// command, not a pattern).
+fn is_glob(text: &str) -> bool {
+    text.contains(['*', '?']) || text.find('[').is_some_and(|at| text[at..].contains(']'))
 }
 
 /// An unquoted `{a,b}` or `{1..3}` makes the word several words. Only the word's unquoted text
@@ -259,7 +316,11 @@ pub(crate) fn decode_ansi_c(text: &str) -> Option<String> {
     Some(out)
 }
 
-fn take_digits(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, radix: u32, max: usize) -> String {
+fn take_digits(
+    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+    radix: u32,
+    max: usize,
+) -> String {
     let mut digits = String::new();
     while digits.len() < max {
         match chars.peek() {

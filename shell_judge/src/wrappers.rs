@@ -54,101 +54,128 @@ pub(crate) enum Inner {
 /// What `program` (a basename) with `args` (after the program) runs, or `None` when it is no
 /// wrapper.
 pub(crate) fn unwrap(program: &str, args: &[Arg]) -> Option<Wrapped> {
+    if !WRAPPERS.contains(&program) {
+        return None;
+    }
     let mut w = Wrapped {
         via: program.to_owned(),
         ..Wrapped::default()
     };
+    // `None` from a step means the rest cannot be told (its reason is in `w.unresolved`).
+    let _ = fill(program, args, &mut w);
+    Some(w)
+}
+
+const WRAPPERS: &[&str] = &[
+    "sudo", "doas", "env", "timeout", "nice", "nohup", "builtin", "setsid", "stdbuf", "ionice",
+    "taskset", "chrt", "command", "exec", "time", "xargs", "find", "flock", "watch", "sh", "bash",
+    "dash", "zsh", "ksh", "mksh", "ash", "rbash", "fish", "yash", "busybox", "su", "runuser",
+    "script", "parallel", "trap",
+];
+
+fn fill(program: &str, args: &[Arg], w: &mut Wrapped) -> Option<()> {
     match program {
         "sudo" => {
-            let at = skip_options(args, "ugpCDrtUTRh", SUDO_LONG, &mut w)?;
-            let at = skip_assignments(args, at, &mut w);
+            let at = skip_options(args, "ugpCDrtUTRh", SUDO_LONG, w)?;
+            let at = skip_assignments(args, at, w);
             let shell = flag_given(&args[..at], 's') || flag_given(&args[..at], 'i');
             if at == args.len() && shell {
                 w.unresolved
                     .push("sudo -s/-i without a command starts a shell reading stdin".to_owned());
             }
-            argv_from(args, at, &mut w);
+            argv_from(args, at, w);
         }
         "doas" => {
-            let at = skip_options(args, "uCa", &[], &mut w)?;
-            argv_from(args, at, &mut w);
+            let at = skip_options(args, "uCa", &[], w)?;
+            argv_from(args, at, w);
         }
-        "env" => env(args, &mut w)?,
+        "env" => env(args, w)?,
         "timeout" => {
-            let at = skip_options(args, "sk", &["signal", "kill-after"], &mut w)?;
-            argv_from(args, at + 1, &mut w);
+            let at = skip_options(args, "sk", &["signal", "kill-after"], w)?;
+            argv_from(args, at + 1, w);
         }
         "nice" => {
-            let at = skip_options(args, "n", &["adjustment"], &mut w)?;
-            argv_from(args, at, &mut w);
+            let at = skip_options(args, "n", &["adjustment"], w)?;
+            argv_from(args, at, w);
         }
         "nohup" | "builtin" | "setsid" => {
-            let at = skip_options(args, "", &[], &mut w)?;
-            argv_from(args, at, &mut w);
+            let at = skip_options(args, "", &[], w)?;
+            argv_from(args, at, w);
         }
         "stdbuf" => {
-            let at = skip_options(args, "ioe", &["input", "output", "error"], &mut w)?;
-            argv_from(args, at, &mut w);
+            let at = skip_options(args, "ioe", &["input", "output", "error"], w)?;
+            argv_from(args, at, w);
         }
         "ionice" => {
-            let at = skip_options(args, "cnpPu", &["class", "classdata", "pid", "pgid", "uid"], &mut w)?;
+            let at = skip_options(
+                args,
+                "cnpPu",
+                &["class", "classdata", "pid", "pgid", "uid"],
+                w,
+            )?;
             if !['p', 'P', 'u'].iter().any(|f| flag_given(&args[..at], *f)) {
-                argv_from(args, at, &mut w);
+                argv_from(args, at, w);
             }
         }
         "taskset" => {
-            let at = skip_options(args, "", &[], &mut w)?;
+            let at = skip_options(args, "", &[], w)?;
             if !flag_given(&args[..at], 'p') {
-                argv_from(args, at + 1, &mut w);
+                argv_from(args, at + 1, w);
             }
         }
         "chrt" => {
-            let at = skip_options(args, "TPD", &["sched-runtime", "sched-period", "sched-deadline"], &mut w)?;
+            let at = skip_options(
+                args,
+                "TPD",
+                &["sched-runtime", "sched-period", "sched-deadline"],
+                w,
+            )?;
             if !flag_given(&args[..at], 'p') {
-                let numeric = args
-                    .get(at)
-                    .is_some_and(|a| !a.text.is_empty() && a.text.chars().all(|c| c.is_ascii_digit()));
-                argv_from(args, at + usize::from(numeric), &mut w);
+                let numeric = args.get(at).is_some_and(|a| {
+                    !a.text.is_empty() && a.text.chars().all(|c| c.is_ascii_digit())
+                });
+                argv_from(args, at + usize::from(numeric), w);
             }
         }
         "command" => {
-            let at = skip_options(args, "", &[], &mut w)?;
+            let at = skip_options(args, "", &[], w)?;
             let describes = flag_given(&args[..at], 'v') || flag_given(&args[..at], 'V');
             if !describes {
-                argv_from(args, at, &mut w);
+                argv_from(args, at, w);
             }
         }
         "exec" => {
-            let at = skip_options(args, "a", &[], &mut w)?;
-            argv_from(args, at, &mut w);
+            let at = skip_options(args, "a", &[], w)?;
+            argv_from(args, at, w);
         }
         "time" => {
-            let at = skip_options(args, "fo", &["format", "output"], &mut w)?;
-            argv_from(args, at, &mut w);
+            let at = skip_options(args, "fo", &["format", "output"], w)?;
+            argv_from(args, at, w);
         }
-        "xargs" => xargs(args, &mut w)?,
-        "find" => find(args, &mut w),
-        "flock" => flock(args, &mut w)?,
+        "xargs" => xargs(args, w)?,
+        "find" => find(args, w),
+        "flock" => flock(args, w)?,
         "watch" => {
-            let at = skip_options(args, "nq", &["interval", "equexit"], &mut w)?;
-            let exec = flag_given(&args[..at], 'x') || args[..at].iter().any(|a| a.text == "--exec");
+            let at = skip_options(args, "nq", &["interval", "equexit"], w)?;
+            let exec =
+                flag_given(&args[..at], 'x') || args[..at].iter().any(|a| a.text == "--exec");
             if exec {
-                argv_from(args, at, &mut w);
+                argv_from(args, at, w);
             } else {
-                code_from_words(&args[at..], &mut w);
+                code_from_words(&args[at..], w);
             }
         }
         "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "rbash" | "fish" | "yash" => {
             w.via = format!("{program} -c");
-            shell(program, args, &mut w)?;
+            shell(program, args, w)?;
         }
         "busybox" => {
             // `busybox sh -c ...`, `busybox rm x`: the applet is the command.
-            argv_from(args, 0, &mut w);
+            argv_from(args, 0, w);
         }
         "su" | "runuser" => {
             w.via = format!("{program} -c");
-            su(program, args, &mut w);
+            su(program, args, w);
         }
         "script" => {
             w.via = "script -c".to_owned();
@@ -156,38 +183,60 @@ pub(crate) fn unwrap(program: &str, args: &[Arg]) -> Option<Wrapped> {
             let mut i = 0;
             while i < args.len() {
                 let a = &args[i].text;
-                if a == "-c" || a == "--command" {
+                if a == "--command" {
                     code = Some(args.get(i + 1));
                     i += 1;
                 } else if let Some(c) = a.strip_prefix("--command=") {
                     code = Some(None);
                     w.runs.push(Inner::Code(c.to_owned()));
+                } else if let Some(cluster) = a.strip_prefix('-').filter(|c| !c.starts_with('-')) {
+                    // `-qc CMD`, `-cCMD`; -T, -I, -O, -B, -m, -E take a value.
+                    for (at, letter) in cluster.char_indices() {
+                        let rest = &cluster[at + 1..];
+                        if letter == 'c' {
+                            if rest.is_empty() {
+                                code = Some(args.get(i + 1));
+                                i += 1;
+                            } else {
+                                code = Some(None);
+                                w.runs.push(Inner::Code(rest.to_owned()));
+                            }
+                            break;
+                        }
+                        if "TIOBmE".contains(letter) {
+                            i += usize::from(rest.is_empty());
+                            break;
+                        }
+                    }
                 }
                 i += 1;
             }
             match code {
-                Some(Some(arg)) => code_from(arg, &mut w),
+                Some(Some(arg)) => code_from(arg, w),
                 Some(None) => {}
                 None => w
                     .unresolved
                     .push("script without -c runs an interactive shell reading stdin".to_owned()),
             }
         }
-        "parallel" => parallel(args, &mut w),
+        "parallel" => parallel(args, w),
         "trap" => {
             w.via = "trap".to_owned();
             let at = usize::from(args.first().is_some_and(|a| a.text == "--"));
             let rest = &args[at.min(args.len())..];
-            if rest.first().is_some_and(|a| a.text == "-p" || a.text == "-l" || a.text == "-P") {
-                return Some(w);
+            if rest
+                .first()
+                .is_some_and(|a| a.text == "-p" || a.text == "-l" || a.text == "-P")
+            {
+                return Some(());
             }
             if rest.len() >= 2 && rest[0].text != "-" {
-                code_from(&rest[0], &mut w);
+                code_from(&rest[0], w);
             }
         }
-        _ => return None,
+        _ => {}
     }
-    Some(w)
+    Some(())
 }
 
 const SUDO_LONG: &[&str] = &[
@@ -313,8 +362,10 @@ fn env(args: &[Arg], w: &mut Wrapped) -> Option<()> {
     let mut i = 0;
     while let Some(arg) = args.get(i) {
         if arg.dynamic {
-            w.unresolved
-                .push(format!("the options of env come from an expansion ({})", arg.text));
+            w.unresolved.push(format!(
+                "the options of env come from an expansion ({})",
+                arg.text
+            ));
             return None;
         }
         let a = arg.text.as_str();
@@ -322,13 +373,10 @@ fn env(args: &[Arg], w: &mut Wrapped) -> Option<()> {
         let split = if a == "-S" || a == "--split-string" {
             i += 1;
             Some(args.get(i).cloned())
-        } else if let Some(s) = a
-            .strip_prefix("--split-string=")
-            .or_else(|| a.strip_prefix("-S").filter(|s| !s.is_empty()))
-        {
-            Some(Some(Arg::fixed(s)))
         } else {
-            None
+            a.strip_prefix("--split-string=")
+                .or_else(|| a.strip_prefix("-S").filter(|s| !s.is_empty()))
+                .map(|s| Some(Arg::fixed(s)))
         };
         if let Some(value) = split {
             match value {
@@ -337,9 +385,10 @@ fn env(args: &[Arg], w: &mut Wrapped) -> Option<()> {
                     w.runs
                         .push(Inner::Code(format!("{} {}", v.text, quoted(rest))));
                 }
-                Some(v) => w
-                    .unresolved
-                    .push(format!("env -S splits a string from an expansion ({})", v.text)),
+                Some(v) => w.unresolved.push(format!(
+                    "env -S splits a string from an expansion ({})",
+                    v.text
+                )),
                 None => {}
             }
             return Some(());
@@ -377,8 +426,10 @@ fn xargs(args: &[Arg], w: &mut Wrapped) -> Option<()> {
     let mut i = 0;
     while let Some(arg) = args.get(i) {
         if arg.dynamic {
-            w.unresolved
-                .push(format!("the options of xargs come from an expansion ({})", arg.text));
+            w.unresolved.push(format!(
+                "the options of xargs come from an expansion ({})",
+                arg.text
+            ));
             return None;
         }
         let a = arg.text.as_str();
@@ -387,7 +438,9 @@ fn xargs(args: &[Arg], w: &mut Wrapped) -> Option<()> {
             break;
         }
         if let Some(long) = a.strip_prefix("--") {
-            let (name, value) = long.split_once('=').map_or((long, None), |(n, v)| (n, Some(v)));
+            let (name, value) = long
+                .split_once('=')
+                .map_or((long, None), |(n, v)| (n, Some(v)));
             if name == "replace" {
                 replace = Some(value.unwrap_or("{}").to_owned());
             } else if value.is_none()
@@ -411,7 +464,8 @@ fn xargs(args: &[Arg], w: &mut Wrapped) -> Option<()> {
                     'I' => {
                         if rest.is_empty() {
                             i += 1;
-                            replace = Some(args.get(i).map_or("{}", |a| a.text.as_str()).to_owned());
+                            replace =
+                                Some(args.get(i).map_or("{}", |a| a.text.as_str()).to_owned());
                         } else {
                             replace = Some(rest.to_owned());
                         }
@@ -479,7 +533,10 @@ fn find(args: &[Arg], w: &mut Wrapped) {
                 }
             }
             if !inner.is_empty() {
-                w.runs.push(Inner::Argv { args: inner, more_args });
+                w.runs.push(Inner::Argv {
+                    args: inner,
+                    more_args,
+                });
             }
             i = end;
         }
@@ -513,7 +570,10 @@ fn flock(args: &[Arg], w: &mut Wrapped) -> Option<()> {
             continue;
         }
         if a.starts_with('-') && a.len() > 1 {
-            if matches!(a, "-w" | "-E" | "--timeout" | "--wait" | "--conflict-exit-code") {
+            if matches!(
+                a,
+                "-w" | "-E" | "--timeout" | "--wait" | "--conflict-exit-code"
+            ) {
                 i += 1;
             }
             i += 1;
@@ -593,7 +653,9 @@ fn su(program: &str, args: &[Arg], w: &mut Wrapped) {
         if matches!(a, "-c" | "--command" | "--session-command") {
             match args.get(i + 1) {
                 Some(code) => code_from(code, w),
-                None => w.unresolved.push(format!("{program} -c is missing its command")),
+                None => w
+                    .unresolved
+                    .push(format!("{program} -c is missing its command")),
             }
             return;
         }
@@ -604,7 +666,10 @@ fn su(program: &str, args: &[Arg], w: &mut Wrapped) {
             w.runs.push(Inner::Code(code.to_owned()));
             return;
         }
-        if matches!(a, "-s" | "--shell" | "-g" | "--group" | "-G" | "--supp-group" | "-w" | "-u" | "--user") {
+        if matches!(
+            a,
+            "-s" | "--shell" | "-g" | "--group" | "-G" | "--supp-group" | "-w" | "-u" | "--user"
+        ) {
             i += 1;
         }
         i += 1;
@@ -618,9 +683,32 @@ fn su(program: &str, args: &[Arg], w: &mut Wrapped) {
 /// by a shell with the arguments appended.
 fn parallel(args: &[Arg], w: &mut Wrapped) {
     const WITH_VALUE: &[&str] = &[
-        "-j", "--jobs", "-S", "--sshlogin", "-a", "--arg-file", "-d", "--delimiter", "-I", "-n",
-        "-N", "-L", "--joblog", "--results", "--tmpdir", "--timeout", "--delay", "--colsep",
-        "-C", "--workdir", "--wd", "--env", "--retries", "--memfree", "--load", "--halt",
+        "-j",
+        "--jobs",
+        "-S",
+        "--sshlogin",
+        "-a",
+        "--arg-file",
+        "-d",
+        "--delimiter",
+        "-I",
+        "-n",
+        "-N",
+        "-L",
+        "--joblog",
+        "--results",
+        "--tmpdir",
+        "--timeout",
+        "--delay",
+        "--colsep",
+        "-C",
+        "--workdir",
+        "--wd",
+        "--env",
+        "--retries",
+        "--memfree",
+        "--load",
+        "--halt",
     ];
     let mut i = 0;
     while let Some(arg) = args.get(i) {
