@@ -32,7 +32,13 @@
 //! The parser is brush-parser, the parser of the brush shell: pure Rust, maintained, with a
 //! bash (not only POSIX) grammar and a separate word parser that splits a word into its quoted
 //! parts and expansions, which is what finding code inside words needs. Its 0.4 grammar has no
-//! `select` loop: such a string does not parse and is asked.
+//! `select` loop and takes no process substitution in a `for` word list: such strings do not
+//! parse, and what does not parse is asked, never allowed. A panic inside the parser is caught
+//! and is unresolved too.
+//!
+//! Beyond the words themselves, [`Command`] says which of them are known only at run time
+//! (`dynamic`) and whether a wrapper appends more (`more_args`), so that `ask` and `deny` rules
+//! can take those words as any word (`git $sub` may be `git push`).
 
 mod rules;
 mod variables;

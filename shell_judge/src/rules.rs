@@ -12,6 +12,10 @@
 //! `git push *`), and a word known only at run time may be any of them. A `deny` reached only
 //! through such a word is asked rather than refused. Short-option clusters are not taken apart
 //! (`rm -fr` does not match `rm -r *`); a rule meant for options should name each spelling.
+//!
+//! The wrappers a command ran through (`sudo`, `timeout`, `xargs`, `bash -c`) run too: each is
+//! judged as its program with any arguments, so `timeout 5 cargo test` needs `timeout` (or
+//! `timeout *`) allowed as well as `cargo test *`, and `deny = ["sudo"]` refuses `sudo ls`.
 
 use crate::{Analysis, Command};
 

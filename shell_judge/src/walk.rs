@@ -527,6 +527,16 @@ impl<'s> Walker<'s> {
                     if let Some(why) = runs_code(name) {
                         self.unresolved(format!("{program} {name}: {why}"), text);
                     }
+                    // `declare -n ref=PATH` makes every later `ref=...` assign PATH.
+                    let target = arg.text.split_once('=').map_or("", |(_, v)| v);
+                    if has("n")
+                        && let Some(why) = runs_code(target)
+                    {
+                        self.unresolved(
+                            format!("{program} -n makes {name} another name for {target}: {why}"),
+                            text,
+                        );
+                    }
                 }
             }
             "read" | "printf" | "getopts" => {

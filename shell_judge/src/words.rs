@@ -233,10 +233,12 @@ fn parameter(expr: &ParameterExpr, out: &mut Expanded) {
     }
 }
 
-/// Unquoted text with `*`, `?` or a `[...]` bracket expression (a lone `[` is the test
-/// command, not a pattern).
+/// Unquoted text with `*`, `?`, a `[...]` bracket expression (a lone `[` is the test
+/// command, not a pattern) or an extglob (`@(a|b)`, `!(x)`, `+(x)`).
 fn is_glob(text: &str) -> bool {
-    text.contains(['*', '?']) || text.find('[').is_some_and(|at| text[at..].contains(']'))
+    text.contains(['*', '?'])
+        || text.find('[').is_some_and(|at| text[at..].contains(']'))
+        || ["@(", "!(", "+("].iter().any(|p| text.contains(p))
 }
 
 /// An unquoted `{a,b}` or `{1..3}` makes the word several words. Only the word's unquoted text

@@ -14,6 +14,8 @@ fn dynamic_command_names_are_unresolved() {
         "r?m x",
         "[r]m x",
         "{rm,ls} x",
+        "!(rm) x",
+        "@(rm|ls) x",
         "sudo $cmd x",
         "xargs $x",
         "env $x rm",
@@ -90,6 +92,8 @@ fn assignments_to_variables_that_run_code_are_unresolved() {
         "printf -v PATH %s /tmp",
         "PYTHONPATH=. python a.py",
         "SHELL=/tmp/x make",
+        "declare -n r=PATH; r=/tmp",
+        "local -n ref=LD_PRELOAD",
     ] {
         assert_unresolved(source);
     }
