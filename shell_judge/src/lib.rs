@@ -119,5 +119,62 @@ pub struct Write {
 /// Lists what `source` will execute, given what the persistent shell already defines.
 /// Never fails: what cannot be parsed or resolved is an [`Unresolved`] item.
 pub fn analyse(source: &str, session: &Session) -> Analysis {
-    walk::Walker::run(source, session)
+    if let Some(why) = too_deep(source) {
+        let mut analysis = Analysis::default();
+        analysis.unresolved.push(Unresolved {
+            why,
+            text: source.chars().take(200).collect(),
+        });
+        return analysis;
+    }
+    // brush-parser recurses per nesting level and the walk per level of code in code; a stack
+    // overflow aborts the process (no panic to catch), so both run on a thread whose stack is
+    // far larger than the nesting `too_deep` lets through needs.
+    let owned = (source.to_owned(), session.clone());
+    let worker = std::thread::Builder::new()
+        .name("shell-judge".to_owned())
+        .stack_size(WORKER_STACK)
+        .spawn(move || walk::Walker::run(&owned.0, &owned.1));
+    match worker.map(std::thread::JoinHandle::join) {
+        Ok(Ok(analysis)) => analysis,
+        Ok(Err(_)) => {
+            let mut analysis = Analysis::default();
+            analysis.unresolved.push(Unresolved {
+                why: "the analysis failed on this input".to_owned(),
+                text: source.chars().take(200).collect(),
+            });
+            analysis
+        }
+        // No thread to be had: walk here, within the nesting limit.
+        Err(_) => walk::Walker::run(source, session),
+    }
+}
+
+const WORKER_STACK: usize = 64 << 20;
+
+/// Brackets nested deeper than any real command line are refused before parsing, as is a
+/// string longer than any real command line.
+const MAX_NESTING: usize = 128;
+const MAX_LEN: usize = 1 << 20;
+
+fn too_deep(source: &str) -> Option<String> {
+    if source.len() > MAX_LEN {
+        return Some(format!(
+            "the command is longer than {MAX_LEN} bytes, more than this analysis reads"
+        ));
+    }
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for b in source.bytes() {
+        match b {
+            b'(' | b'{' | b'[' | b'`' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b')' | b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    (deepest > MAX_NESTING).then(|| {
+        format!("brackets nest deeper than {MAX_NESTING} levels, more than this analysis parses")
+    })
 }

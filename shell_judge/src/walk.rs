@@ -145,7 +145,17 @@ impl<'s> Walker<'s> {
 
     fn compound(&mut self, compound: &CompoundCommand, cx: &Context) {
         match compound {
-            CompoundCommand::Arithmetic(a) => self.arithmetic(&a.expr.value, cx),
+            CompoundCommand::Arithmetic(a) => {
+                self.arithmetic(&a.expr.value, cx);
+                // bash runs `((rm x) )` as nested subshells when the text is no arithmetic;
+                // brush-parser takes it as arithmetic, so such text is walked as code too.
+                let text = a.expr.value.as_str();
+                let is_arithmetic = catch_unwind(|| brush_parser::arithmetic::parse(text))
+                    .is_ok_and(|parsed| parsed.is_ok());
+                if !is_arithmetic {
+                    self.code(text, cx);
+                }
+            }
             CompoundCommand::ArithmeticForClause(f) => {
                 for expr in [&f.initializer, &f.condition, &f.updater]
                     .into_iter()

@@ -29,6 +29,8 @@ fn commands_in_lists_pipelines_and_compound_commands_are_found() {
         ("coproc name { rm x; }", &["rm"]),
         ("[[ -f x ]] && rm x", &["rm"]),
         ("(( 1 )) && rm x", &["rm"]),
+        ("((rm x) )", &["rm"]),
+        ("(( i++ )); (( $n + 1 )); (( a[1] > 2 ))", &[]),
     ];
     for (source, expected) in cases {
         assert_eq!(&programs(source), expected, "{source:?}");

@@ -45,3 +45,17 @@ fn deep_nesting_stops_with_an_unresolved_item() {
     }
     assert!(!run(&source).unresolved.is_empty());
 }
+
+#[test]
+fn nesting_deeper_than_the_parser_takes_is_unresolved_not_a_crash() {
+    for (open, close) in [("(", ")"), ("$(", ")"), ("{ ", "; }"), ("${x:-", "}")] {
+        let source = format!("{}rm x{}", open.repeat(5000), close.repeat(5000));
+        assert!(!run(&source).unresolved.is_empty(), "{open:?}");
+    }
+    let source = format!(
+        "{}rm x{}",
+        "if true; then ".repeat(3000),
+        "; fi".repeat(3000)
+    );
+    assert!(run(&source).commands.iter().any(|c| c.program == "rm"));
+}
