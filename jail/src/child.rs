@@ -14,7 +14,8 @@
 //!    tmpfs, and a procfs of the new PID namespace over `/proc` (the program sees its own
 //!    processes only);
 //! 3. standard streams, every other inherited descriptor closed on `execve`, working
-//!    directory, process group, resource limits;
+//!    directory, process group (or a session whose controlling terminal is the program's
+//!    standard input, for a program run on a terminal), resource limits;
 //! 4. no capabilities, `no_new_privs`, the Landlock ruleset, the seccomp filter;
 //! 5. `execve`.
 //!
@@ -49,6 +50,10 @@ pub(super) struct ChildPlan {
     pub stdin: RawFd,
     pub stdout: RawFd,
     pub stderr: RawFd,
+    /// When the program runs on a terminal (its standard streams are the terminal's other
+    /// end): it leads a new session whose controlling terminal that is, instead of a process
+    /// group of its own.
+    pub terminal: bool,
     pub uid_map: CString,
     pub gid_map: CString,
     pub binds: Vec<Bind>,
@@ -229,7 +234,12 @@ fn run(plan: &ChildPlan) -> (usize, c_int) {
             libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC) as c_int
         );
         step!(7, libc::chdir(plan.cwd.as_ptr()));
-        step!(7, libc::setpgid(0, 0));
+        if plan.terminal {
+            step!(7, libc::setsid());
+            step!(6, libc::ioctl(0, libc::TIOCSCTTY, 0));
+        } else {
+            step!(7, libc::setpgid(0, 0));
+        }
         for &(resource, value) in &plan.rlimits {
             let limit = libc::rlimit {
                 rlim_cur: value,

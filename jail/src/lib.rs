@@ -23,6 +23,7 @@ mod child;
 mod filter;
 mod mask;
 mod probe;
+mod pty;
 mod retire;
 mod rules;
 mod spawn;
@@ -36,10 +37,15 @@ use std::sync::OnceLock;
 
 use child::Bind;
 pub use probe::{Layer, layers};
+pub use pty::Pty;
+/// Reading and typing into a `Pty`'s primary end.
+pub mod terminal {
+    pub use super::pty::{read, write};
+}
 pub use retire::retire;
 pub use retire::settle;
 pub use rules::FsAccess;
-pub use spawn::{ConfinedChild, Program};
+pub use spawn::{ConfinedChild, Group, Program};
 
 /// The type `setrlimit` takes its resource as: glibc's own, an `int` elsewhere (musl, the
 /// static binary's libc).

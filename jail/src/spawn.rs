@@ -41,11 +41,16 @@ pub struct Program<'a> {
     pub env: Vec<(String, std::ffi::OsString)>,
     pub cwd: &'a Path,
     pub stdin: bool,
+    /// The secondary end of a pseudo-terminal paddock opened: the program's three standard
+    /// streams and its controlling terminal (its session's), instead of pipes.
+    pub terminal: Option<std::os::fd::BorrowedFd<'a>>,
 }
 
 /// A running confined program.
 pub struct ConfinedChild {
     pidfd: AsyncFd<OwnedFd>,
+    /// The program's process group (or session), signalled by its id until it is reaped.
+    group: std::sync::Arc<Group>,
     /// The program's mount namespace, held so its teardown happens off the call's path.
     mount_ns: Option<OwnedFd>,
     pub stdin: Option<pipe::Sender>,
@@ -68,6 +73,11 @@ fn pipe_pair() -> Result<(OwnedFd, OwnedFd), String> {
     // SAFETY: both descriptors are fresh and ours.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     Ok((above_stdio(read)?, above_stdio(write)?))
+}
+
+/// A close-on-exec copy of `fd`.
+fn dup(fd: &OwnedFd) -> Result<OwnedFd, String> {
+    fd.try_clone().map_err(|e| format!("dup: {e}"))
 }
 
 /// When paddock runs with a standard stream closed, a new descriptor can be 0, 1 or 2; the
@@ -104,15 +114,30 @@ impl Jail {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let cwd = cstring(program.cwd.as_os_str().as_bytes(), "the working directory")?;
-        let (stdin_read, stdin_write) = if program.stdin {
+        let terminal = match program.terminal {
+            Some(fd) => Some(above_stdio(
+                fd.try_clone_to_owned()
+                    .map_err(|e| format!("terminal: {e}"))?,
+            )?),
+            None => None,
+        };
+        let (stdin_read, stdin_write) = if let Some(terminal) = &terminal {
+            (above_stdio(dup(terminal)?)?, None)
+        } else if program.stdin {
             let (r, w) = pipe_pair()?;
             (r, Some(w))
         } else {
             let null = std::fs::File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
             (above_stdio(OwnedFd::from(null))?, None)
         };
-        let (stdout_read, stdout_write) = pipe_pair()?;
-        let (stderr_read, stderr_write) = pipe_pair()?;
+        let (stdout_read, stdout_write) = match &terminal {
+            Some(terminal) => (None, above_stdio(dup(terminal)?)?),
+            None => pipe_pair().map(|(r, w)| (Some(r), w))?,
+        };
+        let (stderr_read, stderr_write) = match &terminal {
+            Some(terminal) => (None, above_stdio(dup(terminal)?)?),
+            None => pipe_pair().map(|(r, w)| (Some(r), w))?,
+        };
         let ruleset = self.ruleset;
         let plan = ChildPlan {
             program: path,
@@ -122,6 +147,7 @@ impl Jail {
             stdin: stdin_read.as_raw_fd(),
             stdout: stdout_write.as_raw_fd(),
             stderr: stderr_write.as_raw_fd(),
+            terminal: terminal.is_some(),
             uid_map: self.uid_map,
             gid_map: self.gid_map,
             binds: self.binds,
@@ -137,14 +163,18 @@ impl Jail {
             },
             failure: std::sync::atomic::AtomicU64::new(0),
         };
-        let pidfd = clone_on_spawner(&plan)?;
+        let (pidfd, pid) = clone_on_spawner(&plan)?;
         let mount_ns = mount_namespace(&pidfd);
         let failure = plan.failure.load(Ordering::SeqCst);
         // The child has exec'd (or exited); what it was given can go.
-        drop((stdin_read, stdout_write, stderr_write, ruleset));
+        drop((stdin_read, stdout_write, stderr_write, ruleset, terminal));
         let mut child = ConfinedChild {
             // SAFETY: the pidfd is ours alone; nothing else registers or closes it.
             pidfd: unsafe { AsyncFd::register(pidfd) }.map_err(|e| format!("pidfd: {e}"))?,
+            group: std::sync::Arc::new(Group {
+                pid,
+                unreaped: std::sync::Mutex::new(true),
+            }),
             mount_ns,
             stdin: None,
             stdout: None,
@@ -159,8 +189,8 @@ impl Jail {
         }
         let receiver =
             |fd: OwnedFd| pipe::Receiver::from_owned_fd(fd).map_err(|e| format!("pipe: {e}"));
-        child.stdout = Some(receiver(stdout_read)?);
-        child.stderr = Some(receiver(stderr_read)?);
+        child.stdout = stdout_read.map(receiver).transpose()?;
+        child.stderr = stderr_read.map(receiver).transpose()?;
         child.stdin = match stdin_write {
             Some(fd) => Some(pipe::Sender::from_owned_fd(fd).map_err(|e| format!("pipe: {e}"))?),
             None => None,
@@ -196,15 +226,16 @@ fn paddock_pidfd() -> RawFd {
 /// the answer) and where to answer.
 struct CloneRequest {
     plan: *const ChildPlan,
-    answer: std::sync::mpsc::SyncSender<Result<OwnedFd, String>>,
+    answer: std::sync::mpsc::SyncSender<Result<(OwnedFd, libc::pid_t), String>>,
 }
 
 // SAFETY: the plan's pointers are only read by the spawner thread (and the child it clones)
 // while the requesting thread blocks on the answer, keeping the plan alive and unmoved.
 unsafe impl Send for CloneRequest {}
 
-/// Clones the child on the spawner thread; returns its pidfd once it has exec'd or exited.
-fn clone_on_spawner(plan: &ChildPlan) -> Result<OwnedFd, String> {
+/// Clones the child on the spawner thread; returns its pidfd and pid once it has exec'd or
+/// exited.
+fn clone_on_spawner(plan: &ChildPlan) -> Result<(OwnedFd, libc::pid_t), String> {
     static SPAWNER: std::sync::OnceLock<
         Option<std::sync::Mutex<std::sync::mpsc::Sender<CloneRequest>>>,
     > = std::sync::OnceLock::new();
@@ -239,8 +270,8 @@ fn clone_on_spawner(plan: &ChildPlan) -> Result<OwnedFd, String> {
         .map_err(|_| "the thread that starts confined programs is gone".to_string())?
 }
 
-/// Clones the child; returns its pidfd once it has exec'd or exited.
-fn clone_into(plan: &ChildPlan) -> Result<OwnedFd, String> {
+/// Clones the child; returns its pidfd and pid once it has exec'd or exited.
+fn clone_into(plan: &ChildPlan) -> Result<(OwnedFd, libc::pid_t), String> {
     // SAFETY: a private anonymous mapping, unmapped below; the child runs on it only until
     // execve (after which it has its own memory) or _exit.
     let stack = unsafe {
@@ -283,7 +314,7 @@ fn clone_into(plan: &ChildPlan) -> Result<OwnedFd, String> {
         return Err(format!("clone into new namespaces: {error}"));
     }
     // SAFETY: CLONE_PIDFD stored a fresh descriptor for the child.
-    Ok(unsafe { OwnedFd::from_raw_fd(pidfd) })
+    Ok((unsafe { OwnedFd::from_raw_fd(pidfd) }, pid))
 }
 
 impl ConfinedChild {
@@ -312,11 +343,59 @@ impl ConfinedChild {
         }
     }
 
+    /// Sends `signal` to the program's process group (its session's, on a terminal): the
+    /// program and what it started in the foreground.
+    pub fn signal_group(&self, signal: libc::c_int) {
+        self.group.signal(signal);
+    }
+
+    /// A handle that signals the program's process group from anywhere until the program is
+    /// reaped, and does nothing after.
+    pub fn group(&self) -> std::sync::Arc<Group> {
+        self.group.clone()
+    }
+
+    /// The program's pid as paddock's namespace sees it (its processes are listed under
+    /// `/proc` with the same PID namespace as this one).
+    pub fn pid(&self) -> libc::pid_t {
+        self.group.pid
+    }
+
+    /// Stops `Group::signal` before the program is reaped, so its id, free again after,
+    /// is never signalled.
+    fn retire_group(&self) {
+        *self
+            .group
+            .unreaped
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = false;
+    }
+
     /// `Some(code)` once the process has ended and been reaped.
     fn try_reap(&mut self) -> std::io::Result<Option<Option<i32>>> {
         if self.reaped {
             return Ok(Some(None));
         }
+        // Has it ended? (Looked at without reaping, so the group can be retired first.)
+        // SAFETY: `siginfo_t` is plain data; all zeroes is a valid value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid on our own pidfd, writing into `info`, which lives across the call.
+        let ret = unsafe {
+            libc::waitid(
+                libc::P_PIDFD,
+                self.pidfd.get_ref().as_raw_fd() as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        if ret == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: si_pid is valid for a CLD_* siginfo (zero when nothing ended).
+        if unsafe { info.si_pid() } == 0 {
+            return Ok(None);
+        }
+        self.retire_group();
         // SAFETY: `siginfo_t` is plain data; all zeroes is a valid value.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: waitid on our own pidfd, writing into `info`, which lives across the call.
@@ -346,6 +425,7 @@ impl ConfinedChild {
         if self.reaped {
             return;
         }
+        self.retire_group();
         // SAFETY: `siginfo_t` is plain data; all zeroes is a valid value.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: as in try_reap, blocking.
@@ -358,6 +438,30 @@ impl ConfinedChild {
             );
         }
         self.reaped = true;
+    }
+}
+
+/// A confined program's process group, signalled only while the program is unreaped: its id
+/// is the program's pid, which the kernel gives no other process until then.
+pub struct Group {
+    pid: libc::pid_t,
+    unreaped: std::sync::Mutex<bool>,
+}
+
+impl Group {
+    /// Sends `signal` to every process of the group; nothing once the program is reaped.
+    pub fn signal(&self, signal: libc::c_int) {
+        let unreaped = self
+            .unreaped
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if *unreaped {
+            // SAFETY: killpg has no memory-safety preconditions; under the lock the group's
+            // leader is unreaped, so the id is still its.
+            unsafe {
+                libc::killpg(self.pid, signal);
+            }
+        }
     }
 }
 
@@ -394,6 +498,7 @@ impl Drop for ConfinedChild {
         if let Ok(Some(_)) = self.try_reap() {
             return;
         }
+        self.retire_group();
         let fd = self.pidfd.get_ref().try_clone();
         if let Ok(fd) = fd {
             std::thread::spawn(move || {

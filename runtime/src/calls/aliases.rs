@@ -10,7 +10,8 @@ use std::collections::HashMap;
 
 use super::repair::squash;
 
-/// Aliases every session knows, as (alias, tool).
+/// Aliases every session knows, as (alias, tool); an alias listed twice means the first of
+/// its tools the session has (`Bash` is the shell where there is one, else `run_command`).
 const BUILT_IN: &[(&str, &str)] = &[
     ("Read", "read_file"),
     ("ReadFile", "read_file"),
@@ -29,10 +30,20 @@ const BUILT_IN: &[(&str, &str)] = &[
     ("search", "grep"),
     ("Glob", "glob"),
     ("find_files", "glob"),
+    ("Bash", "shell"),
     ("Bash", "run_command"),
+    ("exec_command", "shell"),
+    ("exec_command", "run_command"),
     ("shell", "run_command"),
+    ("bash", "shell"),
+    ("terminal", "shell"),
+    ("exec", "shell"),
     ("exec", "run_command"),
     ("run", "run_command"),
+    ("BashOutput", "write_stdin"),
+    ("KillBash", "write_stdin"),
+    ("KillShell", "write_stdin"),
+    ("write_stdin", "write_stdin"),
     ("WebFetch", "fetch_url"),
     ("fetch", "fetch_url"),
 ];
@@ -40,7 +51,8 @@ const BUILT_IN: &[(&str, &str)] = &[
 /// Alias → tool, keyed by the alias's squashed form (lower case, no separators).
 #[derive(Debug, Clone)]
 pub struct AliasTable {
-    map: HashMap<String, String>,
+    /// Targets in order of preference; a preset's own alias comes first.
+    map: HashMap<String, Vec<String>>,
 }
 
 impl Default for AliasTable {
@@ -48,7 +60,13 @@ impl Default for AliasTable {
         let mut table = AliasTable {
             map: HashMap::new(),
         };
-        table.extend(BUILT_IN.iter().map(|(a, t)| (a.to_string(), t.to_string())));
+        for (alias, tool) in BUILT_IN {
+            table
+                .map
+                .entry(squash(alias))
+                .or_default()
+                .push(tool.to_string());
+        }
         table
     }
 }
@@ -57,7 +75,7 @@ impl AliasTable {
     /// Adds or replaces aliases (a preset's own, say).
     pub fn extend(&mut self, pairs: impl IntoIterator<Item = (String, String)>) {
         for (alias, tool) in pairs {
-            self.map.insert(squash(&alias), tool);
+            self.map.insert(squash(&alias), vec![tool]);
         }
     }
 
@@ -67,8 +85,12 @@ impl AliasTable {
             return Some(exact);
         }
         let wanted = squash(name);
-        if let Some(target) = self.map.get(&wanted)
-            && let Some(found) = known.iter().find(|k| **k == target)
+        if let Some(found) = self
+            .map
+            .get(&wanted)
+            .into_iter()
+            .flatten()
+            .find_map(|target| known.iter().find(|k| *k == target))
         {
             return Some(found);
         }

@@ -249,6 +249,9 @@ impl Repair {
             Repair::LoneBackslashes { count } => format!("lone backslashes ({count})"),
             Repair::RenamedParam { from, to } => format!("`{from}` renamed to `{to}`"),
             Repair::ToolAlias { from, to } => format!("tool `{from}` read as `{to}`"),
+            Repair::ArgvJoined { words } => {
+                format!("`command` sent as {words} words was read as one bash command")
+            }
         }
     }
 }

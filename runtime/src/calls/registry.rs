@@ -101,6 +101,12 @@ impl Registry {
                 plugin: resolved.name.clone(),
                 source,
             };
+            // The plugin's tools share one state for this session (its shell), and no other
+            // session shares it.
+            let plugin_grant = crate::sandbox::Grant {
+                session: crate::sandbox::SessionState::fresh(),
+                ..resolved.grant.clone()
+            };
             for spec in plugin.tools.iter() {
                 if !preset.keeps(&resolved.name, &spec.name) {
                     registry
@@ -142,7 +148,7 @@ impl Registry {
                     ToolEntry {
                         spec,
                         backend: Backend::Plugin(plugin.clone()),
-                        grant: budgeted(&resolved.grant, budget),
+                        grant: budgeted(&plugin_grant, budget),
                         budget,
                         validator,
                     },

@@ -83,6 +83,8 @@ pub enum Repair {
     RenamedParam { from: String, to: String },
     /// A tool-name alias was mapped onto a registered tool.
     ToolAlias { from: String, to: String },
+    /// A `command` sent as an argument vector of `words` words was made one bash command.
+    ArgvJoined { words: usize },
 }
 
 /// The steps tried on text that is not JSON, as a refusal names them.
@@ -164,6 +166,15 @@ const PARAM_ALIASES: &[(&str, &str)] = &[
     ("contents", "content"),
     ("text", "content"),
     ("cmd", "command"),
+    // The shell's names in the agents models are trained on (Claude Code's `Bash`, codex's
+    // `exec_command` and `write_stdin`).
+    ("timeout", "timeout_ms"),
+    ("run_in_background", "background"),
+    ("yield_time_ms", "yield_ms"),
+    ("cwd", "workdir"),
+    ("shell_id", "session_id"),
+    ("bash_id", "session_id"),
+    ("input", "chars"),
     ("regex", "pattern"),
     ("query", "pattern"),
 ];
@@ -210,7 +221,58 @@ pub fn repair_args(
     };
     let args = unwrap_double_encoded_fields(args, schema, &mut repairs);
     let args = remap_params(args, schema, &mut repairs);
+    let args = join_argv(args, schema, &mut repairs);
     Ok(Repaired { args, repairs })
+}
+
+/// Step 7: a `command` sent as an argument vector (codex's `shell` tool: `["bash", "-lc",
+/// "ls"]`) where the schema wants bash source: the script of a `sh -c` vector, else the words
+/// quoted for bash and joined, so each stays one word.
+pub fn join_argv(mut value: Value, schema: &Value, repairs: &mut Vec<Repair>) -> Value {
+    let wants_string = schema
+        .pointer("/properties/command/type")
+        .is_some_and(|t| t == "string");
+    let Some(object) = value.as_object_mut() else {
+        return value;
+    };
+    let Some(Value::Array(items)) = object.get("command") else {
+        return value;
+    };
+    if !wants_string {
+        return value;
+    }
+    let Some(words) = items
+        .iter()
+        .map(|v| v.as_str().map(str::to_string))
+        .collect::<Option<Vec<String>>>()
+    else {
+        return value;
+    };
+    let shells = ["bash", "sh", "zsh", "dash", "/bin/bash", "/bin/sh", "/usr/bin/bash"];
+    let script = match words.as_slice() {
+        [shell, flag, script] if shells.contains(&shell.as_str()) && flag.starts_with('-') && flag.ends_with('c') => {
+            script.clone()
+        }
+        _ => words.iter().map(|w| bash_word(w)).collect::<Vec<_>>().join(" "),
+    };
+    object.insert("command".into(), Value::String(script));
+    repairs.push(Repair::ArgvJoined {
+        words: words.len(),
+    });
+    value
+}
+
+/// `word` as one bash word: itself when it has nothing bash would read, else single-quoted.
+fn bash_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 /// Step 4 (V7): concatenated objects. Copies of one object are that object; of different
 /// ones, the first that passes the schema (after remapping its names) is taken, else the first,

@@ -9,7 +9,7 @@ use crate::contract::ToolResult;
 use crate::log::Asked;
 use crate::pipeline::{Admission, AfterCall, CallGate, GateCall};
 use crate::preset::ApprovalMode;
-use crate::sandbox::Permission;
+use crate::sandbox::{Permission, ShellJudgement, ShellVerdict, judge_shell_command};
 
 impl HookChain {
     /// Approval by risk, combined with what the hooks said: the stricter wins. `Ok(Some(how))`
@@ -30,12 +30,25 @@ impl HookChain {
                 by: RefusedBy::Policy,
             });
         }
-        let (why, key) = match (&verdict.permission, mode) {
-            (Permission::Ask(reason), _) => (
+        // A shell command is judged by what it runs, under the plugin's exec rules: that
+        // judgement stands in for the tool's risk tier (the hooks may still ask).
+        let shell = shell_judgement(call).await?;
+        let (why, key) = match (&verdict.permission, mode, &shell) {
+            (Permission::Ask(reason), _, _) => (
                 reason.clone(),
                 verdict.asked_by.clone().unwrap_or_else(|| "hooks".into()),
             ),
-            (_, ApprovalMode::Ask) => (
+            (_, _, Some((judged, exec_key))) => match &judged.verdict {
+                ShellVerdict::Allow => return Ok(None),
+                ShellVerdict::Deny(reason) => {
+                    return Err(Refused {
+                        reason: reason.clone(),
+                        by: RefusedBy::Policy,
+                    });
+                }
+                ShellVerdict::Ask(reasons) => (reasons.join("; "), exec_key.clone()),
+            },
+            (_, ApprovalMode::Ask, None) => (
                 format!("the preset asks for {tier}-risk tools (`{key} = \"ask\"`)"),
                 key,
             ),
@@ -52,10 +65,13 @@ impl HookChain {
         {
             return Ok(Some(Asked::AlwaysEarlier(earlier.shown())));
         }
-        let lines = render_call(call.args).map_err(|reason| Refused {
+        let mut lines = render_call(call.args).map_err(|reason| Refused {
             reason,
             by: RefusedBy::Policy,
         })?;
+        if let Some((judged, _)) = &shell {
+            lines.extend(judged.shown.iter().cloned());
+        }
         let always = self
             .approval
             .confirm(Question {
@@ -87,6 +103,29 @@ impl HookChain {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// The judgement of a shell command: the call's `command` argument, when a plugin granted
+/// `exec` runs the tool, with the key of the rules that judged it.
+async fn shell_judgement(
+    call: GateCall<'_>,
+) -> Result<Option<(ShellJudgement, String)>, Refused> {
+    let (Some((plugin, grant)), Some(command)) = (
+        call.plugin,
+        call.args.get("command").and_then(serde_json::Value::as_str),
+    ) else {
+        return Ok(None);
+    };
+    let Some(exec) = &grant.exec else {
+        return Ok(None);
+    };
+    let judged = judge_shell_command(&grant.session, exec, plugin, command)
+        .await
+        .map_err(|reason| Refused {
+            reason,
+            by: RefusedBy::Policy,
+        })?;
+    Ok(Some((judged, format!("plugins.{plugin}.grants.exec"))))
 }
 
 #[async_trait::async_trait]

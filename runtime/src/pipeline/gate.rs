@@ -21,6 +21,9 @@ pub struct GateCall<'a> {
     pub tool: &'a ToolSpec,
     /// The arguments after repair and validation.
     pub args: &'a Value,
+    /// The plugin that runs the tool and its grant, when a plugin does (a shell command in
+    /// `args.command` is judged under the grant's exec rules).
+    pub plugin: Option<(&'a str, &'a crate::sandbox::Grant)>,
     /// This call's abort signal (the turn's, or the CLI command's): hooks run under it, so an
     /// interrupt stops them for this call only, never for the calls of later turns.
     pub cancel: &'a CancellationToken,

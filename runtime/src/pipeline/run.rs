@@ -10,7 +10,7 @@ use super::budget::{SpillDir, apply_budget, bound_error, bound_result, bound_tex
 use super::gate::{Admission, CallGate, GateCall};
 use super::prepared::{Prepared, RawCall};
 use crate::calls::{AliasTable, Backend, Registry, ToolEntry, validate_args};
-use crate::contract::{ErrorCode, ToolError, ToolResult, ToolSpec};
+use crate::contract::{ErrorCode, ToolError, ToolResult};
 use crate::log::Asked;
 use crate::sandbox::{CallReport, Sandbox};
 
@@ -121,7 +121,7 @@ async fn execute_unbounded(
     let admission = tokio::select! {
         biased;
         _ = cx.cancel.cancelled() => return Executed::refused(not_executed(), Vec::new()),
-        admission = cx.gate.before(gate_call(cx, call_id, &entry.spec, &args)) => admission,
+        admission = cx.gate.before(gate_call(cx, call_id, entry, &args)) => admission,
     };
     let approval = cx.gate.approval(call_id);
     let (args, mut context) = match admission {
@@ -184,8 +184,18 @@ async fn execute_unbounded(
     let mut report = match &entry.backend {
         Backend::Plugin(plugin) => {
             // The call's tag names the temporary files it may leave (`resume` removes them).
+            // The shell command the gate admitted is the one it judged (and asked about):
+            // the sandbox runs a command its rules would ask about only if it is this one.
             let grant = crate::sandbox::Grant {
                 call_tag: Some(crate::sandbox::call_tag(cx.session_id, call_id)),
+                spill: cx.spill.map(|s| crate::sandbox::SpillTarget {
+                    host: s.host.clone(),
+                    guest: s.guest.clone(),
+                }),
+                admitted_command: args
+                    .get("command")
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_string),
                 ..entry.grant.clone()
             };
             cx.sandbox
@@ -212,7 +222,7 @@ async fn execute_unbounded(
     };
     let outcome = cx
         .gate
-        .after(gate_call(cx, call_id, &entry.spec, &args), result)
+        .after(gate_call(cx, call_id, entry, &args), result)
         .await;
     context.extend(outcome.context);
     report.result = outcome.result.clone();
@@ -233,15 +243,18 @@ pub fn not_executed() -> ToolError {
 fn gate_call<'a>(
     cx: &'a CallContext<'_>,
     call_id: &'a str,
-    tool: &'a ToolSpec,
+    entry: &'a ToolEntry,
     args: &'a serde_json::Value,
 ) -> GateCall<'a> {
     GateCall {
         call_id,
         session_id: cx.session_id,
         preset: cx.preset,
-        tool,
+        tool: &entry.spec,
         args,
+        plugin: entry
+            .plugin()
+            .map(|plugin| (plugin.name.as_str(), &entry.grant)),
         cancel: &cx.cancel,
     }
 }

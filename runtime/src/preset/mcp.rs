@@ -209,6 +209,7 @@ pub(super) fn resolve_mcp(
             memory_bytes: entry.memory_mb.map_or(defaults.memory_bytes, |n| n.0 << 20),
             processes: defaults.processes,
             file_bytes: defaults.file_bytes,
+            ..defaults.clone()
         },
         call_timeout: Duration::from_millis(entry.timeout_ms.map_or(30_000, |n| n.0)),
         output_bytes: entry.output_bytes.map(|n| n.0),

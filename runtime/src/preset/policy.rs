@@ -221,6 +221,11 @@ pub(super) fn grants(entry: Option<&GrantsEntry>) -> Grant {
             memory_bytes: exec.memory_mb.map_or(defaults.memory_bytes, |n| n.0 << 20),
             processes: exec.processes.map_or(defaults.processes, |n| n.0),
             file_bytes: exec.file_mb.map_or(defaults.file_bytes, |n| n.0 << 20),
+            ask: exec.ask.clone(),
+            deny: exec.deny.clone(),
+            yield_time: exec
+                .yield_ms
+                .map_or(defaults.yield_time, |n| Duration::from_millis(n.0)),
         });
     }
     if let Some(http) = &entry.http {
@@ -263,6 +268,10 @@ pub(super) fn check_exec_reach(
 ) -> Result<(), PresetError> {
     for (list, i, path) in exec.map(exec_host_paths).unwrap_or_default() {
         super::check_grant_is_safe(&format!("{key}.{list}[{i}]"), &path, data_dir)?;
+    }
+    if let Some(exec) = exec {
+        paddock_shell_judge::Rules::new(&exec.allow, &exec.ask, &exec.deny)
+            .map_err(|e| PresetError(format!("{key}: {e}")))?;
     }
     Ok(())
 }

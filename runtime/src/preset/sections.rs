@@ -108,8 +108,19 @@ impl<'de> Deserialize<'de> for RelPath {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExecEntry {
-    /// Program names (found on PATH) or absolute paths.
+    /// Program names (found on PATH) or absolute paths, or patterns with their arguments
+    /// (`"cargo test *"`); `"*"` allows every command.
     pub allow: Vec<String>,
+    /// Patterns the shell asks about before running, even when `allow` lists them.
+    #[serde(default)]
+    pub ask: Vec<String>,
+    /// Patterns never run, by the shell or `run_command`.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// How long a shell call waits for its command before answering with what it printed,
+    /// leaving it running (`write_stdin` waits for more).
+    #[serde(default)]
+    pub yield_ms: Option<Positive>,
     /// Host environment variables passed through; all others are cleared.
     #[serde(default)]
     pub env: Vec<String>,

@@ -148,6 +148,24 @@ pub struct ExecGrant {
     /// Largest file the program may write, in bytes.
     #[serde(default = "default_file_bytes")]
     pub file_bytes: u64,
+    /// Patterns (as `allow`) of commands the shell asks about before running, even when
+    /// `allow` lists them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ask: Vec<String>,
+    /// Patterns of commands never run, by the shell or by `run`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<String>,
+    /// How long a shell call waits for its command before answering with what it printed so
+    /// far, leaving it running.
+    #[serde(default = "default_yield", skip_serializing_if = "is_default_yield")]
+    pub yield_time: Duration,
+}
+
+fn default_yield() -> Duration {
+    ExecGrant::default().yield_time
+}
+fn is_default_yield(time: &Duration) -> bool {
+    *time == default_yield()
 }
 
 fn yes() -> bool {
@@ -177,6 +195,9 @@ impl Default for ExecGrant {
             memory_bytes: 8 << 30,
             processes: 512,
             file_bytes: 4 << 30,
+            ask: Vec::new(),
+            deny: Vec::new(),
+            yield_time: Duration::from_secs(10),
         }
     }
 }
@@ -213,4 +234,55 @@ pub struct Grant {
     /// by the executor, never by a preset.
     #[serde(skip)]
     pub call_tag: Option<String>,
+    /// Where the call may write the whole of an output too long for its result, and where
+    /// the model reads it back; set per call by the executor.
+    #[serde(skip)]
+    pub spill: Option<SpillTarget>,
+    /// The shell command the call's gate admitted (shown to the user when it asked), set per
+    /// call by the executor: the `exec` capability runs a command its rules would ask about
+    /// only when it is exactly this one.
+    #[serde(skip)]
+    pub admitted_command: Option<String>,
+    /// What the plugin's capabilities keep across the calls of one session (its shell).
+    #[serde(skip)]
+    pub session: SessionState,
 }
+
+/// A call's spill file location: the session's spill directory on the host, and where
+/// plugins granted it see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpillTarget {
+    pub host: PathBuf,
+    pub guest: String,
+}
+
+/// State a capability keeps for one plugin across the calls of a session (the shell's
+/// processes), opaque to the layers below the capability that owns it. Clones share it; the
+/// last clone, dropped with the session's tools, drops what it holds. Calls that use it hold
+/// its lock for their whole run, so they take turns.
+#[derive(Clone, Default)]
+pub struct SessionState(pub(in crate::sandbox) Arc<SessionSlot>);
+
+pub(in crate::sandbox) type SessionSlot =
+    tokio::sync::Mutex<Option<Box<dyn std::any::Any + Send>>>;
+
+impl SessionState {
+    /// A state of its own, shared with no other session.
+    pub fn fresh() -> SessionState {
+        SessionState::default()
+    }
+}
+
+impl std::fmt::Debug for SessionState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionState")
+    }
+}
+
+/// Session state is not part of what a grant allows.
+impl PartialEq for SessionState {
+    fn eq(&self, _: &SessionState) -> bool {
+        true
+    }
+}
+impl Eq for SessionState {}

@@ -25,7 +25,11 @@ pub use capability::server::{ServerProcess, ServerSpec};
 pub use fs::leftovers::{call_tag, remove_temp};
 pub(crate) use fs::private_dir::create_private_dir;
 pub use fs::protect::Protect;
-pub use grant::{Capability, ExecGrant, Grant, HttpGrant, Limits, Mount, MountMode};
+pub use capability::shell::judge::{ShellJudgement, ShellVerdict};
+pub use capability::shell::judge_for_gate as judge_shell_command;
+pub use grant::{
+    Capability, ExecGrant, Grant, HttpGrant, Limits, Mount, MountMode, SessionState, SpillTarget,
+};
 pub use layers::layers;
 pub(crate) use paddock_jail::hide_from_programs;
 pub use paddock_jail::settle as settle_finished_runs;

@@ -33,7 +33,8 @@ use paddock_jail::{BindMode, FsAccess, Jail, JailSpec, ProcessLimits};
 pub(in crate::sandbox) use paddock_jail::{ConfinedChild, Program};
 
 pub(in crate::sandbox) struct Confined {
-    pub tmp: tempfile::TempDir,
+    /// The program's private temporary directory (`TMPDIR`), shared by the runs of one shell.
+    pub tmp: Arc<tempfile::TempDir>,
     spec: Option<JailSpec>,
     /// Each writable root, the identities (device, inode) of its protected paths when the
     /// run started (one the run moved is still theirs), and its placeholders.
@@ -155,10 +156,19 @@ impl Confined {
         program: &Path,
         key: &str,
     ) -> Result<Confined, String> {
-        let tmp = tempfile::Builder::new()
-            .prefix("paddock-exec-")
-            .tempdir()
-            .map_err(|e| format!("cannot create the program's private temporary directory: {e}"))?;
+        Confined::prepare_in(mounts, protect, grant, program, key, private_tmp()?)
+    }
+
+    /// As `prepare`, with `tmp` as the program's temporary directory (a shell's runs share
+    /// theirs).
+    pub(in crate::sandbox) fn prepare_in(
+        mounts: &[Mount],
+        protect: &Protect,
+        grant: &ExecGrant,
+        program: &Path,
+        key: &str,
+        tmp: Arc<tempfile::TempDir>,
+    ) -> Result<Confined, String> {
         let mut fs = FsAccess::default();
         let mut binds: Vec<(PathBuf, BindMode)> = Vec::new();
         let mut writable = Vec::new();
@@ -330,6 +340,26 @@ impl ConfinedRun {
         self.child.kill();
     }
 
+    /// Signals the program's process group until it is reaped (see `paddock_jail::Group`).
+    pub(in crate::sandbox) fn group(&self) -> Arc<paddock_jail::Group> {
+        self.child.group()
+    }
+
+    /// The program's pid in paddock's namespace.
+    pub(in crate::sandbox) fn pid(&self) -> i32 {
+        self.child.pid()
+    }
+
+    /// Removes the protected paths the program created so far, while it still runs (a shell
+    /// between two commands), as `finish` does at the end. What its processes create after
+    /// this is found by the next look, or by the one at the end, when all are dead.
+    pub(in crate::sandbox) fn undo_so_far(&self) -> Result<Vec<String>, String> {
+        match &self.confined {
+            Some(confined) => confined.undo_protected_creations(),
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// Waits for the program to end: its exit code, or `None` after a signal.
     pub(in crate::sandbox) async fn wait(&mut self) -> Option<i32> {
         self.child.wait().await.ok().flatten()
@@ -368,6 +398,15 @@ impl Drop for ConfinedRun {
             tracing::warn!("{e}");
         }
     }
+}
+
+/// A new private temporary directory for confined programs.
+pub(in crate::sandbox) fn private_tmp() -> Result<Arc<tempfile::TempDir>, String> {
+    tempfile::Builder::new()
+        .prefix("paddock-exec-")
+        .tempdir()
+        .map(Arc::new)
+        .map_err(|e| format!("cannot create the program's private temporary directory: {e}"))
 }
 
 fn real(path: &Path) -> Result<PathBuf, String> {

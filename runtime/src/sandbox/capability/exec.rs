@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::sandbox::capability::confined::{Confined, ConfinedRun, Program};
 use crate::sandbox::capability::exec_policy;
+use crate::sandbox::capability::shell;
 use crate::sandbox::fs::protect::Protect;
 use crate::sandbox::grant::{ExecGrant, Mount};
 use crate::sandbox::wasm::bindings::exec;
@@ -50,6 +51,43 @@ impl exec::Host for CallState {
             cancel: self.cancel.clone(),
         };
         run(call, cmd)
+    }
+
+    fn shell(
+        &mut self,
+        cmd: exec::ShellCommand,
+    ) -> impl Future<Output = Result<exec::ShellReport, String>> + Send {
+        shell::shell(self.shell_call(), cmd)
+    }
+
+    fn write_stdin(
+        &mut self,
+        session_id: u32,
+        chars: String,
+        yield_ms: Option<u32>,
+    ) -> impl Future<Output = Result<exec::ShellReport, String>> + Send {
+        shell::write_stdin(self.shell_call(), session_id, chars, yield_ms)
+    }
+
+    fn shell_jobs(&mut self) -> impl Future<Output = Vec<exec::ShellJob>> + Send {
+        shell::shell_jobs(self.shell_call())
+    }
+}
+
+impl CallState {
+    fn shell_call(&self) -> shell::ShellCall {
+        shell::ShellCall {
+            plugin: self.plugin.clone(),
+            grant: self.exec.clone(),
+            mounts: self.mounts.clone(),
+            protect: self.protect.clone(),
+            output_bytes: self.output_bytes,
+            spill: self.spill.clone(),
+            admitted: self.admitted_command.clone(),
+            session: self.session.clone(),
+            deadline: self.deadline,
+            cancel: self.cancel.clone(),
+        }
     }
 }
 
@@ -107,6 +145,7 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
         ));
     };
     exec_policy::check(&grant.allow, &cmd.program, &cmd.args, &key)?;
+    exec_policy::check_deny(&grant.deny, &cmd.program, &cmd.args, &key)?;
     let program = find_program(&cmd.program)?;
     let cwd = host_dir(&call.mounts, cmd.cwd.as_deref())?;
     let mut timeout = grant
@@ -125,6 +164,7 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
                 env,
                 cwd: &cwd,
                 stdin: cmd.stdin.is_some(),
+                terminal: None,
             })
             .map_err(|e| {
                 format!(

@@ -204,6 +204,20 @@ pub(in crate::sandbox) fn check(
     if matching.is_empty() {
         return Err(refusal(allow, program, args, key));
     }
+    match risky_option(&matching, program, args, key) {
+        Some(refusal) => Err(refusal),
+        None => Ok(()),
+    }
+}
+
+/// The refusal of an option of `program` that makes it run any command (`git -c`), unless
+/// one of the `matching` patterns spells the option out; `None` when there is none.
+pub(in crate::sandbox) fn risky_option(
+    matching: &[&String],
+    program: &str,
+    args: &[String],
+    key: &str,
+) -> Option<String> {
     let name = program.rsplit('/').next().unwrap_or(program);
     let mut refused: Vec<(&Risky, &String)> = Vec::new();
     for rule in RISKY.iter().filter(|r| r.program == name) {
@@ -229,10 +243,49 @@ pub(in crate::sandbox) fn check(
     let named = refused
         .iter()
         .find(|(rule, used)| names_option(used, rule.option));
-    match named.or(refused.first()) {
-        Some((rule, used)) => Err(refused_option(name, rule, used, key)),
-        None => Ok(()),
+    named
+        .or(refused.first())
+        .map(|(rule, used)| refused_option(name, rule, used, key))
+}
+
+/// Refuses `program args` when one of the grant's `deny` patterns matches it, read as the
+/// shell's rules read them (the literal words in order, anywhere after the program).
+pub(in crate::sandbox) fn check_deny(
+    deny: &[String],
+    program: &str,
+    args: &[String],
+    key: &str,
+) -> Result<(), String> {
+    if deny.is_empty() {
+        return Ok(());
     }
+    let rules = paddock_shell_judge::Rules::new(&[], &[], deny).map_err(|e| format!("`{key}`: {e}"))?;
+    let mut argv = vec![program.to_string()];
+    argv.extend(args.iter().cloned());
+    let analysis = paddock_shell_judge::Analysis {
+        commands: vec![paddock_shell_judge::Command {
+            program: program.rsplit('/').next().unwrap_or(program).to_string(),
+            text: argv.join(" "),
+            argv,
+            via: Vec::new(),
+            dynamic: Vec::new(),
+            more_args: false,
+        }],
+        ..Default::default()
+    };
+    match paddock_shell_judge::judge(&analysis, &rules) {
+        paddock_shell_judge::Verdict::Deny(reason) => Err(format!("refused: {reason} (`{key}.deny`)")),
+        _ => Ok(()),
+    }
+}
+
+/// The patterns of `allow` that `program args` matches.
+pub(in crate::sandbox) fn matching<'a>(
+    allow: &'a [String],
+    program: &str,
+    args: &[String],
+) -> Vec<&'a String> {
+    allow.iter().filter(|p| matches(p, program, args)).collect()
 }
 
 /// The refusal of `used`, taken as `rule`'s option.

@@ -7,3 +7,4 @@ pub(super) mod exec_policy;
 pub(super) mod http;
 pub(super) mod http_addr;
 pub(super) mod server;
+pub(super) mod shell;

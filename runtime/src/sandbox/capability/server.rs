@@ -47,6 +47,7 @@ impl ServerProcess {
                 env,
                 cwd: &cwd,
                 stdin: true,
+                terminal: None,
             })
             .map_err(|e| format!("cannot start `{}` confined: {e}", program.display()))?;
         let child = run.child();

@@ -10,6 +10,9 @@ wasmtime::component::bindgen!({
     path: "../wit",
     imports: {
         "paddock:plugin/exec.run": async,
+        "paddock:plugin/exec.shell": async,
+        "paddock:plugin/exec.write-stdin": async,
+        "paddock:plugin/exec.shell-jobs": async,
         "paddock:plugin/http.fetch": async,
     },
     exports: { default: async },

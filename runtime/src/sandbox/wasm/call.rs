@@ -124,6 +124,10 @@ impl Sandbox {
             protect: grant.protect.clone(),
             exec: grant.exec.clone(),
             http: grant.http.clone(),
+            output_bytes: limits.output_bytes,
+            spill: grant.spill.clone(),
+            admitted_command: grant.admitted_command.clone(),
+            session: grant.session.clone(),
             fs_guard: Arc::new(FsGuard::new(roots, grant.protect.clone())),
         };
         let mut store = Store::new(&self.engine, state);

@@ -1,0 +1,94 @@
+//! Whether a shell command may run unasked, must be asked about, or is refused, under its
+//! grant's rules: every simple command bash would execute (`paddock-shell-judge` finds them,
+//! through wrappers, `sh -c` strings and substitutions) against `allow`, `ask` and `deny`,
+//! the options that make an allowed program run any command (`exec_policy`), and the names
+//! the persistent shell has made functions or aliases. The gate asks from this judgement;
+//! the capability checks it again before running, so a command is never run on the strength
+//! of a question about another.
+
+use paddock_shell_judge::{Rules, Session, Verdict, analyse, judge};
+
+use crate::sandbox::capability::exec_policy;
+use crate::sandbox::grant::ExecGrant;
+
+/// A judged command, with what the user is shown when asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellJudgement {
+    pub verdict: ShellVerdict,
+    /// Each command that would run (with the wrappers it runs through) and each write, one
+    /// line each.
+    pub shown: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShellVerdict {
+    Allow,
+    /// Ask, for these reasons.
+    Ask(Vec<String>),
+    /// Refused, for this reason.
+    Deny(String),
+}
+
+/// Judges `command` under `grant` with the shell's `session` names; `Err` when the grant's
+/// patterns are malformed (the preset check reports those first).
+pub(in crate::sandbox) fn judge_command(
+    grant: &ExecGrant,
+    session: &Session,
+    command: &str,
+    key: &str,
+) -> Result<ShellJudgement, String> {
+    let rules = Rules::new(&grant.allow, &grant.ask, &grant.deny)
+        .map_err(|e| format!("`{key}`: {e}"))?;
+    let analysis = analyse(command, session);
+    let mut verdict = match judge(&analysis, &rules) {
+        Verdict::Allow => ShellVerdict::Allow,
+        Verdict::Ask(reasons) => ShellVerdict::Ask(reasons),
+        Verdict::Deny(reason) => ShellVerdict::Deny(format!("{reason} (`{key}.deny`)")),
+    };
+    // A program allowed by its pattern may still be given an option that runs any command
+    // (`git -c core.pager=...`): asked about, unless the grant allows every command.
+    if !grant.allow.iter().any(|p| p == "*") {
+        let risky: Vec<String> = analysis
+            .commands
+            .iter()
+            .filter_map(|c| {
+                let args = c.argv.get(1..).unwrap_or_default();
+                let matching = exec_policy::matching(&grant.allow, &c.program, args);
+                exec_policy::risky_option(&matching, &c.program, args, key)
+            })
+            .collect();
+        if !risky.is_empty() {
+            verdict = match verdict {
+                ShellVerdict::Allow => ShellVerdict::Ask(risky),
+                ShellVerdict::Ask(mut reasons) => {
+                    reasons.extend(risky);
+                    ShellVerdict::Ask(reasons)
+                }
+                deny => deny,
+            };
+        }
+    }
+    let mut shown: Vec<String> = analysis
+        .commands
+        .iter()
+        .map(|c| {
+            let words = c.argv.join(" ");
+            if c.via.is_empty() {
+                format!("runs: {words}")
+            } else {
+                format!("runs: {words}   (through {})", c.via.join(" > "))
+            }
+        })
+        .collect();
+    shown.extend(analysis.writes.iter().map(|w| match &w.target {
+        Some(target) => format!("writes: {target}"),
+        None => format!("writes: a file named at run time ({})", w.text),
+    }));
+    shown.extend(
+        analysis
+            .unresolved
+            .iter()
+            .map(|u| format!("cannot tell what runs: {} ({})", u.why, u.text)),
+    );
+    Ok(ShellJudgement { verdict, shown })
+}
