@@ -54,6 +54,9 @@ pub(super) struct ChildPlan {
     /// end): it leads a new session whose controlling terminal that is, instead of a process
     /// group of its own.
     pub terminal: bool,
+    /// Run as the user, without namespaces, Landlock or seccomp (the preset's explicit
+    /// `confine = "off"`): only the streams, directory, process group and death with paddock.
+    pub unconfined: bool,
     pub uid_map: CString,
     pub gid_map: CString,
     pub binds: Vec<Bind>,
@@ -136,93 +139,97 @@ fn run(plan: &ChildPlan) -> (usize, c_int) {
                 return (15, libc::ESRCH);
             }
         }
-        step!(1, write_proc(c"/proc/self/setgroups", c"deny"));
-        step!(1, write_proc(c"/proc/self/uid_map", &plan.uid_map));
-        step!(1, write_proc(c"/proc/self/gid_map", &plan.gid_map));
-        let null = std::ptr::null();
-        step!(
-            2,
-            libc::mount(
-                null,
-                c"/".as_ptr(),
-                null,
-                libc::MS_REC | libc::MS_PRIVATE,
-                null.cast()
-            )
-        );
-        for bind in &plan.binds {
-            let path = bind.path.as_ptr();
+        if !plan.unconfined {
+            step!(1, write_proc(c"/proc/self/setgroups", c"deny"));
+            step!(1, write_proc(c"/proc/self/uid_map", &plan.uid_map));
+            step!(1, write_proc(c"/proc/self/gid_map", &plan.gid_map));
+            let null = std::ptr::null();
             step!(
-                3,
-                libc::mount(path, path, null, libc::MS_BIND | libc::MS_REC, null.cast())
-            );
-            if bind.read_only {
-                let flags = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | bind.keep_flags;
-                step!(3, libc::mount(null, path, null, flags, null.cast()));
-            }
-            let mut stat: libc::stat = std::mem::zeroed();
-            step!(3, libc::stat(path, &mut stat));
-            if (stat.st_dev, stat.st_ino) != bind.identity {
-                return (3, libc::ESTALE);
-            }
-        }
-        for (path, dir) in plan.masks {
-            let path = path.as_ptr();
-            let hidden = if *dir {
-                let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+                2,
                 libc::mount(
-                    c"tmpfs".as_ptr(),
-                    path,
-                    c"tmpfs".as_ptr(),
-                    flags,
-                    null.cast(),
-                )
-            } else {
-                libc::mount(
-                    c"/dev/null".as_ptr(),
-                    path,
                     null,
-                    libc::MS_BIND,
-                    null.cast(),
-                )
-            };
-            step!(14, hidden);
-        }
-        for dir in &plan.hidden {
-            let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-            step!(
-                16,
-                libc::mount(
-                    c"tmpfs".as_ptr(),
-                    dir.as_ptr(),
-                    c"tmpfs".as_ptr(),
-                    flags,
+                    c"/".as_ptr(),
+                    null,
+                    libc::MS_REC | libc::MS_PRIVATE,
                     null.cast()
                 )
             );
+            for bind in &plan.binds {
+                let path = bind.path.as_ptr();
+                step!(
+                    3,
+                    libc::mount(path, path, null, libc::MS_BIND | libc::MS_REC, null.cast())
+                );
+                if bind.read_only {
+                    let flags =
+                        libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | bind.keep_flags;
+                    step!(3, libc::mount(null, path, null, flags, null.cast()));
+                }
+                let mut stat: libc::stat = std::mem::zeroed();
+                step!(3, libc::stat(path, &mut stat));
+                if (stat.st_dev, stat.st_ino) != bind.identity {
+                    return (3, libc::ESTALE);
+                }
+            }
+            for (path, dir) in plan.masks {
+                let path = path.as_ptr();
+                let hidden = if *dir {
+                    let flags =
+                        libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+                    libc::mount(
+                        c"tmpfs".as_ptr(),
+                        path,
+                        c"tmpfs".as_ptr(),
+                        flags,
+                        null.cast(),
+                    )
+                } else {
+                    libc::mount(
+                        c"/dev/null".as_ptr(),
+                        path,
+                        null,
+                        libc::MS_BIND,
+                        null.cast(),
+                    )
+                };
+                step!(14, hidden);
+            }
+            for dir in &plan.hidden {
+                let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+                step!(
+                    16,
+                    libc::mount(
+                        c"tmpfs".as_ptr(),
+                        dir.as_ptr(),
+                        c"tmpfs".as_ptr(),
+                        flags,
+                        null.cast()
+                    )
+                );
+            }
+            let proc_flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+            step!(
+                4,
+                libc::mount(
+                    c"proc".as_ptr(),
+                    c"/proc".as_ptr(),
+                    c"proc".as_ptr(),
+                    proc_flags,
+                    null.cast()
+                )
+            );
+            let proc = libc::open(c"/proc".as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+            step!(5, proc);
+            let rule = LandlockPathBeneath {
+                allowed_access: plan.proc_access,
+                parent_fd: proc,
+            };
+            step!(
+                5,
+                libc::syscall(libc::SYS_landlock_add_rule, plan.ruleset, 1, &rule, 0) as c_int
+            );
+            libc::close(proc);
         }
-        let proc_flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-        step!(
-            4,
-            libc::mount(
-                c"proc".as_ptr(),
-                c"/proc".as_ptr(),
-                c"proc".as_ptr(),
-                proc_flags,
-                null.cast()
-            )
-        );
-        let proc = libc::open(c"/proc".as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
-        step!(5, proc);
-        let rule = LandlockPathBeneath {
-            allowed_access: plan.proc_access,
-            parent_fd: proc,
-        };
-        step!(
-            5,
-            libc::syscall(libc::SYS_landlock_add_rule, plan.ruleset, 1, &rule, 0) as c_int
-        );
-        libc::close(proc);
         step!(6, libc::dup2(plan.stdin, 0));
         step!(6, libc::dup2(plan.stdout, 1));
         step!(6, libc::dup2(plan.stderr, 2));
@@ -247,19 +254,21 @@ fn run(plan: &ChildPlan) -> (usize, c_int) {
             };
             step!(8, libc::setrlimit(resource, &limit));
         }
-        step!(9, drop_capabilities());
-        step!(10, libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
-        step!(
-            11,
-            libc::syscall(libc::SYS_landlock_restrict_self, plan.ruleset, 0) as c_int
-        );
-        let call = libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            0,
-            &plan.filter,
-        );
-        step!(12, call as c_int);
+        if !plan.unconfined {
+            step!(9, drop_capabilities());
+            step!(10, libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+            step!(
+                11,
+                libc::syscall(libc::SYS_landlock_restrict_self, plan.ruleset, 0) as c_int
+            );
+            let call = libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                0,
+                &plan.filter,
+            );
+            step!(12, call as c_int);
+        }
         libc::execve(
             plan.program.as_ptr(),
             plan.argv.as_ptr(),

@@ -115,6 +115,8 @@ pub struct Jail {
     masks: &'static [mask::Masked],
     hidden: Vec<CString>,
     rlimits: Vec<(Resource, libc::rlim_t)>,
+    /// `Jail::unconfined`: none of the above is applied.
+    unconfined: bool,
 }
 
 impl Jail {
@@ -164,6 +166,27 @@ impl Jail {
                 (libc::RLIMIT_NOFILE, limits.open_files),
                 (libc::RLIMIT_CORE, 0),
             ],
+            unconfined: false,
+        })
+    }
+
+    /// No confinement at all, for a preset's explicit `confine = "off"` (where the kernel
+    /// offers no namespaces, say inside a container): the program runs as the user, in its
+    /// own process group (or on its terminal), with its streams, and dies with paddock. What
+    /// it starts is not killed with it, except through its process group.
+    pub fn unconfined() -> Result<Jail, String> {
+        let null = std::fs::File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
+        Ok(Jail {
+            ruleset: OwnedFd::from(null),
+            proc_access: 0,
+            filter: &[],
+            uid_map: CString::default(),
+            gid_map: CString::default(),
+            binds: Vec::new(),
+            masks: &[],
+            hidden: Vec::new(),
+            rlimits: vec![(libc::RLIMIT_CORE, 0)],
+            unconfined: true,
         })
     }
 }

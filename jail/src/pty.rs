@@ -43,8 +43,12 @@ impl Pty {
             ));
         }
         // SAFETY: both descriptors are fresh and ours alone.
-        let (primary, secondary) =
-            unsafe { (OwnedFd::from_raw_fd(primary), OwnedFd::from_raw_fd(secondary)) };
+        let (primary, secondary) = unsafe {
+            (
+                OwnedFd::from_raw_fd(primary),
+                OwnedFd::from_raw_fd(secondary),
+            )
+        };
         for fd in [&primary, &secondary] {
             // SAFETY: fcntl on our own descriptors: no other program paddock starts may
             // inherit either end.

@@ -148,6 +148,7 @@ impl Jail {
             stdout: stdout_write.as_raw_fd(),
             stderr: stderr_write.as_raw_fd(),
             terminal: terminal.is_some(),
+            unconfined: self.unconfined,
             uid_map: self.uid_map,
             gid_map: self.gid_map,
             binds: self.binds,
@@ -164,7 +165,11 @@ impl Jail {
             failure: std::sync::atomic::AtomicU64::new(0),
         };
         let (pidfd, pid) = clone_on_spawner(&plan)?;
-        let mount_ns = mount_namespace(&pidfd);
+        let mount_ns = if plan.unconfined {
+            None
+        } else {
+            mount_namespace(&pidfd)
+        };
         let failure = plan.failure.load(Ordering::SeqCst);
         // The child has exec'd (or exited); what it was given can go.
         drop((stdin_read, stdout_write, stderr_write, ruleset, terminal));
@@ -287,13 +292,12 @@ fn clone_into(plan: &ChildPlan) -> Result<(OwnedFd, libc::pid_t), String> {
     if stack == libc::MAP_FAILED {
         return Err(format!("stack: {}", std::io::Error::last_os_error()));
     }
-    let flags = libc::CLONE_VM
-        | libc::CLONE_VFORK
-        | libc::CLONE_PIDFD
-        | libc::CLONE_NEWUSER
-        | libc::CLONE_NEWNS
-        | libc::CLONE_NEWPID
-        | libc::SIGCHLD;
+    let namespaces = if plan.unconfined {
+        0
+    } else {
+        libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID
+    };
+    let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | namespaces | libc::SIGCHLD;
     let mut pidfd: RawFd = -1;
     // SAFETY: the stack grows down from its top; `plan` outlives the child's use of it because
     // CLONE_VFORK suspends this thread until the child calls execve or exits.

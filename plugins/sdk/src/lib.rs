@@ -49,7 +49,9 @@ pub mod bindings {
 /// Run an allow-listed program through the host (S6). Calling it makes the plugin import the
 /// `exec` capability, which its preset must grant (`plugins.NAME.grants.exec`).
 pub mod exec {
-    pub use crate::bindings::paddock::plugin::exec::{Command, Output, run};
+    pub use crate::bindings::paddock::plugin::exec::{
+        Command, Output, ShellCommand, ShellJob, ShellReport, run, shell, shell_jobs, write_stdin,
+    };
 }
 
 /// Make an HTTP request to an allow-listed host (S6). Calling it makes the plugin import the

@@ -1,6 +1,9 @@
-//! Built-in plugin `shell` (S6): `run_command` runs one allow-listed program through the host's
-//! `exec` capability. The preset decides which programs (`plugins.shell.grants.exec.allow`);
-//! this plugin only forwards the request and formats the answer for the model.
+//! Built-in plugin `shell` (S6): `shell` runs bash source in the session's persistent shell,
+//! `write_stdin` polls, interrupts or types into a command still running, `shell_jobs` lists
+//! the shell's commands and processes, and `run_command` runs one allow-listed program without
+//! a shell, all through the host's `exec` capability, which confines them and judges what
+//! they run against the preset's rules (`plugins.shell.grants.exec`). This plugin only
+//! forwards the requests and words the answers for the model.
 
 use paddock_sdk::{Output, Risk, Spec, Tool, ToolError, exec};
 use schemars::JsonSchema;
@@ -87,4 +90,186 @@ impl Tool for RunCommand {
     }
 }
 
-paddock_sdk::export_tools!(RunCommand);
+/// Arguments of shell.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Shell {
+    /// Bash source: pipes, `&&`, redirections, heredocs, loops, `cd` and `export` all work,
+    /// and last into the next call.
+    pub command: String,
+    /// Directory for this command only (the shell's own directory is unchanged after it).
+    #[serde(default)]
+    pub workdir: Option<String>,
+    /// Interrupt the command after this many milliseconds (the preset's limit is the most).
+    #[serde(default)]
+    pub timeout_ms: Option<u32>,
+    /// Answer after this many milliseconds with what the command printed so far, leaving it
+    /// running under a session_id (the preset sets the default).
+    #[serde(default)]
+    pub yield_ms: Option<u32>,
+    /// Run on a terminal, for interactive programs (REPLs, prompts, curses), in a copy of the
+    /// shell; type into it with write_stdin.
+    #[serde(default)]
+    pub tty: bool,
+    /// Start it in a copy of the shell and answer at once with its session_id (a server, a
+    /// watcher).
+    #[serde(default)]
+    pub background: bool,
+    /// A few words on what the command is for (shown to the user).
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+impl Tool for Shell {
+    const NAME: &'static str = "shell";
+
+    fn spec() -> Spec {
+        Spec::new(
+            "Run bash source in this session's shell, e.g. {\"command\":\"cd src && cargo test \
+             2>&1 | tail -n 20\"}. One shell lasts the whole session: cd, exported variables, \
+             functions, aliases and jobs started with & carry over to the next call. Standard \
+             output and error come back together with the exit status, the head and tail kept \
+             when long. A command still running after yield_ms keeps running: the answer gives \
+             its session_id for write_stdin (wait for more, or \"\\u0003\" to interrupt). \
+             Use tty for interactive programs, background for servers. The shell sees the \
+             workspace at its real path (see pwd); the preset decides what runs without asking.",
+        )
+        .writes(false)
+        .concurrency_safe(false)
+        .cancellable(true)
+        .risk(Risk::High)
+        .example(
+            r#"{"command":"cd /tmp && printf 'a\nb\n' > f && wc -l < f"}"#,
+            "pipes, chains, redirections and cd all work",
+        )
+        .example(
+            r#"{"command":"python3 -m http.server 8000","background":true}"#,
+            "a server keeps running; its session_id comes back at once",
+        )
+    }
+
+    fn run(self) -> Result<Output, ToolError> {
+        let cmd = exec::ShellCommand {
+            command: self.command,
+            workdir: self.workdir,
+            timeout_ms: self.timeout_ms,
+            yield_ms: self.yield_ms,
+            tty: self.tty,
+            background: self.background,
+        };
+        let report = exec::shell(&cmd).map_err(|e| ToolError::new("EXEC_DENIED", e))?;
+        Ok(worded(report))
+    }
+}
+
+/// Arguments of write_stdin.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteStdin {
+    /// The session_id a shell call answered with.
+    pub session_id: u32,
+    /// Text to type (a terminal command only), e.g. "y\n"; "\u0003" interrupts (Ctrl-C);
+    /// empty to wait for more output.
+    #[serde(default)]
+    pub chars: String,
+    /// How long to wait for output, in milliseconds.
+    #[serde(default)]
+    pub yield_ms: Option<u32>,
+}
+
+impl Tool for WriteStdin {
+    const NAME: &'static str = "write_stdin";
+
+    fn spec() -> Spec {
+        Spec::new(
+            "Wait for more output of a shell command still running, interrupt it \
+             (\"chars\":\"\\u0003\"), or type into it when it runs on a terminal (tty), e.g. \
+             {\"session_id\":3,\"chars\":\"print(1+1)\\n\"}. Answers with what it printed since \
+             the last answer, and its exit status once it ended.",
+        )
+        .writes(false)
+        .concurrency_safe(false)
+        .cancellable(true)
+        .risk(Risk::High)
+        .example(r#"{"session_id":1,"chars":"","yield_ms":5000}"#, "wait for more output")
+        .example(r#"{"session_id":1,"chars":"\u0003"}"#, "interrupt it")
+    }
+
+    fn run(self) -> Result<Output, ToolError> {
+        let report = exec::write_stdin(self.session_id, &self.chars, self.yield_ms)
+            .map_err(|e| ToolError::new("EXEC_DENIED", e))?;
+        Ok(worded(report))
+    }
+}
+
+/// Arguments of shell_jobs (none).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShellJobs {}
+
+impl Tool for ShellJobs {
+    const NAME: &'static str = "shell_jobs";
+
+    fn spec() -> Spec {
+        Spec::new(
+            "List this session's shell commands (with their session_id, running or ended) and \
+             every process the shell still runs (jobs started with &, servers), as the kernel \
+             sees them.",
+        )
+        .read_only()
+        .risk(Risk::Low)
+    }
+
+    fn run(self) -> Result<Output, ToolError> {
+        let jobs = exec::shell_jobs();
+        if jobs.is_empty() {
+            return Ok(Output::text("no shell commands yet, and no processes running"));
+        }
+        let lines: Vec<String> = jobs
+            .iter()
+            .map(|job| {
+                let state = match (job.running, job.status) {
+                    (true, _) => "running".to_string(),
+                    (false, Some(code)) => format!("exit status {code}"),
+                    (false, None) => "ended (killed)".to_string(),
+                };
+                match job.kind.as_str() {
+                    "process" => format!("process pid {}: {}", job.session_id, job.command),
+                    kind => format!(
+                        "session_id {} [{kind}] {state}: {}",
+                        job.session_id, job.command
+                    ),
+                }
+            })
+            .collect();
+        Ok(Output::text(lines.join("\n")))
+    }
+}
+
+/// A shell report as the model reads it: where the command stands first, then its output,
+/// then paddock's notes.
+fn worded(report: exec::ShellReport) -> Output {
+    let state = match (report.running, report.status) {
+        (true, _) => format!(
+            "still running (session_id {id}): call write_stdin {{\"session_id\":{id}}} to wait \
+             for more output, or with \"chars\":\"\\u0003\" to interrupt it",
+            id = report.session_id
+        ),
+        (false, Some(code)) => format!("exit status {code}"),
+        (false, None) => "ended without an exit status (killed by a signal)".to_string(),
+    };
+    let mut content = state;
+    if !report.output.is_empty() {
+        content.push('\n');
+        content.push_str(&report.output);
+    }
+    for note in &report.notes {
+        content.push_str(&format!("\n[paddock: {}]", note.trim()));
+    }
+    let cut = report.notes.iter().any(|n| n.contains("bytes in the middle were cut"));
+    let mut output = Output::text(content);
+    output.truncated = cut;
+    output
+}
+
+paddock_sdk::export_tools!(RunCommand, Shell, WriteStdin, ShellJobs);

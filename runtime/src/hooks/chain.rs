@@ -182,7 +182,10 @@ impl HookChain {
             let event = PreToolUse {
                 tool_name: call.tool.name.clone(),
                 tool_input: verdict.args.to_string(),
-                read_only: call.tool.meta.is_read_only(),
+                // A tool whose plugin can write nothing (every mount read-only, no exec
+                // `write`) is read-only in effect: the host enforces it below the tool.
+                read_only: call.tool.meta.is_read_only()
+                    || call.plugin.is_some_and(|(_, grant)| grant.writes_nothing()),
                 path_params: call.tool.meta.path_params.clone(),
                 call_id: call.call_id.to_string(),
                 session_id: call.session_id.to_string(),

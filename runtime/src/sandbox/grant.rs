@@ -248,6 +248,18 @@ pub struct Grant {
     pub session: SessionState,
 }
 
+impl Grant {
+    /// Whether nothing run under this grant can change the user's files: every mount is
+    /// read-only, and no exec grant names a directory to write or runs unconfined.
+    pub fn writes_nothing(&self) -> bool {
+        self.mounts.iter().all(|m| m.mode == MountMode::Ro)
+            && self
+                .exec
+                .as_ref()
+                .is_none_or(|e| e.confine && e.write.is_empty())
+    }
+}
+
 /// A call's spill file location: the session's spill directory on the host, and where
 /// plugins granted it see it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -40,6 +40,8 @@ pub(in crate::sandbox) struct Confined {
     /// run started (one the run moved is still theirs), and its placeholders.
     writable: Vec<WritableRoot>,
     key: String,
+    /// The preset's `confine = "off"`: started with no confinement at all.
+    unconfined: bool,
     /// Keeps the read-only mounts' descriptors (named by the paths above) open for the run.
     _held: Vec<Arc<MountHandle>>,
 }
@@ -235,8 +237,22 @@ impl Confined {
             }),
             writable,
             key: key.to_string(),
+            unconfined: false,
             _held: held,
         })
+    }
+
+    /// No confinement (the preset's explicit `confine = "off"`): the program runs as the
+    /// user, with the same environment and temporary directory, and nothing to clean up.
+    pub(in crate::sandbox) fn unconfined(tmp: Arc<tempfile::TempDir>, key: &str) -> Confined {
+        Confined {
+            tmp,
+            spec: None,
+            writable: Vec::new(),
+            key: key.to_string(),
+            unconfined: true,
+            _held: Vec::new(),
+        }
     }
 
     /// The program's environment: the variables `allowed` names, as the host has them; its
@@ -258,8 +274,13 @@ impl Confined {
 
     /// Starts `program` in this confinement.
     pub(in crate::sandbox) fn start(mut self, program: Program<'_>) -> Result<ConfinedRun, String> {
-        let spec = self.spec.take().ok_or("the jail was already prepared")?;
-        let child = Jail::prepare(spec, &self.key)?.spawn(program)?;
+        let jail = if self.unconfined {
+            Jail::unconfined()?
+        } else {
+            let spec = self.spec.take().ok_or("the jail was already prepared")?;
+            Jail::prepare(spec, &self.key)?
+        };
+        let child = jail.spawn(program)?;
         Ok(ConfinedRun {
             child,
             confined: Some(self),

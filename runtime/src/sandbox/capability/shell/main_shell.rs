@@ -74,6 +74,10 @@ impl MainShell {
         let args: Vec<String> = ["--noprofile", "--norc", "--noediting", "-i"]
             .map(String::from)
             .into();
+        // No prompt, even before the definitions set one (bash takes them from its
+        // environment): the status pipe carries paddock's lines only.
+        let mut env = env;
+        env.extend([("PS1".into(), "".into()), ("PS2".into(), "".into())]);
         let mut run = start(Program {
             path: bash,
             args: &args,

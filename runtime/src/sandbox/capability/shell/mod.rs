@@ -75,13 +75,6 @@ impl ShellCall {
                 self.key()
             )
         })?;
-        if !grant.confine {
-            return Err(format!(
-                "the shell runs only confined, and `{}.confine` is \"off\"; remove it (the \
-                 shell sees only the mounts and the grant's `read` and `write`)",
-                self.key()
-            ));
-        }
         Ok(grant)
     }
 
@@ -368,14 +361,7 @@ impl Shells {
             });
         }
         let bash = find_program("bash")?;
-        let confined = Confined::prepare_in(
-            &call.mounts,
-            &call.protect,
-            grant,
-            &bash,
-            key,
-            self.tmp.clone(),
-        )?;
+        let confined = confinement(call, grant, &bash, key, &self.tmp)?;
         let env = confined.environment(&grant.env);
         let cwd = host_dir(&call.mounts, None)?;
         let main = MainShell::start(
@@ -403,14 +389,7 @@ impl Shells {
         kill_at: Instant,
     ) -> Result<copy::Copy, String> {
         let bash = find_program("bash")?;
-        let confined = Confined::prepare_in(
-            &call.mounts,
-            &call.protect,
-            grant,
-            &bash,
-            key,
-            self.tmp.clone(),
-        )?;
+        let confined = confinement(call, grant, &bash, key, &self.tmp)?;
         let env = confined.environment(&grant.env);
         let cwd = host_dir(&call.mounts, None)?;
         let state = self.tmp.path().join(STATE_FILE);
@@ -585,6 +564,22 @@ impl Shells {
         } else {
             format!("running: {}", running.join(", "))
         }
+    }
+}
+
+/// The jail of one of the shell's processes: the grant's, or none at all under the preset's
+/// `confine = "off"` (a container that is the outer boundary).
+fn confinement(
+    call: &ShellCall,
+    grant: &ExecGrant,
+    bash: &Path,
+    key: &str,
+    tmp: &Arc<tempfile::TempDir>,
+) -> Result<Confined, String> {
+    if grant.confine {
+        Confined::prepare_in(&call.mounts, &call.protect, grant, bash, key, tmp.clone())
+    } else {
+        Ok(Confined::unconfined(tmp.clone(), key))
     }
 }
 

@@ -18,6 +18,9 @@ pub(super) fn processes(init: i32) -> Vec<Process> {
     let Ok(namespace) = std::fs::read_link(format!("/proc/{init}/ns/pid")) else {
         return Vec::new();
     };
+    // An unconfined shell (`confine = "off"`) shares paddock's namespace: its processes are
+    // those of its process group.
+    let own = std::fs::read_link("/proc/self/ns/pid").is_ok_and(|ns| ns == namespace);
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -25,8 +28,11 @@ pub(super) fn processes(init: i32) -> Vec<Process> {
         .flatten()
         .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| *pid != init)
-        .filter(|pid| {
-            std::fs::read_link(format!("/proc/{pid}/ns/pid")).is_ok_and(|ns| ns == namespace)
+        .filter(|pid| match own {
+            true => group_of(*pid) == Some(init),
+            false => {
+                std::fs::read_link(format!("/proc/{pid}/ns/pid")).is_ok_and(|ns| ns == namespace)
+            }
         })
         .filter_map(|pid| {
             let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -60,11 +66,22 @@ pub(super) fn processes(init: i32) -> Vec<Process> {
                 command.push_str(" ...");
             }
             Some(Process {
-                pid: inner,
+                pid: if own { pid } else { inner },
                 command,
             })
         })
         .collect();
     found.sort_by_key(|p| p.pid);
     found
+}
+
+/// The process group of `pid` (`/proc/PID/stat`'s fifth field, after the name in brackets).
+fn group_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(2)?
+        .parse()
+        .ok()
 }
