@@ -53,6 +53,7 @@ pub fn open_context<'a>(
         session_id: "bench",
         preset: "bench",
         cancel: tokio_util::sync::CancellationToken::new(),
+        live: None,
     }
 }
 

@@ -61,6 +61,11 @@ pub trait Observer: Send + Sync {
     fn stopped(&self, _end: &TurnEnd) {}
     /// A line for the person watching: what recovery settled, a file left out.
     fn notice(&self, _text: &str) {}
+    /// Where a running call's output goes as it comes (a shell command's live tail), if this
+    /// observer shows it.
+    fn live_tap(&self) -> Option<crate::pipeline::LiveTap> {
+        None
+    }
 }
 
 /// An observer that shows nothing.

@@ -45,6 +45,15 @@ pub struct JsonObserver {
 }
 
 impl Observer for JsonObserver {
+    /// With `--json=deltas`, a running call's output as it comes (`tool/output_delta`).
+    fn live_tap(&self) -> Option<crate::pipeline::LiveTap> {
+        (self.mode == JsonMode::Deltas).then(|| {
+            std::sync::Arc::new(|call_id: &str, text: &str| {
+                emit(&json!({"type": "tool/output_delta", "data": {"call_id": call_id, "text": text}}));
+            }) as crate::pipeline::LiveTap
+        })
+    }
+
     fn model_event(&self, event: &ModelEvent) {
         if self.mode != JsonMode::Deltas {
             return;

@@ -166,6 +166,28 @@ impl Default for Printer {
 }
 
 impl Observer for Printer {
+    /// On a terminal, a running command's output as it comes, each line dimmed behind a
+    /// bar (the result still shows what the model reads).
+    fn live_tap(&self) -> Option<crate::pipeline::LiveTap> {
+        super::out::terminal_width()?;
+        let out = self.out.clone();
+        let color = self.color;
+        let partial: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
+        Some(Arc::new(move |call_id: &str, text: &str| {
+            let mut partial = partial.lock().unwrap_or_else(PoisonError::into_inner);
+            let pending = partial.entry(call_id.to_string()).or_default();
+            pending.push_str(text);
+            while let Some(end) = pending.find('\n') {
+                let line: String = pending.drain(..=end).collect();
+                out.write(&format!(
+                    "  {} {}\n",
+                    paint(color, DIM, "│"),
+                    paint(color, DIM, &sanitize(line.trim_end_matches(['\n', '\r'])))
+                ));
+            }
+        }))
+    }
+
     fn notice(&self, text: &str) {
         Printer::notice(self, text);
     }

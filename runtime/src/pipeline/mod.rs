@@ -21,7 +21,7 @@ pub use gate::OpenGate;
 
 pub use logged::{CallWatch, LoggedCalls, Unwatched};
 pub use prepared::{Prepared, RawCall};
-pub use run::{CallContext, not_executed};
+pub use run::{CallContext, LiveTap, not_executed};
 #[cfg(any(test, feature = "internals"))]
 pub use run::{Executed, run_call};
 pub use scheduler::CallRecord;

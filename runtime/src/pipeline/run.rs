@@ -26,7 +26,12 @@ pub struct CallContext<'a> {
     pub session_id: &'a str,
     pub preset: &'a str,
     pub cancel: CancellationToken,
+    /// Where a call's output goes as it is printed (a shell command's live tail), by call id.
+    pub live: Option<LiveTap>,
 }
+
+/// Takes a running call's output as it comes: (call id, text).
+pub type LiveTap = std::sync::Arc<dyn Fn(&str, &str) + Send + Sync>;
 
 impl<'a> CallContext<'a> {
     /// Checks `call` once against this session's tools and aliases (`Prepared`).
@@ -196,6 +201,10 @@ async fn execute_unbounded(
                     .get("command")
                     .and_then(serde_json::Value::as_str)
                     .map(str::to_string),
+                live_output: cx.live.clone().map(|tap| {
+                    let id = call_id.to_string();
+                    crate::sandbox::LiveOutput::new(move |text: &str| tap(&id, text))
+                }),
                 ..entry.grant.clone()
             };
             cx.sandbox

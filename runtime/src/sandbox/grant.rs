@@ -246,7 +246,39 @@ pub struct Grant {
     /// What the plugin's capabilities keep across the calls of one session (its shell).
     #[serde(skip)]
     pub session: SessionState,
+    /// Where the call's program output goes as it comes (the shell's live tail); set per call
+    /// by the executor.
+    #[serde(skip)]
+    pub live_output: Option<LiveOutput>,
 }
+
+/// A call's output as it is printed, for whoever watches the session.
+#[derive(Clone)]
+pub struct LiveOutput(Arc<dyn Fn(&str) + Send + Sync>);
+
+impl LiveOutput {
+    pub fn new(tap: impl Fn(&str) + Send + Sync + 'static) -> LiveOutput {
+        LiveOutput(Arc::new(tap))
+    }
+
+    pub fn send(&self, text: &str) {
+        (self.0)(text);
+    }
+}
+
+impl std::fmt::Debug for LiveOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LiveOutput")
+    }
+}
+
+/// Who watches is not part of what a grant allows.
+impl PartialEq for LiveOutput {
+    fn eq(&self, _: &LiveOutput) -> bool {
+        true
+    }
+}
+impl Eq for LiveOutput {}
 
 impl Grant {
     /// Whether nothing run under this grant can change the user's files: every mount is

@@ -28,7 +28,8 @@ pub use fs::protect::Protect;
 pub use capability::shell::judge::{ShellJudgement, ShellVerdict};
 pub use capability::shell::judge_for_gate as judge_shell_command;
 pub use grant::{
-    Capability, ExecGrant, Grant, HttpGrant, Limits, Mount, MountMode, SessionState, SpillTarget,
+    Capability, ExecGrant, Grant, HttpGrant, Limits, LiveOutput, Mount, MountMode, SessionState,
+    SpillTarget,
 };
 pub use layers::layers;
 pub(crate) use paddock_jail::hide_from_programs;

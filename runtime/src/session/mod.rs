@@ -321,6 +321,7 @@ impl Session {
         }
         let mut calls = loaded.context();
         calls.cancel = self.fresh_turn();
+        calls.live = observer.live_tap();
         Agent {
             provider: self.provider.as_ref(),
             calls,

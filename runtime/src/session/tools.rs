@@ -74,6 +74,7 @@ impl Loaded {
             session_id: &self.session,
             preset: &self.preset,
             cancel: self.cancel.clone(),
+            live: None,
         }
     }
 }

@@ -52,6 +52,7 @@ async fn call_with(s: &Session, tool: &str, args: &str, cancel: CancellationToke
         session_id: "s",
         preset: "p",
         cancel,
+        live: None,
     };
     run_call(&cx, "c1", tool, args).await
 }

@@ -71,6 +71,7 @@ fn context<'a>(s: &'a Session, gate: &'a dyn CallGate) -> CallContext<'a> {
         session_id: "test",
         preset: "default",
         cancel: CancellationToken::new(),
+        live: None,
     }
 }
 

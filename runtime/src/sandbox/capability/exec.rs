@@ -85,6 +85,7 @@ impl CallState {
             spill: self.spill.clone(),
             admitted: self.admitted_command.clone(),
             session: self.session.clone(),
+            live: self.live_output.clone(),
             deadline: self.deadline,
             cancel: self.cancel.clone(),
         }

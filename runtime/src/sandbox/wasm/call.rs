@@ -128,6 +128,7 @@ impl Sandbox {
             spill: grant.spill.clone(),
             admitted_command: grant.admitted_command.clone(),
             session: grant.session.clone(),
+            live_output: grant.live_output.clone(),
             fs_guard: Arc::new(FsGuard::new(roots, grant.protect.clone())),
         };
         let mut store = Store::new(&self.engine, state);

@@ -17,7 +17,7 @@ use crate::sandbox::fs::guard::FsGuard;
 use crate::sandbox::fs::guard_host::GuardedFs;
 use crate::sandbox::fs::guard_pin::GuardedView;
 use crate::sandbox::fs::protect::Protect;
-use crate::sandbox::grant::{ExecGrant, HttpGrant, Mount, SessionState, SpillTarget};
+use crate::sandbox::grant::{ExecGrant, HttpGrant, LiveOutput, Mount, SessionState, SpillTarget};
 use crate::sandbox::wasm::bindings::{ToolPlugin, hook, log, types};
 use crate::sandbox::wasm::limits::CallLimiter;
 use crate::sandbox::wasm::stdio::CappedPipe;
@@ -62,6 +62,7 @@ pub struct CallState {
     pub(in crate::sandbox) spill: Option<SpillTarget>,
     pub(in crate::sandbox) admitted_command: Option<String>,
     pub(in crate::sandbox) session: SessionState,
+    pub(in crate::sandbox) live_output: Option<LiveOutput>,
     /// Protected paths in the mounts, checked on every filesystem change (K2).
     pub(in crate::sandbox) fs_guard: Arc<FsGuard>,
 }

@@ -100,6 +100,7 @@ pub async fn call(s: &Session, tool: &str, args: &str) -> Executed {
         session_id: "s1",
         preset: "test",
         cancel: CancellationToken::new(),
+        live: None,
     };
     run_call(&cx, "c1", tool, args).await
 }

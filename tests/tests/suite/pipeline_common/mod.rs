@@ -73,6 +73,7 @@ mounts = [{{ host = ".", guest = "/workspace", mode = "rw" }}]
                 session_id: "test",
                 preset: "pipeline",
                 cancel,
+                live: None,
             },
             max_parallel,
             events: Some(tx),

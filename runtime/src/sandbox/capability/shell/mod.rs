@@ -35,7 +35,7 @@ use self::transcript::{Transcript, WholeOutput};
 use crate::sandbox::capability::confined::{Confined, private_tmp};
 use crate::sandbox::capability::exec::{find_program, host_dir};
 use crate::sandbox::fs::protect::Protect;
-use crate::sandbox::grant::{ExecGrant, Mount, SessionState, SpillTarget};
+use crate::sandbox::grant::{ExecGrant, LiveOutput, Mount, SessionState, SpillTarget};
 use crate::sandbox::wasm::bindings::exec;
 
 /// Commands kept for `shell_jobs` and `write_stdin` after they ended and were reported.
@@ -59,6 +59,7 @@ pub(in crate::sandbox) struct ShellCall {
     pub spill: Option<SpillTarget>,
     pub admitted: Option<String>,
     pub session: SessionState,
+    pub live: Option<LiveOutput>,
     pub deadline: std::time::Instant,
     pub cancel: CancellationToken,
 }
@@ -291,7 +292,9 @@ pub(in crate::sandbox) async fn shell(
                 reported_end: false,
             },
         );
-        let mut report = shells.report(id, yield_for, &call.cancel).await?;
+        let mut report = shells
+            .report(id, yield_for, &call.cancel, call.live.as_ref())
+            .await?;
         notes.append(&mut report.notes);
         report.notes = notes;
         Ok(report)
@@ -329,7 +332,9 @@ pub(in crate::sandbox) async fn write_stdin(
                 }
             }
         }
-        shells.report(session_id, yield_for, &call.cancel).await
+        shells
+            .report(session_id, yield_for, &call.cancel, call.live.as_ref())
+            .await
     })
     .await
 }
@@ -433,12 +438,15 @@ impl Shells {
         id: u32,
         yield_for: Duration,
         cancel: &CancellationToken,
+        live: Option<&LiveOutput>,
     ) -> Result<exec::ShellReport, String> {
         let shared = self
             .runs
             .get(&id)
             .map(|e| e.shared.clone())
             .ok_or_else(|| format!("no command {id}"))?;
+        // Whoever watches sees the output as it comes while this call waits for it.
+        let _watching = live.map(|live| shared.watch(live.clone()));
         let mut notes = Vec::new();
         let ended = tokio::select! {
             ended = shared.wait() => Some(ended),

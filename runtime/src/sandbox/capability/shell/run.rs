@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use tokio::sync::{Notify, watch};
 
 use super::transcript::{Taken, Transcript};
+use crate::sandbox::grant::LiveOutput;
 
 /// How a command ended.
 #[derive(Debug, Clone, Default)]
@@ -25,6 +26,21 @@ pub(super) struct RunShared {
     output_done: std::sync::atomic::AtomicBool,
     /// paddock's notes about it not yet reported (a time limit reached).
     notes: Mutex<Vec<String>>,
+    /// Who sees the output as it comes, while a call waits for it.
+    live: Mutex<Option<LiveOutput>>,
+}
+
+/// Stops the live tail when the call that set it stops waiting.
+pub(super) struct Watching<'a>(&'a RunShared);
+
+impl Drop for Watching<'_> {
+    fn drop(&mut self) {
+        *self
+            .0
+            .live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
 }
 
 impl RunShared {
@@ -35,11 +51,28 @@ impl RunShared {
             output_complete: Notify::new(),
             output_done: std::sync::atomic::AtomicBool::new(false),
             notes: Mutex::new(Vec::new()),
+            live: Mutex::new(None),
         }
     }
 
     pub fn push(&self, bytes: &[u8]) {
         self.lock().push(bytes);
+        if let Some(live) = &*self
+            .live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        {
+            live.send(&String::from_utf8_lossy(bytes));
+        }
+    }
+
+    /// Sends the output to `live` as it comes, until the returned guard is dropped.
+    pub fn watch(&self, live: LiveOutput) -> Watching<'_> {
+        *self
+            .live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(live);
+        Watching(self)
     }
 
     pub fn note(&self, note: String) {
