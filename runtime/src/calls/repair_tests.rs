@@ -481,3 +481,17 @@ fn assert_unparsable_for(raw: &str, schema: &Value, defect: &str) {
         other => panic!("{raw}: {other:?}"),
     }
 }
+
+#[test]
+fn an_argv_command_becomes_one_bash_command() {
+    let schema = json!({"type": "object", "properties": {"command": {"type": "string"}}});
+    let mut repairs = Vec::new();
+    let joined = join_argv(json!({"command": ["bash", "-lc", "ls | wc -l"]}), &schema, &mut repairs);
+    assert_eq!(joined, json!({"command": "ls | wc -l"}));
+    let quoted = join_argv(json!({"command": ["grep", "-r", "a b", "it's"]}), &schema, &mut repairs);
+    assert_eq!(quoted, json!({"command": "grep -r 'a b' 'it'\\''s'"}));
+    assert_eq!(repairs.len(), 2);
+    let argv_schema = json!({"type": "object", "properties": {"command": {"type": "array"}}});
+    let kept = join_argv(json!({"command": ["ls"]}), &argv_schema, &mut repairs);
+    assert_eq!(kept, json!({"command": ["ls"]}), "a tool that takes argv keeps it");
+}

@@ -26,6 +26,7 @@ mod quote;
 mod read;
 mod recover;
 mod session;
+mod shells;
 mod state;
 mod stream;
 #[cfg(test)]

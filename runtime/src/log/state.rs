@@ -126,6 +126,8 @@ pub struct SessionState {
     /// The smallest window the server revealed by refusing a request as too long, since the
     /// session last moved to another model (`ContextCompact::window`).
     pub revealed_window: Option<u64>,
+    /// The session's shell: used or not, and the commands still running.
+    pub shells: super::shells::ShellLedger,
 }
 
 /// How much of the first message the state keeps.
@@ -144,6 +146,7 @@ impl SessionState {
         self.history.push(event);
         self.tally.push(event);
         self.has_task |= is_task(&event.body);
+        self.shells.push(&event.body);
         match &event.body {
             Body::TurnStart { .. } => {
                 self.turns += 1;

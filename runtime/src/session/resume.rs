@@ -55,6 +55,8 @@ pub struct Reopened {
     pub last_turn: Option<StopReason>,
     /// Bytes of a torn last line that recovery dropped.
     pub torn: Option<usize>,
+    /// What the model is told of the shell the last run took with it.
+    shell_note: Option<String>,
 }
 
 /// Reopens session `id` of `env`'s data directory.
@@ -149,6 +151,7 @@ pub(super) async fn reopen(
         })
         .or(read.state.last_stop);
     let torn = read.torn.as_ref().map(String::len);
+    let shell_note = read.state.shells.resume_note();
     let log = SessionLog::from_state(writer, read.state);
     if let Some(config) = moved_to {
         log.append_synced(Body::SessionModel {
@@ -166,6 +169,7 @@ pub(super) async fn reopen(
         recovery,
         last_turn,
         torn,
+        shell_note,
     })
 }
 
@@ -191,7 +195,10 @@ impl Reopened {
     /// ends), and the open turn is ended last. Each step is told to `observer` as a notice.
     pub async fn settle(self, observer: &dyn Observer) -> Result<Session, SetupError> {
         let Reopened {
-            session, recovery, ..
+            session,
+            recovery,
+            shell_note,
+            ..
         } = self;
         let written =
             |e: std::io::Error| SetupError::host(format!("cannot write the session log: {e}"));
@@ -224,6 +231,17 @@ impl Reopened {
                         agent.run_queued(&[call]).await.map_err(written)?;
                     }
                 }
+            }
+            // The shell died with the last run: the model hears it before it goes on.
+            if let Some(note) = shell_note {
+                observer.notice("the shell of the last run ended with it (the model is told)");
+                agent
+                    .log
+                    .append(Body::UserMessage {
+                        text: note,
+                        source: crate::log::Source::System,
+                    })
+                    .map_err(written)?;
             }
             agent.log.sync().map_err(written)?;
         }

@@ -96,3 +96,82 @@ pub(in crate::sandbox) fn judge_command(
     );
     Ok(ShellJudgement { verdict, shown })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grant(allow: &[&str], ask: &[&str], deny: &[&str]) -> ExecGrant {
+        let words = |list: &[&str]| list.iter().map(|s| s.to_string()).collect();
+        ExecGrant {
+            allow: words(allow),
+            ask: words(ask),
+            deny: words(deny),
+            ..ExecGrant::default()
+        }
+    }
+
+    fn verdict(grant: &ExecGrant, command: &str) -> ShellVerdict {
+        judge_command(grant, &Session::default(), command, "plugins.shell.grants.exec")
+            .expect("valid rules")
+            .verdict
+    }
+
+    #[test]
+    fn allowed_commands_run_unasked_and_the_rest_are_asked() {
+        let g = grant(&["ls *", "grep *", "wc *"], &["rm *"], &[]);
+        assert_eq!(verdict(&g, "ls -la | grep x | wc -l"), ShellVerdict::Allow);
+        assert!(matches!(verdict(&g, "ls; rm -f x"), ShellVerdict::Ask(_)));
+        assert!(matches!(verdict(&g, "cat x"), ShellVerdict::Ask(_)));
+    }
+
+    #[test]
+    fn an_option_that_runs_any_command_is_asked_about_even_when_allowed() {
+        let g = grant(&["git log *"], &[], &[]);
+        assert_eq!(verdict(&g, "git log --oneline"), ShellVerdict::Allow);
+        match verdict(&g, "git -c core.pager=sh log") {
+            ShellVerdict::Ask(reasons) => {
+                assert!(reasons.iter().any(|r| r.contains("git -c")), "{reasons:?}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn deny_refuses_and_names_the_key() {
+        let g = grant(&["*"], &[], &["git push *"]);
+        match verdict(&g, "cd x && git push origin main") {
+            ShellVerdict::Deny(reason) => {
+                assert!(reason.contains("git push"), "{reason}");
+                assert!(reason.contains("plugins.shell.grants.exec.deny"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn allowing_everything_with_nothing_to_ask_runs_even_what_cannot_be_named() {
+        let g = grant(&["*"], &[], &[]);
+        assert_eq!(verdict(&g, "f() { ls; }; f; $cmd x; eval 'ls'"), ShellVerdict::Allow);
+        let asking = grant(&["*"], &["rm *"], &[]);
+        assert!(matches!(verdict(&asking, "$cmd x"), ShellVerdict::Ask(_)));
+    }
+
+    #[test]
+    fn the_question_shows_each_command_and_write() {
+        let g = grant(&["ls *"], &[], &[]);
+        let judged = judge_command(
+            &g,
+            &Session::default(),
+            "sudo env rm x > out.txt",
+            "k",
+        )
+        .unwrap();
+        assert!(
+            judged.shown.iter().any(|l| l.contains("rm x") && l.contains("sudo")),
+            "{:?}",
+            judged.shown
+        );
+        assert!(judged.shown.iter().any(|l| l == "writes: out.txt"), "{:?}", judged.shown);
+    }
+}
