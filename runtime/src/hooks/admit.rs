@@ -18,6 +18,7 @@ impl HookChain {
         &self,
         call: GateCall<'_>,
         verdict: &PreVerdict,
+        shell: Option<(ShellJudgement, String)>,
     ) -> Result<Option<Asked>, Refused> {
         let (mode, tier) = self.approval.mode(call.tool.meta.risk);
         let key = format!("approval.{tier}");
@@ -32,7 +33,6 @@ impl HookChain {
         }
         // A shell command is judged by what it runs, under the plugin's exec rules: that
         // judgement stands in for the tool's risk tier (the hooks may still ask).
-        let shell = shell_judgement(call).await?;
         let (why, key) = match (&verdict.permission, mode, &shell) {
             (Permission::Ask(reason), _, _) => (
                 reason.clone(),
@@ -90,6 +90,43 @@ impl HookChain {
         Ok(Some(how))
     }
 
+    /// The first pre-tool hook's refusal of a write to one of `targets`, asked as if
+    /// `write_file` wrote it; `None` when every hook allows them all.
+    async fn writes_refused(&self, call: GateCall<'_>, targets: &[String]) -> Option<String> {
+        // A plugin that can write nothing writes nothing of the user's (its redirections
+        // reach only its private temporary directory).
+        if targets.is_empty() || call.plugin.is_some_and(|(_, grant)| grant.writes_nothing()) {
+            return None;
+        }
+        let write_file = crate::contract::ToolSpec {
+            name: "write_file".into(),
+            description: String::new(),
+            parameters: serde_json::json!({"type": "object"}),
+            examples: Vec::new(),
+            meta: crate::contract::RuntimeMeta {
+                read_only: Some(false),
+                path_params: vec!["path".into()],
+                ..Default::default()
+            },
+        };
+        for target in targets {
+            let args = serde_json::json!({"path": target, "content": ""});
+            let as_write = GateCall {
+                tool: &write_file,
+                args: &args,
+                plugin: None,
+                ..call
+            };
+            if let Permission::Deny(reason) = self.pre_tool_use(as_write).await.permission {
+                return Some(format!(
+                    "the command writes `{target}` by redirection, and write_file may not write \
+                     it: {reason}"
+                ));
+            }
+        }
+        None
+    }
+
     fn approved_calls(
         &self,
     ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Asked>> {
@@ -143,7 +180,26 @@ impl CallGate for HookChain {
             args: &verdict.args,
             ..call
         };
-        match self.approve(rewritten, &verdict).await {
+        let shell = match shell_judgement(rewritten).await {
+            Ok(shell) => shell,
+            Err(refused) => {
+                return Admission::Deny {
+                    reason: refused.reason,
+                    context: verdict.context,
+                };
+            }
+        };
+        // A file a shell command writes by redirection is judged as write_file's path would
+        // be: the pre-tool hooks that guard write_file see it.
+        if let Some((judged, _)) = &shell
+            && let Some(reason) = self.writes_refused(rewritten, &judged.writes).await
+        {
+            return Admission::Deny {
+                reason,
+                context: verdict.context,
+            };
+        }
+        match self.approve(rewritten, &verdict, shell).await {
             Ok(approval) => {
                 if let Some(how) = approval {
                     self.approved_calls().insert(call.call_id.to_string(), how);

@@ -18,6 +18,8 @@ pub struct ShellJudgement {
     /// Each command that would run (with the wrappers it runs through) and each write, one
     /// line each.
     pub shown: Vec<String>,
+    /// The files its redirections write, as written (those named at run time are not here).
+    pub writes: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,7 +96,17 @@ pub(in crate::sandbox) fn judge_command(
             .iter()
             .map(|u| format!("cannot tell what runs: {} ({})", u.why, u.text)),
     );
-    Ok(ShellJudgement { verdict, shown })
+    let writes = analysis
+        .writes
+        .iter()
+        .filter_map(|w| w.target.clone())
+        .filter(|t| !matches!(t.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr"))
+        .collect();
+    Ok(ShellJudgement {
+        verdict,
+        shown,
+        writes,
+    })
 }
 
 #[cfg(test)]
