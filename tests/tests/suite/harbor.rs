@@ -1,7 +1,9 @@
-//! paddock as a Harbor agent, end to end: `harbor run` on the Terminal-Bench-style task in
-//! `tests/harbor/task-write-file` with `paddock_harbor:PaddockAgent` (integrations/harbor), in
-//! the daemon-less `paddock_harbor.chroot:ChrootEnvironment`, the agent uploading the built
-//! binary and talking to the scripted model server. Each test reads what Harbor recorded: the
+//! paddock as a Harbor agent, end to end: `harbor run` on the Terminal-Bench-style tasks in
+//! `tests/harbor/` with `paddock_harbor:PaddockAgent` (integrations/harbor), in the daemon-less
+//! `paddock_harbor.chroot:ChrootEnvironment` (plus the files a task's Dockerfile copies in, see
+//! `TASK_FILES`), the agent uploading the built binary and talking to the scripted model server:
+//! a task solved with `write_file`, one with a background server through `shell` and
+//! `write_stdin`, one with an interactive program on a terminal. Each test reads what Harbor recorded: the
 //! job's and the trial's `result.json` (`harbor run` exits 0 even when a trial errors), the
 //! verifier's reward, the trajectory in the trial's agent logs (checked by Harbor's validator),
 //! and the token counts against paddock's own `result` line.
@@ -16,7 +18,12 @@ use std::process::Command;
 use crate::agent_common::{call_step, paddock_bin, text};
 use crate::atif::python;
 use paddock_tests::scripted::{Script, ScriptedServer, Step, Turn};
-use serde_json::Value;
+use serde_json::{Value, json};
+
+/// The tasks in `tests/harbor/`.
+const WRITE_FILE: &str = "task-write-file";
+const BACKGROUND_SERVER: &str = "task-background-server";
+const INTERACTIVE: &str = "task-interactive";
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -33,22 +40,45 @@ struct Job {
     _jobs: tempfile::TempDir,
 }
 
-/// `harbor run` of the task with paddock against `url`, with `agent_kwargs` (`--ak`).
-async fn harbor_run(python: &Path, url: &str, agent_kwargs: &[&str]) -> Job {
+/// The chroot environment with what a task's Dockerfile would `COPY` into its working directory:
+/// the files of its `environment/` beside the Dockerfile. The chroot runs on the host's programs
+/// and ignores the Dockerfile, so a task that ships a file (`quiz.py`) needs this to see it.
+const TASK_FILES: &str = r#"
+from pathlib import Path
+
+from paddock_harbor.chroot import ChrootEnvironment
+
+
+class ChrootWithTaskFiles(ChrootEnvironment):
+    async def start(self, force_build: bool) -> None:
+        await super().start(force_build)
+        for entry in sorted(Path(self.environment_dir).iterdir()):
+            if entry.is_file() and entry.name != "Dockerfile":
+                await self.upload_file(entry, f"{self._workdir}/{entry.name}")
+"#;
+
+/// `harbor run` of the task in `tests/harbor/{task}` with paddock against `url`, with
+/// `agent_kwargs` (`--ak`).
+async fn harbor_run(python: &Path, task: &str, url: &str, agent_kwargs: &[&str]) -> Job {
     let jobs = tempfile::tempdir().expect("jobs dir");
+    let modules = jobs.path().join("modules");
+    std::fs::create_dir(&modules).expect("modules dir");
+    std::fs::write(modules.join("paddock_task_files.py"), TASK_FILES).expect("write the module");
+    let python_path =
+        std::env::join_paths([repo().join("integrations/harbor"), modules]).expect("PYTHONPATH");
     let harbor = python.with_file_name("harbor");
     let mut cmd = Command::new(&harbor);
     cmd.arg("run")
         .arg("-p")
-        .arg(repo().join("tests/harbor/task-write-file"))
+        .arg(repo().join("tests/harbor").join(task))
         .args(["-a", "paddock_harbor:PaddockAgent"])
-        .args(["-e", "paddock_harbor.chroot:ChrootEnvironment"])
+        .args(["-e", "paddock_task_files:ChrootWithTaskFiles"])
         .args(["-m", "scripted", "--job-name", "paddock", "-y", "-q", "-o"])
         .arg(jobs.path());
     for kwarg in agent_kwargs {
         cmd.args(["--ak", kwarg]);
     }
-    cmd.env("PYTHONPATH", repo().join("integrations/harbor"))
+    cmd.env("PYTHONPATH", python_path)
         .env("PADDOCK_BINARY", paddock_bin())
         .env("PADDOCK_BASE_URL", url)
         .env_remove("PADDOCK_API_KEY")
@@ -162,7 +192,7 @@ async fn harbor_runs_paddock_on_a_task_and_the_verifier_rewards_the_file_it_wrot
     })
     .await
     .expect("scripted server");
-    let job = harbor_run(&python, &server.openai_base_url(), &[]).await;
+    let job = harbor_run(&python, WRITE_FILE, &server.openai_base_url(), &[]).await;
 
     let result = result_line(&job);
     assert_eq!(result["stop_reason"], "completed");
@@ -194,7 +224,13 @@ async fn a_budget_stop_in_harbor_is_a_finished_run_not_an_agent_error() {
     })
     .await
     .expect("scripted server");
-    let job = harbor_run(&python, &server.openai_base_url(), &["max_turns=1"]).await;
+    let job = harbor_run(
+        &python,
+        WRITE_FILE,
+        &server.openai_base_url(),
+        &["max_turns=1"],
+    )
+    .await;
 
     let result = result_line(&job);
     assert_eq!(result["stop_reason"], "max_turns");
@@ -212,6 +248,7 @@ async fn a_paddock_run_that_fails_is_an_errored_trial_saying_why() {
         .expect("scripted server");
     let job = harbor_run(
         &python,
+        WRITE_FILE,
         &server.openai_base_url(),
         &["preset=no-such-preset"],
     )
@@ -227,4 +264,112 @@ async fn a_paddock_run_that_fails_is_an_errored_trial_saying_why() {
     assert!(message.contains("paddock exited 2"), "{message}");
     assert!(message.contains("setup_error"), "{message}");
     assert!(server.requests().is_empty());
+}
+
+/// What each tool call answered, in order, as the last request sent them back to the model.
+fn tool_results(server: &ScriptedServer) -> Vec<String> {
+    let requests = server.requests();
+    let last = requests.last().expect("a request");
+    last.body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().expect("text content").to_string())
+        .collect()
+}
+
+/// A step calling `name` with `arguments` (JSON).
+fn call(id: &str, name: &str, arguments: Value) -> Step {
+    call_step(id, name, &arguments.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_harbor_a_background_server_serves_a_later_command_and_an_interrupt_stops_it() {
+    let Some(python) = python() else { return };
+    // Session ids count the session's commands from 1: the server is the first.
+    let fetch = "for _ in $(seq 100); do python3 -c 'import urllib.request as u; \
+                 open(\"answer.txt\", \"wb\").write(u.urlopen(\"http://127.0.0.1:8765/message.txt\").read())' \
+                 2>/dev/null && break; sleep 0.1; done; cat answer.txt";
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            call(
+                "c1",
+                "shell",
+                json!({"command": "python3 -m http.server 8765 --bind 127.0.0.1", "background": true}),
+            ),
+            call("c2", "shell", json!({ "command": fetch })),
+            call("c3", "write_stdin", json!({"session_id": 1, "chars": "\u{3}"})),
+            Step::Reply(Turn::text(&["Done."])),
+        ],
+    })
+    .await
+    .expect("scripted server");
+    let job = harbor_run(&python, BACKGROUND_SERVER, &server.openai_base_url(), &[]).await;
+
+    let result = result_line(&job);
+    assert_eq!(result["stop_reason"], "completed");
+    assert_solved(&job, &result);
+    assert_eq!(server.requests().len(), 4);
+    let results = tool_results(&server);
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(
+        results[0].starts_with("still running (session_id 1)"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].starts_with("exit status 0\nserved over http by a background server"),
+        "{results:?}"
+    );
+    // The interrupt ended the server, which had logged the fetch.
+    assert!(results[2].starts_with("exit status"), "{results:?}");
+    assert!(results[2].contains("GET /message.txt"), "{results:?}");
+    assert_trajectory(&python, &job, &result);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_harbor_a_program_that_needs_a_terminal_is_answered_through_write_stdin() {
+    let Some(python) = python() else { return };
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            call(
+                "c1",
+                "shell",
+                json!({"command": "python3 quiz.py", "tty": true, "yield_ms": 1500}),
+            ),
+            call(
+                "c2",
+                "write_stdin",
+                json!({"session_id": 1, "chars": "42\n"}),
+            ),
+            call(
+                "c3",
+                "write_stdin",
+                json!({"session_id": 1, "chars": "Paris\n"}),
+            ),
+            Step::Reply(Turn::text(&["Done."])),
+        ],
+    })
+    .await
+    .expect("scripted server");
+    let job = harbor_run(&python, INTERACTIVE, &server.openai_base_url(), &[]).await;
+
+    let result = result_line(&job);
+    assert_eq!(result["stop_reason"], "completed");
+    assert_solved(&job, &result);
+    let results = tool_results(&server);
+    assert_eq!(results.len(), 3, "{results:?}");
+    // Each answer shows the prompt the program asked it on, as a terminal would.
+    assert!(
+        results[0].starts_with("still running (session_id 1)"),
+        "{results:?}"
+    );
+    assert!(results[0].ends_with("What is 6 times 7? "), "{results:?}");
+    assert!(
+        results[1].ends_with("What is the capital of France? "),
+        "{results:?}"
+    );
+    assert!(results[2].starts_with("exit status 0"), "{results:?}");
+    assert!(results[2].contains("Well done."), "{results:?}");
+    assert_trajectory(&python, &job, &result);
 }
