@@ -12,7 +12,6 @@
 //! namespace, so nothing it starts outlives it, `setsid` or not. Which programs and arguments
 //! may run is `exec_policy`'s job.
 
-use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -21,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::sandbox::capability::confined::{Confined, ConfinedRun, Program};
 use crate::sandbox::capability::exec_policy;
+use crate::sandbox::capability::locate::{find_program, host_dir};
 use crate::sandbox::capability::shell;
 use crate::sandbox::fs::protect::Protect;
 use crate::sandbox::grant::{ExecGrant, Mount};
@@ -294,84 +294,4 @@ async fn read_capped(mut from: ProgramOut, cap: usize) -> (Vec<u8>, bool) {
         }
     }
     (kept, cut)
-}
-
-/// A bare name is looked up on the host's PATH; a path must be absolute.
-pub(in crate::sandbox) fn find_program(program: &str) -> Result<PathBuf, String> {
-    if program.contains('/') {
-        let path = PathBuf::from(program);
-        return if path.is_absolute() {
-            Ok(path)
-        } else {
-            Err(format!(
-                "program `{program}`: give a bare name or an absolute path"
-            ))
-        };
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|candidate| candidate.is_file())
-        .ok_or_else(|| format!("program `{program}` is not on the host's PATH"))
-}
-
-/// Maps a guest directory to its host directory, refusing anything outside the mounts. The
-/// directory is resolved through the mount's held handle (K3), never by its name.
-pub(in crate::sandbox) fn host_dir(
-    mounts: &[Mount],
-    guest: Option<&str>,
-) -> Result<PathBuf, String> {
-    let Some(first) = mounts.first() else {
-        return Err(
-            "this plugin has no mounts, so there is no directory to run in; add a mount".into(),
-        );
-    };
-    let (mount, rel) = match guest {
-        None => (first, Path::new("")),
-        Some(guest) => {
-            let guest_path = Path::new(guest);
-            match mounts
-                .iter()
-                .find_map(|m| guest_path.strip_prefix(&m.guest).ok().map(|rel| (m, rel)))
-            {
-                Some(found) => found,
-                None => return Err(not_inside(guest, mounts)),
-            }
-        }
-    };
-    let shown = guest.unwrap_or(&mount.guest);
-    if rel
-        .components()
-        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
-    {
-        return Err(format!("cwd {shown:?} may not contain `..`"));
-    }
-    let held = mount
-        .held()
-        .map_err(|e| format!("mount {} -> {}: {e}", mount.host.display(), mount.guest))?;
-    let root = held
-        .proc_path()
-        .canonicalize()
-        .map_err(|e| format!("mount {}: {e}", mount.guest))?;
-    let host = held
-        .proc_path()
-        .join(rel)
-        .canonicalize()
-        .map_err(|e| format!("cwd {shown:?}: {e}"))?;
-    // A symlink inside the mount may not lead out of it.
-    if !host.starts_with(&root) || !host.is_dir() {
-        return Err(format!("cwd {shown:?} is not a directory inside its mount"));
-    }
-    Ok(host)
-}
-
-fn not_inside(guest: &str, mounts: &[Mount]) -> String {
-    format!(
-        "cwd {guest:?} is not inside a mount (mounts: {})",
-        mounts
-            .iter()
-            .map(|m| m.guest.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
 }

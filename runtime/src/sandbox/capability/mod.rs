@@ -6,5 +6,6 @@ pub(super) mod exec;
 pub(super) mod exec_policy;
 pub(super) mod http;
 pub(super) mod http_addr;
+pub(super) mod locate;
 pub(super) mod server;
 pub(super) mod shell;

@@ -9,7 +9,7 @@
 use tokio::net::unix::pipe;
 
 use crate::sandbox::capability::confined::{Confined, ConfinedRun, Program};
-use crate::sandbox::capability::exec::{find_program, host_dir};
+use crate::sandbox::capability::locate::{find_program, host_dir};
 use crate::sandbox::fs::protect::Protect;
 use crate::sandbox::grant::{ExecGrant, Mount};
 

@@ -195,10 +195,9 @@ impl MainShell {
             return (None, Ok(Vec::new()));
         };
         // Exited on its own (`exit`): its status; killed otherwise.
-        let code = match tokio::time::timeout(Duration::from_millis(200), run.wait()).await {
-            Ok(code) => code,
-            Err(_) => None,
-        };
+        let code: Option<i32> = tokio::time::timeout(Duration::from_millis(200), run.wait())
+            .await
+            .unwrap_or_default();
         (code, run.finish().await)
     }
 }

@@ -33,7 +33,7 @@ use self::main_shell::{MainShell, STATE_FILE};
 use self::run::{Ended, RunShared};
 use self::transcript::{Transcript, WholeOutput};
 use crate::sandbox::capability::confined::{Confined, private_tmp};
-use crate::sandbox::capability::exec::{find_program, host_dir};
+use crate::sandbox::capability::locate::{find_program, host_dir};
 use crate::sandbox::fs::protect::Protect;
 use crate::sandbox::grant::{ExecGrant, LiveOutput, Mount, SessionState, SpillTarget};
 use crate::sandbox::wasm::bindings::exec;
