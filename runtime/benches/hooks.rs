@@ -91,6 +91,7 @@ async fn run() {
         preset: "bench",
         tool: &spec,
         args: &args,
+        plugin: None,
         cancel: &cancel,
     };
     let result = Ok(ToolOutput::complete("fn main() {}\n"));
