@@ -34,7 +34,7 @@ use std::process::{Command, ExitCode};
 
 const WASM_TARGET: &str = "wasm32-wasip2";
 const BENCHES: &[&str] = &[
-    "sandbox", "stream", "hooks", "pipeline", "agent", "exec", "scale", "mcp", "cost",
+    "sandbox", "stream", "hooks", "pipeline", "agent", "exec", "shell", "scale", "mcp", "cost",
 ];
 
 fn main() -> ExitCode {
