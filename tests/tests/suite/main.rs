@@ -68,5 +68,6 @@ mod preset_root;
 mod preset_verdict;
 mod session_api;
 mod session_dirs;
+mod shell;
 mod trust_hooks;
 mod trust_sandbox;
