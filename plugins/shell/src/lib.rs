@@ -1,6 +1,6 @@
 //! Built-in plugin `shell` (S6): `shell` runs bash source in the session's persistent shell,
-//! `write_stdin` polls, interrupts or types into a command still running, `shell_jobs` lists
-//! the shell's commands and processes, and `run_command` runs one allow-listed program without
+//! `write_stdin` polls, interrupts or types into a command still running (and lists what the
+//! session still runs), and `run_command` runs one allow-listed program without
 //! a shell, all through the host's `exec` capability, which confines them and judges what
 //! they run against the preset's rules (`plugins.shell.grants.exec`). This plugin only
 //! forwards the requests and words the answers for the model.
@@ -137,7 +137,7 @@ impl Tool for Shell {
         .writes(false)
         .concurrency_safe(false)
         .cancellable(true)
-        .risk(Risk::High)
+.risk(Risk::High)
         .example(
             r#"{"command":"cd /tmp && printf 'a\nb\n' > f && wc -l < f"}"#,
             "pipes, chains, redirections and cd all work",
@@ -185,7 +185,8 @@ impl Tool for WriteStdin {
             "Wait for more output of a shell command still running, interrupt it \
              (\"chars\":\"\\u0003\"), or type into it when it runs on a terminal (tty), e.g. \
              {\"session_id\":3,\"chars\":\"print(1+1)\\n\"}. Answers with what it printed since \
-             the last answer, and its exit status once it ended.",
+             the last answer, its exit status once it ended, and every command and process the \
+             session's shell still runs (jobs started with &, servers).",
         )
         .writes(false)
         .concurrency_safe(false)
@@ -198,52 +199,27 @@ impl Tool for WriteStdin {
     fn run(self) -> Result<Output, ToolError> {
         let report = exec::write_stdin(self.session_id, &self.chars, self.yield_ms)
             .map_err(|e| ToolError::new("EXEC_DENIED", e))?;
-        Ok(worded(report))
+        let mut output = worded(report);
+        output.content.push_str(&jobs());
+        Ok(output)
     }
 }
 
-/// Arguments of shell_jobs (none).
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ShellJobs {}
-
-impl Tool for ShellJobs {
-    const NAME: &'static str = "shell_jobs";
-
-    fn spec() -> Spec {
-        Spec::new(
-            "List this session's shell commands (with their session_id, running or ended) and \
-             every process the shell still runs (jobs started with &, servers), as the kernel \
-             sees them.",
-        )
-        .read_only()
-        .risk(Risk::Low)
+/// The session's other commands still running and every process its shell runs, as the
+/// kernel lists them; empty when there are none.
+fn jobs() -> String {
+    let lines: Vec<String> = exec::shell_jobs()
+        .iter()
+        .filter(|job| job.running)
+        .map(|job| match job.kind.as_str() {
+            "process" => format!("pid {}: {}", job.session_id, job.command),
+            kind => format!("session_id {} ({kind}): {}", job.session_id, job.command),
+        })
+        .collect();
+    if lines.is_empty() {
+        return String::new();
     }
-
-    fn run(self) -> Result<Output, ToolError> {
-        let jobs = exec::shell_jobs();
-        if jobs.is_empty() {
-            return Ok(Output::text("no shell commands yet, and no processes running"));
-        }
-        let lines: Vec<String> = jobs
-            .iter()
-            .map(|job| {
-                let state = match (job.running, job.status) {
-                    (true, _) => "running".to_string(),
-                    (false, Some(code)) => format!("exit status {code}"),
-                    (false, None) => "ended (killed)".to_string(),
-                };
-                match job.kind.as_str() {
-                    "process" => format!("process pid {}: {}", job.session_id, job.command),
-                    kind => format!(
-                        "session_id {} [{kind}] {state}: {}",
-                        job.session_id, job.command
-                    ),
-                }
-            })
-            .collect();
-        Ok(Output::text(lines.join("\n")))
-    }
+    format!("\n[paddock: still running in this session:\n{}]", lines.join("\n"))
 }
 
 /// A shell report as the model reads it: where the command stands first, then its output,
@@ -272,4 +248,4 @@ fn worded(report: exec::ShellReport) -> Output {
     output
 }
 
-paddock_sdk::export_tools!(RunCommand, Shell, WriteStdin, ShellJobs);
+paddock_sdk::export_tools!(RunCommand, Shell, WriteStdin);

@@ -22,7 +22,9 @@ impl HookChain {
     ) -> Result<Option<Asked>, Refused> {
         let (mode, tier) = self.approval.mode(call.tool.meta.risk);
         let key = format!("approval.{tier}");
-        if mode == ApprovalMode::Deny {
+        // A shell call is judged by what it runs, under the rules the user wrote for the
+        // plugin's programs; its tier (every tool importing exec is high) does not apply.
+        if mode == ApprovalMode::Deny && shell.is_none() {
             return Err(Refused {
                 reason: format!(
                     "{} is {tier} risk, and the preset denies {tier}-risk tools (`{key} = \"deny\"`)",
@@ -147,13 +149,27 @@ impl HookChain {
 async fn shell_judgement(
     call: GateCall<'_>,
 ) -> Result<Option<(ShellJudgement, String)>, Refused> {
-    let (Some((plugin, grant)), Some(command)) = (
-        call.plugin,
-        call.args.get("command").and_then(serde_json::Value::as_str),
-    ) else {
+    let Some((plugin, grant)) = call.plugin else {
         return Ok(None);
     };
     let Some(exec) = &grant.exec else {
+        return Ok(None);
+    };
+    let command = call.args.get("command").and_then(serde_json::Value::as_str);
+    let Some(command) = command else {
+        // A follow-up of a command already judged (waiting for it, interrupting it, typing
+        // into its terminal) starts nothing: the capability acts only on the session's own
+        // commands, and runs no other program without the rules allowing it.
+        if call.args.get("session_id").is_some_and(serde_json::Value::is_u64) {
+            return Ok(Some((
+                ShellJudgement {
+                    verdict: ShellVerdict::Allow,
+                    shown: Vec::new(),
+                    writes: Vec::new(),
+                },
+                format!("plugins.{plugin}.grants.exec"),
+            )));
+        }
         return Ok(None);
     };
     let judged = judge_shell_command(&grant.session, exec, plugin, command)

@@ -134,7 +134,7 @@ fn ask_without_a_terminal_is_a_deny_that_names_the_preset_key() {
 }
 
 #[test]
-fn the_review_preset_denies_every_write_through_its_hook() {
+fn the_review_preset_denies_every_write_and_its_shell_only_reads() {
     let s = Sandbox::new();
     let (code, out) = s.json(&[
         "tool",
@@ -147,14 +147,31 @@ fn the_review_preset_denies_every_write_through_its_hook() {
     ]);
     assert_eq!(code, 1, "{out}");
     assert_eq!(out["error"]["code"], "DENIED");
+    // The fs plugin's mounts are read-only, so the host holds write_file read-only and the
+    // hook lets the tier decide: medium is denied here.
     assert!(
         out["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("hook `protect-paths`"),
+            .contains("`approval.medium = \"deny\"`"),
         "{out}"
     );
     assert!(!s.file("x.txt").exists());
+    // The shell runs unasked over the read-only workspace, and cannot write it.
+    let (code, out) = s.json(&[
+        "tool",
+        "call",
+        "shell",
+        r#"{"command":"echo hi; echo no > y.txt"}"#,
+        "--preset",
+        "review",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let text = out["content"].as_str().unwrap_or_default();
+    assert!(text.starts_with("exit status 1\nhi\n"), "{out}");
+    assert!(text.contains("y.txt: Permission denied"), "{out}");
+    assert!(!s.file("y.txt").exists());
     // A read goes through, and the audit hook adds its context.
     let (code, out) = s.json(&[
         "tool",

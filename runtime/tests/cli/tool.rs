@@ -23,7 +23,9 @@ fn tool_list_json_shows_every_builtin_with_its_contract() {
             "list_dir",
             "grep",
             "glob",
-            "run_command"
+            "run_command",
+            "shell",
+            "write_stdin"
         ]
     );
     let read = &tools[0];
@@ -139,7 +141,18 @@ fn the_default_preset_reads_the_working_directory_and_loads_no_write_tools() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["read_file", "list_dir", "grep", "glob"]);
+    // The shell is there too, over the read-only workspace.
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "list_dir",
+            "grep",
+            "glob",
+            "shell",
+            "write_stdin"
+        ]
+    );
     let (code, out) = s.json(&[
         "tool",
         "call",

@@ -84,10 +84,6 @@ fn a_long_output_keeps_head_and_tail_and_the_spill_file_holds_all_of_it() {
 }
 
 #[test]
-#[ignore = "runtime bug: without read_spill the session still hands the shell a spill target \
-            whose directory does not exist, so the whole-output file is never created (neither \
-            there nor in the shell's TMPDIR as docs/shell.md says) and the note says only to \
-            narrow the command"]
 fn without_a_spill_directory_the_shells_tmpdir_holds_all_of_it() {
     let scene = Scene::new(&[]);
     let answers = scene.shell(&[

@@ -1,6 +1,7 @@
 //! Long and background work: a command past its call's yield keeps running under a
 //! session_id that `write_stdin` waits on, interrupts, or (on a terminal) types into; a
-//! background server serves later calls; `shell_jobs` lists the shell's processes.
+//! background server serves later calls; `write_stdin`'s answer lists what the session still
+//! runs.
 
 use serde_json::json;
 
@@ -38,9 +39,6 @@ fn a_command_past_its_yield_keeps_running_and_write_stdin_returns_the_rest() {
 }
 
 #[test]
-#[ignore = "runtime bug: the persistent shell holds back the last (end-mark length - 1) bytes \
-            of output until the command ends, so a short line printed before the yield is \
-            missing from the still-running answer (main_shell.rs Sink::feed)"]
 fn a_short_line_printed_before_the_yield_is_in_the_still_running_answer() {
     let scene = Scene::new(&[]);
     let answers = scene.run(&[
@@ -113,7 +111,7 @@ fn a_background_server_serves_later_calls_until_interrupted() {
             "write_stdin",
             json!({"session_id": 1, "chars": "\u{3}", "yield_ms": 5000}),
         ),
-        ("shell_jobs", json!({})),
+        ("write_stdin", json!({"session_id": 2})),
     ]);
     assert_eq!(answers[0].running_id(), Some(1), "{:?}", answers[0].content);
     assert_eq!(answers[1].status(), Some(0), "{:?}", answers[1].content);
@@ -135,9 +133,7 @@ fn a_background_server_serves_later_calls_until_interrupted() {
         stopped.content
     );
     assert!(
-        !answers[3]
-            .content
-            .contains("running: /usr/bin/python3 -m http.server"),
+        !answers[3].content.contains("http.server"),
         "the server is no longer listed as running: {}",
         answers[3].content
     );
@@ -175,25 +171,25 @@ fn a_tty_command_is_typed_into_with_write_stdin() {
 }
 
 #[test]
-fn shell_jobs_lists_a_process_started_with_an_ampersand() {
+fn write_stdin_lists_a_process_started_with_an_ampersand() {
     let scene = Scene::new(&[]);
     let answers = scene.run(&[
         ("shell", json!({"command": "sleep 100 &"})),
-        ("shell_jobs", json!({})),
+        ("write_stdin", json!({"session_id": 1})),
     ]);
     assert_eq!(answers[0].status(), Some(0), "{:?}", answers[0].content);
     assert!(
         answers[1]
             .content
             .lines()
-            .any(|l| l.starts_with("process pid ") && l.ends_with(": sleep 100")),
+            .any(|l| l.starts_with("pid ") && l.trim_end_matches(']').ends_with(": sleep 100")),
         "{}",
         answers[1].content
     );
     assert!(
         answers[1]
             .content
-            .contains("session_id 1 [shell] exit status 0: sleep 100 &"),
+            .contains("still running in this session:"),
         "{}",
         answers[1].content
     );

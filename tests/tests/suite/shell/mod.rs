@@ -1,4 +1,4 @@
-//! The shell (`shell`, `write_stdin`, `shell_jobs`) end to end, through the real binary's
+//! The shell (`shell`, `write_stdin`) end to end, through the real binary's
 //! `tool batch` (one process, one session, one persistent shell):
 //! - `same_as_bash`: a list of commands answers as one real interactive bash session on the
 //!   host answers them, call by call (output and exit status);

@@ -172,7 +172,10 @@ async fn own(
         let _ = tokio::time::timeout(Duration::from_secs(1), reader).await;
     }
     match run.finish().await {
-        Ok(cleaned) => notes.extend(cleaned),
+        Ok(cleaned) => notes.extend(cleaned.iter().map(|n| {
+            let n = n.trim();
+            n.strip_prefix("[paddock] ").unwrap_or(n).to_string()
+        })),
         Err(e) => notes.push(e),
     }
     shared.end(Ended {

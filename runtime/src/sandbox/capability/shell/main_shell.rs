@@ -231,8 +231,13 @@ impl Sink {
             self.between.push(&rest);
             return;
         }
-        // Hold back what could be the start of the mark.
-        let split = pending.len().saturating_sub(token.len() - 1);
+        // Hold back what could be the start of the mark: from its first byte (\x01) on, if
+        // that is among the last bytes read.
+        let window = pending.len().saturating_sub(token.len() - 1);
+        let split = pending[window..]
+            .iter()
+            .position(|&b| b == token[0])
+            .map_or(pending.len(), |at| window + at);
         run.push(&pending[..split]);
         self.carry = pending[split..].to_vec();
     }
@@ -372,6 +377,18 @@ mod tests {
             .output()
             .unwrap();
         assert_eq!(out.stdout, all);
+    }
+
+    #[test]
+    fn output_without_the_marks_first_byte_is_not_held_back() {
+        let run = Arc::new(RunShared::new(Transcript::new(1 << 10, None)));
+        let mut sink = Sink {
+            current: Some((b"\x01mark\x01".to_vec(), run.clone())),
+            carry: Vec::new(),
+            between: Transcript::new(1 << 10, None),
+        };
+        sink.feed(b"first\n");
+        assert_eq!(run.take().text, "first\n");
     }
 
     #[test]

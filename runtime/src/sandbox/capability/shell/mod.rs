@@ -316,7 +316,16 @@ pub(in crate::sandbox) async fn write_stdin(
                 shells.listing()
             ));
         };
-        if !chars.is_empty() && entry.shared.ended().is_none() {
+        if let (false, Some(ended)) = (chars.is_empty(), entry.shared.ended()) {
+            return Err(format!(
+                "command {session_id} has already ended ({}), so nothing was sent to it; send \
+                 an empty \"chars\" to read what it printed last",
+                ended
+                    .status
+                    .map_or("killed".to_string(), |s| format!("exit status {s}"))
+            ));
+        }
+        if !chars.is_empty() {
             let bytes = chars.clone().into_bytes();
             match (entry.kind, &entry.copy) {
                 (Kind::Tty, Some(copy)) => {
@@ -449,7 +458,10 @@ impl Shells {
         let _watching = live.map(|live| shared.watch(live.clone()));
         let mut notes = Vec::new();
         let ended = tokio::select! {
+            biased;
             ended = shared.wait() => Some(ended),
+            // A poll that does not wait looks once.
+            _ = std::future::ready(()), if yield_for.is_zero() => shared.ended(),
             _ = tokio::time::sleep(yield_for) => None,
             _ = cancel.cancelled() => {
                 self.interrupt(id);
@@ -500,13 +512,13 @@ impl Shells {
                 ended.status = code;
             }
             match cleaned {
-                Ok(notes) => ended.notes.extend(notes),
+                Ok(notes) => ended.notes.extend(notes.iter().map(|n| plain_note(n))),
                 Err(e) => ended.notes.push(e),
             }
             return;
         }
         match main.clean_up() {
-            Ok(notes) => ended.notes.extend(notes),
+            Ok(notes) => ended.notes.extend(notes.iter().map(|n| plain_note(n))),
             Err(e) => ended.notes.push(e),
         }
     }
@@ -591,6 +603,12 @@ fn confinement(
     }
 }
 
+/// A clean-up note as a report's note: the report says it is paddock's.
+fn plain_note(note: &str) -> String {
+    let note = note.trim();
+    note.strip_prefix("[paddock] ").unwrap_or(note).to_string()
+}
+
 /// Interrupts a command of the persistent shell that runs past `limit`, and kills the shell
 /// if it does not stop.
 fn watch_time(main: &MainShell, shared: Arc<RunShared>, kill_at: Instant, limit: Duration) {
@@ -620,22 +638,28 @@ fn watch_time(main: &MainShell, shared: Arc<RunShared>, kill_at: Instant, limit:
 /// read_file, else the shell's temporary directory, read back with the shell.
 fn whole_output(call: &ShellCall, tmp: &tempfile::TempDir, tag: &str, id: u32) -> Option<WholeOutput> {
     let name = format!("shell-{tag}-{id}.log");
-    let (host, shown) = match &call.spill {
-        Some(spill) => (spill.host.join(&name), format!("{}/{name}", spill.guest)),
-        None => {
-            let path = tmp.path().join(&name);
-            let shown = path.display().to_string();
-            (path, shown)
-        }
+    let create = |path: &Path| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .ok()
     };
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&host)
-        .ok()?;
+    if let Some(spill) = &call.spill
+        && let Some(file) = create(&spill.host.join(&name))
+    {
+        return Some(WholeOutput {
+            file,
+            shown: format!("{}/{name}", spill.guest),
+            read_with: "read_file (its offset and limit)",
+            failed: false,
+        });
+    }
+    let path = tmp.path().join(&name);
     Some(WholeOutput {
-        file,
-        shown,
+        file: create(&path)?,
+        shown: path.display().to_string(),
+        read_with: "the shell (`sed -n`, `grep`, `tail`)",
         failed: false,
     })
 }

@@ -23,6 +23,8 @@ pub(super) struct Transcript {
 pub(super) struct WholeOutput {
     pub file: std::fs::File,
     pub shown: String,
+    /// How the model reads it back.
+    pub read_with: &'static str,
     pub failed: bool,
 }
 
@@ -90,9 +92,9 @@ impl Transcript {
         }
         let whole = match &self.whole {
             Some(whole) if !whole.failed => format!(
-                "all {} bytes the command printed are in {}: read parts of it with `sed -n`, \
-                 `grep` or `tail` rather than printing it again",
-                self.total, whole.shown
+                "all {} bytes the command printed are in {}: read the parts you need with {} \
+                 rather than printing it again",
+                self.total, whole.shown, whole.read_with
             ),
             _ => "narrow the command (filter it, or send its output to a file) to see the rest"
                 .to_string(),
@@ -156,6 +158,7 @@ mod tests {
             Some(WholeOutput {
                 file,
                 shown: "/spill/out.log".into(),
+                read_with: "read_file",
                 failed: false,
             }),
         );
