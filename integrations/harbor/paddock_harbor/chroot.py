@@ -6,7 +6,9 @@ and writable `/tmp`, `/root`, `/logs` and the task's working directory (`[enviro
 default `/app`). `-e paddock_harbor.chroot:ChrootEnvironment`.
 
 It is for tests, not isolation. What it does not do:
-- the task's `environment/` (its Dockerfile) is ignored: the trial runs on the host's programs;
+- the task's `environment/` Dockerfile is not built: the trial runs on the host's programs; only
+  its plain `COPY SOURCE... DEST` lines are carried out, so the files a task ships are where its
+  instruction says (no `ADD`, no `--from`, no globs);
 - the network is the host's (the agent reaches a model server on 127.0.0.1), and no CPU,
   memory or disk limit applies;
 - run as root, a command is root in the host's user namespace (a chroot is escapable by root);
@@ -58,6 +60,37 @@ class ChrootEnvironment(BaseEnvironment):
         os.chmod(self._root / "tmp", 0o1777)
         for name, target in LINKS.items():
             (self._root / name).symlink_to(target)
+        self._copy_task_files()
+
+    def _copy_task_files(self) -> None:
+        """The Dockerfile's plain `COPY SOURCE... DEST` lines, from the task's `environment/`."""
+        context = Path(self.environment_dir)
+        dockerfile = context / "Dockerfile"
+        if not dockerfile.is_file():
+            return
+        workdir = "/"
+        for line in dockerfile.read_text().splitlines():
+            words = shlex.split(line, comments=True)
+            if len(words) >= 2 and words[0].upper() == "WORKDIR":
+                workdir = os.path.join(workdir, words[1])
+            if len(words) < 3 or words[0].upper() != "COPY" or words[1].startswith("--"):
+                continue
+            *sources, dest = words[1:]
+            dest = os.path.join(workdir, dest)
+            for source in sources:
+                origin = (context / source).resolve()
+                if not origin.is_relative_to(context.resolve()) or not origin.exists():
+                    continue
+                target = self._on_host(
+                    os.path.join(dest, origin.name)
+                    if dest.endswith("/") or len(sources) > 1
+                    else dest
+                )
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if origin.is_dir():
+                    shutil.copytree(origin, target, dirs_exist_ok=True)
+                else:
+                    shutil.copy2(origin, target)
 
     async def stop(self, delete: bool):
         if delete and getattr(self, "_root", None):

@@ -200,17 +200,18 @@ impl Tool for WriteStdin {
         let report = exec::write_stdin(self.session_id, &self.chars, self.yield_ms)
             .map_err(|e| ToolError::new("EXEC_DENIED", e))?;
         let mut output = worded(report);
-        output.content.push_str(&jobs());
+        output.content.push_str(&jobs(self.session_id));
         Ok(output)
     }
 }
 
-/// The session's other commands still running and every process its shell runs, as the
-/// kernel lists them; empty when there are none.
-fn jobs() -> String {
+/// The session's other commands still running and every process its shell runs (jobs started
+/// with &), as the kernel lists them; empty when there are none.
+fn jobs(polled: u32) -> String {
     let lines: Vec<String> = exec::shell_jobs()
         .iter()
         .filter(|job| job.running)
+        .filter(|job| job.kind == "process" || job.session_id != polled)
         .map(|job| match job.kind.as_str() {
             "process" => format!("pid {}: {}", job.session_id, job.command),
             kind => format!("session_id {} ({kind}): {}", job.session_id, job.command),

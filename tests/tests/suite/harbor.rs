@@ -1,7 +1,7 @@
 //! paddock as a Harbor agent, end to end: `harbor run` on the Terminal-Bench-style tasks in
 //! `tests/harbor/` with `paddock_harbor:PaddockAgent` (integrations/harbor), in the daemon-less
-//! `paddock_harbor.chroot:ChrootEnvironment` (plus the files a task's Dockerfile copies in, see
-//! `TASK_FILES`), the agent uploading the built binary and talking to the scripted model server:
+//! `paddock_harbor.chroot:ChrootEnvironment` (which carries out the `COPY` lines of a task's
+//! Dockerfile), the agent uploading the built binary and talking to the scripted model server:
 //! a task solved with `write_file`, one with a background server through `shell` and
 //! `write_stdin`, one with an interactive program on a terminal. Each test reads what Harbor recorded: the
 //! job's and the trial's `result.json` (`harbor run` exits 0 even when a trial errors), the
@@ -40,45 +40,23 @@ struct Job {
     _jobs: tempfile::TempDir,
 }
 
-/// The chroot environment with what a task's Dockerfile would `COPY` into its working directory:
-/// the files of its `environment/` beside the Dockerfile. The chroot runs on the host's programs
-/// and ignores the Dockerfile, so a task that ships a file (`quiz.py`) needs this to see it.
-const TASK_FILES: &str = r#"
-from pathlib import Path
-
-from paddock_harbor.chroot import ChrootEnvironment
-
-
-class ChrootWithTaskFiles(ChrootEnvironment):
-    async def start(self, force_build: bool) -> None:
-        await super().start(force_build)
-        for entry in sorted(Path(self.environment_dir).iterdir()):
-            if entry.is_file() and entry.name != "Dockerfile":
-                await self.upload_file(entry, f"{self._workdir}/{entry.name}")
-"#;
-
 /// `harbor run` of the task in `tests/harbor/{task}` with paddock against `url`, with
 /// `agent_kwargs` (`--ak`).
 async fn harbor_run(python: &Path, task: &str, url: &str, agent_kwargs: &[&str]) -> Job {
     let jobs = tempfile::tempdir().expect("jobs dir");
-    let modules = jobs.path().join("modules");
-    std::fs::create_dir(&modules).expect("modules dir");
-    std::fs::write(modules.join("paddock_task_files.py"), TASK_FILES).expect("write the module");
-    let python_path =
-        std::env::join_paths([repo().join("integrations/harbor"), modules]).expect("PYTHONPATH");
     let harbor = python.with_file_name("harbor");
     let mut cmd = Command::new(&harbor);
     cmd.arg("run")
         .arg("-p")
         .arg(repo().join("tests/harbor").join(task))
         .args(["-a", "paddock_harbor:PaddockAgent"])
-        .args(["-e", "paddock_task_files:ChrootWithTaskFiles"])
+        .args(["-e", "paddock_harbor.chroot:ChrootEnvironment"])
         .args(["-m", "scripted", "--job-name", "paddock", "-y", "-q", "-o"])
         .arg(jobs.path());
     for kwarg in agent_kwargs {
         cmd.args(["--ak", kwarg]);
     }
-    cmd.env("PYTHONPATH", python_path)
+    cmd.env("PYTHONPATH", repo().join("integrations/harbor"))
         .env("PADDOCK_BINARY", paddock_bin())
         .env("PADDOCK_BASE_URL", url)
         .env_remove("PADDOCK_API_KEY")

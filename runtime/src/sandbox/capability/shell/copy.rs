@@ -29,7 +29,6 @@ pub(super) enum Control {
 /// A running copy, as the shell keeps it: dropping it kills the copy.
 pub(super) struct Copy {
     pub control: mpsc::UnboundedSender<Control>,
-    pub pid: i32,
 }
 
 /// The script a copy's bash runs: the saved state, the call's directory, then the command.
@@ -81,7 +80,6 @@ pub(super) fn start(
         stdin: false,
         terminal: pty.as_ref().map(|p| p.secondary.as_fd()),
     })?;
-    let pid = run.pid();
     let (control, commands) = mpsc::unbounded_channel();
     let child = run.child();
     let readers: Vec<tokio::task::JoinHandle<()>> = match pty {
@@ -102,7 +100,7 @@ pub(super) fn start(
                 })
             };
             tokio::spawn(own(run, commands, Some(primary), shared, kill_at, vec![reader]));
-            return Ok(Copy { control, pid });
+            return Ok(Copy { control });
         }
         None => [child.stdout.take(), child.stderr.take()]
             .into_iter()
@@ -122,7 +120,7 @@ pub(super) fn start(
             .collect(),
     };
     tokio::spawn(own(run, commands, None, shared, kill_at, readers));
-    Ok(Copy { control, pid })
+    Ok(Copy { control })
 }
 
 /// Owns the copy until it ends (or the shell drops it, or its time runs out), then cleans up

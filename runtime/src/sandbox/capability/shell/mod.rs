@@ -551,19 +551,12 @@ impl Shells {
                 }
             })
             .collect();
+        // The persistent shell's processes: its jobs started with `&` outlive their command.
+        // (A copy runs one command, listed above by its session id.)
         if let Some(pid) = self.main.as_ref().and_then(MainShell::pid) {
             jobs.extend(procs::processes(pid).into_iter().map(|p| exec::ShellJob {
                 session_id: p.pid as u32,
                 command: p.command,
-                running: true,
-                status: None,
-                kind: "process".into(),
-            }));
-        }
-        for copy in self.runs.values().filter_map(|e| e.copy.as_ref()) {
-            jobs.extend(procs::processes(copy.pid).into_iter().map(|p| exec::ShellJob {
-                session_id: p.pid as u32,
-                command: format!("{} (in a copy)", p.command),
                 running: true,
                 status: None,
                 kind: "process".into(),
