@@ -51,6 +51,8 @@ pub struct ConfinedChild {
     pidfd: AsyncFd<OwnedFd>,
     /// The program's process group (or session), signalled by its id until it is reaped.
     group: std::sync::Arc<Group>,
+    /// Started by `Jail::unconfined`: killing it kills its process group too.
+    unconfined: bool,
     /// The program's mount namespace, held so its teardown happens off the call's path.
     mount_ns: Option<OwnedFd>,
     pub stdin: Option<pipe::Sender>,
@@ -180,6 +182,7 @@ impl Jail {
                 pid,
                 unreaped: std::sync::Mutex::new(true),
             }),
+            unconfined: plan.unconfined,
             mount_ns,
             stdin: None,
             stdout: None,
@@ -335,6 +338,10 @@ impl ConfinedChild {
 
     /// Kills the program, and with it every process of its PID namespace.
     pub fn kill(&self) {
+        // Unconfined, it is no PID 1 whose end ends the rest: its process group goes too.
+        if self.unconfined {
+            self.group.signal(libc::SIGKILL);
+        }
         // SAFETY: pidfd_send_signal on our own pidfd; fails harmlessly once it is gone.
         unsafe {
             libc::syscall(
@@ -381,25 +388,21 @@ impl ConfinedChild {
             return Ok(Some(None));
         }
         // Has it ended? (Looked at without reaping, so the group can be retired first.)
-        // SAFETY: `siginfo_t` is plain data; all zeroes is a valid value.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waitid on our own pidfd, writing into `info`, which lives across the call.
-        let ret = unsafe {
-            libc::waitid(
-                libc::P_PIDFD,
-                self.pidfd.get_ref().as_raw_fd() as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            )
-        };
-        if ret == -1 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: si_pid is valid for a CLD_* siginfo (zero when nothing ended).
-        if unsafe { info.si_pid() } == 0 {
+        if self.wait_id(libc::WNOWAIT)?.0 == 0 {
             return Ok(None);
         }
         self.retire_group();
+        let (pid, status, code) = self.wait_id(0)?;
+        if pid == 0 {
+            return Ok(None);
+        }
+        self.reaped = true;
+        Ok(Some((code == libc::CLD_EXITED).then_some(status)))
+    }
+
+    /// `waitid` on the program's pidfd without blocking, with `flags` added: the pid (zero
+    /// while it runs), its status and how it ended.
+    fn wait_id(&self, flags: libc::c_int) -> std::io::Result<(libc::pid_t, i32, i32)> {
         // SAFETY: `siginfo_t` is plain data; all zeroes is a valid value.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: waitid on our own pidfd, writing into `info`, which lives across the call.
@@ -408,7 +411,7 @@ impl ConfinedChild {
                 libc::P_PIDFD,
                 self.pidfd.get_ref().as_raw_fd() as libc::id_t,
                 &mut info,
-                libc::WEXITED | libc::WNOHANG,
+                libc::WEXITED | libc::WNOHANG | flags,
             )
         };
         if ret == -1 {
@@ -416,11 +419,7 @@ impl ConfinedChild {
         }
         // SAFETY: si_pid and si_status are valid for a CLD_* siginfo (zero when nothing ended).
         let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
-        if pid == 0 {
-            return Ok(None);
-        }
-        self.reaped = true;
-        Ok(Some((info.si_code == libc::CLD_EXITED).then_some(status)))
+        Ok((pid, status, info.si_code))
     }
 
     /// Waits (blocking the thread) until the program has ended; as PID 1 of its namespace,

@@ -51,7 +51,7 @@ mod tests;
 
 use std::collections::BTreeSet;
 
-pub use rules::{Rules, Verdict, judge};
+pub use rules::{Rules, Verdict, glob, judge};
 
 /// What the persistent shell already defines (from earlier calls): names that, as a command,
 /// run a function or an alias rather than a program.

@@ -237,8 +237,9 @@ fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-/// `*` in `pattern` matches any run of characters.
-fn glob(pattern: &str, text: &str) -> bool {
+/// `*` in `pattern` matches any run of characters: one word of a pattern against one word of
+/// a command (`run_command`'s allow-list reads its patterns' words the same way).
+pub fn glob(pattern: &str, text: &str) -> bool {
     let parts: Vec<&str> = pattern.split('*').collect();
     if parts.len() == 1 {
         return pattern == text;

@@ -380,29 +380,9 @@ fn matches(pattern: &str, program: &str, args: &[String]) -> bool {
     if args.len() < fixed.len() || (!rest && args.len() != fixed.len()) {
         return false;
     }
-    fixed.iter().zip(args).all(|(w, a)| glob(w, a))
+    fixed.iter().zip(args).all(|(w, a)| paddock_shell_judge::glob(w, a))
 }
 
-/// `*` in `pattern` matches any run of characters.
-fn glob(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == text;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !text.starts_with(first) || text.len() < first.len() + last.len() || !text.ends_with(last) {
-        return false;
-    }
-    let mut at = first.len();
-    let end = text.len() - last.len();
-    for part in &parts[1..parts.len() - 1] {
-        match text[at..end].find(part) {
-            Some(i) => at += i + part.len(),
-            None => return false,
-        }
-    }
-    true
-}
 
 fn refusal(allow: &[String], program: &str, args: &[String], key: &str) -> String {
     let shown: String = std::iter::once(program)
