@@ -226,6 +226,7 @@ pub(super) fn grants(entry: Option<&GrantsEntry>) -> Grant {
             yield_time: exec
                 .yield_ms
                 .map_or(defaults.yield_time, |n| Duration::from_millis(n.0)),
+            optional: exec.optional,
         });
     }
     if let Some(http) = &entry.http {

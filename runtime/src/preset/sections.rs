@@ -121,6 +121,10 @@ pub struct ExecEntry {
     /// leaving it running (`write_stdin` waits for more).
     #[serde(default)]
     pub yield_ms: Option<Positive>,
+    /// Where the jail cannot be set up, leave this plugin's tools out (the start says so)
+    /// instead of refusing to start the session.
+    #[serde(default)]
+    pub optional: bool,
     /// Host environment variables passed through; all others are cleared.
     #[serde(default)]
     pub env: Vec<String>,

@@ -159,6 +159,10 @@ pub struct ExecGrant {
     /// far, leaving it running.
     #[serde(default = "default_yield", skip_serializing_if = "is_default_yield")]
     pub yield_time: Duration,
+    /// Where the jail cannot be set up, the plugin's tools are left out rather than the
+    /// session refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
 }
 
 fn default_yield() -> Duration {
@@ -198,6 +202,7 @@ impl Default for ExecGrant {
             ask: Vec::new(),
             deny: Vec::new(),
             yield_time: Duration::from_secs(10),
+            optional: false,
         }
     }
 }

@@ -88,7 +88,12 @@ fn layers_relied_on(resolved: &crate::preset::ResolvedPreset) -> Result<(), Setu
     let exec = resolved
         .plugins
         .iter()
-        .filter(|p| p.grant.exec.as_ref().is_some_and(|e| e.confine))
+        .filter(|p| {
+            p.grant
+                .exec
+                .as_ref()
+                .is_some_and(|e| e.confine && !e.optional)
+        })
         .map(|p| format!("plugins.{}.grants.exec", p.name));
     let mcp = resolved
         .mcp
@@ -207,6 +212,54 @@ pub(crate) async fn judge_preset(
     })
 }
 
+/// Where the jail's layers are missing, the tools of plugins whose confined exec grant is
+/// `optional` are left out (as a lock leaves tools out), each plugin with a warning that says
+/// why and what runs them here.
+fn leave_out_unjailed(
+    registry: &mut Registry,
+    resolved: &crate::preset::ResolvedPreset,
+) -> Vec<crate::session::verdict::Shown> {
+    let Some(why) = crate::sandbox::layers()
+        .into_iter()
+        .filter(|l| matches!(l.name, "namespaces" | "landlock" | "seccomp"))
+        .find_map(|l| l.state.err())
+    else {
+        return Vec::new();
+    };
+    let mut warnings = Vec::new();
+    for plugin in &resolved.plugins {
+        let Some(exec) = &plugin.grant.exec else {
+            continue;
+        };
+        if !exec.confine || !exec.optional {
+            continue;
+        }
+        let tools: Vec<String> = registry
+            .tools()
+            .filter(|t| t.owner() == plugin.name)
+            .map(|t| t.spec.name.clone())
+            .collect();
+        registry.block(&tools);
+        let key = format!("plugins.{}.grants.exec", plugin.name);
+        warnings.push(crate::session::verdict::Shown {
+            error: false,
+            at: format!("preset {}", resolved.name),
+            key: key.clone(),
+            message: format!(
+                "the jail cannot be set up here ({why}), so plugin `{}`'s tools ({}) are left \
+                 out of this session (`{key}.optional = true`)",
+                plugin.name,
+                tools.join(", ")
+            ),
+            fix: format!(
+                "run where user namespaces are allowed, or, where a container is the outer \
+                 boundary, set `confine = \"off\"` in `{key}`"
+            ),
+        });
+    }
+    warnings
+}
+
 impl Judgement {
     /// The second half of `load_preset`: plugins, lock, registry, aliases, hooks.
     pub(crate) async fn load(self, approver: Box<dyn Approver>) -> Result<Loaded, SetupError> {
@@ -238,6 +291,8 @@ async fn load_judged(
         .await
         .map_err(|e| SetupError::new("BAD_PLUGIN", e.to_string()))?;
     registry.retain(|tool, owner| resolved.keeps(owner, tool));
+    let mut warnings = warnings;
+    warnings.extend(leave_out_unjailed(&mut registry, &resolved));
     lock.check_mcp(&mut registry, &resolved.name);
     lock.save()?;
     let mut aliases = AliasTable::default();

@@ -99,7 +99,17 @@ async fn a_task_runs_to_completion_and_every_step_is_logged_in_order() {
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(offered, ["read_file", "list_dir", "grep", "glob"]);
+    assert_eq!(
+        offered,
+        [
+            "read_file",
+            "list_dir",
+            "grep",
+            "glob",
+            "shell",
+            "write_stdin"
+        ]
+    );
     // C1: each tool goes out with its description and schema exactly as declared.
     let declared = session.tools();
     let sent = requests[0].body["tools"].as_array().unwrap();

@@ -300,17 +300,36 @@ async fn an_oversized_response_is_cut_at_the_cap() {
 static ALIASES: std::sync::LazyLock<AliasTable> = std::sync::LazyLock::new(AliasTable::default);
 
 #[tokio::test]
-async fn the_model_saying_bash_reaches_run_command() {
-    let s = session("shell", EXEC).await;
+async fn the_model_saying_bash_reaches_the_shell_and_its_argv_becomes_one_command() {
+    let mut s = session("shell", EXEC).await;
     let registry = s.registry.as_ref().expect("the plugin loads");
     let checked = paddock::calls::check_call(
         registry,
         &ALIASES,
         "Bash",
+        r#"{"command":"echo hi | wc -c","timeout":5000,"description":"count"}"#,
+    );
+    assert_eq!(checked.tool.as_deref(), Some("shell"));
+    let args = checked.args.expect("Bash's arguments are the shell's");
+    assert_eq!(args["timeout_ms"], 5000);
+    // codex's older `shell` tool sends an argument vector.
+    let argv = paddock::calls::check_call(
+        registry,
+        &ALIASES,
+        "shell",
+        r#"{"command":["bash","-lc","ls | head -1"]}"#,
+    );
+    assert_eq!(argv.args.expect("joined")["command"], "ls | head -1");
+    // With no shell tool, Bash still means run_command.
+    let without = s.registry.as_mut().expect("the plugin loads");
+    without.block(&["shell".to_string()]);
+    let checked = paddock::calls::check_call(
+        without,
+        &ALIASES,
+        "Bash",
         r#"{"program":"echo","args":["hi"]}"#,
     );
     assert_eq!(checked.tool.as_deref(), Some("run_command"));
-    assert!(checked.args.is_ok(), "{:?}", checked.args);
 }
 
 /// paddock's data directory (compiled code, its key, session logs) is covered by an empty
