@@ -178,3 +178,41 @@ fn too_deep(source: &str) -> Option<String> {
         format!("brackets nest deeper than {MAX_NESTING} levels, more than this analysis parses")
     })
 }
+
+/// `words` as one line of bash that runs exactly them: each word as itself when bash would
+/// read nothing in it, else single-quoted. (How a program and its arguments given apart, as
+/// `run_command` takes them, are judged and shown like a shell command.)
+pub fn quote_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|word| {
+            let plain = !word.is_empty()
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+            if plain {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod quote_tests {
+    use super::*;
+
+    #[test]
+    fn quoted_words_are_read_back_as_the_same_command() {
+        let words: Vec<String> = ["git", "commit", "-m", "it's $(rm x)", ""]
+            .map(String::from)
+            .into();
+        let line = quote_words(&words);
+        assert_eq!(line, r#"git commit -m 'it'\''s $(rm x)' ''"#);
+        let analysis = analyse(&line, &Session::default());
+        assert_eq!(analysis.commands.len(), 1, "{analysis:?}");
+        assert_eq!(analysis.commands[0].argv, words);
+    }
+}

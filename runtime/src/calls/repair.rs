@@ -253,7 +253,7 @@ pub fn join_argv(mut value: Value, schema: &Value, repairs: &mut Vec<Repair>) ->
         [shell, flag, script] if shells.contains(&shell.as_str()) && flag.starts_with('-') && flag.ends_with('c') => {
             script.clone()
         }
-        _ => words.iter().map(|w| bash_word(w)).collect::<Vec<_>>().join(" "),
+        _ => paddock_shell_judge::quote_words(&words),
     };
     object.insert("command".into(), Value::String(script));
     repairs.push(Repair::ArgvJoined {
@@ -262,18 +262,6 @@ pub fn join_argv(mut value: Value, schema: &Value, repairs: &mut Vec<Repair>) ->
     value
 }
 
-/// `word` as one bash word: itself when it has nothing bash would read, else single-quoted.
-fn bash_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
-}
 /// Step 4 (V7): concatenated objects. Copies of one object are that object; of different
 /// ones, the first that passes the schema (after remapping its names) is taken, else the first,
 /// and the others are recorded as not run.

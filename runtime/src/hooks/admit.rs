@@ -9,7 +9,9 @@ use crate::contract::ToolResult;
 use crate::log::Asked;
 use crate::pipeline::{Admission, AfterCall, CallGate, GateCall};
 use crate::preset::ApprovalMode;
-use crate::sandbox::{Permission, ShellJudgement, ShellVerdict, judge_shell_command};
+use crate::sandbox::{
+    Permission, ShellJudgement, ShellVerdict, judge_program, judge_shell_command,
+};
 
 impl HookChain {
     /// Approval by risk, combined with what the hooks said: the stricter wins. `Ok(Some(how))`
@@ -19,9 +21,22 @@ impl HookChain {
         call: GateCall<'_>,
         verdict: &PreVerdict,
         shell: Option<(ShellJudgement, String)>,
+        program: Option<ShellJudgement>,
     ) -> Result<Option<Asked>, Refused> {
         let (mode, tier) = self.approval.mode(call.tool.meta.risk);
         let key = format!("approval.{tier}");
+        // A program the exec rules refuse is refused before any question; one an `ask` rule
+        // matches is asked about whatever its tier allows.
+        let program_ask = match program.map(|p| p.verdict) {
+            Some(ShellVerdict::Deny(reason)) => {
+                return Err(Refused {
+                    reason,
+                    by: RefusedBy::Policy,
+                });
+            }
+            Some(ShellVerdict::Ask(reasons)) => Some(reasons.join("; ")),
+            _ => None,
+        };
         // A shell call is judged by what it runs, under the rules the user wrote for the
         // plugin's programs; its tier (every tool importing exec is high) does not apply.
         if mode == ApprovalMode::Deny && shell.is_none() {
@@ -50,6 +65,12 @@ impl HookChain {
                 }
                 ShellVerdict::Ask(reasons) => (reasons.join("; "), exec_key.clone()),
             },
+            (_, _, None) if program_ask.is_some() => (
+                program_ask.clone().unwrap_or_default(),
+                call.plugin
+                    .map(|(plugin, _)| format!("plugins.{plugin}.grants.exec"))
+                    .unwrap_or(key),
+            ),
             (_, ApprovalMode::Ask, None) => (
                 format!("the preset asks for {tier}-risk tools (`{key} = \"ask\"`)"),
                 key,
@@ -215,7 +236,14 @@ impl CallGate for HookChain {
                 context: verdict.context,
             };
         }
-        match self.approve(rewritten, &verdict, shell).await {
+        let program = match (&shell, call.plugin) {
+            (None, Some((plugin, grant))) => grant
+                .exec
+                .as_ref()
+                .and_then(|exec| judge_program(exec, plugin, &verdict.args)),
+            _ => None,
+        };
+        match self.approve(rewritten, &verdict, shell, program).await {
             Ok(approval) => {
                 if let Some(how) = approval {
                     self.approved_calls().insert(call.call_id.to_string(), how);

@@ -197,10 +197,7 @@ async fn execute_unbounded(
                     host: s.host.clone(),
                     guest: s.guest.clone(),
                 }),
-                admitted_command: args
-                    .get("command")
-                    .and_then(serde_json::Value::as_str)
-                    .map(str::to_string),
+                admitted_command: crate::sandbox::admitted_command(&args),
                 live_output: cx.live.clone().map(|tap| {
                     let id = call_id.to_string();
                     crate::sandbox::LiveOutput::new(move |text: &str| tap(&id, text))

@@ -22,6 +22,7 @@ use crate::sandbox::capability::confined::{Confined, ConfinedRun, Program};
 use crate::sandbox::capability::exec_policy;
 use crate::sandbox::capability::locate::{find_program, host_dir};
 use crate::sandbox::capability::shell;
+use crate::sandbox::capability::shell::judge::{ShellVerdict, judge_argv};
 use crate::sandbox::fs::protect::Protect;
 use crate::sandbox::grant::{ExecGrant, Mount};
 use crate::sandbox::wasm::bindings::exec;
@@ -35,6 +36,8 @@ struct ExecCall {
     protect: Protect,
     deadline: Instant,
     cancel: CancellationToken,
+    /// The command the call's gate admitted (`shell::judge::admitted_command`).
+    admitted: Option<String>,
 }
 
 impl exec::Host for CallState {
@@ -49,6 +52,7 @@ impl exec::Host for CallState {
             protect: self.protect.clone(),
             deadline: self.deadline,
             cancel: self.cancel.clone(),
+            admitted: self.admitted_command.clone(),
         };
         run(call, cmd)
     }
@@ -146,7 +150,21 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
         ));
     };
     exec_policy::check(&grant.allow, &cmd.program, &cmd.args, &key)?;
-    exec_policy::check_deny(&grant.deny, &cmd.program, &cmd.args, &key)?;
+    // The grant's `deny` and `ask` rules hold for a program as for a shell command: one an
+    // `ask` rule matches runs only when it is the command the call's gate admitted.
+    let mut words = vec![cmd.program.clone()];
+    words.extend(cmd.args.iter().cloned());
+    let line = paddock_shell_judge::quote_words(&words);
+    match judge_argv(grant, &words, &key)?.verdict {
+        ShellVerdict::Deny(reason) => return Err(format!("refused: {reason}")),
+        ShellVerdict::Ask(reasons) if call.admitted.as_deref() != Some(line.as_str()) => {
+            return Err(format!(
+                "`{line}` needs the user's approval ({}), and this call does not carry it",
+                reasons.join("; ")
+            ));
+        }
+        ShellVerdict::Ask(_) | ShellVerdict::Allow => {}
+    }
     let program = find_program(&cmd.program)?;
     let cwd = host_dir(&call.mounts, cmd.cwd.as_deref())?;
     let mut timeout = grant

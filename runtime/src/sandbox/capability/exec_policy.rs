@@ -252,37 +252,6 @@ pub(in crate::sandbox) fn risky_option(
         .map(|(rule, used)| refused_option(name, rule, used, key))
 }
 
-/// Refuses `program args` when one of the grant's `deny` patterns matches it, read as the
-/// shell's rules read them (the literal words in order, anywhere after the program).
-pub(in crate::sandbox) fn check_deny(
-    deny: &[String],
-    program: &str,
-    args: &[String],
-    key: &str,
-) -> Result<(), String> {
-    if deny.is_empty() {
-        return Ok(());
-    }
-    let rules = paddock_shell_judge::Rules::new(&[], &[], deny).map_err(|e| format!("`{key}`: {e}"))?;
-    let mut argv = vec![program.to_string()];
-    argv.extend(args.iter().cloned());
-    let analysis = paddock_shell_judge::Analysis {
-        commands: vec![paddock_shell_judge::Command {
-            program: program.rsplit('/').next().unwrap_or(program).to_string(),
-            text: argv.join(" "),
-            argv,
-            via: Vec::new(),
-            dynamic: Vec::new(),
-            more_args: false,
-        }],
-        ..Default::default()
-    };
-    match paddock_shell_judge::judge(&analysis, &rules) {
-        paddock_shell_judge::Verdict::Deny(reason) => Err(format!("refused: {reason} (`{key}.deny`)")),
-        _ => Ok(()),
-    }
-}
-
 /// The patterns of `allow` that `program args` matches.
 pub(in crate::sandbox) fn matching<'a>(
     allow: &'a [String],

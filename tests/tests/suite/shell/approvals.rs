@@ -168,3 +168,44 @@ fn a_denied_command_is_refused_naming_the_deny_rule() {
     }
     assert_eq!(answers[2].status(), Some(0), "{:?}", answers[2]);
 }
+
+#[test]
+fn run_command_is_held_to_the_same_ask_and_deny_rules_through_what_it_wraps() {
+    let scene = scene(
+        r#"allow = ["git *", "sh", "ls"], ask = ["git push *", "rm *"], deny = ["git push --force *"], env = ["PATH", "HOME", "LANG"]"#,
+    );
+    let answers = scene.run(&[
+        (
+            "run_command",
+            serde_json::json!({"program": "git", "args": ["status", "--short"]}),
+        ),
+        (
+            "run_command",
+            serde_json::json!({"program": "git", "args": ["push", "origin", "main"]}),
+        ),
+        (
+            "run_command",
+            serde_json::json!({"program": "sh", "args": ["-c", "ls; rm x"]}),
+        ),
+        (
+            "run_command",
+            serde_json::json!({"program": "git", "args": ["push", "--force", "origin"]}),
+        ),
+    ]);
+    assert!(
+        answers[0].ok,
+        "an allowed program runs unasked: {answers:?}"
+    );
+    for asked in &answers[1..3] {
+        assert!(!asked.ok, "{asked:?}");
+        assert!(asked.error.contains("needs approval"), "{}", asked.error);
+    }
+    assert!(
+        answers[3]
+            .error
+            .contains("deny rule \"git push --force *\""),
+        "{}",
+        answers[3].error
+    );
+    assert!(scene.root().join("x").exists(), "nothing removed x");
+}

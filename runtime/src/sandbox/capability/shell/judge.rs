@@ -109,6 +109,70 @@ pub(in crate::sandbox) fn judge_command(
     })
 }
 
+/// The command a call's arguments ask for, as the gate shows and admits it: a shell
+/// `command`, or a `program` with its `args` as one line of bash.
+pub fn admitted_command(args: &serde_json::Value) -> Option<String> {
+    if let Some(command) = args.get("command").and_then(serde_json::Value::as_str) {
+        return Some(command.to_string());
+    }
+    program_words(args).map(|words| paddock_shell_judge::quote_words(&words))
+}
+
+/// `program` and its `args`, when the call names a program.
+fn program_words(args: &serde_json::Value) -> Option<Vec<String>> {
+    let program = args.get("program")?.as_str()?;
+    let mut words = vec![program.to_string()];
+    words.extend(
+        args.get("args")
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string)),
+    );
+    Some(words)
+}
+
+/// A call that names a program (`run_command`) judged by the same rules as a shell command:
+/// refused when the allow-list or a `deny` rule refuses it, asked when an `ask` rule matches
+/// it, and otherwise left to its tier; `None` when the call names no program.
+pub fn judge_program(
+    grant: &ExecGrant,
+    plugin: &str,
+    args: &serde_json::Value,
+) -> Option<ShellJudgement> {
+    let words = program_words(args)?;
+    let key = format!("plugins.{plugin}.grants.exec");
+    let line = paddock_shell_judge::quote_words(&words);
+    let refused = |reason: String| ShellJudgement {
+        verdict: ShellVerdict::Deny(reason),
+        shown: vec![format!("runs: {line}")],
+        writes: Vec::new(),
+    };
+    // What the capability would refuse is refused here, without a question.
+    if let Err(reason) = exec_policy::check(&grant.allow, &words[0], &words[1..], &key) {
+        return Some(refused(reason));
+    }
+    Some(match judge_argv(grant, &words, &key) {
+        Ok(judged) => judged,
+        Err(reason) => refused(reason),
+    })
+}
+
+/// A program and its arguments (allowed by the allow-list already) judged by the `ask` and
+/// `deny` rules alone, through what it wraps (`sh -c "git push"` is `git push`).
+pub(in crate::sandbox) fn judge_argv(
+    grant: &ExecGrant,
+    words: &[String],
+    key: &str,
+) -> Result<ShellJudgement, String> {
+    let only_ask_and_deny = ExecGrant {
+        allow: vec!["*".to_string()],
+        ..grant.clone()
+    };
+    let line = paddock_shell_judge::quote_words(words);
+    judge_command(&only_ask_and_deny, &Session::default(), &line, key)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,5 +249,33 @@ mod tests {
             judged.shown
         );
         assert!(judged.shown.iter().any(|l| l == "writes: out.txt"), "{:?}", judged.shown);
+    }
+
+    #[test]
+    fn a_program_call_is_held_to_the_same_ask_and_deny_rules() {
+        let g = grant(&["git *"], &["git push *"], &["git push --force *"]);
+        let call = |args: serde_json::Value| judge_program(&g, "shell", &args).unwrap().verdict;
+        assert_eq!(
+            call(serde_json::json!({"program": "git", "args": ["status"]})),
+            ShellVerdict::Allow
+        );
+        assert!(matches!(
+            call(serde_json::json!({"program": "git", "args": ["-C", ".", "push"]})),
+            ShellVerdict::Ask(_)
+        ));
+        assert!(matches!(
+            call(serde_json::json!({"program": "git", "args": ["push", "--force", "origin"]})),
+            ShellVerdict::Deny(_)
+        ));
+        // What the allow-list refuses is refused, never asked about.
+        assert!(matches!(
+            call(serde_json::json!({"program": "rm", "args": ["x"]})),
+            ShellVerdict::Deny(_)
+        ));
+        assert_eq!(
+            admitted_command(&serde_json::json!({"program": "git", "args": ["commit", "-m", "a b"]})),
+            Some("git commit -m 'a b'".to_string())
+        );
+        assert!(judge_program(&g, "shell", &serde_json::json!({"command": "ls"})).is_none());
     }
 }
