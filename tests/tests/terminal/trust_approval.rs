@@ -151,10 +151,11 @@ async fn on_a_terminal_y_runs_once_a_approves_the_pattern_and_n_sends_a_reason()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exec_question_shows_program_and_argv_first_and_elides_long_values() {
     let project = Project::new(&[]);
+    // A program the allow-list allows: one it refuses is refused without a question.
     let args = serde_json::json!({
         "stdin": "x".repeat(3000),
         "program": "git",
-        "args": ["push", "--force", "origin"],
+        "args": ["log", "--oneline", "origin"],
     })
     .to_string();
     let server = ScriptedServer::start(Script {
@@ -177,13 +178,13 @@ async fn an_exec_question_shows_program_and_argv_first_and_elides_long_values() 
     pty.expect(QUESTION);
     let screen = pty.text();
     let command = screen
-        .find("| command: git push --force origin")
+        .find("| command: git log --oneline origin")
         .expect(&screen);
     let stdin = screen.find("| stdin: \"xxx").expect(&screen);
     assert!(command < stdin, "argv first: {screen}");
     assert!(screen.contains("bytes elided of 3002 bytes"), "{screen}");
     assert!(
-        screen.contains("a = always run run_command git push* in this session"),
+        screen.contains("a = always run run_command git log* in this session"),
         "{screen}"
     );
     pty.type_line("n");
