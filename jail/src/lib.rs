@@ -21,6 +21,7 @@
 
 mod child;
 mod filter;
+mod group;
 mod mask;
 mod probe;
 mod pty;
@@ -42,10 +43,11 @@ pub use pty::Pty;
 pub mod terminal {
     pub use super::pty::{read, write};
 }
+pub use group::Group;
 pub use retire::retire;
 pub use retire::settle;
 pub use rules::FsAccess;
-pub use spawn::{ConfinedChild, Group, Program};
+pub use spawn::{ConfinedChild, Program};
 
 /// The type `setrlimit` takes its resource as: glibc's own, an `int` elsewhere (musl, the
 /// static binary's libc).

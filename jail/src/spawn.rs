@@ -50,7 +50,7 @@ pub struct Program<'a> {
 pub struct ConfinedChild {
     pidfd: AsyncFd<OwnedFd>,
     /// The program's process group (or session), signalled by its id until it is reaped.
-    group: std::sync::Arc<Group>,
+    group: std::sync::Arc<super::group::Group>,
     /// Started by `Jail::unconfined`: killing it kills its process group too.
     unconfined: bool,
     /// The program's mount namespace, held so its teardown happens off the call's path.
@@ -178,10 +178,7 @@ impl Jail {
         let mut child = ConfinedChild {
             // SAFETY: the pidfd is ours alone; nothing else registers or closes it.
             pidfd: unsafe { AsyncFd::register(pidfd) }.map_err(|e| format!("pidfd: {e}"))?,
-            group: std::sync::Arc::new(Group {
-                pid,
-                unreaped: std::sync::Mutex::new(true),
-            }),
+            group: std::sync::Arc::new(super::group::Group::new(pid)),
             unconfined: plan.unconfined,
             mount_ns,
             stdin: None,
@@ -362,24 +359,20 @@ impl ConfinedChild {
 
     /// A handle that signals the program's process group from anywhere until the program is
     /// reaped, and does nothing after.
-    pub fn group(&self) -> std::sync::Arc<Group> {
+    pub fn group(&self) -> std::sync::Arc<super::group::Group> {
         self.group.clone()
     }
 
     /// The program's pid as paddock's namespace sees it (its processes are listed under
     /// `/proc` with the same PID namespace as this one).
     pub fn pid(&self) -> libc::pid_t {
-        self.group.pid
+        self.group.pid()
     }
 
     /// Stops `Group::signal` before the program is reaped, so its id, free again after,
     /// is never signalled.
     fn retire_group(&self) {
-        *self
-            .group
-            .unreaped
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = false;
+        self.group.retire();
     }
 
     /// `Some(code)` once the process has ended and been reaped.
@@ -441,30 +434,6 @@ impl ConfinedChild {
             );
         }
         self.reaped = true;
-    }
-}
-
-/// A confined program's process group, signalled only while the program is unreaped: its id
-/// is the program's pid, which the kernel gives no other process until then.
-pub struct Group {
-    pid: libc::pid_t,
-    unreaped: std::sync::Mutex<bool>,
-}
-
-impl Group {
-    /// Sends `signal` to every process of the group; nothing once the program is reaped.
-    pub fn signal(&self, signal: libc::c_int) {
-        let unreaped = self
-            .unreaped
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if *unreaped {
-            // SAFETY: killpg has no memory-safety preconditions; under the lock the group's
-            // leader is unreaped, so the id is still its.
-            unsafe {
-                libc::killpg(self.pid, signal);
-            }
-        }
     }
 }
 

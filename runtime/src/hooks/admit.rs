@@ -10,7 +10,7 @@ use crate::log::Asked;
 use crate::pipeline::{Admission, AfterCall, CallGate, GateCall};
 use crate::preset::ApprovalMode;
 use crate::sandbox::{
-    Permission, ShellJudgement, ShellVerdict, judge_program, judge_shell_command,
+    Permission, ShellJudgement, ShellVerdict, is_follow_up, judge_program, judge_shell_command,
 };
 
 impl HookChain {
@@ -181,7 +181,7 @@ async fn shell_judgement(
         // A follow-up of a command already judged (waiting for it, interrupting it, typing
         // into its terminal) starts nothing: the capability acts only on the session's own
         // commands, and runs no other program without the rules allowing it.
-        if call.args.get("session_id").is_some_and(serde_json::Value::is_u64) {
+        if is_follow_up(call.args) {
             return Ok(Some((
                 ShellJudgement {
                     verdict: ShellVerdict::Allow,

@@ -198,6 +198,7 @@ async fn execute_unbounded(
                     guest: s.guest.clone(),
                 }),
                 admitted_command: crate::sandbox::admitted_command(&args),
+                follow_up: crate::sandbox::is_follow_up(&args),
                 live_output: cx.live.clone().map(|tap| {
                     let id = call_id.to_string();
                     crate::sandbox::LiveOutput::new(move |text: &str| tap(&id, text))

@@ -248,6 +248,10 @@ pub struct Grant {
     /// only when it is exactly this one.
     #[serde(skip)]
     pub admitted_command: Option<String>,
+    /// The gate admitted the call as a follow-up of a command already judged (it names a
+    /// `session_id` and no command): the `exec` capability starts no program in it.
+    #[serde(skip)]
+    pub follow_up: bool,
     /// What the plugin's capabilities keep across the calls of one session (its shell).
     #[serde(skip)]
     pub session: SessionState,

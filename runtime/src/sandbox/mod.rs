@@ -25,7 +25,8 @@ pub use capability::server::{ServerProcess, ServerSpec};
 pub use fs::leftovers::{call_tag, remove_temp};
 pub(crate) use fs::private_dir::create_private_dir;
 pub use fs::protect::Protect;
-pub use capability::shell::judge::{ShellJudgement, ShellVerdict, admitted_command, judge_program};
+pub use capability::shell::judge::{ShellJudgement, ShellVerdict, admitted_command, is_follow_up, judge_program,
+};
 pub use capability::shell::judge_for_gate as judge_shell_command;
 pub use grant::{
     Capability, ExecGrant, Grant, HttpGrant, Limits, LiveOutput, Mount, MountMode, SessionState,

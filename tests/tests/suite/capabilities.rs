@@ -360,3 +360,50 @@ async fn the_data_directory_is_hidden_from_programs_whatever_they_may_read() {
     assert!(out.content.contains("done"), "{}", out.content);
     assert!(!out.content.contains("DATA-DIR-SECRET"), "{}", out.content);
 }
+
+/// A call the gate admitted as a follow-up of a judged command (it names a `session_id` and no
+/// command, so nothing was asked) starts no program, whatever tool of the plugin it is and
+/// whatever the allow-list allows: a plugin cannot pass `session_id` to skip the question.
+#[tokio::test]
+async fn a_follow_up_call_starts_no_program_whatever_its_tool() {
+    let s = session("shell", EXEC).await;
+    let registry = s.registry.as_ref().expect("the plugin loads");
+    for (tool, args) in [
+        (
+            "run_command",
+            r#"{"program":"sh","args":["-c","touch ran"]}"#,
+        ),
+        ("shell", r#"{"command":"touch ran"}"#),
+    ] {
+        let entry = registry.get(tool).expect("registered");
+        let grant = paddock::sandbox::Grant {
+            follow_up: true,
+            ..entry.grant.clone()
+        };
+        let report = sandbox()
+            .call(
+                entry.plugin().expect("a plugin"),
+                tool,
+                args,
+                &grant,
+                &CancellationToken::new(),
+            )
+            .await;
+        let error = report.result.expect_err(tool);
+        assert!(
+            error.message.contains("start no program"),
+            "{tool}: {}",
+            error.message
+        );
+        assert!(!s.work.path().join("ran").exists(), "{tool} ran a program");
+    }
+    // The same calls, not follow-ups, run.
+    let ran = call(
+        &s,
+        "run_command",
+        r#"{"program":"sh","args":["-c","touch ran"]}"#,
+    )
+    .await;
+    assert!(ran.result.is_ok(), "{:?}", ran.result);
+    assert!(s.work.path().join("ran").exists());
+}

@@ -22,7 +22,7 @@ use crate::sandbox::capability::confined::{Confined, ConfinedRun, Program};
 use crate::sandbox::capability::exec_policy;
 use crate::sandbox::capability::locate::{find_program, host_dir};
 use crate::sandbox::capability::shell;
-use crate::sandbox::capability::shell::judge::{ShellVerdict, judge_argv};
+use crate::sandbox::capability::shell::judge::{self, ShellVerdict, judge_argv};
 use crate::sandbox::fs::protect::Protect;
 use crate::sandbox::grant::{ExecGrant, Mount};
 use crate::sandbox::wasm::bindings::exec;
@@ -38,6 +38,8 @@ struct ExecCall {
     cancel: CancellationToken,
     /// The command the call's gate admitted (`shell::judge::admitted_command`).
     admitted: Option<String>,
+    /// Admitted as a follow-up of a judged command: it may start nothing.
+    follow_up: bool,
 }
 
 impl exec::Host for CallState {
@@ -53,6 +55,7 @@ impl exec::Host for CallState {
             deadline: self.deadline,
             cancel: self.cancel.clone(),
             admitted: self.admitted_command.clone(),
+            follow_up: self.follow_up,
         };
         run(call, cmd)
     }
@@ -88,6 +91,7 @@ impl CallState {
             output_bytes: self.output_bytes,
             spill: self.spill.clone(),
             admitted: self.admitted_command.clone(),
+            follow_up: self.follow_up,
             session: self.session.clone(),
             live: self.live_output.clone(),
             deadline: self.deadline,
@@ -149,6 +153,9 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
             "running programs is not granted to this plugin; add `{key}` to the preset"
         ));
     };
+    if call.follow_up {
+        return Err(judge::FOLLOW_UP.to_string());
+    }
     exec_policy::check(&grant.allow, &cmd.program, &cmd.args, &key)?;
     // The grant's `deny` and `ask` rules hold for a program as for a shell command: one an
     // `ask` rule matches runs only when it is the command the call's gate admitted.

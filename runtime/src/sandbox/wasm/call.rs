@@ -127,6 +127,7 @@ impl Sandbox {
             output_bytes: limits.output_bytes,
             spill: grant.spill.clone(),
             admitted_command: grant.admitted_command.clone(),
+            follow_up: grant.follow_up,
             session: grant.session.clone(),
             live_output: grant.live_output.clone(),
             fs_guard: Arc::new(FsGuard::new(roots, grant.protect.clone())),

@@ -61,6 +61,7 @@ pub struct CallState {
     pub(in crate::sandbox) output_bytes: Option<u64>,
     pub(in crate::sandbox) spill: Option<SpillTarget>,
     pub(in crate::sandbox) admitted_command: Option<String>,
+    pub(in crate::sandbox) follow_up: bool,
     pub(in crate::sandbox) session: SessionState,
     pub(in crate::sandbox) live_output: Option<LiveOutput>,
     /// Protected paths in the mounts, checked on every filesystem change (K2).

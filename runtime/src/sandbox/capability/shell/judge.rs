@@ -118,6 +118,19 @@ pub fn admitted_command(args: &serde_json::Value) -> Option<String> {
     program_words(args).map(|words| paddock_shell_judge::quote_words(&words))
 }
 
+/// Why a follow-up call may start no program.
+pub(in crate::sandbox) const FOLLOW_UP: &str = "this call names a `session_id` and no command, so it \
+     was admitted as a follow-up of a command already judged, without a question; it may wait \
+     for, interrupt or type into that command, and start no program";
+
+/// Whether a call's arguments make it a follow-up of a command already judged: a
+/// `session_id`, and no command or program of its own. The gate asks nothing about it, so the
+/// capability starts no program in it.
+pub fn is_follow_up(args: &serde_json::Value) -> bool {
+    args.get("session_id").is_some_and(serde_json::Value::is_u64)
+        && admitted_command(args).is_none()
+}
+
 /// `program` and its `args`, when the call names a program.
 fn program_words(args: &serde_json::Value) -> Option<Vec<String>> {
     let program = args.get("program")?.as_str()?;

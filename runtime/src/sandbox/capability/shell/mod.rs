@@ -58,6 +58,8 @@ pub(in crate::sandbox) struct ShellCall {
     pub output_bytes: Option<u64>,
     pub spill: Option<SpillTarget>,
     pub admitted: Option<String>,
+    /// Admitted as a follow-up of a judged command (see `judge::is_follow_up`).
+    pub follow_up: bool,
     pub session: SessionState,
     pub live: Option<LiveOutput>,
     pub deadline: std::time::Instant,
@@ -188,6 +190,9 @@ pub(in crate::sandbox) async fn shell(
     cmd: exec::ShellCommand,
 ) -> Result<exec::ShellReport, String> {
     let grant = call.grant()?.clone();
+    if call.follow_up {
+        return Err(judge::FOLLOW_UP.to_string());
+    }
     let key = call.key();
     let yield_for = if cmd.background {
         Duration::ZERO
