@@ -2,13 +2,15 @@
 //! against a model server (here the scripted one the tests use), a message sent, the turn
 //! steered while it works, its `TurnEnd` read, and the session reopened and continued.
 //!
-//! Run it with `cargo run -p paddock-tests --example embed`; the suite runs it too.
+//! Run it with `cargo run -p paddock --example embed`; the suite runs it too.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use paddock::{
     Entry, Env, Lane, ModelChoice, NoOneToAsk, Observer, Quiet, ReopenOptions, Session, Source,
     StopReason, TurnEnd,
 };
-use paddock_tests::scripted::{Script, ScriptCall, ScriptedServer, Step, Turn};
+use paddock_scripted::{Script, ScriptCall, ScriptedServer, Step, Turn};
 
 /// Steers the turn the moment its first tool call starts: the steering goes in before the
 /// next model request.

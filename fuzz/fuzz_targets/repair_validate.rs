@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use paddock::calls::{AliasTable, ToolIndex, check_call};
-use paddock::contract::{RuntimeMeta, ToolSpec};
+use paddock_types::contract::{RuntimeMeta, ToolSpec};
 use serde_json::json;
 
 struct Tools(Vec<(ToolSpec, jsonschema::Validator)>);

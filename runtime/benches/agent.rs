@@ -16,6 +16,8 @@
 //! Ends with one line:
 //! `BENCH turn_overhead_us=… fsync_us=… parallel_turn_ms=… derive_ms_10k=…` (bar: ≤ 50 ms).
 
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod common;
 #[path = "common/long_session.rs"]
 mod long_session;
@@ -30,7 +32,7 @@ use paddock::calls::AliasTable;
 use paddock::log::{Body, LogWriter, SessionLog, Source};
 use paddock::model::{EventSink, ModelRequest, Provider};
 use paddock::preset::LoopBudgets;
-use paddock::sandbox::Sandbox;
+use paddock_sandbox::Sandbox;
 use tokio_util::sync::CancellationToken;
 
 /// The bench plugin, read-only on the work directory.

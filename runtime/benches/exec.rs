@@ -12,6 +12,8 @@
 //! Ends with one line: `BENCH exec_p50_us=… plain_p50_us=… confined_over_plain=…
 //! tree100k_p50_us=… tree100k_over_small=…`.
 
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod common;
 
 use common::{micros, percentile};
@@ -20,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use paddock::calls::{AliasTable, Registry};
 use paddock::pipeline::run_call;
-use paddock::sandbox::Sandbox;
+use paddock_sandbox::Sandbox;
 
 const ROUNDS: usize = 300;
 

@@ -7,6 +7,8 @@
 //!
 //! Ends with one line: `BENCH hook_pair_p50_us=… process_over_wasm=…`.
 
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod common;
 
 use common::{micros, percentile};
@@ -16,12 +18,13 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use paddock::contract::{Risk, RuntimeMeta, ToolOutput, ToolSpec};
-use paddock::hooks::{Approval, HookChain, TerminalApprover};
+use paddock_types::contract::{Risk, RuntimeMeta, ToolOutput, ToolSpec};
+use paddock::ask::NoOneToAsk;
+use paddock::hooks::{Approval, HookChain};
 use paddock::pipeline::GateCall;
 use paddock::plugin_store::PluginStore;
 use paddock::preset::{self, ResolveContext};
-use paddock::sandbox::{Permission, Sandbox};
+use paddock_sandbox::{Permission, Sandbox};
 use tokio_util::sync::CancellationToken;
 
 /// One command-hook decision: spawn, write the event, read and parse the answer.
@@ -66,7 +69,7 @@ async fn run() {
     let store = PluginStore::open(work.path().join("home"));
     let approval = Approval {
         policy: resolved.approval,
-        approver: Box::new(TerminalApprover::new()),
+        approver: Box::new(NoOneToAsk),
     };
     let chain = HookChain::load(&sandbox, &store, &resolved, approval)
         .await

@@ -12,6 +12,8 @@
 //!
 //! Ends with one line: `BENCH mcp_call_p50_us=… direct_p50_us=… mcp_over_direct=…`.
 
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod common;
 
 use common::{micros, percentile};
@@ -21,7 +23,7 @@ use std::time::Instant;
 
 use paddock::calls::AliasTable;
 use paddock::pipeline::run_call;
-use paddock::sandbox::Sandbox;
+use paddock_sandbox::Sandbox;
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ContentBlock};
 

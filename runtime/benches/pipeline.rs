@@ -12,6 +12,8 @@
 //! Ends with one line: `BENCH validate_p50_us=… broken_p50_us=… repair_p50_us=… sched_overhead_us=…
 //! parallel_speedup=…`. Bars: `validate_p50_us` ≤ 20 and `repair_p50_us` ≤ 20.
 
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod common;
 
 use common::{micros, percentile};
@@ -20,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use paddock::calls::{AliasTable, Registry, check_call};
 use paddock::pipeline::{RawCall, Scheduler};
-use paddock::sandbox::Sandbox;
+use paddock_sandbox::Sandbox;
 use tokio_util::sync::CancellationToken;
 
 /// The bench plugin and fs, both read-write on the work directory.

@@ -18,6 +18,8 @@
 //! then per language `LANG_call_p50_us=… LANG_cold_ms=… LANG_size_kb=…` (rust, js, py), then
 //! `install_oci_ms=… verify_ms=…`.
 
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod common;
 
 use common::{micros, percentile, plugin_bytes};
@@ -25,7 +27,7 @@ use common::{micros, percentile, plugin_bytes};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use paddock::sandbox::{Grant, Limits, Mount, MountMode, Plugin, Sandbox};
+use paddock_sandbox::{Grant, Limits, Mount, MountMode, Plugin, Sandbox};
 use tokio_util::sync::CancellationToken;
 
 fn grant(mounts: Vec<Mount>) -> Grant {

@@ -15,6 +15,8 @@
 //! shell_over_bash_c=… shell_over_run_command=… poll_p50_us=… out100mb_ms=…
 //! out100mb_rss_growth_mb=…`.
 
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod common;
 
 use common::{micros, percentile};
@@ -23,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use paddock::calls::{AliasTable, Registry};
 use paddock::pipeline::{CallContext, run_call};
-use paddock::sandbox::Sandbox;
+use paddock_sandbox::Sandbox;
 
 const ROUNDS: usize = 200;
 const WARM: usize = 10;

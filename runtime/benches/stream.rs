@@ -1,4 +1,4 @@
-//! `cargo xtask bench stream`: how fast the assemblers turn SSE into messages (SPEC M1, V2).
+//! `cargo xtask bench stream`: how fast the assemblers turn SSE into messages (M1, V2).
 //!
 //! Two numbers. `assemble_mb_s`: SSE bytes per second through the whole in-memory path (UTF-8
 //! repair, `eventsource-stream` framing, JSON parsing, assembly), for a long response cut into
@@ -6,6 +6,8 @@
 //! the median time from handing over the last chunk of a typical tool-calling response (the one
 //! carrying the finish reason, usage and end marker) to the finished message, arguments parsed.
 //! No HTTP here: the network path is exercised by the end-to-end tests.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod common;
 

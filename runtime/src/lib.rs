@@ -22,6 +22,12 @@
 //! under it is a stable interface.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
+// A type an embedder can hold but cannot name (a field's type, a return type) is a hole in the
+// interface: export it or do not expose it. Checked on the interface embedders get (without
+// `internals`, where the modules are private), by `cargo xtask lint`.
+#![cfg_attr(not(feature = "internals"), warn(unnameable_types))]
+// Without `internals`, what only the command line (`paddock-cli`) uses of the modules is unused.
+#![cfg_attr(not(feature = "internals"), allow(unused_imports, dead_code))]
 
 /// The library's modules: public only with the feature `internals`.
 macro_rules! modules {
@@ -38,29 +44,25 @@ macro_rules! modules {
 
 modules!(
     agent,
+    ask,
     calls,
-    contract,
     hooks,
     log,
+    mcp,
     model,
     pipeline,
     plugin_store,
     preset,
-    sandbox,
-    session
+    session,
+    tls
 );
 
-mod cli;
-mod mcp;
-mod scaffold;
-mod stamp;
-mod terminal;
-mod tls;
+mod backtrace;
 
 pub use agent::{Compaction, Entry, Observer, Quiet, TurnEnd};
-pub use cli::{main, quiet_library_backtraces};
-pub use contract::ToolResult;
-pub use hooks::{Answer, Approver, NoOneToAsk, OnAsk, Question};
+pub use backtrace::quiet_library_backtraces;
+pub use paddock_types::contract::ToolResult;
+pub use ask::{Answer, Approver, NoOneToAsk, OnAsk, Question};
 pub use log::{Event, Lane, SessionStart, Source, StopReason, Tap};
 pub use model::ToolDef;
 pub use pipeline::{CallRecord, RawCall};

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use paddock::sandbox::{Grant, Limits, Mount, MountMode, Plugin, Sandbox};
+use paddock_sandbox::{Grant, Limits, Mount, MountMode, Plugin, Sandbox};
 
 /// The directory `cargo xtask build-plugins` writes components to.
 pub fn plugin_dir() -> PathBuf {

@@ -8,6 +8,8 @@
 //! A binary of its own: fifty processes at once would slow the timing tests of `terminal/`
 //! beside it past their bounds; cargo runs test binaries one after another.
 
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::time::{Duration, Instant};
 
 use paddock_tests::scripted::{Fault, Script, ScriptedServer, Step, Turn};

@@ -1,5 +1,7 @@
 //! The API key is read from the environment variable the preset names and sent the way each
-//! provider expects (SPEC M1). Alone in its test binary: it sets an environment variable.
+//! provider expects (M1). Alone in its test binary: it sets an environment variable.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 #[path = "suite/common/mod.rs"]
 mod common;

@@ -1,10 +1,19 @@
-//! `cargo xtask cycles` (and the first step of `cargo xtask test`): no two files of a
-//! crate (the runtime, the jail) import each other, directly or through others. Each `.rs` file is a node (a
-//! `mod.rs` is its directory's module); an edge is any path the file names that starts with
-//! `crate::`, `super::` or `self::` (in `use` lines, groups included, and inline), resolved to
-//! the deepest file module it reaches. Imports of a file's own ancestors (a `mod.rs` that
-//! re-exports) are not edges: they are how a module shows its parts. A cycle is reported
-//! with the files in it and, for each, the files of the cycle it imports.
+//! `cargo xtask cycles` (and the first step of `cargo xtask test` and `lint`): no two files of a
+//! crate import each other, directly or through others, and no two folders either. Each `.rs`
+//! file is a node (a `mod.rs` is its directory's module); an edge is any path the file names
+//! that starts with `crate::`, `super::` or `self::` (in `use` lines, groups included, and
+//! inline), resolved to the deepest file module it reaches. Imports of a file's own ancestors
+//! (a `mod.rs` that re-exports) are not edges: they are how a module shows its parts. A cycle
+//! is reported with the files in it and, for each, the files of the cycle it imports.
+//!
+//! Folders (`folder_cycles`): inside every directory, its entries (files and sub-folders, each
+//! with everything under it) form a graph of their own, with an edge wherever a file under one
+//! names a file under another; that graph must be acyclic too. This is the layering the crates
+//! do not enforce by themselves: inside the core, `model` never reaches back to `session`.
+//! Unit tests (`tests.rs`, `*_tests.rs`, `*proptests.rs`, anything under a folder so named, a
+//! `#[cfg(test)]` module written inline) are left out
+//! of the folder graph: a test may drive a lower layer with a higher one's data, and ships in
+//! nothing.
 //!
 //! Limits, on purpose: comments and string literals are skipped, but an inline `mod x { .. }`
 //! block's `super::` is read as the file's own (write `crate::` paths there), and macros are
@@ -16,30 +25,135 @@ use std::path::{Path, PathBuf};
 /// A module path: `["sandbox", "call"]` for `sandbox/call.rs`.
 type Module = Vec<String>;
 
-/// Every cycle between the files under `src`, each as its files' module paths, sorted.
-pub fn cycles(src: &Path) -> Result<Vec<Vec<String>>, String> {
+/// Each file module's imports of other file modules (not its own ancestors), with the path
+/// that makes each; with `product_only`, of the code that ships (no unit tests).
+fn edges(
+    src: &Path,
+    product_only: bool,
+) -> Result<BTreeMap<Module, BTreeMap<Module, String>>, String> {
     let files = modules(src)?;
     let known: BTreeSet<Module> = files.keys().cloned().collect();
-    let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+    let mut edges = BTreeMap::new();
     for (module, path) in &files {
-        let text = std::fs::read_to_string(path)
+        if product_only && is_test_file(src, path) {
+            continue;
+        }
+        let mut text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let mut deps = BTreeSet::new();
+        if product_only {
+            text.truncate(unit_tests_start(&text));
+        }
+        let mut deps = BTreeMap::new();
         for named in paths_named(&code_only(&text)) {
             let Some(target) = resolve(module, &named, &known) else {
                 continue;
             };
             if target != *module && !module.starts_with(&target) {
-                deps.insert(target);
+                deps.entry(target).or_insert_with(|| named.join("::"));
             }
         }
         edges.insert(module.clone(), deps);
     }
+    Ok(edges)
+}
+
+/// A file of unit tests: `tests.rs`, `*_tests.rs`, `*proptests.rs`, or anything under a folder
+/// so named.
+fn is_test_file(src: &Path, path: &Path) -> bool {
+    path.strip_prefix(src)
+        .unwrap_or(path)
+        .with_extension("")
+        .components()
+        .any(|c| {
+            let c = c.as_os_str().to_string_lossy();
+            c.ends_with("tests")
+        })
+}
+
+/// Where the unit tests written inline in `text` begin (a `#[cfg(test)]` line followed by
+/// `mod NAME {`), or its length.
+fn unit_tests_start(text: &str) -> usize {
+    let mut at = 0;
+    let mut lines = text.split_inclusive('\n').peekable();
+    while let Some(line) = lines.next() {
+        if line.trim() == "#[cfg(test)]"
+            && lines.peek().is_some_and(|next| {
+                let next = next.trim_start();
+                next.starts_with("mod ") && next.contains('{')
+            })
+        {
+            return at;
+        }
+        at += line.len();
+    }
+    text.len()
+}
+
+/// Every cycle between the files under `src`, each as its files' module paths, sorted.
+pub fn cycles(src: &Path) -> Result<Vec<Vec<String>>, String> {
+    let edges: BTreeMap<Module, BTreeSet<Module>> = edges(src, false)?
+        .into_iter()
+        .map(|(m, deps)| (m, deps.into_keys().collect()))
+        .collect();
     Ok(strongly_connected(&edges)
         .into_iter()
         .filter(|c| c.len() > 1)
         .map(|c| c.iter().map(|m| m.join("/")).collect())
         .collect())
+}
+
+/// Every cycle between the entries of one directory under `src` (see the module's head): each
+/// as the entries' paths, sorted, with the imports that make it (`a -> b (`path`) in file`).
+pub fn folder_cycles(src: &Path) -> Result<Vec<(Vec<String>, Vec<String>)>, String> {
+    let edges = edges(src, true)?;
+    // Entry-level edges per directory: dir -> entry -> entry -> the first import seen.
+    type Why = (Module, String);
+    let mut per_dir: BTreeMap<Module, BTreeMap<Module, BTreeMap<Module, Why>>> = BTreeMap::new();
+    for (from, deps) in &edges {
+        for (to, named) in deps {
+            let shared = from.iter().zip(to).take_while(|(a, b)| a == b).count();
+            // An entry of the common directory on each side; a file directly in the
+            // directory (`mod.rs` is the directory itself) is not an entry of it.
+            if shared >= from.len() || shared >= to.len() {
+                continue;
+            }
+            let dir = from[..shared].to_vec();
+            let a = from[..=shared].to_vec();
+            let b = to[..=shared].to_vec();
+            per_dir
+                .entry(dir)
+                .or_default()
+                .entry(a)
+                .or_default()
+                .entry(b)
+                .or_insert_with(|| (from.clone(), named.clone()));
+        }
+    }
+    let mut found = Vec::new();
+    for graph in per_dir.values() {
+        let plain: BTreeMap<Module, BTreeSet<Module>> = graph
+            .iter()
+            .map(|(a, bs)| (a.clone(), bs.keys().cloned().collect()))
+            .collect();
+        for cycle in strongly_connected(&plain).into_iter().filter(|c| c.len() > 1) {
+            let members: BTreeSet<&Module> = cycle.iter().collect();
+            let mut why = Vec::new();
+            for a in &cycle {
+                for (b, (file, named)) in &graph[a] {
+                    if members.contains(b) {
+                        why.push(format!(
+                            "{} -> {} (`{named}` in {})",
+                            a.join("/"),
+                            b.join("/"),
+                            file.join("/")
+                        ));
+                    }
+                }
+            }
+            found.push((cycle.iter().map(|m| m.join("/")).collect(), why));
+        }
+    }
+    Ok(found)
 }
 
 /// The edges inside one cycle, for the report: `a -> b` lines.
@@ -440,5 +554,33 @@ mod tests {
             ("b.rs", "pub struct B; /* use crate::a::A; */\n"),
         ]);
         assert!(cycles(&dir.0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn two_folders_that_reach_each_other_are_a_cycle_though_no_two_files_are() {
+        let dir = tree(&[
+            ("lib.rs", "mod a;\nmod b;\n"),
+            ("a/mod.rs", "mod w;\nmod x;\n"),
+            ("a/w.rs", "pub struct W;\n"),
+            ("a/x.rs", "use crate::b::y::Y;\n"),
+            ("b/mod.rs", "pub mod y;\nmod z;\n"),
+            ("b/y.rs", "pub struct Y;\n"),
+            ("b/z.rs", "use crate::a::w::W;\n"),
+        ]);
+        assert!(cycles(&dir.0).unwrap().is_empty());
+        let found = folder_cycles(&dir.0).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, vec!["a".to_string(), "b".to_string()]);
+        assert!(found[0].1.iter().any(|l| l.starts_with("a -> b (`crate::b::y::Y` in a/x)")), "{found:?}");
+        assert!(found[0].1.iter().any(|l| l.starts_with("b -> a (`crate::a::w::W` in b/z)")), "{found:?}");
+        // One way only, and imports inside one folder, are no folder cycle.
+        let dir = tree(&[
+            ("lib.rs", "mod a;\nmod b;\n"),
+            ("a/mod.rs", "mod w;\nmod x;\n"),
+            ("a/w.rs", "use super::x::X;\n"),
+            ("a/x.rs", "use crate::b::Y;\npub struct X;\n"),
+            ("b.rs", "pub struct Y;\n"),
+        ]);
+        assert!(folder_cycles(&dir.0).unwrap().is_empty());
     }
 }

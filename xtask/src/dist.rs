@@ -47,12 +47,12 @@ fn build(with_gnu: bool) -> Result<Built, String> {
         "--target",
         DIST_TARGET,
         "-p",
-        "paddock",
+        "paddock-cli",
     ]);
     run(musl)?;
     if with_gnu {
         let mut gnu = cargo();
-        gnu.args(["build", "--profile", "dist", "-p", "paddock"]);
+        gnu.args(["build", "--profile", "dist", "-p", "paddock-cli"]);
         run(gnu)?;
     }
     let target =

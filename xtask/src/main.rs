@@ -3,8 +3,11 @@
 //! - `build-plugins`: add the wasm32-wasip2 target if missing, build every plugin in release,
 //!   and the JavaScript and Python examples when their toolchains are installed
 //!   (`.ci/authoring-tools.sh`, see `examples.rs`).
-//! - `cycles`: fail when two files of the runtime (or of the jail crate) import each other,
-//!   directly or through others (`cycles.rs`).
+//! - `cycles`: fail when two files, or two folders, of one of paddock's crates import each
+//!   other, directly or through others (`cycles.rs`).
+//! - `lint`: the gates CI runs besides the tests: `cargo fmt --check`, clippy `-D warnings` on
+//!   the workspace and on the core library as embedders build it, the cycle check, and the
+//!   duplicates check (`duplicates.rs`; `duplicates --bless` records the copies that remain).
 //! - `test`: check for import cycles, install what the tests need beyond cargo (pinned,
 //!   cached: `tools.rs`), build the plugins, run their unit tests on the host, package the SDK (`cargo package
 //!   --no-verify`: it must stay publishable), then the whole workspace.
@@ -23,8 +26,11 @@
 //!   cache dir, start the server on loopback and run a two-turn tool loop through `paddock run`
 //!   (`real_server.rs`; optional, not in `test`: the first run compiles for ~15 minutes).
 
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod cycles;
 mod dist;
+mod duplicates;
 mod examples;
 mod real_server;
 mod tools;
@@ -47,6 +53,9 @@ fn main() -> ExitCode {
     {
         ["build-plugins"] => build_plugins(),
         ["cycles"] => no_cycles_in_crates(),
+        ["lint"] => lint(),
+        ["duplicates"] => duplicates::check(&root(), false),
+        ["duplicates", "--bless"] => duplicates::check(&root(), true),
         ["cycles", dir] => no_cycles(Path::new(dir)),
         ["test", rest @ ..] => no_cycles_in_crates().and_then(|()| {
             tools::install().and_then(|env| build_plugins().and_then(|()| test(rest, &env)))
@@ -61,7 +70,7 @@ fn main() -> ExitCode {
         ["crash", n] => build_plugins().and_then(|()| crash(n, None)),
         ["crash", n, seed] => build_plugins().and_then(|()| crash(n, Some(seed))),
         _ => Err(format!(
-            "usage: cargo xtask build-plugins | cycles | test [-- cargo test args] | bench NAME | demo \
+            "usage: cargo xtask build-plugins | cycles | lint | duplicates [--bless] | test [-- cargo test args] | bench NAME | demo \
              | dist | fuzz [SECONDS] | crash N [SEED] | real-server\n\
              benchmarks: dist, {}",
             BENCHES.join(", ")
@@ -181,42 +190,103 @@ fn test(extra: &[&str], env: &[(&str, PathBuf)]) -> Result<(), String> {
     run(all)
 }
 
-/// The crates whose files must not import each other in a cycle.
-const CHECKED_CRATES: [&str; 2] = ["runtime/src", "jail/src"];
+/// The crates whose files, and folders, must not import each other in a cycle.
+const CHECKED_CRATES: &[&str] = &[
+    "types/src",
+    "sandbox/src",
+    "runtime/src",
+    "cli/src",
+    "jail/src",
+    "shell_judge/src",
+];
 
 fn no_cycles_in_crates() -> Result<(), String> {
-    CHECKED_CRATES
+    let failures: Vec<String> = CHECKED_CRATES
         .iter()
-        .try_for_each(|src| no_cycles(&root().join(src)))
+        .filter_map(|src| no_cycles(&root().join(src)).err())
+        .collect();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("\n"))
+    }
 }
 
-/// No import cycle between the files under `src`; a cycle is named with the imports that make
-/// it.
+/// No import cycle between the files under `src`, nor between the entries of any of its
+/// folders; a cycle is named with the imports that make it.
 fn no_cycles(src: &Path) -> Result<(), String> {
     let found = cycles::cycles(src)?;
-    if found.is_empty() {
+    let folders = cycles::folder_cycles(src)?;
+    if found.is_empty() && folders.is_empty() {
         println!(
-            "xtask: no import cycle between the files of {}",
+            "xtask: no import cycle between the files or the folders of {}",
             src.display()
         );
         return Ok(());
     }
-    let mut message = format!(
-        "{} import cycle(s) between files of {}:",
-        found.len(),
-        src.display()
-    );
-    for cycle in &found {
-        message.push_str(&format!("\n  {}", cycle.join(", ")));
-        for line in cycles::explain(src, cycle) {
-            message.push_str(&format!("\n    {line}"));
+    let mut message = String::new();
+    if !found.is_empty() {
+        message.push_str(&format!(
+            "{} import cycle(s) between files of {}:",
+            found.len(),
+            src.display()
+        ));
+        for cycle in &found {
+            message.push_str(&format!("\n  {}", cycle.join(", ")));
+            for line in cycles::explain(src, cycle) {
+                message.push_str(&format!("\n    {line}"));
+            }
         }
+        message.push('\n');
+    }
+    if !folders.is_empty() {
+        message.push_str(&format!(
+            "{} import cycle(s) between folders of {}:",
+            folders.len(),
+            src.display()
+        ));
+        for (cycle, why) in &folders {
+            message.push_str(&format!("\n  {}", cycle.join(", ")));
+            for line in why {
+                message.push_str(&format!("\n    {line}"));
+            }
+        }
+        message.push('\n');
     }
     message.push_str(
-        "\nfix: give what both files need a file of its own (a type, a trait), so the imports \
-         flow one way (docs/ARCHITECTURE.md)",
+        "fix: give what both sides need a place of its own (a type, a trait) in the lower \
+         layer, so the imports flow one way (docs/ARCHITECTURE.md)",
     );
     Err(message)
+}
+
+/// The gates that keep the code's shape without a reviewer (CI runs them): formatting, clippy
+/// with every warning an error across the workspace, clippy again on the core library as an
+/// embedder builds it (without `internals`: a type its interface reaches but does not export is
+/// `unnameable_types`), the embedding example built against that same interface, the cycle
+/// check, and no new copy of six or more lines (`duplicates.rs`).
+fn lint() -> Result<(), String> {
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--check"]);
+    run(fmt).map_err(|e| format!("{e}\nfix: cargo fmt --all"))?;
+    let mut clippy = cargo();
+    clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    run(clippy)?;
+    let mut core = cargo();
+    core.args([
+        "clippy",
+        "-p",
+        "paddock",
+        "--lib",
+        "--example",
+        "embed",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    run(core)?;
+    no_cycles_in_crates()?;
+    duplicates::check(&root(), false)
 }
 
 fn bench(name: &str) -> Result<(), String> {
@@ -274,7 +344,7 @@ fn fuzz(seconds: &str) -> Result<(), String> {
 /// runs the same task against that real model.
 fn demo() -> Result<(), String> {
     let mut build = cargo();
-    build.args(["build", "-p", "paddock"]);
+    build.args(["build", "-p", "paddock-cli"]);
     run(build)?;
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
@@ -310,7 +380,7 @@ fn demo() -> Result<(), String> {
 /// `real-server`: paddock built in debug, then the loop against llama-cpp-python.
 fn real_server() -> Result<(), String> {
     let mut build = cargo();
-    build.args(["build", "-p", "paddock"]);
+    build.args(["build", "-p", "paddock-cli"]);
     run(build)?;
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
@@ -326,7 +396,7 @@ fn crash(trials: &str, seed: Option<&str>) -> Result<(), String> {
     build.args([
         "build",
         "-p",
-        "paddock",
+        "paddock-cli",
         "-p",
         "paddock-tests",
         "--bin",

@@ -40,7 +40,7 @@ pub fn plugin_bytes(file: &str) -> Vec<u8> {
 /// A call context with no hooks, no spill and a fresh cancellation token, for benches that
 /// measure the pipeline itself.
 pub fn open_context<'a>(
-    sandbox: &'a paddock::sandbox::Sandbox,
+    sandbox: &'a paddock_sandbox::Sandbox,
     registry: &'a paddock::calls::Registry,
     aliases: &'a paddock::calls::AliasTable,
 ) -> paddock::pipeline::CallContext<'a> {
@@ -60,7 +60,7 @@ pub fn open_context<'a>(
 /// A registry from a preset whose `[plugins.*]` tables are `plugins`, where `{bench}` stands
 /// for the path of the built bench plugin. Relative mounts resolve against `work`.
 pub async fn registry(
-    sandbox: &paddock::sandbox::Sandbox,
+    sandbox: &paddock_sandbox::Sandbox,
     work: &Path,
     home: &Path,
     plugins: &str,

@@ -9,6 +9,8 @@
 //! summary_cached_fraction=…`
 //! (bars with the default settings: ≥ 0.9, ≤ 0.13, ≤ 0.14, ≥ 0.8).
 
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 #[allow(dead_code)]
 #[path = "../scale/loopback.rs"]
 mod loopback;

@@ -8,6 +8,8 @@
 //! `SCALE_ONLY=search` or `SCALE_ONLY=sessions` runs only that half (while working on one; the
 //! line then carries only its keys).
 
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 #[path = "../common/mod.rs"]
 mod common;
 mod data;

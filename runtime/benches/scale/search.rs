@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use paddock::calls::{AliasTable, Registry};
-use paddock::sandbox::Sandbox;
+use paddock_sandbox::Sandbox;
 
 use crate::common;
 use crate::data;

@@ -2,7 +2,7 @@
 //! through `LoggedCalls` (L1, L2, L8); the turn's stop worked out from how they ended.
 
 use crate::calls::{Disposition, EndReason};
-use crate::contract::{ErrorCode, ToolError};
+use paddock_types::contract::{ErrorCode, ToolError};
 use crate::log::StopReason;
 use crate::model::AssembledCall;
 use crate::pipeline::{CallRecord, CallSummary, CallWatch, LoggedCalls, Prepared, RawCall};
@@ -95,7 +95,7 @@ impl Agent<'_> {
             if entry.plugin().is_none() || entry.spec.meta.is_read_only() {
                 continue;
             }
-            let tag = crate::sandbox::call_tag(self.calls.session_id, &call.id);
+            let tag = paddock_sandbox::call_tag(self.calls.session_id, &call.id);
             let paths = entry
                 .spec
                 .meta
@@ -104,7 +104,7 @@ impl Agent<'_> {
                 .filter_map(|param| args.get(param))
                 .filter_map(serde_json::Value::as_str);
             for path in paths {
-                match crate::sandbox::remove_temp(path, &entry.grant.mounts, &tag) {
+                match paddock_sandbox::remove_temp(path, &entry.grant.mounts, &tag) {
                     Ok(true) => said.push(format!(
                         "call {}: removed the temporary file its interrupted write left beside {path}",
                         call.id

@@ -175,7 +175,7 @@ impl Agent<'_> {
             return Ok(None);
         };
         let log_error = |e| Stop::host("cannot write the session log", e);
-        let id = format!("cmp_{:x}_{}", crate::stamp::now_ms(), plan.upto);
+        let id = format!("cmp_{:x}_{}", paddock_types::stamp::now_ms(), plan.upto);
         self.log
             .append(Body::ContextCompact {
                 id: id.clone(),

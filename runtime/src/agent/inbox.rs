@@ -1,4 +1,4 @@
-//! The inbox (SPEC I1, I2): input that arrives while the loop works. Each entry has an id
+//! The inbox (I1, I2): input that arrives while the loop works. Each entry has an id
 //! (duplicates are dropped), a source and a lane, and is logged (`inbox/in`) before it is
 //! acknowledged. The loop takes `next-step` entries (steering) before its next model request,
 //! and one `next-turn` entry (a follow-up) when it would otherwise stop; an `interrupt` entry

@@ -1,4 +1,4 @@
-//! The agent loop (SPEC B1-B3; the loop's side of L1-L3): ask the model, run the calls it
+//! The agent loop (B1-B3; the loop's side of L1-L3): ask the model, run the calls it
 //! makes through the pipeline, log everything, and stop for a recorded reason.
 //!
 //! One `run_turn` is one turn: model request, calls, results, repeated until the model answers
@@ -212,7 +212,7 @@ impl Agent<'_> {
 
     fn spent(&self) -> Spent {
         self.log
-            .with_state(|s| Spent::from_tally(&s.tally, crate::stamp::now_ms()))
+            .with_state(|s| Spent::from_tally(&s.tally, paddock_types::stamp::now_ms()))
     }
 
     /// Model request, calls, repeat; returns only by stopping.

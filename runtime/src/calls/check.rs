@@ -10,7 +10,7 @@ use super::aliases::AliasTable;
 use super::feedback;
 use super::repair::{Repair, Unreadable, repair_args};
 use super::validate::validate_args;
-use crate::contract::{ErrorCode, ToolError, ToolSpec};
+use paddock_types::contract::{ErrorCode, ToolError, ToolSpec};
 
 /// What the checker needs to know about the loaded tools.
 pub trait ToolIndex {

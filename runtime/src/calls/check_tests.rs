@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
-use crate::contract::{Example, RuntimeMeta};
+use paddock_types::contract::{Example, RuntimeMeta};
 
 struct Fake {
     tools: Vec<(ToolSpec, jsonschema::Validator)>,

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use crate::contract::{OutputBudget, ToolSpec};
+use paddock_types::contract::{OutputBudget, ToolSpec};
 use crate::plugin_store::StoreError;
-use crate::sandbox::{Grant, Plugin};
+use paddock_sandbox::{Grant, Plugin};
 
 /// Why a preset's plugins could not all be loaded.
 #[derive(Debug, thiserror::Error)]

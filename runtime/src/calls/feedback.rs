@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::extract::shown;
 use super::repair::{Repair, STEPS_TRIED, Unparsable};
 use super::validate::{quote, required_hint};
-use crate::contract::{ErrorCode, ToolError, ToolSpec};
+use paddock_types::contract::{ErrorCode, ToolError, ToolSpec};
 
 /// What a failed call means for the turn (V5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -9,11 +9,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::entry::{Backend, RegistryError, ToolEntry};
-use crate::contract::{OutputBudget, ToolSpec, valid_tool_name};
+use paddock_types::contract::{OutputBudget, ToolSpec, valid_tool_name};
 use crate::mcp::{McpServer, McpTool, meta_from_annotations};
 use crate::plugin_store::lock::{ToolPin, pin};
 use crate::preset::ResolvedMcp;
-use crate::sandbox::Grant;
+use paddock_sandbox::Grant;
 
 /// One tool as the server's `tools/list` gave it, pinned for the lock, with the name it was
 /// registered under (none when it was skipped).

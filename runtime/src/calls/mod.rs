@@ -23,7 +23,7 @@ pub use entry::{Backend, ToolEntry};
 #[cfg(any(test, feature = "internals"))]
 pub use entry::RegistryError;
 pub use feedback::{Disposition, EndReason, repair_note};
-pub(crate) use mcp_tools::{McpListed, pin_of};
+pub use mcp_tools::{McpListed, pin_of};
 pub use registry::Registry;
 pub use repair::Repair;
 pub use validate::validate_args;

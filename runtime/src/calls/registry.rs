@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use super::entry::{Backend, RegistryError, ToolEntry};
 use super::mcp_tools::McpListed;
-use crate::contract::{OutputBudget, ToolSpec};
+use paddock_types::contract::{OutputBudget, ToolSpec};
 use crate::plugin_store::{PluginStore, StoreError};
 use crate::preset::ResolvedPreset;
-use crate::sandbox::{Grant, Plugin, Sandbox};
+use paddock_sandbox::{Grant, Plugin, Sandbox};
 
 /// All loaded tools by name.
 #[derive(Default)]
@@ -103,8 +103,8 @@ impl Registry {
             };
             // The plugin's tools share one state for this session (its shell), and no other
             // session shares it.
-            let plugin_grant = crate::sandbox::Grant {
-                session: crate::sandbox::SessionState::fresh(),
+            let plugin_grant = paddock_sandbox::Grant {
+                session: paddock_sandbox::SessionState::fresh(),
                 ..resolved.grant.clone()
             };
             for spec in plugin.tools.iter() {
@@ -129,7 +129,7 @@ impl Registry {
                 let validator = match jsonschema::validator_for(&spec.parameters) {
                     Ok(v) => Arc::new(v),
                     Err(e) => {
-                        return Err(err(StoreError::Load(crate::sandbox::LoadError::BadSpec {
+                        return Err(err(StoreError::Load(paddock_sandbox::LoadError::BadSpec {
                             plugin: resolved.name.clone(),
                             detail: e.to_string(),
                         })));

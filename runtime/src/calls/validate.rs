@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::contract::{ErrorCode, ToolError};
+use paddock_types::contract::{ErrorCode, ToolError};
 
 /// How much of the model's raw text an error quotes.
 const QUOTE: usize = 200;

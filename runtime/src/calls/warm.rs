@@ -6,7 +6,7 @@
 
 use crate::plugin_store::PluginStore;
 use crate::preset::ResolvedPreset;
-use crate::sandbox::Sandbox;
+use paddock_sandbox::Sandbox;
 
 /// Compiles (or takes from the cache on disk) every plugin and hook `preset` names, all at once.
 pub async fn compile_preset(sandbox: &Sandbox, store: &PluginStore, preset: &ResolvedPreset) {

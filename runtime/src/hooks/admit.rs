@@ -2,14 +2,15 @@
 //! where the stricter answer wins; a question shows the whole call, and an `a` (always) answer
 //! approves its pattern for the rest of the session.
 
-use super::approval::{Question, Refused, RefusedBy};
+use super::approval::{Refused, RefusedBy};
+use crate::ask::Question;
 use super::chain::{HookChain, PreVerdict};
 use super::question::{Pattern, render_call};
-use crate::contract::ToolResult;
+use paddock_types::contract::ToolResult;
 use crate::log::Asked;
 use crate::pipeline::{Admission, AfterCall, CallGate, GateCall};
 use crate::preset::ApprovalMode;
-use crate::sandbox::{
+use paddock_sandbox::{
     Permission, ShellJudgement, ShellVerdict, is_follow_up, judge_program, judge_shell_command,
 };
 
@@ -121,12 +122,12 @@ impl HookChain {
         if targets.is_empty() || call.plugin.is_some_and(|(_, grant)| grant.writes_nothing()) {
             return None;
         }
-        let write_file = crate::contract::ToolSpec {
+        let write_file = paddock_types::contract::ToolSpec {
             name: "write_file".into(),
             description: String::new(),
             parameters: serde_json::json!({"type": "object"}),
             examples: Vec::new(),
-            meta: crate::contract::RuntimeMeta {
+            meta: paddock_types::contract::RuntimeMeta {
                 read_only: Some(false),
                 path_params: vec!["path".into()],
                 ..Default::default()

@@ -9,12 +9,12 @@ use serde_json::Value;
 
 use super::approval::Approval;
 use super::question::Pattern;
-use crate::contract::{ErrorCode, ToolError, ToolResult};
+use paddock_types::contract::{ErrorCode, ToolError, ToolResult};
 use crate::pipeline::{AfterCall, GateCall};
 use crate::plugin_store::{PluginStore, StoreError};
 use crate::preset::{HookPhase, OnError, ResolvedHook, ResolvedPreset};
-use crate::sandbox::{HookPlugin, LoadError, Permission, PostToolUse, PreToolUse, Sandbox};
-use crate::terminal::sanitize;
+use paddock_sandbox::{HookPlugin, LoadError, Permission, PostToolUse, PreToolUse, Sandbox};
+use paddock_types::text::sanitize;
 
 /// Why a preset's hooks could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -356,7 +356,7 @@ fn keep_runtime_code(before: &ToolResult, replaced: ToolResult) -> ToolResult {
 /// Why `hook` cannot run, if its deferred compile failed (a built-in registered from its
 /// description, `sandbox::described`). An interrupt while it compiles is left to the sandbox,
 /// which reports the call as cancelled.
-async fn unloadable(hook: &crate::sandbox::HookPlugin, call: GateCall<'_>) -> Option<String> {
+async fn unloadable(hook: &paddock_sandbox::HookPlugin, call: GateCall<'_>) -> Option<String> {
     tokio::select! {
         ready = hook.ready() => ready.err().map(|e| e.to_string()),
         () = call.cancel.cancelled() => None,

@@ -10,14 +10,12 @@
 mod admit;
 mod approval;
 mod chain;
-mod prompt;
 mod question;
 
-pub use approval::{Answer, Approval, Approver, NoOneToAsk, OnAsk, Question};
+pub use approval::Approval;
 #[cfg(any(test, feature = "internals"))]
 pub use approval::Refused;
 pub use chain::HookChain;
 #[cfg(any(test, feature = "internals"))]
 pub use chain::HookError;
-pub use prompt::{ChatQuestions, Presenter, TerminalApprover};
 

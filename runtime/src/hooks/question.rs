@@ -191,48 +191,13 @@ fn shell_word(word: &str) -> String {
 
 /// T3: the one rule for text paddock did not write itself.
 fn sanitize(text: &str) -> String {
-    crate::terminal::sanitize(text).into_owned()
-}
-
-/// A typed answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    /// Run this call.
-    Once,
-    /// Run this call and, for the rest of the session, every call matching the shown pattern.
-    Always,
-    /// Do not run it; the reason, if the user gave one, goes to the model.
-    No(Option<String>),
-}
-
-impl From<bool> for Answer {
-    fn from(yes: bool) -> Answer {
-        if yes { Answer::Once } else { Answer::No(None) }
-    }
-}
-
-/// `y`/`yes`, `a`/`always`, `n`/`no` with an optional reason after a space or colon; anything
-/// else (an empty line included) is no.
-pub fn parse_answer(line: &str) -> Answer {
-    let line = line.trim();
-    let (word, rest) = match line.find([' ', ':']) {
-        Some(at) => (
-            &line[..at],
-            line[at + 1..].trim_start_matches([' ', ':']).trim(),
-        ),
-        None => (line, ""),
-    };
-    match word.to_ascii_lowercase().as_str() {
-        "y" | "yes" if rest.is_empty() => Answer::Once,
-        "a" | "always" if rest.is_empty() => Answer::Always,
-        "n" | "no" if !rest.is_empty() => Answer::No(Some(rest.to_string())),
-        _ => Answer::No(None),
-    }
+    paddock_types::text::sanitize(text).into_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ask::{Answer, parse_answer};
     use serde_json::json;
 
     #[test]

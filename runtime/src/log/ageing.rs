@@ -2,16 +2,8 @@
 //! larger than some bytes is sent as a stub naming where the whole result stays readable (the
 //! session log; the spill directory, which the agent fills when it logs such a result).
 
+use crate::model::context::Ageing;
 use crate::model::ToolResultMessage;
-
-/// When a large result leaves the context.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ageing {
-    /// Results older than this many assistant messages...
-    pub after_steps: u64,
-    /// ...and larger than this many bytes are sent as a stub.
-    pub bytes: usize,
-}
 
 /// About the size of a stub (`aged`).
 pub(super) const STUB_BYTES: usize = 330;

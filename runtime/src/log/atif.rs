@@ -31,7 +31,7 @@ use super::event::{Body, CompactReason, Event, Lane, Source, StopReason};
 use super::read::{LogError, read_log};
 use super::state::Tally;
 use crate::model::Usage;
-use crate::stamp::rfc3339_ms;
+use paddock_types::stamp::rfc3339_ms;
 
 /// The trajectory of the session at `log` (its `events.jsonl`). A torn last line (a crash
 /// mid-write) is left out and noted.

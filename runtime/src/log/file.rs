@@ -175,7 +175,7 @@ impl LogWriter {
 fn stamp(seq: u64, body: Body) -> Event {
     Event {
         seq,
-        ts_ms: crate::stamp::now_ms(),
+        ts_ms: paddock_types::stamp::now_ms(),
         body,
     }
 }

@@ -36,7 +36,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::ageing::{AGED, Ageing, STUB_BYTES, aged};
+use super::ageing::{AGED, STUB_BYTES, aged};
+use crate::model::context::Ageing;
 use super::event::{Body, Event, Source};
 use super::quote::quote_markers;
 use crate::model::{Keyed, Message, Messages, ToolResultMessage};

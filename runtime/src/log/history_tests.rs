@@ -1,7 +1,7 @@
 //! Tests of the derived history: order, compaction, ageing (L1).
 
 use super::*;
-use crate::log::Ageing;
+use crate::model::context::Ageing;
 use crate::log::event::{CompactReason, Source};
 use crate::model::{Finish, Outcome, ToolCall};
 

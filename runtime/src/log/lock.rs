@@ -82,7 +82,7 @@ impl SessionLock {
             "{}\n{}\n{}\n",
             std::process::id(),
             this_command(),
-            crate::stamp::now_ms()
+            paddock_types::stamp::now_ms()
         );
         file.set_len(0)
             .and_then(|()| file.rewind())
@@ -134,7 +134,7 @@ fn holder(file: &mut File) -> String {
     match (command.is_empty(), since) {
         (false, Some(ms)) => format!(
             "pid {pid}: `{command}`, since {}",
-            crate::stamp::rfc3339_ms(ms)
+            paddock_types::stamp::rfc3339_ms(ms)
         ),
         _ => format!("pid {pid}"),
     }

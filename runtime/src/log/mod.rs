@@ -1,4 +1,4 @@
-//! The session log (SPEC L1, L2, L5-L8): an append-only JSONL file of typed events, from which
+//! The session log (L1, L2, L5-L8): an append-only JSONL file of typed events, from which
 //! the history is derived and from which `resume` recovers.
 //!
 //! Map: `event` (the event types, stop reasons, inbox lanes), `file` (the writer: whole lines
@@ -32,7 +32,7 @@ mod stream;
 #[cfg(test)]
 pub(crate) mod test_session;
 
-pub use ageing::{Ageing, aged_spill_name, file_safe};
+pub use ageing::{aged_spill_name, file_safe};
 pub use atif::{trajectory_of_log, write_trajectory};
 #[cfg(any(test, feature = "internals"))]
 pub use atif::trajectory;

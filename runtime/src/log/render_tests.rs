@@ -1,7 +1,8 @@
 //! Tests of the history as sent: kept up to date between requests, it is what a fresh render
 //! of the same events is, across ageing and compaction.
 
-use super::super::ageing::{AGED, Ageing, STUB_BYTES};
+use super::super::ageing::{AGED, STUB_BYTES};
+use crate::model::context::Ageing;
 use super::super::event::{Body, Source};
 use super::super::history::{History, SUMMARY_HEADER, estimate_tokens, message_bytes};
 use super::super::test_session::{numbered, session};

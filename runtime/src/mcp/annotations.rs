@@ -13,7 +13,7 @@
 
 use rmcp::model::ToolAnnotations;
 
-use crate::contract::{Risk, RuntimeMeta};
+use paddock_types::contract::{Risk, RuntimeMeta};
 
 /// What `tools/list` tells an MCP client about a paddock tool.
 pub fn annotations_for(meta: &RuntimeMeta) -> ToolAnnotations {

@@ -26,9 +26,9 @@ use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
 use super::lines::LineCap;
-use crate::contract::{ErrorCode, ToolError, ToolOutput, ToolResult};
+use paddock_types::contract::{ErrorCode, ToolError, ToolOutput, ToolResult};
 use crate::preset::ResolvedMcp;
-use crate::sandbox::{ServerProcess, ServerSpec};
+use paddock_sandbox::{ServerProcess, ServerSpec};
 
 /// The largest single message a server may send.
 const MESSAGE_CAP: usize = 16 << 20;

@@ -1,10 +1,11 @@
 //! The Model Context Protocol both ways, with the `rmcp` crate.
 //!
-//! - Serve (`paddock mcp serve`, `cli/mcp.rs`): the preset's tools offered to any MCP client,
-//!   each call through the whole spine (repair, validation, hooks, approval, sandbox, output
-//!   budget) and logged in a session. `annotations` says what a tool's runtime metadata
-//!   becomes for the client; `elicit` asks the client's user when the preset says `ask`.
-//! - Use (`[mcp.NAME]` in a preset): an MCP server started confined (`sandbox::ServerProcess`, `sandbox/capability/server.rs`) or
+//! - Serve (`paddock mcp serve`, in the command line crate: `cli/src/mcp*.rs`, `elicit.rs`): the
+//!   preset's tools offered to any MCP client, each call through the whole spine (repair,
+//!   validation, hooks, approval, sandbox, output budget) and logged in a session.
+//!   `annotations` (here) says what a tool's runtime metadata becomes for the client.
+//! - Use (`[mcp.NAME]` in a preset): an MCP server started confined
+//!   (`paddock_sandbox::ServerProcess`, `sandbox/src/capability/server.rs`) or
 //!   reached by `url` with an http grant (`remote`),
 //!   its tools exposed like plugin tools (`client`), their metadata read conservatively from
 //!   the server's annotations (`annotations`).
@@ -14,13 +15,11 @@
 
 mod annotations;
 mod client;
-mod elicit;
 mod lines;
 mod remote;
 
 pub use annotations::{annotations_for, meta_from_annotations};
 pub use client::{McpError, McpServer, McpTool};
-pub use elicit::ElicitApprover;
 
 /// The protocol versions paddock speaks on either side: the ones with an `initialize`
 /// handshake, in which a server may ask its client (elicitation). Every MCP client and server

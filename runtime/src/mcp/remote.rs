@@ -30,7 +30,7 @@ pub(super) async fn transport(
         || !spec
             .http_allow
             .iter()
-            .any(|entry| crate::sandbox::http_allows(entry, "http", &host, port))
+            .any(|entry| paddock_sandbox::http_allows(entry, "http", &host, port))
     {
         return Err(format!(
             "{url} is not covered by `mcp.{}.http.allow`",
@@ -39,7 +39,7 @@ pub(super) async fn transport(
     }
     let addr = tokio::time::timeout(
         std::time::Duration::from_secs(10),
-        crate::sandbox::checked_address(&host, port),
+        paddock_sandbox::checked_address(&host, port),
     )
     .await
     .map_err(|_| format!("resolving `{host}` timed out"))??;

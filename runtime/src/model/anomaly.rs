@@ -1,6 +1,6 @@
 //! How a stream anomaly reads for a person: the line `run` and `chat` show
 //! under an answer, and what `paddock log` lists for a `stream/anomaly` event. The anomalies
-//! themselves are recorded by the assemblers (`Diagnostic`, SPEC V2).
+//! themselves are recorded by the assemblers (`Diagnostic`, V2).
 
 use std::fmt;
 

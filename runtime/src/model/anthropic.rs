@@ -8,7 +8,7 @@
 //! read), and the end of the last message (written for the next request). `[model] cache_ttl`
 //! sets how long they are kept, or turns them off.
 //!
-//! SPEC M1.
+//! M1.
 
 use super::assembler::AnthropicAssembler;
 use super::config::{CacheTtl, ProviderConfig, ToolChoice};

@@ -2,7 +2,7 @@
 //! attempts are retried with exponential backoff and jitter, within a budget, and a cancellation
 //! token stops both the attempt and any wait at once.
 //!
-//! SPEC L3 (attempt ids and statuses; a failed attempt's partial output is reported for display
+//! L3 (attempt ids and statuses; a failed attempt's partial output is reported for display
 //! and never committed), L4 (backoff with jitter, `retry-after` honoured, only retryable errors
 //! retried, a retry budget), X2 and X3 (the abort signal reaches the request and retry timers;
 //! it is checked before each request). A plain 5xx that comes back with the same body twice is

@@ -1,4 +1,4 @@
-//! Attempts and retries (SPEC L3, L4, X2): what is retried, how often, and what is shown.
+//! Attempts and retries (L3, L4, X2): what is retried, how often, and what is shown.
 
 use super::*;
 use crate::model::types::{Finish, Outcome};

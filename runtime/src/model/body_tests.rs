@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::log::{Ageing, History};
+use crate::log::History;
+use crate::model::context::Ageing;
 use crate::model::ProviderKind;
 use crate::model::anthropic::Anthropic;
 use crate::model::openai::OpenAi;

@@ -1,6 +1,6 @@
 //! `ProviderConfig`: how to reach one model, as written under `[model]` in a preset.
 //!
-//! SPEC M1 (OpenAI Chat Completions or Anthropic Messages, any compatible base URL), L4 (retry
+//! M1 (OpenAI Chat Completions or Anthropic Messages, any compatible base URL), L4 (retry
 //! policy and budget), P1 (a preset chooses the model; unknown keys are errors). Times are in
 //! milliseconds so tests can use short ones. The API key is never stored here, only the name of
 //! the environment variable that holds it.

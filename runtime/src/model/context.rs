@@ -3,7 +3,15 @@
 //! gathered as one `ContextPolicy`.
 
 use super::config::ProviderConfig;
-use crate::log::Ageing;
+
+/// When a large result leaves the context (`log/ageing.rs` does it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ageing {
+    /// Results older than this many assistant messages...
+    pub after_steps: u64,
+    /// ...and larger than this many bytes are sent as a stub.
+    pub bytes: usize,
+}
 
 /// The window assumed for a model the table does not know and the preset does not describe.
 /// A server that refuses a request as too long makes paddock compact and retry once, so a

@@ -1,7 +1,7 @@
 //! `ModelError`: everything that can go wrong talking to a model, and whether it is worth
 //! another attempt.
 //!
-//! SPEC L4 (429, 5xx, connection resets and idle timeouts are retried; validation errors are
+//! L4 (429, 5xx, connection resets and idle timeouts are retried; validation errors are
 //! not: no blind retry of the same failure) and X2 (cancellation is its own variant, never
 //! retried). Retryability is a property of the variant (`ModelError::retry`), not of the
 //! message text.

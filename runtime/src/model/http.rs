@@ -1,7 +1,7 @@
 //! One provider over HTTP: builds the client, sends each attempt, turns HTTP failures into
 //! classified errors, and streams the body through the wire format's assembler.
 //!
-//! SPEC M1 (reqwest, streaming, base URL, key from the environment, extra headers, timeouts),
+//! M1 (reqwest, streaming, base URL, key from the environment, extra headers, timeouts),
 //! L3/L4 (each request is an attempt run by `attempt::run_attempts`, bounded by a wall-clock
 //! limit besides the idle timeout; `retry-after` and `retry-after-ms` are read here), X2 (the cancellation token drops the request mid-stream).
 //! What differs between OpenAI and Anthropic is behind the `Wire` trait.

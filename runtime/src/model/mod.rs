@@ -1,7 +1,7 @@
 //! Talking to models: the `Provider` trait, its configuration, and the two wire formats
 //! (OpenAI Chat Completions, Anthropic Messages), streamed over SSE.
 //!
-//! SPEC M1 (both providers, streaming, tested through real HTTP on loopback), V1 and V2 (the
+//! M1 (both providers, streaming, tested through real HTTP on loopback), V1 and V2 (the
 //! assemblers turn raw streams into clean messages), L3 and L4 (attempts and retries), and the
 //! request half of X2 (one cancellation token aborts the request and any retry wait).
 //!

@@ -1,7 +1,7 @@
 //! OpenAI Chat Completions: the request body (`stream: true` with
 //! `stream_options.include_usage`), the bearer key, and the assembler for its stream.
 //!
-//! SPEC M1. Serves every OpenAI-compatible server (vLLM, llama.cpp, llama-cpp-python, Ollama,
+//! M1. Serves every OpenAI-compatible server (vLLM, llama.cpp, llama-cpp-python, Ollama,
 //! OpenRouter): only the base URL, the key and `max_tokens_field` differ. What is sent is what
 //! every one of them accepts: the assistant message with calls has `"content": ""` (some
 //! servers refuse `null`, and leaving it out breaks some chat templates), `tool_choice` is

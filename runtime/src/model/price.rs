@@ -1,6 +1,6 @@
 //! Price table and cost of a response, from its token usage.
 //!
-//! SPEC B3 needs a cost per response to enforce `max_cost_usd`; the issue asks for a per-model
+//! B3 needs a cost per response to enforce `max_cost_usd`; the issue asks for a per-model
 //! table that a preset may override (`[model.price]`). Prices are USD per million tokens as the
 //! vendors published them when this table was written; they change, which is why the preset can
 //! override them. A model not in the table has no cost (`None`), never a guessed one.

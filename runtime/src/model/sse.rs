@@ -1,7 +1,7 @@
 //! From response bytes to SSE events for an assembler: UTF-8 repair, the idle timeout, and the
 //! SSE framing itself (the `eventsource-stream` crate, not a parser of our own).
 //!
-//! SPEC M1 (streaming), V2 (invalid UTF-8 is replaced and recorded, not fatal; a final event
+//! M1 (streaming), V2 (invalid UTF-8 is replaced and recorded, not fatal; a final event
 //! without its blank line still counts). The idle timeout (no bytes for N ms is an error, not a
 //! hang) lives here because only this layer sees bytes arrive. `replay` runs the same path on
 //! bytes in memory, for tests and the benchmark.

@@ -1,7 +1,7 @@
 //! The values that cross the model boundary: the history sent to a provider, the tool list, the
 //! events streamed back while an attempt runs, and the assistant message committed when it ends.
 //!
-//! SPEC M1 (provider input and output), L3 (every event carries its attempt id; partial output of
+//! M1 (provider input and output), L3 (every event carries its attempt id; partial output of
 //! a failed attempt is a separate type that cannot be committed), V1 and B2 (`Finish` and
 //! `Outcome`). Behaviour lives elsewhere: this module only defines shapes.
 

@@ -8,22 +8,10 @@
 //! the model too: `bound_result` cuts an error's message and a replaced result to the same
 //! budget, so nothing a plugin or hook says reaches the log or the next request unbounded.
 
-use std::path::PathBuf;
 
-use crate::contract::{OutputBudget, Overflow, ToolError, ToolOutput, ToolResult};
+use paddock_sandbox::SpillDir;
+use paddock_types::contract::{OutputBudget, Overflow, ToolError, ToolOutput, ToolResult};
 
-/// A session's spill directory: where it is on the host, and where plugins granted it see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpillDir {
-    pub host: PathBuf,
-    pub guest: String,
-}
-
-impl SpillDir {
-    pub const GUEST: &'static str = "/spill";
-    /// Its name in the session's directory.
-    pub const NAME: &'static str = "spill";
-}
 
 /// Bytes kept free under the budget for the marker itself.
 const MARKER_ROOM: usize = 400;
@@ -179,7 +167,7 @@ fn floor_char_boundary(s: &str, mut at: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::ErrorCode;
+    use paddock_types::contract::ErrorCode;
 
     fn budget(max_bytes: u64, on_overflow: Overflow) -> OutputBudget {
         OutputBudget {

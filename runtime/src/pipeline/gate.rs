@@ -9,7 +9,7 @@
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::contract::{ToolResult, ToolSpec};
+use paddock_types::contract::{ToolResult, ToolSpec};
 use crate::log::Asked;
 
 /// A validated call about to run, as a gate sees it.
@@ -23,7 +23,7 @@ pub struct GateCall<'a> {
     pub args: &'a Value,
     /// The plugin that runs the tool and its grant, when a plugin does (a shell command in
     /// `args.command` is judged under the grant's exec rules).
-    pub plugin: Option<(&'a str, &'a crate::sandbox::Grant)>,
+    pub plugin: Option<(&'a str, &'a paddock_sandbox::Grant)>,
     /// This call's abort signal (the turn's, or the CLI command's): hooks run under it, so an
     /// interrupt stops them for this call only, never for the calls of later turns.
     pub cancel: &'a CancellationToken,

@@ -14,7 +14,6 @@ mod scheduler;
 mod summary;
 
 pub use batch::{parse_batch, records_json};
-pub use budget::SpillDir;
 pub use gate::{Admission, AfterCall, CallGate, GateCall};
 #[cfg(any(test, feature = "internals"))]
 pub use gate::OpenGate;

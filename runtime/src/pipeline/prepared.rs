@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::locks::Access;
 use crate::calls::{AliasTable, Disposition, Registry, Repair, ToolEntry, check_call};
-use crate::contract::{ErrorCode, ToolError};
+use paddock_types::contract::{ErrorCode, ToolError};
 
 /// One call as the model sent it: an id, a name and the raw argument text.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, Serialize)]

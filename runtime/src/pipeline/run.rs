@@ -6,13 +6,14 @@
 
 use tokio_util::sync::CancellationToken;
 
-use super::budget::{SpillDir, apply_budget, bound_error, bound_result, bound_text};
+use paddock_sandbox::SpillDir;
+use super::budget::{apply_budget, bound_error, bound_result, bound_text};
 use super::gate::{Admission, CallGate, GateCall};
 use super::prepared::{Prepared, RawCall};
 use crate::calls::{AliasTable, Backend, Registry, ToolEntry, validate_args};
-use crate::contract::{ErrorCode, ToolError, ToolResult};
+use paddock_types::contract::{ErrorCode, ToolError, ToolResult};
 use crate::log::Asked;
-use crate::sandbox::{CallReport, Sandbox};
+use paddock_sandbox::{CallReport, Sandbox};
 
 /// What a call needs from the session around it.
 #[derive(Clone)]
@@ -78,7 +79,7 @@ pub async fn run_call(cx: &CallContext<'_>, call_id: &str, name: &str, raw_args:
     match prepared.runnable() {
         Ok((entry, args, _)) => execute(cx, call_id, entry, args.clone(), &mut || Ok(())).await,
         Err(refusal) => Executed::refused(
-            bound_error(refusal.error, crate::contract::OutputBudget::DEFAULT),
+            bound_error(refusal.error, paddock_types::contract::OutputBudget::DEFAULT),
             Vec::new(),
         ),
     }
@@ -191,17 +192,14 @@ async fn execute_unbounded(
             // The call's tag names the temporary files it may leave (`resume` removes them).
             // The shell command the gate admitted is the one it judged (and asked about):
             // the sandbox runs a command its rules would ask about only if it is this one.
-            let grant = crate::sandbox::Grant {
-                call_tag: Some(crate::sandbox::call_tag(cx.session_id, call_id)),
-                spill: cx.spill.map(|s| crate::sandbox::SpillTarget {
-                    host: s.host.clone(),
-                    guest: s.guest.clone(),
-                }),
-                admitted_command: crate::sandbox::admitted_command(&args),
-                follow_up: crate::sandbox::is_follow_up(&args),
+            let grant = paddock_sandbox::Grant {
+                call_tag: Some(paddock_sandbox::call_tag(cx.session_id, call_id)),
+                spill: cx.spill.cloned(),
+                admitted_command: paddock_sandbox::admitted_command(&args),
+                follow_up: paddock_sandbox::is_follow_up(&args),
                 live_output: cx.live.clone().map(|tap| {
                     let id = call_id.to_string();
-                    crate::sandbox::LiveOutput::new(move |text: &str| tap(&id, text))
+                    paddock_sandbox::LiveOutput::new(move |text: &str| tap(&id, text))
                 }),
                 ..entry.grant.clone()
             };
@@ -220,7 +218,7 @@ async fn execute_unbounded(
     };
     let result = std::mem::replace(
         &mut report.result,
-        Ok(crate::contract::ToolOutput::complete("")),
+        Ok(paddock_types::contract::ToolOutput::complete("")),
     );
     // Post-hooks see the budgeted result, errors included.
     let result = match result {

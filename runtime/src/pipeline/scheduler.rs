@@ -24,7 +24,7 @@ use super::locks::Access;
 use super::prepared::Prepared;
 use super::run::{CallContext, Executed, execute};
 use crate::calls::{Disposition, Repair, ToolEntry};
-use crate::contract::{ErrorCode, ToolResult};
+use paddock_types::contract::{ErrorCode, ToolResult};
 use crate::log::Asked;
 
 /// Where a call is (X4).

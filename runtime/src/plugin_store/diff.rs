@@ -11,8 +11,8 @@
 
 use super::remote::Origin;
 use super::signature::SignatureRecord;
-use crate::contract::{OutputBudget, Overflow, Risk, RuntimeMeta, ToolSpec};
-use crate::sandbox::Capability;
+use paddock_types::contract::{OutputBudget, Overflow, Risk, RuntimeMeta, ToolSpec};
+use paddock_sandbox::Capability;
 
 /// What an import lets a component reach, for the diff's reader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -506,7 +506,7 @@ impl Registry {
             return Ok(digest.to_string());
         }
         match self.manifest(reference, accept, action).await? {
-            Some(bytes) => Ok(format!("sha256:{}", crate::stamp::sha256_hex(&bytes))),
+            Some(bytes) => Ok(format!("sha256:{}", paddock_types::stamp::sha256_hex(&bytes))),
             None => Err(RemoteError::Registry {
                 reference: self.reference.clone(),
                 action,

@@ -22,7 +22,7 @@ use super::{
     AuthChoice, InstallReport, Installed, OciRef, PluginStore, StoreError, Widening,
     check_component, diff, https, oci, write_atomically,
 };
-use crate::sandbox::{Capability, Sandbox, World};
+use paddock_sandbox::{Capability, Sandbox, World};
 
 /// Why `install --locked` refused; nothing was installed.
 #[derive(Debug, thiserror::Error)]
@@ -71,7 +71,7 @@ impl PluginStore {
                 name: name.clone(),
                 source,
             };
-            if !crate::contract::valid_tool_name(name) {
+            if !paddock_types::contract::valid_tool_name(name) {
                 return Err(store(StoreError::BadName(name.clone())));
             }
             // The hash names a file under blobs/: 64 lower-case hex digits, nothing else.
@@ -334,6 +334,6 @@ impl PluginStore {
         file.take(MAX_PLUGIN_BYTES + 1)
             .read_to_end(&mut bytes)
             .ok()?;
-        (crate::stamp::sha256_hex(&bytes) == sha256).then_some(bytes)
+        (paddock_types::stamp::sha256_hex(&bytes) == sha256).then_some(bytes)
     }
 }

@@ -19,11 +19,10 @@
 //! The directory and what paddock creates in it are private to the user (0700 directories,
 //! 0600 files), and no mount may contain it or lie inside it (`preset::check_mount_is_safe`).
 
-mod builtin;
 mod diff;
 mod distribution;
 mod https;
-pub(crate) mod lock;
+pub mod lock;
 mod locked;
 mod oci;
 mod registry_auth;
@@ -34,9 +33,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-#[cfg(any(test, feature = "internals"))]
-pub use builtin::builtin_description;
-pub use builtin::{builtin, builtin_described, builtin_names, builtin_sha256};
+pub use paddock_sandbox::builtin::{builtin, builtin_described, builtin_names};
 pub use diff::{CapabilityDiff, Change};
 pub use locked::LockedError;
 pub use oci::{OciRef, Published, Signed};
@@ -44,9 +41,9 @@ pub use registry_auth::AuthChoice;
 pub use remote::{Origin, Progress, RemoteError, parse_sha256};
 pub use signature::{Recheck, SignatureRecord, TrustedKey};
 
-use crate::contract::ToolSpec;
+use paddock_types::contract::ToolSpec;
 use crate::preset::PluginSource;
-use crate::sandbox::{Capability, LoadError, Sandbox, World, create_private_dir};
+use paddock_sandbox::{Capability, LoadError, Sandbox, World, create_private_dir};
 
 /// Why a store operation failed; each message says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -380,7 +377,7 @@ pub async fn publish(
     let title = InstallSource::File(request.file.to_path_buf()).default_name();
     let wasm = std::fs::read(request.file).map_err(io("cannot read", request.file))?;
     progress(Progress::Compiling);
-    let label = if crate::contract::valid_tool_name(&title) {
+    let label = if paddock_types::contract::valid_tool_name(&title) {
         title.clone()
     } else {
         request.target.default_name()
@@ -392,7 +389,7 @@ pub async fn publish(
         imports: checked.imports,
         target: None,
     };
-    let created = crate::stamp::rfc3339_ms(crate::stamp::now_ms());
+    let created = paddock_types::stamp::rfc3339_ms(paddock_types::stamp::now_ms());
     let artifact = oci::Artifact {
         wasm,
         component: &component,
@@ -506,7 +503,7 @@ impl PluginStore {
     pub fn make_private(&self) -> Result<(), StoreError> {
         create_private_dir(&self.root)
             .map_err(io("cannot create the data directory", &self.root))?;
-        crate::sandbox::hide_from_programs(&self.root);
+        paddock_sandbox::hide_from_programs(&self.root);
         Ok(())
     }
 
@@ -562,7 +559,7 @@ impl PluginStore {
                     .read_to_end(&mut bytes)
             })
             .map_err(io("cannot read installed plugin", &path))?;
-        let actual = crate::stamp::sha256_hex(&bytes);
+        let actual = paddock_types::stamp::sha256_hex(&bytes);
         let layer_matches = match &record.origin {
             Some(Origin::Oci { layer_digest, .. }) => {
                 layer_digest.strip_prefix("sha256:") == Some(record.sha256.as_str())
@@ -636,7 +633,7 @@ impl PluginStore {
         request: &InstallRequest<'_>,
     ) -> Result<InstallReport, StoreError> {
         let name = name.map_or_else(|| source.default_name(), str::to_string);
-        if !crate::contract::valid_tool_name(&name) {
+        if !paddock_types::contract::valid_tool_name(&name) {
             return Err(StoreError::BadName(name));
         }
         let current = self.get(&name).ok();
@@ -779,7 +776,7 @@ impl PluginStore {
                 (bytes, from, origin, None)
             }
         };
-        if crate::stamp::sha256_hex(&bytes) == record.sha256 {
+        if paddock_types::stamp::sha256_hex(&bytes) == record.sha256 {
             return Ok(Upgrade::UpToDate {
                 record: Box::new(record),
                 source: from,
@@ -924,7 +921,7 @@ impl PluginStore {
         file: &Path,
         scopes: &[String],
     ) -> Result<TrustedKey, StoreError> {
-        if !crate::contract::valid_tool_name(name) {
+        if !paddock_types::contract::valid_tool_name(name) {
             return Err(StoreError::BadName(name.to_string()));
         }
         let scopes = scopes
@@ -1031,7 +1028,7 @@ impl PluginStore {
 
     /// Stops trusting the key named `name`.
     pub fn untrust_key(&self, name: &str) -> Result<(), StoreError> {
-        if !crate::contract::valid_tool_name(name) {
+        if !paddock_types::contract::valid_tool_name(name) {
             return Err(StoreError::BadName(name.to_string()));
         }
         let path = self.key_path(name);

@@ -319,7 +319,7 @@ pub async fn resolve(r: &OciRef, auth: &AuthChoice) -> Result<Resolved, RemoteEr
             answer: format!("HTTP 404: manifest unknown ({manifest_digest})"),
             fix: registry.missing_fix(),
         })?;
-    let actual = crate::stamp::sha256_hex(&manifest);
+    let actual = paddock_types::stamp::sha256_hex(&manifest);
     if actual != manifest_hex {
         return Err(RemoteError::DigestMismatch {
             what: format!("the manifest of {}", r.given),
@@ -570,7 +570,7 @@ async fn small_blob(
     let bytes = tokio::time::timeout(STEP_DEADLINE, fetch)
         .await
         .map_err(|_| format!("no complete answer within {} s", STEP_DEADLINE.as_secs()))??;
-    let actual = crate::stamp::sha256_hex(&bytes);
+    let actual = paddock_types::stamp::sha256_hex(&bytes);
     if actual != hex {
         return Err(format!(
             "its payload has digest sha256:{actual}, but the signature manifest names sha256:{hex}"
@@ -621,7 +621,7 @@ async fn verify_signature(
     const NOT_TRUSTED_FIX: &str = "If the publisher's key is the one you expect, trust it \
          with `paddock plugin trust-key NAME KEY.pub`; otherwise do not install this (or use \
          --allow-unsigned if you accept it unverified)";
-    let signature_manifest = format!("sha256:{}", crate::stamp::sha256_hex(&bytes));
+    let signature_manifest = format!("sha256:{}", paddock_types::stamp::sha256_hex(&bytes));
     let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
         refused(
             format!("a signature manifest that is not valid JSON ({e})"),
@@ -796,7 +796,7 @@ pub async fn sign(
     let docker_reference = format!("{}/{}", r.registry, r.repository);
     let payload = signature::payload(&docker_reference, &manifest_digest);
     let signed = signature::sign(key, &payload);
-    let payload_digest = format!("sha256:{}", crate::stamp::sha256_hex(&payload));
+    let payload_digest = format!("sha256:{}", paddock_types::stamp::sha256_hex(&payload));
     let config = serde_json::to_vec(&serde_json::json!({
         "architecture": "",
         "config": {},
@@ -806,7 +806,7 @@ pub async fn sign(
         "rootfs": {"type": "layers", "diff_ids": [payload_digest]},
     }))
     .unwrap_or_default();
-    let config_digest = format!("sha256:{}", crate::stamp::sha256_hex(&config));
+    let config_digest = format!("sha256:{}", paddock_types::stamp::sha256_hex(&config));
     let manifest = serde_json::json!({
         "schemaVersion": 2,
         "mediaType": MANIFEST_MEDIA_TYPE,
@@ -839,7 +839,7 @@ pub async fn sign(
     Ok(Signed {
         manifest_digest,
         tag,
-        signature_manifest_digest: format!("sha256:{}", crate::stamp::sha256_hex(&manifest)),
+        signature_manifest_digest: format!("sha256:{}", paddock_types::stamp::sha256_hex(&manifest)),
         fingerprint: signature::fingerprint(key.verifying_key()),
     })
 }
@@ -896,7 +896,7 @@ pub async fn push(
         });
     }
     let registry = r.connect(auth, Access::Push).await?;
-    let layer_digest = format!("sha256:{}", crate::stamp::sha256_hex(&artifact.wasm));
+    let layer_digest = format!("sha256:{}", paddock_types::stamp::sha256_hex(&artifact.wasm));
     let config = serde_json::to_vec(&WasmConfig {
         created: artifact.created,
         author: None,
@@ -906,7 +906,7 @@ pub async fn push(
         component: artifact.component,
     })
     .unwrap_or_default();
-    let config_digest = format!("sha256:{}", crate::stamp::sha256_hex(&config));
+    let config_digest = format!("sha256:{}", paddock_types::stamp::sha256_hex(&config));
     let mut annotations = BTreeMap::from([
         (
             "org.opencontainers.image.created".to_string(),
@@ -944,7 +944,7 @@ pub async fn push(
         "annotations": annotations,
     });
     let manifest = serde_json::to_vec(&manifest).unwrap_or_default();
-    let manifest_digest = format!("sha256:{}", crate::stamp::sha256_hex(&manifest));
+    let manifest_digest = format!("sha256:{}", paddock_types::stamp::sha256_hex(&manifest));
     let tag = r.tag.as_deref().unwrap_or_default();
     registry
         .push_blob(artifact.wasm, &layer_digest, "pushing the layer")

@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::sandbox::create_private_dir;
+use paddock_sandbox::create_private_dir;
 
 /// The largest plugin accepted from a registry or a URL. Components built from JavaScript or
 /// Python carry their interpreter and are tens of MiB; this leaves room for those and refuses
@@ -288,7 +288,7 @@ impl Verified {
                 path,
                 source,
             })?;
-        let actual = crate::stamp::sha256_hex(&bytes);
+        let actual = paddock_types::stamp::sha256_hex(&bytes);
         if actual != self.sha256 {
             return Err(RemoteError::DigestMismatch {
                 what: "the download".into(),
@@ -485,7 +485,7 @@ mod tests {
             .err()
             .unwrap();
         let text = err.to_string();
-        assert!(text.contains(&crate::stamp::sha256_hex(b"abc")), "{text}");
+        assert!(text.contains(&paddock_types::stamp::sha256_hex(b"abc")), "{text}");
         assert!(text.contains(&"0".repeat(64)), "{text}");
         let left: Vec<_> = std::fs::read_dir(dir.path().join("downloads"))
             .unwrap()
@@ -495,7 +495,7 @@ mod tests {
         let mut right = Download::start(dir.path(), "the layer", 100, None).unwrap();
         right.write(b"abc").unwrap();
         let ok = right
-            .finish(&crate::stamp::sha256_hex(b"abc"), "x")
+            .finish(&paddock_types::stamp::sha256_hex(b"abc"), "x")
             .unwrap();
         // Another process swaps the file in `downloads/` for other bytes after the check: what
         // is installed is still what was verified, read through the descriptor.

@@ -249,7 +249,7 @@ pub fn fingerprint(key: &VerifyingKey) -> String {
         .to_public_key_der()
         .map(|d| d.as_bytes().to_vec())
         .unwrap_or_default();
-    format!("sha256:{}", crate::stamp::sha256_hex(&der))
+    format!("sha256:{}", paddock_types::stamp::sha256_hex(&der))
 }
 
 /// A P-256 private key from an unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`).

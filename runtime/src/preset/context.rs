@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::PresetError;
-use crate::pipeline::SpillDir;
-use crate::sandbox::{Mount, MountMode};
+use paddock_sandbox::SpillDir;
+use paddock_sandbox::{Mount, MountMode};
 
 /// Where a plugin's bytes come from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::PresetError;
 use super::sections::{ApprovalEntry, FuelSetting, GrantsEntry, HookEntry, LoopLimits, MountEntry};
 use super::tools::ToolSelection;
-use crate::contract::Risk;
+use paddock_types::contract::Risk;
 use crate::model::ProviderConfig;
 
 /// A whole preset file.

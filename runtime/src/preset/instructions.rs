@@ -56,7 +56,7 @@ pub fn read_instructions(cwd: &Path) -> (Vec<InstructionFile>, Vec<String>) {
         match read_one(&path) {
             Ok(Some(text)) => files.push(InstructionFile {
                 name: name.clone(),
-                sha256: crate::stamp::sha256_hex(text.as_bytes()),
+                sha256: paddock_types::stamp::sha256_hex(text.as_bytes()),
                 text,
             }),
             Ok(None) => {}

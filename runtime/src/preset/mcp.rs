@@ -41,8 +41,8 @@ use serde::{Deserialize, Serialize};
 use super::context::{home_path, make_mount, program_dir};
 use super::sections::{HostPattern, MountEntry, Positive, RelPath};
 use super::{PresetError, ResolveContext, check_mount_is_safe};
-use crate::contract::Risk;
-use crate::sandbox::{ExecGrant, Mount, Protect};
+use paddock_types::contract::Risk;
+use paddock_sandbox::{ExecGrant, Mount, Protect};
 
 /// `[mcp.NAME]` as written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,7 +110,7 @@ impl ResolvedMcp {
             && self
                 .mounts
                 .iter()
-                .all(|m| m.mode == crate::sandbox::MountMode::Ro)
+                .all(|m| m.mode == paddock_sandbox::MountMode::Ro)
     }
 }
 
@@ -122,7 +122,7 @@ pub(super) fn resolve_mcp(
     entry: &McpEntry,
     cx: &ResolveContext<'_>,
 ) -> Result<ResolvedMcp, PresetError> {
-    if !crate::contract::valid_tool_name(name) {
+    if !paddock_types::contract::valid_tool_name(name) {
         return Err(PresetError(format!(
             "mcp.{name}: server names must match ^[A-Za-z0-9_-]{{1,64}}$"
         )));
@@ -252,7 +252,7 @@ fn check_url(name: &str, url: &str, entry: &McpEntry) -> Result<String, PresetEr
         .http
         .iter()
         .flat_map(|h| &h.allow)
-        .any(|p| crate::sandbox::http_allows(&p.0, "http", host, port));
+        .any(|p| paddock_sandbox::http_allows(&p.0, "http", host, port));
     if !allowed {
         return Err(err(format!(
             "host `{host}` (port {port}, http) is not granted; add `http = {{ allow = \

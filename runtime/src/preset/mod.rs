@@ -1,4 +1,4 @@
-//! Presets (SPEC P1, S6, H2, C2): the TOML file that decides, for a session, the model, the
+//! Presets (P1, S6, H2, C2): the TOML file that decides, for a session, the model, the
 //! loop budgets, which plugins and tools load, what each plugin may touch (mounts, exec and
 //! http grants, limits), which hooks guard the calls, and what needs approval. Unknown keys,
 //! wrong types and bad values are errors naming the file, line, column and key, with the
@@ -42,7 +42,7 @@ pub use system::{system_prompt, with_instructions};
 pub use tools::ToolGlob;
 pub use trust::{PROJECT_DIR, PROJECT_LOCK, ProjectConfig, TrustState, TrustStore};
 
-use crate::sandbox::Mount;
+use paddock_sandbox::Mount;
 
 /// Presets shipped inside the binary, by name.
 pub const EMBEDDED: &[(&str, &str)] = &[
@@ -89,7 +89,7 @@ pub struct PresetSource {
 impl PresetSource {
     /// SHA-256 of the text, in hex.
     pub fn sha256(&self) -> String {
-        crate::stamp::sha256_hex(self.text.as_bytes())
+        paddock_types::stamp::sha256_hex(self.text.as_bytes())
     }
 
     pub fn parse(&self) -> Result<PresetFile, PresetError> {

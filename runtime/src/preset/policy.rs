@@ -12,7 +12,7 @@ use super::file::PresetFile;
 use super::sections::{
     ApprovalMode, ConfineMode, FuelSetting, GrantsEntry, HookEntry, HookPhase, OnError,
 };
-use crate::sandbox::{Capability, ExecGrant, Grant, HttpGrant, Limits, Protect};
+use paddock_sandbox::{Capability, ExecGrant, Grant, HttpGrant, Limits, Protect};
 
 /// Loop budgets with defaults filled in (B3, X1).
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -13,9 +13,9 @@ use super::policy::{ApprovalPolicy, LoopBudgets, ResolvedHook, check_pin, grants
 use super::sections::FuelSetting;
 use super::tools::ToolSelection;
 use super::{PresetError, check_mount_is_safe};
-use crate::contract::Risk;
+use paddock_types::contract::Risk;
 use crate::model::ProviderConfig;
-use crate::sandbox::{Grant, Limits, Mount, MountMode};
+use paddock_sandbox::{Grant, Limits, Mount, MountMode};
 
 /// One plugin, ready to load.
 #[derive(Debug, Clone, Serialize)]
@@ -107,7 +107,7 @@ impl PresetFile {
             ));
         }
         for (alias, target) in &self.tools.aliases {
-            if !crate::contract::valid_tool_name(alias) || !crate::contract::valid_tool_name(target)
+            if !paddock_types::contract::valid_tool_name(alias) || !paddock_types::contract::valid_tool_name(target)
             {
                 return Err(PresetError(format!(
                     "tools.aliases: {alias:?} = {target:?}: both must be tool names \
@@ -141,7 +141,7 @@ fn resolve_plugin(
     source_dir: &Path,
     cx: &ResolveContext<'_>,
 ) -> Result<ResolvedPlugin, PresetError> {
-    if !crate::contract::valid_tool_name(name) {
+    if !paddock_types::contract::valid_tool_name(name) {
         return Err(PresetError(format!(
             "plugins.{name}: plugin names must match ^[A-Za-z0-9_-]{{1,64}}$"
         )));

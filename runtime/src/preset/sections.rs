@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::sandbox::MountMode;
+use paddock_sandbox::MountMode;
 
 /// Loop budgets (B3, X1): `[limits]`. Absent budgets take the defaults `preset show` prints.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -377,7 +377,7 @@ mod tests {
         )
         .expect("parses");
         let a = &ok.plugins["a"];
-        assert_eq!(a.risk, Some(crate::contract::Risk::High));
+        assert_eq!(a.risk, Some(paddock_types::contract::Risk::High));
         assert_eq!(a.grants.protect.len(), 2);
         let bad = crate::preset::parse(
             "t.toml",

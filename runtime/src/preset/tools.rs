@@ -80,7 +80,7 @@ impl<'de> Deserialize<'de> for ToolGlob {
             Some((plugin, pattern)) => (Some(plugin), pattern),
             None => (None, text.as_str()),
         };
-        let plugin_ok = plugin.is_none_or(crate::contract::valid_tool_name);
+        let plugin_ok = plugin.is_none_or(paddock_types::contract::valid_tool_name);
         let pattern_ok = !pattern.is_empty()
             && pattern.len() <= 64
             && pattern

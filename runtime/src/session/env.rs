@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::plugin_store::PluginStore;
-use crate::sandbox::Sandbox;
+use paddock_sandbox::Sandbox;
 
 /// The data directory, its sandbox, and the working directory.
 pub struct Env {

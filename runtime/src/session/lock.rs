@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 
 use super::error::SetupError;
 use crate::calls::{McpListed, Registry};
-use crate::pipeline::SpillDir;
+use paddock_sandbox::SpillDir;
 use crate::plugin_store::lock::{
     self, LockFile, LockPlace, McpLock, PluginLock, Recorded, ToolChange, pin,
 };
 use crate::plugin_store::{Installed, PluginStore};
 use crate::preset::{PluginSource, ResolvedPreset};
-use crate::sandbox::{Grant, Plugin};
+use paddock_sandbox::{Grant, Plugin};
 
 /// The `--json` code of a session refused by the lock.
 pub const LOCK_MISMATCH: &str = "LOCK_MISMATCH";

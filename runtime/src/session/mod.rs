@@ -32,12 +32,13 @@ pub use env::Env;
 pub use error::SetupError;
 pub use resume::{ModelMove, ReopenOptions, Reopened, latest_in};
 pub use start::{ModelChoice, SessionBuilder};
-pub(crate) use tools::{LoadFor, Loaded, load_preset};
+pub use tools::{LoadFor, Loaded, load_preset};
 pub use trust::{RecordedTrust, Trust};
 
 use crate::agent::{Agent, Inbox, Observer, TurnEnd};
 use crate::log::{Body, SessionLock, SessionLog, SessionStart};
 use crate::model::{Finish, Outcome, Provider, ToolCall, ToolDef};
+use paddock_types::contract::ToolSpec;
 use crate::pipeline::{CallContext, CallRecord, LoggedCalls, RawCall, Unwatched};
 
 /// A running session: its tools, its model, its log (held: it has one writer, L6), and the
@@ -159,6 +160,24 @@ impl Session {
                 parameters: t.spec.parameters.clone(),
             })
             .collect()
+    }
+
+    /// The tools the model is offered, each as its plugin declares it (description, argument
+    /// schema, runtime metadata: what an MCP front end serves).
+    pub fn tool_specs(&self) -> Vec<ToolSpec> {
+        self.loaded.registry.tools().map(|t| t.spec.clone()).collect()
+    }
+
+    /// The name of the preset the session runs.
+    pub fn preset_name(&self) -> &str {
+        &self.loaded.preset
+    }
+
+    /// The plugin that has a tool named `tool` which the preset leaves out (its `[tools]`
+    /// enable and disable lists), if one does: what a front end tells a person who asked for
+    /// it by name. The model is never told about tools its preset hides.
+    pub fn left_out(&self, tool: &str) -> Option<&str> {
+        self.loaded.registry.left_out(tool)
     }
 
     /// The preset's warnings (shown once by the front-end; `run --json` emits them as events).

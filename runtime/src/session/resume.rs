@@ -11,7 +11,7 @@ use super::tools::{LoadFor, load_preset};
 use super::{Env, Session};
 use crate::agent::scripted::ScriptedProvider;
 use crate::agent::{NO_TASK, Observer};
-use crate::hooks::Approver;
+use crate::ask::Approver;
 use crate::log::{
     Body, Event, LOG_FILE, LogWriter, PluginHash, Recovery, SessionLock, SessionLog, Settle,
     StopReason, Wait, recover_tail, stream_log,

@@ -10,13 +10,13 @@ use super::trust::{ProjectUse, Trust};
 use super::{Env, Session};
 use crate::agent::DEFAULT_SYSTEM;
 use crate::agent::scripted::ScriptedProvider;
-use crate::hooks::{Approver, OnAsk};
+use crate::ask::{Approver, OnAsk};
 use crate::log::{
     Body, InstructionRecord, LOG_FILE, LayerRecord, LogWriter, PluginHash, SessionLock, SessionLog,
     SessionStart, Tap, Wait,
 };
 use crate::model::{ProviderConfig, ProviderKind, connect};
-use crate::pipeline::SpillDir;
+use paddock_sandbox::SpillDir;
 use crate::preset;
 
 /// Which model a new session talks to. The default is the preset's `[model]`.
@@ -55,7 +55,7 @@ impl SessionBuilder {
             env,
             preset: "default".into(),
             model: ModelChoice::default(),
-            approver: Box::new(crate::hooks::NoOneToAsk),
+            approver: Box::new(crate::ask::NoOneToAsk),
             trust: Box::new(super::trust::RecordedTrust),
             tap: None,
             max_turns: None,
@@ -341,7 +341,7 @@ fn start_record(
 
 /// The sandbox layers in force here, as `paddock doctor` shows them (probed once a process).
 fn layer_records() -> Vec<LayerRecord> {
-    crate::sandbox::layers()
+    paddock_sandbox::layers()
         .into_iter()
         .map(|layer| {
             let in_force = layer.state.is_ok();

@@ -9,10 +9,12 @@ use super::error::SetupError;
 use super::lock::LockCheck;
 use super::verdict::{Judged, Shown, Start, judge};
 use crate::calls::{AliasTable, Registry};
-use crate::hooks::{Approval, Approver, HookChain};
-use crate::pipeline::{CallContext, SpillDir};
+use crate::ask::Approver;
+use crate::hooks::{Approval, HookChain};
+use crate::pipeline::CallContext;
+use paddock_sandbox::SpillDir;
 use crate::preset::make_mount;
-use crate::sandbox::{Mount, MountMode};
+use paddock_sandbox::{Mount, MountMode};
 
 /// A `--mount HOST:GUEST[:ro|rw]` spec, relative to `cwd`.
 pub fn parse_mount(spec: &str, cwd: &std::path::Path) -> Result<Mount, String> {
@@ -32,7 +34,7 @@ pub fn parse_mount(spec: &str, cwd: &std::path::Path) -> Result<Mount, String> {
 
 /// A preset loaded for one session or command: its plugins and tools, aliases, hook chain and
 /// approval, where it spills, and the token that cancels its calls.
-pub(crate) struct Loaded {
+pub struct Loaded {
     pub env: Env,
     pub registry: Registry,
     /// Where calls spill; `None` when nothing will run (`tool list`): no directory is made.
@@ -102,7 +104,7 @@ fn layers_relied_on(resolved: &crate::preset::ResolvedPreset) -> Result<(), Setu
         .map(|m| format!("mcp.{}", m.name));
     let jailed: Vec<String> = exec.chain(mcp).collect();
     let mounted = resolved.plugins.iter().any(|p| !p.grant.mounts.is_empty());
-    for layer in crate::sandbox::layers() {
+    for layer in paddock_sandbox::layers() {
         let Err(why) = &layer.state else { continue };
         let relies = match layer.name {
             "fs-guard" => mounted.then(|| "the plugins' `mounts`".to_string()),
@@ -138,7 +140,7 @@ fn layers_relied_on(resolved: &crate::preset::ResolvedPreset) -> Result<(), Setu
 
 /// What `load_preset` loads a preset for.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum LoadFor<'a> {
+pub enum LoadFor<'a> {
     /// A session (by id): its calls spill into its directory, made as the preset loads.
     Session(&'a str),
     /// A command that runs nothing (`tool list`): no spill, so no session directory.
@@ -149,7 +151,7 @@ pub(crate) enum LoadFor<'a> {
 /// finding; warnings are kept in `Loaded::warnings`): its plugins, tools, aliases, hooks and
 /// approval, with `mounts` (`--mount` specs) replacing every plugin's mounts when given, and
 /// `approver` answering approval questions.
-pub(crate) async fn load_preset(
+pub async fn load_preset(
     env: Env,
     found: &crate::preset::Found,
     preset_name: &str,
@@ -219,7 +221,7 @@ fn leave_out_unjailed(
     registry: &mut Registry,
     resolved: &crate::preset::ResolvedPreset,
 ) -> Vec<crate::session::verdict::Shown> {
-    let Some(why) = crate::sandbox::layers()
+    let Some(why) = paddock_sandbox::layers()
         .into_iter()
         .filter(|l| matches!(l.name, "namespaces" | "landlock" | "seccomp"))
         .find_map(|l| l.state.err())

@@ -3,6 +3,8 @@
 //! `CRASH trials=.. double_exec=.. ...` line, and fails unless every count but `trials` is 0.
 //! `CRASH_VERBOSE=1` prints every trial.
 
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::process::ExitCode;
 
 use paddock_tests::crash::Harness;

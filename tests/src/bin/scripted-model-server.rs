@@ -3,6 +3,8 @@
 //! `listening on http://127.0.0.1:PORT` and serves until killed. Requests are printed as JSON
 //! lines on stderr.
 
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use paddock_tests::scripted::{Script, ScriptedServer};
 use std::io::Write;
 

@@ -1,4 +1,4 @@
-//! The crash harness (SPEC L2, L6-L8, X4; `cargo xtask crash N`, and a short run in CI): a
+//! The crash harness (L2, L6-L8, X4; `cargo xtask crash N`, and a short run in CI): a
 //! scripted multi-turn task that reads, writes and edits files and runs a side-effecting
 //! allow-listed program (`sh` appending a tag to `markers.log`), run through the real
 //! `paddock` binary against the scripted model server. Each trial kills paddock at a random

@@ -1,4 +1,4 @@
-//! Messages that arrive while a session works (SPEC I1, I2, M2): steering goes in before the
+//! Messages that arrive while a session works (I1, I2, M2): steering goes in before the
 //! next model request; a follow-up runs when the turn would end; an interrupt ends the turn
 //! and the session goes on. In process through `Session::accept` and `Session::interrupt`,
 //! and through `paddock chat` (the real binary), where a typed line steers, `/next` follows up

@@ -1,4 +1,4 @@
-//! Long sessions (SPEC L1, L2, B3) in process through the library's `Session`, against a
+//! Long sessions (L1, L2, B3) in process through the library's `Session`, against a
 //! scripted model
 //! that enforces its context window the way servers do (a 400 naming the maximum context
 //! length), answers summary requests with a summary, and checks every request it receives:

@@ -1,4 +1,4 @@
-//! A session against a server that behaves like llama-cpp-python's (SPEC M1, V2, L3, L4, B3),
+//! A session against a server that behaves like llama-cpp-python's (M1, V2, L3, L4, B3),
 //! in process through the library's `Session`: each call runs once, the second request is
 //! accepted, tools are offered with `tool_choice`, output is bounded (the output limit, the
 //! attempt's wall clock), a repeated 500 is not retried on, and a session in which the model

@@ -4,7 +4,7 @@
 //! exits by it, and a panic still ends the stream with its `result` line.
 
 use paddock::agent::{Quiet, TurnEnd};
-use paddock::hooks::OnAsk;
+use paddock::ask::OnAsk;
 use paddock::log::StopReason;
 use paddock_tests::scripted::{Script, ScriptedServer, Step, Turn};
 use serde_json::Value;

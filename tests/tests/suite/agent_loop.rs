@@ -1,5 +1,5 @@
 //! The agent loop end to end: a scripted model server on loopback, the sandboxed tools and the
-//! session log (SPEC L1, L3, B1, B2, B3), in process through the library's `Session`; and
+//! session log (L1, L3, B1, B2, B3), in process through the library's `Session`; and
 //! `run` through the real binary for what only the binary does: its exit code by stop reason,
 //! what it prints, a usage error (M2 `run`).
 

@@ -1,4 +1,4 @@
-//! Calls from real models, end to end (SPEC V6, V7, V8), in process through the library's
+//! Calls from real models, end to end (V6, V7, V8), in process through the library's
 //! `Session`: repaired arguments run and the log records each repair; text that is not JSON
 //! never runs; concatenated objects tell the model what ran and what did not; anomalies in the
 //! stream are logged and told to the observer. Through the real binary: `run` and `chat` show

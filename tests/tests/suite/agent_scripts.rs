@@ -1,4 +1,4 @@
-//! `paddock` for scripts and CI, and the system prompt (SPEC M2, T1, L5). Through the real
+//! `paddock` for scripts and CI, and the system prompt (M2, T1, L5). Through the real
 //! binary: `run --json` (one event per line, parsed here), `run -` (the task from standard
 //! input), exit codes by stop reason, project instruction files under workspace trust, and
 //! `resume --base-url/--model`. In process through the library's `Session`: the preset's

@@ -1,5 +1,5 @@
 //! One writer per session, a log that survives a full disk, and what reopening a session
-//! settles (SPEC L2, L5, L6, L8, against the scripted model server). Through the real binary:
+//! settles (L2, L5, L6, L8, against the scripted model server). Through the real binary:
 //! a `resume` while the session's `run` is alive, and two resumes at once, are refused with the
 //! holder's pid (or wait with `--wait`); an append that hits ENOSPC leaves only whole lines,
 //! and the session resumes once there is room; `resume` of a completed turn says so. In process

@@ -10,9 +10,9 @@
 use std::path::PathBuf;
 
 use bytes::Bytes;
-use paddock::contract::ErrorCode;
-use paddock::plugin_store::{builtin, builtin_description, builtin_names};
-use paddock::sandbox::{Capability, Description, MountMode, PreToolUse};
+use paddock_types::contract::ErrorCode;
+use paddock_sandbox::builtin::{builtin, builtin_description, builtin_names};
+use paddock_sandbox::{Capability, Description, MountMode, PreToolUse};
 use paddock_tests::{grant, plugin_bytes, sandbox};
 use tokio_util::sync::CancellationToken;
 
@@ -56,10 +56,10 @@ async fn every_builtin_is_described_exactly_as_its_code_lists_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_described_builtin_is_listed_at_once_and_compiled_by_its_first_call() {
     let dir = tempfile::tempdir().unwrap();
-    let fresh = paddock::sandbox::Sandbox::new(dir.path().join("cache")).unwrap();
+    let fresh = paddock_sandbox::Sandbox::new(dir.path().join("cache")).unwrap();
     std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
     let fs = fresh.load("fs", builtin("fs").unwrap(), &[]).await.unwrap();
-    assert_eq!(fs.cache, paddock::sandbox::CacheUse::Deferred);
+    assert_eq!(fs.cache, paddock_sandbox::CacheUse::Deferred);
     assert!(fs.tool("read_file").is_some());
     assert!(
         !dir.path().join("cache").exists(),

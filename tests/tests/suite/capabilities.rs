@@ -10,7 +10,7 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use paddock::calls::{Registry, RegistryError};
-use paddock::contract::ErrorCode;
+use paddock_types::contract::ErrorCode;
 use paddock::pipeline::{CallContext, Executed, OpenGate, run_call};
 use paddock::plugin_store::PluginStore;
 use paddock_tests::{plugin_dir, resolve_preset, sandbox};
@@ -376,7 +376,7 @@ async fn a_follow_up_call_starts_no_program_whatever_its_tool() {
         ("shell", r#"{"command":"touch ran"}"#),
     ] {
         let entry = registry.get(tool).expect("registered");
-        let grant = paddock::sandbox::Grant {
+        let grant = paddock_sandbox::Grant {
             follow_up: true,
             ..entry.grant.clone()
         };

@@ -1,4 +1,4 @@
-//! The crash harness's short run (SPEC L2, L6-L8, X4): 20 trials, each killing the real
+//! The crash harness's short run (L2, L6-L8, X4): 20 trials, each killing the real
 //! `paddock` at a random point or at a log write, resuming, and checking from the outside
 //! that nothing ran twice, no file was torn and every history is whole and in the calls'
 //! order. `cargo xtask crash N` runs it long.

@@ -5,7 +5,7 @@ use paddock::calls::AliasTable;
 use std::sync::Mutex;
 
 use paddock::calls::Registry;
-use paddock::contract::{ErrorCode, ToolOutput, ToolResult};
+use paddock_types::contract::{ErrorCode, ToolOutput, ToolResult};
 use paddock::pipeline::{
     Admission, AfterCall, CallContext, CallGate, GateCall, OpenGate, run_call,
 };

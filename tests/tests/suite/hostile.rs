@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use paddock::contract::ErrorCode;
-use paddock::sandbox::{CallReport, Grant, LoadError, MountMode, Plugin};
+use paddock_types::contract::ErrorCode;
+use paddock_sandbox::{CallReport, Grant, LoadError, MountMode, Plugin};
 use paddock_tests::{grant, load, plugin_bytes, sandbox};
 use tokio_util::sync::CancellationToken;
 

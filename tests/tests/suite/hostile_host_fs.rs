@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use paddock::sandbox::{CacheUse, Grant, Mount, MountMode, Plugin, Protect, Sandbox};
+use paddock_sandbox::{CacheUse, Grant, Mount, MountMode, Plugin, Protect, Sandbox};
 use paddock_tests::{grant, load, plugin_bytes};
 use tokio_util::sync::CancellationToken;
 

@@ -12,6 +12,8 @@
 //! `model_api_key.rs` (it sets a process environment variable, which is only sound while no
 //! other thread runs).
 
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod agent_common;
 mod authoring_common;
 mod common;

@@ -1,4 +1,4 @@
-//! Anthropic Messages end to end, through real HTTP against the scripted server (SPEC M1, V1,
+//! Anthropic Messages end to end, through real HTTP against the scripted server (M1, V1,
 //! V2, L4).
 
 use crate::common::{config, provider, run, server, user};

@@ -1,5 +1,5 @@
 //! One cancellation token aborts the model request mid-stream and any retry wait, within
-//! 50 ms, and marks the attempt interrupted (SPEC X2, L3).
+//! 50 ms, and marks the attempt interrupted (X2, L3).
 
 use crate::common::{KINDS, config, provider, server, user};
 use paddock::model::{AttemptStatus, Delta, EventSink, ModelError, ModelEvent};

@@ -1,5 +1,5 @@
 //! Real OpenAI-compatible servers' quirks, imitated by the scripted server and met through real
-//! HTTP (SPEC M1, V2, L4): a mirrored legacy `function_call` is one call, the assistant message
+//! HTTP (M1, V2, L4): a mirrored legacy `function_call` is one call, the assistant message
 //! with calls is accepted by a server that refuses `null` content, a 500 with the same body
 //! twice stops the retries, and a stream that never ends is cut by the attempt's wall clock.
 

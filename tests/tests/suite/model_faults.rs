@@ -1,6 +1,6 @@
 //! Every injected fault ends in the right outcome, for both wire formats: retried and then
 //! succeeded, or failed with a clear error; no partial attempt ever shows in the committed
-//! message (SPEC L3, L4).
+//! message (L3, L4).
 
 use crate::common::{KINDS, config, provider, run, server, user};
 use paddock::model::{AttemptStatus, ModelError, ModelEvent};

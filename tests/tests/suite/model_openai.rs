@@ -1,4 +1,4 @@
-//! OpenAI Chat Completions end to end, through real HTTP against the scripted server (SPEC M1,
+//! OpenAI Chat Completions end to end, through real HTTP against the scripted server (M1,
 //! V1, V2, L3).
 
 use crate::common::{config, provider, run, server, user};

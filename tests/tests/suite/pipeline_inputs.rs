@@ -4,7 +4,7 @@
 
 use crate::pipeline_common::{Bench, call};
 use paddock::calls::Repair;
-use paddock::contract::ErrorCode;
+use paddock_types::contract::ErrorCode;
 use paddock::pipeline::RawCall;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;

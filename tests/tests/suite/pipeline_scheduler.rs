@@ -5,7 +5,7 @@
 //! observed transitions, never as speed.
 
 use crate::pipeline_common::{Bench, call, drain, nap};
-use paddock::contract::ErrorCode;
+use paddock_types::contract::ErrorCode;
 use paddock::pipeline::{CallEvent, CallPhase, CallRecord};
 use tokio_util::sync::CancellationToken;
 

@@ -1,4 +1,4 @@
-//! Crashes, interrupts and resume (SPEC L2, L5, X2, M2 `resume`, `log`): logs cut where a
+//! Crashes, interrupts and resume (L2, L5, X2, M2 `resume`, `log`): logs cut where a
 //! crash would cut them, then `paddock resume` through the real binary.
 
 use std::io::Write;

@@ -1,4 +1,4 @@
-//! `paddock chat` on a real pseudo-terminal (SPEC M2, I1, I2, L5, T2, T3): the
+//! `paddock chat` on a real pseudo-terminal (M2, I1, I2, L5, T2, T3): the
 //! terminal is emulated (`vt100`), so the tests read the screen a person would see. Editing
 //! with the arrow keys reaches the model as typed; text typed while the reply streams never
 //! lands inside it; a spinner with the elapsed time shows while the server stalls; results

@@ -3,6 +3,8 @@
 //! the screen or a clock, so they are a binary of their own: they run beside each other, not
 //! beside the suite's builds and crash trials (`suite/`).
 
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 #[path = "../suite/agent_common/mod.rs"]
 mod agent_common;
 

@@ -1,6 +1,6 @@
 //! Assembles an Anthropic Messages stream (`stream: true`) into an assistant message.
 //!
-//! SPEC V2 and M1. Follows `message_start`, `content_block_start`/`_delta`/`_stop`,
+//! V2 and M1. Follows `message_start`, `content_block_start`/`_delta`/`_stop`,
 //! `message_delta`, `message_stop`, and survives: `ping`, an empty `partial_json` (`{}`), a
 //! repeated `message_start` of the same message (ignored; another message's start is a protocol
 //! error), deltas for a block that never started (created) or already stopped

@@ -1,4 +1,4 @@
-//! Builds tool calls from streamed fragments, for both wire formats (SPEC V2).
+//! Builds tool calls from streamed fragments, for both wire formats (V2).
 //!
 //! A fragment names its call by a key (OpenAI `index` or its position, Anthropic block index).
 //! The first non-empty id and name win; a fragment with the id of a known call belongs to that

@@ -1,7 +1,7 @@
 //! What both wire formats accumulate while an attempt streams: its text, its calls and what was
 //! odd about the stream. The wire-specific assemblers feed a `Draft`; it becomes the message.
 //!
-//! SPEC V2 (what does not parse is recorded and skipped, never fatal, unless nothing readable
+//! V2 (what does not parse is recorded and skipped, never fatal, unless nothing readable
 //! arrived at all: then the error names what did) and L3 (`partial` is what
 //! a failed attempt shows; it is a copy, never the committed message).
 
@@ -65,7 +65,7 @@ impl Draft {
         }
     }
 
-    /// The error for a stream in which no event of `wire` arrived (SPEC V2): another API's
+    /// The error for a stream in which no event of `wire` arrived (V2): another API's
     /// events are named, data that is not JSON is quoted with its body line (and event
     /// number); neither is retried, since the same request brings the same body. A body with no
     /// events at all stays `EmptyStream` (a dropped connection, worth another attempt).

@@ -1,7 +1,7 @@
 //! Assemblers: pure state machines that turn the events of one streamed response into a clean
 //! assistant message, whatever quirks the provider's stream has.
 //!
-//! SPEC V2 (arguments parsed only once a call is complete; late deltas ignored; a block created
+//! V2 (arguments parsed only once a call is complete; late deltas ignored; a block created
 //! when a provider sends only deltas; recognisable defaults for a missing id or name), V1 and B2
 //! (finish reason and body decide the outcome; a length cut blocks every call). No I/O and no
 //! clock here: the transport (`model::http`) feeds decoded SSE events in, and tests feed

@@ -1,6 +1,6 @@
 //! Assembles an OpenAI Chat Completions stream (`stream: true`) into an assistant message.
 //!
-//! SPEC V2 and M1. Survives what OpenAI-compatible servers send: tool-call `index` starting at 1
+//! V2 and M1. Survives what OpenAI-compatible servers send: tool-call `index` starting at 1
 //! or missing (the position is used), empty or missing `id`/`name`, `arguments: null`,
 //! `tool_calls: null`, a usage chunk with `choices: []`, `n > 1` (choice 0 is used), deltas after
 //! the finish reason (ignored), no finish reason at all (inferred, and recorded), a repeated call,

@@ -1,6 +1,6 @@
 //! The OpenAI Chat Completions chunk as it arrives on the wire (borrowed from the line where it
 //! can be), and what a chunk means beyond its deltas: an error object sent as a chunk, and the
-//! finish reasons of compatible servers (SPEC V2, M1).
+//! finish reasons of compatible servers (V2, M1).
 
 use std::borrow::Cow;
 

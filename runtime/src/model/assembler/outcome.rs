@@ -1,6 +1,6 @@
 //! From finish reason and body to the message's outcome, and which calls may run.
 //!
-//! SPEC V1 (a length cut blocks every call, however parsable, with `TRUNCATED_CALL_ERROR`), B2
+//! V1 (a length cut blocks every call, however parsable, with `TRUNCATED_CALL_ERROR`), B2
 //! ("no tool call" alone is not "done": the body is read too) and B1's `dropped_tool_call`
 //! (`announces_tool_call`, a documented, conservative heuristic).
 

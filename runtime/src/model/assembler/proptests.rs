@@ -1,5 +1,5 @@
 //! Property: however the network splits a valid stream (even inside a UTF-8 character or a
-//! `data:` line), the assembled message is the same (SPEC V2).
+//! `data:` line), the assembled message is the same (V2).
 
 use super::{AnthropicAssembler, OpenAiAssembler};
 use crate::model::sse::replay;

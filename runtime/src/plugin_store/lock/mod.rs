@@ -27,7 +27,7 @@ pub use pin::{ToolChange, ToolPin};
 pub use place::LockPlace;
 
 use super::{Installed, Origin};
-use crate::contract::ToolSpec;
+use paddock_types::contract::ToolSpec;
 
 /// The file's name, in `.paddock/` or the data directory.
 pub const LOCK_FILE: &str = "paddock.lock";
@@ -143,7 +143,7 @@ pub fn tool_pins(tools: &[ToolSpec]) -> BTreeMap<String, ToolPin> {
 /// SHA-256 of the canonical JSON of `grant` (what the preset gives a plugin).
 pub fn grant_sha256(grant: &impl Serialize) -> String {
     let value = serde_json::to_value(grant).unwrap_or(serde_json::Value::Null);
-    crate::stamp::sha256_hex(pin::canonical_json(&value).as_bytes())
+    paddock_types::stamp::sha256_hex(pin::canonical_json(&value).as_bytes())
 }
 
 /// Why the lock could not be read or written.
@@ -269,7 +269,7 @@ mod tests {
             description: "Read.".into(),
             parameters: serde_json::json!({"type": "object"}),
             examples: Vec::new(),
-            meta: crate::contract::RuntimeMeta::default(),
+            meta: paddock_types::contract::RuntimeMeta::default(),
         };
         let record = Installed {
             name: "fs".into(),

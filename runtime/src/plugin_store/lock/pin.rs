@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::contract::ToolSpec;
+use paddock_types::contract::ToolSpec;
 
 /// One tool as the lock pins it: the hash of the whole, and of each part.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,7 +45,7 @@ pub fn canonical_json(value: &Value) -> String {
 }
 
 fn hash(value: &Value) -> String {
-    crate::stamp::sha256_hex(canonical_json(value).as_bytes())
+    paddock_types::stamp::sha256_hex(canonical_json(value).as_bytes())
 }
 
 /// A plugin tool as `describe` gives it, pinned.
@@ -167,7 +167,7 @@ mod tests {
             description: description.into(),
             parameters: schema,
             examples: Vec::new(),
-            meta: crate::contract::RuntimeMeta::default(),
+            meta: paddock_types::contract::RuntimeMeta::default(),
         }
     }
 

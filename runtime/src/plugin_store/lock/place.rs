@@ -208,7 +208,7 @@ fn ignored_note(root: &Path, lock: &Path, why: String, used: &LockPlace) -> Stri
          the repository: paddock trust {}",
         lock.display(),
         used.path().display(),
-        crate::terminal::shell_word(root)
+        paddock_types::text::shell_word(root)
     )
 }
 

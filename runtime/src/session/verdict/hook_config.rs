@@ -13,7 +13,7 @@ use super::findings::{Finding, Severity};
 use super::locate::KeyPath;
 use crate::plugin_store::{DidYouMean, PluginStore};
 use crate::preset::{PresetFile, ResolvedPreset};
-use crate::sandbox::Sandbox;
+use paddock_sandbox::Sandbox;
 
 /// What each hook of a preset declares, by its index in `hooks`: the schema text (`None`
 /// when it declares nothing), or why it could not be asked.

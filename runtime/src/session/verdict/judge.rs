@@ -10,9 +10,9 @@ use super::findings::{self, Finding, LoadedPlugin, Severity};
 use super::locate::Seg;
 use super::{empty, hook_config, inherit, locate, reach};
 use crate::calls::Registry;
-use crate::pipeline::SpillDir;
+use paddock_sandbox::SpillDir;
 use crate::preset::{Found, ResolveContext, ResolvedPreset};
-use crate::sandbox::{Mount, Plugin};
+use paddock_sandbox::{Mount, Plugin};
 use crate::session::Env;
 
 /// One finding as shown: where, what, and the fix.

@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 
 use paddock::agent::{Compaction, Observer, Quiet};
-use paddock::hooks::NoOneToAsk;
+use paddock::ask::NoOneToAsk;
 use paddock::model::AssistantMessage;
 use paddock::session::{Env, ModelChoice, ReopenOptions, Session, SessionBuilder};
 use paddock_tests::scripted::{Script, ScriptedServer, Step};

@@ -8,8 +8,9 @@ pub use std::sync::Mutex;
 pub use std::time::{Duration, Instant};
 
 pub use paddock::calls::Registry;
-pub use paddock::contract::{ErrorCode, Risk};
-pub use paddock::hooks::{Answer, Approval, Approver, HookChain, HookError, Question};
+pub use paddock_types::contract::{ErrorCode, Risk};
+pub use paddock::ask::{Answer, Approver, Question};
+pub use paddock::hooks::{Approval, HookChain, HookError};
 pub use paddock::pipeline::{CallContext, Executed, run_call};
 pub use paddock::plugin_store::PluginStore;
 pub use paddock::preset::{ApprovalMode, ApprovalPolicy};

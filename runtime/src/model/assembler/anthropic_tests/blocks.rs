@@ -1,4 +1,4 @@
-//! How the Anthropic assembler builds text and calls from content blocks (SPEC V2).
+//! How the Anthropic assembler builds text and calls from content blocks (V2).
 
 use super::*;
 use crate::model::types::*;

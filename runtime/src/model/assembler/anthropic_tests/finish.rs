@@ -1,4 +1,4 @@
-//! How an Anthropic stream ends: stop reasons, outcomes, errors and noise (SPEC V1, V2, B2).
+//! How an Anthropic stream ends: stop reasons, outcomes, errors and noise (V1, V2, B2).
 
 use super::*;
 use crate::model::types::*;

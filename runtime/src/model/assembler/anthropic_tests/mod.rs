@@ -1,4 +1,4 @@
-//! The Anthropic assembler against hand-written transcripts, one per quirk (SPEC V1, V2, B2).
+//! The Anthropic assembler against hand-written transcripts, one per quirk (V1, V2, B2).
 //! Events are modelled on the Messages streaming reference. `blocks`: how content blocks and
 //! calls are built; `finish`: how the message ends, errors and noise.
 

@@ -1,4 +1,4 @@
-//! How the OpenAI assembler builds calls from quirky deltas (SPEC V2).
+//! How the OpenAI assembler builds calls from quirky deltas (V2).
 
 use super::*;
 use crate::model::types::*;

@@ -1,4 +1,4 @@
-//! How an OpenAI stream ends: finish reasons, outcomes, errors and noise (SPEC V1, V2, B2).
+//! How an OpenAI stream ends: finish reasons, outcomes, errors and noise (V1, V2, B2).
 
 use super::*;
 use crate::model::error::ModelError;

@@ -1,6 +1,6 @@
 //! The legacy `function_call` delta: a call of its own when it comes alone, and the same call
 //! (never a second one) when a server mirrors `tool_calls` in it, as llama-cpp-python's
-//! `chatml-function-calling` does (SPEC V2; issue: every tool call ran twice).
+//! `chatml-function-calling` does (V2; issue: every tool call ran twice).
 
 use super::*;
 use crate::model::types::*;

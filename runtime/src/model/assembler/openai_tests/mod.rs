@@ -1,4 +1,4 @@
-//! The OpenAI assembler against hand-written transcripts, one per quirk (SPEC V1, V2, B2).
+//! The OpenAI assembler against hand-written transcripts, one per quirk (V1, V2, B2).
 //! Chunks are modelled on the Chat Completions streaming reference. `calls`: how calls are
 //! built; `finish`: how the response ends, and stream noise; `mirror`: the legacy
 //! `function_call` field, alone or mirroring `tool_calls`.

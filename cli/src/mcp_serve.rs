@@ -1,0 +1,176 @@
+//! The served side of `paddock mcp serve`: `tools/list` from the preset's tools, `tools/call`
+//! through `Session::call` (repair, validation, hooks, approval, sandbox, output budget, and
+//! the session log written as a model's calls write it), MCP cancellation mapped to the call's
+//! token, and progress notifications while a call runs.
+//!
+//! Calls run one at a time, so each client's questions go to that client: a second call waits
+//! for the first, and a client that cancels a waiting call gets it back unrun and unlogged
+//! (it never reached the session).
+//!
+//! The client is untrusted: it names a tool and sends arguments, exactly what a model does,
+//! and reaches nothing the preset does not expose.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
+
+use crate::elicit::ElicitApprover;
+use paddock::pipeline::{RawCall, summarize};
+use paddock::session::Session;
+
+/// What a served session holds while it runs: the session, and the approver whose questions
+/// go to the client whose call is running.
+pub(super) struct ServedSession {
+    pub session: Session,
+    pub approver: ElicitApprover,
+}
+
+/// How often a running call tells the client it is still running.
+const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+
+/// The handler for one client connection. Clones share the session: its log, its one-call
+/// lock and its call ids, so several HTTP clients write one valid log.
+#[derive(Clone)]
+pub(super) struct Served {
+    session: Arc<ServedSession>,
+    tools: Arc<Vec<Tool>>,
+    one_call: Arc<tokio::sync::Mutex<()>>,
+    next: Arc<AtomicU64>,
+}
+
+impl Served {
+    pub(super) fn new(session: Arc<ServedSession>) -> Served {
+        let tools = session
+            .session
+            .tool_specs()
+            .into_iter()
+            .map(|spec| {
+                let schema = match &spec.parameters {
+                    serde_json::Value::Object(map) => map.clone(),
+                    _ => serde_json::Map::new(),
+                };
+                Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema))
+                    .with_annotations(paddock::mcp::annotations_for(&spec.meta))
+            })
+            .collect();
+        Served {
+            session,
+            tools: Arc::new(tools),
+            one_call: Arc::default(),
+            next: Arc::new(AtomicU64::new(1)),
+        }
+    }
+}
+
+/// Serves one client on standard input and output until it closes the connection.
+pub(super) async fn serve_stdio(served: Served) -> Result<(), String> {
+    let running = served
+        .serve((tokio::io::stdin(), tokio::io::stdout()))
+        .await
+        .map_err(|e| format!("the MCP client did not complete the handshake: {e}"))?;
+    running
+        .waiting()
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("the MCP connection ended abnormally: {e}"))
+}
+
+impl ServerHandler for Served {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        info.protocol_version = ProtocolVersion::V_2025_11_25;
+        info.server_info = Implementation::new("paddock", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(format!(
+            "paddock's sandboxed tools from preset `{}`; paths are inside its mounts (e.g. /workspace).",
+            self.session.session.preset_name()
+        ));
+        info
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        paddock::mcp::protocol_versions()
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let id = format!("mcp-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let request_name = request.name.to_string();
+        let call = RawCall {
+            id,
+            name: request.name.to_string(),
+            arguments: serde_json::Value::Object(request.arguments.unwrap_or_default()).to_string(),
+        };
+        let record = {
+            let one = tokio::select! {
+                biased;
+                _ = context.ct.cancelled() => None,
+                one = self.one_call.lock() => Some(one),
+            };
+            // Cancelled while another client's call ran: it never reached the session.
+            let Some(_one) = one else {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "error[NOT_EXECUTED]: {}",
+                    paddock::pipeline::not_executed().message
+                ))])
+                .into());
+            };
+            // Questions go to the client whose call this is (one call at a time).
+            self.session.approver.connect(context.peer.clone());
+            let progress = context.meta.get_progress_token().map(|token| {
+                tokio::spawn(progress(context.peer.clone(), token, request_name.clone()))
+            });
+            let record = self.session.session.call(call, context.ct.clone()).await;
+            if let Some(task) = progress {
+                task.abort();
+            }
+            record
+        };
+        let summary = summarize(&record.map_err(internal)?);
+        let content = vec![ContentBlock::text(summary.content)];
+        Ok(if summary.is_error {
+            CallToolResult::error(content)
+        } else {
+            CallToolResult::success(content)
+        }
+        .into())
+    }
+}
+
+fn internal(e: std::io::Error) -> ErrorData {
+    ErrorData::internal_error(format!("paddock cannot write the session log: {e}"), None)
+}
+
+/// Every `PROGRESS_EVERY`, how long the call has run (the total is unknown).
+async fn progress(peer: Peer<RoleServer>, token: ProgressToken, tool: String) {
+    let started = Instant::now();
+    let mut tick = tokio::time::interval(PROGRESS_EVERY);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let secs = started.elapsed().as_secs_f64();
+        let mut note = ProgressNotificationParam::new(token.clone(), secs);
+        note.message = Some(format!("{tool} running for {secs:.1} s"));
+        if peer.notify_progress(note).await.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! `paddock plugin install|upgrade`: the options a command line gives the store, the
+//! capability diff shown (and the yes asked) before a plugin is replaced, the progress line,
+//! and what an install prints.
+
+use super::report::{CommandResult, Failure};
+use super::style::{BOLD, json_for_terminal, paint, sanitize};
+use super::{Env, Exit};
+use paddock::plugin_store::{
+    AuthChoice, CapabilityDiff, Change, InstallReport, InstallRequest, InstallSource, Origin,
+    StoreError, Upgrade, Widening,
+};
+use paddock_sandbox::World;
+
+pub(super) struct InstallOptions<'a> {
+    pub(super) sha256: Option<&'a str>,
+    pub(super) auth: &'a AuthChoice,
+    pub(super) force_progress: bool,
+    pub(super) allow_unsigned: bool,
+    pub(super) accept_widening: bool,
+}
+
+impl InstallOptions<'_> {
+    /// The store's request for these options, telling `progress` how it goes.
+    fn request<'a>(
+        &'a self,
+        progress: &'a (dyn Fn(paddock::plugin_store::Progress) + Sync),
+    ) -> InstallRequest<'a> {
+        InstallRequest {
+            auth: self.auth,
+            allow_unsigned: self.allow_unsigned,
+            widening: self.widening(),
+            progress,
+        }
+    }
+
+    /// `--accept-widening`, else a yes asked on a terminal (refused elsewhere).
+    pub(super) fn widening(&self) -> Widening<'static> {
+        if self.accept_widening {
+            Widening::Accept
+        } else {
+            Widening::Ask(&ask_widening)
+        }
+    }
+}
+
+/// On a terminal, shows the diff and asks y/N on stdin; elsewhere a widening is refused
+/// unless accepted on the command line.
+fn ask_widening(diff: &CapabilityDiff) -> bool {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return false;
+    }
+    eprintln!("{}", render_diff(diff));
+    eprint!("accept these changes? [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    if std::io::stdin().lock().read_line(&mut answer).is_err() {
+        return false;
+    }
+    matches!(answer.trim(), "y" | "Y" | "yes" | "Yes")
+}
+
+/// The diff for the terminal: one line a change, `+` widening, `-` narrowing; the plugin's
+/// words sanitized (T3).
+pub(super) fn render_diff(diff: &CapabilityDiff) -> String {
+    let mut out = String::new();
+    if diff.is_empty() {
+        out.push_str("no change in imports or tools");
+        return out;
+    }
+    out.push_str(if diff.complete {
+        "what changes (+ widens, needs a yes; - narrows):"
+    } else {
+        "what changes in its imports, as the registry's config says (+ widens, needs a yes; - narrows):"
+    });
+    for change in &diff.changes {
+        let mark = if change.widens() { '+' } else { '-' };
+        out.push_str(&format!("\n  {mark} {}", sanitize(&change.summary())));
+        match change {
+            Change::Description { old, new, .. } => {
+                out.push_str(&format!(
+                    "\n      was: {}\n      now: {}",
+                    sanitize(&one_line(old)),
+                    sanitize(&one_line(new))
+                ));
+            }
+            Change::Parameters { old, new, .. } => {
+                out.push_str(&format!(
+                    "\n      was: {}\n      now: {}",
+                    json_for_terminal(&old.to_string()),
+                    json_for_terminal(&new.to_string())
+                ));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn one_line(text: &str) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if joined.chars().count() > 300 {
+        joined.chars().take(300).collect::<String>() + "…"
+    } else {
+        joined
+    }
+}
+
+/// The failure of an install or upgrade: a refused widening shows its whole diff first.
+pub(super) fn refusal(e: StoreError) -> Failure {
+    match &e {
+        StoreError::Widens { diff, .. } => Failure::plugin(format!("{}\n{e}", render_diff(diff))),
+        _ => Failure::plugin(format!("{e}\nnothing was installed")),
+    }
+}
+
+/// The failure of an upgrade: as an install's, and the installed version stays.
+fn upgrade_refusal(e: StoreError) -> Failure {
+    match &e {
+        StoreError::Widens { .. } => refusal(e),
+        _ => Failure::plugin(format!(
+            "{e}\nnothing was changed: the installed version stays in use"
+        )),
+    }
+}
+
+pub(super) async fn upgrade(
+    env: &Env,
+    name: &str,
+    to: Option<&str>,
+    options: &InstallOptions<'_>,
+    color: bool,
+) -> CommandResult {
+    let to = to
+        .map(|given| InstallSource::parse(given, options.sha256))
+        .transpose()
+        .map_err(upgrade_refusal)?;
+    if options.sha256.is_some() && to.is_none() {
+        return Err(Failure::usage(
+            "--sha256 goes with --to https://…: the SHA-256 of the new version",
+        ));
+    }
+    let line = ProgressLine::new(options.force_progress);
+    let show = |p| line.show(p);
+    let request = options.request(&show);
+    let result = env
+        .store
+        .upgrade(&env.sandbox, name, to.as_ref(), &request)
+        .await;
+    line.finish();
+    match result.map_err(upgrade_refusal)? {
+        Upgrade::UpToDate { record, source } => {
+            println!(
+                "{} is up to date: {} is what is installed (sha256 {})",
+                record.name,
+                sanitize(&source),
+                record.sha256
+            );
+        }
+        Upgrade::Upgraded(report) => print_installed(&report, color),
+    }
+    Ok(Exit::Ok)
+}
+
+pub(super) async fn install(
+    env: &Env,
+    given: &str,
+    name: Option<&str>,
+    options: &InstallOptions<'_>,
+    color: bool,
+) -> CommandResult {
+    let refused = refusal;
+    let source = InstallSource::parse(given, options.sha256).map_err(refused)?;
+    if options.allow_unsigned && !matches!(source, InstallSource::Oci(_)) {
+        return Err(refused(StoreError::Remote(
+            paddock::plugin_store::RemoteError::BadReference {
+                given: given.to_string(),
+                why: "--allow-unsigned is for oci:// installs (an https:// install is pinned by \
+                      its --sha256, a local file is installed as it is)"
+                    .into(),
+            },
+        )));
+    }
+    let line = ProgressLine::new(options.force_progress);
+    let show = |p| line.show(p);
+    let request = options.request(&show);
+    let result = env
+        .store
+        .install_from(&env.sandbox, &source, name, &request)
+        .await;
+    line.finish();
+    let report = result.map_err(refused)?;
+    print_installed(&report, color);
+    Ok(Exit::Ok)
+}
+
+fn print_installed(report: &InstallReport, color: bool) {
+    let record = &report.record;
+    if let Some(old) = &report.replaced {
+        let same = if old.sha256 == record.sha256 {
+            ", same bytes"
+        } else {
+            ""
+        };
+        println!(
+            "replaces the {} `{}` installed from {} (sha256 {}{same})",
+            kind_label(&old.kind),
+            old.name,
+            sanitize(&old.installed_from),
+            &old.sha256[..12.min(old.sha256.len())]
+        );
+    }
+    if let Some(diff) = &report.diff {
+        println!("{}", render_diff(diff));
+    }
+    println!(
+        "installed {} ({}, {} bytes, sha256 {})",
+        paint(color, BOLD, &record.name),
+        kind_label(&record.kind),
+        record.size,
+        record.sha256
+    );
+    match &record.origin {
+        Some(Origin::Oci {
+            reference,
+            manifest_digest,
+            signature,
+            ..
+        }) => {
+            println!("from {} (manifest {manifest_digest})", sanitize(reference));
+            print_signature(signature.as_deref());
+        }
+        Some(Origin::Https { url, .. }) => println!("from {}", sanitize(url)),
+        None => {}
+    }
+    if record.kind == World::Hook.as_str() {
+        println!(
+            "name it in a preset: [[hooks]] source = \"{}\", on = \"pre\" or \"post\"",
+            record.name
+        );
+    } else {
+        println!("tools: {}", sanitize(&record.tools.join(", ")));
+    }
+}
+
+fn print_signature(signature: Option<&paddock::plugin_store::SignatureRecord>) {
+    match signature {
+        Some(s) if s.unsigned_allowed => eprintln!(
+            "warning: installed without checking a signature (--allow-unsigned); the installed \
+             record says so"
+        ),
+        Some(s) => println!(
+            "signed by trusted key {} ({})",
+            sanitize(s.key.as_deref().unwrap_or_default()),
+            s.fingerprint.as_deref().unwrap_or_default()
+        ),
+        None => {}
+    }
+}
+
+/// The progress line on stderr while a plugin downloads and compiles: redrawn in place on a
+/// terminal; with `--progress` elsewhere, a line at most every few seconds. Off otherwise, so
+/// what a script reads stays as it was.
+struct ProgressLine {
+    mode: Option<bool>,
+    state: std::sync::Mutex<(Option<std::time::Instant>, bool)>,
+}
+
+impl ProgressLine {
+    fn new(forced: bool) -> ProgressLine {
+        use std::io::IsTerminal;
+        let tty = std::io::stderr().is_terminal();
+        ProgressLine {
+            mode: (tty || forced).then_some(tty),
+            state: std::sync::Mutex::new((None, false)),
+        }
+    }
+
+    fn show(&self, progress: paddock::plugin_store::Progress) {
+        use paddock::plugin_store::Progress;
+        let Some(tty) = self.mode else { return };
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        let (last, drawn) = &mut *state;
+        let text = match progress {
+            Progress::Downloading { done, total } => {
+                let every = std::time::Duration::from_millis(if tty { 100 } else { 2000 });
+                let complete = total == Some(done);
+                if !complete && last.is_some_and(|t| t.elapsed() < every) {
+                    return;
+                }
+                match total {
+                    Some(total) => format!("downloading {} / {}", mib(done), mib(total)),
+                    None => format!("downloading {}", mib(done)),
+                }
+            }
+            Progress::Compiling => "compiling and checking the component".to_string(),
+        };
+        *last = Some(std::time::Instant::now());
+        if tty {
+            eprint!("\r\x1b[2K{text}");
+            *drawn = true;
+        } else {
+            eprintln!("{text}");
+        }
+    }
+
+    fn finish(&self) {
+        if let (Some(true), Ok(state)) = (self.mode, self.state.lock())
+            && state.1
+        {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    if bytes < 1 << 20 {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
+    }
+}
+
+fn kind_label(kind: &str) -> &'static str {
+    if kind == World::Hook.as_str() {
+        "hook"
+    } else {
+        "tool plugin"
+    }
+}

@@ -1,0 +1,161 @@
+//! Compiled-code cache (S8, K4): a plugin is compiled once per engine configuration and loaded
+//! from disk afterwards, but only when the entry is authenticated.
+//!
+//! Files are keyed by the SHA-256 of the wasm plus wasmtime's compatibility hash, so another
+//! wasmtime version or configuration simply misses; they are written to a temporary file and
+//! renamed, so a crash never leaves half a file under a valid name. Each entry ends with an
+//! HMAC-SHA256 (`cache_key`) over its name and bytes: loading a cached file is `unsafe` (it
+//! is native code), so an entry whose MAC is missing or wrong (planted, altered, or copied
+//! from another plugin) is discarded with a warning and compiled again. The MAC is checked on
+//! the very bytes that are then deserialized, never on a file read twice. The directory is
+//! created 0700, entries 0600, and `preset` refuses any mount that would reach it.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use wasmtime::component::Component;
+
+use crate::fs::private_dir::create_private_dir;
+use crate::wasm::cache_key::{CacheKey, MAC_LEN};
+use crate::wasm::compiled::CacheUse;
+use crate::wasm::engine::Sandbox;
+use crate::wasm::error::LoadError;
+
+/// Lower-case hex SHA-256 of `bytes`; a built-in's was computed when the binary was built
+/// (`builtin::builtin_sha256`, a leaf table: the bytes are compared in full).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    if let Some(known) = crate::builtin::builtin_sha256(bytes) {
+        return known.to_string();
+    }
+    paddock_types::stamp::sha256_hex(bytes)
+}
+
+impl Sandbox {
+    /// The entry's file name without extension: `<sha256>-<engine hash>`.
+    fn cache_name(&self, sha256: &str) -> String {
+        let mut h = DefaultHasher::new();
+        self.engine.precompile_compatibility_hash().hash(&mut h);
+        format!("{sha256}-{:016x}", h.finish())
+    }
+
+    /// The cache key, created on first use; `None` (warned once) leaves the cache unused.
+    fn cache_key(&self) -> Option<&CacheKey> {
+        self.cache_key
+            .get_or_init(|| match CacheKey::load_or_create(&self.cache_dir) {
+                Ok(key) => Some(key),
+                Err(e) => {
+                    tracing::warn!(
+                        "no key for the compiled-code cache in {} ({e}); plugins are compiled \
+                         on every start",
+                        self.cache_dir.display()
+                    );
+                    None
+                }
+            })
+            .as_ref()
+    }
+
+    /// An authenticated entry, deserialized; `None` when there is none or it fails its MAC.
+    fn load_entry(&self, key: &CacheKey, name: &str, path: &Path) -> Option<Component> {
+        let bytes = std::fs::read(path).ok()?;
+        let split = bytes.len().checked_sub(MAC_LEN)?;
+        let (compiled, tag) = bytes.split_at(split);
+        if !key.verify(name, compiled, tag) {
+            tracing::warn!(
+                "discarding compiled-code cache entry {}: its MAC does not match (altered, \
+                 planted, or written without this user's key); compiling the plugin again",
+                path.display()
+            );
+            let _ = std::fs::remove_file(path);
+            return None;
+        }
+        // SAFETY: these exact bytes carry a MAC under this user's private key, which only
+        // `store_compiled` below produces, over output of this engine's `precompile_component`;
+        // a file from another wasmtime build fails the compatibility check and returns `Err`.
+        unsafe { Component::deserialize(&self.engine, compiled) }.ok()
+    }
+
+    /// Returns the compiled component for `wasm`, from the cache on disk when possible.
+    pub(crate) fn compile_disk_cached(
+        &self,
+        origin: &str,
+        wasm: &[u8],
+        sha256: &str,
+    ) -> Result<(Component, CacheUse), LoadError> {
+        let name = self.cache_name(sha256);
+        let path = self.cache_dir.join(format!("{name}.cwasm"));
+        let key = self.cache_key();
+        if let Some(key) = key
+            && let Some(component) = self.load_entry(key, &name, &path)
+        {
+            return Ok((component, CacheUse::Hit));
+        }
+        let compiled = self
+            .engine
+            .precompile_component(wasm)
+            .map_err(|e| classify_compile_error(origin, e))?;
+        if let Some(key) = key
+            && let Err(e) = self.store_compiled(key, &name, &path, &compiled)
+        {
+            // A read-only or full disk costs a recompile next time, nothing more.
+            tracing::warn!("could not cache compiled plugin at {}: {e}", path.display());
+        }
+        // SAFETY: `compiled` was produced by this engine a moment ago.
+        let component =
+            unsafe { Component::deserialize(&self.engine, &compiled) }.map_err(|e| {
+                LoadError::Compile {
+                    plugin: origin.to_string(),
+                    detail: format!("{e:?}"),
+                }
+            })?;
+        Ok((component, CacheUse::Compiled))
+    }
+
+    fn store_compiled(
+        &self,
+        key: &CacheKey,
+        name: &str,
+        path: &Path,
+        compiled: &[u8],
+    ) -> std::io::Result<()> {
+        create_private_dir(&self.cache_dir)?;
+        // NamedTempFile creates the file 0600.
+        let mut tmp = tempfile::NamedTempFile::new_in(&*self.cache_dir)?;
+        tmp.write_all(compiled)?;
+        tmp.write_all(&key.mac(name, compiled))?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    }
+
+    /// Where the entry for wasm with this SHA-256 lives (for tests of the cache).
+    pub fn cache_entry_path(&self, sha256: &str) -> PathBuf {
+        self.cache_dir
+            .join(format!("{}.cwasm", self.cache_name(sha256)))
+    }
+}
+
+/// Bytes that are not a component at all are told apart from a component that fails to
+/// compile, because the fixes differ.
+fn classify_compile_error(origin: &str, e: wasmtime::Error) -> LoadError {
+    LoadError::Compile {
+        plugin: origin.to_string(),
+        detail: format!("{e:#}"),
+    }
+}
+
+/// Checks the header before compiling: random bytes and core modules get their own message.
+pub fn check_component_header(origin: &str, wasm: &[u8]) -> Result<(), LoadError> {
+    let not_a_component = |detail: &str| {
+        Err(LoadError::NotAComponent {
+            origin: origin.to_string(),
+            detail: detail.to_string(),
+        })
+    };
+    match wasm.get(..8) {
+        Some([0, b'a', b's', b'm', _, _, 1, 0]) => Ok(()),
+        Some([0, b'a', b's', b'm', 1, 0, 0, 0]) => not_a_component("it is a core wasm module"),
+        _ => not_a_component("it does not start with the wasm magic bytes `\\0asm`"),
+    }
+}

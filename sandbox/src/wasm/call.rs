@@ -1,0 +1,237 @@
+//! One call in a fresh store (S2-S7, K2, K3): mounts opened from the handles held since the
+//! preset was resolved (all read-only for read-only tools), the filesystem behind the
+//! protected-path guard, fuel, an epoch
+//! deadline, cancellation, summed memory caps, capped stdio, and every way a plugin can fail
+//! turned into a `ToolError` with its own code.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::ResourceTable;
+use wasmtime::{Store, UpdateDeadline};
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+use paddock_types::contract::{ErrorCode, ToolError, ToolOutput};
+use crate::fs::guard::FsGuard;
+use crate::fs::mount::MountHandle;
+use crate::grant::{Grant, Mount, MountMode};
+use crate::wasm::bindings::{ToolPluginPre, types};
+use crate::wasm::engine::Sandbox;
+use crate::wasm::limits::CallLimiter;
+use crate::wasm::outcome::{CallReport, finish, race};
+use crate::wasm::plugin::Plugin;
+use crate::wasm::stdio::CappedPipe;
+use crate::wasm::store::{CallState, Prepared, Stop, code_for_call, truncate_for_message};
+
+/// The environment variable that carries a call's output budget (the SDK's `output_budget`).
+pub const OUTPUT_BYTES_VAR: &str = "PADDOCK_OUTPUT_BYTES";
+/// The environment variable that carries a call's fuel (the SDK's `fuel_budget`).
+pub const FUEL_VAR: &str = "PADDOCK_FUEL";
+
+/// The mount's held directory, refused when its name now refers to something else (K3).
+fn held_mount(mount: &Mount) -> Result<std::sync::Arc<MountHandle>, ToolError> {
+    let refuse = |why: String| {
+        ToolError::new(
+            ErrorCode::Host,
+            format!(
+                "mount {} -> {} no longer refers to the directory opened when the session \
+                 started: {why}; the call is refused so that it cannot reach what now stands \
+                 there. Put the directory back, or start a new session to mount what is there now",
+                mount.host.display(),
+                mount.guest
+            ),
+        )
+    };
+    let handle = mount
+        .held()
+        .map_err(|e| refuse(format!("it cannot be opened ({e})")))?;
+    handle.verify().map_err(refuse)?;
+    Ok(handle)
+}
+
+impl Sandbox {
+    pub(crate) fn prepare_store(
+        &self,
+        plugin: &str,
+        grant: &Grant,
+        read_only: bool,
+        cancel: &CancellationToken,
+    ) -> Result<Prepared, ToolError> {
+        let limits = &grant.limits;
+        let mut roots = Vec::with_capacity(grant.mounts.len());
+        let stdout = CappedPipe::new(limits.stdio_bytes);
+        let stderr = CappedPipe::new(limits.stdio_bytes);
+        let mut wasi = WasiCtxBuilder::new();
+        // No arguments, sockets or name lookup (S6): the builder starts empty and
+        // wasmtime 48 denies TCP and UDP by default.
+        wasi.stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .allow_blocking_current_thread(true);
+        // The only variables a tool sees: the output budget the host will hold its result to,
+        // so a tool that pages itself stops on a line within it, the call's fuel, so a tool
+        // sizes its share of the work to it (docs/output-paging.md), and the call's tag, which
+        // names the temporary files a write makes so `resume` can remove those a crash left
+        // (`leftovers.rs`).
+        if let Some(bytes) = limits.output_bytes {
+            wasi.env(OUTPUT_BYTES_VAR, bytes.to_string());
+        }
+        if let Some(fuel) = limits.fuel {
+            wasi.env(FUEL_VAR, fuel.to_string());
+        }
+        if let Some(tag) = &grant.call_tag {
+            wasi.env(crate::leftovers::CALL_TAG_VAR, tag);
+        }
+        for mount in &grant.mounts {
+            let perms = if read_only || mount.mode == MountMode::Ro {
+                FsPerms::ReadOnly
+            } else {
+                FsPerms::ReadWrite
+            };
+            let handle = held_mount(mount)?;
+            roots.push(handle.path().to_path_buf());
+            // The held directory itself, through the kernel's link to it (K3).
+            wasi.preopened_dir(handle.proc_path(), &mount.guest, perms)
+                .map_err(|e| {
+                    ToolError::new(
+                        ErrorCode::Host,
+                        format!(
+                            "cannot mount {} at {}: {e:#}; check the preset's mounts",
+                            mount.host.display(),
+                            mount.guest
+                        ),
+                    )
+                })?;
+        }
+        let state = CallState {
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            limiter: CallLimiter::new(limits.memory_bytes),
+            deadline: Instant::now() + limits.timeout,
+            cancel: cancel.clone(),
+            stop: None,
+            logs: Vec::new(),
+            log_bytes: 0,
+            plugin: plugin.to_string(),
+            mounts: grant
+                .mounts
+                .iter()
+                .map(|mount| Mount {
+                    mode: if read_only { MountMode::Ro } else { mount.mode },
+                    ..mount.clone()
+                })
+                .collect(),
+            protect: grant.protect.clone(),
+            exec: grant.exec.clone(),
+            http: grant.http.clone(),
+            output_bytes: limits.output_bytes,
+            spill: grant.spill.clone(),
+            admitted_command: grant.admitted_command.clone(),
+            follow_up: grant.follow_up,
+            session: grant.session.clone(),
+            live_output: grant.live_output.clone(),
+            fs_guard: Arc::new(FsGuard::new(roots, grant.protect.clone())),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|state| &mut state.limiter);
+        // A store starts with no fuel; "fuel off" is the largest budget there is.
+        store
+            .set_fuel(limits.fuel.unwrap_or(u64::MAX))
+            .map_err(|e| ToolError::new(ErrorCode::Host, format!("cannot set fuel: {e:#}")))?;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|mut cx| {
+            let state = cx.data_mut();
+            if state.cancel.is_cancelled() {
+                state.stop = Some(Stop::Cancelled);
+                return Ok(UpdateDeadline::Interrupt);
+            }
+            if Instant::now() >= state.deadline {
+                state.stop = Some(Stop::Deadline);
+                return Ok(UpdateDeadline::Interrupt);
+            }
+            // Yield so that other calls on this thread, and the host's own select, make progress.
+            Ok(UpdateDeadline::Yield(1))
+        });
+        Ok(Prepared {
+            store,
+            stdout,
+            stderr,
+            fuel: limits.fuel,
+        })
+    }
+
+    pub(crate) async fn run_list(
+        &self,
+        pre: &ToolPluginPre<CallState>,
+        grant: &Grant,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<types::ToolSpec>, ToolError> {
+        let mut prepared = self.prepare_store("", grant, true, cancel)?;
+        let timeout = grant.limits.timeout;
+        let outcome = {
+            let store = &mut prepared.store;
+            let run = async {
+                let plugin = pre.instantiate_async(&mut *store).await?;
+                plugin.paddock_plugin_tools().call_list(&mut *store).await
+            };
+            race(run, cancel, timeout).await
+        };
+        finish(prepared, outcome, timeout, Ok).0
+    }
+
+    /// Runs tool `tool` of `plugin` with `args` under `grant`. Never fails: every outcome,
+    /// including the plugin misbehaving, is a `ToolResult` in the report.
+    pub async fn call(
+        &self,
+        plugin: &Plugin,
+        tool: &str,
+        args: &str,
+        grant: &Grant,
+        cancel: &CancellationToken,
+    ) -> CallReport {
+        let started = Instant::now();
+        let pre = match code_for_call(&plugin.name, &plugin.pre, cancel).await {
+            Ok(pre) => pre,
+            Err(error) => return CallReport::failed(error, started),
+        };
+        let read_only = plugin
+            .tool(tool)
+            .is_some_and(|spec| spec.meta.is_read_only());
+        let mut prepared = match self.prepare_store(&plugin.name, grant, read_only, cancel) {
+            Ok(prepared) => prepared,
+            Err(error) => return CallReport::failed(error, started),
+        };
+        let timeout = grant.limits.timeout;
+        let outcome = {
+            let store = &mut prepared.store;
+            let run = async {
+                let instance = pre.instantiate_async(&mut *store).await?;
+                instance
+                    .paddock_plugin_tools()
+                    .call_call(&mut *store, tool, args)
+                    .await
+            };
+            race(run, cancel, timeout).await
+        };
+        let (result, mut report) = finish(prepared, outcome, timeout, |returned| match returned {
+            Ok(out) => Ok(ToolOutput {
+                content: out.content,
+                truncated: out.truncated,
+                continuation: out.continuation,
+            }),
+            Err(err) => Err(ToolError {
+                // Only INVALID_ARGS keeps its meaning; any other code a plugin sends stays the
+                // plugin's own, so it cannot pose as a runtime condition such as CANCELLED.
+                code: match err.code.as_str() {
+                    "INVALID_ARGS" => ErrorCode::InvalidArgs,
+                    other => ErrorCode::Plugin(truncate_for_message(other)),
+                },
+                message: err.message,
+                retryable: err.retryable,
+            }),
+        });
+        report.result = result;
+        report.elapsed = started.elapsed();
+        report
+    }
+}

@@ -1,0 +1,114 @@
+//! The one `Engine` of a process and the epoch ticker that drives deadlines (S3).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use wasmtime::component::Linker;
+
+use crate::wasm::error::LoadError;
+use crate::wasm::limits::CallLimiter;
+use crate::wasm::store::{CallState, make_linker};
+
+/// How often the epoch advances. A running call checks its deadline and its cancellation at
+/// each tick; cancelling also advances the epoch at once, so cancel latency does not wait for
+/// the tick.
+pub const EPOCH_TICK: Duration = Duration::from_millis(1);
+
+/// Bytes of each pooled linear memory kept resident between calls.
+const KEEP_RESIDENT: usize = 4 << 20;
+
+/// The sandbox: an engine configured for fuel and epoch interruption, and the directory where
+/// compiled plugins are cached. Cheap to clone.
+#[derive(Clone)]
+pub struct Sandbox {
+    pub(crate) engine: Engine,
+    linker: Arc<Linker<CallState>>,
+    pub(crate) cache_dir: Arc<PathBuf>,
+    /// The cache's key, read or created on first use (K4).
+    pub(crate) cache_key:
+        Arc<std::sync::OnceLock<Option<crate::wasm::cache_key::CacheKey>>>,
+    /// Components `compile_many` compiled in this process.
+    pub(crate) compiled: crate::wasm::compiled::CompiledMemo,
+}
+
+impl Sandbox {
+    /// Builds the engine, preferring the pooling allocator (cheaper per call; docs/scale.md) and
+    /// falling back to on-demand allocation where the pool cannot reserve its address space.
+    /// `cache_dir` holds compiled code and must never be mounted into a plugin.
+    pub fn new(cache_dir: impl Into<PathBuf>) -> Result<Sandbox, LoadError> {
+        let engine = match Engine::new(&config(true)) {
+            Ok(engine) => engine,
+            Err(pooled) => {
+                tracing::warn!("pooling allocator unavailable ({pooled:#}); allocating on demand");
+                Engine::new(&config(false)).map_err(|e| LoadError::Engine(format!("{e:?}")))?
+            }
+        };
+        start_ticker(&engine)
+            .map_err(|e| LoadError::Engine(format!("cannot start the epoch ticker thread: {e}")))?;
+        let linker = make_linker(&engine).map_err(|e| LoadError::Engine(format!("{e:?}")))?;
+        Ok(Sandbox {
+            engine,
+            linker: Arc::new(linker),
+            cache_dir: Arc::new(cache_dir.into()),
+            cache_key: Arc::default(),
+            compiled: Arc::default(),
+        })
+    }
+
+    pub(crate) fn linker(&self) -> &Linker<CallState> {
+        &self.linker
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn cache_dir(&self) -> &std::path::Path {
+        &self.cache_dir
+    }
+}
+
+fn config(pooling: bool) -> Config {
+    let mut cfg = Config::new();
+    cfg.wasm_component_model(true)
+        .epoch_interruption(true)
+        .consume_fuel(true);
+    if pooling {
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(256)
+            .total_core_instances(1024)
+            .total_memories(256)
+            .total_tables(512)
+            .max_memories_per_component(CallLimiter::MAX_MEMORIES as u32)
+            .max_tables_per_component(CallLimiter::MAX_TABLES as u32)
+            .max_memory_size(4 << 30)
+            // Reused slots keep their low pages resident and are reset with memset (only the
+            // dirty pages, where the kernel has PAGEMAP_SCAN) instead of madvise, so a call
+            // that reads a large file does not pay a page fault per page again.
+            .linear_memory_keep_resident(KEEP_RESIDENT)
+            .table_keep_resident(64 << 10)
+            .pagemap_scan(Enabled::Auto);
+        cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
+    cfg
+}
+
+/// A thread that advances the epoch until the engine is dropped.
+fn start_ticker(engine: &Engine) -> std::io::Result<()> {
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("paddock-epoch".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(EPOCH_TICK);
+                match weak.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => break,
+                }
+            }
+        })?;
+    Ok(())
+}
