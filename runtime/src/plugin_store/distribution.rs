@@ -27,7 +27,9 @@ use reqwest::header::{
 };
 use reqwest::{Method, StatusCode, Url};
 
-use super::remote::{MAX_MANIFEST_BYTES, RemoteError, error_chain, is_loopback_host, truncate};
+use paddock_types::text::one_line;
+
+use super::remote::{MAX_MANIFEST_BYTES, RemoteError, error_chain, is_loopback_host};
 
 /// The environment variable that sets the overall deadline of one download, in seconds.
 pub const DOWNLOAD_TIMEOUT_VAR: &str = "PADDOCK_DOWNLOAD_TIMEOUT_SECS";
@@ -55,7 +57,7 @@ fn deadline_from(given: Option<&std::ffi::OsStr>) -> Result<Duration, RemoteErro
         _ => Err(RemoteError::Setting(format!(
             "{DOWNLOAD_TIMEOUT_VAR}=`{}` is not a whole number of seconds above 0; set it to \
              e.g. 1800, or unset it for the default {DEFAULT_DOWNLOAD_TIMEOUT_SECS}",
-            truncate(&given, 40)
+            one_line(&given, 40)
         ))),
     }
 }
@@ -72,7 +74,7 @@ pub fn same_origin(a: &Url, b: &Url) -> bool {
 /// after https; never from another host to this machine; no credentials in the URL.
 pub fn check_hop(from: &Url, to: &Url) -> Result<(), String> {
     let host = to.host_str().unwrap_or_default();
-    let shown = truncate(to.as_str(), 200);
+    let shown = one_line(to.as_str(), 200);
     match to.scheme() {
         "https" => {}
         "http" if from.scheme() == "https" => {
@@ -90,7 +92,7 @@ pub fn check_hop(from: &Url, to: &Url) -> Result<(), String> {
         other => {
             return Err(format!(
                 "it leads to the scheme `{}` ({shown})",
-                truncate(other, 20)
+                one_line(other, 20)
             ));
         }
     }
@@ -125,7 +127,7 @@ pub fn parse_challenge(value: &str) -> Option<Challenge> {
         return Some(Challenge::Basic);
     }
     if !scheme.eq_ignore_ascii_case("bearer") {
-        return Some(Challenge::Other(truncate(scheme, 40)));
+        return Some(Challenge::Other(one_line(scheme, 40)));
     }
     let mut realm = None;
     let mut service = None;
@@ -175,13 +177,19 @@ pub fn parse_challenge(value: &str) -> Option<Challenge> {
 #[derive(Debug)]
 pub enum BodyError {
     /// Past the cap: reading stopped at `read` bytes (or before, on the announced length).
-    TooLarge { read: u64, announced: Option<u64> },
+    TooLarge {
+        read: u64,
+        announced: Option<u64>,
+    },
     Broken(String),
 }
 
 /// The body of `response`, read as it arrives and stopped once it passes `cap` bytes (the
 /// connection is dropped there); refused before reading when its announced length is over.
-pub async fn read_capped(mut response: reqwest::Response, cap: usize) -> Result<Vec<u8>, BodyError> {
+pub async fn read_capped(
+    mut response: reqwest::Response,
+    cap: usize,
+) -> Result<Vec<u8>, BodyError> {
     let announced = response.content_length();
     if announced.is_some_and(|n| n > cap as u64) {
         return Err(BodyError::TooLarge { read: 0, announced });
@@ -238,11 +246,18 @@ impl Registry {
         access: Access,
     ) -> Result<Registry, RemoteError> {
         let host = registry_host(registry);
-        let scheme = if is_loopback_host(host) { "http" } else { "https" };
+        let scheme = if is_loopback_host(host) {
+            "http"
+        } else {
+            "https"
+        };
         let base = Url::parse(&format!("{scheme}://{registry}/")).map_err(|e| {
             RemoteError::BadReference {
-                given: truncate(reference, 200),
-                why: format!("its registry `{}` is not a host ({e})", truncate(registry, 100)),
+                given: one_line(reference, 200),
+                why: format!(
+                    "its registry `{}` is not a host ({e})",
+                    one_line(registry, 100)
+                ),
             }
         })?;
         crate::tls::install_crypto_provider();
@@ -253,7 +268,7 @@ impl Registry {
             .user_agent(concat!("paddock/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| RemoteError::Registry {
-                reference: truncate(reference, 200),
+                reference: one_line(reference, 200),
                 action: "setting up the client",
                 answer: error_chain(&e),
                 fix: "this is a bug in paddock; report it".into(),
@@ -279,7 +294,9 @@ impl Registry {
         let action = "authenticating";
         let basic = match credentials {
             // A token from the user is the registry's bearer token as it is.
-            RegistryAuth::Bearer(token) => return Ok(Some(header_value(&format!("Bearer {token}")))),
+            RegistryAuth::Bearer(token) => {
+                return Ok(Some(header_value(&format!("Bearer {token}"))));
+            }
             RegistryAuth::Basic(user, password) => {
                 use base64::Engine;
                 let pair = format!("{user}:{password}");
@@ -310,7 +327,10 @@ impl Registry {
         let realm_url = self.base.join(&realm).map_err(|e| RemoteError::Registry {
             reference: self.reference.clone(),
             action,
-            answer: format!("its token service `{}` is not a URL ({e})", truncate(&realm, 200)),
+            answer: format!(
+                "its token service `{}` is not a URL ({e})",
+                one_line(&realm, 200)
+            ),
             fix: format!("check that {} is a working registry", self.registry),
         })?;
         check_hop(&self.base, &realm_url).map_err(|why| RemoteError::Registry {
@@ -344,7 +364,7 @@ impl Registry {
             format!(
                 " (its token service is on another host, {}, so paddock did not send it your \
                  credentials: paddock sends them only to {})",
-                truncate(&realm, 200),
+                one_line(&realm, 200),
                 self.base.as_str().trim_end_matches('/')
             )
         } else {
@@ -355,13 +375,15 @@ impl Registry {
             return Err(RemoteError::Registry {
                 reference: self.reference.clone(),
                 action,
-                answer: format!("its token service answered HTTP {status}: {answer}{withheld_note}"),
+                answer: format!(
+                    "its token service answered HTTP {status}: {answer}{withheld_note}"
+                ),
                 fix: self.auth_fix(),
             });
         }
-        let body = read_capped(response, MAX_TOKEN_BYTES)
-            .await
-            .map_err(|e| self.body_error(action, "the token service's answer", MAX_TOKEN_BYTES, e))?;
+        let body = read_capped(response, MAX_TOKEN_BYTES).await.map_err(|e| {
+            self.body_error(action, "the token service's answer", MAX_TOKEN_BYTES, e)
+        })?;
         #[derive(serde::Deserialize)]
         struct Token {
             token: Option<String>,
@@ -427,7 +449,7 @@ impl Registry {
                 action,
                 answer: format!(
                     "HTTP {status} to `{}`, which is not a URL ({e})",
-                    truncate(location, 200)
+                    one_line(location, 200)
                 ),
                 fix: format!("check that {} is a working registry", self.registry),
             })?;
@@ -492,7 +514,13 @@ impl Registry {
         action: &'static str,
     ) -> Result<String, RemoteError> {
         let response = self
-            .call(Method::HEAD, &format!("manifests/{reference}"), Self::accept(accept), None, action)
+            .call(
+                Method::HEAD,
+                &format!("manifests/{reference}"),
+                Self::accept(accept),
+                None,
+                action,
+            )
             .await?;
         if !response.status().is_success() {
             return Err(self.status_error(action, response).await);
@@ -506,7 +534,10 @@ impl Registry {
             return Ok(digest.to_string());
         }
         match self.manifest(reference, accept, action).await? {
-            Some(bytes) => Ok(format!("sha256:{}", paddock_types::stamp::sha256_hex(&bytes))),
+            Some(bytes) => Ok(format!(
+                "sha256:{}",
+                paddock_types::stamp::sha256_hex(&bytes)
+            )),
             None => Err(RemoteError::Registry {
                 reference: self.reference.clone(),
                 action,
@@ -525,7 +556,13 @@ impl Registry {
         action: &'static str,
     ) -> Result<Option<Vec<u8>>, RemoteError> {
         let response = self
-            .call(Method::GET, &format!("manifests/{reference}"), Self::accept(accept), None, action)
+            .call(
+                Method::GET,
+                &format!("manifests/{reference}"),
+                Self::accept(accept),
+                None,
+                action,
+            )
             .await?;
         if response.status() == StatusCode::NOT_FOUND {
             return Ok(None);
@@ -547,7 +584,13 @@ impl Registry {
         action: &'static str,
     ) -> Result<reqwest::Response, RemoteError> {
         let response = self
-            .call(Method::GET, &format!("blobs/{digest}"), HeaderMap::new(), None, action)
+            .call(
+                Method::GET,
+                &format!("blobs/{digest}"),
+                HeaderMap::new(),
+                None,
+                action,
+            )
             .await?;
         if !response.status().is_success() {
             return Err(self.status_error(action, response).await);
@@ -613,7 +656,14 @@ impl Registry {
         );
         let authorization = self.authorization.as_ref();
         let done = self
-            .send(Method::PUT, url, headers, Some(bytes.into()), authorization, action)
+            .send(
+                Method::PUT,
+                url,
+                headers,
+                Some(bytes.into()),
+                authorization,
+                action,
+            )
             .await?;
         if done.status() != StatusCode::CREATED {
             return Err(self.status_error(action, done).await);
@@ -680,15 +730,15 @@ impl Registry {
                     .to_string()
                 })
                 .collect();
-            return truncate(&parts.join("; "), 300);
+            return one_line(&parts.join("; "), 300);
         }
-        truncate(String::from_utf8_lossy(&body).trim(), 300)
+        one_line(String::from_utf8_lossy(&body).trim(), 300)
     }
 
     /// A response that is not a success, with a fix chosen from its status.
     async fn status_error(&self, action: &'static str, response: reqwest::Response) -> RemoteError {
         let status = response.status();
-        let url = truncate(response.url().as_str(), 200);
+        let url = one_line(response.url().as_str(), 200);
         let text = self.error_text(response).await;
         let fix = match status {
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => self.auth_fix(),
@@ -793,8 +843,7 @@ fn registry_host(registry: &str) -> &str {
 /// A header value from text paddock built; one with a byte HTTP forbids is sent empty (and
 /// then refused by the registry) rather than panicking.
 fn header_value(text: &str) -> HeaderValue {
-    let mut value =
-        HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static(""));
+    let mut value = HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static(""));
     if text.starts_with("Bearer ") || text.starts_with("Basic ") {
         value.set_sensitive(true);
     }
@@ -812,7 +861,13 @@ mod tests {
     #[test]
     fn a_hop_never_leaves_https_for_http_nor_reaches_this_machine_from_elsewhere() {
         let registry = url("https://ghcr.io/v2/");
-        assert!(check_hop(&registry, &url("https://pkg-containers.githubusercontent.com/x")).is_ok());
+        assert!(
+            check_hop(
+                &registry,
+                &url("https://pkg-containers.githubusercontent.com/x")
+            )
+            .is_ok()
+        );
         let down = check_hop(&registry, &url("http://ghcr.io/token")).unwrap_err();
         assert!(down.contains("from https to plain http"), "{down}");
         assert!(check_hop(&registry, &url("http://127.0.0.1:5000/token")).is_err());
@@ -829,9 +884,18 @@ mod tests {
     #[test]
     fn credentials_belong_to_one_scheme_host_and_port() {
         let base = url("https://registry.example.com/");
-        assert!(same_origin(&base, &url("https://registry.example.com:443/token")));
-        assert!(same_origin(&base, &url("https://REGISTRY.example.com/v2/x")));
-        assert!(!same_origin(&base, &url("https://registry.example.com:8443/")));
+        assert!(same_origin(
+            &base,
+            &url("https://registry.example.com:443/token")
+        ));
+        assert!(same_origin(
+            &base,
+            &url("https://REGISTRY.example.com/v2/x")
+        ));
+        assert!(!same_origin(
+            &base,
+            &url("https://registry.example.com:8443/")
+        ));
         assert!(!same_origin(&base, &url("https://auth.example.com/")));
         assert!(!same_origin(&base, &url("http://registry.example.com/")));
         let local = url("http://127.0.0.1:5000/");
@@ -871,7 +935,13 @@ mod tests {
     fn the_download_deadline_is_900_seconds_unless_set_to_a_positive_whole_number() {
         use std::ffi::OsStr;
         assert_eq!(deadline_from(None).unwrap(), Duration::from_secs(900));
-        for (given, ok) in [("2", Some(2)), (" 60 ", Some(60)), ("0", None), ("1.5", None), ("x", None)] {
+        for (given, ok) in [
+            ("2", Some(2)),
+            (" 60 ", Some(60)),
+            ("0", None),
+            ("1.5", None),
+            ("x", None),
+        ] {
             match (deadline_from(Some(OsStr::new(given))), ok) {
                 (Ok(d), Some(secs)) => assert_eq!(d, Duration::from_secs(secs)),
                 (Err(e), None) => assert!(e.to_string().contains(DOWNLOAD_TIMEOUT_VAR), "{e}"),

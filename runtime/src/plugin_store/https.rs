@@ -7,9 +7,11 @@
 use std::path::Path;
 use std::time::Duration;
 
+use paddock_types::text::one_line;
+
 use super::remote::{
     Download, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, Verified, error_chain,
-    is_loopback_host, parse_sha256, truncate,
+    is_loopback_host, parse_sha256,
 };
 
 const MAX_REDIRECTS: usize = 5;
@@ -17,7 +19,7 @@ const MAX_REDIRECTS: usize = 5;
 /// Checks that `url` may be fetched: https, or http to a loopback host.
 pub fn check_url(given: &str) -> Result<reqwest::Url, RemoteError> {
     let url = reqwest::Url::parse(given).map_err(|e| RemoteError::BadReference {
-        given: truncate(given, 200),
+        given: one_line(given, 200),
         why: format!("not a URL ({e})"),
     })?;
     if !url.username().is_empty() || url.password().is_some() {
@@ -33,10 +35,10 @@ pub fn check_url(given: &str) -> Result<reqwest::Url, RemoteError> {
         "https" => Ok(url),
         "http" if is_loopback_host(&host) => Ok(url),
         "http" => Err(RemoteError::InsecureHttp {
-            url: truncate(given, 200),
+            url: one_line(given, 200),
         }),
         other => Err(RemoteError::BadReference {
-            given: truncate(given, 200),
+            given: one_line(given, 200),
             why: format!("the scheme `{other}` is not oci:// or https://"),
         }),
     }
@@ -68,7 +70,7 @@ pub async fn download(
         if !from_loopback && attempt.url().host_str().is_some_and(is_loopback_host) {
             return attempt.error(format!(
                 "a redirect from another host to this machine ({}) is refused",
-                truncate(&next, 200)
+                one_line(&next, 200)
             ));
         }
         attempt.follow()
@@ -88,20 +90,23 @@ pub async fn download(
         .map_err(|e| fetch_error(given, "the request failed", &e))?;
     let status = response.status();
     if !status.is_success() {
-        let body = tokio::time::timeout_at(deadline, super::distribution::read_capped(response, 16 << 10))
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default();
+        let body = tokio::time::timeout_at(
+            deadline,
+            super::distribution::read_capped(response, 16 << 10),
+        )
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
         return Err(RemoteError::Registry {
-            reference: truncate(given, 200),
+            reference: one_line(given, 200),
             action: "downloading the plugin",
-            answer: format!("HTTP {status}: {}", truncate(body.trim(), 300)),
+            answer: format!("HTTP {status}: {}", one_line(body.trim(), 300)),
             fix: "check the URL (it must name the .wasm file itself)".to_string(),
         });
     }
-    let what = format!("the file at {}", truncate(given, 200));
+    let what = format!("the file at {}", one_line(given, 200));
     let mut download =
         Download::start(data_dir, &what, MAX_PLUGIN_BYTES, response.content_length())?;
     progress(download.progress());
@@ -109,7 +114,13 @@ pub async fn download(
         let chunk = match tokio::time::timeout_at(deadline, response.chunk()).await {
             Err(_) => {
                 let total = response.content_length();
-                return Err(RemoteError::deadline(given, "the download", limit, download.size(), total));
+                return Err(RemoteError::deadline(
+                    given,
+                    "the download",
+                    limit,
+                    download.size(),
+                    total,
+                ));
             }
             Ok(chunk) => chunk.map_err(|e| fetch_error(given, "the download broke off", &e))?,
         };
@@ -127,7 +138,7 @@ pub async fn download(
 
 fn fetch_error(given: &str, action: &'static str, e: &reqwest::Error) -> RemoteError {
     RemoteError::Registry {
-        reference: truncate(given, 200),
+        reference: one_line(given, 200),
         action,
         answer: error_chain(e),
         fix: "check the URL and that the host is reachable".to_string(),

@@ -15,6 +15,8 @@
 
 use std::io::Read;
 
+use paddock_types::text::one_line;
+
 use super::lock::{LockFile, PluginLock};
 use super::remote::{MAX_PLUGIN_BYTES, Origin, Progress};
 use super::signature::{Recheck, SignaturePolicy};
@@ -81,7 +83,7 @@ impl PluginStore {
                     what: format!(
                         "the lock's sha256 `{}` is not 64 lower-case hex digits; the lock is \
                          damaged",
-                        super::remote::truncate(&entry.sha256, 80)
+                        one_line(&entry.sha256, 80)
                     ),
                 });
             }

@@ -17,11 +17,13 @@ use std::time::Duration;
 use oci_client::Reference;
 use serde::{Deserialize, Serialize};
 
+use paddock_types::text::one_line;
+
 use super::distribution::{self, Access, Registry};
 use super::registry_auth::AuthChoice;
 use super::remote::{
     Download, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, SignatureRefusal, Verified,
-    digest_hex, error_chain, truncate,
+    digest_hex, error_chain,
 };
 use super::signature::{
     self, LayerVerdict, MAX_PAYLOAD_BYTES, MAX_SIGNATURE_LAYERS, SIGNATURE_ANNOTATION,
@@ -60,7 +62,7 @@ pub struct OciRef {
 impl OciRef {
     pub fn parse(given: &str) -> Result<OciRef, RemoteError> {
         let bad = |why: &str| RemoteError::BadReference {
-            given: truncate(given, 200),
+            given: one_line(given, 200),
             why: why.to_string(),
         };
         let rest = given
@@ -73,7 +75,7 @@ impl OciRef {
             return Err(bad(&format!(
                 "`{}` is not a registry host; name the registry in full (e.g. oci://ghcr.io/...), \
                  paddock does not assume docker.io",
-                truncate(first, 100)
+                one_line(first, 100)
             )));
         }
         let reference: Reference = rest
@@ -220,7 +222,7 @@ fn wasm_layer(r: &OciRef, bytes: &[u8]) -> Result<(Descriptor, Descriptor), Remo
     if media_type != MANIFEST_MEDIA_TYPE && media_type != DOCKER_MANIFEST_MEDIA_TYPE {
         return Err(not(format!(
             "its manifest is of type `{}`, not {MANIFEST_MEDIA_TYPE}",
-            truncate(media_type, 100)
+            one_line(media_type, 100)
         )));
     }
     if manifest.schema_version != Some(2) {
@@ -247,7 +249,7 @@ fn wasm_layer(r: &OciRef, bytes: &[u8]) -> Result<(Descriptor, Descriptor), Remo
     if layer.media_type != LAYER_MEDIA_TYPE && layer.media_type != OLD_LAYER_MEDIA_TYPE {
         return Err(not(format!(
             "its layer is of type `{}`, not {LAYER_MEDIA_TYPE}",
-            truncate(&layer.media_type, 100)
+            one_line(&layer.media_type, 100)
         )));
     }
     digest_hex(&layer.digest, "layer", &r.given)?;
@@ -311,14 +313,18 @@ pub async fn resolve(r: &OciRef, auth: &AuthChoice) -> Result<Resolved, RemoteEr
     };
     let manifest_hex = digest_hex(&manifest_digest, "manifest", &r.given)?;
     let action = "fetching the manifest";
-    let manifest = step(r, action, registry.manifest(&manifest_digest, &accepted, action))
-        .await?
-        .ok_or_else(|| RemoteError::Registry {
-            reference: r.given.clone(),
-            action,
-            answer: format!("HTTP 404: manifest unknown ({manifest_digest})"),
-            fix: registry.missing_fix(),
-        })?;
+    let manifest = step(
+        r,
+        action,
+        registry.manifest(&manifest_digest, &accepted, action),
+    )
+    .await?
+    .ok_or_else(|| RemoteError::Registry {
+        reference: r.given.clone(),
+        action,
+        answer: format!("HTTP 404: manifest unknown ({manifest_digest})"),
+        fix: registry.missing_fix(),
+    })?;
     let actual = paddock_types::stamp::sha256_hex(&manifest);
     if actual != manifest_hex {
         return Err(RemoteError::DigestMismatch {
@@ -395,7 +401,7 @@ impl Resolved {
         if self.config.media_type != CONFIG_MEDIA_TYPE {
             return Err(format!(
                 "its config is of type `{}`, not {CONFIG_MEDIA_TYPE}",
-                truncate(&self.config.media_type, 100)
+                one_line(&self.config.media_type, 100)
             ));
         }
         let bytes = small_blob(&self.r, &self.registry, &self.config, MAX_CONFIG_BYTES).await?;
@@ -474,7 +480,15 @@ async fn fetch_layer(
     let what = format!("the layer of {}", r.given);
     let limit = distribution::download_deadline()?;
     let deadline = tokio::time::Instant::now() + limit;
-    let late = |received| RemoteError::deadline(&r.given, "the layer's download", limit, received, Some(declared));
+    let late = |received| {
+        RemoteError::deadline(
+            &r.given,
+            "the layer's download",
+            limit,
+            received,
+            Some(declared),
+        )
+    };
     let mut download = Download::start(data_dir, &what, declared, Some(declared))?;
     progress(download.progress());
     let action = "fetching the layer";
@@ -785,7 +799,7 @@ pub async fn sign(
              the digest is another artifact's. Check what the tag holds now (`skopeo inspect \
              docker://{}/{}:{}`), then sign the digest you mean",
             r.given,
-            truncate(expected, 80),
+            one_line(expected, 80),
             r.registry,
             r.repository,
             r.tag.as_deref().unwrap_or_default()
@@ -826,9 +840,19 @@ pub async fn sign(
     let manifest = serde_json::to_vec(&manifest).unwrap_or_default();
     let tag = signature::signature_tag(&manifest_digest);
     let action = "pushing the signature payload";
-    step(r, action, registry.push_blob(payload, &payload_digest, action)).await?;
+    step(
+        r,
+        action,
+        registry.push_blob(payload, &payload_digest, action),
+    )
+    .await?;
     let action = "pushing the signature config";
-    step(r, action, registry.push_blob(config, &config_digest, action)).await?;
+    step(
+        r,
+        action,
+        registry.push_blob(config, &config_digest, action),
+    )
+    .await?;
     let action = "pushing the signature manifest";
     step(
         r,
@@ -839,7 +863,10 @@ pub async fn sign(
     Ok(Signed {
         manifest_digest,
         tag,
-        signature_manifest_digest: format!("sha256:{}", paddock_types::stamp::sha256_hex(&manifest)),
+        signature_manifest_digest: format!(
+            "sha256:{}",
+            paddock_types::stamp::sha256_hex(&manifest)
+        ),
         fingerprint: signature::fingerprint(key.verifying_key()),
     })
 }
@@ -896,7 +923,10 @@ pub async fn push(
         });
     }
     let registry = r.connect(auth, Access::Push).await?;
-    let layer_digest = format!("sha256:{}", paddock_types::stamp::sha256_hex(&artifact.wasm));
+    let layer_digest = format!(
+        "sha256:{}",
+        paddock_types::stamp::sha256_hex(&artifact.wasm)
+    );
     let config = serde_json::to_vec(&WasmConfig {
         created: artifact.created,
         author: None,

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use paddock_sandbox::create_private_dir;
+use paddock_types::text::one_line;
 
 /// The largest plugin accepted from a registry or a URL. Components built from JavaScript or
 /// Python carry their interpreter and are tens of MiB; this leaves room for those and refuses
@@ -168,7 +169,7 @@ impl RemoteError {
         total: Option<u64>,
     ) -> RemoteError {
         RemoteError::DeadlinePassed {
-            reference: truncate(reference, 200),
+            reference: one_line(reference, 200),
             what: what.to_string(),
             secs: limit.as_secs(),
             received,
@@ -223,21 +224,10 @@ pub fn digest_hex(digest: &str, what: &str, reference: &str) -> Result<String, R
             why: format!(
                 "its {what} digest `{}` is not sha256:<64 lower-case hex digits> (the only \
                  algorithm paddock verifies)",
-                truncate(digest, 100)
+                one_line(digest, 100)
             ),
         }),
     }
-}
-
-/// At most `max` characters of a string from the other side, for a message.
-pub fn truncate(text: &str, max: usize) -> String {
-    let mut out: String = text.chars().take(max).collect();
-    if out.len() < text.len() {
-        out.push('…');
-    }
-    out.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
 }
 
 /// An error with its causes, `a: b: c` (reqwest's own text leaves the cause out).
@@ -252,7 +242,7 @@ pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
         }
         source = cause.source();
     }
-    truncate(&text, 600)
+    one_line(&text, 600)
 }
 
 /// A file being downloaded into `downloads/` under the data directory: private (0600), hashed
@@ -485,7 +475,10 @@ mod tests {
             .err()
             .unwrap();
         let text = err.to_string();
-        assert!(text.contains(&paddock_types::stamp::sha256_hex(b"abc")), "{text}");
+        assert!(
+            text.contains(&paddock_types::stamp::sha256_hex(b"abc")),
+            "{text}"
+        );
         assert!(text.contains(&"0".repeat(64)), "{text}");
         let left: Vec<_> = std::fs::read_dir(dir.path().join("downloads"))
             .unwrap()

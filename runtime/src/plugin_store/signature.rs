@@ -16,6 +16,8 @@ use p256::ecdsa::{Signature, SigningKey, VerifyingKey};
 use p256::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePublicKey};
 use serde::{Deserialize, Serialize};
 
+use paddock_types::text::one_line;
+
 pub const SIMPLESIGNING_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
 pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
 pub const PAYLOAD_TYPE: &str = "cosign container image signature";
@@ -29,20 +31,6 @@ pub const MAX_SIGNATURE_LAYERS: usize = 32;
 const MAX_SIGNATURE_CHARS: usize = 1024;
 /// The largest public key file read.
 pub const MAX_KEY_FILE_BYTES: u64 = 16 << 10;
-
-/// At most `max` characters of text from a key file or a registry, control characters
-/// blanked, for a message.
-fn short(text: &str, max: usize) -> String {
-    let mut out: String = text
-        .chars()
-        .take(max)
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    if text.chars().count() > max {
-        out.push('…');
-    }
-    out
-}
 
 /// The tag cosign keeps the signatures of `manifest_digest` (`sha256:HEX`) at.
 pub fn signature_tag(manifest_digest: &str) -> String {
@@ -111,14 +99,23 @@ pub fn parse_scope(given: &str) -> Result<String, String> {
             || b.is_ascii_digit()
             || matches!(b, b'.' | b'-' | b'_' | b'/' | b':' | b'*' | b'[' | b']')
     }) {
-        Some("it holds characters no reference has (lower-case letters, digits, . - _ / : and * only)")
-    } else if pattern.split('/').next().is_some_and(|host| host.contains('*')) {
+        Some(
+            "it holds characters no reference has (lower-case letters, digits, . - _ / : and * only)",
+        )
+    } else if pattern
+        .split('/')
+        .next()
+        .is_some_and(|host| host.contains('*'))
+    {
         Some("its registry is a wildcard; name the registry (`*` may stand for repository parts)")
     } else {
         None
     };
     match why {
-        Some(why) => Err(format!("`{}` is not a reference pattern: {why}", short(given, 120))),
+        Some(why) => Err(format!(
+            "`{}` is not a reference pattern: {why}",
+            one_line(given, 120)
+        )),
         None => Ok(pattern.to_string()),
     }
 }
@@ -182,9 +179,9 @@ pub fn out_of_scope_words(key: &str, scopes: &str, reference: &str) -> String {
         "it is signed by trusted key `{}`, which vouches only for {scopes}, not for {}; if this \
          publisher may sign it, trust the key for it too (`paddock plugin trust-key --remove \
          {}`, then `paddock plugin trust-key NAME KEY.pub --for PATTERN` once per pattern)",
-        short(key, 64),
-        short(reference, 200),
-        short(key, 64)
+        one_line(key, 64),
+        one_line(reference, 200),
+        one_line(key, 64)
     )
 }
 
@@ -213,7 +210,7 @@ impl SignatureRecord {
                  no longer trusted, or the record was altered)",
                 self.key
                     .as_deref()
-                    .map(|k| short(k, 64))
+                    .map(|k| one_line(k, 64))
                     .unwrap_or_default(),
                 self.fingerprint.as_deref().unwrap_or_default(),
             )),
@@ -235,7 +232,7 @@ pub fn parse_public_key(pem: &[u8]) -> Result<VerifyingKey, String> {
         let first = text.lines().next().unwrap_or_default();
         return Err(format!(
             "it does not start with `-----BEGIN PUBLIC KEY-----` (it starts with `{}`)",
-            short(first, 60)
+            one_line(first, 60)
         ));
     }
     VerifyingKey::from_public_key_pem(text)
@@ -384,14 +381,14 @@ pub fn verify_layer(
             key: key.name.clone(),
             found: format!(
                 "a payload of type `{}`, not `{PAYLOAD_TYPE}`",
-                short(&p.critical.kind, 80)
+                one_line(&p.critical.kind, 80)
             ),
         },
         Ok(p) => LayerVerdict::OtherDigest {
             key: key.name.clone(),
             found: format!(
                 "a payload for {}",
-                short(&p.critical.image.docker_manifest_digest, 80)
+                one_line(&p.critical.image.docker_manifest_digest, 80)
             ),
         },
         Err(e) => LayerVerdict::OtherDigest {
@@ -445,7 +442,13 @@ mod tests {
         let mut tampered = body.clone();
         tampered[10] ^= 1;
         assert_eq!(
-            verify_layer(&tampered, &sig, std::slice::from_ref(&trusted), REF, &digest),
+            verify_layer(
+                &tampered,
+                &sig,
+                std::slice::from_ref(&trusted),
+                REF,
+                &digest
+            ),
             LayerVerdict::NoTrustedKey
         );
         assert!(matches!(
@@ -515,12 +518,25 @@ mod tests {
         assert!(!pattern_matches("ghcr.io/acme/*", "ghcr.io/acme/team/fs"));
         assert!(pattern_matches("ghcr.io/acme/**", "ghcr.io/acme/team/fs"));
         assert!(!pattern_matches("ghcr.io/acme/*", "ghcr.io/acmeevil/fs"));
-        assert!(!pattern_matches("ghcr.io/acme/*", "ghcr.io.evil.com/acme/fs"));
+        assert!(!pattern_matches(
+            "ghcr.io/acme/*",
+            "ghcr.io.evil.com/acme/fs"
+        ));
         assert!(pattern_matches("ghcr.io/acme/fs", "ghcr.io/acme/fs"));
         assert!(!pattern_matches("ghcr.io/acme/fs", "ghcr.io/acme/fs2"));
         assert!(pattern_matches("ghcr.io/acme/fs-*", "ghcr.io/acme/fs-grep"));
-        assert_eq!(parse_scope("oci://ghcr.io/acme/*").unwrap(), "ghcr.io/acme/*");
-        for bad in ["", "ghcr.io", "*/acme/fs", "ghcr.io/acme/fs:1", "ghcr.io/a@sha256:x", "Ghcr.io/a"] {
+        assert_eq!(
+            parse_scope("oci://ghcr.io/acme/*").unwrap(),
+            "ghcr.io/acme/*"
+        );
+        for bad in [
+            "",
+            "ghcr.io",
+            "*/acme/fs",
+            "ghcr.io/acme/fs:1",
+            "ghcr.io/a@sha256:x",
+            "Ghcr.io/a",
+        ] {
             assert!(parse_scope(bad).is_err(), "{bad}");
         }
 
@@ -546,7 +562,13 @@ mod tests {
         any.name = "acme-any".into();
         any.scopes.clear();
         assert_eq!(
-            verify_layer(&body, &sig, &[trusted.clone(), any.clone()], "ghcr.io/other/fs", &digest),
+            verify_layer(
+                &body,
+                &sig,
+                &[trusted.clone(), any.clone()],
+                "ghcr.io/other/fs",
+                &digest
+            ),
             LayerVerdict::Verified(any)
         );
         use base64::Engine;
@@ -559,7 +581,10 @@ mod tests {
         };
         match record.recheck(keys, "ghcr.io/other/fs", &digest) {
             Recheck::Invalid(why) => {
-                assert!(why.contains("acme") && why.contains("ghcr.io/acme/*"), "{why}");
+                assert!(
+                    why.contains("acme") && why.contains("ghcr.io/acme/*"),
+                    "{why}"
+                );
                 assert!(why.contains("ghcr.io/other/fs"), "{why}");
             }
             found => panic!("{found:?}"),
