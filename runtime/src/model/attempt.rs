@@ -86,8 +86,7 @@ where
     let mut records = Vec::new();
     let mut waited = Duration::ZERO;
     let mut number = 0;
-    // The last failure's text, and its status and body when it may count as repeated.
-    let mut previous: Option<(String, Option<(u16, String)>)> = None;
+    let mut last_failure = LastFailure::default();
     loop {
         number += 1;
         if cancel.is_cancelled() {
@@ -99,83 +98,24 @@ where
             number,
         });
         let (error, partial) = match attempt(id.clone()).await {
-            Ok(message) => {
-                sink.emit(ModelEvent::AttemptEnded {
-                    attempt: id.clone(),
-                    status: AttemptStatus::Completed,
-                    error: None,
-                    partial: None,
-                    usage: message.usage,
-                });
-                records.push(AttemptRecord {
-                    id,
-                    number,
-                    status: AttemptStatus::Completed,
-                    error: None,
-                    partial: None,
-                });
-                return Ok(Completion {
-                    message,
-                    attempts: records,
-                });
-            }
+            Ok(message) => return Ok(completed(sink, records, id, number, message)),
             Err(failure) => failure,
         };
-        let status = if error.is_cancelled() {
-            AttemptStatus::Interrupted
-        } else {
-            AttemptStatus::Failed
-        };
-        sink.emit(ModelEvent::AttemptEnded {
-            attempt: id.clone(),
-            status,
-            error: Some(error.to_string()),
-            partial: Some(partial.clone()),
-            usage: None,
-        });
-        records.push(AttemptRecord {
-            id: id.clone(),
-            number,
-            status,
-            error: Some(error.to_string()),
-            partial: Some(partial),
-        });
+        record_failure(sink, &mut records, &id, number, &error, partial);
         let Retry::Yes { after } = error.retry() else {
             return Err(error);
         };
-        let text = error.to_string();
-        let key = error
-            .repeat_key()
-            .map(|(status, body)| (status, body.to_owned()));
-        let last = previous.replace((text.clone(), key.clone()));
-        if let (Some((status, _)), Some((_, Some(before)))) = (&key, &last)
-            && key.as_ref() == Some(before)
-        {
-            return Err(ModelError::RepeatedError {
-                attempts: number,
-                status: *status,
-                last: Box::new(error),
-            });
-        }
-        let reason = match last {
-            Some((before, _)) if before == text => "the same error again".to_owned(),
-            _ => shorten(&text, RETRY_REASON_CHARS),
+        let reason = match last_failure.note(&error) {
+            Ok(reason) => reason,
+            Err(status) => {
+                return Err(ModelError::RepeatedError {
+                    attempts: number,
+                    status,
+                    last: Box::new(error),
+                });
+            }
         };
-        if number > policy.max_retries {
-            return Err(ModelError::RetriesExhausted {
-                attempts: number,
-                last: Box::new(error),
-            });
-        }
-        let jitter = (random_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        let delay = after.unwrap_or_else(|| policy.backoff(number, jitter));
-        if waited + delay > policy.budget {
-            return Err(ModelError::RetryBudgetExhausted {
-                attempts: number,
-                wanted: delay,
-                last: Box::new(error),
-            });
-        }
+        let delay = wait_before_retry(policy, number, after, waited, error)?;
         waited += delay;
         sink.emit(ModelEvent::RetryScheduled {
             attempt: id,
@@ -188,6 +128,118 @@ where
             _ = tokio::time::sleep(delay) => {}
         }
     }
+}
+
+/// Reports and records the attempt that completed, and closes the request with it.
+fn completed(
+    sink: &EventSink,
+    mut records: Vec<AttemptRecord>,
+    id: AttemptId,
+    number: u32,
+    message: AssistantMessage,
+) -> Completion {
+    sink.emit(ModelEvent::AttemptEnded {
+        attempt: id.clone(),
+        status: AttemptStatus::Completed,
+        error: None,
+        partial: None,
+        usage: message.usage,
+    });
+    records.push(AttemptRecord {
+        id,
+        number,
+        status: AttemptStatus::Completed,
+        error: None,
+        partial: None,
+    });
+    Completion {
+        message,
+        attempts: records,
+    }
+}
+
+/// Reports and records a failed attempt (interrupted when the failure is the cancellation),
+/// with what had arrived before it.
+fn record_failure(
+    sink: &EventSink,
+    records: &mut Vec<AttemptRecord>,
+    id: &AttemptId,
+    number: u32,
+    error: &ModelError,
+    partial: PartialOutput,
+) {
+    let status = if error.is_cancelled() {
+        AttemptStatus::Interrupted
+    } else {
+        AttemptStatus::Failed
+    };
+    sink.emit(ModelEvent::AttemptEnded {
+        attempt: id.clone(),
+        status,
+        error: Some(error.to_string()),
+        partial: Some(partial.clone()),
+        usage: None,
+    });
+    records.push(AttemptRecord {
+        id: id.clone(),
+        number,
+        status,
+        error: Some(error.to_string()),
+        partial: Some(partial),
+    });
+}
+
+/// The last failure's text, and its status and body when it may count as repeated.
+#[derive(Default)]
+struct LastFailure(Option<(String, Option<(u16, String)>)>);
+
+impl LastFailure {
+    /// Takes `error` as the last failure. Gives the retry line's reason for it, or, when it
+    /// repeats the last one's status and body (then taken as permanent), that status.
+    fn note(&mut self, error: &ModelError) -> Result<String, u16> {
+        let text = error.to_string();
+        let key = error
+            .repeat_key()
+            .map(|(status, body)| (status, body.to_owned()));
+        let last = self.0.replace((text.clone(), key.clone()));
+        if let (Some((status, _)), Some((_, Some(before)))) = (&key, &last)
+            && key.as_ref() == Some(before)
+        {
+            return Err(*status);
+        }
+        Ok(match last {
+            Some((before, _)) if before == text => "the same error again".to_owned(),
+            _ => shorten(&text, RETRY_REASON_CHARS),
+        })
+    }
+}
+
+/// The wait before the next attempt: the provider's `retry-after`, else the policy's backoff.
+/// `error` (the last failure) is returned inside the refusal when the retries or the budget
+/// (`waited` so far) have run out.
+fn wait_before_retry(
+    policy: &RetryPolicy,
+    number: u32,
+    after: Option<Duration>,
+    waited: Duration,
+    error: ModelError,
+) -> Result<Duration, ModelError> {
+    if number > policy.max_retries {
+        return Err(ModelError::RetriesExhausted {
+            attempts: number,
+            last: Box::new(error),
+        });
+    }
+    let jitter = (random_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    let delay = after.unwrap_or_else(|| policy.backoff(number, jitter));
+    if waited + delay > policy.budget {
+        return Err(ModelError::RetryBudgetExhausted {
+            attempts: number,
+            wanted: delay,
+            last: Box::new(error),
+        });
+    }
+    Ok(delay)
 }
 
 #[cfg(test)]
