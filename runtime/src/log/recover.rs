@@ -46,6 +46,15 @@ struct Segment<'e> {
     answered: HashSet<&'e str>,
 }
 
+impl<'e> Segment<'e> {
+    /// Whether the call `id` was queued as idempotent, and what it touches (anything, written,
+    /// when the log does not say).
+    fn queued_as(&self, id: &str) -> (bool, &'e Touches) {
+        let (idempotent, touches) = self.queued.get(id).copied().unwrap_or((false, None));
+        (idempotent, touches.unwrap_or(&ANYTHING))
+    }
+}
+
 /// Unknown reach: anything, written.
 static ANYTHING: Touches = Touches {
     paths: Vec::new(),
@@ -61,50 +70,91 @@ pub fn recover(events: &[Event]) -> Recovery {
 /// `recover` of the events from the last assistant message on (`stream_log`'s tail): only
 /// that message's calls can be owed a result. `turn_open`: a turn was open before them.
 pub fn recover_tail(events: &[Event], turn_open: bool) -> Recovery {
-    // Calls are scoped to the assistant message that made them, so a provider that reuses ids
-    // across responses ("call_0" every time) cannot make one call's result answer another.
-    let mut segments: Vec<Segment> = Vec::new();
-    let mut open_turn = turn_open;
-    let mut answered = false;
-    for event in events {
-        // Does the log end with a committed final answer (and what is said about its stream)?
-        answered = match &event.body {
-            Body::AssistantMessage { outcome, .. } => *outcome == Outcome::Completed,
-            Body::StreamAnomaly { .. } => answered,
-            _ => false,
-        };
-        match &event.body {
-            Body::AssistantMessage { tool_calls, .. } => segments.push(Segment {
-                calls: tool_calls,
-                ..Segment::default()
-            }),
-            Body::ToolCall {
-                id,
-                idempotent,
-                touches,
-                ..
-            } => {
-                if let Some(segment) = segments.last_mut() {
-                    segment.queued.insert(id, (*idempotent, touches.as_ref()));
-                }
+    let walk = Walk::of(events, turn_open);
+    let started = started_calls(&walk.segments);
+    let mut recovery = Recovery::default();
+    for (s, segment) in walk.segments.iter().enumerate() {
+        for (i, call) in segment.calls.iter().enumerate() {
+            let id = call.id.as_str();
+            if segment.answered.contains(id) {
+                continue;
             }
-            Body::ToolStart { id } => {
-                if let Some(segment) = segments.last_mut() {
-                    segment.started.insert(id);
-                }
+            if !segment.started.contains(id) {
+                recovery.steps.push(Settle::Append(never_started(call)));
+                continue;
             }
-            Body::ToolResult { id, .. } => {
-                if let Some(segment) = segments.last_mut() {
-                    segment.answered.insert(id);
-                }
-            }
-            Body::TurnStart { .. } => open_turn = true,
-            Body::TurnEnd { .. } => open_turn = false,
-            _ => {}
+            recovery.interrupted.push(call.clone());
+            let (idempotent, touches) = segment.queued_as(id);
+            let later = later_overlapping(&walk.segments, &started, (s, i), touches);
+            recovery.steps.push(settle_started(call, idempotent, later));
         }
     }
-    // Every call that started, in model order, with what it touches.
-    let started: Vec<(usize, usize, &Touches)> = segments
+    if let Some(end) = end_of_open_turn(walk.open_turn, walk.answered) {
+        recovery.steps.push(Settle::Append(end));
+    }
+    recovery
+}
+
+/// What the walk over the events finds.
+struct Walk<'e> {
+    /// Calls are scoped to the assistant message that made them, so a provider that reuses
+    /// ids across responses ("call_0" every time) cannot make one call's result answer another.
+    segments: Vec<Segment<'e>>,
+    open_turn: bool,
+    /// The log ends with a committed final answer (and what is said about its stream).
+    answered: bool,
+}
+
+impl<'e> Walk<'e> {
+    fn of(events: &'e [Event], turn_open: bool) -> Walk<'e> {
+        let mut walk = Walk {
+            segments: Vec::new(),
+            open_turn: turn_open,
+            answered: false,
+        };
+        for event in events {
+            walk.answered = match &event.body {
+                Body::AssistantMessage { outcome, .. } => *outcome == Outcome::Completed,
+                Body::StreamAnomaly { .. } => walk.answered,
+                _ => false,
+            };
+            match &event.body {
+                Body::AssistantMessage { tool_calls, .. } => walk.segments.push(Segment {
+                    calls: tool_calls,
+                    ..Segment::default()
+                }),
+                Body::ToolCall {
+                    id,
+                    idempotent,
+                    touches,
+                    ..
+                } => {
+                    if let Some(segment) = walk.segments.last_mut() {
+                        segment.queued.insert(id, (*idempotent, touches.as_ref()));
+                    }
+                }
+                Body::ToolStart { id } => {
+                    if let Some(segment) = walk.segments.last_mut() {
+                        segment.started.insert(id);
+                    }
+                }
+                Body::ToolResult { id, .. } => {
+                    if let Some(segment) = walk.segments.last_mut() {
+                        segment.answered.insert(id);
+                    }
+                }
+                Body::TurnStart { .. } => walk.open_turn = true,
+                Body::TurnEnd { .. } => walk.open_turn = false,
+                _ => {}
+            }
+        }
+        walk
+    }
+}
+
+/// Every call that started, in model order (segment, place), with what it touches.
+fn started_calls<'e>(segments: &[Segment<'e>]) -> Vec<(usize, usize, &'e Touches)> {
+    segments
         .iter()
         .enumerate()
         .flat_map(|(s, segment)| {
@@ -114,73 +164,82 @@ pub fn recover_tail(events: &[Event], turn_open: bool) -> Recovery {
                 .enumerate()
                 .filter_map(move |(i, call)| {
                     let id = call.id.as_str();
-                    segment.started.contains(id).then(|| {
-                        let touches = segment.queued.get(id).and_then(|(_, t)| *t);
-                        (s, i, touches.unwrap_or(&ANYTHING))
-                    })
+                    segment
+                        .started
+                        .contains(id)
+                        .then(|| (s, i, segment.queued_as(id).1))
                 })
         })
-        .collect();
-    let mut recovery = Recovery::default();
-    for (s, segment) in segments.iter().enumerate() {
-        for (i, call) in segment.calls.iter().enumerate() {
-            let (id, name) = (call.id.as_str(), call.name.as_str());
-            if segment.answered.contains(id) {
-                continue;
-            }
-            if !segment.started.contains(id) {
-                recovery.steps.push(Settle::Append(answer(
-                    id,
-                    "NOT_EXECUTED",
-                    format!(
-                        "paddock stopped before `{name}` started; nothing was run. Call it again if it is still needed."
-                    ),
-                )));
-                continue;
-            }
-            recovery.interrupted.push(call.clone());
-            let (idempotent, touches) = segment.queued.get(id).copied().unwrap_or((false, None));
-            let touches = touches.unwrap_or(&ANYTHING);
-            let later = started
-                .iter()
-                .find(|(ls, li, other)| (*ls, *li) > (s, i) && touches.overlaps(other))
-                .map(|(ls, li, _)| segments[*ls].calls[*li].name.as_str());
-            let why = match (idempotent, later) {
-                (true, None) => {
-                    recovery.steps.push(Settle::Rerun(call.clone()));
-                    continue;
-                }
-                (true, Some(later)) => format!(
-                    "It was not run again: a later call (`{later}`) that touches the same paths had already started, and running `{name}` now could undo or misreport what that call did. Check the files it concerns before calling it again."
-                ),
-                (false, _) => "It was not run again because it is not idempotent: check its effect (for example, read the file it changed) before calling it again.".to_string(),
-            };
-            recovery.steps.push(Settle::Append(answer(
-                id,
-                OUTCOME_UNKNOWN,
-                format!(
-                    "`{name}` started but paddock stopped before its result was recorded, so whether it took effect is unknown. {why}"
-                ),
-            )));
-        }
+        .collect()
+}
+
+/// The name of the first call after the one at `at` that started and touches what it touches.
+fn later_overlapping<'e>(
+    segments: &[Segment<'e>],
+    started: &[(usize, usize, &Touches)],
+    at: (usize, usize),
+    touches: &Touches,
+) -> Option<&'e str> {
+    started
+        .iter()
+        .find(|(ls, li, other)| (*ls, *li) > at && touches.overlaps(other))
+        .map(|(ls, li, _)| segments[*ls].calls[*li].name.as_str())
+}
+
+/// The answer for a call that never started.
+fn never_started(call: &ToolCall) -> Body {
+    let name = call.name.as_str();
+    answer(
+        &call.id,
+        "NOT_EXECUTED",
+        format!(
+            "paddock stopped before `{name}` started; nothing was run. Call it again if it is still needed."
+        ),
+    )
+}
+
+/// A started call without a result: run again when it is idempotent and no `later` call that
+/// touches the same paths started, else answered `OUTCOME_UNKNOWN` with why.
+fn settle_started(call: &ToolCall, idempotent: bool, later: Option<&str>) -> Settle {
+    let name = call.name.as_str();
+    let why = match (idempotent, later) {
+        (true, None) => return Settle::Rerun(call.clone()),
+        (true, Some(later)) => format!(
+            "It was not run again: a later call (`{later}`) that touches the same paths had already started, and running `{name}` now could undo or misreport what that call did. Check the files it concerns before calling it again."
+        ),
+        (false, _) => "It was not run again because it is not idempotent: check its effect (for example, read the file it changed) before calling it again.".to_string(),
+    };
+    Settle::Append(answer(
+        &call.id,
+        OUTCOME_UNKNOWN,
+        format!(
+            "`{name}` started but paddock stopped before its result was recorded, so whether it took effect is unknown. {why}"
+        ),
+    ))
+}
+
+/// The end an open turn gets: `completed` when the log ends with the model's committed final
+/// answer, else `interrupted`.
+fn end_of_open_turn(open_turn: bool, answered: bool) -> Option<Body> {
+    if !open_turn {
+        return None;
     }
-    if open_turn && answered {
-        recovery.steps.push(Settle::Append(Body::TurnEnd {
+    Some(if answered {
+        Body::TurnEnd {
             reason: StopReason::Completed,
             detail: Some(
                 "paddock stopped after the model's final answer was committed; recorded on resume"
                     .into(),
             ),
-        }));
-    } else if open_turn {
-        recovery.steps.push(Settle::Append(Body::TurnEnd {
+        }
+    } else {
+        Body::TurnEnd {
             reason: StopReason::Interrupted,
             detail: Some(
                 "paddock stopped during this turn; the log was recovered on resume".into(),
             ),
-        }));
-    }
-    recovery
+        }
+    })
 }
 
 fn answer(id: &str, code: &str, message: String) -> Body {
