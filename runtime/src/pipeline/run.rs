@@ -6,14 +6,14 @@
 
 use tokio_util::sync::CancellationToken;
 
-use paddock_sandbox::SpillDir;
 use super::budget::{apply_budget, bound_error, bound_result, bound_text};
 use super::gate::{Admission, CallGate, GateCall};
 use super::prepared::{Prepared, RawCall};
 use crate::calls::{AliasTable, Backend, Registry, ToolEntry, validate_args};
-use paddock_types::contract::{ErrorCode, ToolError, ToolResult};
 use crate::log::Asked;
+use paddock_sandbox::SpillDir;
 use paddock_sandbox::{CallReport, Sandbox};
+use paddock_types::contract::{ErrorCode, ToolError, ToolResult};
 
 /// What a call needs from the session around it.
 #[derive(Clone)]
@@ -79,7 +79,10 @@ pub async fn run_call(cx: &CallContext<'_>, call_id: &str, name: &str, raw_args:
     match prepared.runnable() {
         Ok((entry, args, _)) => execute(cx, call_id, entry, args.clone(), &mut || Ok(())).await,
         Err(refusal) => Executed::refused(
-            bound_error(refusal.error, paddock_types::contract::OutputBudget::DEFAULT),
+            bound_error(
+                refusal.error,
+                paddock_types::contract::OutputBudget::DEFAULT,
+            ),
             Vec::new(),
         ),
     }
@@ -120,64 +123,13 @@ async fn execute_unbounded(
     args: serde_json::Value,
     on_start: &mut (dyn FnMut() -> Result<(), String> + Send),
 ) -> Executed {
-    let name = entry.spec.name.as_str();
-    if cx.cancel.is_cancelled() {
-        return Executed::refused(not_executed(), Vec::new());
-    }
-    let admission = tokio::select! {
-        biased;
-        _ = cx.cancel.cancelled() => return Executed::refused(not_executed(), Vec::new()),
-        admission = cx.gate.before(gate_call(cx, call_id, entry, &args)) => admission,
-    };
-    let approval = cx.gate.approval(call_id);
-    let (args, mut context) = match admission {
-        Admission::Deny { reason, context } => {
-            let error = ToolError::new(ErrorCode::Denied, format!("the call was denied: {reason}"));
-            return Executed {
-                approval,
-                ..Executed::refused(error, context)
-            };
-        }
-        Admission::Stop { reason, context } => {
-            let error = ToolError::new(
-                ErrorCode::ApprovalRequired,
-                format!("the call was not run: {reason}; the session stops here"),
-            );
-            return Executed {
-                approval,
-                ..Executed::refused(error, context)
-            };
-        }
-        Admission::Declined { reason, context } => {
-            let error = ToolError::new(
-                ErrorCode::Declined,
-                format!("{reason}; do not retry it: wait for the user to say what to do instead"),
-            );
-            return Executed::refused(error, context);
-        }
-        Admission::Allow {
-            args: rewritten,
-            context,
-        } if rewritten != args => {
-            // A hook rewrote the arguments: they must pass the schema like the model's did.
-            let raw = rewritten.to_string();
-            if let Err(mut error) = validate_args(
-                name,
-                &raw,
-                &rewritten,
-                &entry.spec.parameters,
-                &entry.validator,
-            ) {
-                error.message = format!(
-                    "a pre-tool hook rewrote the arguments into ones the schema refuses: {}",
-                    error.message
-                );
-                error.retryable = false;
-                return Executed::refused(error, context);
-            }
-            (rewritten, context)
-        }
-        Admission::Allow { context, .. } => (args, context),
+    let Admitted {
+        args,
+        mut context,
+        approval,
+    } = match admit(cx, call_id, entry, args).await {
+        Ok(admitted) => admitted,
+        Err(refused) => return refused,
     };
     // X3: the abort is checked again right before the call starts.
     if cx.cancel.is_cancelled() {
@@ -186,36 +138,7 @@ async fn execute_unbounded(
     if let Err(why) = on_start() {
         return Executed::refused(ToolError::new(ErrorCode::Host, why), context);
     }
-    // C3: the tool receives exactly the validated value.
-    let mut report = match &entry.backend {
-        Backend::Plugin(plugin) => {
-            // The call's tag names the temporary files it may leave (`resume` removes them).
-            // The shell command the gate admitted is the one it judged (and asked about):
-            // the sandbox runs a command its rules would ask about only if it is this one.
-            let grant = paddock_sandbox::Grant {
-                call_tag: Some(paddock_sandbox::call_tag(cx.session_id, call_id)),
-                spill: cx.spill.cloned(),
-                admitted_command: paddock_sandbox::admitted_command(&args),
-                follow_up: paddock_sandbox::is_follow_up(&args),
-                live_output: cx.live.clone().map(|tap| {
-                    let id = call_id.to_string();
-                    paddock_sandbox::LiveOutput::new(move |text: &str| tap(&id, text))
-                }),
-                ..entry.grant.clone()
-            };
-            cx.sandbox
-                .call(plugin, name, &args.to_string(), &grant, &cx.cancel)
-                .await
-        }
-        Backend::Mcp(tool) => {
-            let started = std::time::Instant::now();
-            let result = tool
-                .server
-                .call(&tool.remote, args.clone(), &cx.cancel)
-                .await;
-            CallReport::of_host(result, started.elapsed())
-        }
-    };
+    let mut report = run_backend(cx, call_id, entry, &args).await;
     let result = std::mem::replace(
         &mut report.result,
         Ok(paddock_types::contract::ToolOutput::complete("")),
@@ -237,6 +160,134 @@ async fn execute_unbounded(
         args: Some(args),
         context,
         approval,
+    }
+}
+
+/// A call the gate let through: the arguments it runs with, hook context, and how the user
+/// approved it.
+struct Admitted {
+    args: serde_json::Value,
+    context: Vec<String>,
+    approval: Option<Asked>,
+}
+
+/// Asks the gate (pre-hooks, approval) about the call, unless the abort came first; a refusal
+/// is the call's whole outcome.
+async fn admit(
+    cx: &CallContext<'_>,
+    call_id: &str,
+    entry: &ToolEntry,
+    args: serde_json::Value,
+) -> Result<Admitted, Executed> {
+    if cx.cancel.is_cancelled() {
+        return Err(Executed::refused(not_executed(), Vec::new()));
+    }
+    let admission = tokio::select! {
+        biased;
+        _ = cx.cancel.cancelled() => return Err(Executed::refused(not_executed(), Vec::new())),
+        admission = cx.gate.before(gate_call(cx, call_id, entry, &args)) => admission,
+    };
+    let approval = cx.gate.approval(call_id);
+    let (args, context) = match admission {
+        Admission::Deny { reason, context } => {
+            let error = ToolError::new(ErrorCode::Denied, format!("the call was denied: {reason}"));
+            return Err(Executed {
+                approval,
+                ..Executed::refused(error, context)
+            });
+        }
+        Admission::Stop { reason, context } => {
+            let error = ToolError::new(
+                ErrorCode::ApprovalRequired,
+                format!("the call was not run: {reason}; the session stops here"),
+            );
+            return Err(Executed {
+                approval,
+                ..Executed::refused(error, context)
+            });
+        }
+        Admission::Declined { reason, context } => {
+            let error = ToolError::new(
+                ErrorCode::Declined,
+                format!("{reason}; do not retry it: wait for the user to say what to do instead"),
+            );
+            return Err(Executed::refused(error, context));
+        }
+        Admission::Allow {
+            args: rewritten,
+            context,
+        } if rewritten != args => {
+            if let Err(error) = recheck_rewritten(entry, &rewritten) {
+                return Err(Executed::refused(error, context));
+            }
+            (rewritten, context)
+        }
+        Admission::Allow { context, .. } => (args, context),
+    };
+    Ok(Admitted {
+        args,
+        context,
+        approval,
+    })
+}
+
+/// A hook rewrote the arguments: they must pass the schema like the model's did.
+fn recheck_rewritten(entry: &ToolEntry, rewritten: &serde_json::Value) -> Result<(), ToolError> {
+    let raw = rewritten.to_string();
+    validate_args(
+        entry.spec.name.as_str(),
+        &raw,
+        rewritten,
+        &entry.spec.parameters,
+        &entry.validator,
+    )
+    .map_err(|mut error| {
+        error.message = format!(
+            "a pre-tool hook rewrote the arguments into ones the schema refuses: {}",
+            error.message
+        );
+        error.retryable = false;
+        error
+    })
+}
+
+/// Runs the admitted call where its tool lives: a plugin in the sandbox under its grant, or an
+/// MCP server. C3: the tool receives exactly the validated value.
+async fn run_backend(
+    cx: &CallContext<'_>,
+    call_id: &str,
+    entry: &ToolEntry,
+    args: &serde_json::Value,
+) -> CallReport {
+    let name = entry.spec.name.as_str();
+    match &entry.backend {
+        Backend::Plugin(plugin) => {
+            // The call's tag names the temporary files it may leave (`resume` removes them).
+            // The shell command the gate admitted is the one it judged (and asked about):
+            // the sandbox runs a command its rules would ask about only if it is this one.
+            let grant = paddock_sandbox::Grant {
+                call_tag: Some(paddock_sandbox::call_tag(cx.session_id, call_id)),
+                spill: cx.spill.cloned(),
+                admitted_command: paddock_sandbox::admitted_command(args),
+                follow_up: paddock_sandbox::is_follow_up(args),
+                live_output: cx.live.clone().map(|tap| {
+                    let id = call_id.to_string();
+                    paddock_sandbox::LiveOutput::new(move |text: &str| tap(&id, text))
+                }),
+                ..entry.grant.clone()
+            };
+            cx.sandbox
+                .call(plugin, name, &args.to_string(), &grant, &cx.cancel)
+                .await
+        }
+        Backend::Mcp(tool) => {
+            let started = std::time::Instant::now();
+            let result = tool
+                .server
+                .call(&tool.remote, args.clone(), &cx.cancel)
+                .await;
+            CallReport::of_host(result, started.elapsed())
+        }
     }
 }
 
