@@ -27,8 +27,8 @@ pub(crate) struct Sent {
     keys: Vec<u64>,
     /// Per message: whether its last block is a cache breakpoint.
     marks: Vec<bool>,
-    /// Per message: its role and where its blocks are in `body` (`None`: no blocks, no turn).
-    parts: Vec<Option<(&'static str, usize, usize)>>,
+    /// Per message: its role and where its blocks are in `body`.
+    parts: Vec<Place>,
     /// Per turn: its first message and where the turn starts in `body`.
     turns: Vec<(usize, usize)>,
     /// How many turns stayed in place from the body before (for tests).
@@ -36,10 +36,18 @@ pub(crate) struct Sent {
     kept: usize,
 }
 
+/// A message's role and where its blocks are in a body (`None`: no blocks, no turn).
+type Place = Option<(&'static str, usize, usize)>;
+
 impl Sent {
     #[cfg(test)]
     pub(crate) fn kept_and_all(&self) -> (usize, usize) {
         (self.kept, self.turns.len())
+    }
+
+    /// Message `i`'s role and blocks as this body has them.
+    fn cached(&self, i: usize) -> Option<(&'static str, Vec<u8>)> {
+        self.parts[i].map(|(role, from, to)| (role, self.body[from..to].to_vec()))
     }
 }
 
@@ -140,6 +148,8 @@ pub(crate) fn body<W: Wire>(
     Ok(body)
 }
 
+/// The body of `messages` between `start` and `end`, on `last`: the turns it kept, then those
+/// written again and after.
 fn build<W: Wire>(
     last: Option<Sent>,
     config: &ProviderConfig,
@@ -149,15 +159,57 @@ fn build<W: Wire>(
     marks: Vec<bool>,
 ) -> serde_json::Result<Sent> {
     let in_place = last.as_ref().filter(|l| l.body[..l.start] == start[..]);
-    let cached = |last: &Sent, i: usize| {
-        last.parts[i].map(|(role, from, to)| (role, last.body[from..to].to_vec()))
-    };
-    // Messages as they were, in place.
+    let same = unchanged_prefix::<W>(in_place, config, messages, &marks)?;
+    let (kept, from) = rewrite_from(in_place, same);
+    // What follows them, written apart while `last` is still whole.
+    let tail = write_tail::<W>(last.as_ref(), config, messages, &marks, from, kept > 0)?;
+    let Front {
+        mut buffer,
+        mut parts,
+        mut turns,
+        mut keys,
+        marks: mut kept_marks,
+    } = keep_front(last, &start, kept, from);
+    let offset = buffer.len();
+    parts.extend(
+        tail.parts
+            .into_iter()
+            .map(|p| p.map(|(r, a, b)| (r, a + offset, b + offset))),
+    );
+    turns.extend(
+        tail.turns
+            .into_iter()
+            .map(|(first, at)| (first, at + offset)),
+    );
+    keys.extend(messages.iter().skip(from).map(|k| k.key));
+    kept_marks.extend(marks.into_iter().skip(from));
+    buffer.extend_from_slice(&tail.bytes);
+    buffer.extend_from_slice(&end);
+    Ok(Sent {
+        body: buffer.freeze(),
+        start: start.len(),
+        end,
+        keys,
+        marks: kept_marks,
+        parts,
+        turns,
+        #[cfg(test)]
+        kept,
+    })
+}
+
+/// How many messages lead the body as they were in `last` (in place: its frame unchanged).
+fn unchanged_prefix<W: Wire>(
+    in_place: Option<&Sent>,
+    config: &ProviderConfig,
+    messages: &Messages,
+    marks: &[bool],
+) -> serde_json::Result<usize> {
     let mut same = 0;
     if let Some(last) = in_place {
         for (i, keyed) in messages.iter().enumerate().take(last.keys.len()) {
             let unchanged = match keyed.key {
-                0 => part::<W>(config, keyed, marks[i])? == cached(last, i),
+                0 => part::<W>(config, keyed, marks[i])? == last.cached(i),
                 key => key == last.keys[i] && marks[i] == last.marks[i],
             };
             if !unchanged {
@@ -166,7 +218,12 @@ fn build<W: Wire>(
             same += 1;
         }
     }
-    // The turns kept: those a later turn followed before the first message that changed.
+    Ok(same)
+}
+
+/// The turns kept (those a later turn followed before the first message that changed, the
+/// `same` before it), and the first message written again.
+fn rewrite_from(in_place: Option<&Sent>, same: usize) -> (usize, usize) {
     let kept = in_place.map_or(0, |last| {
         let next_starts = last.turns.iter().skip(1).map(|&(first, _)| first);
         next_starts.take_while(|&first| first <= same).count()
@@ -176,19 +233,38 @@ fn build<W: Wire>(
         (Some(_), _) => same,
         (None, _) => 0,
     };
-    // What follows them, written apart while `last` is still whole.
+    (kept, from)
+}
+
+/// The turns written again and after, apart from the body; places from its start.
+struct Tail {
+    bytes: Vec<u8>,
+    parts: Vec<Place>,
+    turns: Vec<(usize, usize)>,
+}
+
+/// Writes the turns of the messages from `from` on (after a comma when `after_kept`: kept
+/// turns come before them). A message whose key and mark are as in `last` is copied from it.
+fn write_tail<W: Wire>(
+    last: Option<&Sent>,
+    config: &ProviderConfig,
+    messages: &Messages,
+    marks: &[bool],
+    from: usize,
+    after_kept: bool,
+) -> serde_json::Result<Tail> {
     let mut tail = Vec::new();
     let mut parts = Vec::with_capacity(messages.len() - from);
     let mut turns = Vec::new();
     let mut role_open: Option<&str> = None;
     for (i, keyed) in messages.iter().enumerate().skip(from) {
-        let reused = last.as_ref().filter(|last| {
+        let reused = last.filter(|last| {
             keyed.key != 0
                 && last.keys.get(i) == Some(&keyed.key)
                 && last.marks.get(i) == Some(&marks[i])
         });
         let part = match reused {
-            Some(last) => cached(last, i),
+            Some(last) => last.cached(i),
             None => part::<W>(config, keyed, marks[i])?,
         };
         let Some((role, bytes)) = part else {
@@ -201,7 +277,7 @@ fn build<W: Wire>(
             if role_open.is_some() {
                 tail.extend_from_slice(b"]}");
             }
-            if kept > 0 || !turns.is_empty() {
+            if after_kept || !turns.is_empty() {
                 tail.push(b',');
             }
             turns.push((i, tail.len()));
@@ -216,8 +292,28 @@ fn build<W: Wire>(
     if role_open.is_some() {
         tail.extend_from_slice(b"]}");
     }
-    let (mut buffer, mut kept_parts, mut kept_turns, mut keys, mut kept_marks) = match last {
-        Some(last) if last.body[..last.start] == start[..] => {
+    Ok(Tail {
+        bytes: tail,
+        parts,
+        turns,
+    })
+}
+
+/// What stays of the last body: its bytes up to the first turn written again, and its records
+/// of the messages and turns before there.
+struct Front {
+    buffer: BytesMut,
+    parts: Vec<Place>,
+    turns: Vec<(usize, usize)>,
+    keys: Vec<u64>,
+    marks: Vec<bool>,
+}
+
+/// Cuts `last` after its `kept` turns (messages before `from`), in its own buffer when no
+/// request holds it any more; without a last body in place, just the frame's `start`.
+fn keep_front(last: Option<Sent>, start: &[u8], kept: usize, from: usize) -> Front {
+    match last {
+        Some(last) if last.body[..last.start] == *start => {
             let cut = last
                 .turns
                 .get(kept)
@@ -229,46 +325,30 @@ fn build<W: Wire>(
                 cut
             };
             let (mut parts, mut turns, mut keys) = (last.parts, last.turns, last.keys);
-            let mut kept_marks = last.marks;
+            let mut marks = last.marks;
             parts.truncate(from);
             turns.truncate(kept);
             keys.truncate(from);
-            kept_marks.truncate(from);
+            marks.truncate(from);
             let mut buffer = last
                 .body
                 .try_into_mut()
                 .unwrap_or_else(|shared| BytesMut::from(&shared[..cut]));
             buffer.truncate(cut);
-            (buffer, parts, turns, keys, kept_marks)
+            Front {
+                buffer,
+                parts,
+                turns,
+                keys,
+                marks,
+            }
         }
-        _ => (
-            BytesMut::from(&start[..]),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-        ),
-    };
-    let offset = buffer.len();
-    kept_parts.extend(
-        parts
-            .into_iter()
-            .map(|p| p.map(|(r, a, b)| (r, a + offset, b + offset))),
-    );
-    kept_turns.extend(turns.into_iter().map(|(first, at)| (first, at + offset)));
-    keys.extend(messages.iter().skip(from).map(|k| k.key));
-    kept_marks.extend(marks.into_iter().skip(from));
-    buffer.extend_from_slice(&tail);
-    buffer.extend_from_slice(&end);
-    Ok(Sent {
-        body: buffer.freeze(),
-        start: start.len(),
-        end,
-        keys,
-        marks: kept_marks,
-        parts: kept_parts,
-        turns: kept_turns,
-        #[cfg(test)]
-        kept,
-    })
+        _ => Front {
+            buffer: BytesMut::from(start),
+            parts: Vec::new(),
+            turns: Vec::new(),
+            keys: Vec::new(),
+            marks: Vec::new(),
+        },
+    }
 }
