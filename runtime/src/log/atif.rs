@@ -27,10 +27,10 @@ use super::atif_schema::{
     Agent, FinalMetrics, Metrics, Observation, ObservationResult, SCHEMA_VERSION, Step, StepSource,
     ToolCall, Trajectory,
 };
-use super::event::{Body, CompactReason, Event, Lane, Source, StopReason};
+use super::event::{Body, CompactReason, Event, Lane, SessionStart, Source, StopReason};
 use super::read::{LogError, read_log};
 use super::state::Tally;
-use crate::model::Usage;
+use crate::model::{Finish, Outcome, Usage};
 use paddock_types::stamp::rfc3339_ms;
 
 /// The trajectory of the session at `log` (its `events.jsonl`). A torn last line (a crash
@@ -128,18 +128,12 @@ struct Mapping {
 }
 
 impl Mapping {
+    /// Takes one event into the mapping. A table, one arm per event kind: an arm that does
+    /// more than keep a value is a method below.
     fn push(&mut self, event: &Event) {
         let at = Some(rfc3339_ms(event.ts_ms));
         match &event.body {
-            Body::SessionStart(start) => {
-                self.session = Some(start.session.clone());
-                self.first_model = Some(start.model.clone());
-                self.model = Some(start.model.clone());
-                self.preset = Some(start.preset.clone());
-                if !start.system.is_empty() {
-                    self.step(at, StepSource::System, start.system.clone(), None);
-                }
-            }
+            Body::SessionStart(start) => self.session_start(at, start),
             Body::UserMessage { text, source } => {
                 self.step(at, step_source(*source), text.clone(), None);
             }
@@ -152,13 +146,7 @@ impl Mapping {
                 self.inbox
                     .insert(id.clone(), (*source, *lane, text.clone()));
             }
-            Body::InboxTake { id } => {
-                if let Some((source, lane, text)) = self.inbox.remove(id) {
-                    let lane = serde_json::to_value(lane).unwrap_or(Value::Null);
-                    let extra = object([("lane", lane), ("inbox_id", json!(id))]);
-                    self.step(at, step_source(source), text, Some(extra));
-                }
-            }
+            Body::InboxTake { id } => self.inbox_take(at, id),
             Body::AssistantMessage {
                 attempt,
                 text,
@@ -168,33 +156,10 @@ impl Mapping {
                 usage,
                 cost_usd,
             } => {
-                let index = self.steps.len();
-                let calls: Vec<ToolCall> = tool_calls
-                    .iter()
-                    .enumerate()
-                    .map(|(place, call)| {
-                        let raw = call.arguments.clone();
-                        self.calls.insert(call.id.clone(), (index, place, raw));
-                        model_call(call)
-                    })
-                    .collect();
-                let extra = object([
-                    ("attempt", json!(attempt)),
-                    (
-                        "finish",
-                        serde_json::to_value(finish).unwrap_or(Value::Null),
-                    ),
-                    (
-                        "outcome",
-                        serde_json::to_value(outcome).unwrap_or(Value::Null),
-                    ),
-                ]);
-                let model_name = self.model.clone();
-                let step = self.step(at, StepSource::Agent, text.clone(), Some(extra));
-                step.model_name = model_name;
+                let calls = self.model_calls(tool_calls);
+                let extra = message_extra(attempt, finish, outcome);
+                let step = self.agent_step(at, text.clone(), extra, usage.as_ref(), *cost_usd, 1);
                 step.tool_calls = (!calls.is_empty()).then_some(calls);
-                step.metrics = metrics(usage.as_ref(), *cost_usd);
-                step.llm_call_count = Some(1);
             }
             Body::ToolCall { id, name, tool, .. } => {
                 if let Some(tool) = tool.as_ref().filter(|t| *t != name)
@@ -238,19 +203,16 @@ impl Mapping {
                 cost_usd,
                 ..
             } => {
-                let mut compaction = object([("upto_seq", json!(upto))]);
-                if let Some((reason, focus)) = self.compacting.remove(id) {
-                    compaction.insert("reason".into(), json!(reason.as_str()));
-                    if let Some(focus) = focus {
-                        compaction.insert("focus".into(), json!(focus));
-                    }
-                }
-                let extra = object([("compaction", Value::Object(compaction))]);
-                let model_name = self.model.clone();
-                let step = self.step(at, StepSource::Agent, summary.clone(), Some(extra));
-                step.model_name = model_name;
-                step.metrics = metrics(usage.as_ref(), *cost_usd);
-                step.llm_call_count = Some(u64::from(*rounds));
+                let extra = object([("compaction", self.compaction(id, *upto))]);
+                let requests = u64::from(*rounds);
+                self.agent_step(
+                    at,
+                    summary.clone(),
+                    extra,
+                    usage.as_ref(),
+                    *cost_usd,
+                    requests,
+                );
             }
             Body::SessionModel { model, .. } => self.model = Some(model.clone()),
             Body::TurnStart { turn } => {
@@ -263,6 +225,72 @@ impl Mapping {
             }
             Body::AttemptStart { .. } | Body::AttemptEnd { .. } | Body::StreamAnomaly { .. } => {}
         }
+    }
+
+    /// The session, its first model and preset, and the system prompt as a step of its own.
+    fn session_start(&mut self, at: Option<String>, start: &SessionStart) {
+        self.session = Some(start.session.clone());
+        self.first_model = Some(start.model.clone());
+        self.model = Some(start.model.clone());
+        self.preset = Some(start.preset.clone());
+        if !start.system.is_empty() {
+            self.step(at, StepSource::System, start.system.clone(), None);
+        }
+    }
+
+    /// An inbox entry taken into the history is a step; one never taken leaves none.
+    fn inbox_take(&mut self, at: Option<String>, id: &str) {
+        if let Some((source, lane, text)) = self.inbox.remove(id) {
+            let lane = serde_json::to_value(lane).unwrap_or(Value::Null);
+            let extra = object([("lane", lane), ("inbox_id", json!(id))]);
+            self.step(at, step_source(source), text, Some(extra));
+        }
+    }
+
+    /// An assistant message's calls as the model named them, each remembered by id with its
+    /// place on the step about to be appended.
+    fn model_calls(&mut self, tool_calls: &[crate::model::ToolCall]) -> Vec<ToolCall> {
+        let index = self.steps.len();
+        tool_calls
+            .iter()
+            .enumerate()
+            .map(|(place, call)| {
+                let raw = call.arguments.clone();
+                self.calls.insert(call.id.clone(), (index, place, raw));
+                model_call(call)
+            })
+            .collect()
+    }
+
+    /// A completed compaction's `extra.compaction`: what it summarized, and why, from its start.
+    fn compaction(&mut self, id: &str, upto: u64) -> Value {
+        let mut compaction = object([("upto_seq", json!(upto))]);
+        if let Some((reason, focus)) = self.compacting.remove(id) {
+            compaction.insert("reason".into(), json!(reason.as_str()));
+            if let Some(focus) = focus {
+                compaction.insert("focus".into(), json!(focus));
+            }
+        }
+        Value::Object(compaction)
+    }
+
+    /// Appends a step the model wrote in `requests` requests, with the model requests go to
+    /// now and the usage and cost they were charged.
+    fn agent_step(
+        &mut self,
+        at: Option<String>,
+        message: String,
+        extra: Map<String, Value>,
+        usage: Option<&Usage>,
+        cost_usd: Option<f64>,
+        requests: u64,
+    ) -> &mut Step {
+        let model_name = self.model.clone();
+        let step = self.step(at, StepSource::Agent, message, Some(extra));
+        step.model_name = model_name;
+        step.metrics = metrics(usage, cost_usd);
+        step.llm_call_count = Some(requests);
+        step
     }
 
     /// Appends a step numbered after the last one and returns it.
@@ -481,6 +509,22 @@ impl Mapping {
             ),
         }
     }
+}
+
+/// An assistant message's step's `extra`: its attempt, and how its stream finished and was
+/// taken.
+fn message_extra(attempt: &str, finish: &Finish, outcome: &Outcome) -> Map<String, Value> {
+    object([
+        ("attempt", json!(attempt)),
+        (
+            "finish",
+            serde_json::to_value(finish).unwrap_or(Value::Null),
+        ),
+        (
+            "outcome",
+            serde_json::to_value(outcome).unwrap_or(Value::Null),
+        ),
+    ])
 }
 
 /// What a stop reason means, in a sentence.
