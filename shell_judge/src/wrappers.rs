@@ -73,170 +73,190 @@ const WRAPPERS: &[&str] = &[
     "script", "parallel", "trap",
 ];
 
+/// Reads `args` as `program` does. A table, one arm a wrapper: those whose reading takes more
+/// than skipping options have a function of their own below.
 fn fill(program: &str, args: &[Arg], w: &mut Wrapped) -> Option<()> {
     match program {
-        "sudo" => {
-            let at = skip_options(args, "ugpCDrtUTRh", SUDO_LONG, w)?;
-            let at = skip_assignments(args, at, w);
-            let shell = flag_given(&args[..at], 's') || flag_given(&args[..at], 'i');
-            if at == args.len() && shell {
-                w.unresolved
-                    .push("sudo -s/-i without a command starts a shell reading stdin".to_owned());
-            }
-            argv_from(args, at, w);
-        }
-        "doas" => {
-            let at = skip_options(args, "uCa", &[], w)?;
-            argv_from(args, at, w);
-        }
+        "sudo" => sudo(args, w)?,
+        "doas" => options_then_command(args, "uCa", &[], w)?,
         "env" => env(args, w)?,
         "timeout" => {
+            // The duration comes before the command.
             let at = skip_options(args, "sk", &["signal", "kill-after"], w)?;
             argv_from(args, at + 1, w);
         }
-        "nice" => {
-            let at = skip_options(args, "n", &["adjustment"], w)?;
-            argv_from(args, at, w);
-        }
-        "nohup" | "builtin" | "setsid" => {
-            let at = skip_options(args, "", &[], w)?;
-            argv_from(args, at, w);
-        }
-        "stdbuf" => {
-            let at = skip_options(args, "ioe", &["input", "output", "error"], w)?;
-            argv_from(args, at, w);
-        }
-        "ionice" => {
-            let at = skip_options(
-                args,
-                "cnpPu",
-                &["class", "classdata", "pid", "pgid", "uid"],
-                w,
-            )?;
-            if !['p', 'P', 'u'].iter().any(|f| flag_given(&args[..at], *f)) {
-                argv_from(args, at, w);
-            }
-        }
-        "taskset" => {
-            let at = skip_options(args, "", &[], w)?;
-            if !flag_given(&args[..at], 'p') {
-                argv_from(args, at + 1, w);
-            }
-        }
-        "chrt" => {
-            let at = skip_options(
-                args,
-                "TPD",
-                &["sched-runtime", "sched-period", "sched-deadline"],
-                w,
-            )?;
-            if !flag_given(&args[..at], 'p') {
-                let numeric = args.get(at).is_some_and(|a| {
-                    !a.text.is_empty() && a.text.chars().all(|c| c.is_ascii_digit())
-                });
-                argv_from(args, at + usize::from(numeric), w);
-            }
-        }
-        "command" => {
-            let at = skip_options(args, "", &[], w)?;
-            let describes = flag_given(&args[..at], 'v') || flag_given(&args[..at], 'V');
-            if !describes {
-                argv_from(args, at, w);
-            }
-        }
-        "exec" => {
-            let at = skip_options(args, "a", &[], w)?;
-            argv_from(args, at, w);
-        }
-        "time" => {
-            let at = skip_options(args, "fo", &["format", "output"], w)?;
-            argv_from(args, at, w);
-        }
+        "nice" => options_then_command(args, "n", &["adjustment"], w)?,
+        "nohup" | "builtin" | "setsid" => options_then_command(args, "", &[], w)?,
+        "stdbuf" => options_then_command(args, "ioe", &["input", "output", "error"], w)?,
+        "ionice" => ionice(args, w)?,
+        "taskset" => taskset(args, w)?,
+        "chrt" => chrt(args, w)?,
+        "command" => command(args, w)?,
+        "exec" => options_then_command(args, "a", &[], w)?,
+        "time" => options_then_command(args, "fo", &["format", "output"], w)?,
         "xargs" => xargs(args, w)?,
         "find" => find(args, w),
         "flock" => flock(args, w)?,
-        "watch" => {
-            let at = skip_options(args, "nq", &["interval", "equexit"], w)?;
-            let exec =
-                flag_given(&args[..at], 'x') || args[..at].iter().any(|a| a.text == "--exec");
-            if exec {
-                argv_from(args, at, w);
-            } else {
-                code_from_words(&args[at..], w);
-            }
-        }
+        "watch" => watch(args, w)?,
         "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "rbash" | "fish" | "yash" => {
             w.via = format!("{program} -c");
             shell(program, args, w)?;
         }
-        "busybox" => {
-            // `busybox sh -c ...`, `busybox rm x`: the applet is the command.
-            argv_from(args, 0, w);
-        }
+        // `busybox sh -c ...`, `busybox rm x`: the applet is the command.
+        "busybox" => argv_from(args, 0, w),
         "su" | "runuser" => {
             w.via = format!("{program} -c");
             su(program, args, w);
         }
-        "script" => {
-            w.via = "script -c".to_owned();
-            let mut code = None;
-            let mut i = 0;
-            while i < args.len() {
-                let a = &args[i].text;
-                if a == "--command" {
-                    code = Some(args.get(i + 1));
-                    i += 1;
-                } else if let Some(c) = a.strip_prefix("--command=") {
-                    code = Some(None);
-                    w.runs.push(Inner::Code(c.to_owned()));
-                } else if let Some(cluster) = a.strip_prefix('-').filter(|c| !c.starts_with('-')) {
-                    // `-qc CMD`, `-cCMD`; -T, -I, -O, -B, -m, -E take a value.
-                    for (at, letter) in cluster.char_indices() {
-                        let rest = &cluster[at + 1..];
-                        if letter == 'c' {
-                            if rest.is_empty() {
-                                code = Some(args.get(i + 1));
-                                i += 1;
-                            } else {
-                                code = Some(None);
-                                w.runs.push(Inner::Code(rest.to_owned()));
-                            }
-                            break;
-                        }
-                        if "TIOBmE".contains(letter) {
-                            i += usize::from(rest.is_empty());
-                            break;
-                        }
-                    }
-                }
-                i += 1;
-            }
-            match code {
-                Some(Some(arg)) => code_from(arg, w),
-                Some(None) => {}
-                None => w
-                    .unresolved
-                    .push("script without -c runs an interactive shell reading stdin".to_owned()),
-            }
-        }
+        "script" => script(args, w),
         "parallel" => parallel(args, w),
-        "trap" => {
-            w.via = "trap".to_owned();
-            let at = usize::from(args.first().is_some_and(|a| a.text == "--"));
-            let rest = &args[at.min(args.len())..];
-            if rest
-                .first()
-                .is_some_and(|a| a.text == "-p" || a.text == "-l" || a.text == "-P")
-            {
-                return Some(());
-            }
-            if rest.len() >= 2 && rest[0].text != "-" {
-                code_from(&rest[0], w);
-            }
-        }
+        "trap" => trap(args, w),
         _ => {}
     }
     Some(())
+}
+
+/// A wrapper whose options (`short` and `long` ones taking a value) come first, then the
+/// command.
+fn options_then_command(args: &[Arg], short: &str, long: &[&str], w: &mut Wrapped) -> Option<()> {
+    let at = skip_options(args, short, long, w)?;
+    argv_from(args, at, w);
+    Some(())
+}
+
+fn sudo(args: &[Arg], w: &mut Wrapped) -> Option<()> {
+    let at = skip_options(args, "ugpCDrtUTRh", SUDO_LONG, w)?;
+    let at = skip_assignments(args, at, w);
+    let shell = flag_given(&args[..at], 's') || flag_given(&args[..at], 'i');
+    if at == args.len() && shell {
+        w.unresolved
+            .push("sudo -s/-i without a command starts a shell reading stdin".to_owned());
+    }
+    argv_from(args, at, w);
+    Some(())
+}
+
+/// `ionice -p/-P/-u` changes running processes and runs nothing.
+fn ionice(args: &[Arg], w: &mut Wrapped) -> Option<()> {
+    let at = skip_options(
+        args,
+        "cnpPu",
+        &["class", "classdata", "pid", "pgid", "uid"],
+        w,
+    )?;
+    if !['p', 'P', 'u'].iter().any(|f| flag_given(&args[..at], *f)) {
+        argv_from(args, at, w);
+    }
+    Some(())
+}
+
+/// `taskset MASK CMD`; `taskset -p` changes a running process and runs nothing.
+fn taskset(args: &[Arg], w: &mut Wrapped) -> Option<()> {
+    let at = skip_options(args, "", &[], w)?;
+    if !flag_given(&args[..at], 'p') {
+        argv_from(args, at + 1, w);
+    }
+    Some(())
+}
+
+/// `chrt [PRIORITY] CMD`; `chrt -p` changes a running process and runs nothing.
+fn chrt(args: &[Arg], w: &mut Wrapped) -> Option<()> {
+    let at = skip_options(
+        args,
+        "TPD",
+        &["sched-runtime", "sched-period", "sched-deadline"],
+        w,
+    )?;
+    if !flag_given(&args[..at], 'p') {
+        let numeric = args
+            .get(at)
+            .is_some_and(|a| !a.text.is_empty() && a.text.chars().all(|c| c.is_ascii_digit()));
+        argv_from(args, at + usize::from(numeric), w);
+    }
+    Some(())
+}
+
+/// `command CMD`; `command -v/-V` only describes it.
+fn command(args: &[Arg], w: &mut Wrapped) -> Option<()> {
+    let at = skip_options(args, "", &[], w)?;
+    let describes = flag_given(&args[..at], 'v') || flag_given(&args[..at], 'V');
+    if !describes {
+        argv_from(args, at, w);
+    }
+    Some(())
+}
+
+/// `watch CMD...` hands its words to `sh -c`; `watch -x` runs them as a command line.
+fn watch(args: &[Arg], w: &mut Wrapped) -> Option<()> {
+    let at = skip_options(args, "nq", &["interval", "equexit"], w)?;
+    let exec = flag_given(&args[..at], 'x') || args[..at].iter().any(|a| a.text == "--exec");
+    if exec {
+        argv_from(args, at, w);
+    } else {
+        code_from_words(&args[at..], w);
+    }
+    Some(())
+}
+
+/// `script -c CMD` (also `-qc CMD`, `-cCMD`, `--command CMD`); without it, an interactive
+/// shell.
+fn script(args: &[Arg], w: &mut Wrapped) {
+    w.via = "script -c".to_owned();
+    let mut code = None;
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i].text;
+        if a == "--command" {
+            code = Some(args.get(i + 1));
+            i += 1;
+        } else if let Some(c) = a.strip_prefix("--command=") {
+            code = Some(None);
+            w.runs.push(Inner::Code(c.to_owned()));
+        } else if let Some(cluster) = a.strip_prefix('-').filter(|c| !c.starts_with('-')) {
+            // `-qc CMD`, `-cCMD`; -T, -I, -O, -B, -m, -E take a value.
+            for (at, letter) in cluster.char_indices() {
+                let rest = &cluster[at + 1..];
+                if letter == 'c' {
+                    if rest.is_empty() {
+                        code = Some(args.get(i + 1));
+                        i += 1;
+                    } else {
+                        code = Some(None);
+                        w.runs.push(Inner::Code(rest.to_owned()));
+                    }
+                    break;
+                }
+                if "TIOBmE".contains(letter) {
+                    i += usize::from(rest.is_empty());
+                    break;
+                }
+            }
+        }
+        i += 1;
+    }
+    match code {
+        Some(Some(arg)) => code_from(arg, w),
+        Some(None) => {}
+        None => w
+            .unresolved
+            .push("script without -c runs an interactive shell reading stdin".to_owned()),
+    }
+}
+
+/// `trap CODE SIGNAL...` runs CODE later; `trap -p/-l/-P` and `trap - SIGNAL` run nothing.
+fn trap(args: &[Arg], w: &mut Wrapped) {
+    w.via = "trap".to_owned();
+    let at = usize::from(args.first().is_some_and(|a| a.text == "--"));
+    let rest = &args[at.min(args.len())..];
+    if rest
+        .first()
+        .is_some_and(|a| a.text == "-p" || a.text == "-l" || a.text == "-P")
+    {
+        return;
+    }
+    if rest.len() >= 2 && rest[0].text != "-" {
+        code_from(&rest[0], w);
+    }
 }
 
 const SUDO_LONG: &[&str] = &[
