@@ -122,114 +122,133 @@ fn add_pieces(raw: &str, pieces: &[WordPieceWithSource], quoted: bool, out: &mut
 /// The words nested in a parameter expansion expand too (`${x:-$(rm y)}`), and its subscript
 /// and offsets are arithmetic.
 fn parameter(expr: &ParameterExpr, out: &mut Expanded) {
-    let mut nested: Vec<&str> = Vec::new();
-    let mut arithmetic: Vec<&str> = Vec::new();
-    let param = match expr {
-        ParameterExpr::Parameter { parameter, .. }
-        | ParameterExpr::ParameterLength { parameter, .. } => Some(parameter),
-        ParameterExpr::UseDefaultValues {
-            parameter,
-            default_value: v,
-            ..
-        }
-        | ParameterExpr::AssignDefaultValues {
-            parameter,
-            default_value: v,
-            ..
-        }
-        | ParameterExpr::IndicateErrorIfNullOrUnset {
-            parameter,
-            error_message: v,
-            ..
-        }
-        | ParameterExpr::UseAlternativeValue {
-            parameter,
-            alternative_value: v,
-            ..
-        }
-        | ParameterExpr::RemoveSmallestSuffixPattern {
-            parameter,
-            pattern: v,
-            ..
-        }
-        | ParameterExpr::RemoveLargestSuffixPattern {
-            parameter,
-            pattern: v,
-            ..
-        }
-        | ParameterExpr::RemoveSmallestPrefixPattern {
-            parameter,
-            pattern: v,
-            ..
-        }
-        | ParameterExpr::RemoveLargestPrefixPattern {
-            parameter,
-            pattern: v,
-            ..
-        }
-        | ParameterExpr::UppercaseFirstChar {
-            parameter,
-            pattern: v,
-            ..
-        }
-        | ParameterExpr::UppercasePattern {
-            parameter,
-            pattern: v,
-            ..
-        }
-        | ParameterExpr::LowercaseFirstChar {
-            parameter,
-            pattern: v,
-            ..
-        }
-        | ParameterExpr::LowercasePattern {
-            parameter,
-            pattern: v,
-            ..
-        } => {
-            nested.extend(v.as_deref());
-            Some(parameter)
-        }
-        ParameterExpr::ReplaceSubstring {
-            parameter,
-            pattern,
-            replacement,
-            ..
-        } => {
-            nested.push(pattern);
-            nested.extend(replacement.as_deref());
-            Some(parameter)
-        }
-        ParameterExpr::Substring {
-            parameter,
-            offset,
-            length,
-            ..
-        } => {
-            arithmetic.push(&offset.value);
-            arithmetic.extend(length.as_ref().map(|l| l.value.as_str()));
-            Some(parameter)
-        }
-        ParameterExpr::Transform { parameter, op, .. } => {
-            if matches!(op, ParameterTransformOp::PromptExpand) {
-                out.found.push(Found::Unresolved(
-                    "${var@P} expands the variable as a prompt, running the command substitutions in its value"
-                        .to_owned(),
-                ));
-            }
-            Some(parameter)
-        }
-        ParameterExpr::VariableNames { .. } | ParameterExpr::MemberKeys { .. } => None,
-    };
-    if let Some(word::Parameter::NamedWithIndex { index, .. }) = param {
-        arithmetic.push(index);
+    if let ParameterExpr::Transform {
+        op: ParameterTransformOp::PromptExpand,
+        ..
+    } = expr
+    {
+        out.found.push(Found::Unresolved(
+            "${var@P} expands the variable as a prompt, running the command substitutions in its value"
+                .to_owned(),
+        ));
     }
-    for text in nested {
+    let inside = Inside::of(expr);
+    for text in inside.words {
         let inner = expand(text);
         out.found.extend(inner.found);
     }
-    for text in arithmetic {
+    for text in inside.arithmetic {
         out.found.push(Found::Arithmetic(text.to_owned()));
+    }
+}
+
+/// What a parameter expansion holds that bash expands in turn: the words nested in it
+/// (defaults, patterns, replacements) and its arithmetic (offset, length, subscript), in order.
+#[derive(Default)]
+struct Inside<'a> {
+    words: Vec<&'a str>,
+    arithmetic: Vec<&'a str>,
+}
+
+impl<'a> Inside<'a> {
+    /// Long because it is a table: one arm per kind of `${...}` brush-parser tells apart.
+    fn of(expr: &'a ParameterExpr) -> Inside<'a> {
+        let mut inside = Inside::default();
+        let param = match expr {
+            ParameterExpr::Parameter { parameter, .. }
+            | ParameterExpr::ParameterLength { parameter, .. } => Some(parameter),
+            ParameterExpr::UseDefaultValues {
+                parameter,
+                default_value: v,
+                ..
+            }
+            | ParameterExpr::AssignDefaultValues {
+                parameter,
+                default_value: v,
+                ..
+            }
+            | ParameterExpr::IndicateErrorIfNullOrUnset {
+                parameter,
+                error_message: v,
+                ..
+            }
+            | ParameterExpr::UseAlternativeValue {
+                parameter,
+                alternative_value: v,
+                ..
+            }
+            | ParameterExpr::RemoveSmallestSuffixPattern {
+                parameter,
+                pattern: v,
+                ..
+            }
+            | ParameterExpr::RemoveLargestSuffixPattern {
+                parameter,
+                pattern: v,
+                ..
+            }
+            | ParameterExpr::RemoveSmallestPrefixPattern {
+                parameter,
+                pattern: v,
+                ..
+            }
+            | ParameterExpr::RemoveLargestPrefixPattern {
+                parameter,
+                pattern: v,
+                ..
+            }
+            | ParameterExpr::UppercaseFirstChar {
+                parameter,
+                pattern: v,
+                ..
+            }
+            | ParameterExpr::UppercasePattern {
+                parameter,
+                pattern: v,
+                ..
+            }
+            | ParameterExpr::LowercaseFirstChar {
+                parameter,
+                pattern: v,
+                ..
+            }
+            | ParameterExpr::LowercasePattern {
+                parameter,
+                pattern: v,
+                ..
+            } => {
+                inside.words.extend(v.as_deref());
+                Some(parameter)
+            }
+            ParameterExpr::ReplaceSubstring {
+                parameter,
+                pattern,
+                replacement,
+                ..
+            } => {
+                inside.words.push(pattern);
+                inside.words.extend(replacement.as_deref());
+                Some(parameter)
+            }
+            ParameterExpr::Substring {
+                parameter,
+                offset,
+                length,
+                ..
+            } => {
+                inside.arithmetic.push(&offset.value);
+                inside
+                    .arithmetic
+                    .extend(length.as_ref().map(|l| l.value.as_str()));
+                Some(parameter)
+            }
+            ParameterExpr::Transform { parameter, .. } => Some(parameter),
+            ParameterExpr::VariableNames { .. } | ParameterExpr::MemberKeys { .. } => None,
+        };
+        if let Some(word::Parameter::NamedWithIndex { index, .. }) = param {
+            inside.arithmetic.push(index);
+        }
+        inside
     }
 }
 
