@@ -12,17 +12,17 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-use paddock_types::contract::{ErrorCode, ToolError, ToolOutput};
 use crate::fs::guard::FsGuard;
 use crate::fs::mount::MountHandle;
 use crate::grant::{Grant, Mount, MountMode};
 use crate::wasm::bindings::{ToolPluginPre, types};
 use crate::wasm::engine::Sandbox;
 use crate::wasm::limits::CallLimiter;
-use crate::wasm::outcome::{CallReport, finish, race};
+use crate::wasm::outcome::{CallReport, run_to_end};
 use crate::wasm::plugin::Plugin;
 use crate::wasm::stdio::CappedPipe;
 use crate::wasm::store::{CallState, Prepared, Stop, code_for_call, truncate_for_message};
+use paddock_types::contract::{ErrorCode, ToolError, ToolOutput, ToolResult};
 
 /// The environment variable that carries a call's output budget (the SDK's `output_budget`).
 pub const OUTPUT_BYTES_VAR: &str = "PADDOCK_OUTPUT_BYTES";
@@ -157,6 +157,7 @@ impl Sandbox {
             stdout,
             stderr,
             fuel: limits.fuel,
+            timeout: limits.timeout,
         })
     }
 
@@ -166,17 +167,12 @@ impl Sandbox {
         grant: &Grant,
         cancel: &CancellationToken,
     ) -> Result<Vec<types::ToolSpec>, ToolError> {
-        let mut prepared = self.prepare_store("", grant, true, cancel)?;
-        let timeout = grant.limits.timeout;
-        let outcome = {
-            let store = &mut prepared.store;
-            let run = async {
-                let plugin = pre.instantiate_async(&mut *store).await?;
-                plugin.paddock_plugin_tools().call_list(&mut *store).await
-            };
-            race(run, cancel, timeout).await
+        let prepared = self.prepare_store("", grant, true, cancel)?;
+        let list = async |store: &mut Store<CallState>| {
+            let plugin = pre.instantiate_async(&mut *store).await?;
+            plugin.paddock_plugin_tools().call_list(store).await
         };
-        finish(prepared, outcome, timeout, Ok).0
+        run_to_end(prepared, list, Ok).await.0
     }
 
     /// Runs tool `tool` of `plugin` with `args` under `grant`. Never fails: every outcome,
@@ -197,41 +193,46 @@ impl Sandbox {
         let read_only = plugin
             .tool(tool)
             .is_some_and(|spec| spec.meta.is_read_only());
-        let mut prepared = match self.prepare_store(&plugin.name, grant, read_only, cancel) {
+        let prepared = match self.prepare_store(&plugin.name, grant, read_only, cancel) {
             Ok(prepared) => prepared,
             Err(error) => return CallReport::failed(error, started),
         };
-        let timeout = grant.limits.timeout;
-        let outcome = {
-            let store = &mut prepared.store;
-            let run = async {
-                let instance = pre.instantiate_async(&mut *store).await?;
-                instance
-                    .paddock_plugin_tools()
-                    .call_call(&mut *store, tool, args)
-                    .await
-            };
-            race(run, cancel, timeout).await
+        let run = async |store: &mut Store<CallState>| {
+            let instance = pre.instantiate_async(&mut *store).await?;
+            instance
+                .paddock_plugin_tools()
+                .call_call(store, tool, args)
+                .await
         };
-        let (result, mut report) = finish(prepared, outcome, timeout, |returned| match returned {
-            Ok(out) => Ok(ToolOutput {
-                content: out.content,
-                truncated: out.truncated,
-                continuation: out.continuation,
-            }),
-            Err(err) => Err(ToolError {
-                // Only INVALID_ARGS keeps its meaning; any other code a plugin sends stays the
-                // plugin's own, so it cannot pose as a runtime condition such as CANCELLED.
-                code: match err.code.as_str() {
-                    "INVALID_ARGS" => ErrorCode::InvalidArgs,
-                    other => ErrorCode::Plugin(truncate_for_message(other)),
-                },
-                message: err.message,
-                retryable: err.retryable,
-            }),
-        });
+        // Only INVALID_ARGS keeps its meaning; any other code a plugin sends stays the
+        // plugin's own, so it cannot pose as a runtime condition such as CANCELLED.
+        let code = |code: &str| match code {
+            "INVALID_ARGS" => ErrorCode::InvalidArgs,
+            other => ErrorCode::Plugin(truncate_for_message(other)),
+        };
+        let (result, mut report) =
+            run_to_end(prepared, run, |returned| result_from_wit(returned, code)).await;
         report.result = result;
         report.elapsed = started.elapsed();
         report
+    }
+}
+
+/// A result a plugin or hook returned, with its error code read by `code`.
+pub(crate) fn result_from_wit(
+    returned: Result<types::ToolOutput, types::ToolError>,
+    code: impl FnOnce(&str) -> ErrorCode,
+) -> ToolResult {
+    match returned {
+        Ok(out) => Ok(ToolOutput {
+            content: out.content,
+            truncated: out.truncated,
+            continuation: out.continuation,
+        }),
+        Err(err) => Err(ToolError {
+            code: code(&err.code),
+            message: err.message,
+            retryable: err.retryable,
+        }),
     }
 }

@@ -6,17 +6,20 @@
 //! `crate::hooks`). It only turns one hook invocation into a decision or a `ToolError`.
 
 use tokio_util::sync::CancellationToken;
+use wasmtime::Store;
 
-use paddock_types::contract::{ErrorCode, ToolError, ToolOutput, ToolResult};
 use crate::grant::{Capability, Grant};
 use crate::wasm::bindings::configured_hook::ConfiguredHookPre;
+use crate::wasm::bindings::hook::exports::paddock::plugin::hooks::Guest as Hooks;
 use crate::wasm::bindings::hook::{HookPre, hook_types as wit};
 use crate::wasm::bindings::types;
+use crate::wasm::call::result_from_wit;
 use crate::wasm::deferred::Deferred;
 use crate::wasm::engine::Sandbox;
 use crate::wasm::error::LoadError;
-use crate::wasm::outcome::{finish, race};
-use crate::wasm::store::CallState;
+use crate::wasm::outcome::run_to_end;
+use crate::wasm::store::{CallState, code_for_call};
+use paddock_types::contract::{ErrorCode, ToolError, ToolResult};
 
 /// The interface a hook that declares its `config` exports (world `configured-hook`).
 const HOOK_CONFIG_EXPORT: &str = "paddock:plugin/hook-config@0.1.0";
@@ -156,22 +159,18 @@ impl Sandbox {
                 format!("its `hook-config` export is not the one wit/hook.wit defines: {e:#}")
             })?;
         let cancel = CancellationToken::new();
-        let mut prepared = self
+        let prepared = self
             .prepare_store(name, grant, false, &cancel)
             .map_err(|e| e.message)?;
-        let timeout = grant.limits.timeout;
-        let outcome = {
-            let store = &mut prepared.store;
-            let run = async {
-                let instance = pre.instantiate_async(&mut *store).await?;
-                instance
-                    .paddock_plugin_hook_config()
-                    .call_config_schema(&mut *store)
-                    .await
-            };
-            race(run, &cancel, timeout).await
+        let schema = async |store: &mut Store<CallState>| {
+            let instance = pre.instantiate_async(&mut *store).await?;
+            instance
+                .paddock_plugin_hook_config()
+                .call_config_schema(store)
+                .await
         };
-        finish(prepared, outcome, timeout, Ok)
+        run_to_end(prepared, schema, Ok)
+            .await
             .0
             .map_err(|e| format!("its `config-schema` failed: {}", e.message))
     }
@@ -184,9 +183,6 @@ impl Sandbox {
         grant: &Grant,
         cancel: &CancellationToken,
     ) -> Result<PreDecision, ToolError> {
-        let pre = crate::wasm::store::code_for_call(&hook.name, &hook.pre, cancel).await?;
-        let mut prepared = self.prepare_store(&hook.name, grant, false, cancel)?;
-        let timeout = grant.limits.timeout;
         let wit_event = wit::PreToolUseEvent {
             tool_name: event.tool_name.clone(),
             tool_input: event.tool_input.clone(),
@@ -197,29 +193,19 @@ impl Sandbox {
             preset: event.preset.clone(),
             config: event.config.clone(),
         };
-        let outcome = {
-            let store = &mut prepared.store;
-            let run = async {
-                let instance = pre.instantiate_async(&mut *store).await?;
-                instance
-                    .paddock_plugin_hooks()
-                    .call_pre_tool_use(&mut *store, &wit_event)
-                    .await
-            };
-            race(run, cancel, timeout).await
+        let call = async |hooks: &Hooks, store: &mut Store<CallState>| {
+            hooks.call_pre_tool_use(store, &wit_event).await
         };
-        finish(prepared, outcome, timeout, |d| {
-            Ok(PreDecision {
-                permission: match d.permission_decision {
-                    wit::PermissionDecision::Allow => Permission::Allow,
-                    wit::PermissionDecision::Deny(reason) => Permission::Deny(reason),
-                    wit::PermissionDecision::Ask(reason) => Permission::Ask(reason),
-                },
-                updated_input: d.updated_input,
-                additional_context: d.additional_context,
-            })
+        self.run_hook(hook, grant, cancel, call, |d| PreDecision {
+            permission: match d.permission_decision {
+                wit::PermissionDecision::Allow => Permission::Allow,
+                wit::PermissionDecision::Deny(reason) => Permission::Deny(reason),
+                wit::PermissionDecision::Ask(reason) => Permission::Ask(reason),
+            },
+            updated_input: d.updated_input,
+            additional_context: d.additional_context,
         })
-        .0
+        .await
     }
 
     /// Runs `hook`'s post-tool-use under `grant`. A trap, timeout or cancellation is an error.
@@ -230,9 +216,6 @@ impl Sandbox {
         grant: &Grant,
         cancel: &CancellationToken,
     ) -> Result<PostDecision, ToolError> {
-        let pre = crate::wasm::store::code_for_call(&hook.name, &hook.pre, cancel).await?;
-        let mut prepared = self.prepare_store(&hook.name, grant, false, cancel)?;
-        let timeout = grant.limits.timeout;
         let wit_event = wit::PostToolUseEvent {
             tool_name: event.tool_name.clone(),
             tool_input: event.tool_input.clone(),
@@ -242,24 +225,34 @@ impl Sandbox {
             config: event.config.clone(),
             tool_response: to_wit(&event.tool_response),
         };
-        let outcome = {
-            let store = &mut prepared.store;
-            let run = async {
-                let instance = pre.instantiate_async(&mut *store).await?;
-                instance
-                    .paddock_plugin_hooks()
-                    .call_post_tool_use(&mut *store, &wit_event)
-                    .await
-            };
-            race(run, cancel, timeout).await
+        let call = async |hooks: &Hooks, store: &mut Store<CallState>| {
+            hooks.call_post_tool_use(store, &wit_event).await
         };
-        finish(prepared, outcome, timeout, |d| {
-            Ok(PostDecision {
-                replace: d.replace.map(from_wit),
-                additional_context: d.additional_context,
-            })
+        self.run_hook(hook, grant, cancel, call, |d| PostDecision {
+            replace: d.replace.map(from_wit),
+            additional_context: d.additional_context,
         })
-        .0
+        .await
+    }
+
+    /// Runs one of `hook`'s exports under `grant` in a fresh store (its fuel, deadline, memory
+    /// cap, output caps and `cancel`): `call` on a new instance, its answer read by `answer`.
+    /// Both events go through here, so a pre- and a post-tool hook are held to the same limits.
+    async fn run_hook<T, R>(
+        &self,
+        hook: &HookPlugin,
+        grant: &Grant,
+        cancel: &CancellationToken,
+        call: impl AsyncFnOnce(&Hooks, &mut Store<CallState>) -> wasmtime::Result<T>,
+        answer: impl FnOnce(T) -> R,
+    ) -> Result<R, ToolError> {
+        let pre = code_for_call(&hook.name, &hook.pre, cancel).await?;
+        let prepared = self.prepare_store(&hook.name, grant, false, cancel)?;
+        let run = async |store: &mut Store<CallState>| {
+            let instance = pre.instantiate_async(&mut *store).await?;
+            call(instance.paddock_plugin_hooks(), store).await
+        };
+        run_to_end(prepared, run, |value| Ok(answer(value))).await.0
     }
 }
 
@@ -281,19 +274,8 @@ fn to_wit(result: &ToolResult) -> Result<types::ToolOutput, types::ToolError> {
 /// A replacement result from a hook. Its error codes stay the hook's own, except DENIED, so a
 /// hook cannot pose as a runtime condition such as CANCELLED.
 fn from_wit(result: Result<types::ToolOutput, types::ToolError>) -> ToolResult {
-    match result {
-        Ok(out) => Ok(ToolOutput {
-            content: out.content,
-            truncated: out.truncated,
-            continuation: out.continuation,
-        }),
-        Err(err) => Err(ToolError {
-            code: match err.code.as_str() {
-                "DENIED" => ErrorCode::Denied,
-                other => ErrorCode::Plugin(other.chars().take(64).collect()),
-            },
-            message: err.message,
-            retryable: err.retryable,
-        }),
-    }
+    result_from_wit(result, |code| match code {
+        "DENIED" => ErrorCode::Denied,
+        other => ErrorCode::Plugin(other.chars().take(64).collect()),
+    })
 }

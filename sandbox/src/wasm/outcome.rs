@@ -5,15 +5,16 @@
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use wasmtime::Trap;
+use wasmtime::{Store, Trap};
 
-use paddock_types::contract::{ErrorCode, ToolError, ToolOutput, ToolResult};
 use crate::wasm::stdio::Captured;
-use crate::wasm::store::{LogLine, Prepared, Stop};
+use crate::wasm::store::{CallState, LogLine, Prepared, Stop};
+use paddock_types::contract::{ErrorCode, ToolError, ToolOutput, ToolResult};
 
 /// How long past its deadline a call blocked in a host call (a guest `sleep`, say) may take
 /// before the host stops waiting for it.
 const DEADLINE_GRACE: Duration = Duration::from_millis(50);
+
 /// What a call produced, with what it printed and logged.
 #[derive(Debug)]
 pub struct CallReport {
@@ -59,10 +60,25 @@ impl CallReport {
     }
 }
 
+/// Runs `call` (instantiate the code, call one export) in `prepared`'s store until it ends,
+/// the store's token is cancelled or its deadline passes, then turns what happened into a
+/// result with `convert` for a returned value. Every plugin and hook call ends here, so each
+/// is held to the same fuel, deadline, memory cap and output caps.
+pub(crate) async fn run_to_end<T, R>(
+    mut prepared: Prepared,
+    call: impl AsyncFnOnce(&mut Store<CallState>) -> wasmtime::Result<T>,
+    convert: impl FnOnce(T) -> Result<R, ToolError>,
+) -> (Result<R, ToolError>, CallReport) {
+    let cancel = prepared.store.data().cancel.clone();
+    let timeout = prepared.timeout;
+    let outcome = race(call(&mut prepared.store), &cancel, timeout).await;
+    finish(prepared, outcome, convert)
+}
+
 /// Runs `call` until it ends, the token is cancelled, or the deadline (plus grace) passes.
 /// A call running wasm is stopped by the epoch callback; one blocked in a host call is
 /// dropped here.
-pub(crate) async fn race<T>(
+async fn race<T>(
     call: impl Future<Output = wasmtime::Result<T>>,
     cancel: &CancellationToken,
     timeout: Duration,
@@ -80,10 +96,9 @@ pub(crate) async fn race<T>(
 
 /// Turns the raw outcome into a result, reading the store for why a trap happened, and
 /// gathers what the call printed and logged.
-pub(crate) fn finish<T, R>(
+fn finish<T, R>(
     prepared: Prepared,
     outcome: CallOutcome<T>,
-    timeout: Duration,
     convert: impl FnOnce(T) -> Result<R, ToolError>,
 ) -> (Result<R, ToolError>, CallReport) {
     let Prepared {
@@ -91,6 +106,7 @@ pub(crate) fn finish<T, R>(
         stdout,
         stderr,
         fuel,
+        timeout,
     } = prepared;
     let fuel_used = fuel.and_then(|budget| {
         store

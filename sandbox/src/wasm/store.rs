@@ -12,7 +12,6 @@ use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime_wasi::filesystem::WasiFilesystemView;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use paddock_types::contract::{ErrorCode, ToolError};
 use crate::fs::guard::FsGuard;
 use crate::fs::guard_host::GuardedFs;
 use crate::fs::guard_pin::GuardedView;
@@ -21,6 +20,7 @@ use crate::grant::{ExecGrant, HttpGrant, LiveOutput, Mount, SessionState, SpillD
 use crate::wasm::bindings::{ToolPlugin, hook, log, types};
 use crate::wasm::limits::CallLimiter;
 use crate::wasm::stdio::CappedPipe;
+use paddock_types::contract::{ErrorCode, ToolError};
 
 /// Most bytes of `log` lines kept per call.
 const LOG_CAP: usize = 64 << 10;
@@ -115,9 +115,7 @@ impl hook::hook_types::Host for CallState {}
 /// The linker every plugin and hook is prepared against: WASI 0.2, `log`, the hook types and
 /// the capabilities. Which capability a plugin may import is checked against its grant
 /// before linking (see `plugin::check_imports`); the allow-lists are checked per request.
-pub(crate) fn make_linker(
-    engine: &wasmtime::Engine,
-) -> wasmtime::Result<Linker<CallState>> {
+pub(crate) fn make_linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<CallState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     // `wasi:filesystem/types` again, through the guard (K2): same resource type, every
@@ -138,6 +136,8 @@ pub(crate) struct Prepared {
     pub(crate) stdout: CappedPipe,
     pub(crate) stderr: CappedPipe,
     pub(crate) fuel: Option<u64>,
+    /// The call's deadline, counted from when the store was made.
+    pub(crate) timeout: std::time::Duration,
 }
 
 /// A plugin's or hook's linked code, waiting for its compile if it was deferred (S8). The
