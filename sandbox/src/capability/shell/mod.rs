@@ -185,6 +185,8 @@ pub async fn judge_for_gate(
     judge_command(grant, &names, command, &key)
 }
 
+/// Runs `cmd` in the session's shell (or a copy of it) and reports on it once it ends or its
+/// call's `yield` passes.
 pub(crate) async fn shell(
     call: ShellCall,
     cmd: exec::ShellCommand,
@@ -199,67 +201,31 @@ pub(crate) async fn shell(
     } else {
         call.yield_for(cmd.yield_ms)?
     };
-    let mut limit = grant.timeout;
-    if let Some(ms) = cmd.timeout_ms {
-        limit = limit.min(Duration::from_millis(ms.into()));
-    }
+    let limit = match cmd.timeout_ms {
+        Some(ms) => grant.timeout.min(Duration::from_millis(ms.into())),
+        None => grant.timeout,
+    };
     let workdir = cmd
         .workdir
         .as_deref()
         .map(|w| workdir(&call.mounts, w))
         .transpose()?;
     with_shells(&call.session, async |shells| {
-        let mut notes = Vec::new();
-        // A shell that exited since (`exit` in a background command's copy cannot do
-        // that, but a job can kill it) is replaced.
-        if shells.main.as_ref().is_some_and(MainShell::dead) {
-            let dead = shells.main.take().expect("checked above");
-            let (_, cleaned) = dead.finish().await;
-            notes.extend(cleaned?);
-            notes.push("the shell had exited; this command runs in a new one".into());
-        }
+        let mut notes = shells.replace_dead_main().await?;
         let names = shells
             .main
             .as_ref()
             .map(MainShell::names)
             .unwrap_or_default();
         let judged = judge_command(&grant, &names, &cmd.command, &key)?;
-        match &judged.verdict {
-            ShellVerdict::Allow => {}
-            ShellVerdict::Deny(reason) => return Err(format!("refused: {reason}")),
-            ShellVerdict::Ask(reasons) if call.admitted.as_deref() != Some(&cmd.command) => {
-                return Err(format!(
-                    "this command needs the user's approval, and this call does not carry \
-                     it ({}); only a tool whose `command` argument is the command is asked \
-                     about",
-                    reasons.join("; ")
-                ));
-            }
-            ShellVerdict::Ask(_) => {}
-        }
+        admit(&judged.verdict, call.admitted.as_deref(), &cmd.command)?;
         let id = shells.next_id;
         shells.next_id += 1;
         let whole = whole_output(&call, &shells.tmp, &shells.tag, id);
         let shared = Arc::new(RunShared::new(Transcript::new(call.half_budget(), whole)));
         let kill_at = Instant::now() + limit;
-        let busy = shells.main.as_ref().and_then(MainShell::busy);
-        let kind = if cmd.tty {
-            Kind::Tty
-        } else if cmd.background || busy.is_some() {
-            Kind::Copy
-        } else {
-            Kind::Main
-        };
-        if let (Kind::Copy, Some(busy)) = (kind, busy)
-            && !cmd.background
-        {
-            notes.push(format!(
-                "the shell is still running command {busy}, so this one ran in a copy of the \
-                 shell as it was before that command: what it changes (directory, \
-                 variables) is not kept. Interrupt {busy} with write_stdin \"\\u0003\" to \
-                 have the shell back"
-            ));
-        }
+        let (kind, busy_note) = shells.kind_for(&cmd);
+        notes.extend(busy_note);
         let copy = match kind {
             Kind::Main => {
                 let between = shells.start_main(&call, &grant, &key).await?;
@@ -273,18 +239,19 @@ pub(crate) async fn shell(
                 None
             }
             Kind::Copy | Kind::Tty => {
-                let running = shells
-                    .runs
-                    .values()
-                    .filter(|e| e.copy.is_some() && e.shared.ended().is_none())
-                    .count();
-                if running >= MAX_COPIES {
-                    return Err(format!(
-                        "{running} commands already run in copies of the shell (at most \
-                         {MAX_COPIES}); end one with write_stdin \"\\u0003\" (see shell_jobs)"
-                    ));
-                }
-                Some(shells.start_copy(&call, &grant, &key, &cmd, workdir.as_deref(), kind == Kind::Tty, shared.clone(), kill_at)?)
+                shells.room_for_copy()?;
+                let tty = kind == Kind::Tty;
+                let copy = shells.start_copy(
+                    &call,
+                    &grant,
+                    &key,
+                    &cmd,
+                    workdir.as_deref(),
+                    tty,
+                    shared.clone(),
+                    kill_at,
+                )?;
+                Some(copy)
             }
         };
         shells.runs.insert(
@@ -305,6 +272,21 @@ pub(crate) async fn shell(
         Ok(report)
     })
     .await
+}
+
+/// Refuses a command the rules deny, and one they would ask about unless the gate admitted
+/// exactly it.
+fn admit(verdict: &ShellVerdict, admitted: Option<&str>, command: &str) -> Result<(), String> {
+    match verdict {
+        ShellVerdict::Allow => Ok(()),
+        ShellVerdict::Deny(reason) => Err(format!("refused: {reason}")),
+        ShellVerdict::Ask(reasons) if admitted != Some(command) => Err(format!(
+            "this command needs the user's approval, and this call does not carry it ({}); \
+             only a tool whose `command` argument is the command is asked about",
+            reasons.join("; ")
+        )),
+        ShellVerdict::Ask(_) => Ok(()),
+    }
 }
 
 pub(crate) async fn write_stdin(
@@ -360,6 +342,54 @@ pub(crate) async fn shell_jobs(call: ShellCall) -> Vec<exec::ShellJob> {
 }
 
 impl Shells {
+    /// A shell that exited since (`exit` in a background command's copy cannot do that, but a
+    /// job can kill it) is ended for good, so the command starts a new one; the notes say so.
+    async fn replace_dead_main(&mut self) -> Result<Vec<String>, String> {
+        let mut notes = Vec::new();
+        if let Some(dead) = self.main.take_if(|main| main.dead()) {
+            let (_, cleaned) = dead.finish().await;
+            notes.extend(cleaned?);
+            notes.push("the shell had exited; this command runs in a new one".into());
+        }
+        Ok(notes)
+    }
+
+    /// Where `cmd` runs: on a terminal of its own, in a copy of the shell when it goes to the
+    /// background or the shell is busy (a note then says what that means), else in the shell.
+    fn kind_for(&self, cmd: &exec::ShellCommand) -> (Kind, Option<String>) {
+        if cmd.tty {
+            return (Kind::Tty, None);
+        }
+        if cmd.background {
+            return (Kind::Copy, None);
+        }
+        let Some(busy) = self.main.as_ref().and_then(MainShell::busy) else {
+            return (Kind::Main, None);
+        };
+        let note = format!(
+            "the shell is still running command {busy}, so this one ran in a copy of the \
+             shell as it was before that command: what it changes (directory, variables) is \
+             not kept. Interrupt {busy} with write_stdin \"\\u0003\" to have the shell back"
+        );
+        (Kind::Copy, Some(note))
+    }
+
+    /// Refuses another copy while `MAX_COPIES` run.
+    fn room_for_copy(&self) -> Result<(), String> {
+        let running = self
+            .runs
+            .values()
+            .filter(|e| e.copy.is_some() && e.shared.ended().is_none())
+            .count();
+        if running >= MAX_COPIES {
+            return Err(format!(
+                "{running} commands already run in copies of the shell (at most \
+                 {MAX_COPIES}); end one with write_stdin \"\\u0003\" (see shell_jobs)"
+            ));
+        }
+        Ok(())
+    }
+
     /// Makes sure the persistent shell runs; what its jobs printed since the last command.
     async fn start_main(
         &mut self,
@@ -634,7 +664,12 @@ fn watch_time(main: &MainShell, shared: Arc<RunShared>, kill_at: Instant, limit:
 
 /// Where a command's whole output goes: the session's spill directory, read back with
 /// read_file, else the shell's temporary directory, read back with the shell.
-fn whole_output(call: &ShellCall, tmp: &tempfile::TempDir, tag: &str, id: u32) -> Option<WholeOutput> {
+fn whole_output(
+    call: &ShellCall,
+    tmp: &tempfile::TempDir,
+    tag: &str,
+    id: u32,
+) -> Option<WholeOutput> {
     let name = format!("shell-{tag}-{id}.log");
     let create = |path: &Path| {
         std::fs::OpenOptions::new()
@@ -666,7 +701,9 @@ fn whole_output(call: &ShellCall, tmp: &tempfile::TempDir, tag: &str, id: u32) -
 /// the first mount, or the host path the shell prints (`pwd`) inside a mount.
 fn workdir(mounts: &[Mount], given: &str) -> Result<PathBuf, String> {
     if given.starts_with('/')
-        && !mounts.iter().any(|m| Path::new(given).starts_with(&m.guest))
+        && !mounts
+            .iter()
+            .any(|m| Path::new(given).starts_with(&m.guest))
         && let Some(mount) = mounts
             .iter()
             .find(|m| Path::new(given).starts_with(&m.host))
@@ -674,7 +711,10 @@ fn workdir(mounts: &[Mount], given: &str) -> Result<PathBuf, String> {
         let rel = Path::new(given)
             .strip_prefix(&mount.host)
             .unwrap_or(Path::new(""));
-        return host_dir(mounts, Some(&Path::new(&mount.guest).join(rel).to_string_lossy()));
+        return host_dir(
+            mounts,
+            Some(&Path::new(&mount.guest).join(rel).to_string_lossy()),
+        );
     }
     let guest = if given.starts_with('/') {
         given.to_string()
@@ -684,4 +724,3 @@ fn workdir(mounts: &[Mount], given: &str) -> Result<PathBuf, String> {
     };
     host_dir(mounts, Some(&guest))
 }
-
