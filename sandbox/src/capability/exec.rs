@@ -12,6 +12,7 @@
 //! namespace, so nothing it starts outlives it, `setsid` or not. Which programs and arguments
 //! may run is `exec_policy`'s job.
 
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -146,6 +147,8 @@ impl Drop for Running {
     }
 }
 
+/// Runs `cmd` for the call: admitted, started (confined unless the grant says otherwise), fed
+/// its input, waited for within its time limit, and cleaned up after.
 async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String> {
     let key = format!("plugins.{}.grants.exec", call.plugin);
     let Some(grant) = &call.grant else {
@@ -156,22 +159,7 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
     if call.follow_up {
         return Err(judge::FOLLOW_UP.to_string());
     }
-    exec_policy::check(&grant.allow, &cmd.program, &cmd.args, &key)?;
-    // The grant's `deny` and `ask` rules hold for a program as for a shell command: one an
-    // `ask` rule matches runs only when it is the command the call's gate admitted.
-    let mut words = vec![cmd.program.clone()];
-    words.extend(cmd.args.iter().cloned());
-    let line = paddock_shell_judge::quote_words(&words);
-    match judge_argv(grant, &words, &key)?.verdict {
-        ShellVerdict::Deny(reason) => return Err(format!("refused: {reason}")),
-        ShellVerdict::Ask(reasons) if call.admitted.as_deref() != Some(line.as_str()) => {
-            return Err(format!(
-                "`{line}` needs the user's approval ({}), and this call does not carry it",
-                reasons.join("; ")
-            ));
-        }
-        ShellVerdict::Ask(_) | ShellVerdict::Allow => {}
-    }
+    admit(grant, &cmd, call.admitted.as_deref(), &key)?;
     let program = find_program(&cmd.program)?;
     let cwd = host_dir(&call.mounts, cmd.cwd.as_deref())?;
     let mut timeout = grant
@@ -180,73 +168,12 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
     if let Some(ms) = cmd.timeout_ms {
         timeout = timeout.min(Duration::from_millis(ms.into()));
     }
-    let (mut running, stdin, stdout, stderr) = if grant.confine {
-        let confined = Confined::prepare(&call.mounts, &call.protect, grant, &program, &key)?;
-        let env = confined.environment(&grant.env);
-        let mut run = confined
-            .start(Program {
-                path: &program,
-                args: &cmd.args,
-                env,
-                cwd: &cwd,
-                stdin: cmd.stdin.is_some(),
-                terminal: None,
-            })
-            .map_err(|e| {
-                format!(
-                    "cannot start `{}` confined: {e}; paddock runs no program unconfined unless \
-                     `{key}.confine = \"off\"` accepts the risk",
-                    program.display()
-                )
-            })?;
-        let child = run.child();
-        let (stdin, stdout, stderr) =
-            streams(child.stdin.take(), child.stdout.take(), child.stderr.take());
-        (
-            Running::Confined(Some(Box::new(run))),
-            stdin,
-            stdout,
-            stderr,
-        )
+    let (mut running, streams) = if grant.confine {
+        start_confined(&call, grant, &cmd, &program, &cwd, &key)?
     } else {
-        let env: Vec<(String, std::ffi::OsString)> = grant
-            .env
-            .iter()
-            .filter_map(|name| std::env::var_os(name).map(|value| (name.clone(), value)))
-            .collect();
-        let mut command = tokio::process::Command::new(&program);
-        command
-            .args(&cmd.args)
-            .env_clear()
-            .envs(env)
-            .current_dir(&cwd)
-            .stdin(if cmd.stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut child = command
-            .spawn()
-            .map_err(|e| format!("cannot start `{}`: {e}", program.display()))?;
-        let (stdin, stdout, stderr) =
-            streams(child.stdin.take(), child.stdout.take(), child.stderr.take());
-        let group = child.id().map(|pid| pid as i32);
-        (Running::Plain(child, group), stdin, stdout, stderr)
+        start_plain(grant, &cmd, &program, &cwd)?
     };
-
-    if let (Some(bytes), Some(mut stdin)) = (cmd.stdin, stdin) {
-        tokio::spawn(async move {
-            // A program that does not read its input is not an error.
-            let _ = stdin.write_all(&bytes).await;
-        });
-    }
-    let cap = grant.output_bytes;
-    let stdout = stdout.map(|s| tokio::spawn(read_capped(s, cap)));
-    let stderr = stderr.map(|s| tokio::spawn(read_capped(s, cap)));
+    let (stdout, stderr) = feed_and_read(streams, cmd.stdin, grant.output_bytes);
 
     let (status, timed_out) = tokio::select! {
         biased;
@@ -280,23 +207,141 @@ async fn run(call: ExecCall, cmd: exec::Command) -> Result<exec::Output, String>
     })
 }
 
-type ProgramIn = Box<dyn AsyncWrite + Send + Unpin>;
-type ProgramOut = Box<dyn AsyncRead + Send + Unpin>;
-
-/// A program's standard streams, whichever way it was started.
-fn streams(
-    stdin: Option<impl AsyncWrite + Send + Unpin + 'static>,
-    stdout: Option<impl AsyncRead + Send + Unpin + 'static>,
-    stderr: Option<impl AsyncRead + Send + Unpin + 'static>,
-) -> (Option<ProgramIn>, Option<ProgramOut>, Option<ProgramOut>) {
-    (
-        stdin.map(|s| Box::new(s) as ProgramIn),
-        stdout.map(|s| Box::new(s) as ProgramOut),
-        stderr.map(|s| Box::new(s) as ProgramOut),
-    )
+/// Refuses a program the grant's allow-list does not allow. The grant's `deny` and `ask`
+/// rules hold for a program as for a shell command: one an `ask` rule matches runs only when
+/// it is the command the call's gate admitted.
+fn admit(
+    grant: &ExecGrant,
+    cmd: &exec::Command,
+    admitted: Option<&str>,
+    key: &str,
+) -> Result<(), String> {
+    exec_policy::check(&grant.allow, &cmd.program, &cmd.args, key)?;
+    let mut words = vec![cmd.program.clone()];
+    words.extend(cmd.args.iter().cloned());
+    let line = paddock_shell_judge::quote_words(&words);
+    match judge_argv(grant, &words, key)?.verdict {
+        ShellVerdict::Deny(reason) => Err(format!("refused: {reason}")),
+        ShellVerdict::Ask(reasons) if admitted != Some(line.as_str()) => Err(format!(
+            "`{line}` needs the user's approval ({}), and this call does not carry it",
+            reasons.join("; ")
+        )),
+        ShellVerdict::Ask(_) | ShellVerdict::Allow => Ok(()),
+    }
 }
 
-async fn collect(task: Option<tokio::task::JoinHandle<(Vec<u8>, bool)>>) -> (Vec<u8>, bool) {
+/// Starts the program in the grant's jail.
+fn start_confined(
+    call: &ExecCall,
+    grant: &ExecGrant,
+    cmd: &exec::Command,
+    program: &Path,
+    cwd: &Path,
+    key: &str,
+) -> Result<(Running, Streams), String> {
+    let confined = Confined::prepare(&call.mounts, &call.protect, grant, program, key)?;
+    let env = confined.environment(&grant.env);
+    let mut run = confined
+        .start(Program {
+            path: program,
+            args: &cmd.args,
+            env,
+            cwd,
+            stdin: cmd.stdin.is_some(),
+            terminal: None,
+        })
+        .map_err(|e| {
+            format!(
+                "cannot start `{}` confined: {e}; paddock runs no program unconfined unless \
+                 `{key}.confine = \"off\"` accepts the risk",
+                program.display()
+            )
+        })?;
+    let child = run.child();
+    let streams = Streams::of(child.stdin.take(), child.stdout.take(), child.stderr.take());
+    Ok((Running::Confined(Some(Box::new(run))), streams))
+}
+
+/// Starts the program unconfined (`confine = "off"`), in a process group of its own.
+fn start_plain(
+    grant: &ExecGrant,
+    cmd: &exec::Command,
+    program: &Path,
+    cwd: &Path,
+) -> Result<(Running, Streams), String> {
+    let env: Vec<(String, std::ffi::OsString)> = grant
+        .env
+        .iter()
+        .filter_map(|name| std::env::var_os(name).map(|value| (name.clone(), value)))
+        .collect();
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(&cmd.args)
+        .env_clear()
+        .envs(env)
+        .current_dir(cwd)
+        .stdin(if cmd.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot start `{}`: {e}", program.display()))?;
+    let streams = Streams::of(child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let group = child.id().map(|pid| pid as i32);
+    Ok((Running::Plain(child, group), streams))
+}
+
+type ProgramIn = Box<dyn AsyncWrite + Send + Unpin>;
+type ProgramOut = Box<dyn AsyncRead + Send + Unpin>;
+/// A task reading one output stream: what it kept, and whether it cut the rest.
+type Reading = tokio::task::JoinHandle<(Vec<u8>, bool)>;
+
+/// A program's standard streams, whichever way it was started.
+struct Streams {
+    stdin: Option<ProgramIn>,
+    stdout: Option<ProgramOut>,
+    stderr: Option<ProgramOut>,
+}
+
+impl Streams {
+    fn of(
+        stdin: Option<impl AsyncWrite + Send + Unpin + 'static>,
+        stdout: Option<impl AsyncRead + Send + Unpin + 'static>,
+        stderr: Option<impl AsyncRead + Send + Unpin + 'static>,
+    ) -> Streams {
+        Streams {
+            stdin: stdin.map(|s| Box::new(s) as ProgramIn),
+            stdout: stdout.map(|s| Box::new(s) as ProgramOut),
+            stderr: stderr.map(|s| Box::new(s) as ProgramOut),
+        }
+    }
+}
+
+/// Writes `input` to the program and reads its output, each in a task of its own so none
+/// waits for another; each output keeps its first `cap` bytes.
+fn feed_and_read(
+    streams: Streams,
+    input: Option<Vec<u8>>,
+    cap: usize,
+) -> (Option<Reading>, Option<Reading>) {
+    if let (Some(bytes), Some(mut stdin)) = (input, streams.stdin) {
+        tokio::spawn(async move {
+            // A program that does not read its input is not an error.
+            let _ = stdin.write_all(&bytes).await;
+        });
+    }
+    let stdout = streams.stdout.map(|s| tokio::spawn(read_capped(s, cap)));
+    let stderr = streams.stderr.map(|s| tokio::spawn(read_capped(s, cap)));
+    (stdout, stderr)
+}
+
+async fn collect(task: Option<Reading>) -> (Vec<u8>, bool) {
     match task {
         Some(task) => task.await.unwrap_or_default(),
         None => (Vec::new(), false),
