@@ -4,13 +4,14 @@
 //! deadline, cancellation, summed memory caps, capped stdio, and every way a plugin can fail
 //! turned into a `ToolError` with its own code.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTable;
 use wasmtime::{Store, UpdateDeadline};
-use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
 use crate::fs::guard::FsGuard;
 use crate::fs::mount::MountHandle;
@@ -50,7 +51,106 @@ fn held_mount(mount: &Mount) -> Result<std::sync::Arc<MountHandle>, ToolError> {
     Ok(handle)
 }
 
+/// What the plugin sees of the host: capped stdio, the few variables below, and the mounts
+/// (all read-only for a read-only tool); with the host directories behind them, the guard's
+/// roots.
+fn wasi_context(
+    grant: &Grant,
+    read_only: bool,
+    stdout: &CappedPipe,
+    stderr: &CappedPipe,
+) -> Result<(WasiCtx, Vec<PathBuf>), ToolError> {
+    let limits = &grant.limits;
+    let mut roots = Vec::with_capacity(grant.mounts.len());
+    let mut wasi = WasiCtxBuilder::new();
+    // No arguments, sockets or name lookup (S6): the builder starts empty and
+    // wasmtime 48 denies TCP and UDP by default.
+    wasi.stdout(stdout.clone())
+        .stderr(stderr.clone())
+        .allow_blocking_current_thread(true);
+    // The only variables a tool sees: the output budget the host will hold its result to,
+    // so a tool that pages itself stops on a line within it, the call's fuel, so a tool
+    // sizes its share of the work to it (docs/output-paging.md), and the call's tag, which
+    // names the temporary files a write makes so `resume` can remove those a crash left
+    // (`leftovers.rs`).
+    if let Some(bytes) = limits.output_bytes {
+        wasi.env(OUTPUT_BYTES_VAR, bytes.to_string());
+    }
+    if let Some(fuel) = limits.fuel {
+        wasi.env(FUEL_VAR, fuel.to_string());
+    }
+    if let Some(tag) = &grant.call_tag {
+        wasi.env(crate::leftovers::CALL_TAG_VAR, tag);
+    }
+    for mount in &grant.mounts {
+        let perms = if read_only || mount.mode == MountMode::Ro {
+            FsPerms::ReadOnly
+        } else {
+            FsPerms::ReadWrite
+        };
+        let handle = held_mount(mount)?;
+        roots.push(handle.path().to_path_buf());
+        // The held directory itself, through the kernel's link to it (K3).
+        wasi.preopened_dir(handle.proc_path(), &mount.guest, perms)
+            .map_err(|e| {
+                ToolError::new(
+                    ErrorCode::Host,
+                    format!(
+                        "cannot mount {} at {}: {e:#}; check the preset's mounts",
+                        mount.host.display(),
+                        mount.guest
+                    ),
+                )
+            })?;
+    }
+    Ok((wasi.build(), roots))
+}
+
+/// What the host keeps for the call: its limits, deadline and cancellation, the plugin's
+/// grants (its mounts read-only for a read-only tool), and the guard over `roots`.
+fn call_state(
+    plugin: &str,
+    grant: &Grant,
+    read_only: bool,
+    wasi: WasiCtx,
+    roots: Vec<PathBuf>,
+    cancel: &CancellationToken,
+) -> CallState {
+    let limits = &grant.limits;
+    CallState {
+        wasi,
+        table: ResourceTable::new(),
+        limiter: CallLimiter::new(limits.memory_bytes),
+        deadline: Instant::now() + limits.timeout,
+        cancel: cancel.clone(),
+        stop: None,
+        logs: Vec::new(),
+        log_bytes: 0,
+        plugin: plugin.to_string(),
+        mounts: grant
+            .mounts
+            .iter()
+            .map(|mount| Mount {
+                mode: if read_only { MountMode::Ro } else { mount.mode },
+                ..mount.clone()
+            })
+            .collect(),
+        protect: grant.protect.clone(),
+        exec: grant.exec.clone(),
+        http: grant.http.clone(),
+        output_bytes: limits.output_bytes,
+        spill: grant.spill.clone(),
+        admitted_command: grant.admitted_command.clone(),
+        follow_up: grant.follow_up,
+        session: grant.session.clone(),
+        live_output: grant.live_output.clone(),
+        fs_guard: Arc::new(FsGuard::new(roots, grant.protect.clone())),
+    }
+}
+
 impl Sandbox {
+    /// A fresh store for one call of `plugin` under `grant`: its WASI context, its state, and
+    /// the fuel and epoch deadline that stop it.
     pub(crate) fn prepare_store(
         &self,
         plugin: &str,
@@ -59,84 +159,32 @@ impl Sandbox {
         cancel: &CancellationToken,
     ) -> Result<Prepared, ToolError> {
         let limits = &grant.limits;
-        let mut roots = Vec::with_capacity(grant.mounts.len());
         let stdout = CappedPipe::new(limits.stdio_bytes);
         let stderr = CappedPipe::new(limits.stdio_bytes);
-        let mut wasi = WasiCtxBuilder::new();
-        // No arguments, sockets or name lookup (S6): the builder starts empty and
-        // wasmtime 48 denies TCP and UDP by default.
-        wasi.stdout(stdout.clone())
-            .stderr(stderr.clone())
-            .allow_blocking_current_thread(true);
-        // The only variables a tool sees: the output budget the host will hold its result to,
-        // so a tool that pages itself stops on a line within it, the call's fuel, so a tool
-        // sizes its share of the work to it (docs/output-paging.md), and the call's tag, which
-        // names the temporary files a write makes so `resume` can remove those a crash left
-        // (`leftovers.rs`).
-        if let Some(bytes) = limits.output_bytes {
-            wasi.env(OUTPUT_BYTES_VAR, bytes.to_string());
-        }
-        if let Some(fuel) = limits.fuel {
-            wasi.env(FUEL_VAR, fuel.to_string());
-        }
-        if let Some(tag) = &grant.call_tag {
-            wasi.env(crate::leftovers::CALL_TAG_VAR, tag);
-        }
-        for mount in &grant.mounts {
-            let perms = if read_only || mount.mode == MountMode::Ro {
-                FsPerms::ReadOnly
-            } else {
-                FsPerms::ReadWrite
-            };
-            let handle = held_mount(mount)?;
-            roots.push(handle.path().to_path_buf());
-            // The held directory itself, through the kernel's link to it (K3).
-            wasi.preopened_dir(handle.proc_path(), &mount.guest, perms)
-                .map_err(|e| {
-                    ToolError::new(
-                        ErrorCode::Host,
-                        format!(
-                            "cannot mount {} at {}: {e:#}; check the preset's mounts",
-                            mount.host.display(),
-                            mount.guest
-                        ),
-                    )
-                })?;
-        }
-        let state = CallState {
-            wasi: wasi.build(),
-            table: ResourceTable::new(),
-            limiter: CallLimiter::new(limits.memory_bytes),
-            deadline: Instant::now() + limits.timeout,
-            cancel: cancel.clone(),
-            stop: None,
-            logs: Vec::new(),
-            log_bytes: 0,
-            plugin: plugin.to_string(),
-            mounts: grant
-                .mounts
-                .iter()
-                .map(|mount| Mount {
-                    mode: if read_only { MountMode::Ro } else { mount.mode },
-                    ..mount.clone()
-                })
-                .collect(),
-            protect: grant.protect.clone(),
-            exec: grant.exec.clone(),
-            http: grant.http.clone(),
-            output_bytes: limits.output_bytes,
-            spill: grant.spill.clone(),
-            admitted_command: grant.admitted_command.clone(),
-            follow_up: grant.follow_up,
-            session: grant.session.clone(),
-            live_output: grant.live_output.clone(),
-            fs_guard: Arc::new(FsGuard::new(roots, grant.protect.clone())),
-        };
+        let (wasi, roots) = wasi_context(grant, read_only, &stdout, &stderr)?;
+        let state = call_state(plugin, grant, read_only, wasi, roots, cancel);
+        let store = self.new_store(state, limits.fuel)?;
+        Ok(Prepared {
+            store,
+            stdout,
+            stderr,
+            fuel: limits.fuel,
+            timeout: limits.timeout,
+        })
+    }
+
+    /// A store for `state` with its memory limiter, `fuel` (all there is when none), and an
+    /// epoch deadline that stops it when the call is cancelled or past its deadline.
+    fn new_store(
+        &self,
+        state: CallState,
+        fuel: Option<u64>,
+    ) -> Result<Store<CallState>, ToolError> {
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
         // A store starts with no fuel; "fuel off" is the largest budget there is.
         store
-            .set_fuel(limits.fuel.unwrap_or(u64::MAX))
+            .set_fuel(fuel.unwrap_or(u64::MAX))
             .map_err(|e| ToolError::new(ErrorCode::Host, format!("cannot set fuel: {e:#}")))?;
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|mut cx| {
@@ -152,13 +200,7 @@ impl Sandbox {
             // Yield so that other calls on this thread, and the host's own select, make progress.
             Ok(UpdateDeadline::Yield(1))
         });
-        Ok(Prepared {
-            store,
-            stdout,
-            stderr,
-            fuel: limits.fuel,
-            timeout: limits.timeout,
-        })
+        Ok(store)
     }
 
     pub(crate) async fn run_list(
