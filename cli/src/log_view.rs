@@ -2,7 +2,8 @@
 //! passes `sanitize` (T3).
 
 use super::style::{self, BOLD, DIM, paint, sanitize};
-use paddock::log::{Body, Event};
+use paddock::log::{Body, CompactReason, Event};
+use paddock::model::Diagnostic;
 
 /// `paddock log SESSION`: one line per event.
 pub fn print_log(events: &[Event]) {
@@ -18,16 +19,9 @@ pub fn print_log(events: &[Event]) {
     }
 }
 
+/// An event's kind and what it says in one line. A table, one arm per event kind; an arm
+/// that takes more than a line to say is a function below.
 fn describe(body: &Body) -> (&'static str, String) {
-    let short = |s: &str| -> String {
-        let line = s.lines().next().unwrap_or("");
-        let cut: String = line.chars().take(100).collect();
-        if cut.len() < s.len() {
-            format!("{cut}…")
-        } else {
-            cut
-        }
-    };
     match body {
         Body::SessionStart(s) => (
             "session/start",
@@ -52,10 +46,7 @@ fn describe(body: &Body) -> (&'static str, String) {
             "attempt/end",
             format!(
                 "{attempt} {status:?}{}",
-                error
-                    .as_deref()
-                    .map(|e| format!(": {e}"))
-                    .unwrap_or_default()
+                if_some(error.as_deref(), |e| format!(": {e}"))
             ),
         ),
         Body::AssistantMessage {
@@ -81,16 +72,7 @@ fn describe(body: &Body) -> (&'static str, String) {
         ),
         Body::StreamAnomaly { attempt, anomalies } => (
             "stream/anomaly",
-            format!(
-                "{attempt}: {}",
-                short(
-                    &anomalies
-                        .iter()
-                        .map(|a| a.to_string())
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                )
-            ),
+            format!("{attempt}: {}", short(&in_one_line(anomalies))),
         ),
         Body::ToolStart { id } => ("tool/start", id.clone()),
         Body::ToolResult {
@@ -117,17 +99,7 @@ fn describe(body: &Body) -> (&'static str, String) {
             window,
         } => (
             "context/compact",
-            format!(
-                "{id} ({}): summarizing events 1-{upto}{}{}",
-                reason.as_str(),
-                window
-                    .map(|w| format!(", the server's window is {w} tokens"))
-                    .unwrap_or_default(),
-                focus
-                    .as_deref()
-                    .map(|f| format!(", focus: {}", short(f)))
-                    .unwrap_or_default()
-            ),
+            compact(id, *upto, *reason, focus.as_deref(), *window),
         ),
         Body::ContextCompacted {
             id,
@@ -135,29 +107,74 @@ fn describe(body: &Body) -> (&'static str, String) {
             summary,
             rounds,
             ..
-        } => (
-            "context/compacted",
-            format!(
-                "{id}: events 1-{upto} summarized{}: {}",
-                if *rounds > 1 {
-                    format!(" in {rounds} rounds")
-                } else {
-                    String::new()
-                },
-                short(summary)
-            ),
-        ),
+        } => ("context/compacted", compacted(id, *upto, summary, *rounds)),
         Body::SessionModel { model, .. } => ("session/model", model.clone()),
         Body::TurnEnd { reason, detail } => (
             "turn/end",
             format!(
                 "{}{}",
                 reason.as_str(),
-                detail
-                    .as_deref()
-                    .map(|d| format!(" ({d})"))
-                    .unwrap_or_default()
+                if_some(detail.as_deref(), |d| format!(" ({d})"))
             ),
         ),
     }
+}
+
+/// The first line of `s`, cut to 100 characters; `…` says something was left out.
+fn short(s: &str) -> String {
+    let line = s.lines().next().unwrap_or("");
+    let cut: String = line.chars().take(100).collect();
+    if cut.len() < s.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
+}
+
+/// `value` in its `form`, or nothing when there is none.
+fn if_some(value: Option<&str>, form: impl FnOnce(&str) -> String) -> String {
+    value.map(form).unwrap_or_default()
+}
+
+/// A stream's anomalies, one after another.
+fn in_one_line(anomalies: &[Diagnostic]) -> String {
+    anomalies
+        .iter()
+        .map(|a| a.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// `context/compact`: what the summary replaces, why, and what it is to keep.
+fn compact(
+    id: &str,
+    upto: u64,
+    reason: CompactReason,
+    focus: Option<&str>,
+    window: Option<u64>,
+) -> String {
+    format!(
+        "{id} ({}): summarizing events 1-{upto}{}{}",
+        reason.as_str(),
+        window
+            .map(|w| format!(", the server's window is {w} tokens"))
+            .unwrap_or_default(),
+        focus
+            .map(|f| format!(", focus: {}", short(f)))
+            .unwrap_or_default()
+    )
+}
+
+/// `context/compacted`: what was summarized, in how many rounds when more than one, and the
+/// summary's start.
+fn compacted(id: &str, upto: u64, summary: &str, rounds: u32) -> String {
+    let rounds = if rounds > 1 {
+        format!(" in {rounds} rounds")
+    } else {
+        String::new()
+    };
+    format!(
+        "{id}: events 1-{upto} summarized{rounds}: {}",
+        short(summary)
+    )
 }
