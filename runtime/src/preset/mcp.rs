@@ -41,8 +41,8 @@ use serde::{Deserialize, Serialize};
 use super::context::{home_path, make_mount, program_dir};
 use super::sections::{HostPattern, MountEntry, Positive, RelPath};
 use super::{PresetError, ResolveContext, check_mount_is_safe};
-use paddock_types::contract::Risk;
 use paddock_sandbox::{ExecGrant, Mount, Protect};
+use paddock_types::contract::Risk;
 
 /// `[mcp.NAME]` as written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -127,29 +127,57 @@ pub(super) fn resolve_mcp(
             "mcp.{name}: server names must match ^[A-Za-z0-9_-]{{1,64}}$"
         )));
     }
-    let url = match (&entry.command, &entry.url) {
-        (Some(command), None) if command.trim().is_empty() => {
-            return Err(PresetError(format!(
-                "mcp.{name}.command: name the program, e.g. \"python3\""
-            )));
-        }
-        (Some(_), None) => {
-            if entry.http.is_some() {
-                return Err(PresetError(format!(
-                    "mcp.{name}.http: only for a `url` server; a started server's network is \
-                     `network = true`"
-                )));
-            }
-            None
-        }
-        (None, Some(url)) => Some(check_url(name, url, entry)?),
-        _ => {
-            return Err(PresetError(format!(
-                "mcp.{name}: give `command` (a program paddock starts confined) or `url` (a \
-                 streamable HTTP server), exactly one"
-            )));
-        }
-    };
+    let url = started_or_reached(name, entry)?;
+    let mounts = safe_mounts(name, entry, cx)?;
+    check_reads_are_safe(name, entry, cx)?;
+    Ok(ResolvedMcp {
+        name: name.to_string(),
+        url,
+        http_allow: entry
+            .http
+            .iter()
+            .flat_map(|h| h.allow.iter().map(|p| p.0.clone()))
+            .collect(),
+        command: entry.command.clone().unwrap_or_default(),
+        args: entry.args.clone(),
+        mounts,
+        protect: Protect {
+            extra: entry.protect.iter().map(|p| p.0.clone()).collect(),
+            writable: Vec::new(),
+        },
+        jail: jail(entry),
+        call_timeout: Duration::from_millis(entry.timeout_ms.map_or(30_000, |n| n.0)),
+        output_bytes: entry.output_bytes.map(|n| n.0),
+        risk: entry.risk,
+    })
+}
+
+/// Exactly one of `command` (a server paddock starts: no `url`, no `http`) and `url` (a
+/// server reached, `check_url`); the URL when it is the latter.
+fn started_or_reached(name: &str, entry: &McpEntry) -> Result<Option<String>, PresetError> {
+    match (&entry.command, &entry.url) {
+        (Some(command), None) if command.trim().is_empty() => Err(PresetError(format!(
+            "mcp.{name}.command: name the program, e.g. \"python3\""
+        ))),
+        (Some(_), None) if entry.http.is_some() => Err(PresetError(format!(
+            "mcp.{name}.http: only for a `url` server; a started server's network is \
+             `network = true`"
+        ))),
+        (Some(_), None) => Ok(None),
+        (None, Some(url)) => check_url(name, url, entry).map(Some),
+        _ => Err(PresetError(format!(
+            "mcp.{name}: give `command` (a program paddock starts confined) or `url` (a \
+             streamable HTTP server), exactly one"
+        ))),
+    }
+}
+
+/// The server's mounts, each kept away from paddock's own data.
+fn safe_mounts(
+    name: &str,
+    entry: &McpEntry,
+    cx: &ResolveContext<'_>,
+) -> Result<Vec<Mount>, PresetError> {
     let mounts = entry
         .mounts
         .iter()
@@ -167,6 +195,16 @@ pub(super) fn resolve_mcp(
     for mount in &mounts {
         check_mount_is_safe(mount, cx.data_dir)?;
     }
+    Ok(mounts)
+}
+
+/// What the server may read beyond its mounts (`read`, and the program's own directory) must
+/// stay away from paddock's own data.
+fn check_reads_are_safe(
+    name: &str,
+    entry: &McpEntry,
+    cx: &ResolveContext<'_>,
+) -> Result<(), PresetError> {
     for (i, path) in entry.read.iter().enumerate() {
         super::check_grant_is_safe(
             &format!("mcp.{name}.read[{i}]"),
@@ -177,44 +215,30 @@ pub(super) fn resolve_mcp(
     if let Some(dir) = entry.command.as_deref().and_then(program_dir) {
         super::check_grant_is_safe(&format!("mcp.{name}.command"), &dir, cx.data_dir)?;
     }
+    Ok(())
+}
+
+/// How a started server is confined: like an `exec` program, for as long as it lives.
+fn jail(entry: &McpEntry) -> ExecGrant {
     let defaults = ExecGrant::default();
-    Ok(ResolvedMcp {
-        name: name.to_string(),
-        url,
-        http_allow: entry
-            .http
+    ExecGrant {
+        allow: Vec::new(),
+        env: entry.env.clone(),
+        timeout: Duration::from_secs(SERVER_CPU_SECS),
+        output_bytes: defaults.output_bytes,
+        confine: true,
+        network: entry.network,
+        read: entry
+            .read
             .iter()
-            .flat_map(|h| h.allow.iter().map(|p| p.0.clone()))
-            .collect(),
-        command: entry.command.clone().unwrap_or_default(),
-        args: entry.args.clone(),
-        mounts,
-        protect: Protect {
-            extra: entry.protect.iter().map(|p| p.0.clone()).collect(),
-            writable: Vec::new(),
-        },
-        jail: ExecGrant {
-            allow: Vec::new(),
-            env: entry.env.clone(),
-            timeout: Duration::from_secs(SERVER_CPU_SECS),
-            output_bytes: defaults.output_bytes,
-            confine: true,
-            network: entry.network,
-            read: entry
-                .read
-                .iter()
-                .map(|p| home_path(p))
-                .collect::<Vec<PathBuf>>(),
-            write: Vec::new(),
-            memory_bytes: entry.memory_mb.map_or(defaults.memory_bytes, |n| n.0 << 20),
-            processes: defaults.processes,
-            file_bytes: defaults.file_bytes,
-            ..defaults.clone()
-        },
-        call_timeout: Duration::from_millis(entry.timeout_ms.map_or(30_000, |n| n.0)),
-        output_bytes: entry.output_bytes.map(|n| n.0),
-        risk: entry.risk,
-    })
+            .map(|p| home_path(p))
+            .collect::<Vec<PathBuf>>(),
+        write: Vec::new(),
+        memory_bytes: entry.memory_mb.map_or(defaults.memory_bytes, |n| n.0 << 20),
+        processes: defaults.processes,
+        file_bytes: defaults.file_bytes,
+        ..defaults.clone()
+    }
 }
 
 /// A `url` server's URL: http, no started-process keys, and covered by `http.allow`.
