@@ -21,7 +21,7 @@ use crate::model::{AssistantMessage, ModelEvent, Outcome, Provider, ToolChoice, 
 use crate::pipeline::{CallContext, CallSummary};
 use crate::preset::LoopBudgets;
 
-pub use budget::Spent;
+pub use crate::log::Spent;
 pub use compact::{Compaction, ContextFill};
 #[cfg(any(test, feature = "internals"))]
 pub use compact::COMPACT_SYSTEM;
@@ -212,7 +212,7 @@ impl Agent<'_> {
 
     fn spent(&self) -> Spent {
         self.log
-            .with_state(|s| Spent::from_tally(&s.tally, paddock_types::stamp::now_ms()))
+            .with_state(|s| s.spent.at(paddock_types::stamp::now_ms()))
     }
 
     /// Model request, calls, repeat; returns only by stopping.
@@ -220,106 +220,123 @@ impl Agent<'_> {
         let mut nudges = 0;
         let mut wrapped_up = false;
         loop {
-            if self.calls.cancel.is_cancelled() {
-                return Err(Stop(StopReason::Interrupted, None));
-            }
-            let spent = self.spent();
-            if let Some((reason, detail)) = spent.over(&self.budgets) {
-                return Err(Stop(reason, Some(detail)));
-            }
-            if let Some(key) = spent.nearly_over(&self.budgets)
-                && self.budgets.wrap_up
-                && !wrapped_up
-            {
-                wrapped_up = true;
-                self.log
-                    .append(Body::UserMessage {
-                        text: WRAP_UP.replace("{key}", key),
-                        source: Source::System,
-                    })
-                    .map_err(|e| Stop::host("cannot write the session log", e))?;
-            }
-            // I2: steering that arrived meanwhile enters before this request.
-            for entry in self
-                .inbox
-                .map(|i| i.take_all(Lane::NextStep))
-                .unwrap_or_default()
-            {
-                self.log
-                    .append(Body::InboxTake { id: entry.id })
-                    .map_err(|e| Stop::host("cannot write the session log", e))?;
-            }
+            self.within_budgets(&mut wrapped_up)?;
+            self.take_steering()?;
             self.fit().await?;
-            let completion = self.ask_fitted().await?;
-            let message = completion.message;
-            self.log
-                .append(Body::AssistantMessage {
-                    attempt: message.attempt.0.clone(),
-                    text: message.text.clone(),
-                    tool_calls: message.calls.iter().map(|c| c.call.clone()).collect(),
-                    finish: message.finish.clone(),
-                    outcome: message.outcome,
-                    usage: message.usage,
-                    cost_usd: message.cost_usd,
-                })
-                .map_err(|e| Stop::host("cannot write the session log", e))?;
-            if !message.diagnostics.is_empty() {
-                self.log
-                    .append(Body::StreamAnomaly {
-                        attempt: message.attempt.0.clone(),
-                        anomalies: message.diagnostics.clone(),
-                    })
-                    .map_err(|e| Stop::host("cannot write the session log", e))?;
-            }
+            let message = self.ask_fitted().await?.message;
+            self.log_message(&message)?;
             self.observer.assistant(&message);
-            match message.outcome {
-                // Steering that arrived while the model answered keeps the inner loop going.
-                Outcome::Completed if self.inbox.is_some_and(|i| i.has(Lane::NextStep)) => {}
-                Outcome::Completed => return Err(Stop(StopReason::Completed, None)),
-                Outcome::DroppedToolCall if nudges < MAX_NUDGES => {
-                    nudges += 1;
-                    self.log
-                        .append(Body::UserMessage {
-                            text: NUDGE.into(),
-                            source: Source::System,
-                        })
-                        .map_err(|e| Stop::host("cannot write the session log", e))?;
-                }
-                Outcome::DroppedToolCall => {
-                    return Err(Stop(
-                        StopReason::DroppedToolCall,
-                        Some(format!(
-                            "the model announced a tool call without sending one, {} times",
-                            nudges + 1
-                        )),
-                    ));
-                }
-                // Calls a stopped response carried are blocked; each still gets its result (V7),
-                // so no call is left owed one (L8).
-                Outcome::ContentFiltered => {
-                    self.run_calls(&message.calls).await?;
-                    return Err(Stop(
-                        StopReason::ModelError,
-                        Some("the provider's content filter stopped the response".into()),
-                    ));
-                }
-                Outcome::Refused => {
-                    self.run_calls(&message.calls).await?;
-                    return Err(Stop(
-                        StopReason::ModelError,
-                        Some("the model refused to answer".into()),
-                    ));
-                }
-                Outcome::Truncated if message.calls.is_empty() => {
-                    return Err(Stop(
-                        StopReason::Truncated,
-                        Some("the response was cut by the output limit (max_output_tokens in [model])".into()),
-                    ));
-                }
-                // V1: the calls of a cut response come back as errors and the model re-issues.
-                Outcome::Truncated | Outcome::ToolCalls => self.run_calls(&message.calls).await?,
-            }
+            self.follow_outcome(&message, &mut nudges).await?;
         }
+    }
+
+    /// Stops an interrupted turn or one over a budget; once one nearly runs out, asks the
+    /// model to finish (B3's wrap-up, once per turn).
+    fn within_budgets(&self, wrapped_up: &mut bool) -> Result<(), Stop> {
+        if self.calls.cancel.is_cancelled() {
+            return Err(Stop(StopReason::Interrupted, None));
+        }
+        let spent = self.spent();
+        if let Some((reason, detail)) = budget::over(&spent, &self.budgets) {
+            return Err(Stop(reason, Some(detail)));
+        }
+        if let Some(key) = budget::nearly_over(&spent, &self.budgets)
+            && self.budgets.wrap_up
+            && !*wrapped_up
+        {
+            *wrapped_up = true;
+            self.append(Body::UserMessage {
+                text: WRAP_UP.replace("{key}", key),
+                source: Source::System,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// I2: steering that arrived meanwhile enters before this request.
+    fn take_steering(&self) -> Result<(), Stop> {
+        for entry in self
+            .inbox
+            .map(|i| i.take_all(Lane::NextStep))
+            .unwrap_or_default()
+        {
+            self.append(Body::InboxTake { id: entry.id })?;
+        }
+        Ok(())
+    }
+
+    /// The committed response, and what was odd about its stream.
+    fn log_message(&self, message: &AssistantMessage) -> Result<(), Stop> {
+        self.append(Body::AssistantMessage {
+            attempt: message.attempt.0.clone(),
+            text: message.text.clone(),
+            tool_calls: message.calls.iter().map(|c| c.call.clone()).collect(),
+            finish: message.finish.clone(),
+            outcome: message.outcome,
+            usage: message.usage,
+            cost_usd: message.cost_usd,
+        })?;
+        if !message.diagnostics.is_empty() {
+            self.append(Body::StreamAnomaly {
+                attempt: message.attempt.0.clone(),
+                anomalies: message.diagnostics.clone(),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// What the response's outcome asks for: run its calls, nudge, or stop.
+    async fn follow_outcome(&self, message: &AssistantMessage, nudges: &mut u32) -> Result<(), Stop> {
+        match message.outcome {
+            // Steering that arrived while the model answered keeps the inner loop going.
+            Outcome::Completed if self.inbox.is_some_and(|i| i.has(Lane::NextStep)) => Ok(()),
+            Outcome::Completed => Err(Stop(StopReason::Completed, None)),
+            Outcome::DroppedToolCall if *nudges < MAX_NUDGES => {
+                *nudges += 1;
+                self.append(Body::UserMessage {
+                    text: NUDGE.into(),
+                    source: Source::System,
+                })
+            }
+            Outcome::DroppedToolCall => Err(Stop(
+                StopReason::DroppedToolCall,
+                Some(format!(
+                    "the model announced a tool call without sending one, {} times",
+                    *nudges + 1
+                )),
+            )),
+            // Calls a stopped response carried are blocked; each still gets its result (V7),
+            // so no call is left owed one (L8).
+            Outcome::ContentFiltered => {
+                self.run_calls(&message.calls).await?;
+                Err(Stop(
+                    StopReason::ModelError,
+                    Some("the provider's content filter stopped the response".into()),
+                ))
+            }
+            Outcome::Refused => {
+                self.run_calls(&message.calls).await?;
+                Err(Stop(
+                    StopReason::ModelError,
+                    Some("the model refused to answer".into()),
+                ))
+            }
+            Outcome::Truncated if message.calls.is_empty() => Err(Stop(
+                StopReason::Truncated,
+                Some(
+                    "the response was cut by the output limit (max_output_tokens in [model])"
+                        .into(),
+                ),
+            )),
+            // V1: the calls of a cut response come back as errors and the model re-issues.
+            Outcome::Truncated | Outcome::ToolCalls => self.run_calls(&message.calls).await,
+        }
+    }
+
+    fn append(&self, body: Body) -> Result<(), Stop> {
+        self.log
+            .append(body)
+            .map_err(|e| Stop::host("cannot write the session log", e))
     }
 }
 

@@ -12,7 +12,7 @@
 //! model wrote it, and its requests are spent like any other). The stop is the last
 //! `turn/end`'s, at the root (`extra.stop_reason`, and in words in `notes`); a log that ends
 //! without one (a crash, a kill) says so. A call that never got a result is given one that says
-//! so, so every call pairs. The totals are the log's own (`Tally`), compactions included.
+//! so, so every call pairs. The totals are the log's own (`Spent`), compactions included.
 //!
 //! What it leaves out: failed attempts (their partial output is for display only), stream
 //! anomalies, approvals beyond a result's `extra`, and inbox entries never taken into the
@@ -29,7 +29,7 @@ use super::atif_schema::{
 };
 use super::event::{Body, CompactReason, Event, Lane, SessionStart, Source, StopReason};
 use super::read::{LogError, read_log};
-use super::state::Tally;
+use super::state::Spent;
 use crate::model::{Finish, Outcome, Usage};
 use paddock_types::stamp::rfc3339_ms;
 
@@ -441,7 +441,7 @@ impl Mapping {
             root.insert("log_ends_without_stop".into(), json!(true));
         }
 
-        let tally = Tally::of(events);
+        let tally = Spent::of(events, 0);
         let priced = self
             .steps
             .iter()

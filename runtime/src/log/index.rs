@@ -58,11 +58,11 @@ impl SessionIndex {
             first_message: state.first_message.clone(),
             turns: state.turns,
             stop: state.last_stop,
-            model_requests: state.tally.model_requests,
-            tokens: state.tally.tokens,
-            cache_read_tokens: state.tally.cache_read_tokens,
-            cache_write_tokens: state.tally.cache_write_tokens,
-            cost_usd: state.tally.cost_usd,
+            model_requests: state.spent.model_requests,
+            tokens: state.spent.tokens,
+            cache_read_tokens: state.spent.cache_read_tokens,
+            cache_write_tokens: state.spent.cache_write_tokens,
+            cost_usd: state.spent.cost_usd,
         }
     }
 

@@ -47,14 +47,14 @@ pub use history::{History, estimate_tokens};
 #[cfg(any(test, feature = "internals"))]
 pub use history::TASK_HEADER;
 pub use index::{SessionIndex, session_index};
-pub use lock::{SessionLock, Wait, recorded_holder};
+pub use lock::{LockError, SessionLock, Wait, recorded_holder};
 pub use quote::quote_markers;
 pub use read::read_log;
 pub use recover::{Recovery, Settle, recover_tail};
 #[cfg(any(test, feature = "internals"))]
 pub use recover::{OUTCOME_UNKNOWN, recover};
 pub use session::{SessionLog, Tap};
-pub use state::Tally;
+pub use state::Spent;
 #[cfg(any(test, feature = "internals"))]
 pub use state::SessionState;
 pub use stream::{Streamed, stream_log};

@@ -1,19 +1,26 @@
 //! What the loop needs to know about a session, kept up to date event by event: the derived
-//! history (`History`), what was spent (`Tally`), how many turns ran, whether there is a task,
+//! history (`History`), what was spent (`Spent`), how many turns ran, whether there is a task,
 //! and how the last turn ended. Every field is a function of the events alone (L1), so the log
 //! stays the only memory; this only saves reading it again for every request.
+
+use std::time::Duration;
 
 use super::event::{Asked, Body, Event, StopReason};
 use super::history::{History, is_task};
 
-/// Spending counted from the log (B3): model requests (compaction requests included),
-/// tokens, cost, and wall time inside turns.
+/// What a session has spent, counted from its log (B3): model requests (compaction requests
+/// included), tool calls, tokens, cost, calls denied for want of an answer, and wall time
+/// inside turns (time idle between turns, as in a chat waiting for the user, does not count).
+/// A resumed session keeps its count. `SessionState` keeps one event by event; `at` is the
+/// count at a moment, the open turn included.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Tally {
-    /// Committed model responses and completed compaction requests.
+pub struct Spent {
+    /// Committed model responses and completed compaction requests (each response is one
+    /// "turn" of `max_turns`).
     pub model_requests: u64,
     /// Of which compactions.
     pub compactions: u64,
+    /// Tool calls the responses made (whether or not they ran).
     pub tool_calls: u64,
     /// Input and output tokens.
     pub tokens: u64,
@@ -26,21 +33,24 @@ pub struct Tally {
     /// Calls denied because they needed approval and no one could be asked (logged with
     /// approval `unanswered`).
     pub denied_calls: u64,
-    /// Milliseconds inside closed turns.
-    pub closed_wall_ms: u64,
-    /// When the open turn started (ms since the epoch).
-    pub open_turn: Option<u64>,
+    /// Wall time inside turns: the closed ones, and the open one up to the moment of `at`.
+    pub wall: Duration,
+    /// When the open turn started (ms since the epoch), while one is open.
+    open_turn: Option<u64>,
 }
 
-impl Tally {
-    pub fn of(events: &[Event]) -> Tally {
-        let mut tally = Tally::default();
+impl Spent {
+    /// What `events` record, the open turn counted until `now_ms` (milliseconds since the Unix
+    /// epoch, as events carry).
+    pub fn of(events: &[Event], now_ms: u64) -> Spent {
+        let mut spent = Spent::default();
         for event in events {
-            tally.push(event);
+            spent.push(event);
         }
-        tally
+        spent.at(now_ms)
     }
 
+    /// Counts `event`.
     pub fn push(&mut self, event: &Event) {
         match &event.body {
             Body::AssistantMessage {
@@ -78,7 +88,7 @@ impl Tally {
             Body::TurnStart { .. } => self.open_turn = Some(event.ts_ms),
             Body::TurnEnd { .. } => {
                 if let Some(start) = self.open_turn.take() {
-                    self.closed_wall_ms += event.ts_ms.saturating_sub(start);
+                    self.wall += Duration::from_millis(event.ts_ms.saturating_sub(start));
                 }
             }
             _ => {}
@@ -92,9 +102,13 @@ impl Tally {
         self.cache_write_tokens += usage.cache_write_tokens;
     }
 
-    /// Wall time inside turns, the open one counted until `now_ms`.
-    pub fn wall_ms(&self, now_ms: u64) -> u64 {
-        self.closed_wall_ms + self.open_turn.map_or(0, |s| now_ms.saturating_sub(s))
+    /// The count as of `now_ms`: the open turn's time counted until then.
+    pub fn at(&self, now_ms: u64) -> Spent {
+        let mut spent = self.clone();
+        if let Some(start) = spent.open_turn.take() {
+            spent.wall += Duration::from_millis(now_ms.saturating_sub(start));
+        }
+        spent
     }
 }
 
@@ -102,7 +116,7 @@ impl Tally {
 #[derive(Debug, Default)]
 pub struct SessionState {
     pub history: History,
-    pub tally: Tally,
+    pub spent: Spent,
     /// `turn/start` events so far.
     pub turns: u64,
     /// A message from the user is in the log (`has_task`).
@@ -144,7 +158,7 @@ impl SessionState {
 
     pub fn push(&mut self, event: &Event) {
         self.history.push(event);
-        self.tally.push(event);
+        self.spent.push(event);
         self.has_task |= is_task(&event.body);
         self.shells.push(&event.body);
         match &event.body {
@@ -228,7 +242,7 @@ mod tests {
                 cost_usd: Some(sonnet.cost(&summary)),
             },
         ]);
-        let tally = Tally::of(&events);
+        let tally = Spent::of(&events, 0);
         assert_eq!(tally.input_tokens, 35_000);
         assert_eq!(tally.cache_read_tokens, 20_500);
         assert_eq!(tally.cache_write_tokens, 12_500);
