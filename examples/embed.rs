@@ -1,14 +1,14 @@
 //! paddock embedded in a program, through its public library API only: a session started
 //! against a model server (here the scripted one the tests use), a message sent, the turn
-//! steered while it works, its `TurnEnd` read, and the session reopened and continued.
+//! steered while it works, its `TurnEnd` read, and the session reopened and continued with a
+//! follow-up queued.
 //!
 //! Run it with `cargo run -p paddock --example embed`; the suite runs it too.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use paddock::{
-    Entry, Env, Lane, ModelChoice, NoOneToAsk, Observer, Quiet, ReopenOptions, Session, Source,
-    StopReason, TurnEnd,
+    Env, ModelChoice, NoOneToAsk, Observer, Quiet, ReopenOptions, Session, StopReason, TurnEnd,
 };
 use paddock_scripted::{Script, ScriptCall, ScriptedServer, Step, Turn};
 
@@ -20,13 +20,9 @@ struct SteerOnFirstCall<'a> {
 
 impl Observer for SteerOnFirstCall<'_> {
     fn tool_started(&self, _id: &str) {
-        let steer = Entry {
-            id: "steer-1".into(),
-            source: Source::User,
-            lane: Lane::NextStep,
-            text: "also say how many lines it has".into(),
-        };
-        self.session.accept(steer).expect("the steering is logged");
+        self.session
+            .steer("also say how many lines it has")
+            .expect("the steering is logged");
     }
 }
 
@@ -41,6 +37,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Step::Reply(Turn::calls(vec![read])),
             Step::Reply(Turn::text(&["notes.txt says one, two: 2 lines."])),
             Step::Reply(Turn::text(&["You are welcome."])),
+            Step::Reply(Turn::text(&["Goodbye."])),
         ],
     })
     .await?;
@@ -94,11 +91,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?
         .settle(&Quiet)
         .await?;
+    // A follow-up queued before the turn runs as a turn of its own when that one ends.
+    session.follow_up("that is all, goodbye")?;
     let end = session.send("thanks", &Quiet).await;
     assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
-    let last = server.requests()[2].body.to_string();
+    let requests = server.requests();
+    let thanks = requests[2].body.to_string();
     assert!(
-        last.contains("what is in notes.txt?") && last.contains("thanks"),
+        thanks.contains("what is in notes.txt?") && thanks.contains("thanks"),
+        "{thanks}"
+    );
+    assert!(
+        !thanks.contains("goodbye"),
+        "a follow-up waits for the turn to end: {thanks}"
+    );
+    let last = requests[3].body.to_string();
+    assert!(
+        last.contains("You are welcome.") && last.contains("that is all, goodbye"),
         "{last}"
     );
     println!(

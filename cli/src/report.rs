@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::Exit;
 use super::style::{self, RED, YELLOW, json_for_terminal, paint, sanitize};
-use paddock::session::SetupError;
+use paddock::session::{SetupCode, SetupError};
 use paddock::session::verdict::Shown;
 
 /// Why a command could not do its work: a code (`USAGE_ERROR`, `HOST_ERROR`, ...), the
@@ -50,9 +50,19 @@ impl Failure {
 
 impl From<SetupError> for Failure {
     fn from(error: SetupError) -> Failure {
+        // The library says what is wrong; the command line adds the option that helps.
+        let message = match error.code {
+            SetupCode::SessionInUse => format!("{}, or pass --wait to wait for it", error.message),
+            SetupCode::NoModel => format!(
+                "{} (at the command line: --base-url URL for a server, --demo for the \
+                 scripted demo, --preset NAME for another preset)",
+                error.message
+            ),
+            _ => error.message,
+        };
         Failure {
-            code: error.code,
-            message: error.message,
+            code: error.code.as_str(),
+            message,
             findings: error.findings,
             exit: Exit::Usage,
         }

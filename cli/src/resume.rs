@@ -13,6 +13,7 @@ use paddock::agent::NO_TASK;
 use paddock::ask::Approver;
 use crate::approver::TerminalApprover;
 use paddock::log::StopReason;
+use paddock::model::ProviderKind;
 use paddock::session::{ModelMove, ReopenOptions, Reopened, Session};
 
 /// Where a reopened session's requests go from now on (recorded in the log when it changes).
@@ -28,7 +29,7 @@ pub struct MoveArgs {
     pub model: Option<String>,
     /// Wire format of --base-url: openai or anthropic (default: the session's).
     #[arg(long)]
-    pub provider: Option<String>,
+    pub provider: Option<ProviderKind>,
 }
 
 impl MoveArgs {
@@ -36,7 +37,7 @@ impl MoveArgs {
         ModelMove {
             base_url: self.base_url.clone(),
             model: self.model.clone(),
-            provider: self.provider.clone(),
+            provider: self.provider,
         }
     }
 }

@@ -13,6 +13,7 @@ use paddock::agent::{Observer, TurnEnd};
 use paddock::ask::{Approver, OnAsk};
 use crate::approver::TerminalApprover;
 use paddock::log::Tap;
+use paddock::model::ProviderKind;
 use paddock::session::{ModelChoice, ModelMove, Session};
 
 /// The task the demo works on when none is given.
@@ -77,7 +78,7 @@ pub struct SessionArgs {
     model: Option<String>,
     /// Wire format for --base-url: openai (the default) or anthropic.
     #[arg(long)]
-    provider: Option<String>,
+    provider: Option<ProviderKind>,
     /// Override the preset's limits.max_turns (model requests per session).
     #[arg(long)]
     pub(super) max_turns: Option<u64>,
@@ -92,7 +93,7 @@ impl SessionArgs {
         ModelMove {
             base_url: self.base_url.clone(),
             model: self.model.clone(),
-            provider: self.provider.clone(),
+            provider: self.provider,
         }
     }
 
@@ -101,7 +102,7 @@ impl SessionArgs {
             demo: self.demo,
             base_url: self.base_url.clone(),
             model: self.model.clone(),
-            provider: self.provider.clone(),
+            provider: self.provider,
             max_output_tokens: self.max_output_tokens,
         }
     }

@@ -27,7 +27,7 @@ pub struct SessionLock {
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
     #[error(
-        "session {session} is in use by another paddock process ({holder}); a session has one writer. Wait for that process to end or stop it, or pass --wait to wait for it"
+        "session {session} is in use by another paddock process ({holder}); a session has one writer: wait for that process to end, or stop it"
     )]
     Held { session: String, holder: String },
     #[error("cannot lock session {path}: {source}")]
@@ -68,7 +68,7 @@ impl SessionLock {
             if e.kind() != io::ErrorKind::WouldBlock {
                 return Err(io_error(e));
             }
-            if wait == Wait::No {
+            if wait == Wait::No && !released_after_dead_holder(&mut file).map_err(io_error)? {
                 return Err(LockError::Held {
                     session: dir
                         .file_name()
@@ -90,6 +90,44 @@ impl SessionLock {
             .map_err(io_error)?;
         Ok(SessionLock { _file: file })
     }
+}
+
+/// How long a contender waits for a lock whose recorded holder is dead.
+const DEAD_HOLDER_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Whether the lock, held by someone, is released within `DEAD_HOLDER_GRACE` because the
+/// process its file records is dead. A killed holder's lock outlives it for as long as a
+/// process it forked still has the file open: a program between `clone` and `exec` in the jail
+/// (close-on-exec closes the file only at `exec`), which its death signal is about to end. A
+/// `kill -9` and an immediate `resume` meet exactly that; the lock is free a moment later.
+/// A live holder (or one not yet recorded) is not waited for. `Ok(true)`: the lock is taken.
+fn released_after_dead_holder(file: &mut File) -> io::Result<bool> {
+    let mut text = String::new();
+    let _ = file.rewind().and_then(|()| file.read_to_string(&mut text));
+    let Some(pid) = text
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse::<libc::pid_t>().ok())
+        .filter(|pid| *pid > 0)
+    else {
+        return Ok(false);
+    };
+    // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
+    let dead = unsafe { libc::kill(pid, 0) } == -1
+        && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    if !dead {
+        return Ok(false);
+    }
+    let until = std::time::Instant::now() + DEAD_HOLDER_GRACE;
+    while std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        match flock(file, libc::LOCK_EX | libc::LOCK_NB) {
+            Ok(()) => return Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(false)
 }
 
 /// Who the lock file of the session in `dir` says took it last (pid, command, since when),
@@ -168,7 +206,7 @@ mod tests {
         let refused = SessionLock::acquire(&session, Wait::No).unwrap_err();
         let said = refused.to_string();
         assert!(
-            said.contains(&format!("pid {}", std::process::id())) && said.contains("--wait"),
+            said.contains(&format!("pid {}", std::process::id())) && said.contains("one writer"),
             "{said}"
         );
         assert!(said.contains("session s1"), "{said}");

@@ -28,7 +28,7 @@ pub enum LogError {
         source: std::io::Error,
     },
     #[error(
-        "{path}:{line}: {problem}. The log is damaged, so paddock will neither guess nor change it: inspect it (`paddock log SESSION --json`), or start a new session"
+        "{path}:{line}: {problem}. The log is damaged, so paddock will neither guess nor change it: inspect the file, or start a new session"
     )]
     Damaged {
         path: String,

@@ -21,6 +21,22 @@ pub enum ProviderKind {
     Anthropic,
 }
 
+impl std::str::FromStr for ProviderKind {
+    type Err = String;
+
+    /// `openai` or `anthropic`, as a preset's `provider` key spells them.
+    fn from_str(name: &str) -> Result<ProviderKind, String> {
+        match name {
+            "openai" => Ok(ProviderKind::Openai),
+            "anthropic" => Ok(ProviderKind::Anthropic),
+            other => Err(format!(
+                "`{other}` is not a provider: use openai (also for vLLM, llama.cpp, Ollama) or \
+                 anthropic"
+            )),
+        }
+    }
+}
+
 /// Which request field carries the output limit for an OpenAI-compatible server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]

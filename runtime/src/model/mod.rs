@@ -31,7 +31,8 @@ mod sse_lines;
 mod types;
 mod wire;
 
-pub use config::{ProviderConfig, ProviderKind, ToolChoice};
+pub use attempt::RetryPolicy;
+pub use config::{CacheTtl, MaxTokensField, ProviderConfig, ProviderKind, ToolChoice};
 pub use error::{ModelError, shorten};
 pub use messages::{Keyed, Messages, ModelRequest};
 pub use sse::replay;

@@ -8,9 +8,21 @@ use crate::plugin_store::PluginStore;
 use paddock_sandbox::Sandbox;
 
 /// The data directory, its sandbox, and the working directory.
+///
+/// The plugin store and the sandbox are the library's own: an embedder opens an `Env` and
+/// hands it to a session. This repository's command line (built with `internals`) reaches
+/// them to install plugins and check presets.
 pub struct Env {
+    #[cfg(feature = "internals")]
     pub store: PluginStore,
+    #[cfg(not(feature = "internals"))]
+    pub(crate) store: PluginStore,
+    #[cfg(feature = "internals")]
     pub sandbox: Sandbox,
+    #[cfg(not(feature = "internals"))]
+    pub(crate) sandbox: Sandbox,
+    /// The working directory: where presets, the project's configuration and relative mounts
+    /// are found.
     pub cwd: PathBuf,
 }
 
@@ -30,5 +42,10 @@ impl Env {
             sandbox,
             cwd,
         })
+    }
+
+    /// The data directory: the plugin store, the compiled-code cache, session logs.
+    pub fn data_dir(&self) -> &std::path::Path {
+        self.store.root()
     }
 }

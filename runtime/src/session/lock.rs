@@ -18,9 +18,6 @@ use crate::plugin_store::{Installed, PluginStore};
 use crate::preset::{PluginSource, ResolvedPreset};
 use paddock_sandbox::{Grant, Plugin};
 
-/// The `--json` code of a session refused by the lock.
-pub const LOCK_MISMATCH: &str = "LOCK_MISMATCH";
-
 /// The lock of a session in `cwd`, read, and where it is.
 pub(crate) struct LockCheck {
     place: LockPlace,
@@ -226,5 +223,5 @@ fn mismatch(
         "\nIf the change is one you trust, accept it with `paddock lock accept {name}`; to go \
          back to the locked version, `paddock plugin install --locked`. Nothing ran"
     ));
-    SetupError::new(LOCK_MISMATCH, message)
+    SetupError::new(super::SetupCode::LockMismatch, message)
 }

@@ -29,14 +29,14 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 pub use env::Env;
-pub use error::SetupError;
+pub use error::{SetupCode, SetupError};
 pub use resume::{ModelMove, ReopenOptions, Reopened, latest_in};
 pub use start::{ModelChoice, SessionBuilder};
 pub use tools::{LoadFor, Loaded, load_preset};
 pub use trust::{RecordedTrust, Trust};
 
 use crate::agent::{Agent, Inbox, Observer, TurnEnd};
-use crate::log::{Body, SessionLock, SessionLog, SessionStart};
+use crate::log::{Body, Lane, SessionLock, SessionLog, SessionStart, Source};
 use crate::model::{Finish, Outcome, Provider, ToolCall, ToolDef};
 use paddock_types::contract::ToolSpec;
 use crate::pipeline::{CallContext, CallRecord, LoggedCalls, RawCall, Unwatched};
@@ -185,12 +185,6 @@ impl Session {
         &self.loaded.warnings
     }
 
-    /// Where messages arrive while a turn works: `steer` (the next model request) and
-    /// `follow_up` (after the turn).
-    pub fn inbox(&self) -> &Inbox {
-        &self.inbox
-    }
-
     /// Whether the session's recorded task is set (a message was ever sent).
     pub fn has_task(&self) -> bool {
         self.log.with_state(|state| state.has_task)
@@ -234,6 +228,34 @@ impl Session {
     /// false, and nothing logged, for an id already accepted.
     pub fn accept(&self, entry: crate::agent::Entry) -> std::io::Result<bool> {
         self.inbox.accept(&self.log, entry)
+    }
+
+    /// Steers the turn that is working: `text`, from the user, is logged now and enters before
+    /// the next model request (after the tool calls in flight finish). Sent while no turn
+    /// works, it waits for the next one.
+    pub fn steer(&self, text: impl Into<String>) -> io::Result<()> {
+        self.from_user(Lane::NextStep, text.into())
+    }
+
+    /// Queues `text`, from the user, as a follow-up: it is logged now and becomes the next
+    /// turn when the working one ends (`send` and `go_on` run it before they return).
+    pub fn follow_up(&self, text: impl Into<String>) -> io::Result<()> {
+        self.from_user(Lane::NextTurn, text.into())
+    }
+
+    fn from_user(&self, lane: Lane, text: String) -> io::Result<()> {
+        // Random, so an id never repeats one logged before a reopen (a repeat is dropped).
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes).map_err(|e| io::Error::other(e.to_string()))?;
+        let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let kind = if lane == Lane::NextStep { "steer" } else { "follow-up" };
+        self.accept(crate::agent::Entry {
+            id: format!("{kind}-{id}"),
+            source: Source::User,
+            lane,
+            text,
+        })
+        .map(drop)
     }
 
     /// Summarizes the conversation so far (`/compact`); `None` when there is nothing to

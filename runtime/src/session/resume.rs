@@ -5,16 +5,16 @@
 
 use std::path::{Path, PathBuf};
 
-use super::error::SetupError;
-use super::start::{is_client_session, plugin_hashes, provider_kind};
-use super::tools::{LoadFor, load_preset};
+use super::error::{SetupCode, SetupError};
+use super::start::{is_client_session, plugin_hashes};
+use super::tools::{LoadFor, Loaded, load_preset};
 use super::{Env, Session};
 use crate::agent::scripted::ScriptedProvider;
 use crate::agent::{NO_TASK, Observer};
 use crate::ask::Approver;
 use crate::log::{
-    Body, Event, LOG_FILE, LogWriter, PluginHash, Recovery, SessionLock, SessionLog, Settle,
-    StopReason, Wait, recover_tail, stream_log,
+    Body, Event, LOG_FILE, LockError, LogWriter, PluginHash, Recovery, SessionLock, SessionLog,
+    SessionStart, Settle, StopReason, Streamed, Wait, recover_tail, stream_log,
 };
 use crate::model::{ProviderConfig, ProviderKind, connect};
 use crate::pipeline::RawCall;
@@ -28,8 +28,8 @@ pub struct ModelMove {
     pub base_url: Option<String>,
     /// Another model name.
     pub model: Option<String>,
-    /// Wire format of `base_url`: `openai` or `anthropic` (default: the session's).
-    pub provider: Option<String>,
+    /// Wire format of `base_url` (default: the session's).
+    pub provider: Option<ProviderKind>,
 }
 
 /// How to reopen a session.
@@ -73,7 +73,6 @@ pub(super) async fn reopen(
         max_turns,
         without_message,
     } = options;
-    let wait = if wait { Wait::Yes } else { Wait::No };
     let fail = SetupError::usage;
     let path = env.store.session_dir(id).join(LOG_FILE);
     if !path.is_file() {
@@ -84,60 +83,16 @@ pub(super) async fn reopen(
     }
     // One writer: the lock is taken before the log is read, so no other process can append
     // between what recovery reads and what it writes.
-    let dir = path.parent().unwrap_or(&path).to_path_buf();
-    let lock = match tokio::task::spawn_blocking(move || SessionLock::acquire(&dir, wait)).await {
-        Ok(Ok(lock)) => lock,
-        Ok(Err(e)) => return Err(fail(e.to_string())),
-        Err(e) => return Err(fail(format!("waiting for the session lock failed: {e}"))),
-    };
-    // Streamed: the state the loop needs and the events recovery needs, not every event.
-    let read = stream_log(&path).map_err(|e| fail(e.to_string()))?;
+    let lock = lock_session(&path, wait).await?;
+    let read = read_to_resume(&path, id, without_message)?;
     let mut start = read.start.clone();
-    if is_client_session(&start) {
-        return Err(fail(format!(
-            "session `{id}`'s calls came from a client (`{}`), not a model: there is no \
-             conversation to go on with; `paddock log {id}` shows what it ran",
-            start.model
-        )));
-    }
-    if without_message && !read.state.has_task {
-        return Err(fail(format!(
-            "{NO_TASK}: paddock resume {id} \"...\" (nothing was changed in its log)"
-        )));
-    }
-    // The recorded preset is judged as `preset check` judges a file: it is its own chain.
-    let found = preset::Found::recorded(preset::PresetSource {
-        origin: start.preset_from.unwrap_or(preset::Origin::File),
-        location: start.preset_origin.clone(),
-        text: start.preset_text.clone(),
-    });
-    let mut env = env;
-    env.cwd = PathBuf::from(&start.cwd);
-    let loaded = load_preset(
-        env,
-        &found,
-        &start.preset,
-        &[],
-        LoadFor::Session(&start.session),
-        approver,
-    )
-    .await?;
+    let loaded = load_recorded(env, &start, approver).await?;
     loaded.start_compiling();
     same_plugins(&start.plugins, &plugin_hashes(&loaded)).map_err(fail)?;
     let recorded = read.state.model_config.clone();
-    let moved_to = move_model(recorded.as_ref(), &moved).map_err(fail)?;
+    let moved_to = move_model(recorded.as_ref(), &moved)?;
     let config = moved_to.clone().or(recorded);
-    let provider: Box<dyn crate::model::Provider> = match &config {
-        None => {
-            let demo = ScriptedProvider::demo();
-            let tally = &read.state.tally;
-            demo.skip((tally.model_requests - tally.compactions) as usize);
-            Box::new(demo)
-        }
-        Some(config) => {
-            connect(with_limit(config, max_output_tokens)).map_err(|e| fail(e.to_string()))?
-        }
-    };
+    let provider = provider_for(config.as_ref(), &read, max_output_tokens)?;
     let writer = LogWriter::reopen_streamed(&path, &read)
         .map_err(|e| fail(format!("cannot reopen {}: {e}", path.display())))?;
     let recovery = recover_tail(&read.tail, read.tail_opens_in_turn);
@@ -171,6 +126,85 @@ pub(super) async fn reopen(
         torn,
         shell_note,
     })
+}
+
+/// The session's lock (L6), waited for when `wait` says so.
+async fn lock_session(path: &Path, wait: bool) -> Result<SessionLock, SetupError> {
+    let wait = if wait { Wait::Yes } else { Wait::No };
+    let dir = path.parent().unwrap_or(path).to_path_buf();
+    match tokio::task::spawn_blocking(move || SessionLock::acquire(&dir, wait)).await {
+        Ok(Ok(lock)) => Ok(lock),
+        Ok(Err(e @ LockError::Held { .. })) => {
+            Err(SetupError::new(SetupCode::SessionInUse, e.to_string()))
+        }
+        Ok(Err(e)) => Err(SetupError::usage(e.to_string())),
+        Err(e) => Err(SetupError::usage(format!(
+            "waiting for the session lock failed: {e}"
+        ))),
+    }
+}
+
+/// The log of session `id`, streamed (the state the loop needs and the events recovery needs,
+/// not every event), refused when it is not a conversation to go on with.
+fn read_to_resume(path: &Path, id: &str, without_message: bool) -> Result<Streamed, SetupError> {
+    let fail = SetupError::usage;
+    let read = stream_log(path).map_err(|e| fail(e.to_string()))?;
+    if is_client_session(&read.start) {
+        return Err(fail(format!(
+            "session `{id}`'s calls came from a client (`{}`), not a model: there is no \
+             conversation to go on with; `paddock log {id}` shows what it ran",
+            read.start.model
+        )));
+    }
+    if without_message && !read.state.has_task {
+        return Err(fail(format!(
+            "{NO_TASK}: paddock resume {id} \"...\" (nothing was changed in its log)"
+        )));
+    }
+    Ok(read)
+}
+
+/// The recorded preset, judged as `preset check` judges a file (it is its own chain), loaded
+/// in the recorded working directory.
+async fn load_recorded(
+    mut env: Env,
+    start: &SessionStart,
+    approver: Box<dyn Approver>,
+) -> Result<Loaded, SetupError> {
+    let found = preset::Found::recorded(preset::PresetSource {
+        origin: start.preset_from.unwrap_or(preset::Origin::File),
+        location: start.preset_origin.clone(),
+        text: start.preset_text.clone(),
+    });
+    env.cwd = PathBuf::from(&start.cwd);
+    load_preset(
+        env,
+        &found,
+        &start.preset,
+        &[],
+        LoadFor::Session(&start.session),
+        approver,
+    )
+    .await
+}
+
+/// The model the session goes on with: `config`'s server, or the scripted demo moved past the
+/// responses the log already has.
+fn provider_for(
+    config: Option<&ProviderConfig>,
+    read: &Streamed,
+    max_output_tokens: Option<u32>,
+) -> Result<Box<dyn crate::model::Provider>, SetupError> {
+    match config {
+        None => {
+            let demo = ScriptedProvider::demo();
+            let spent = &read.state.spent;
+            demo.skip((spent.model_requests - spent.compactions) as usize);
+            Ok(Box::new(demo))
+        }
+        Some(config) => connect(with_limit(config, max_output_tokens))
+            .map_err(|e| SetupError::usage(e.to_string())),
+    }
 }
 
 impl Reopened {
@@ -253,7 +287,7 @@ impl Reopened {
 fn move_model(
     current: Option<&ProviderConfig>,
     moved: &ModelMove,
-) -> Result<Option<ProviderConfig>, String> {
+) -> Result<Option<ProviderConfig>, SetupError> {
     if moved.base_url.is_none() && moved.model.is_none() && moved.provider.is_none() {
         return Ok(None);
     }
@@ -263,28 +297,24 @@ fn move_model(
             .as_ref()
             .is_none_or(|u| c.base_url.as_ref() == Some(u))
             && moved.model.as_ref().is_none_or(|m| &c.model == m)
-            && moved.provider.as_deref().is_none_or(|p| {
-                matches!(
-                    (p, c.kind),
-                    ("openai", ProviderKind::Openai) | ("anthropic", ProviderKind::Anthropic)
-                )
-            })
+            && moved.provider.is_none_or(|p| p == c.kind)
     });
     if unchanged {
         return Ok(None);
     }
-    let kind = match moved.provider.as_deref() {
-        None => current.map_or(ProviderKind::Openai, |c| c.kind),
-        Some(name) => provider_kind(name)?,
-    };
+    let kind = moved
+        .provider
+        .unwrap_or_else(|| current.map_or(ProviderKind::Openai, |c| c.kind));
     let Some(url) = moved
         .base_url
         .clone()
         .or_else(|| current.and_then(|c| c.base_url.clone()))
     else {
-        return Err(
-            "this session ran without a model server (the scripted demo, or a provider's default URL); give --base-url URL to move it to one".into(),
-        );
+        return Err(SetupError::new(
+            SetupCode::NoModel,
+            "this session ran without a model server (the scripted demo, or a provider's \
+             default URL): name the server's base URL to move it to one",
+        ));
     };
     let model = moved
         .model

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::error::SetupError;
+use super::error::{SetupCode, SetupError};
 use super::tools::{LoadFor, Loaded, judge_preset};
 use super::trust::{ProjectUse, Trust};
 use super::{Env, Session};
@@ -29,8 +29,8 @@ pub struct ModelChoice {
     pub base_url: Option<String>,
     /// The model name to request (with `base_url`: default the preset's, else `default`).
     pub model: Option<String>,
-    /// Wire format for `base_url`: `openai` (the default) or `anthropic`.
-    pub provider: Option<String>,
+    /// Wire format for `base_url` (default: OpenAI's).
+    pub provider: Option<ProviderKind>,
     /// Output limit per model response, instead of the preset's.
     pub max_output_tokens: Option<u32>,
 }
@@ -160,7 +160,7 @@ impl SessionBuilder {
             Vec::new()
         };
         let model_config =
-            choose_model(&model, &preset_name, file.model.clone()).map_err(SetupError::usage)?;
+            choose_model(&model, &preset_name, file.model.clone())?;
         let session = new_session_id();
         let cwd = env.cwd.clone();
         let dir = env.store.session_dir(&session);
@@ -390,15 +390,20 @@ fn choose_model(
     choice: &ModelChoice,
     preset_name: &str,
     from_preset: Option<ProviderConfig>,
-) -> Result<Option<ProviderConfig>, String> {
+) -> Result<Option<ProviderConfig>, SetupError> {
     if choice.demo {
         return Ok(None);
     }
-    let mut config = match model_from(choice, from_preset)? {
+    let mut config = match model_from(choice, from_preset) {
         Some(config) => config,
         None => {
-            return Err(format!(
-                "the preset `{preset_name}` has no [model]. Use --demo for the scripted demo, --base-url URL (with PADDOCK_API_KEY if the server needs a key) for a real model, or a preset with a [model] section such as --preset coding (docs/providers.md)"
+            return Err(SetupError::new(
+                SetupCode::NoModel,
+                format!(
+                    "the preset `{preset_name}` has no [model]: choose the scripted demo, a \
+                     model server by its base URL (with PADDOCK_API_KEY if it needs a key), or \
+                     a preset with a [model] section such as `coding` (docs/providers.md)"
+                ),
             ));
         }
     };
@@ -410,12 +415,9 @@ fn choose_model(
 
 /// The server by URL, else the preset's `[model]` (with the model name applied); `None` if
 /// neither.
-fn model_from(
-    choice: &ModelChoice,
-    from_preset: Option<ProviderConfig>,
-) -> Result<Option<ProviderConfig>, String> {
+fn model_from(choice: &ModelChoice, from_preset: Option<ProviderConfig>) -> Option<ProviderConfig> {
     if let Some(url) = &choice.base_url {
-        let kind = provider_kind(choice.provider.as_deref().unwrap_or("openai"))?;
+        let kind = choice.provider.unwrap_or(ProviderKind::Openai);
         let model = choice
             .model
             .clone()
@@ -425,25 +427,14 @@ fn model_from(
         if std::env::var_os("PADDOCK_API_KEY").is_some() {
             config.api_key_env = Some("PADDOCK_API_KEY".into());
         }
-        return Ok(Some(config));
+        return Some(config);
     }
-    Ok(from_preset.map(|mut config| {
+    from_preset.map(|mut config| {
         if let Some(model) = &choice.model {
             config.model = model.clone();
         }
         config
-    }))
-}
-
-/// `openai` or `anthropic`.
-pub(super) fn provider_kind(name: &str) -> Result<ProviderKind, String> {
-    match name {
-        "openai" => Ok(ProviderKind::Openai),
-        "anthropic" => Ok(ProviderKind::Anthropic),
-        other => Err(format!(
-            "--provider {other}: use openai (also for vLLM, llama.cpp, Ollama) or anthropic"
-        )),
-    }
+    })
 }
 
 /// Every tool plugin and hook of `loaded` with the SHA-256 of its code, as `session/start`

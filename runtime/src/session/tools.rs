@@ -5,7 +5,7 @@
 use tokio_util::sync::CancellationToken;
 
 use super::Env;
-use super::error::SetupError;
+use super::error::{SetupCode, SetupError};
 use super::lock::LockCheck;
 use super::verdict::{Judged, Shown, Start, judge};
 use crate::calls::{AliasTable, Registry};
@@ -25,11 +25,11 @@ pub fn parse_mount(spec: &str, cwd: &std::path::Path) -> Result<Mount, String> {
         [host, guest, "rw"] => (*host, *guest, MountMode::Rw),
         _ => {
             return Err(format!(
-                "--mount {spec:?}: write HOST:GUEST, HOST:GUEST:ro or HOST:GUEST:rw"
+                "mount {spec:?}: write HOST:GUEST, HOST:GUEST:ro or HOST:GUEST:rw"
             ));
         }
     };
-    make_mount(&format!("--mount {spec}"), host, guest, mode, cwd).map_err(|e| e.to_string())
+    make_mount(&format!("mount {spec}"), host, guest, mode, cwd).map_err(|e| e.to_string())
 }
 
 /// A preset loaded for one session or command: its plugins and tools, aliases, hook chain and
@@ -126,7 +126,7 @@ fn layers_relied_on(resolved: &crate::preset::ResolvedPreset) -> Result<(), Setu
             ),
         };
         return Err(SetupError::new(
-            "SANDBOX_UNAVAILABLE",
+            SetupCode::SandboxUnavailable,
             format!(
                 "preset `{}` relies on paddock's {} layer ({key}), which this machine does not \
                  allow: {why}. {accept}. The WebAssembly sandbox is unaffected; `paddock doctor` \
@@ -291,7 +291,7 @@ async fn load_judged(
     lock.check_plugins(&env.store, &resolved, &plugins)?;
     let mut registry = Registry::of_plugins(plugins, &resolved)
         .await
-        .map_err(|e| SetupError::new("BAD_PLUGIN", e.to_string()))?;
+        .map_err(|e| SetupError::new(SetupCode::BadPlugin, e.to_string()))?;
     registry.retain(|tool, owner| resolved.keeps(owner, tool));
     let mut warnings = warnings;
     warnings.extend(leave_out_unjailed(&mut registry, &resolved));
@@ -308,7 +308,7 @@ async fn load_judged(
     };
     let chain = HookChain::load(&env.sandbox, &env.store, &resolved, approval)
         .await
-        .map_err(|e| SetupError::new("BAD_HOOK", e.to_string()))?;
+        .map_err(|e| SetupError::new(SetupCode::BadHook, e.to_string()))?;
     Ok(Loaded {
         env,
         registry,

@@ -440,16 +440,18 @@ fn the_embedding_example_starts_steers_and_resumes_a_session() {
     );
 }
 
-/// The library's interface is what `lib.rs` exports at its root; its modules are public only
-/// with the feature `internals` (this repository's tests and benches). The embedding example
+/// The library's interface is what `lib.rs` exports at its root, and the vocabulary module
+/// `event` (the types those carry); its other modules are public only with the feature
+/// `internals` (this repository's command line, tests and benches). The embedding example
 /// names nothing else: every `paddock::` path in it is one of those root names.
 #[test]
 fn the_embedding_example_names_only_what_the_library_exports() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let lib = std::fs::read_to_string(root.join("runtime/src/lib.rs")).unwrap();
     assert!(
-        !lib.lines()
-            .any(|l| l.trim_start().starts_with("pub mod ") && !l.contains("$name")),
+        !lib.lines().any(|l| l.trim_start().starts_with("pub mod ")
+            && !l.contains("$name")
+            && l.trim() != "pub mod event;"),
         "lib.rs makes a module public outside `modules!` (public only with `internals`)"
     );
     let names_in = |text: &str| -> Vec<String> {
@@ -494,4 +496,47 @@ fn the_embedding_example_names_only_what_the_library_exports() {
         missing.is_empty(),
         "examples/embed.rs uses {missing:?}, which lib.rs does not export"
     );
+}
+
+/// The core library is what embedders compile: it depends on no terminal user interface. The
+/// command line's crates (argument parsing, the line editor, raw mode) are `paddock-cli`'s
+/// alone, and nothing the core depends on pulls them in.
+#[test]
+fn the_core_library_depends_on_no_terminal_user_interface() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let tree = |package: &str| {
+        let out = std::process::Command::new(&cargo)
+            .args(["tree", "--offline", "--locked", "-e", "normal,build", "--prefix", "none"])
+            .args(["-f", "{p}", "-p", package])
+            .current_dir(&root)
+            .output()
+            .expect("cargo tree runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let names = |tree: &str| -> std::collections::BTreeSet<String> {
+        tree.lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .map(str::to_string)
+            .collect()
+    };
+    let ui = ["clap", "reedline", "crossterm"];
+    for package in ["paddock", "paddock-sandbox", "paddock-types"] {
+        let deps = names(&tree(package));
+        assert!(deps.contains("serde"), "{package}: {deps:?}");
+        for crate_name in ui {
+            assert!(
+                !deps.contains(crate_name),
+                "{package} depends on {crate_name}: it belongs to paddock-cli alone"
+            );
+        }
+    }
+    // The check can fail: the command line does depend on them.
+    let cli = names(&tree("paddock-cli"));
+    assert!(ui.iter().all(|c| cli.contains(*c)), "{cli:?}");
 }

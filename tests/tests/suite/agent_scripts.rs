@@ -180,7 +180,7 @@ async fn the_preset_sets_the_system_prompt_from_text_or_a_file() {
     let Err(refused) = start("both.toml").await else {
         panic!("a preset with both system prompts started");
     };
-    assert_eq!(refused.code, "USAGE_ERROR", "{refused}");
+    assert_eq!(refused.code, paddock::SetupCode::Usage, "{refused}");
     assert!(
         refused
             .to_string()

@@ -391,7 +391,7 @@ async fn a_resume_refused_for_want_of_a_task_changes_nothing_in_the_log() {
     let Err(refused) = Session::reopen(project.env(), &id, options).await else {
         panic!("a session without a task reopened without a message");
     };
-    assert_eq!(refused.code, "USAGE_ERROR", "{refused}");
+    assert_eq!(refused.code, paddock::SetupCode::Usage, "{refused}");
     assert!(
         refused.to_string().contains("no message from the user"),
         "{refused}"

@@ -13,7 +13,7 @@ use crate::calls::Registry;
 use paddock_sandbox::SpillDir;
 use crate::preset::{Found, ResolveContext, ResolvedPreset};
 use paddock_sandbox::{Mount, Plugin};
-use crate::session::Env;
+use crate::session::{Env, SetupCode, SetupError};
 
 /// One finding as shown: where, what, and the fix.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -62,24 +62,6 @@ pub struct Judged {
     pub warnings: Vec<Shown>,
 }
 
-/// Why a preset does not start: a code for `--json` callers, every finding (errors and
-/// warnings, in the preset's order) and one summary line.
-pub struct Refused {
-    pub code: &'static str,
-    pub findings: Vec<Shown>,
-    pub message: String,
-}
-
-impl Refused {
-    fn usage(message: String) -> Refused {
-        Refused {
-            code: "USAGE_ERROR",
-            findings: Vec::new(),
-            message,
-        }
-    }
-}
-
 /// What judging needs besides the preset: the spill directory a session mounts, and
 /// `--mount` replacing the plugins' mounts.
 #[derive(Default)]
@@ -94,11 +76,11 @@ pub async fn judge(
     found: &Found,
     name: &str,
     start: Start<'_>,
-) -> Result<Judged, Refused> {
+) -> Result<Judged, SetupError> {
     let file = found
         .source
         .parse()
-        .map_err(|e| Refused::usage(e.to_string()))?;
+        .map_err(|e| SetupError::usage(e.to_string()))?;
     let overridden = start.mount_override.is_some();
     let mut written = empty::empty_strings(&found.source.text);
     written.extend(inherit::hooks(&found.written).1);
@@ -111,8 +93,10 @@ pub async fn judge(
     let refuse = |all: &[Finding], resolved: Option<&str>| {
         let shown: Vec<Shown> = all.iter().map(|f| Shown::of(found, f)).collect();
         let errors = shown.iter().filter(|f| f.error).count();
-        Refused {
-            code: "USAGE_ERROR",
+        // Why the preset does not start: every finding (errors and warnings, in the preset's
+        // order) and one summary line.
+        SetupError {
+            code: SetupCode::Usage,
             message: format!(
                 "{name}: preset `{}` would not work as written: {errors} error(s), {} \
                  warning(s)",
@@ -134,14 +118,10 @@ pub async fn judge(
     };
     let resolved = file
         .resolve(name, &cx)
-        .map_err(|e| Refused::usage(e.to_string()))?;
+        .map_err(|e| SetupError::usage(e.to_string()))?;
     let plugins = Registry::load_plugins(&env.sandbox, &env.store, &resolved)
         .await
-        .map_err(|e| Refused {
-            code: "BAD_PLUGIN",
-            findings: Vec::new(),
-            message: format!("{name}: {e}"),
-        })?;
+        .map_err(|e| SetupError::new(SetupCode::BadPlugin, format!("{name}: {e}")))?;
     let views: Vec<LoadedPlugin<'_>> = plugins
         .iter()
         .map(|p| LoadedPlugin {

@@ -14,5 +14,5 @@ mod locate;
 mod reach;
 
 pub use inherit::hooks as hook_origins;
-pub use judge::{Judged, Refused, Shown, Start, judge};
+pub use judge::{Judged, Shown, Start, judge};
 pub use locate::{KeyPath, locate};
