@@ -15,6 +15,8 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod common;
+#[path = "common/paddock_bin.rs"]
+mod paddock_bin;
 
 use common::{micros, percentile};
 
@@ -49,7 +51,7 @@ async fn run() {
 
     // The served side reads the same preset file `common::registry` wrote.
     let served_home = tempfile::tempdir().expect("tempdir");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_paddock"))
+    let mut child = tokio::process::Command::new(paddock_bin::paddock_bin())
         .args(["mcp", "serve", "--preset"])
         .arg(home.path().join("bench.toml"))
         .current_dir(work.path())

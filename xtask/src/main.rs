@@ -296,6 +296,12 @@ fn bench(name: &str) -> Result<(), String> {
             BENCHES.join(", ")
         ));
     }
+    // The benches that run sessions as a user does start the command line's binary.
+    let mut cli = cargo();
+    cli.args(["build", "--release", "-p", "paddock-cli"]);
+    run(cli)?;
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
     let mut cmd = cargo();
     cmd.args([
         "bench",
@@ -305,7 +311,8 @@ fn bench(name: &str) -> Result<(), String> {
         "internals",
         "--bench",
         name,
-    ]);
+    ])
+    .env("PADDOCK_BIN", target.join("release/paddock"));
     run(cmd)
 }
 

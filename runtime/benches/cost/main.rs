@@ -23,7 +23,8 @@ use std::sync::{Arc, Mutex};
 use loopback::{Loopback, Reply, Wire};
 use serde_json::Value;
 
-const PADDOCK: &str = env!("CARGO_BIN_EXE_paddock");
+#[path = "../common/paddock_bin.rs"]
+mod paddock_bin;
 const CALLS: usize = 40;
 const FILE_BYTES: usize = 6_000;
 /// How paddock's summary instruction on the session's prefix opens, and its own system
@@ -125,7 +126,7 @@ fn session(wire: Wire, extra: &str) -> Recorded {
 }
 
 fn paddock(home: &Path, cwd: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(PADDOCK);
+    let mut cmd = Command::new(paddock_bin::paddock_bin());
     cmd.args(args)
         .current_dir(cwd)
         .env("PADDOCK_HOME", home)

@@ -37,7 +37,8 @@ use loopback::{Loopback, Reply};
 use paddock::log::{Body, LOG_FILE};
 use paddock::model::{ProviderConfig, ProviderKind};
 
-const PADDOCK: &str = env!("CARGO_BIN_EXE_paddock");
+#[path = "../common/paddock_bin.rs"]
+mod paddock_bin;
 
 /// How a summary request starts (`paddock::agent::COMPACT_SYSTEM`).
 const SUMMARY_MARK: &str = "You summarize the earlier part";
@@ -84,7 +85,7 @@ pub fn measure() -> Vec<(String, String)> {
 }
 
 fn paddock(home: &Path, cwd: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(PADDOCK);
+    let mut cmd = Command::new(paddock_bin::paddock_bin());
     cmd.args(args)
         .current_dir(cwd)
         .env("PADDOCK_HOME", home)
