@@ -5,7 +5,7 @@
 
 use unicode_width::UnicodeWidthStr;
 
-use super::style::{BOLD, DIM, RED, paint, sanitize};
+use super::style::{BOLD, DIM, RED, cut_to_width, paint, sanitize};
 use paddock::pipeline::CallSummary;
 
 /// Lines of a successful result shown live.
@@ -47,7 +47,7 @@ pub fn render(call: &CallSummary, width: usize, color: bool, more: &str) -> Stri
         out.push_str(&format!(
             "    {} {}\n",
             paint(color, DIM, "│"),
-            cut(line, room)
+            cut_to_width(line, room)
         ));
     }
     if lines.len() > HEAD_LINES {
@@ -63,25 +63,6 @@ pub fn render(call: &CallSummary, width: usize, color: bool, more: &str) -> Stri
     out
 }
 
-/// `line` cut to `room` columns, with `…` when cut.
-fn cut(line: &str, room: usize) -> String {
-    if line.width() <= room {
-        return line.to_string();
-    }
-    let mut out = String::new();
-    let mut used = 0;
-    for c in line.chars() {
-        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
-        if used + w + 1 > room {
-            break;
-        }
-        used += w;
-        out.push(c);
-    }
-    out.push('…');
-    out
-}
-
 /// `text` wrapped at spaces to `width` columns; a word longer than a line is split.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut out = Vec::new();
@@ -94,7 +75,9 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
                 out.push(std::mem::take(&mut line));
             }
             while word.width() > width {
-                let head: String = cut(&word, width + 1).trim_end_matches('…').to_string();
+                let head: String = cut_to_width(&word, width + 1)
+                    .trim_end_matches('…')
+                    .to_string();
                 let rest = word[head.len()..].to_string();
                 if !line.is_empty() {
                     out.push(std::mem::take(&mut line));

@@ -15,6 +15,7 @@ use paddock::log::{SessionStart, StopReason};
 use paddock::model::{AssistantMessage, Delta, ModelEvent, shorten};
 use paddock::pipeline::CallSummary;
 use paddock::preset::Origin;
+use paddock_types::text::elide_middle;
 
 /// How much of a stop reason's detail the final line shows; the log keeps all of it.
 const DETAIL_CHARS: usize = 300;
@@ -232,9 +233,10 @@ impl Observer for Printer {
         let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
         for call in &message.calls {
             names.insert(call.call.id.clone(), call.call.name.clone());
-            let args = elide(
+            let args = elide_middle(
                 &call.call.arguments,
                 self.out.width().saturating_sub(20).max(40),
+                |_| "…".to_string(),
             );
             self.line(&format!(
                 "  {} {} {} {}",
@@ -332,17 +334,6 @@ fn cached_input(spent: &paddock::agent::Spent) -> String {
         " (input: {uncached} uncached, {} cached{written})",
         spent.cache_read_tokens
     )
-}
-
-/// `text` cut in the middle to about `max` characters.
-fn elide(text: &str, max: usize) -> String {
-    let count = text.chars().count();
-    if count <= max {
-        return text.to_string();
-    }
-    let head: String = text.chars().take(max * 2 / 3).collect();
-    let tail: String = text.chars().skip(count - max / 4).collect();
-    format!("{head}…{tail}")
 }
 
 /// Where the session's preset came from and its hash (T1): `shipped, sha256 0123456789ab`,

@@ -4,6 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+use paddock_types::text::clip;
+
 use crate::out::Progress;
 
 const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -62,7 +64,8 @@ impl Status {
         let spin = SPINNER[(now.duration_since(since).as_millis() / 100) as usize % SPINNER.len()];
         let what = if let Some((at, reason)) = &self.retry {
             let left = at.saturating_duration_since(now);
-            format!("retrying in {} ({})", secs(left), shorten(reason, 80))
+            let first_line = reason.lines().next().unwrap_or("");
+            format!("retrying in {} ({})", secs(left), clip(first_line, 80))
         } else if !self.tools.is_empty() {
             let running: Vec<String> = self
                 .tools
@@ -89,15 +92,6 @@ impl Status {
 
 fn secs(d: Duration) -> String {
     format!("{:.1} s", d.as_secs_f64())
-}
-
-fn shorten(text: &str, max: usize) -> String {
-    let line = text.lines().next().unwrap_or("");
-    if line.chars().count() <= max {
-        return line.to_string();
-    }
-    let cut: String = line.chars().take(max).collect();
-    format!("{cut}…")
 }
 
 #[cfg(test)]

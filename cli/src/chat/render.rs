@@ -14,7 +14,7 @@ use unicode_width::UnicodeWidthStr;
 
 use super::progress::Status;
 use crate::out::{Out, Progress};
-use crate::style::{DIM, paint, sanitize};
+use crate::style::{DIM, cut_to_width, paint, sanitize};
 use paddock::log::{Body, Event, Source};
 
 pub struct Screen {
@@ -109,7 +109,7 @@ impl Screen {
                 self.color,
                 DIM,
                 // The status quotes the model's call ids and the server's errors (T3).
-                &cut(&sanitize(&line), width.saturating_sub(1)),
+                &cut_to_width(&sanitize(&line), width.saturating_sub(1)),
             ));
             text.push('\n');
         }
@@ -269,7 +269,7 @@ pub fn recap(path: &std::path::Path, keep: usize, width: usize) -> Vec<String> {
             Body::TurnEnd { reason, .. } => format!("  (turn ended: {})", reason.as_str()),
             _ => return,
         };
-        lines.push_back(cut(&sanitize(&line), width));
+        lines.push_back(cut_to_width(&sanitize(&line), width));
         if lines.len() > keep {
             lines.pop_front();
             skipped += 1;
@@ -287,19 +287,4 @@ pub fn recap(path: &std::path::Path, keep: usize, width: usize) -> Vec<String> {
 
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn cut(text: &str, width: usize) -> String {
-    if text.width() <= width {
-        return text.to_string();
-    }
-    let mut out = String::new();
-    for c in text.chars() {
-        if out.width() + 2 > width {
-            break;
-        }
-        out.push(c);
-    }
-    out.push('…');
-    out
 }

@@ -23,11 +23,12 @@
 //! instructions, and what in it reads as paddock's own marker is quoted (`log::quote_markers`).
 
 use super::ask::Failed;
-use super::compact_plan::{Plan, cut, plan};
+use super::compact_plan::{Plan, plan};
 use super::{Agent, Stop};
 use crate::log::{Body, CompactReason, StopReason, estimate_tokens, quote_markers};
 use crate::model::context::ContextPolicy;
 use crate::model::{Message, ModelRequest, Usage};
+use paddock_types::text::prefix_bytes;
 
 /// The system prompt of a summary request.
 pub const COMPACT_SYSTEM: &str = "You summarize the earlier part of a coding session so that the work can go on \
@@ -333,10 +334,11 @@ impl Agent<'_> {
             .message;
         summary.add(&message.usage, message.cost_usd);
         summary.attempt = message.attempt.0.clone();
-        summary.text = cut(
+        summary.text = prefix_bytes(
             message.text.trim(),
             usize::try_from(policy.window).unwrap_or(usize::MAX),
-        );
+        )
+        .to_string();
         Ok(())
     }
 

@@ -10,6 +10,8 @@
 //! summary of the rounds before it. Each message is cut to a third of a round's budget (at
 //! most `ITEM_BYTES`), with a marker; tool-call arguments are sent whole.
 
+use paddock_types::text::prefix_bytes;
+
 use crate::log::{History, estimate_tokens};
 use crate::model::context::ContextPolicy;
 use crate::model::{Message, ToolResultMessage};
@@ -140,16 +142,7 @@ fn cut_marked(text: &str, cap: usize) -> String {
     }
     format!(
         "{}\n[... {} more bytes, cut for the summary]",
-        cut(text, cap),
+        prefix_bytes(text, cap),
         text.len() - cap
     )
-}
-
-/// At most `max` bytes of `text`, on a character boundary.
-pub(super) fn cut(text: &str, max: usize) -> String {
-    let mut end = max.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_string()
 }

@@ -11,6 +11,8 @@
 
 use serde_json::Value;
 
+use paddock_types::text::elide_middle;
+
 /// Values longer than this many characters are elided in the middle.
 const VALUE_CHARS: usize = 160;
 /// A call that takes more lines than this to show (one per scalar, nested values flattened),
@@ -165,14 +167,9 @@ fn value_text(value: &Value) -> String {
 
 /// `text` with its middle replaced by a marker naming how much was left out.
 pub fn elide(text: &str) -> String {
-    let count = text.chars().count();
-    if count <= VALUE_CHARS {
-        return text.to_string();
-    }
-    let head: String = text.chars().take(VALUE_CHARS * 2 / 3).collect();
-    let tail: String = text.chars().skip(count - VALUE_CHARS / 4).collect();
-    let cut = text.len() - head.len() - tail.len();
-    format!("{head}…[{cut} bytes elided of {} bytes]…{tail}", text.len())
+    elide_middle(text, VALUE_CHARS, |cut| {
+        format!("…[{cut} bytes elided of {} bytes]…", text.len())
+    })
 }
 
 /// A word as the shell would need it: bare when safe, else single-quoted.

@@ -8,6 +8,8 @@
 
 use std::time::Duration;
 
+use paddock_types::text::prefix_chars;
+
 /// Whether an error is worth another attempt, and how soon the provider asked us to come back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Retry {
@@ -16,7 +18,7 @@ pub enum Retry {
 }
 
 impl Retry {
-#[cfg(test)]
+    #[cfg(test)]
     pub fn is_yes(self) -> bool {
         matches!(self, Retry::Yes { .. })
     }
@@ -186,12 +188,11 @@ impl ModelError {
 
 /// `text` cut to `max_chars` characters, saying how much was left out and where it is.
 pub fn shorten(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        None => text.to_owned(),
-        Some((end, _)) => format!(
-            "{}… ({} more characters in the session log)",
-            &text[..end],
-            text[end..].chars().count()
+    match prefix_chars(text, max_chars) {
+        (_, false) => text.to_owned(),
+        (head, true) => format!(
+            "{head}… ({} more characters in the session log)",
+            text[head.len()..].chars().count()
         ),
     }
 }

@@ -12,9 +12,14 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use paddock_types::text::prefix_chars;
+
 use crate::grant::HttpGrant;
 use crate::wasm::bindings::http;
 use crate::wasm::store::CallState;
+
+/// Most characters of a plugin's URL, method or header name quoted in an error.
+const QUOTED_CHARS: usize = 200;
 
 /// What a request needs from its call.
 struct HttpCall {
@@ -46,8 +51,12 @@ async fn fetch(call: HttpCall, req: http::Request) -> Result<http::Response, Str
             "HTTP requests are not granted to this plugin; add `{key}` to the preset"
         ));
     };
-    let url = reqwest::Url::parse(&req.url)
-        .map_err(|e| format!("url {:?} is not valid: {e}", clip(&req.url)))?;
+    let url = reqwest::Url::parse(&req.url).map_err(|e| {
+        format!(
+            "url {:?} is not valid: {e}",
+            prefix_chars(&req.url, QUOTED_CHARS).0
+        )
+    })?;
     let scheme = url.scheme();
     if scheme != "http" && scheme != "https" {
         return Err(format!(
@@ -77,8 +86,12 @@ async fn fetch(call: HttpCall, req: http::Request) -> Result<http::Response, Str
     if let Some(ms) = req.timeout_ms {
         timeout = timeout.min(Duration::from_millis(ms.into()));
     }
-    let method = reqwest::Method::from_bytes(req.method.as_bytes())
-        .map_err(|_| format!("method {:?} is not valid", clip(&req.method)))?;
+    let method = reqwest::Method::from_bytes(req.method.as_bytes()).map_err(|_| {
+        format!(
+            "method {:?} is not valid",
+            prefix_chars(&req.method, QUOTED_CHARS).0
+        )
+    })?;
     if let Some((name, _)) = req
         .headers
         .iter()
@@ -86,7 +99,7 @@ async fn fetch(call: HttpCall, req: http::Request) -> Result<http::Response, Str
     {
         return Err(format!(
             "header `{}` is refused: the Host is the allowed host of the URL, `{host}`",
-            clip(name)
+            prefix_chars(name, QUOTED_CHARS).0
         ));
     }
     let resolve = tokio::time::timeout(
@@ -197,10 +210,6 @@ pub fn allows(entry: &str, scheme: &str, host: &str, port: u16) -> bool {
         None => host == pattern,
     };
     host_ok && entry_scheme == scheme && entry_port.unwrap_or(default_port) == port
-}
-
-fn clip(text: &str) -> String {
-    text.chars().take(200).collect()
 }
 
 #[cfg(test)]

@@ -10,10 +10,13 @@ use wasmtime::{Store, Trap};
 use crate::wasm::stdio::Captured;
 use crate::wasm::store::{CallState, LogLine, Prepared, Stop};
 use paddock_types::contract::{ErrorCode, ToolError, ToolOutput, ToolResult};
+use paddock_types::text::prefix_bytes;
 
 /// How long past its deadline a call blocked in a host call (a guest `sleep`, say) may take
 /// before the host stops waiting for it.
 const DEADLINE_GRACE: Duration = Duration::from_millis(50);
+/// Most bytes of why a plugin crashed (a panic's last lines, say) quoted in its error.
+const CAUSE_BYTES: usize = 2000;
 
 /// What a call produced, with what it printed and logged.
 #[derive(Debug)]
@@ -201,25 +204,19 @@ fn classify_trap(
         Some(trap) => format!("{trap}"),
         None => format!("{error:?}"),
     };
+    let quoted = prefix_bytes(&cause, CAUSE_BYTES);
+    let cut = if quoted.len() < cause.len() {
+        "…"
+    } else {
+        ""
+    };
     ToolError::new(
         ErrorCode::Trap,
-        format!("the plugin crashed: {}", truncate_for_message_long(&cause)),
+        format!("the plugin crashed: {quoted}{cut}"),
     )
 }
 
 fn last_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
-fn truncate_for_message_long(text: &str) -> String {
-    const MAX: usize = 2000;
-    if text.len() <= MAX {
-        return text.to_string();
-    }
-    let mut end = MAX;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
 }

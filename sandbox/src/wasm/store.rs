@@ -21,6 +21,7 @@ use crate::wasm::bindings::{ToolPlugin, hook, log, types};
 use crate::wasm::limits::CallLimiter;
 use crate::wasm::stdio::CappedPipe;
 use paddock_types::contract::{ErrorCode, ToolError};
+use paddock_types::text::prefix_bytes;
 
 /// Most bytes of `log` lines kept per call.
 const LOG_CAP: usize = 64 << 10;
@@ -165,13 +166,9 @@ pub(crate) async fn code_for_call<T: Clone + Send + Sync + 'static>(
 
 /// Plugin-supplied text quoted in a message is cut, so a hostile name cannot flood the log.
 pub(crate) fn truncate_for_message(text: &str) -> String {
-    const MAX: usize = 200;
-    if text.len() <= MAX {
+    let head = prefix_bytes(text, 200);
+    if head.len() == text.len() {
         return text.to_string();
     }
-    let mut end = MAX;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes)", &text[..end], text.len())
+    format!("{head}… ({} bytes)", text.len())
 }
