@@ -9,11 +9,13 @@ use serde_json::Value;
 
 use super::approval::Approval;
 use super::question::Pattern;
-use paddock_types::contract::{ErrorCode, ToolError, ToolResult};
 use crate::pipeline::{AfterCall, GateCall};
 use crate::plugin_store::{PluginStore, StoreError};
 use crate::preset::{HookPhase, OnError, ResolvedHook, ResolvedPreset};
-use paddock_sandbox::{HookPlugin, LoadError, Permission, PostToolUse, PreToolUse, Sandbox};
+use paddock_sandbox::{
+    HookPlugin, LoadError, Permission, PostToolUse, PreDecision, PreToolUse, Sandbox,
+};
+use paddock_types::contract::{ErrorCode, ToolError, ToolResult};
 use paddock_types::text::sanitize;
 
 /// Why a preset's hooks could not be loaded.
@@ -66,6 +68,37 @@ pub struct PreVerdict {
     pub context: Vec<String>,
     /// `hooks[i]` of the hook that asked, for the no-terminal message.
     pub asked_by: Option<String>,
+}
+
+impl PreVerdict {
+    /// Takes one pre-tool hook's answer: its context and rewritten arguments; what it says
+    /// when it asks goes into `asks`; when it denies, the reason, which stops the chain.
+    fn take(
+        &mut self,
+        hook: &LoadedHook,
+        decision: PreDecision,
+        rewritten: Option<Value>,
+        asks: &mut Vec<String>,
+    ) -> Result<(), String> {
+        self.context.extend(decision.additional_context);
+        if let Some(args) = rewritten {
+            self.args = args;
+        }
+        match decision.permission {
+            Permission::Allow => Ok(()),
+            Permission::Ask(reason) => {
+                if self.asked_by.is_none() {
+                    self.asked_by = Some(format!("hooks[{}]", hook.spec.index));
+                }
+                asks.push(format!(
+                    "hook `{}` (hooks[{}]) asks, saying: {reason}",
+                    hook.spec.name, hook.spec.index
+                ));
+                Ok(())
+            }
+            Permission::Deny(reason) => Err(format!("hook `{}`: {reason}", hook.spec.name)),
+        }
+    }
 }
 
 /// The preset's hooks and approval policy: the `CallGate` of a real session.
@@ -165,7 +198,7 @@ impl HookChain {
     }
 
     /// Runs the matching pre-tool hooks in order. Deny stops the chain; ask is remembered;
-    /// rewrites feed the next hook.
+    /// rewrites feed the next hook. Deny wins over ask over allow.
     pub async fn pre_tool_use(&self, call: GateCall<'_>) -> PreVerdict {
         let mut verdict = PreVerdict {
             permission: Permission::Allow,
@@ -173,99 +206,74 @@ impl HookChain {
             context: Vec::new(),
             asked_by: None,
         };
-        let mut asks: Vec<String> = Vec::new();
+        verdict.permission = match self.run_pre_hooks(call, &mut verdict).await {
+            Err(deny) => Permission::Deny(deny),
+            Ok(asks) if asks.is_empty() => Permission::Allow,
+            Ok(asks) => Permission::Ask(asks.join("; ")),
+        };
+        verdict
+    }
+
+    /// Each matching pre-tool hook in order, its rewrites and context taken into `verdict`:
+    /// what the hooks that ask say, or the reason of the first that denies (which stops the
+    /// chain).
+    async fn run_pre_hooks(
+        &self,
+        call: GateCall<'_>,
+        verdict: &mut PreVerdict,
+    ) -> Result<Vec<String>, String> {
+        let mut asks = Vec::new();
         for hook in self
             .pre
             .iter()
             .filter(|h| h.matcher.is_match(&call.tool.name))
         {
-            let event = PreToolUse {
-                tool_name: call.tool.name.clone(),
-                tool_input: verdict.args.to_string(),
-                // A tool whose plugin can write nothing (every mount read-only, no exec
-                // `write`) is read-only in effect: the host enforces it below the tool.
-                read_only: call.tool.meta.is_read_only()
-                    || call.plugin.is_some_and(|(_, grant)| grant.writes_nothing()),
-                path_params: call.tool.meta.path_params.clone(),
-                call_id: call.call_id.to_string(),
-                session_id: call.session_id.to_string(),
-                preset: call.preset.to_string(),
-                config: hook.spec.config.clone(),
-            };
             // A hook that could not load never ran: that is never an allow (S8, H2).
             if let Some(error) = unloadable(&hook.plugin, call).await {
-                verdict.permission = Permission::Deny(format!(
+                return Err(format!(
                     "pre-tool hook `{}` (hooks[{}]) could not be loaded, so the call does not \
                      run: {error}",
                     hook.spec.name, hook.spec.index
                 ));
-                return verdict;
             }
-            let answer = self
-                .sandbox
-                .pre_tool_use(&hook.plugin, &event, &hook.spec.grant, call.cancel)
-                .await
-                .and_then(|decision| {
-                    let args = match &decision.updated_input {
-                        Some(text) => Some(parse_rewrite(text)?),
-                        None => None,
-                    };
-                    Ok((decision, args))
-                });
-            let (decision, rewritten) = match answer {
-                Ok(answer) => answer,
-                Err(error) => {
-                    let failed = format!(
-                        "pre-tool hook `{}` (hooks[{}]) failed: {}",
-                        hook.spec.name, hook.spec.index, error.message
-                    );
-                    // An interrupted hook did not decide: that is never an allow, whatever
-                    // its on_error says (H2).
-                    if interrupted(call, &error) {
-                        verdict.permission = Permission::Deny(format!(
-                            "pre-tool hook `{}` (hooks[{}]) was interrupted before it decided; \
-                             the call does not run",
-                            hook.spec.name, hook.spec.index
-                        ));
-                        return verdict;
-                    }
-                    if hook.spec.on_error == OnError::Allow {
-                        tracing::warn!("{}; allowing, as its on_error says", sanitize(&failed));
-                        continue;
-                    }
-                    verdict.permission = Permission::Deny(format!(
-                        "{failed}; a failing pre-hook denies (hooks[{}].on_error = \"deny\")",
-                        hook.spec.index
-                    ));
-                    return verdict;
-                }
-            };
-            verdict.context.extend(decision.additional_context);
-            if let Some(args) = rewritten {
-                verdict.args = args;
-            }
-            match decision.permission {
-                Permission::Allow => {}
-                Permission::Ask(reason) => {
-                    if verdict.asked_by.is_none() {
-                        verdict.asked_by = Some(format!("hooks[{}]", hook.spec.index));
-                    }
-                    asks.push(format!(
-                        "hook `{}` (hooks[{}]) asks, saying: {reason}",
-                        hook.spec.name, hook.spec.index
-                    ));
-                }
-                Permission::Deny(reason) => {
-                    verdict.permission =
-                        Permission::Deny(format!("hook `{}`: {reason}", hook.spec.name));
-                    return verdict;
-                }
+            match self.ask_pre_hook(hook, call, &verdict.args).await {
+                Ok((decision, rewritten)) => verdict.take(hook, decision, rewritten, &mut asks)?,
+                Err(error) => pre_hook_failed(hook, call, &error)?,
             }
         }
-        if !asks.is_empty() {
-            verdict.permission = Permission::Ask(asks.join("; "));
-        }
-        verdict
+        Ok(asks)
+    }
+
+    /// Runs one pre-tool hook on the call with its arguments as they are now: its decision
+    /// and the arguments it rewrote them to, if it did.
+    async fn ask_pre_hook(
+        &self,
+        hook: &LoadedHook,
+        call: GateCall<'_>,
+        args: &Value,
+    ) -> Result<(PreDecision, Option<Value>), ToolError> {
+        let event = PreToolUse {
+            tool_name: call.tool.name.clone(),
+            tool_input: args.to_string(),
+            // A tool whose plugin can write nothing (every mount read-only, no exec
+            // `write`) is read-only in effect: the host enforces it below the tool.
+            read_only: call.tool.meta.is_read_only()
+                || call.plugin.is_some_and(|(_, grant)| grant.writes_nothing()),
+            path_params: call.tool.meta.path_params.clone(),
+            call_id: call.call_id.to_string(),
+            session_id: call.session_id.to_string(),
+            preset: call.preset.to_string(),
+            config: hook.spec.config.clone(),
+        };
+        let decision = self
+            .sandbox
+            .pre_tool_use(&hook.plugin, &event, &hook.spec.grant, call.cancel)
+            .await?;
+        let rewritten = match &decision.updated_input {
+            Some(text) => Some(parse_rewrite(text)?),
+            None => None,
+        };
+        Ok((decision, rewritten))
     }
 
     /// Runs the matching post-tool hooks in order over `result`.
@@ -339,6 +347,32 @@ impl HookChain {
         }
         AfterCall { result, context }
     }
+}
+
+/// What a pre-tool hook's failure means for the call: nothing when its `on_error` allows,
+/// else the reason the call is denied.
+fn pre_hook_failed(hook: &LoadedHook, call: GateCall<'_>, error: &ToolError) -> Result<(), String> {
+    // An interrupted hook did not decide: that is never an allow, whatever its on_error
+    // says (H2).
+    if interrupted(call, error) {
+        return Err(format!(
+            "pre-tool hook `{}` (hooks[{}]) was interrupted before it decided; the call does \
+             not run",
+            hook.spec.name, hook.spec.index
+        ));
+    }
+    let failed = format!(
+        "pre-tool hook `{}` (hooks[{}]) failed: {}",
+        hook.spec.name, hook.spec.index, error.message
+    );
+    if hook.spec.on_error == OnError::Allow {
+        tracing::warn!("{}; allowing, as its on_error says", sanitize(&failed));
+        return Ok(());
+    }
+    Err(format!(
+        "{failed}; a failing pre-hook denies (hooks[{}].on_error = \"deny\")",
+        hook.spec.index
+    ))
 }
 
 /// A hook that rewrites an error's message (redacting it, say) and keeps its code keeps the
