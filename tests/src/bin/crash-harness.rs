@@ -30,7 +30,7 @@ async fn main() -> ExitCode {
         .filter(|p| p.is_file())
     else {
         eprintln!(
-            "crash-harness: no paddock binary beside this one; build it with cargo build -p paddock"
+            "crash-harness: no paddock binary beside this one; build it with cargo build -p paddock-cli"
         );
         return ExitCode::from(2);
     };

@@ -33,7 +33,7 @@ pub fn paddock_bin() -> PathBuf {
         .join("paddock");
     assert!(
         bin.is_file(),
-        "{} is missing: build it with `cargo build -p paddock` (cargo xtask test does)",
+        "{} is missing: build it with `cargo build -p paddock-cli` (cargo xtask test does)",
         bin.display()
     );
     bin
