@@ -230,7 +230,7 @@ pub fn main() -> ExitCode {
         signals::catch_early();
     }
     // Warnings (a discarded cache entry, a failing hook let through) are shown by default;
-    // `PADDOCK_LOG` (e.g. `debug`, `paddock::sandbox=trace`) changes the level.
+    // `PADDOCK_LOG` (e.g. `debug`, `paddock_sandbox=trace`) changes the level.
     let filter = tracing_subscriber::EnvFilter::builder()
         .with_default_directive(tracing_subscriber::filter::LevelFilter::WARN.into())
         .with_env_var("PADDOCK_LOG")

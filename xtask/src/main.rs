@@ -141,7 +141,7 @@ fn build_plugins() -> Result<(), String> {
     ensure_wasm_target()?;
     let mut build = cargo();
     build.args(["build", "--release", "--target", WASM_TARGET, "--workspace"]);
-    // runtime/build.rs embeds the components from plugins/target, wherever the host builds go.
+    // sandbox/build.rs embeds the components from plugins/target, wherever the host builds go.
     build.env_remove("CARGO_TARGET_DIR");
     run_in_plugins(build)?;
     examples::build()

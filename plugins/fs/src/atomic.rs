@@ -10,12 +10,12 @@
 //! - Mode: the existing file's permissions are copied to the temporary file where the host
 //!   allows it. Natively that is the whole mode; WASI (preview 2) has no file modes at all, so
 //!   inside the sandbox paddock's host does it: a file renamed over a regular file gets that
-//!   file's `rwxrwxrwx` bits (`runtime/src/sandbox/fs/mode.rs`), so an executable stays one.
+//!   file's `rwxrwxrwx` bits (`sandbox/src/fs/mode.rs`), so an executable stays one.
 //! - The temporary name is `.NAME.paddock-TAG.tmp` beside the target, `TAG` the call's tag
 //!   from the host (`PADDOCK_CALL_TAG`, 16 hex digits): a plain file name, never a protected
 //!   one (`.git`, `.paddock`, `.cargo/config*`), and removed on any failure. If paddock is
 //!   killed before the rename, `paddock resume` finds the file by that name and removes it
-//!   (`runtime/src/sandbox/fs/leftovers.rs`). Without a tag (or if that name is taken), a random
+//!   (`sandbox/src/leftovers.rs`). Without a tag (or if that name is taken), a random
 //!   `XXXXXXXX` stands for it.
 
 use std::fs::{File, OpenOptions};

@@ -14,7 +14,7 @@
 //! once trusted is bounded (it refuses sessions whose plugins differ from it; `plugin install
 //! --locked` checks every signature against the user's keys and shows the capability diff).
 //!
-//! What it does not do: ask. The CLI asks on a terminal (`cli/trust.rs`); this module only
+//! What it does not do: ask. The CLI asks on a terminal (`cli/src/trust.rs`); this module only
 //! finds the project configuration, hashes it, and reads and writes the record.
 
 use std::collections::BTreeMap;

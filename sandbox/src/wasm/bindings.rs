@@ -1,5 +1,5 @@
-//! Host-side bindings generated from `wit/`. Only this file and its neighbours in `sandbox/`
-//! see generated types; everything else uses `crate::contract` and `crate::hooks`.
+//! Host-side bindings generated from `wit/`. Only this crate sees generated types; the crates
+//! built on it use `paddock_types::contract` and the hook types it exports (`wasm/hook.rs`).
 //!
 //! Tool plugins are bound through the host-only world `tool-host` (tool-plugin plus the
 //! `exec` and `http` capabilities), so one linker serves every tool world; which capability a

@@ -1,7 +1,7 @@
 //! Built-ins described at build time (S8): compiling the built-ins was most of a first run's
 //! CPU before the first model request (docs/scale.md). The tools a built-in lists and the interfaces it imports are fixed when it is
 //! built, so `plugins/described/NAME.json` records them (written by the `builtin_described`
-//! test, which fails when one is stale) and `runtime/build.rs` embeds them beside the code.
+//! test, which fails when one is stale) and `sandbox/build.rs` embeds them beside the code.
 //!
 //! A load of bytes equal, in full, to a built-in's takes its description: the import check
 //! against the grant and the tool list need no compile, and the compile runs in the

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use super::{Listening, TOKEN, post_status, served_project};
 
-/// The server's connection limit (`runtime/src/cli/mcp_admit.rs`).
+/// The server's connection limit (`cli/src/mcp_admit.rs`).
 const MAX_CONNECTIONS: usize = 256;
 
-/// The server's header-read timeout (`runtime/src/cli/mcp_http.rs`): a client stuck behind the
+/// The server's header-read timeout (`cli/src/mcp_http.rs`): a client stuck behind the
 /// idle connections would wait for them to time out.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
