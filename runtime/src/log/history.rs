@@ -85,9 +85,9 @@ pub struct History {
     /// Compactions applied: each replaced the entries.
     generation: u64,
     /// Assistant messages before the latest compaction: results older than `after_steps`
-    /// then are sent as stubs from the start (`render.rs`).
+    /// then are sent as stubs from the start (the module doc's Rendering).
     compacted_at: u64,
-    /// What `render` made of the entries last time (`render.rs`).
+    /// What `render` made of the entries last time (the module doc's Rendering).
     pub(super) view: Mutex<View>,
 }
 

@@ -1,9 +1,9 @@
 //! The Model Context Protocol both ways, with the `rmcp` crate.
 //!
-//! - Serve (`paddock mcp serve`, in the command line crate: `cli/src/mcp*.rs`, `elicit.rs`): the
-//!   preset's tools offered to any MCP client, each call through the whole spine (repair,
-//!   validation, hooks, approval, sandbox, output budget) and logged in a session.
-//!   `annotations` (here) says what a tool's runtime metadata becomes for the client.
+//! - Serve (`paddock mcp serve`, in the command line crate: `cli/src/mcp*.rs`,
+//!   `cli/src/elicit.rs`): the preset's tools offered to any MCP client, each call through the
+//!   whole spine (repair, validation, hooks, approval, sandbox, output budget) and logged in a
+//!   session. `annotations` (here) says what a tool's runtime metadata becomes for the client.
 //! - Use (`[mcp.NAME]` in a preset): an MCP server started confined
 //!   (`paddock_sandbox::ServerProcess`, `sandbox/src/capability/server.rs`) or
 //!   reached by `url` with an http grant (`remote`),

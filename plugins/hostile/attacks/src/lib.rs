@@ -1,6 +1,6 @@
 //! Hostile test plugin: every tool here tries to reach past its grant or to take down the host.
-//! The tests in `tests/tests/hostile.rs` call each one and check it is contained, with its own
-//! error, while the host keeps serving calls.
+//! The tests in `tests/tests/suite/hostile.rs` call each one and check it is contained, with its
+//! own error, while the host keeps serving calls.
 
 use std::io::Write;
 
