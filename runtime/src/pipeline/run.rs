@@ -116,6 +116,8 @@ pub(crate) async fn execute(
     executed
 }
 
+/// `execute` before the bounds, step by step: admit, start, run where the tool lives, let the
+/// gate see the result.
 async fn execute_unbounded(
     cx: &CallContext<'_>,
     call_id: &str,
