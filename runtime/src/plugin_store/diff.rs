@@ -9,10 +9,11 @@
 //! checked as a path). Removals and the opposite changes narrow; they are shown but need no
 //! yes. The text of the changes is the plugins' own: the command line sanitizes it.
 
+use super::Installed;
 use super::remote::Origin;
 use super::signature::SignatureRecord;
-use paddock_types::contract::{OutputBudget, Overflow, Risk, RuntimeMeta, ToolSpec};
 use paddock_sandbox::Capability;
+use paddock_types::contract::{OutputBudget, Overflow, Risk, RuntimeMeta, ToolSpec};
 
 /// What an import lets a component reach, for the diff's reader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,6 +225,27 @@ impl CapabilityDiff {
     }
 }
 
+/// Whether a replacement that widens what a plugin may do goes ahead.
+#[derive(Clone, Copy)]
+pub enum Widening<'a> {
+    /// Refused (scripts without --accept-widening).
+    Refuse,
+    /// `--accept-widening`.
+    Accept,
+    /// Asked: true means yes (the command line asks on a terminal).
+    Ask(&'a (dyn Fn(&CapabilityDiff) -> bool + Sync)),
+}
+
+impl Widening<'_> {
+    pub(super) fn allows(&self, diff: &CapabilityDiff) -> bool {
+        match self {
+            Widening::Refuse => false,
+            Widening::Accept => true,
+            Widening::Ask(ask) => ask(diff),
+        }
+    }
+}
+
 /// What one version of a plugin is, as far as the diff compares it.
 #[derive(Debug, Clone, Copy)]
 pub struct Surface<'a> {
@@ -233,6 +255,19 @@ pub struct Surface<'a> {
     pub tools: &'a [ToolSpec],
     /// The trusted key that vouched for it, if one did.
     pub signer: Option<Signer<'a>>,
+}
+
+impl<'a> Surface<'a> {
+    /// An installed (or about to be installed) version: its record and its tools as the host
+    /// reads them.
+    pub fn of(record: &'a Installed, tools: &'a [ToolSpec]) -> Surface<'a> {
+        Surface {
+            kind: &record.kind,
+            imports: &record.imports,
+            tools,
+            signer: Signer::of_origin(record.origin.as_ref()),
+        }
+    }
 }
 
 /// The trusted key whose signature a version was installed on.

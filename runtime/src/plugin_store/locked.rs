@@ -13,18 +13,19 @@
 //! yes (or `--accept-widening`) as `plugin upgrade`. Nothing is recorded unless every entry
 //! passes.
 
-use std::io::Read;
-
+use paddock_sandbox::{Capability, Sandbox, World};
+use paddock_types::contract::ToolSpec;
 use paddock_types::text::one_line;
 
+use super::component::check_component;
+use super::diff::{self, CapabilityDiff, Widening};
 use super::lock::{LockFile, PluginLock};
-use super::remote::{MAX_PLUGIN_BYTES, Origin, Progress};
-use super::signature::{Recheck, SignaturePolicy};
-use super::{
-    AuthChoice, InstallReport, Installed, OciRef, PluginStore, StoreError, Widening,
-    check_component, diff, https, oci, write_atomically,
-};
-use paddock_sandbox::{Capability, Sandbox, World};
+use super::oci::{self, AuthChoice, OciRef};
+use super::remote::https;
+use super::remote::{Origin, Progress, parse_sha256};
+use super::signature::{Recheck, SignaturePolicy, SignatureRecord};
+use super::store::{InstallReport, PluginStore};
+use super::{Installed, StoreError};
 
 /// Why `install --locked` refused; nothing was installed.
 #[derive(Debug, thiserror::Error)]
@@ -44,150 +45,153 @@ pub struct LockedInstall {
     pub from_blobs: bool,
 }
 
+/// Installs every plugin entry of `lock` into `store` exactly (see the module's comment);
+/// with `allow_unsigned`, an entry with no signature by a trusted key (recorded unsigned, or
+/// from a URL) may be installed; a replacement that widens what an installed plugin may do
+/// goes ahead only as `widening` says. All or nothing: every entry is checked before any is
+/// recorded.
+pub async fn install_locked(
+    store: &PluginStore,
+    sandbox: &Sandbox,
+    lock: &LockFile,
+    auth: &AuthChoice,
+    allow_unsigned: bool,
+    widening: Widening<'_>,
+    progress: &(dyn Fn(&str, Progress) + Sync),
+) -> Result<Vec<LockedInstall>, LockedError> {
+    if lock.plugins.is_empty() {
+        return Err(LockedError::Empty);
+    }
+    let installing = Installing {
+        store,
+        sandbox,
+        auth,
+        allow_unsigned,
+        widening,
+    };
+    let mut ready = Vec::new();
+    for (name, entry) in &lock.plugins {
+        let progress = |p| progress(name, p);
+        ready.push(installing.prepare(name, entry, &progress).await?);
+    }
+    let mut done = Vec::new();
+    for entry in ready {
+        let name = entry.record.name.clone();
+        done.push(entry.record(store).map_err(store_error(&name))?);
+    }
+    Ok(done)
+}
+
+/// What every entry of one `install --locked` is checked with.
+struct Installing<'a> {
+    store: &'a PluginStore,
+    sandbox: &'a Sandbox,
+    auth: &'a AuthChoice,
+    allow_unsigned: bool,
+    widening: Widening<'a>,
+}
+
 /// The bytes an entry names, and whether they came from `blobs/`.
 struct Fetched {
     bytes: Vec<u8>,
     from_blobs: bool,
 }
 
-impl PluginStore {
-    /// Installs every plugin entry of `lock` exactly (see the module's comment); with
-    /// `allow_unsigned`, an entry with no signature by a trusted key (recorded unsigned, or
-    /// from a URL) may be installed; a replacement that widens what an installed plugin may
-    /// do goes ahead only as `widening` says. All or nothing.
-    pub async fn install_locked(
-        &self,
-        sandbox: &Sandbox,
-        lock: &LockFile,
-        auth: &AuthChoice,
-        allow_unsigned: bool,
-        widening: Widening<'_>,
-        progress: &(dyn Fn(&str, Progress) + Sync),
-    ) -> Result<Vec<LockedInstall>, LockedError> {
-        if lock.plugins.is_empty() {
-            return Err(LockedError::Empty);
-        }
-        let mut ready = Vec::new();
-        for (name, entry) in &lock.plugins {
-            let store = |source: StoreError| LockedError::Store {
-                name: name.clone(),
-                source,
-            };
-            if !paddock_types::contract::valid_tool_name(name) {
-                return Err(store(StoreError::BadName(name.clone())));
-            }
-            // The hash names a file under blobs/: 64 lower-case hex digits, nothing else.
-            if super::remote::parse_sha256(&entry.sha256).ok().as_deref() != Some(&*entry.sha256) {
-                return Err(LockedError::Differs {
-                    name: name.clone(),
-                    what: format!(
-                        "the lock's sha256 `{}` is not 64 lower-case hex digits; the lock is \
-                         damaged",
-                        one_line(&entry.sha256, 80)
-                    ),
-                });
-            }
-            let fetched = self
-                .locked_bytes(name, entry, auth, allow_unsigned, &|p| progress(name, p))
-                .await?;
-            progress(name, Progress::Compiling);
-            let checked = check_component(sandbox, name, &fetched.bytes)
-                .await
-                .map_err(store)?;
-            let tools = match checked.world {
-                World::Tools => sandbox
-                    .load(name, &fetched.bytes, &Capability::ALL)
-                    .await
-                    .map_err(|e| store(StoreError::Load(e)))?
-                    .tools
-                    .to_vec(),
-                World::Hook => Vec::new(),
-            };
-            let lines = entry.differences(&checked.sha256, &tools);
-            if !lines.is_empty() {
-                return Err(LockedError::Differs {
-                    name: name.clone(),
-                    what: lines.join("; "),
-                });
-            }
-            let record = Installed {
-                name: name.clone(),
-                kind: checked.world.as_str().to_string(),
-                sha256: checked.sha256,
-                size: fetched.bytes.len() as u64,
-                installed_from: entry.installed_from.clone(),
-                tools: checked.tools,
-                imports: checked.imports,
-                origin: entry.origin.clone(),
-            };
-            // Replacing the user's plugin: the same capability check as an upgrade.
-            let diff = match self.get(name) {
-                Ok(old) if old.sha256 != record.sha256 => {
-                    let new = diff::Surface {
-                        kind: &record.kind,
-                        imports: &record.imports,
-                        tools: &checked.specs,
-                        signer: diff::Signer::of_origin(record.origin.as_ref()),
-                    };
-                    Some(
-                        self.replacement_diff(sandbox, &old, new, None, widening)
-                            .await
-                            .map_err(store)?,
-                    )
-                }
-                _ => None,
-            };
-            ready.push((record, fetched, diff));
-        }
-        let mut done = Vec::new();
-        for (record, fetched, diff) in ready {
-            let store = |source: StoreError| LockedError::Store {
-                name: record.name.clone(),
-                source,
-            };
-            let replaced = self.get(&record.name).ok();
-            write_atomically(&self.blob_path(&record.sha256), &fetched.bytes).map_err(store)?;
-            let json = serde_json::to_vec_pretty(&record).unwrap_or_default();
-            write_atomically(&self.record_path(&record.name), &json).map_err(store)?;
-            if let Some(old) = &replaced
-                && old.sha256 != record.sha256
-            {
-                self.drop_blob_if_unused(&old.sha256).map_err(store)?;
-            }
-            done.push(LockedInstall {
-                report: InstallReport {
-                    record,
-                    replaced,
-                    diff,
-                },
-                from_blobs: fetched.from_blobs,
-            });
-        }
-        Ok(done)
-    }
+/// One entry checked and compared with the lock, ready to be recorded.
+struct Ready {
+    record: Installed,
+    fetched: Fetched,
+    diff: Option<CapabilityDiff>,
+}
 
-    /// The bytes of `entry`: from `blobs/` if they are there and hash right, else from its
-    /// origin by digest.
-    async fn locked_bytes(
+impl Installing<'_> {
+    /// Entry `name` checked, nothing written: its bytes (from `blobs/` or its origin),
+    /// checked as any install checks them, compared with the lock, and the capability diff
+    /// against the installed plugin they replace (refused when it widens unaccepted).
+    async fn prepare(
         &self,
         name: &str,
         entry: &PluginLock,
-        auth: &AuthChoice,
-        allow_unsigned: bool,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<Ready, LockedError> {
+        let store = store_error(name);
+        if !paddock_types::contract::valid_tool_name(name) {
+            return Err(store(StoreError::BadName(name.to_string())));
+        }
+        // The hash names a file under blobs/: 64 lower-case hex digits, nothing else.
+        if parse_sha256(&entry.sha256).ok().as_deref() != Some(&*entry.sha256) {
+            return Err(differs(
+                name,
+                format!(
+                    "the lock's sha256 `{}` is not 64 lower-case hex digits; the lock is damaged",
+                    one_line(&entry.sha256, 80)
+                ),
+            ));
+        }
+        let fetched = self.bytes(name, entry, progress).await?;
+        progress(Progress::Compiling);
+        let checked = check_component(self.sandbox, name, &fetched.bytes)
+            .await
+            .map_err(&store)?;
+        let tools = self
+            .tools(name, checked.world, &fetched.bytes)
+            .await
+            .map_err(&store)?;
+        let lines = entry.differences(&checked.sha256, &tools);
+        if !lines.is_empty() {
+            return Err(differs(name, lines.join("; ")));
+        }
+        let size = fetched.bytes.len() as u64;
+        let origin = entry.origin.clone();
+        let record = checked.record(name, size, entry.installed_from.clone(), origin);
+        // Replacing the user's plugin: the same capability check as an upgrade.
+        let diff = match self.store.get(name) {
+            Ok(old) if old.sha256 != record.sha256 => {
+                let new = diff::Surface::of(&record, &checked.specs);
+                let diff =
+                    self.store
+                        .replacement_diff(self.sandbox, &old, new, None, self.widening);
+                Some(diff.await.map_err(&store)?)
+            }
+            _ => None,
+        };
+        Ok(Ready {
+            record,
+            fetched,
+            diff,
+        })
+    }
+
+    /// The tools of a checked component as the host reads them (a hook has none).
+    async fn tools(
+        &self,
+        name: &str,
+        world: World,
+        bytes: &[u8],
+    ) -> Result<Vec<ToolSpec>, StoreError> {
+        Ok(match world {
+            World::Tools => self
+                .sandbox
+                .load(name, bytes, &Capability::ALL)
+                .await?
+                .tools
+                .to_vec(),
+            World::Hook => Vec::new(),
+        })
+    }
+
+    /// The bytes of `entry`: from `blobs/` if they are there, hash right and may stand
+    /// without the registry; else from its origin by digest.
+    async fn bytes(
+        &self,
+        name: &str,
+        entry: &PluginLock,
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<Fetched, LockedError> {
-        let store = |source: StoreError| LockedError::Store {
-            name: name.to_string(),
-            source,
-        };
-        let differs = |what: String| LockedError::Differs {
-            name: name.to_string(),
-            what,
-        };
-        if let Some(bytes) = self.blob_if_verified(&entry.sha256)
+        if let Some(bytes) = self.store.blob_if_verified(&entry.sha256)
             && self
-                .blob_may_be_used(entry, allow_unsigned)
-                .map_err(differs)?
+                .blob_may_be_used(entry)
+                .map_err(|what| differs(name, what))?
         {
             return Ok(Fetched {
                 bytes,
@@ -195,86 +199,39 @@ impl PluginStore {
             });
         }
         let bytes = match &entry.origin {
-            Some(Origin::Oci {
-                registry,
-                repository,
-                manifest_digest,
-                layer_digest,
-                signature,
-                ..
-            }) => {
-                let reference =
-                    OciRef::parse(&format!("oci://{registry}/{repository}@{manifest_digest}"))
-                        .map_err(|e| store(e.into()))?;
-                let locked_signer = signature.as_deref();
-                let unsigned = locked_signer.is_none_or(|s| s.unsigned_allowed);
-                let policy = if unsigned {
-                    if !allow_unsigned {
-                        return Err(differs(format!(
-                            "the lock records it as installed without a signature \
-                             (--allow-unsigned); pass --allow-unsigned to install it so again, \
-                             or trust its publisher's key and install it signed \
-                             ({})",
-                            entry.installed_from
-                        )));
-                    }
-                    SignaturePolicy::AllowUnsigned
-                } else {
-                    SignaturePolicy::Require(self.trusted_keys().map_err(store)?)
-                };
-                let (download, origin) = oci::pull(&reference, auth, &policy, &self.root, progress)
-                    .await
-                    .map_err(|e| store(e.into()))?;
-                if let Origin::Oci {
-                    layer_digest: pulled_layer,
-                    signature: pulled_signature,
-                    ..
-                } = &origin
-                {
-                    if pulled_layer != layer_digest {
-                        return Err(differs(format!(
-                            "manifest {manifest_digest} now names layer {pulled_layer}, the \
-                             lock {layer_digest}"
-                        )));
-                    }
-                    let locked_print = locked_signer.and_then(|s| s.fingerprint.as_deref());
-                    let pulled_print = pulled_signature
-                        .as_deref()
-                        .and_then(|s| s.fingerprint.as_deref());
-                    if !unsigned && locked_print != pulled_print {
-                        return Err(differs(format!(
-                            "signed by key {} now, but the lock records the signer {}; if the \
-                             publisher changed keys, accept it with `paddock lock accept {name}` \
-                             after installing it",
-                            pulled_print.unwrap_or("(none)"),
-                            locked_print.unwrap_or("(none)")
-                        )));
-                    }
-                }
-                download.into_bytes().map_err(|e| store(e.into()))?
-            }
+            Some(Origin::Oci { .. }) => self.pull(name, entry, progress).await?,
             Some(Origin::Https { url, sha256 }) => {
-                if !allow_unsigned {
-                    return Err(differs(format!(
-                        "it comes from {url}, which has no signature: its SHA-256 is only the \
-                         lock's word, and the lock may be a repository's. Pass --allow-unsigned \
-                         if you trust this lock to name it, or install it yourself (`paddock \
-                         plugin install {url} --sha256 {sha256} --name {name}`)"
-                    )));
+                if !self.allow_unsigned {
+                    return Err(differs(
+                        name,
+                        format!(
+                            "it comes from {url}, which has no signature: its SHA-256 is only \
+                             the lock's word, and the lock may be a repository's. Pass \
+                             --allow-unsigned if you trust this lock to name it, or install it \
+                             yourself (`paddock plugin install {url} --sha256 {sha256} --name \
+                             {name}`)"
+                        ),
+                    ));
                 }
-                let (download, _) = https::download(url, sha256, &self.root, progress)
+                let data_dir = self.store.root();
+                let (download, _) = https::download(url, sha256, data_dir, progress)
                     .await
-                    .map_err(|e| store(e.into()))?;
-                download.into_bytes().map_err(|e| store(e.into()))?
+                    .map_err(|e| store_error(name)(e.into()))?;
+                download
+                    .into_bytes()
+                    .map_err(|e| store_error(name)(e.into()))?
             }
             None => {
-                return Err(differs(format!(
-                    "it was installed from a local file ({}) and its bytes (sha256 {}) are not \
-                     in this data directory's blobs/: install that file (`paddock plugin \
-                     install FILE --name {name}`), then `paddock plugin install --locked` checks \
-                     it",
-                    entry.installed_from, entry.sha256
-                )));
+                return Err(differs(
+                    name,
+                    format!(
+                        "it was installed from a local file ({}) and its bytes (sha256 {}) are \
+                         not in this data directory's blobs/: install that file (`paddock \
+                         plugin install FILE --name {name}`), then `paddock plugin install \
+                         --locked` checks it",
+                        entry.installed_from, entry.sha256
+                    ),
+                ));
             }
         };
         Ok(Fetched {
@@ -283,14 +240,72 @@ impl PluginStore {
         })
     }
 
-    /// `blobs/SHA.wasm` when it exists and its bytes hash to `sha256` (read through a cap).
+    /// An `oci://` entry pulled by its manifest digest, its signature checked as a normal
+    /// install checks it; the layer must be the lock's, and so must the signer's fingerprint.
+    async fn pull(
+        &self,
+        name: &str,
+        entry: &PluginLock,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<Vec<u8>, LockedError> {
+        let store = store_error(name);
+        let Some(Origin::Oci {
+            registry,
+            repository,
+            manifest_digest,
+            layer_digest,
+            signature,
+            ..
+        }) = &entry.origin
+        else {
+            return Err(differs(name, "it was not installed from a registry".into()));
+        };
+        let reference = OciRef::parse(&format!("oci://{registry}/{repository}@{manifest_digest}"))
+            .map_err(|e| store(e.into()))?;
+        let locked_signer = signature.as_deref();
+        let unsigned = locked_signer.is_none_or(|s| s.unsigned_allowed);
+        let policy = if unsigned {
+            if !self.allow_unsigned {
+                return Err(differs(name, unsigned_words(&entry.installed_from)));
+            }
+            SignaturePolicy::AllowUnsigned
+        } else {
+            SignaturePolicy::Require(self.store.trusted_keys().map_err(&store)?)
+        };
+        let data_dir = self.store.root();
+        let (download, origin) = oci::pull(&reference, self.auth, &policy, data_dir, progress)
+            .await
+            .map_err(|e| store(e.into()))?;
+        if let Origin::Oci {
+            layer_digest: pulled_layer,
+            signature: pulled_signature,
+            ..
+        } = &origin
+        {
+            if pulled_layer != layer_digest {
+                return Err(differs(
+                    name,
+                    format!(
+                        "manifest {manifest_digest} now names layer {pulled_layer}, the lock \
+                         {layer_digest}"
+                    ),
+                ));
+            }
+            if !unsigned {
+                same_signer(name, locked_signer, pulled_signature.as_deref())
+                    .map_err(|what| differs(name, what))?;
+            }
+        }
+        download.into_bytes().map_err(|e| store(e.into()))
+    }
+
     /// Whether bytes found in `blobs/` may stand for `entry` without the registry: the same
     /// signature policy as a download. An entry from `oci://` recorded as signed must have a
     /// recorded signature that verifies, offline, with a key trusted now (one recorded
     /// without it is fetched and checked instead: false); one recorded as unsigned needs
     /// `--allow-unsigned`. The lock may come from the repository: its word that something was
     /// signed is not taken on trust.
-    fn blob_may_be_used(&self, entry: &PluginLock, allow_unsigned: bool) -> Result<bool, String> {
+    fn blob_may_be_used(&self, entry: &PluginLock) -> Result<bool, String> {
         let Some(Origin::Oci {
             registry,
             repository,
@@ -303,39 +318,77 @@ impl PluginStore {
         };
         let signature = signature.as_deref().filter(|s| !s.unsigned_allowed);
         let Some(signature) = signature else {
-            if allow_unsigned {
+            if self.allow_unsigned {
                 return Ok(true);
             }
-            return Err(format!(
-                "the lock records it as installed without a signature (--allow-unsigned); pass \
-                 --allow-unsigned to install it so again, or trust its publisher's key and \
-                 install it signed ({})",
-                entry.installed_from
-            ));
+            return Err(unsigned_words(&entry.installed_from));
         };
-        let keys = self.trusted_keys().map_err(|e| e.to_string())?;
+        let keys = self.store.trusted_keys().map_err(|e| e.to_string())?;
         match signature.recheck(&keys, &format!("{registry}/{repository}"), manifest_digest) {
             Recheck::Valid(_) => Ok(true),
             Recheck::NotRecorded => Ok(false),
-            Recheck::UnsignedAllowed => Ok(allow_unsigned),
+            Recheck::UnsignedAllowed => Ok(self.allow_unsigned),
             Recheck::Invalid(why) => Err(format!(
                 "the signature the lock records for it does not verify: {why}. Trust the \
                  publisher's key (`paddock plugin trust-key NAME KEY.pub`) and run again"
             )),
         }
     }
+}
 
-    fn blob_if_verified(&self, sha256: &str) -> Option<Vec<u8>> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(self.blob_path(sha256))
-            .ok()?;
-        let mut bytes = Vec::new();
-        file.take(MAX_PLUGIN_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .ok()?;
-        (paddock_types::stamp::sha256_hex(&bytes) == sha256).then_some(bytes)
+impl Ready {
+    /// Writes the entry's blob and record; the report of what it replaced.
+    fn record(self, store: &PluginStore) -> Result<LockedInstall, StoreError> {
+        let replaced = store.record(&self.record, &self.fetched.bytes)?;
+        Ok(LockedInstall {
+            report: InstallReport {
+                record: self.record,
+                replaced,
+                diff: self.diff,
+            },
+            from_blobs: self.fetched.from_blobs,
+        })
+    }
+}
+
+/// The signer the registry's signature names must be the one the lock records; else why not.
+fn same_signer(
+    name: &str,
+    locked: Option<&SignatureRecord>,
+    pulled: Option<&SignatureRecord>,
+) -> Result<(), String> {
+    let locked_print = locked.and_then(|s| s.fingerprint.as_deref());
+    let pulled_print = pulled.and_then(|s| s.fingerprint.as_deref());
+    if locked_print == pulled_print {
+        return Ok(());
+    }
+    Err(format!(
+        "signed by key {} now, but the lock records the signer {}; if the publisher changed \
+         keys, accept it with `paddock lock accept {name}` after installing it",
+        pulled_print.unwrap_or("(none)"),
+        locked_print.unwrap_or("(none)")
+    ))
+}
+
+fn unsigned_words(installed_from: &str) -> String {
+    format!(
+        "the lock records it as installed without a signature (--allow-unsigned); pass \
+         --allow-unsigned to install it so again, or trust its publisher's key and install it \
+         signed ({installed_from})"
+    )
+}
+
+fn store_error(name: &str) -> impl Fn(StoreError) -> LockedError {
+    let name = name.to_string();
+    move |source| LockedError::Store {
+        name: name.clone(),
+        source,
+    }
+}
+
+fn differs(name: &str, what: String) -> LockedError {
+    LockedError::Differs {
+        name: name.to_string(),
+        what,
     }
 }

@@ -5,18 +5,20 @@
 //! are a JSON payload naming that digest, each with an ECDSA P-256 signature (DER, base64)
 //! over the payload's bytes in the annotation `dev.cosignproject.cosign/signature`.
 //!
-//! Only keys the user trusts count (`paddock plugin trust-key`, kept as PEM under
-//! `trusted-keys/` in the data directory), and a key trusted `--for` reference patterns
+//! Only keys the user trusts count (`keys.rs`), and a key trusted for reference patterns
 //! vouches only for references that match one (`ghcr.io/acme/*`); a key without patterns
 //! vouches for any. The payload must name the exact digest being installed, so a signature
-//! copied from another artifact is refused.
+//! copied from another artifact is refused. A recorded signature is verified again, offline,
+//! at each session start (`SignatureRecord::recheck`). Fetching and pushing signature
+//! manifests is `oci/cosign.rs`; this file holds no I/O.
 
 use p256::ecdsa::signature::{Signer, Verifier};
-use p256::ecdsa::{Signature, SigningKey, VerifyingKey};
-use p256::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePublicKey};
+use p256::ecdsa::{Signature, SigningKey};
 use serde::{Deserialize, Serialize};
 
 use paddock_types::text::one_line;
+
+use super::keys::TrustedKey;
 
 pub const SIMPLESIGNING_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
 pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
@@ -29,8 +31,6 @@ pub const MAX_PAYLOAD_BYTES: u64 = 64 << 10;
 pub const MAX_SIGNATURE_LAYERS: usize = 32;
 /// The largest base64 signature annotation read (a DER P-256 signature is at most 72 bytes).
 const MAX_SIGNATURE_CHARS: usize = 1024;
-/// The largest public key file read.
-pub const MAX_KEY_FILE_BYTES: u64 = 16 << 10;
 
 /// The tag cosign keeps the signatures of `manifest_digest` (`sha256:HEX`) at.
 pub fn signature_tag(manifest_digest: &str) -> String {
@@ -44,96 +44,6 @@ pub enum SignaturePolicy {
     Require(Vec<TrustedKey>),
     /// `--allow-unsigned`: nothing is checked, and the record says so.
     AllowUnsigned,
-}
-
-/// A public key the user trusts, by the name it was given.
-#[derive(Debug, Clone)]
-pub struct TrustedKey {
-    pub name: String,
-    /// `sha256:HEX` of the key's DER SubjectPublicKeyInfo.
-    pub fingerprint: String,
-    pub key: VerifyingKey,
-    /// The reference patterns it vouches for (`trust-key --for`); empty: any reference.
-    pub scopes: Vec<String>,
-}
-
-impl TrustedKey {
-    /// Whether this key vouches for `reference` (`REGISTRY/REPOSITORY`).
-    pub fn covers(&self, reference: &str) -> bool {
-        self.scopes.is_empty() || self.scopes.iter().any(|p| pattern_matches(p, reference))
-    }
-
-    /// Its scope in words: the patterns, or that it has none.
-    pub fn scope_words(&self) -> String {
-        if self.scopes.is_empty() {
-            "any reference (no --for)".to_string()
-        } else {
-            self.scopes
-                .iter()
-                .map(|p| format!("`{p}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
-    }
-}
-
-/// A `--for` pattern checked and normalised (an `oci://` prefix dropped), or why it is not
-/// one: `REGISTRY/REPOSITORY` with `*` (within one path segment) or `**` (across segments),
-/// no tag or digest.
-pub fn parse_scope(given: &str) -> Result<String, String> {
-    let pattern = given.trim().strip_prefix("oci://").unwrap_or(given.trim());
-    let why = if pattern.is_empty() {
-        Some("it is empty")
-    } else if !pattern.contains('/') {
-        Some("it names no repository (write REGISTRY/REPOSITORY, e.g. ghcr.io/acme/*)")
-    } else if pattern.contains('@') {
-        Some("it names a digest; a scope names repositories (REGISTRY/REPOSITORY)")
-    } else if pattern
-        .rsplit('/')
-        .next()
-        .is_some_and(|last| last.contains(':'))
-    {
-        Some("it names a tag; a scope names repositories (REGISTRY/REPOSITORY)")
-    } else if !pattern.bytes().all(|b| {
-        b.is_ascii_lowercase()
-            || b.is_ascii_digit()
-            || matches!(b, b'.' | b'-' | b'_' | b'/' | b':' | b'*' | b'[' | b']')
-    }) {
-        Some(
-            "it holds characters no reference has (lower-case letters, digits, . - _ / : and * only)",
-        )
-    } else if pattern
-        .split('/')
-        .next()
-        .is_some_and(|host| host.contains('*'))
-    {
-        Some("its registry is a wildcard; name the registry (`*` may stand for repository parts)")
-    } else {
-        None
-    };
-    match why {
-        Some(why) => Err(format!(
-            "`{}` is not a reference pattern: {why}",
-            one_line(given, 120)
-        )),
-        None => Ok(pattern.to_string()),
-    }
-}
-
-/// Whether `reference` (`REGISTRY/REPOSITORY`) matches `pattern`: `**` matches anything, `*`
-/// anything but `/`, every other character itself.
-pub fn pattern_matches(pattern: &str, reference: &str) -> bool {
-    fn go(p: &[u8], r: &[u8]) -> bool {
-        match p {
-            [] => r.is_empty(),
-            [b'*', b'*', rest @ ..] => (0..=r.len()).any(|i| go(rest, &r[i..])),
-            [b'*', rest @ ..] => (0..=r.len())
-                .take_while(|i| *i == 0 || r[i - 1] != b'/')
-                .any(|i| go(rest, &r[i..])),
-            [c, rest @ ..] => r.first() == Some(c) && go(rest, &r[1..]),
-        }
-    }
-    go(pattern.as_bytes(), reference.as_bytes())
 }
 
 /// What a remote install recorded about its signature.
@@ -222,54 +132,6 @@ impl SignatureRecord {
     }
 }
 
-/// A P-256 public key from PEM (`-----BEGIN PUBLIC KEY-----`, as `cosign generate-key-pair`
-/// and `skopeo generate-sigstore-key` write the public half), or what is wrong with it.
-pub fn parse_public_key(pem: &[u8]) -> Result<VerifyingKey, String> {
-    let text = std::str::from_utf8(pem)
-        .map_err(|_| "it is not text (a PEM file is ASCII)".to_string())?
-        .trim();
-    if !text.starts_with("-----BEGIN PUBLIC KEY-----") {
-        let first = text.lines().next().unwrap_or_default();
-        return Err(format!(
-            "it does not start with `-----BEGIN PUBLIC KEY-----` (it starts with `{}`)",
-            one_line(first, 60)
-        ));
-    }
-    VerifyingKey::from_public_key_pem(text)
-        .map_err(|e| format!("it is not an ECDSA P-256 public key (SubjectPublicKeyInfo): {e}"))
-}
-
-/// `sha256:HEX` of the key's DER SubjectPublicKeyInfo (`openssl pkey -pubin -outform DER |
-/// sha256sum` prints the same hex).
-pub fn fingerprint(key: &VerifyingKey) -> String {
-    let der = key
-        .to_public_key_der()
-        .map(|d| d.as_bytes().to_vec())
-        .unwrap_or_default();
-    format!("sha256:{}", paddock_types::stamp::sha256_hex(&der))
-}
-
-/// A P-256 private key from an unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`).
-pub fn parse_private_key(pem: &[u8]) -> Result<SigningKey, String> {
-    let text = std::str::from_utf8(pem)
-        .map_err(|_| "it is not text (a PEM file is ASCII)".to_string())?
-        .trim();
-    if text.starts_with("-----BEGIN ENCRYPTED") {
-        return Err(
-            "it is encrypted; paddock signs with an unencrypted PKCS#8 key (`openssl genpkey \
-             -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out key.pem`), or sign with cosign \
-             or skopeo"
-                .into(),
-        );
-    }
-    SigningKey::from_pkcs8_pem(text).map_err(|e| {
-        format!(
-            "it is not an unencrypted PKCS#8 ECDSA P-256 private key (`-----BEGIN PRIVATE \
-             KEY-----`): {e}"
-        )
-    })
-}
-
 /// The simple-signing payload for `manifest_digest` in `docker_reference`
 /// (`REGISTRY/REPOSITORY`), laid out as cosign lays it out.
 pub fn payload(docker_reference: &str, manifest_digest: &str) -> Vec<u8> {
@@ -306,14 +168,6 @@ pub enum LayerVerdict {
     /// The layer is malformed (no annotation, not base64, not DER).
     Malformed(String),
 }
-
-impl PartialEq for TrustedKey {
-    fn eq(&self, other: &TrustedKey) -> bool {
-        self.fingerprint == other.fingerprint && self.name == other.name
-    }
-}
-
-impl Eq for TrustedKey {}
 
 #[derive(Deserialize)]
 struct Payload {
@@ -401,6 +255,7 @@ pub fn verify_layer(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugin_store::keys::fingerprint;
 
     const REF: &str = "127.0.0.1:5000/plugins/fs";
 
@@ -497,49 +352,7 @@ mod tests {
     }
 
     #[test]
-    fn keys_that_are_not_p256_public_keys_are_refused_with_what_was_expected() {
-        let (_, trusted) = key("alice");
-        let pem = trusted
-            .key
-            .to_public_key_pem(p256::pkcs8::LineEnding::LF)
-            .unwrap();
-        let parsed = parse_public_key(pem.as_bytes()).unwrap();
-        assert_eq!(fingerprint(&parsed), trusted.fingerprint);
-        let err = parse_public_key(b"hello").unwrap_err();
-        assert!(err.contains("BEGIN PUBLIC KEY"), "{err}");
-        let broken = pem.replace("A", "B");
-        assert!(parse_public_key(broken.as_bytes()).is_err());
-        assert!(parse_private_key(pem.as_bytes()).is_err());
-    }
-
-    #[test]
     fn a_key_trusted_for_patterns_vouches_only_for_matching_references() {
-        assert!(pattern_matches("ghcr.io/acme/*", "ghcr.io/acme/fs"));
-        assert!(!pattern_matches("ghcr.io/acme/*", "ghcr.io/acme/team/fs"));
-        assert!(pattern_matches("ghcr.io/acme/**", "ghcr.io/acme/team/fs"));
-        assert!(!pattern_matches("ghcr.io/acme/*", "ghcr.io/acmeevil/fs"));
-        assert!(!pattern_matches(
-            "ghcr.io/acme/*",
-            "ghcr.io.evil.com/acme/fs"
-        ));
-        assert!(pattern_matches("ghcr.io/acme/fs", "ghcr.io/acme/fs"));
-        assert!(!pattern_matches("ghcr.io/acme/fs", "ghcr.io/acme/fs2"));
-        assert!(pattern_matches("ghcr.io/acme/fs-*", "ghcr.io/acme/fs-grep"));
-        assert_eq!(
-            parse_scope("oci://ghcr.io/acme/*").unwrap(),
-            "ghcr.io/acme/*"
-        );
-        for bad in [
-            "",
-            "ghcr.io",
-            "*/acme/fs",
-            "ghcr.io/acme/fs:1",
-            "ghcr.io/a@sha256:x",
-            "Ghcr.io/a",
-        ] {
-            assert!(parse_scope(bad).is_err(), "{bad}");
-        }
-
         let (secret, mut trusted) = key("acme");
         trusted.scopes = vec!["ghcr.io/acme/*".into()];
         let digest = format!("sha256:{}", "a".repeat(64));

@@ -1,7 +1,8 @@
 //! The HTTP side of an OCI registry (the distribution API), as paddock speaks it for every
 //! request it makes to one: the token, manifests and blobs of an install, and the uploads of
-//! `publish` and `sign`. The registry is not trusted, so four rules live here, where every
-//! request passes:
+//! `publish` and `sign`. The registry is not trusted, so four rules are kept here, where every
+//! request passes (the checks themselves are `remote/hop.rs` and `remote/download.rs`, which
+//! an https:// install shares):
 //!
 //! - **Credentials go only to the registry's own origin** (scheme, host and port as the
 //!   reference names them). A token service (`WWW-Authenticate: Bearer realm=…`) elsewhere is
@@ -16,8 +17,8 @@
 //! - **A download has an overall deadline** (`download_deadline`,
 //!   `PADDOCK_DOWNLOAD_TIMEOUT_SECS`): the caller streams a layer against it.
 //!
-//! It does not decide what the bytes mean (`oci.rs`: shapes and digests) nor whom to trust
-//! (`signature.rs`).
+//! It does not decide what the bytes mean (`manifest.rs`, `pull.rs`: shapes and digests) nor
+//! whom to trust (`cosign.rs`, `../signature.rs`).
 
 use std::time::Duration;
 
@@ -29,83 +30,17 @@ use reqwest::{Method, StatusCode, Url};
 
 use paddock_types::text::one_line;
 
-use super::remote::{MAX_MANIFEST_BYTES, RemoteError, error_chain, is_loopback_host};
+use crate::plugin_store::remote::hop::{check_hop, is_loopback_host, same_origin};
+use crate::plugin_store::remote::{
+    BodyError, MAX_MANIFEST_BYTES, RemoteError, error_chain, read_capped,
+};
 
-/// The environment variable that sets the overall deadline of one download, in seconds.
-pub const DOWNLOAD_TIMEOUT_VAR: &str = "PADDOCK_DOWNLOAD_TIMEOUT_SECS";
-/// The deadline when the variable is unset: 256 MiB (the largest plugin) at under 300 KiB/s.
-pub const DEFAULT_DOWNLOAD_TIMEOUT_SECS: u64 = 900;
 /// The largest token service answer read (a JSON object with a token: a few KiB).
 pub const MAX_TOKEN_BYTES: usize = 64 << 10;
 /// How much of an error body is read, for the message.
 const MAX_ERROR_BYTES: usize = 16 << 10;
 /// How many redirects one request may take.
 const MAX_REDIRECTS: usize = 5;
-
-/// The overall deadline of one download: `PADDOCK_DOWNLOAD_TIMEOUT_SECS`, else 900 s.
-pub fn download_deadline() -> Result<Duration, RemoteError> {
-    deadline_from(std::env::var_os(DOWNLOAD_TIMEOUT_VAR).as_deref())
-}
-
-fn deadline_from(given: Option<&std::ffi::OsStr>) -> Result<Duration, RemoteError> {
-    let Some(given) = given else {
-        return Ok(Duration::from_secs(DEFAULT_DOWNLOAD_TIMEOUT_SECS));
-    };
-    let given = given.to_string_lossy();
-    match given.trim().parse::<u64>() {
-        Ok(secs) if secs > 0 => Ok(Duration::from_secs(secs)),
-        _ => Err(RemoteError::Setting(format!(
-            "{DOWNLOAD_TIMEOUT_VAR}=`{}` is not a whole number of seconds above 0; set it to \
-             e.g. 1800, or unset it for the default {DEFAULT_DOWNLOAD_TIMEOUT_SECS}",
-            one_line(&given, 40)
-        ))),
-    }
-}
-
-/// True when `a` and `b` are the same origin: scheme, host and port.
-pub fn same_origin(a: &Url, b: &Url) -> bool {
-    a.scheme() == b.scheme()
-        && a.host_str() == b.host_str()
-        && a.port_or_known_default() == b.port_or_known_default()
-}
-
-/// Whether paddock goes on from `from` to `to` (a redirect, a token realm, an upload
-/// location); else why not. https anywhere; plain http only to a loopback host and never
-/// after https; never from another host to this machine; no credentials in the URL.
-pub fn check_hop(from: &Url, to: &Url) -> Result<(), String> {
-    let host = to.host_str().unwrap_or_default();
-    let shown = one_line(to.as_str(), 200);
-    match to.scheme() {
-        "https" => {}
-        "http" if from.scheme() == "https" => {
-            return Err(format!(
-                "it leads from https to plain http ({shown}), where anyone on the way reads \
-                 and changes what is sent"
-            ));
-        }
-        "http" if !is_loopback_host(host) => {
-            return Err(format!(
-                "it leads to plain http on a host that is not loopback ({shown})"
-            ));
-        }
-        "http" => {}
-        other => {
-            return Err(format!(
-                "it leads to the scheme `{}` ({shown})",
-                one_line(other, 20)
-            ));
-        }
-    }
-    if !to.username().is_empty() || to.password().is_some() {
-        return Err(format!("it carries credentials in the URL ({shown})"));
-    }
-    if !from.host_str().is_some_and(is_loopback_host) && is_loopback_host(host) {
-        return Err(format!(
-            "it leads from another host to this machine ({shown})"
-        ));
-    }
-    Ok(())
-}
 
 /// A `WWW-Authenticate` challenge, as far as paddock answers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,46 +106,6 @@ pub fn parse_challenge(value: &str) -> Option<Challenge> {
         realm: realm?,
         service,
     })
-}
-
-/// Why a body was not read whole.
-#[derive(Debug)]
-pub enum BodyError {
-    /// Past the cap: reading stopped at `read` bytes (or before, on the announced length).
-    TooLarge {
-        read: u64,
-        announced: Option<u64>,
-    },
-    Broken(String),
-}
-
-/// The body of `response`, read as it arrives and stopped once it passes `cap` bytes (the
-/// connection is dropped there); refused before reading when its announced length is over.
-pub async fn read_capped(
-    mut response: reqwest::Response,
-    cap: usize,
-) -> Result<Vec<u8>, BodyError> {
-    let announced = response.content_length();
-    if announced.is_some_and(|n| n > cap as u64) {
-        return Err(BodyError::TooLarge { read: 0, announced });
-    }
-    let mut body = Vec::new();
-    loop {
-        match response.chunk().await {
-            Ok(Some(chunk)) => {
-                let room = cap + 1 - body.len();
-                body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-                if body.len() > cap {
-                    return Err(BodyError::TooLarge {
-                        read: body.len() as u64,
-                        announced,
-                    });
-                }
-            }
-            Ok(None) => return Ok(body),
-            Err(e) => return Err(BodyError::Broken(error_chain(&e))),
-        }
-    }
 }
 
 /// What a registry is asked for.
@@ -854,54 +749,6 @@ fn header_value(text: &str) -> HeaderValue {
 mod tests {
     use super::*;
 
-    fn url(s: &str) -> Url {
-        Url::parse(s).unwrap()
-    }
-
-    #[test]
-    fn a_hop_never_leaves_https_for_http_nor_reaches_this_machine_from_elsewhere() {
-        let registry = url("https://ghcr.io/v2/");
-        assert!(
-            check_hop(
-                &registry,
-                &url("https://pkg-containers.githubusercontent.com/x")
-            )
-            .is_ok()
-        );
-        let down = check_hop(&registry, &url("http://ghcr.io/token")).unwrap_err();
-        assert!(down.contains("from https to plain http"), "{down}");
-        assert!(check_hop(&registry, &url("http://127.0.0.1:5000/token")).is_err());
-        let inward = check_hop(&registry, &url("https://127.0.0.1/token")).unwrap_err();
-        assert!(inward.contains("to this machine"), "{inward}");
-        assert!(check_hop(&registry, &url("ftp://ghcr.io/x")).is_err());
-        assert!(check_hop(&registry, &url("https://u:p@ghcr.io/x")).is_err());
-        let local = url("http://127.0.0.1:5000/v2/");
-        assert!(check_hop(&local, &url("http://127.0.0.1:6000/token")).is_ok());
-        assert!(check_hop(&local, &url("http://10.0.0.1/token")).is_err());
-        assert!(check_hop(&local, &url("https://auth.example.com/token")).is_ok());
-    }
-
-    #[test]
-    fn credentials_belong_to_one_scheme_host_and_port() {
-        let base = url("https://registry.example.com/");
-        assert!(same_origin(
-            &base,
-            &url("https://registry.example.com:443/token")
-        ));
-        assert!(same_origin(
-            &base,
-            &url("https://REGISTRY.example.com/v2/x")
-        ));
-        assert!(!same_origin(
-            &base,
-            &url("https://registry.example.com:8443/")
-        ));
-        assert!(!same_origin(&base, &url("https://auth.example.com/")));
-        assert!(!same_origin(&base, &url("http://registry.example.com/")));
-        let local = url("http://127.0.0.1:5000/");
-        assert!(!same_origin(&local, &url("http://127.0.0.1:5001/")));
-    }
-
     #[test]
     fn challenges_parse_as_registries_send_them() {
         assert_eq!(
@@ -929,24 +776,5 @@ mod tests {
             parse_challenge("Negotiate abc"),
             Some(Challenge::Other(_))
         ));
-    }
-
-    #[test]
-    fn the_download_deadline_is_900_seconds_unless_set_to_a_positive_whole_number() {
-        use std::ffi::OsStr;
-        assert_eq!(deadline_from(None).unwrap(), Duration::from_secs(900));
-        for (given, ok) in [
-            ("2", Some(2)),
-            (" 60 ", Some(60)),
-            ("0", None),
-            ("1.5", None),
-            ("x", None),
-        ] {
-            match (deadline_from(Some(OsStr::new(given))), ok) {
-                (Ok(d), Some(secs)) => assert_eq!(d, Duration::from_secs(secs)),
-                (Err(e), None) => assert!(e.to_string().contains(DOWNLOAD_TIMEOUT_VAR), "{e}"),
-                (found, _) => panic!("{given}: {found:?}"),
-            }
-        }
     }
 }

@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use paddock_types::text::one_line;
 
-use super::remote::{
-    Download, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, Verified, error_chain,
-    is_loopback_host, parse_sha256,
+use super::hop::{check_hop, is_loopback_host};
+use super::{
+    Download, MAX_PLUGIN_BYTES, Origin, Progress, RemoteError, Verified, download_deadline,
+    error_chain, parse_sha256, read_capped,
 };
 
 const MAX_REDIRECTS: usize = 5;
@@ -63,7 +64,7 @@ pub async fn download(
             return attempt.error(format!("a redirect to {}", e));
         }
         if let Some(previous) = attempt.previous().last()
-            && let Err(why) = super::distribution::check_hop(previous, attempt.url())
+            && let Err(why) = check_hop(previous, attempt.url())
         {
             return attempt.error(format!("a redirect refused: {why}"));
         }
@@ -82,7 +83,7 @@ pub async fn download(
         .user_agent(concat!("paddock/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| fetch_error(given, "cannot build an HTTP client", &e))?;
-    let limit = super::distribution::download_deadline()?;
+    let limit = download_deadline()?;
     let deadline = tokio::time::Instant::now() + limit;
     let mut response = tokio::time::timeout_at(deadline, client.get(url).send())
         .await
@@ -90,15 +91,12 @@ pub async fn download(
         .map_err(|e| fetch_error(given, "the request failed", &e))?;
     let status = response.status();
     if !status.is_success() {
-        let body = tokio::time::timeout_at(
-            deadline,
-            super::distribution::read_capped(response, 16 << 10),
-        )
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
+        let body = tokio::time::timeout_at(deadline, read_capped(response, 16 << 10))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
         return Err(RemoteError::Registry {
             reference: one_line(given, 200),
             action: "downloading the plugin",

@@ -5,7 +5,7 @@
 
 use oci_client::secrets::RegistryAuth;
 
-use super::remote::RemoteError;
+use crate::plugin_store::remote::RemoteError;
 
 /// How to authenticate, as the command line asked.
 #[derive(Debug, Clone, Default)]
