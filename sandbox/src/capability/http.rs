@@ -44,6 +44,8 @@ impl http::Host for CallState {
     }
 }
 
+/// Sends `req` for the call: its URL allowed, its address checked and pinned, its response
+/// read within the grant's size cap, all within the call's time.
 async fn fetch(call: HttpCall, req: http::Request) -> Result<http::Response, String> {
     let key = format!("plugins.{}.grants.http", call.plugin);
     let Some(grant) = &call.grant else {
@@ -51,10 +53,52 @@ async fn fetch(call: HttpCall, req: http::Request) -> Result<http::Response, Str
             "HTTP requests are not granted to this plugin; add `{key}` to the preset"
         ));
     };
-    let url = reqwest::Url::parse(&req.url).map_err(|e| {
+    let (url, host, port) = allowed_url(grant, &req.url, &key)?;
+    let mut timeout = grant
+        .timeout
+        .min(call.deadline.saturating_duration_since(Instant::now()));
+    if let Some(ms) = req.timeout_ms {
+        timeout = timeout.min(Duration::from_millis(ms.into()));
+    }
+    let method = reqwest::Method::from_bytes(req.method.as_bytes()).map_err(|_| {
+        format!(
+            "method {:?} is not valid",
+            prefix_chars(&req.method, QUOTED_CHARS).0
+        )
+    })?;
+    refuse_host_header(&req.headers, &host)?;
+    let addr = resolve(&host, port, timeout, &call.cancel).await?;
+    let client = pinned_client(&host, addr, timeout)?;
+    let mut builder = client.request(method, url);
+    for (name, value) in &req.headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    if let Some(body) = req.body {
+        builder = builder.body(body);
+    }
+    let work = receive(builder, &host, grant.max_response_bytes);
+    tokio::select! {
+        biased;
+        _ = call.cancel.cancelled() => Err("cancelled".into()),
+        result = work => result,
+        _ = tokio::time::sleep(timeout) => Err(format!(
+            "request to `{host}` timed out after {} ms",
+            timeout.as_millis()
+        )),
+    }
+}
+
+/// The URL, its host and its port, when it is http or https and the grant's allow-list
+/// admits it.
+fn allowed_url(
+    grant: &HttpGrant,
+    raw: &str,
+    key: &str,
+) -> Result<(reqwest::Url, String, u16), String> {
+    let url = reqwest::Url::parse(raw).map_err(|e| {
         format!(
             "url {:?} is not valid: {e}",
-            prefix_chars(&req.url, QUOTED_CHARS).0
+            prefix_chars(raw, QUOTED_CHARS).0
         )
     })?;
     let scheme = url.scheme();
@@ -80,78 +124,72 @@ async fn fetch(call: HttpCall, req: http::Request) -> Result<http::Response, Str
              `{key}.allow` in the preset to allow it"
         ));
     }
-    let mut timeout = grant
-        .timeout
-        .min(call.deadline.saturating_duration_since(Instant::now()));
-    if let Some(ms) = req.timeout_ms {
-        timeout = timeout.min(Duration::from_millis(ms.into()));
-    }
-    let method = reqwest::Method::from_bytes(req.method.as_bytes()).map_err(|_| {
-        format!(
-            "method {:?} is not valid",
-            prefix_chars(&req.method, QUOTED_CHARS).0
-        )
-    })?;
-    if let Some((name, _)) = req
-        .headers
+    Ok((url, host, port))
+}
+
+/// A plugin cannot set `Host` to reach another virtual host than the one allowed.
+fn refuse_host_header(headers: &[(String, String)], host: &str) -> Result<(), String> {
+    match headers
         .iter()
         .find(|(name, _)| name.trim().eq_ignore_ascii_case("host"))
     {
-        return Err(format!(
+        Some((name, _)) => Err(format!(
             "header `{}` is refused: the Host is the allowed host of the URL, `{host}`",
             prefix_chars(name, QUOTED_CHARS).0
-        ));
+        )),
+        None => Ok(()),
     }
+}
+
+/// The public address `host` resolves to (`http_addr.rs`), within `timeout`.
+async fn resolve(
+    host: &str,
+    port: u16,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<std::net::SocketAddr, String> {
     let resolve = tokio::time::timeout(
         timeout,
-        crate::capability::http_addr::checked_address(&host, port),
+        crate::capability::http_addr::checked_address(host, port),
     );
-    let addr = tokio::select! {
-        biased;
-        _ = call.cancel.cancelled() => return Err("cancelled".into()),
-        addr = resolve => addr.map_err(|_| format!("resolving `{host}` timed out"))??,
-    };
-    let client = pinned_client(&host, addr, timeout)?;
-    let mut builder = client.request(method, url);
-    for (name, value) in &req.headers {
-        builder = builder.header(name.as_str(), value.as_str());
-    }
-    if let Some(body) = req.body {
-        builder = builder.body(body);
-    }
-    let cap = grant.max_response_bytes;
-    let work = async {
-        let mut response = builder.send().await.map_err(|e| describe(&e, &host))?;
-        let status = response.status().as_u16();
-        let headers = response
-            .headers()
-            .iter()
-            .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into()))
-            .collect();
-        let mut body = Vec::new();
-        let mut truncated = false;
-        while let Some(chunk) = response.chunk().await.map_err(|e| describe(&e, &host))? {
-            let room = cap.saturating_sub(body.len());
-            body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-            if chunk.len() > room {
-                // Stop reading: the rest would only be thrown away.
-                truncated = true;
-                break;
-            }
-        }
-        Ok(http::Response {
-            status,
-            headers,
-            body,
-            truncated,
-        })
-    };
     tokio::select! {
         biased;
-        _ = call.cancel.cancelled() => Err("cancelled".into()),
-        result = work => result,
-        _ = tokio::time::sleep(timeout) => Err(format!("request to `{host}` timed out after {} ms", timeout.as_millis())),
+        _ = cancel.cancelled() => Err("cancelled".into()),
+        addr = resolve => addr.map_err(|_| format!("resolving `{host}` timed out"))?,
     }
+}
+
+/// Sends the request and reads the response: its status, headers, and body up to `cap`
+/// bytes (what is past it is not read).
+async fn receive(
+    builder: reqwest::RequestBuilder,
+    host: &str,
+    cap: usize,
+) -> Result<http::Response, String> {
+    let mut response = builder.send().await.map_err(|e| describe(&e, host))?;
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into()))
+        .collect();
+    let mut body = Vec::new();
+    let mut truncated = false;
+    while let Some(chunk) = response.chunk().await.map_err(|e| describe(&e, host))? {
+        let room = cap.saturating_sub(body.len());
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if chunk.len() > room {
+            // Stop reading: the rest would only be thrown away.
+            truncated = true;
+            break;
+        }
+    }
+    Ok(http::Response {
+        status,
+        headers,
+        body,
+        truncated,
+    })
 }
 
 /// A client that connects to `addr` for `host`, whatever DNS says next (no second lookup
