@@ -120,7 +120,7 @@ impl paddock::session::Trust for TerminalTrust {
 /// `project_trusted` when `preset` is a name to look up; a path never needs the project's
 /// directory, so nothing is asked.
 pub(crate) fn project_trusted_for(env: &Env, preset: &str) -> bool {
-    if preset.contains('/') || preset.ends_with(".toml") {
+    if paddock::preset::is_path(preset, ".toml") {
         return false;
     }
     project_trusted(env)

@@ -30,7 +30,7 @@ impl PluginSource {
     pub fn parse(source: &str, cwd: &Path) -> PluginSource {
         if let Some(name) = source.strip_prefix("builtin:") {
             PluginSource::Builtin(name.to_string())
-        } else if source.contains('/') || source.ends_with(".wasm") {
+        } else if super::is_path(source, ".wasm") {
             PluginSource::Path(cwd.join(source))
         } else {
             PluginSource::Installed(source.to_string())

@@ -19,7 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Origin, PresetError, PresetSource};
+use super::{Origin, PluginSource, PresetError, PresetSource};
 
 const MAX_DEPTH: usize = 8;
 
@@ -123,8 +123,7 @@ fn find_base(
     project: bool,
     chain: &[String],
 ) -> Result<PresetSource, PresetError> {
-    let looks_like_path = base.contains('/') || base.ends_with(".toml");
-    if !looks_like_path {
+    if !super::is_path(base, ".toml") {
         return super::find_by_name(base, cwd, project, chain);
     }
     let dir = file_dir(source).unwrap_or_else(|| cwd.to_path_buf());
@@ -178,7 +177,7 @@ fn check_sources_stay_inside(
     let root = project_root(source)?;
     let dir = file_dir(source).unwrap_or_default();
     for (key, value) in sources(table) {
-        if key != "system_prompt_file" && !is_path(&value) {
+        if key != "system_prompt_file" && !is_file_source(&value) {
             continue;
         }
         if !real_path(&dir.join(&value)).starts_with(&root) {
@@ -218,8 +217,12 @@ fn real_path(path: &Path) -> PathBuf {
     out
 }
 
-fn is_path(source: &str) -> bool {
-    !source.starts_with("builtin:") && (source.contains('/') || source.ends_with(".wasm"))
+/// Whether a plugin's or hook's `source` names a file (`PluginSource::parse`).
+fn is_file_source(source: &str) -> bool {
+    matches!(
+        PluginSource::parse(source, Path::new("")),
+        PluginSource::Path(_)
+    )
 }
 
 /// (key, value) of every file the table names: `plugins.NAME.source`, `hooks[i].source`, and
@@ -249,7 +252,7 @@ fn sources(table: &toml::Table) -> Vec<(String, String)> {
 fn absolutise_sources(table: &mut toml::Table, dir: &Path) {
     let fix = |value: &mut toml::Value| {
         if let Some(s) = value.as_str()
-            && is_path(s)
+            && is_file_source(s)
             && !Path::new(s).is_absolute()
         {
             *value = toml::Value::String(dir.join(s).display().to_string());
@@ -313,7 +316,7 @@ pub fn hook_name(hook: &toml::Value) -> Option<String> {
     let source = hook.get("source").and_then(toml::Value::as_str)?;
     Some(match source.strip_prefix("builtin:") {
         Some(name) => name.to_string(),
-        None if is_path(source) => Path::new(source)
+        None if is_file_source(source) => Path::new(source)
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default(),

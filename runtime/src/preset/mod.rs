@@ -155,10 +155,17 @@ impl Found {
     }
 }
 
+/// Whether `text`, a preset, plugin or hook as the user wrote it, is a file's path rather
+/// than a name to look up: it has a `/`, or ends in the file's `extension` (`.toml` for a
+/// preset, `.wasm` for a plugin or hook). One rule, so the loader, the trust check and the
+/// command line agree on what a name is.
+pub fn is_path(text: &str, extension: &str) -> bool {
+    text.contains('/') || text.ends_with(extension)
+}
+
 /// `find`, and every file of its `extends` chain as written, the preset's own first.
 pub fn find_written(name_or_path: &str, cwd: &Path, project: bool) -> Result<Found, PresetError> {
-    let looks_like_path = name_or_path.contains('/') || name_or_path.ends_with(".toml");
-    let source = if looks_like_path {
+    let source = if is_path(name_or_path, ".toml") {
         read_source(Origin::File, &PathBuf::from(name_or_path))?
     } else {
         find_by_name(name_or_path, cwd, project, &[])?

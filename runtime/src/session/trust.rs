@@ -57,7 +57,7 @@ impl ProjectUse {
         has_instructions: bool,
         trust: &dyn Trust,
     ) -> ProjectUse {
-        let by_name = !(preset.contains('/') || preset.ends_with(".toml"));
+        let by_name = !crate::preset::is_path(preset, ".toml");
         if !by_name && !has_instructions {
             return ProjectUse {
                 presets: false,
