@@ -14,8 +14,8 @@ use super::{Env, Exit};
 use paddock::plugin_store::lock::{LockFile, LockPlace, McpLock, PluginLock, ToolPin, pin};
 use paddock::plugin_store::{LockedError, Progress, StoreError};
 use paddock::preset;
-use paddock_sandbox::Capability;
 use paddock::session::verdict::{Start, judge};
+use paddock_sandbox::Capability;
 
 #[derive(Args)]
 pub struct LockArgs {
@@ -102,9 +102,8 @@ async fn plugin_now(env: &Env, name: &str) -> Result<PluginLock, Failure> {
             .map_err(Failure::plugin)?;
         plugin.tools.to_vec()
     };
-    let mut entry = PluginLock::of(&record, &tools);
-    entry.sha256 = paddock_types::stamp::sha256_hex(&bytes);
-    Ok(entry)
+    let sha256 = paddock_types::stamp::sha256_hex(&bytes);
+    Ok(PluginLock::of(&record, &sha256, &tools))
 }
 
 /// What differs between two entries, as lines.
@@ -367,17 +366,18 @@ pub(super) async fn install_locked(
             }
         }
     };
-    let installed = paddock::plugin_store::install_locked(
-        &env.store,
-        &env.sandbox,
-        &file,
-        options.auth,
-        options.allow_unsigned,
-        options.widening(),
-        &progress,
-    )
-    .await
-    .map_err(refused)?;
+    let installed = env
+        .store
+        .install_locked(
+            &env.sandbox,
+            &file,
+            options.auth,
+            options.allow_unsigned,
+            options.widening(),
+            &progress,
+        )
+        .await
+        .map_err(refused)?;
     for done in installed {
         let report = &done.report;
         let record = &report.record;

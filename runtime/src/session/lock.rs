@@ -10,12 +10,12 @@ use std::path::{Path, PathBuf};
 
 use super::error::SetupError;
 use crate::calls::{McpListed, Registry};
-use paddock_sandbox::SpillDir;
 use crate::plugin_store::lock::{
     self, LockFile, LockPlace, McpLock, PluginLock, Recorded, ToolChange, pin,
 };
 use crate::plugin_store::{Installed, PluginStore};
 use crate::preset::{PluginSource, ResolvedPreset};
+use paddock_sandbox::SpillDir;
 use paddock_sandbox::{Grant, Plugin};
 
 /// The lock of a session in `cwd`, read, and where it is.
@@ -103,9 +103,7 @@ impl LockCheck {
                     }
                 }
                 None => {
-                    let mut locked = PluginLock::of(&record, &plugin.tools);
-                    // The record is what install wrote; the bytes loaded are what counts.
-                    locked.sha256 = plugin.sha256.clone();
+                    let mut locked = PluginLock::of(&record, &plugin.sha256, &plugin.tools);
                     locked.grants.insert(resolved.name.clone(), grant);
                     self.notes.push(format!(
                         "plugin `{name}`: recorded in the lock (first use; sha256 {})",

@@ -94,11 +94,14 @@ pub struct McpLock {
 }
 
 impl PluginLock {
-    /// The entry for `record` whose component describes `tools`.
-    pub fn of(record: &Installed, tools: &[ToolSpec]) -> PluginLock {
+    /// The entry for installed plugin `record` as it is now: its bytes, as loaded, hash to
+    /// `sha256` (what install wrote in the record may be older: the bytes are what count),
+    /// and its component describes `tools`. No grants yet. The one way an entry is made, by a
+    /// session's first use and by `paddock lock accept` alike.
+    pub fn of(record: &Installed, sha256: &str, tools: &[ToolSpec]) -> PluginLock {
         PluginLock {
             installed_from: record.installed_from.clone(),
-            sha256: record.sha256.clone(),
+            sha256: sha256.to_string(),
             size: record.size,
             kind: record.kind.clone(),
             imports: record.imports.clone(),
@@ -281,7 +284,7 @@ mod tests {
             imports: Vec::new(),
             origin: None,
         };
-        let locked = PluginLock::of(&record, std::slice::from_ref(&spec));
+        let locked = PluginLock::of(&record, &record.sha256, std::slice::from_ref(&spec));
         assert!(
             locked
                 .differences(&record.sha256, std::slice::from_ref(&spec))
