@@ -366,18 +366,17 @@ pub(super) async fn install_locked(
             }
         }
     };
-    let installed = env
-        .store
-        .install_locked(
-            &env.sandbox,
-            &file,
-            options.auth,
-            options.allow_unsigned,
-            options.widening(),
-            &progress,
-        )
-        .await
-        .map_err(refused)?;
+    let installed = paddock::plugin_store::install_locked(
+        &env.store,
+        &env.sandbox,
+        &file,
+        options.auth,
+        options.allow_unsigned,
+        options.widening(),
+        &progress,
+    )
+    .await
+    .map_err(refused)?;
     for done in installed {
         let report = &done.report;
         let record = &report.record;
