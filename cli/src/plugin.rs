@@ -4,17 +4,17 @@
 
 use std::path::PathBuf;
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 
 use super::plugin_install::{InstallOptions, install, upgrade};
 use super::plugin_registry;
 use super::report::{CommandResult, Failure};
 use super::style::{self, BOLD, json_for_terminal, paint, sanitize};
 use super::{Env, Exit};
+use crate::scaffold::{self, Kind, Lang};
 use paddock::plugin_store::{AuthChoice, Origin};
 use paddock::preset::PluginSource;
 use paddock_sandbox::{Capability, World};
-use crate::scaffold::{self, Kind, Lang};
 
 #[derive(Subcommand)]
 pub enum PluginCommand {
@@ -37,67 +37,12 @@ pub enum PluginCommand {
     /// upgrade does: what it would newly be able to do needs a yes (or --accept-widening).
     /// SOURCE is a .wasm file, oci://REGISTRY/REPOSITORY:TAG or …@sha256:DIGEST (pulled by
     /// digest, its layer verified while it downloads), or https://HOST/PATH.wasm with --sha256.
-    Install {
-        #[arg(value_name = "SOURCE", required_unless_present = "locked")]
-        source: Option<String>,
-        /// Install every plugin paddock.lock names, exactly (no SOURCE): from the data
-        /// directory's blobs/ when they hold its bytes, else from its recorded origin by digest.
-        #[arg(long, conflicts_with_all = ["source", "name", "sha256"])]
-        locked: bool,
-        /// The lock --locked reads (default: the project's .paddock/paddock.lock, else the
-        /// data directory's).
-        #[arg(long, value_name = "FILE", requires = "locked")]
-        lock: Option<PathBuf>,
-        /// Name to install it under; defaults to the file name (or the repository's last
-        /// part) without `.wasm`, unchanged.
-        #[arg(long)]
-        name: Option<String>,
-        /// The SHA-256 (64 hex digits) an https:// download must have; required for https://.
-        #[arg(long, value_name = "HEX")]
-        sha256: Option<String>,
-        /// Authenticate to the registry with the bearer token in this environment variable
-        /// (default: ~/.docker/config.json and its credential helpers, else anonymous).
-        #[arg(long, value_name = "NAME")]
-        registry_token_env: Option<String>,
-        /// Show download and compile progress on stderr even when it is not a terminal (on a
-        /// terminal it is shown anyway).
-        #[arg(long)]
-        progress: bool,
-        /// Install an oci:// artifact without a signature by a trusted key (recorded, with a
-        /// warning). Without it, an oci:// install needs a cosign signature of the manifest
-        /// digest by a key added with `paddock plugin trust-key`.
-        #[arg(long)]
-        allow_unsigned: bool,
-        /// Under a name in use: replace it even if the new version widens what it may do
-        /// (new imports or tools, changed descriptions or schemas, lower risk...).
-        #[arg(long)]
-        accept_widening: bool,
-    },
+    Install(InstallArgs),
     /// Replace an installed plugin with its newer version, showing first what it would newly
     /// be able to do: an oci:// install by tag resolves its tag again (or --to REFERENCE);
     /// https:// needs --to URL --sha256 HEX, a local file --to FILE. Any widening needs a yes
     /// on a terminal, or --accept-widening; a refused upgrade leaves the old version in use.
-    Upgrade {
-        name: String,
-        /// Where the new version is (oci://…, https://… with --sha256, or a .wasm file).
-        #[arg(long, value_name = "REFERENCE")]
-        to: Option<String>,
-        /// Accept changes that widen what the plugin may do, without asking.
-        #[arg(long)]
-        accept_widening: bool,
-        /// As for install: an oci:// version without a signature by a trusted key.
-        #[arg(long)]
-        allow_unsigned: bool,
-        /// Authenticate to the registry with the bearer token in this environment variable.
-        #[arg(long, value_name = "NAME")]
-        registry_token_env: Option<String>,
-        /// The SHA-256 an https:// --to must have.
-        #[arg(long, value_name = "HEX")]
-        sha256: Option<String>,
-        /// Show download and compile progress on stderr even when it is not a terminal.
-        #[arg(long)]
-        progress: bool,
-    },
+    Upgrade(UpgradeArgs),
     /// Trust a public key (ECDSA P-256 PEM, as `cosign generate-key-pair` or `skopeo
     /// generate-sigstore-key` write it) for signatures of oci:// installs; or --list, or
     /// --remove NAME.
@@ -166,6 +111,106 @@ pub enum PluginCommand {
     Remove { name: String },
 }
 
+/// `plugin install`'s arguments.
+#[derive(Args)]
+pub struct InstallArgs {
+    #[arg(value_name = "SOURCE", required_unless_present = "locked")]
+    source: Option<String>,
+    /// Install every plugin paddock.lock names, exactly (no SOURCE): from the data
+    /// directory's blobs/ when they hold its bytes, else from its recorded origin by digest.
+    #[arg(long, conflicts_with_all = ["source", "name", "sha256"])]
+    locked: bool,
+    /// The lock --locked reads (default: the project's .paddock/paddock.lock, else the
+    /// data directory's).
+    #[arg(long, value_name = "FILE", requires = "locked")]
+    lock: Option<PathBuf>,
+    /// Name to install it under; defaults to the file name (or the repository's last
+    /// part) without `.wasm`, unchanged.
+    #[arg(long)]
+    name: Option<String>,
+    /// The SHA-256 (64 hex digits) an https:// download must have; required for https://.
+    #[arg(long, value_name = "HEX")]
+    sha256: Option<String>,
+    /// Authenticate to the registry with the bearer token in this environment variable
+    /// (default: ~/.docker/config.json and its credential helpers, else anonymous).
+    #[arg(long, value_name = "NAME")]
+    registry_token_env: Option<String>,
+    /// Show download and compile progress on stderr even when it is not a terminal (on a
+    /// terminal it is shown anyway).
+    #[arg(long)]
+    progress: bool,
+    /// Install an oci:// artifact without a signature by a trusted key (recorded, with a
+    /// warning). Without it, an oci:// install needs a cosign signature of the manifest
+    /// digest by a key added with `paddock plugin trust-key`.
+    #[arg(long)]
+    allow_unsigned: bool,
+    /// Under a name in use: replace it even if the new version widens what it may do
+    /// (new imports or tools, changed descriptions or schemas, lower risk...).
+    #[arg(long)]
+    accept_widening: bool,
+}
+
+impl InstallArgs {
+    async fn run(self, env: &Env, color: bool) -> CommandResult {
+        let auth = AuthChoice {
+            token_env: self.registry_token_env,
+        };
+        let options = InstallOptions {
+            sha256: self.sha256.as_deref(),
+            auth: &auth,
+            force_progress: self.progress,
+            allow_unsigned: self.allow_unsigned,
+            accept_widening: self.accept_widening,
+        };
+        match self.source {
+            Some(source) if !self.locked => {
+                install(env, &source, self.name.as_deref(), &options, color).await
+            }
+            _ => super::lock::install_locked(env, self.lock.as_deref(), &options).await,
+        }
+    }
+}
+
+/// `plugin upgrade`'s arguments.
+#[derive(Args)]
+pub struct UpgradeArgs {
+    name: String,
+    /// Where the new version is (oci://…, https://… with --sha256, or a .wasm file).
+    #[arg(long, value_name = "REFERENCE")]
+    to: Option<String>,
+    /// Accept changes that widen what the plugin may do, without asking.
+    #[arg(long)]
+    accept_widening: bool,
+    /// As for install: an oci:// version without a signature by a trusted key.
+    #[arg(long)]
+    allow_unsigned: bool,
+    /// Authenticate to the registry with the bearer token in this environment variable.
+    #[arg(long, value_name = "NAME")]
+    registry_token_env: Option<String>,
+    /// The SHA-256 an https:// --to must have.
+    #[arg(long, value_name = "HEX")]
+    sha256: Option<String>,
+    /// Show download and compile progress on stderr even when it is not a terminal.
+    #[arg(long)]
+    progress: bool,
+}
+
+impl UpgradeArgs {
+    async fn run(self, env: &Env, color: bool) -> CommandResult {
+        let auth = AuthChoice {
+            token_env: self.registry_token_env,
+        };
+        let options = InstallOptions {
+            sha256: self.sha256.as_deref(),
+            auth: &auth,
+            force_progress: self.progress,
+            allow_unsigned: self.allow_unsigned,
+            accept_widening: self.accept_widening,
+        };
+        upgrade(env, &self.name, self.to.as_deref(), &options, color).await
+    }
+}
+
 pub async fn run(cmd: PluginCommand) -> CommandResult {
     let env = match Env::open() {
         Ok(env) => env,
@@ -179,55 +224,8 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
             lang,
             dir,
         } => new_project(&env, name, hook, lang, dir),
-        PluginCommand::Install {
-            source,
-            locked,
-            lock,
-            name,
-            sha256,
-            registry_token_env,
-            progress,
-            allow_unsigned,
-            accept_widening,
-        } => {
-            let auth = AuthChoice {
-                token_env: registry_token_env,
-            };
-            let options = InstallOptions {
-                sha256: sha256.as_deref(),
-                auth: &auth,
-                force_progress: progress,
-                allow_unsigned,
-                accept_widening,
-            };
-            match source {
-                Some(source) if !locked => {
-                    install(&env, &source, name.as_deref(), &options, color).await
-                }
-                _ => super::lock::install_locked(&env, lock.as_deref(), &options).await,
-            }
-        }
-        PluginCommand::Upgrade {
-            name,
-            to,
-            accept_widening,
-            allow_unsigned,
-            registry_token_env,
-            sha256,
-            progress,
-        } => {
-            let auth = AuthChoice {
-                token_env: registry_token_env,
-            };
-            let options = InstallOptions {
-                sha256: sha256.as_deref(),
-                auth: &auth,
-                force_progress: progress,
-                allow_unsigned,
-                accept_widening,
-            };
-            upgrade(&env, &name, to.as_deref(), &options, color).await
-        }
+        PluginCommand::Install(args) => args.run(&env, color).await,
+        PluginCommand::Upgrade(args) => args.run(&env, color).await,
         PluginCommand::TrustKey {
             name,
             keyfile,
@@ -266,38 +264,38 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
             )
             .await
         }
-        PluginCommand::List => match env.store.list() {
-            Ok(records) if records.is_empty() => {
-                println!("no plugins installed; built-ins: builtin:fs, builtin:search");
-                Ok(Exit::Ok)
-            }
-            Ok(records) => {
-                for r in records {
-                    let what = if r.kind == World::Hook.as_str() {
-                        "(hook)".to_string()
-                    } else {
-                        r.tools.join(", ")
-                    };
-                    println!(
-                        "{}  {}  {}",
-                        paint(color, BOLD, &format!("{:<16}", r.name)),
-                        &r.sha256[..12],
-                        sanitize(&what)
-                    );
-                }
-                Ok(Exit::Ok)
-            }
-            Err(e) => Err(Failure::plugin(e)),
-        },
+        PluginCommand::List => list(&env, color),
         PluginCommand::Inspect { name } => inspect(&env, &name, color).await,
-        PluginCommand::Remove { name } => match env.store.remove(&name) {
-            Ok(record) => {
-                println!("removed {} (sha256 {})", record.name, record.sha256);
-                Ok(Exit::Ok)
-            }
-            Err(e) => Err(Failure::plugin(e)),
-        },
+        PluginCommand::Remove { name } => remove(&env, &name),
     }
+}
+
+fn list(env: &Env, color: bool) -> CommandResult {
+    let records = env.store.list().map_err(Failure::plugin)?;
+    if records.is_empty() {
+        println!("no plugins installed; built-ins: builtin:fs, builtin:search");
+        return Ok(Exit::Ok);
+    }
+    for r in records {
+        let what = if r.kind == World::Hook.as_str() {
+            "(hook)".to_string()
+        } else {
+            r.tools.join(", ")
+        };
+        println!(
+            "{}  {}  {}",
+            paint(color, BOLD, &format!("{:<16}", r.name)),
+            &r.sha256[..12],
+            sanitize(&what)
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+fn remove(env: &Env, name: &str) -> CommandResult {
+    let record = env.store.remove(name).map_err(Failure::plugin)?;
+    println!("removed {} (sha256 {})", record.name, record.sha256);
+    Ok(Exit::Ok)
 }
 
 async fn inspect(env: &Env, name: &str, color: bool) -> CommandResult {

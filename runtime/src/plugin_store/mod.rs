@@ -49,7 +49,7 @@ pub use locked::{LockedError, LockedInstall, install_locked};
 pub use oci::{AuthChoice, OciRef, Published, Signed};
 pub use paddock_sandbox::builtin::{builtin, builtin_described, builtin_names};
 pub use publish::{PublishRequest, publish, sign, signing_key};
-pub use remote::{Origin, Progress, RemoteError, parse_sha256};
+pub use remote::{Origin, Progress, RemoteError, SignatureFix, SignatureRefusal, parse_sha256};
 pub use signature::{Recheck, SignatureRecord};
 pub use source::{InstallRequest, InstallSource};
 pub use store::{InstallReport, PluginStore, Upgrade};

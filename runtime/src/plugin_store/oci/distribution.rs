@@ -41,6 +41,8 @@ pub const MAX_TOKEN_BYTES: usize = 64 << 10;
 const MAX_ERROR_BYTES: usize = 16 << 10;
 /// How many redirects one request may take.
 const MAX_REDIRECTS: usize = 5;
+/// The action messages name while a registry is asked for access.
+const AUTHENTICATING: &str = "authenticating";
 
 /// A `WWW-Authenticate` challenge, as far as paddock answers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,13 +182,14 @@ impl Registry {
         Ok(this)
     }
 
-    /// The `Authorization` value for the registry's own requests, if it wants one.
+    /// The `Authorization` value for the registry's own requests, if it wants one: a token
+    /// the user gave as it is; else what `/v2/` asks for: basic credentials, or a bearer
+    /// token from the token service it names.
     async fn authenticate(
         &self,
         credentials: &RegistryAuth,
         access: Access,
     ) -> Result<Option<HeaderValue>, RemoteError> {
-        let action = "authenticating";
         let basic = match credentials {
             // A token from the user is the registry's bearer token as it is.
             RegistryAuth::Bearer(token) => {
@@ -202,9 +205,32 @@ impl Registry {
             }
             RegistryAuth::Anonymous => None,
         };
+        match self.challenge().await? {
+            Some(Challenge::Bearer { realm, service }) => {
+                let token = self
+                    .token(&realm, service.as_deref(), basic, access)
+                    .await?;
+                Ok(Some(header_value(&format!("Bearer {token}"))))
+            }
+            Some(Challenge::Basic | Challenge::Other(_)) => Ok(basic),
+            // Not asked for credentials, or asked without saying how.
+            None => Ok(None),
+        }
+    }
+
+    /// What `/v2/` answers a request without credentials: no challenge when it lets it in;
+    /// the challenge of its 401 (a missing or unreadable one taken as basic).
+    async fn challenge(&self) -> Result<Option<Challenge>, RemoteError> {
         let probe = self.base.join("v2/").unwrap_or_else(|_| self.base.clone());
         let response = self
-            .send(Method::GET, probe, HeaderMap::new(), None, None, action)
+            .send(
+                Method::GET,
+                probe,
+                HeaderMap::new(),
+                None,
+                None,
+                AUTHENTICATING,
+            )
             .await?;
         if response.status() != StatusCode::UNAUTHORIZED {
             return Ok(None);
@@ -214,23 +240,77 @@ impl Registry {
             .get(WWW_AUTHENTICATE)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_challenge);
-        let (realm, service) = match challenge {
-            None | Some(Challenge::Other(_)) => return Ok(basic),
-            Some(Challenge::Basic) => return Ok(basic),
-            Some(Challenge::Bearer { realm, service }) => (realm, service),
-        };
-        let realm_url = self.base.join(&realm).map_err(|e| RemoteError::Registry {
+        Ok(Some(challenge.unwrap_or(Challenge::Basic)))
+    }
+
+    /// A bearer token from the token service at `realm` for `access` to this repository,
+    /// asked with `basic` only when the service is on the registry's own origin.
+    async fn token(
+        &self,
+        realm: &str,
+        service: Option<&str>,
+        basic: Option<HeaderValue>,
+        access: Access,
+    ) -> Result<String, RemoteError> {
+        let url = self.token_url(realm, service, access)?;
+        // The credentials are the registry's: a token service on another origin gets none.
+        let withheld = basic.is_some() && !same_origin(&self.base, &url);
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let response = self
+            .send(
+                Method::GET,
+                url,
+                headers,
+                None,
+                basic.as_ref(),
+                AUTHENTICATING,
+            )
+            .await?;
+        let status = response.status();
+        if !status.is_success() {
+            let withheld_note = if withheld {
+                format!(
+                    " (its token service is on another host, {}, so paddock did not send it \
+                     your credentials: paddock sends them only to {})",
+                    one_line(realm, 200),
+                    self.base.as_str().trim_end_matches('/')
+                )
+            } else {
+                String::new()
+            };
+            let answer = self.error_text(response).await;
+            return Err(RemoteError::Registry {
+                reference: self.reference.clone(),
+                action: AUTHENTICATING,
+                answer: format!(
+                    "its token service answered HTTP {status}: {answer}{withheld_note}"
+                ),
+                fix: self.auth_fix(),
+            });
+        }
+        self.read_token(response).await
+    }
+
+    /// The token service's URL for `realm`, checked as any hop is, asking for `access`.
+    fn token_url(
+        &self,
+        realm: &str,
+        service: Option<&str>,
+        access: Access,
+    ) -> Result<Url, RemoteError> {
+        let mut url = self.base.join(realm).map_err(|e| RemoteError::Registry {
             reference: self.reference.clone(),
-            action,
+            action: AUTHENTICATING,
             answer: format!(
                 "its token service `{}` is not a URL ({e})",
-                one_line(&realm, 200)
+                one_line(realm, 200)
             ),
             fix: format!("check that {} is a working registry", self.registry),
         })?;
-        check_hop(&self.base, &realm_url).map_err(|why| RemoteError::Registry {
+        check_hop(&self.base, &url).map_err(|why| RemoteError::Registry {
             reference: self.reference.clone(),
-            action,
+            action: AUTHENTICATING,
             answer: format!("the registry names a token service paddock does not use: {why}"),
             fix: format!(
                 "a registry's token service must be https (plain http only on this machine, for \
@@ -238,63 +318,42 @@ impl Registry {
                 self.registry
             ),
         })?;
-        // The credentials are the registry's: a token service on another origin gets none.
-        let withheld = basic.is_some() && !same_origin(&self.base, &realm_url);
         let scope = match access {
             Access::Pull => format!("repository:{}:pull", self.repository),
             Access::Push => format!("repository:{}:pull,push", self.repository),
         };
-        let mut url = realm_url;
         url.query_pairs_mut().append_pair("scope", &scope);
-        if let Some(service) = &service {
+        if let Some(service) = service {
             url.query_pairs_mut().append_pair("service", service);
         }
-        let mut headers = HeaderMap::new();
-        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
-        let response = self
-            .send(Method::GET, url, headers, None, basic.as_ref(), action)
-            .await?;
-        let status = response.status();
-        let withheld_note = if withheld {
-            format!(
-                " (its token service is on another host, {}, so paddock did not send it your \
-                 credentials: paddock sends them only to {})",
-                one_line(&realm, 200),
-                self.base.as_str().trim_end_matches('/')
-            )
-        } else {
-            String::new()
-        };
-        if !status.is_success() {
-            let answer = self.error_text(response).await;
-            return Err(RemoteError::Registry {
-                reference: self.reference.clone(),
-                action,
-                answer: format!(
-                    "its token service answered HTTP {status}: {answer}{withheld_note}"
-                ),
-                fix: self.auth_fix(),
-            });
-        }
+        Ok(url)
+    }
+
+    /// The token in the token service's answer, read through its cap.
+    async fn read_token(&self, response: reqwest::Response) -> Result<String, RemoteError> {
         let body = read_capped(response, MAX_TOKEN_BYTES).await.map_err(|e| {
-            self.body_error(action, "the token service's answer", MAX_TOKEN_BYTES, e)
+            self.body_error(
+                AUTHENTICATING,
+                "the token service's answer",
+                MAX_TOKEN_BYTES,
+                e,
+            )
         })?;
         #[derive(serde::Deserialize)]
         struct Token {
             token: Option<String>,
             access_token: Option<String>,
         }
-        let token = serde_json::from_slice::<Token>(&body)
+        serde_json::from_slice::<Token>(&body)
             .ok()
             .and_then(|t| t.token.or(t.access_token))
             .filter(|t| !t.is_empty() && t.len() < MAX_TOKEN_BYTES)
             .ok_or_else(|| RemoteError::Registry {
                 reference: self.reference.clone(),
-                action,
+                action: AUTHENTICATING,
                 answer: "its token service answered without a token".into(),
                 fix: format!("check that {} is a working registry", self.registry),
-            })?;
-        Ok(Some(header_value(&format!("Bearer {token}"))))
+            })
     }
 
     /// `url` requested, its redirects followed one at a time by `check_hop`'s rules, with

@@ -179,7 +179,8 @@ impl RemoteError {
     }
 }
 
-/// A signature manifest with no signature that counts: what was expected, what was found.
+/// A signature manifest with no signature that counts: what was expected, what was found,
+/// and what to do about it.
 #[derive(Debug, thiserror::Error)]
 #[error(
     "{reference} (manifest {digest}): no signature at tag {tag} is a valid signature of this \
@@ -192,7 +193,45 @@ pub struct SignatureRefusal {
     pub tag: String,
     pub trusted: String,
     pub found: String,
-    pub fix: String,
+    pub fix: SignatureFix,
+}
+
+/// What to do about refused signatures, by what was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignatureFix {
+    /// Signatures by keys the user does not trust, or not signatures at all.
+    NotTrusted,
+    /// Signatures, but the user trusts no key yet.
+    NoKeyTrusted,
+    /// A trusted key's signature of another artifact, served under this one's tag.
+    OtherArtifact,
+    /// A signature by the trusted key `key`, which vouches only for other references.
+    OutOfScope { key: String },
+}
+
+impl std::fmt::Display for SignatureFix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SignatureFix::NotTrusted => {
+                "If the publisher's key is the one you expect, trust it with `paddock plugin \
+                 trust-key NAME KEY.pub`; otherwise do not install this (or use \
+                 --allow-unsigned if you accept it unverified)"
+            }
+            SignatureFix::NoKeyTrusted => {
+                "Trust the publisher's public key with `paddock plugin trust-key NAME KEY.pub` \
+                 (get it from the publisher, not from the registry), or install with \
+                 --allow-unsigned"
+            }
+            SignatureFix::OtherArtifact => {
+                "The registry serves a signature made for another artifact under this one's \
+                 tag: do not install this; ask the publisher to sign this exact digest"
+            }
+            SignatureFix::OutOfScope { .. } => {
+                "A key you trust signed it, but you trusted that key only for other references: \
+                 install it only if that publisher may publish this repository"
+            }
+        })
+    }
 }
 
 /// `HEX` (64 hex digits, any case) as lower-case hex.
