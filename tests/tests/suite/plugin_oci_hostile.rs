@@ -3,7 +3,7 @@
 //! the 4 MiB cap while it is read, not after; a layer that trickles is cut off at the download
 //! deadline (`PADDOCK_DOWNLOAD_TIMEOUT_SECS`); a token service on another host, and a redirect
 //! to another host, never receive the registry password. (https to http is refused by a rule
-//! unit-tested in `plugin_store/distribution.rs`: a loopback https registry would need a
+//! unit-tested in `plugin_store/remote/hop.rs`: a loopback https registry would need a
 //! certificate the binary trusts.)
 
 use std::io::{Read, Write};
