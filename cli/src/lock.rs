@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
-use super::plugin_install::{InstallOptions, refusal, render_diff};
+use super::plugin_install::{InstallOptions, locked_refusal, render_diff};
 use super::report::{CommandResult, Failure};
 use super::style::{self, BOLD, paint, sanitize};
 use super::{Env, Exit};
 use paddock::plugin_store::lock::{LockFile, LockPlace, McpLock, PluginLock, ToolPin, pin};
-use paddock::plugin_store::{LockedError, Progress, StoreError};
+use paddock::plugin_store::{LockedError, Progress};
 use paddock::preset;
 use paddock::session::verdict::{Start, judge};
 use paddock_sandbox::Capability;
@@ -338,19 +338,7 @@ pub(super) async fn install_locked(
         super::trust::notice(note);
     }
     let shown = place.path().display().to_string();
-    let refused = |e: LockedError| match e {
-        LockedError::Store {
-            name,
-            source: source @ StoreError::Widens { .. },
-        } => {
-            let failure = refusal(source);
-            Failure::plugin(format!(
-                "{name} (lock {shown}): {}\nnothing was installed",
-                failure.message
-            ))
-        }
-        e => Failure::plugin(format!("{e}\nnothing was installed (lock {shown})")),
-    };
+    let refused = |e: LockedError| locked_refusal(e, &shown);
     let file = place
         .read()
         .map_err(|e| Failure::plugin(format!("{e}\nnothing was installed (lock {shown})")))?;

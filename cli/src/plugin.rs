@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use super::plugin_install::{InstallOptions, install, upgrade};
+use super::plugin_install::{InstallOptions, install, message, upgrade};
 use super::plugin_registry;
 use super::report::{CommandResult, Failure};
 use super::style::{self, BOLD, json_for_terminal, paint, sanitize};
@@ -271,7 +271,7 @@ pub async fn run(cmd: PluginCommand) -> CommandResult {
 }
 
 fn list(env: &Env, color: bool) -> CommandResult {
-    let records = env.store.list().map_err(Failure::plugin)?;
+    let records = env.store.list().map_err(|e| Failure::plugin(message(&e)))?;
     if records.is_empty() {
         println!("no plugins installed; built-ins: builtin:fs, builtin:search");
         return Ok(Exit::Ok);
@@ -293,7 +293,10 @@ fn list(env: &Env, color: bool) -> CommandResult {
 }
 
 fn remove(env: &Env, name: &str) -> CommandResult {
-    let record = env.store.remove(name).map_err(Failure::plugin)?;
+    let record = env
+        .store
+        .remove(name)
+        .map_err(|e| Failure::plugin(message(&e)))?;
     println!("removed {} (sha256 {})", record.name, record.sha256);
     Ok(Exit::Ok)
 }
@@ -302,7 +305,7 @@ async fn inspect(env: &Env, name: &str, color: bool) -> CommandResult {
     let source = PluginSource::parse(name, &env.cwd);
     let bytes = match env.store.bytes(&source) {
         Ok(bytes) => bytes,
-        Err(e) => return Err(Failure::plugin(e)),
+        Err(e) => return Err(Failure::plugin(message(&e))),
     };
     let label = name.strip_prefix("builtin:").unwrap_or(name);
     let world = match env.sandbox.world_of(label, &bytes) {

@@ -1,13 +1,15 @@
 //! `paddock plugin install|upgrade`: the options a command line gives the store, the
 //! capability diff shown (and the yes asked) before a plugin is replaced, the progress line,
-//! and what an install prints.
+//! and what an install prints. And the store's refusals as the command line prints them: the
+//! library says what is wrong in its own terms, the command line adds the option that answers
+//! it (`message`), for every plugin command.
 
 use super::report::{CommandResult, Failure};
 use super::style::{BOLD, json_for_terminal, paint, sanitize};
 use super::{Env, Exit};
 use paddock::plugin_store::{
-    AuthChoice, CapabilityDiff, Change, InstallReport, InstallRequest, InstallSource, Origin,
-    StoreError, Upgrade, Widening,
+    AuthChoice, CapabilityDiff, Change, FixedSource, InstallReport, InstallRequest, InstallSource,
+    LockedError, Origin, RemoteError, SignatureFix, StoreError, Upgrade, Widening,
 };
 use paddock_sandbox::World;
 
@@ -106,11 +108,88 @@ fn one_line(text: &str) -> String {
     }
 }
 
+/// A store refusal as the command line prints it: the library's message, and the option that
+/// answers it, if one does.
+pub(super) fn message(e: &StoreError) -> String {
+    format!("{e}{}", flag_hint(e))
+}
+
+/// What the command line adds to a store refusal's message: the option (or the command) that
+/// does what the message says to do.
+fn flag_hint(e: &StoreError) -> String {
+    match e {
+        StoreError::Remote(remote) => remote_hint(remote),
+        StoreError::BadName(_) => " (choose the name with --name NAME)".into(),
+        StoreError::Widens { .. } => {
+            ". If you accept these changes, rerun with --accept-widening".into()
+        }
+        StoreError::BlobAltered { name, .. } => {
+            format!(" (`paddock plugin install SOURCE --name {name}`)")
+        }
+        StoreError::NoLongerTrusted { .. } => {
+            ", or reinstall it with --allow-unsigned if you accept it unverified".into()
+        }
+        StoreError::NoUpgradeSource { fixed, .. } => match fixed {
+            FixedSource::Digest => {
+                ": give the new version with --to oci://REGISTRY/REPOSITORY:TAG (or \
+                 @sha256:DIGEST)"
+            }
+            FixedSource::Url => ": give it with --to URL --sha256 HEX",
+            FixedSource::File => ": give it with --to FILE",
+        }
+        .into(),
+        StoreError::BadScope(_) => " (give each with --for PATTERN)".into(),
+        StoreError::DamagedKey { name, .. } => format!(
+            " (`paddock plugin trust-key --remove {name}`, then `paddock plugin trust-key \
+             {name} KEY.pub`)"
+        ),
+        StoreError::KeyExists { name, .. } => {
+            format!(": `paddock plugin trust-key --remove {name}`")
+        }
+        StoreError::NoSuchKey(_) => {
+            "; `paddock plugin trust-key --list` shows the trusted keys".into()
+        }
+        _ => String::new(),
+    }
+}
+
+/// `flag_hint` for a registry's or a download's refusal.
+fn remote_hint(e: &RemoteError) -> String {
+    match e {
+        RemoteError::BadReference { .. } => " (--sha256 HEX)".into(),
+        RemoteError::Sha256Required => "; give it with --sha256 HEX".into(),
+        RemoteError::Unsigned { .. } => {
+            "; or, if you accept an unsigned plugin, install it with --allow-unsigned".into()
+        }
+        RemoteError::SignatureRefused(refusal) => match &refusal.fix {
+            SignatureFix::NotTrusted => {
+                " (or use --allow-unsigned if you accept it unverified)".into()
+            }
+            SignatureFix::NoKeyTrusted => ", or install with --allow-unsigned".into(),
+            SignatureFix::OtherArtifact => String::new(),
+            SignatureFix::OutOfScope { key } => format!(
+                ". If it may, trust the key for this repository too: `paddock plugin trust-key \
+                 --remove {key}`, then `paddock plugin trust-key {key} KEY.pub --for PATTERN` \
+                 once per pattern"
+            ),
+        },
+        RemoteError::Unauthorized { .. }
+        | RemoteError::IdentityToken { .. }
+        | RemoteError::DockerCredentials { .. } => " (--registry-token-env NAME)".into(),
+        RemoteError::TokenUnset { .. } => {
+            ", or leave out --registry-token-env to use ~/.docker/config.json".into()
+        }
+        _ => String::new(),
+    }
+}
+
 /// The failure of an install or upgrade: a refused widening shows its whole diff first.
 pub(super) fn refusal(e: StoreError) -> Failure {
     match &e {
-        StoreError::Widens { diff, .. } => Failure::plugin(format!("{}\n{e}", render_diff(diff))),
-        _ => Failure::plugin(format!("{e}\nnothing was installed")),
+        StoreError::Widens { diff, .. } => {
+            Failure::plugin(format!("{}\n{}", render_diff(diff), message(&e)))
+        }
+        _ => Failure::plugin(format!("{}\nnothing was installed", message(&e))),
     }
 }
 
@@ -119,8 +198,46 @@ fn upgrade_refusal(e: StoreError) -> Failure {
     match &e {
         StoreError::Widens { .. } => refusal(e),
         _ => Failure::plugin(format!(
-            "{e}\nnothing was changed: the installed version stays in use"
+            "{}\nnothing was changed: the installed version stays in use",
+            message(&e)
         )),
+    }
+}
+
+/// The failure of `install --locked` from the lock at `lock`: a refused widening shows its
+/// whole diff first, as an upgrade's does.
+pub(super) fn locked_refusal(e: LockedError, lock: &str) -> Failure {
+    match e {
+        LockedError::Store { name, source } if matches!(*source, StoreError::Widens { .. }) => {
+            let failure = refusal(*source);
+            Failure::plugin(format!(
+                "{name} (lock {lock}): {}\nnothing was installed",
+                failure.message
+            ))
+        }
+        e => Failure::plugin(format!(
+            "{e}{}\nnothing was installed (lock {lock})",
+            locked_hint(&e)
+        )),
+    }
+}
+
+/// `flag_hint` for `install --locked`; a name there is the lock's, not one given.
+fn locked_hint(e: &LockedError) -> String {
+    match e {
+        LockedError::Store { source, .. } if !matches!(**source, StoreError::BadName(_)) => {
+            flag_hint(source)
+        }
+        LockedError::Unsigned { .. } => " with --allow-unsigned".into(),
+        LockedError::UnsignedUrl { name, url, sha256 } => format!(
+            ". Pass --allow-unsigned if you trust this lock to name it, or install it yourself \
+             (`paddock plugin install {url} --sha256 {sha256} --name {name}`)"
+        ),
+        LockedError::NotInBlobs { name, .. } => format!(
+            " (`paddock plugin install FILE --name {name}`, then `paddock plugin install \
+             --locked`)"
+        ),
+        _ => String::new(),
     }
 }
 

@@ -4,10 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
+use super::plugin_install::message;
 use super::report::{CommandResult, Failure};
 use super::style::sanitize;
 use super::{Env, Exit};
-use paddock::plugin_store::{AuthChoice, OciRef, PublishRequest, StoreError};
+use paddock::plugin_store::{AuthChoice, OciRef, PublishRequest, StoreError, TrustedKey};
 
 pub(super) fn trust_key(
     env: &Env,
@@ -18,7 +19,10 @@ pub(super) fn trust_key(
     scopes: Vec<String>,
 ) -> CommandResult {
     if list {
-        let keys = env.store.trusted_keys().map_err(Failure::plugin)?;
+        let keys = env
+            .store
+            .trusted_keys()
+            .map_err(|e| Failure::plugin(message(&e)))?;
         if keys.is_empty() {
             println!(
                 "no trusted keys; add one with `paddock plugin trust-key NAME KEY.pub`: until \
@@ -30,13 +34,15 @@ pub(super) fn trust_key(
                 "{:<16}  {}  for {}",
                 key.name,
                 key.fingerprint,
-                sanitize(&key.scope_words())
+                sanitize(&scope(&key))
             );
         }
         return Ok(Exit::Ok);
     }
     if let Some(name) = remove {
-        env.store.untrust_key(&name).map_err(Failure::plugin)?;
+        env.store
+            .untrust_key(&name)
+            .map_err(|e| Failure::plugin(message(&e)))?;
         println!("no longer trusted: {name}");
         return Ok(Exit::Ok);
     }
@@ -48,14 +54,24 @@ pub(super) fn trust_key(
     let key = env
         .store
         .trust_key(&name, &file, &scopes)
-        .map_err(|e| Failure::plugin(format!("{e}\nno key was added")))?;
+        .map_err(|e| Failure::plugin(format!("{}\nno key was added", message(&e))))?;
     println!(
         "trusted {} ({}) for {}",
         key.name,
         key.fingerprint,
-        sanitize(&key.scope_words())
+        sanitize(&scope(&key))
     );
     Ok(Exit::Ok)
+}
+
+/// What `key` vouches for, in words; a key trusted for any reference says it was given no
+/// pattern.
+fn scope(key: &TrustedKey) -> String {
+    if key.scopes.is_empty() {
+        format!("{} (no --for)", key.scope_words())
+    } else {
+        key.scope_words()
+    }
 }
 
 pub(super) async fn sign(
@@ -64,7 +80,7 @@ pub(super) async fn sign(
     digest: Option<&str>,
     auth: &AuthChoice,
 ) -> CommandResult {
-    let refused = |e: StoreError| Failure::plugin(format!("{e}\nnothing was signed"));
+    let refused = |e: StoreError| Failure::plugin(format!("{}\nnothing was signed", message(&e)));
     let target = OciRef::parse(target).map_err(|e| refused(e.into()))?;
     let digest = digest
         .map(|d| {
@@ -102,7 +118,8 @@ pub(super) async fn publish(
     sign_key: Option<&Path>,
     auth: &AuthChoice,
 ) -> CommandResult {
-    let refused = |e: StoreError| Failure::plugin(format!("{e}\nnothing was published"));
+    let refused =
+        |e: StoreError| Failure::plugin(format!("{}\nnothing was published", message(&e)));
     let target = OciRef::parse(target).map_err(|e| refused(e.into()))?;
     let key = sign_key
         .map(paddock::plugin_store::signing_key)
@@ -132,8 +149,9 @@ pub(super) async fn publish(
     if let Some(key) = key {
         let unsigned = |e: StoreError| {
             Failure::plugin(format!(
-                "{e}\nthe plugin was published but not signed: sign it with `paddock plugin \
-                 sign {by_digest} --key KEY`"
+                "{}\nthe plugin was published but not signed: sign it with `paddock plugin \
+                 sign {by_digest} --key KEY`",
+                message(&e)
             ))
         };
         let pinned = OciRef::parse(&by_digest).map_err(|e| unsigned(e.into()))?;

@@ -228,9 +228,9 @@ impl CapabilityDiff {
 /// Whether a replacement that widens what a plugin may do goes ahead.
 #[derive(Clone, Copy)]
 pub enum Widening<'a> {
-    /// Refused (scripts without --accept-widening).
+    /// Refused.
     Refuse,
-    /// `--accept-widening`.
+    /// Accepted without asking.
     Accept,
     /// Asked: true means yes (the command line asks on a terminal).
     Ask(&'a (dyn Fn(&CapabilityDiff) -> bool + Sync)),

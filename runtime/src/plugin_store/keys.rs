@@ -24,7 +24,7 @@ pub struct TrustedKey {
     /// `sha256:HEX` of the key's DER SubjectPublicKeyInfo.
     pub fingerprint: String,
     pub key: VerifyingKey,
-    /// The reference patterns it vouches for (`trust-key --for`); empty: any reference.
+    /// The reference patterns it vouches for; empty: any reference.
     pub scopes: Vec<String>,
 }
 
@@ -37,7 +37,7 @@ impl TrustedKey {
     /// Its scope in words: the patterns, or that it has none.
     pub fn scope_words(&self) -> String {
         if self.scopes.is_empty() {
-            "any reference (no --for)".to_string()
+            "any reference".to_string()
         } else {
             self.scopes
                 .iter()
@@ -56,7 +56,7 @@ impl PartialEq for TrustedKey {
 
 impl Eq for TrustedKey {}
 
-/// A `--for` pattern checked and normalised (an `oci://` prefix dropped), or why it is not
+/// A reference pattern checked and normalised (an `oci://` prefix dropped), or why it is not
 /// one: `REGISTRY/REPOSITORY` with `*` (within one path segment) or `**` (across segments),
 /// no tag or digest.
 pub fn parse_scope(given: &str) -> Result<String, String> {
@@ -195,7 +195,7 @@ impl TrustedKeys {
         scopes: &[String],
     ) -> Result<TrustedKey, StoreError> {
         if !paddock_types::contract::valid_tool_name(name) {
-            return Err(StoreError::BadName(name.to_string()));
+            return Err(StoreError::BadKeyName(name.to_string()));
         }
         let scopes = scopes
             .iter()
@@ -261,24 +261,18 @@ impl TrustedKeys {
             }
             Err(e) => return Err(io("cannot read", &path)(e)),
         };
-        let key = parse_public_key(&pem).map_err(|why| StoreError::BadPublicKey {
-            file: path.display().to_string(),
-            why: format!("{why} (remove it with `paddock plugin trust-key --remove {name}`)"),
-        })?;
+        let damaged = |file: &Path, why: String| StoreError::DamagedKey {
+            name: name.to_string(),
+            file: file.display().to_string(),
+            why,
+        };
+        let key = parse_public_key(&pem).map_err(|why| damaged(&path, why))?;
         let scope_file = self.scope_path(name);
         let scopes = match std::fs::read_to_string(&scope_file) {
             Ok(text) => text
                 .lines()
                 .filter(|l| !l.trim().is_empty())
-                .map(|l| {
-                    parse_scope(l).map_err(|why| {
-                        StoreError::BadScope(format!(
-                            "{}: {why} (remove the key with `paddock plugin trust-key --remove \
-                             {name}` and trust it again)",
-                            scope_file.display()
-                        ))
-                    })
-                })
+                .map(|l| parse_scope(l).map_err(|why| damaged(&scope_file, why)))
                 .collect::<Result<Vec<_>, _>>()?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(io("cannot read", &scope_file)(e)),
@@ -302,7 +296,7 @@ impl TrustedKeys {
     /// Stops trusting the key named `name`.
     pub fn remove(&self, name: &str) -> Result<(), StoreError> {
         if !paddock_types::contract::valid_tool_name(name) {
-            return Err(StoreError::BadName(name.to_string()));
+            return Err(StoreError::BadKeyName(name.to_string()));
         }
         let path = self.key_path(name);
         match std::fs::remove_file(&path) {

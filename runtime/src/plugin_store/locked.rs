@@ -31,9 +31,42 @@ use super::{Installed, StoreError};
 #[derive(Debug, thiserror::Error)]
 pub enum LockedError {
     #[error("{name}: {source}")]
-    Store { name: String, source: StoreError },
+    Store {
+        name: String,
+        source: Box<StoreError>,
+    },
     #[error("{name}: {what}")]
     Differs { name: String, what: String },
+    /// An entry the lock records as installed unsigned, while unsigned is not allowed.
+    #[error(
+        "{name}: the lock records it as installed without a signature; trust its publisher's \
+         key and install it signed ({installed_from}), or install it unsigned again"
+    )]
+    Unsigned {
+        name: String,
+        installed_from: String,
+    },
+    /// An entry from a URL, while unsigned is not allowed: its SHA-256 is the lock's word.
+    #[error(
+        "{name}: it comes from {url}, which has no signature: its SHA-256 is only the lock's \
+         word, and the lock may be a repository's"
+    )]
+    UnsignedUrl {
+        name: String,
+        url: String,
+        sha256: String,
+    },
+    /// An entry installed from a local file whose bytes are not in `blobs/`.
+    #[error(
+        "{name}: it was installed from a local file ({installed_from}) and its bytes (sha256 \
+         {sha256}) are not in this data directory's blobs/: install that file under the name \
+         `{name}`, then install the lock again"
+    )]
+    NotInBlobs {
+        name: String,
+        installed_from: String,
+        sha256: String,
+    },
     #[error("the lock names no plugins; a session records the installed plugins it uses")]
     Empty,
 }
@@ -189,9 +222,7 @@ impl Installing<'_> {
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<Fetched, LockedError> {
         if let Some(bytes) = self.store.blob_if_verified(&entry.sha256)
-            && self
-                .blob_may_be_used(entry)
-                .map_err(|what| differs(name, what))?
+            && self.blob_may_be_used(name, entry)?
         {
             return Ok(Fetched {
                 bytes,
@@ -202,16 +233,11 @@ impl Installing<'_> {
             Some(Origin::Oci { .. }) => self.pull(name, entry, progress).await?,
             Some(Origin::Https { url, sha256 }) => {
                 if !self.allow_unsigned {
-                    return Err(differs(
-                        name,
-                        format!(
-                            "it comes from {url}, which has no signature: its SHA-256 is only \
-                             the lock's word, and the lock may be a repository's. Pass \
-                             --allow-unsigned if you trust this lock to name it, or install it \
-                             yourself (`paddock plugin install {url} --sha256 {sha256} --name \
-                             {name}`)"
-                        ),
-                    ));
+                    return Err(LockedError::UnsignedUrl {
+                        name: name.to_string(),
+                        url: url.clone(),
+                        sha256: sha256.clone(),
+                    });
                 }
                 let data_dir = self.store.root();
                 let (download, _) = https::download(url, sha256, data_dir, progress)
@@ -222,16 +248,11 @@ impl Installing<'_> {
                     .map_err(|e| store_error(name)(e.into()))?
             }
             None => {
-                return Err(differs(
-                    name,
-                    format!(
-                        "it was installed from a local file ({}) and its bytes (sha256 {}) are \
-                         not in this data directory's blobs/: install that file (`paddock \
-                         plugin install FILE --name {name}`), then `paddock plugin install \
-                         --locked` checks it",
-                        entry.installed_from, entry.sha256
-                    ),
-                ));
+                return Err(LockedError::NotInBlobs {
+                    name: name.to_string(),
+                    installed_from: entry.installed_from.clone(),
+                    sha256: entry.sha256.clone(),
+                });
             }
         };
         Ok(Fetched {
@@ -266,7 +287,7 @@ impl Installing<'_> {
         let unsigned = locked_signer.is_none_or(|s| s.unsigned_allowed);
         let policy = if unsigned {
             if !self.allow_unsigned {
-                return Err(differs(name, unsigned_words(&entry.installed_from)));
+                return Err(unsigned_refused(name, entry));
             }
             SignaturePolicy::AllowUnsigned
         } else {
@@ -303,9 +324,9 @@ impl Installing<'_> {
     /// signature policy as a download. An entry from `oci://` recorded as signed must have a
     /// recorded signature that verifies, offline, with a key trusted now (one recorded
     /// without it is fetched and checked instead: false); one recorded as unsigned needs
-    /// `--allow-unsigned`. The lock may come from the repository: its word that something was
+    /// unsigned allowed. The lock may come from the repository: its word that something was
     /// signed is not taken on trust.
-    fn blob_may_be_used(&self, entry: &PluginLock) -> Result<bool, String> {
+    fn blob_may_be_used(&self, name: &str, entry: &PluginLock) -> Result<bool, LockedError> {
         let Some(Origin::Oci {
             registry,
             repository,
@@ -321,16 +342,19 @@ impl Installing<'_> {
             if self.allow_unsigned {
                 return Ok(true);
             }
-            return Err(unsigned_words(&entry.installed_from));
+            return Err(unsigned_refused(name, entry));
         };
-        let keys = self.store.trusted_keys().map_err(|e| e.to_string())?;
+        let keys = self.store.trusted_keys().map_err(store_error(name))?;
         match signature.recheck(&keys, &format!("{registry}/{repository}"), manifest_digest) {
             Recheck::Valid(_) => Ok(true),
             Recheck::NotRecorded => Ok(false),
             Recheck::UnsignedAllowed => Ok(self.allow_unsigned),
-            Recheck::Invalid(why) => Err(format!(
-                "the signature the lock records for it does not verify: {why}. Trust the \
-                 publisher's key (`paddock plugin trust-key NAME KEY.pub`) and run again"
+            Recheck::Invalid(why) => Err(differs(
+                name,
+                format!(
+                    "the signature the lock records for it does not verify: {why}. Trust the \
+                     publisher's key (`paddock plugin trust-key NAME KEY.pub`) and run again"
+                ),
             )),
         }
     }
@@ -370,19 +394,18 @@ fn same_signer(
     ))
 }
 
-fn unsigned_words(installed_from: &str) -> String {
-    format!(
-        "the lock records it as installed without a signature (--allow-unsigned); pass \
-         --allow-unsigned to install it so again, or trust its publisher's key and install it \
-         signed ({installed_from})"
-    )
+fn unsigned_refused(name: &str, entry: &PluginLock) -> LockedError {
+    LockedError::Unsigned {
+        name: name.to_string(),
+        installed_from: entry.installed_from.clone(),
+    }
 }
 
 fn store_error(name: &str) -> impl Fn(StoreError) -> LockedError {
     let name = name.to_string();
     move |source| LockedError::Store {
         name: name.clone(),
-        source,
+        source: Box::new(source),
     }
 }
 

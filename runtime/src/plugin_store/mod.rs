@@ -56,7 +56,8 @@ pub use store::{InstallReport, PluginStore, Upgrade};
 
 use paddock_sandbox::{LoadError, World};
 
-/// Why a store operation failed; each message says what to do.
+/// Why a store operation failed; each message says what to do, in the library's terms: the
+/// command line adds the option that does it (a variant carries what that needs).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("{0}")]
@@ -77,9 +78,14 @@ pub enum StoreError {
     )]
     NoBuiltin(String, String),
     #[error(
-        "`{0}` is not a valid plugin name; use letters, digits, `-` and `_` (at most 64), e.g. --name my-tool"
+        "`{0}` is not a valid plugin name; use letters, digits, `-` and `_` (at most 64), e.g. \
+         my-tool"
     )]
     BadName(String),
+    #[error(
+        "`{0}` is not a valid key name; use letters, digits, `-` and `_` (at most 64), e.g. acme"
+    )]
+    BadKeyName(String),
     #[error(
         "the installed record {path} is damaged ({detail}); remove it with `paddock plugin remove {name}` and install again"
     )]
@@ -95,20 +101,28 @@ pub enum StoreError {
     )]
     BadPublicKey { file: String, why: String },
     #[error(
-        "{0}; a --for pattern is REGISTRY/REPOSITORY, `*` standing for one path segment and \
-         `**` for several, e.g. --for 'ghcr.io/acme/*'"
+        "{0}; a reference pattern is REGISTRY/REPOSITORY, `*` standing for one path segment and \
+         `**` for several, e.g. 'ghcr.io/acme/*'"
     )]
     BadScope(String),
+    /// A trusted key's file (`file`: its key, or its reference patterns) no longer parses.
+    #[error(
+        "the trusted key `{name}` is damaged: {file}: {why}; stop trusting it, then trust its \
+         public key again"
+    )]
+    DamagedKey {
+        name: String,
+        file: String,
+        why: String,
+    },
     #[error("{file} is not a key paddock can sign with: {why}")]
     BadPrivateKey { file: String, why: String },
     #[error(
-        "a key named `{name}` is already trusted (fingerprint {fingerprint}); remove it first \
-         with `paddock plugin trust-key --remove {name}`, or choose another name"
+        "a key named `{name}` is already trusted (fingerprint {fingerprint}); choose another \
+         name, or stop trusting that key first"
     )]
     KeyExists { name: String, fingerprint: String },
-    #[error(
-        "no trusted key is named `{0}`; `paddock plugin trust-key --list` shows the trusted keys"
-    )]
+    #[error("no trusted key is named `{0}`")]
     NoSuchKey(String),
     #[error(
         "plugin `{plugin}` has SHA-256 {actual}, but the preset pins {expected}; if the new file is \
@@ -121,8 +135,7 @@ pub enum StoreError {
     },
     #[error(
         "replacing `{name}` would widen what it may do: {summary}. Nothing was changed: the \
-         installed version stays in use{download}. If you accept these changes, rerun with \
-         --accept-widening"
+         installed version stays in use{download}"
     )]
     Widens {
         name: String,
@@ -134,7 +147,8 @@ pub enum StoreError {
     #[error(
         "the installed plugin `{name}` is not the one installed: {path} has SHA-256 {actual}, \
          but its record says {expected} (changed on disk since it was installed). It was not \
-         loaded; reinstall it (`paddock plugin install SOURCE --name {name}`) or remove it"
+         loaded; remove it (`paddock plugin remove {name}`), or install it again under the \
+         same name"
     )]
     BlobAltered {
         name: String,
@@ -146,7 +160,7 @@ pub enum StoreError {
         "the installed plugin `{name}` ({reference}, manifest {digest}) was installed as signed, \
          but {why}. It was not loaded. If you trust its publisher's key, trust it again \
          (`paddock plugin trust-key NAME KEY.pub`); otherwise remove the plugin (`paddock \
-         plugin remove {name}`), or reinstall it with --allow-unsigned if you accept it unverified"
+         plugin remove {name}`)"
     )]
     NoLongerTrusted {
         name: String,
@@ -154,12 +168,34 @@ pub enum StoreError {
         digest: String,
         why: String,
     },
-    #[error("`{name}` was installed from {from}; {why}")]
+    #[error("`{name}` was installed from {from}; {fixed}")]
     NoUpgradeSource {
         name: String,
         from: String,
-        why: &'static str,
+        fixed: FixedSource,
     },
+}
+
+/// A source with no newer version paddock can find by itself: an upgrade needs the new
+/// version's source named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FixedSource {
+    /// An `oci://` reference by digest: no tag to resolve again.
+    Digest,
+    Url,
+    File,
+}
+
+impl std::fmt::Display for FixedSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FixedSource::Digest => {
+                "it was installed by digest, so there is no tag to look at again"
+            }
+            FixedSource::Url => "a URL has no newer version paddock can find",
+            FixedSource::File => "a local file has no newer version paddock can find",
+        })
+    }
 }
 
 impl StoreError {

@@ -42,7 +42,7 @@ pub fn signature_tag(manifest_digest: &str) -> String {
 pub enum SignaturePolicy {
     /// A signature by one of these keys over the exact manifest digest is required.
     Require(Vec<TrustedKey>),
-    /// `--allow-unsigned`: nothing is checked, and the record says so.
+    /// Unsigned allowed: nothing is checked, and the record says so.
     AllowUnsigned,
 }
 
@@ -57,7 +57,7 @@ pub struct SignatureRecord {
     /// `sha256:…` of the signature manifest that held the verified signature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature_manifest: Option<String>,
-    /// True when installed with `--allow-unsigned`: no signature was checked.
+    /// True when installed with unsigned allowed: no signature was checked.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unsigned_allowed: bool,
     /// The verified simple-signing payload, base64: with `signature`, what a session start
@@ -75,7 +75,7 @@ pub struct SignatureRecord {
 pub enum Recheck {
     /// Still signed, by this trusted key.
     Valid(TrustedKey),
-    /// Installed with `--allow-unsigned`: nothing to verify.
+    /// Installed with unsigned allowed: nothing to verify.
     UnsignedAllowed,
     /// A record from before payload and signature were kept: not verifiable offline.
     NotRecorded,
@@ -87,11 +87,9 @@ pub enum Recheck {
 pub fn out_of_scope_words(key: &str, scopes: &str, reference: &str) -> String {
     format!(
         "it is signed by trusted key `{}`, which vouches only for {scopes}, not for {}; if this \
-         publisher may sign it, trust the key for it too (`paddock plugin trust-key --remove \
-         {}`, then `paddock plugin trust-key NAME KEY.pub --for PATTERN` once per pattern)",
+         publisher may sign it, trust the key for it too",
         one_line(key, 64),
         one_line(reference, 200),
-        one_line(key, 64)
     )
 }
 
@@ -160,7 +158,7 @@ pub enum LayerVerdict {
     Verified(TrustedKey),
     /// The signature verifies with no trusted key.
     NoTrustedKey,
-    /// Only keys trusted for other references (`--for`) verify it.
+    /// Only keys trusted for other references verify it.
     OutOfScope { key: String, scopes: String },
     /// A trusted key signed it, but the payload names another digest (or is not a cosign
     /// image signature).

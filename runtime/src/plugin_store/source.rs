@@ -34,8 +34,8 @@ impl InstallSource {
             if sha256.is_some() {
                 return Err(RemoteError::BadReference {
                     given: given.to_string(),
-                    why: "--sha256 is for https:// installs; an oci:// install is checked \
-                          against its manifest's digests (pin one with @sha256:DIGEST)"
+                    why: "a SHA-256 to check is for https:// installs; an oci:// install is \
+                          checked against its manifest's digests (pin one with @sha256:DIGEST)"
                         .into(),
                 }
                 .into());
@@ -61,7 +61,9 @@ impl InstallSource {
         if sha256.is_some() {
             return Err(RemoteError::BadReference {
                 given: given.to_string(),
-                why: "--sha256 is for https:// installs; a local file is installed as it is".into(),
+                why: "a SHA-256 to check is for https:// installs; a local file is installed as \
+                      it is"
+                    .into(),
             }
             .into());
         }
@@ -89,7 +91,7 @@ impl InstallSource {
 /// How an install or upgrade fetches and what it accepts.
 pub struct InstallRequest<'a> {
     pub auth: &'a AuthChoice,
-    /// `--allow-unsigned`: an `oci://` source without a signature by a trusted key.
+    /// An `oci://` source without a signature by a trusted key is allowed (and recorded so).
     pub allow_unsigned: bool,
     pub widening: Widening<'a>,
     pub progress: &'a (dyn Fn(Progress) + Sync),

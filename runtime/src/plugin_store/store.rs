@@ -18,7 +18,7 @@ use super::oci::{self, AuthChoice, OciRef};
 use super::remote::{MAX_PLUGIN_BYTES, Origin, Progress};
 use super::signature::Recheck;
 use super::source::{self, Fetched, InstallRequest, InstallSource};
-use super::{DidYouMean, Installed, StoreError, builtin, builtin_names};
+use super::{DidYouMean, FixedSource, Installed, StoreError, builtin, builtin_names};
 use crate::preset::PluginSource;
 
 /// What `install` did: the new record, and the one it replaced under the same name.
@@ -42,12 +42,13 @@ pub enum Upgrade {
     Upgraded(Box<InstallReport>),
 }
 
-/// Where an upgrade without `--to` looks: the tag an `oci://` install was resolved from.
+/// Where an upgrade without a source named looks: the tag an `oci://` install was resolved
+/// from.
 fn upgrade_source(record: &Installed) -> Result<InstallSource, StoreError> {
-    let none = |why| StoreError::NoUpgradeSource {
+    let none = |fixed| StoreError::NoUpgradeSource {
         name: record.name.clone(),
         from: record.installed_from.clone(),
-        why,
+        fixed,
     };
     match &record.origin {
         Some(Origin::Oci {
@@ -58,16 +59,9 @@ fn upgrade_source(record: &Installed) -> Result<InstallSource, StoreError> {
         }) => Ok(InstallSource::Oci(OciRef::parse(&format!(
             "oci://{registry}/{repository}:{tag}"
         ))?)),
-        Some(Origin::Oci { .. }) => Err(none(
-            "it was installed by digest, so there is no tag to look at again: give the new \
-             version with --to oci://REGISTRY/REPOSITORY:TAG (or @sha256:DIGEST)",
-        )),
-        Some(Origin::Https { .. }) => Err(none(
-            "a URL has no newer version paddock can find: give it with --to URL --sha256 HEX",
-        )),
-        None => Err(none(
-            "a local file has no newer version paddock can find: give it with --to FILE",
-        )),
+        Some(Origin::Oci { .. }) => Err(none(FixedSource::Digest)),
+        Some(Origin::Https { .. }) => Err(none(FixedSource::Url)),
+        None => Err(none(FixedSource::File)),
     }
 }
 

@@ -1,5 +1,5 @@
-//! Credentials for a registry: a bearer token from the environment variable the user named
-//! (`--registry-token-env NAME`), else what the standard docker configuration holds for that
+//! Credentials for a registry: a bearer token from the environment variable the user named,
+//! else what the standard docker configuration holds for that
 //! registry (`$DOCKER_CONFIG/config.json` or `~/.docker/config.json`, its `auths` and its
 //! credential helpers), else none. Credentials are never written anywhere by paddock.
 
@@ -7,7 +7,7 @@ use oci_client::secrets::RegistryAuth;
 
 use crate::plugin_store::remote::RemoteError;
 
-/// How to authenticate, as the command line asked.
+/// How to authenticate, as the user asked.
 #[derive(Debug, Clone, Default)]
 pub struct AuthChoice {
     /// The name of an environment variable holding a bearer token.
@@ -22,11 +22,7 @@ impl AuthChoice {
                 Ok(token) if !token.trim().is_empty() => {
                     Ok(RegistryAuth::Bearer(token.trim().to_string()))
                 }
-                _ => Err(RemoteError::Auth(format!(
-                    "--registry-token-env {var}: the environment variable {var} is unset or \
-                     empty; export it with the registry token (e.g. `export {var}=$(cat \
-                     token.txt)`), or leave the option out to use ~/.docker/config.json"
-                ))),
+                _ => Err(RemoteError::TokenUnset { var: var.clone() }),
             };
         }
         from_docker_config(registry)
@@ -52,11 +48,9 @@ fn from_docker_config(registry: &str) -> Result<RegistryAuth, RemoteError> {
         Ok(DockerCredential::UsernamePassword(user, password)) => {
             Ok(RegistryAuth::Basic(user, password))
         }
-        Ok(DockerCredential::IdentityToken(_)) => Err(RemoteError::Auth(format!(
-            "the docker configuration holds an identity token for {registry}, which paddock \
-             cannot use; give a registry token with --registry-token-env NAME, or log in with \
-             a username and password (`docker login {registry}`)"
-        ))),
+        Ok(DockerCredential::IdentityToken(_)) => Err(RemoteError::IdentityToken {
+            registry: registry.to_string(),
+        }),
         Err(E::ConfigNotFound | E::NoCredentialConfigured) => Ok(RegistryAuth::Anonymous),
         // A helper that holds nothing for this registry says so and fails; docker goes on
         // anonymously, and so does paddock.
@@ -65,10 +59,9 @@ fn from_docker_config(registry: &str) -> Result<RegistryAuth, RemoteError> {
         {
             Ok(RegistryAuth::Anonymous)
         }
-        Err(e) => Err(RemoteError::Auth(format!(
-            "reading the credentials for {registry} from the docker configuration failed: \
-             {e}; fix ~/.docker/config.json (or its credential helper), or give a token with \
-             --registry-token-env NAME"
-        ))),
+        Err(e) => Err(RemoteError::DockerCredentials {
+            registry: registry.to_string(),
+            why: e.to_string(),
+        }),
     }
 }

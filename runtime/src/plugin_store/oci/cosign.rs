@@ -339,8 +339,8 @@ async fn resolve_to_sign(
         && expected != manifest_digest
     {
         return Err(RemoteError::SignRefused(format!(
-            "{} resolves to {manifest_digest}, not the {} --digest names: the tag moved, or \
-             the digest is another artifact's. Check what the tag holds now (`skopeo inspect \
+            "{} resolves to {manifest_digest}, not the {} asked for: the tag moved, or the \
+             digest is another artifact's. Check what the tag holds now (`skopeo inspect \
              docker://{}/{}:{}`), then sign the digest you mean",
             r.given,
             one_line(expected, 80),

@@ -280,14 +280,10 @@ impl Registry {
                 String::new()
             };
             let answer = self.error_text(response).await;
-            return Err(RemoteError::Registry {
-                reference: self.reference.clone(),
-                action: AUTHENTICATING,
-                answer: format!(
-                    "its token service answered HTTP {status}: {answer}{withheld_note}"
-                ),
-                fix: self.auth_fix(),
-            });
+            return Err(self.unauthorized(
+                AUTHENTICATING,
+                format!("its token service answered HTTP {status}: {answer}{withheld_note}"),
+            ));
         }
         self.read_token(response).await
     }
@@ -694,14 +690,16 @@ impl Registry {
         let status = response.status();
         let url = one_line(response.url().as_str(), 200);
         let text = self.error_text(response).await;
-        let fix = match status {
-            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => self.auth_fix(),
-            StatusCode::NOT_FOUND => self.missing_fix(),
-            _ => "check the reference and the registry".to_string(),
-        };
         let answer = match status {
             StatusCode::UNAUTHORIZED => format!("HTTP {status}: Not authorized for {url}: {text}"),
             _ => format!("HTTP {status} for {url}: {text}"),
+        };
+        let fix = match status {
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                return self.unauthorized(action, answer);
+            }
+            StatusCode::NOT_FOUND => self.missing_fix(),
+            _ => "check the reference and the registry".to_string(),
         };
         RemoteError::Registry {
             reference: self.reference.clone(),
@@ -765,13 +763,14 @@ impl Registry {
         }
     }
 
-    pub fn auth_fix(&self) -> String {
-        format!(
-            "the registry wants credentials paddock did not have or it refused: log in with \
-             `docker login {}` (paddock reads ~/.docker/config.json and its credential helpers) \
-             or pass --registry-token-env NAME",
-            self.registry
-        )
+    /// `action` refused for want of credentials (the registry's `answer`).
+    fn unauthorized(&self, action: &'static str, answer: String) -> RemoteError {
+        RemoteError::Unauthorized {
+            reference: self.reference.clone(),
+            action,
+            answer,
+            registry: self.registry.clone(),
+        }
     }
 
     pub fn missing_fix(&self) -> String {

@@ -1,6 +1,6 @@
-//! `plugin install https://HOST/PATH.wasm --sha256 HEX`: one GET, streamed into a private
-//! temporary file while hashed, kept only if its SHA-256 is the one given, within the
-//! download deadline (`PADDOCK_DOWNLOAD_TIMEOUT_SECS`). https only (plain http to a loopback
+//! An install from `https://HOST/PATH.wasm` with the SHA-256 it must have: one GET, streamed
+//! into a private temporary file while hashed, kept only if its SHA-256 is the one given,
+//! within the download deadline (`PADDOCK_DOWNLOAD_TIMEOUT_SECS`). https only (plain http to a loopback
 //! host only); a redirect must follow the same rule, may not lead from https to http nor from
 //! another host to this machine, and may not chain more than a few times.
 
@@ -126,7 +126,7 @@ pub async fn download(
         download.write(&chunk)?;
         progress(download.progress());
     }
-    let verified = download.finish(&expected, "--sha256 says")?;
+    let verified = download.finish(&expected, "the SHA-256 asked for is")?;
     let origin = Origin::Https {
         url: given.to_string(),
         sha256: verified.sha256.clone(),

@@ -50,7 +50,7 @@ pub enum Origin {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<Box<super::signature::SignatureRecord>>,
     },
-    /// A URL, checked against the `--sha256` the user gave.
+    /// A URL, checked against the SHA-256 the user gave.
     Https { url: String, sha256: String },
 }
 
@@ -64,13 +64,14 @@ pub enum Progress {
 }
 
 /// Why a remote install or a publish failed; each message names what was asked for, what
-/// the other side answered, and what to do.
+/// the other side answered, and what to do, in the library's terms (the command line adds
+/// the option that does it).
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
     #[error(
         "`{given}` is not a reference paddock installs from: {why}; write \
          oci://REGISTRY/REPOSITORY:TAG, oci://REGISTRY/REPOSITORY@sha256:DIGEST, or \
-         https://HOST/PATH.wasm with --sha256 HEX"
+         https://HOST/PATH.wasm with its SHA-256"
     )]
     BadReference { given: String, why: String },
     #[error(
@@ -80,12 +81,12 @@ pub enum RemoteError {
     InsecureHttp { url: String },
     #[error(
         "`{0}` is not a SHA-256: give 64 hex digits (`sha256sum FILE` prints them), e.g. \
-         --sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+         9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
     )]
     BadSha256(String),
     #[error(
-        "an https:// install needs --sha256 HEX, the SHA-256 of the file you mean to install \
-         (from its publisher): without it nothing says the bytes are the ones you trust"
+        "an https:// install needs the SHA-256 of the file you mean to install (from its \
+         publisher): without it nothing says the bytes are the ones you trust"
     )]
     Sha256Required,
     #[error("{reference}: {action}: {answer}; {fix}")]
@@ -94,6 +95,18 @@ pub enum RemoteError {
         action: &'static str,
         answer: String,
         fix: String,
+    },
+    /// The registry wanted credentials paddock did not have, or refused them.
+    #[error(
+        "{reference}: {action}: {answer}; the registry wants credentials paddock did not have \
+         or it refused: log in with `docker login {registry}` (paddock reads \
+         ~/.docker/config.json and its credential helpers), or give a registry token"
+    )]
+    Unauthorized {
+        reference: String,
+        action: &'static str,
+        answer: String,
+        registry: String,
     },
     #[error(
         "{what} is {size} bytes, over the {max} bytes paddock accepts for a plugin \
@@ -128,8 +141,7 @@ pub enum RemoteError {
         "{reference} (manifest {digest}) is not signed: the registry has no signature at tag \
          {tag} ({answer}). paddock installs from a registry only what a key you trust signed: \
          ask the publisher to sign this digest (`paddock plugin sign`, `cosign sign --key`) and \
-         trust their public key with `paddock plugin trust-key NAME KEY.pub`; or, if you accept \
-         an unsigned plugin, install it with --allow-unsigned"
+         trust their public key with `paddock plugin trust-key NAME KEY.pub`"
     )]
     Unsigned {
         reference: String,
@@ -139,8 +151,24 @@ pub enum RemoteError {
     },
     #[error("{0}")]
     SignatureRefused(Box<SignatureRefusal>),
-    #[error("registry credentials: {0}")]
-    Auth(String),
+    /// The variable named to hold the registry token holds none.
+    #[error(
+        "registry credentials: the environment variable {var} is unset or empty; export it \
+         with the registry token (e.g. `export {var}=$(cat token.txt)`)"
+    )]
+    TokenUnset { var: String },
+    #[error(
+        "registry credentials: the docker configuration holds an identity token for \
+         {registry}, which paddock cannot use; log in with a username and password (`docker \
+         login {registry}`), or give a registry token"
+    )]
+    IdentityToken { registry: String },
+    #[error(
+        "registry credentials: reading the credentials for {registry} from the docker \
+         configuration failed: {why}; fix ~/.docker/config.json (or its credential helper), or \
+         give a registry token"
+    )]
+    DockerCredentials { registry: String, why: String },
     #[error("{0}")]
     Setting(String),
     #[error("{0}")]
@@ -214,13 +242,11 @@ impl std::fmt::Display for SignatureFix {
         f.write_str(match self {
             SignatureFix::NotTrusted => {
                 "If the publisher's key is the one you expect, trust it with `paddock plugin \
-                 trust-key NAME KEY.pub`; otherwise do not install this (or use \
-                 --allow-unsigned if you accept it unverified)"
+                 trust-key NAME KEY.pub`; otherwise do not install this"
             }
             SignatureFix::NoKeyTrusted => {
                 "Trust the publisher's public key with `paddock plugin trust-key NAME KEY.pub` \
-                 (get it from the publisher, not from the registry), or install with \
-                 --allow-unsigned"
+                 (get it from the publisher, not from the registry)"
             }
             SignatureFix::OtherArtifact => {
                 "The registry serves a signature made for another artifact under this one's \
