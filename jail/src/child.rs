@@ -3,24 +3,29 @@
 //! The process was cloned with `CLONE_VM | CLONE_VFORK` straight into new user, mount and PID
 //! namespaces (see `spawn`): it shares paddock's memory while the cloning thread waits, so this
 //! code must not allocate, lock or touch thread-locals; it only makes system calls on values
-//! the parent prepared. In order:
+//! the parent prepared. `run` takes these steps in order (an unconfined program, the preset's
+//! `confine = "off"`, skips 2–4 and 8):
 //!
-//! 1. default signal handling, death with paddock (`PR_SET_PDEATHSIG`, then a check that
-//!    paddock did not die before it was set), and the caller's uid and gid mapped to
-//!    themselves;
-//! 2. every protected path and placeholder bound read-only in the private mount namespace
-//!    and the directories on the way pinned (K2), owner-only files under `/etc` covered when
-//!    paddock runs as root (`mask`), paddock's data directory covered by an empty read-only
-//!    tmpfs, and a procfs of the new PID namespace over `/proc` (the program sees its own
-//!    processes only);
-//! 3. standard streams, every other inherited descriptor closed on `execve`, working
-//!    directory, process group (or a session whose controlling terminal is the program's
-//!    standard input, for a program run on a terminal), resource limits;
-//! 4. no capabilities, `no_new_privs`, the Landlock ruleset, the seccomp filter;
-//! 5. `execve`.
+//! 1. `die_with_paddock`: default signal handling, death with paddock (`PR_SET_PDEATHSIG`,
+//!    then a check that paddock did not die before it was set);
+//! 2. `map_ids`: the caller's uid and gid mapped to themselves;
+//! 3. `mount_view`: the private mount namespace, every protected path and placeholder bound
+//!    read-only and the directories on the way pinned (K2), owner-only files under `/etc`
+//!    covered when paddock runs as root (`mask`), paddock's data directory covered by an empty
+//!    read-only tmpfs, and a procfs of the new PID namespace over `/proc` (the program sees its
+//!    own processes only);
+//! 4. `grant_proc`: that `/proc` granted in the Landlock ruleset;
+//! 5. `standard_streams`: standard streams, every other inherited descriptor closed on
+//!    `execve`;
+//! 6. `enter_directory_and_group`: working directory, process group (or a session whose
+//!    controlling terminal is the program's standard input, for a program run on a terminal);
+//! 7. `limit_resources`: resource limits;
+//! 8. `lock_down`: no capabilities, `no_new_privs`, the Landlock ruleset, the seccomp filter;
+//! 9. `execute`: `execve`.
 //!
-//! A failed step is recorded (step and errno) in memory the parent reads after `clone`
-//! returns, and the process exits. Nothing here runs in paddock's own process.
+//! A failed system call is recorded as a `Step` (numbered in the order the calls run) and its
+//! errno, in memory the parent reads after `clone` returns, and the process exits. Nothing here
+//! runs in paddock's own process but `failure_message`, which the parent calls to read it.
 
 use std::ffi::{CStr, CString};
 use std::os::fd::RawFd;
@@ -75,207 +80,398 @@ pub(super) struct ChildPlan {
     pub failure: std::sync::atomic::AtomicU64,
 }
 
-/// The steps, for the parent's error message.
-pub(super) const STEPS: &[&str] = &[
-    "",
-    "map the user and group ids (/proc/self/uid_map)",
-    "make the mount namespace private",
-    "bind protected paths read-only",
-    "mount a procfs for the PID namespace",
-    "grant /proc in the Landlock ruleset",
-    "set up standard streams",
-    "change to the working directory",
-    "set resource limits",
-    "drop capabilities",
-    "set no_new_privs",
-    "enforce the Landlock ruleset",
-    "install the seccomp filter",
-    "execute the program",
-    "hide files only root may read (/etc)",
-    "die with paddock (PR_SET_PDEATHSIG)",
-    "hide paddock's data directory",
-    "close inherited descriptors on execve (close_range)",
+/// The system calls that can fail, numbered in the order `run` makes them: a failure records
+/// one, for the parent's error message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub(super) enum Step {
+    DieWithPaddock = 1,
+    MapIds,
+    PrivateMounts,
+    BindProtected,
+    HideRootOnly,
+    HideDataDirectory,
+    MountProc,
+    GrantProc,
+    StandardStreams,
+    CloseInherited,
+    WorkingDirectory,
+    ProcessGroup,
+    ControllingTerminal,
+    ResourceLimits,
+    DropCapabilities,
+    NoNewPrivs,
+    EnforceLandlock,
+    InstallSeccomp,
+    Execute,
+}
+
+/// What each step does, in the order they run (a unit test holds the order).
+const STEPS: [(Step, &str); 19] = [
+    (Step::DieWithPaddock, "die with paddock (PR_SET_PDEATHSIG)"),
+    (
+        Step::MapIds,
+        "map the user and group ids (/proc/self/uid_map)",
+    ),
+    (Step::PrivateMounts, "make the mount namespace private"),
+    (Step::BindProtected, "bind protected paths read-only"),
+    (Step::HideRootOnly, "hide files only root may read (/etc)"),
+    (Step::HideDataDirectory, "hide paddock's data directory"),
+    (Step::MountProc, "mount a procfs for the PID namespace"),
+    (Step::GrantProc, "grant /proc in the Landlock ruleset"),
+    (Step::StandardStreams, "set up standard streams"),
+    (
+        Step::CloseInherited,
+        "close inherited descriptors on execve (close_range)",
+    ),
+    (Step::WorkingDirectory, "change to the working directory"),
+    (
+        Step::ProcessGroup,
+        "start a process group (a session, on a terminal)",
+    ),
+    (
+        Step::ControllingTerminal,
+        "make the terminal the session's controlling terminal",
+    ),
+    (Step::ResourceLimits, "set resource limits"),
+    (Step::DropCapabilities, "drop capabilities"),
+    (Step::NoNewPrivs, "set no_new_privs"),
+    (Step::EnforceLandlock, "enforce the Landlock ruleset"),
+    (Step::InstallSeccomp, "install the seccomp filter"),
+    (Step::Execute, "execute the program"),
 ];
+
+/// A step that failed, and the errno it failed with.
+struct Failed {
+    step: Step,
+    errno: c_int,
+}
+
+impl Failed {
+    /// The failure as the child records it in `ChildPlan::failure`: never zero.
+    fn encode(&self) -> u64 {
+        ((self.step as u64) << 32) | self.errno as u32 as u64
+    }
+}
+
+/// The parent's message for what the child recorded in `ChildPlan::failure`, or `None` when
+/// no step failed.
+pub(super) fn failure_message(recorded: u64) -> Option<String> {
+    if recorded == 0 {
+        return None;
+    }
+    let step = (recorded >> 32) as usize;
+    let what = STEPS
+        .get(step.wrapping_sub(1))
+        .map_or("?", |(_, what)| what);
+    let errno = std::io::Error::from_raw_os_error((recorded & 0xffff_ffff) as i32);
+    Some(format!("could not {what}: {errno}"))
+}
+
+/// `Err` with `step` and the errno when a system call returned -1 (errno read straight after
+/// the call, before anything else can change it).
+fn check(step: Step, returned: c_int) -> Result<(), Failed> {
+    if returned == -1 {
+        return Err(Failed {
+            step,
+            errno: errno(),
+        });
+    }
+    Ok(())
+}
 
 /// The entry point given to `clone`. `arg` points at a `ChildPlan`.
 pub(super) extern "C" fn child_main(arg: *mut libc::c_void) -> c_int {
     // SAFETY: the parent passes a pointer to a ChildPlan it keeps alive, unmoved, until this
     // process has called execve or exited (CLONE_VFORK).
     let plan = unsafe { &*(arg as *const ChildPlan) };
-    let (step, errno) = run(plan);
-    plan.failure.store(
-        ((step as u64) << 32) | errno as u32 as u64,
-        std::sync::atomic::Ordering::SeqCst,
-    );
+    // SAFETY: this is the child between `clone` and `execve`, which the steps require.
+    let Err(failed) = unsafe { run(plan) };
+    plan.failure
+        .store(failed.encode(), std::sync::atomic::Ordering::SeqCst);
     // SAFETY: _exit never returns and runs nothing of the parent's.
     unsafe { libc::_exit(127) }
 }
 
-/// Runs the steps; returns only on failure, with (step, errno).
-fn run(plan: &ChildPlan) -> (usize, c_int) {
-    macro_rules! step {
-        ($n:expr, $call:expr) => {
-            if $call == -1 {
-                return ($n, errno());
-            }
-        };
+/// Runs the steps in order (the list at the top); returns only on failure.
+///
+/// # Safety
+/// Only in the child between `clone` and `execve`, as every step: each makes system calls that
+/// change this process alone, on pointers from the plan the parent prepared (and keeps alive)
+/// before `clone`.
+unsafe fn run(plan: &ChildPlan) -> Result<std::convert::Infallible, Failed> {
+    // SAFETY: the caller's promise above is each step's.
+    unsafe {
+        die_with_paddock(plan)?;
+        if !plan.unconfined {
+            map_ids(plan)?;
+            mount_view(plan)?;
+            grant_proc(plan)?;
+        }
+        standard_streams(plan)?;
+        enter_directory_and_group(plan)?;
+        limit_resources(plan)?;
+        if !plan.unconfined {
+            lock_down(plan)?;
+        }
+        execute(plan)
     }
-    // SAFETY: system calls only, in the child between `clone` and `execve`; every pointer
-    // comes from the plan the parent prepared (and keeps alive) before `clone`.
+}
+
+/// Default signal handling, and death with paddock: `PR_SET_PDEATHSIG`, then a check that
+/// paddock did not die between `clone` and `prctl` (then no signal comes).
+unsafe fn die_with_paddock(plan: &ChildPlan) -> Result<(), Failed> {
+    // SAFETY: system calls on stack values and the plan's pidfd.
     unsafe {
         default_signals();
-        step!(
-            15,
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0)
-        );
+        check(
+            Step::DieWithPaddock,
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0),
+        )?;
         if plan.paddock >= 0 {
-            // paddock may have died between `clone` and `prctl`: then no signal comes.
             let mut poll = libc::pollfd {
                 fd: plan.paddock,
                 events: libc::POLLIN,
                 revents: 0,
             };
             if libc::poll(&mut poll, 1, 0) != 0 {
-                return (15, libc::ESRCH);
+                return Err(Failed {
+                    step: Step::DieWithPaddock,
+                    errno: libc::ESRCH,
+                });
             }
         }
-        if !plan.unconfined {
-            step!(1, write_proc(c"/proc/self/setgroups", c"deny"));
-            step!(1, write_proc(c"/proc/self/uid_map", &plan.uid_map));
-            step!(1, write_proc(c"/proc/self/gid_map", &plan.gid_map));
-            let null = std::ptr::null();
-            step!(
-                2,
-                libc::mount(
-                    null,
-                    c"/".as_ptr(),
-                    null,
-                    libc::MS_REC | libc::MS_PRIVATE,
-                    null.cast()
-                )
-            );
-            for bind in &plan.binds {
-                let path = bind.path.as_ptr();
-                step!(
-                    3,
-                    libc::mount(path, path, null, libc::MS_BIND | libc::MS_REC, null.cast())
-                );
-                if bind.read_only {
-                    let flags =
-                        libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | bind.keep_flags;
-                    step!(3, libc::mount(null, path, null, flags, null.cast()));
-                }
-                let mut stat: libc::stat = std::mem::zeroed();
-                step!(3, libc::stat(path, &mut stat));
-                if (stat.st_dev, stat.st_ino) != bind.identity {
-                    return (3, libc::ESTALE);
-                }
-            }
-            for (path, dir) in plan.masks {
-                let path = path.as_ptr();
-                let hidden = if *dir {
-                    let flags =
-                        libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-                    libc::mount(
-                        c"tmpfs".as_ptr(),
-                        path,
-                        c"tmpfs".as_ptr(),
-                        flags,
-                        null.cast(),
-                    )
-                } else {
-                    libc::mount(
-                        c"/dev/null".as_ptr(),
-                        path,
-                        null,
-                        libc::MS_BIND,
-                        null.cast(),
-                    )
-                };
-                step!(14, hidden);
-            }
-            for dir in &plan.hidden {
+        Ok(())
+    }
+}
+
+/// The caller's uid and gid mapped to themselves in the new user namespace.
+unsafe fn map_ids(plan: &ChildPlan) -> Result<(), Failed> {
+    // SAFETY: writes of the plan's C strings to this process's /proc files.
+    unsafe {
+        check(Step::MapIds, write_proc(c"/proc/self/setgroups", c"deny"))?;
+        check(
+            Step::MapIds,
+            write_proc(c"/proc/self/uid_map", &plan.uid_map),
+        )?;
+        check(
+            Step::MapIds,
+            write_proc(c"/proc/self/gid_map", &plan.gid_map),
+        )
+    }
+}
+
+/// What the program sees of the file system: the mount namespace made private, the protected
+/// paths bound, root-only files and paddock's data directory covered, and a procfs of the new
+/// PID namespace over `/proc`.
+unsafe fn mount_view(plan: &ChildPlan) -> Result<(), Failed> {
+    let null = std::ptr::null();
+    // SAFETY: mounts in this process's own mount namespace, on the plan's C strings and
+    // static ones.
+    unsafe {
+        check(
+            Step::PrivateMounts,
+            libc::mount(
+                null,
+                c"/".as_ptr(),
+                null,
+                libc::MS_REC | libc::MS_PRIVATE,
+                null.cast(),
+            ),
+        )?;
+        for bind in &plan.binds {
+            bind_protected(bind)?;
+        }
+        for (path, dir) in plan.masks {
+            let path = path.as_ptr();
+            let hidden = if *dir {
                 let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-                step!(
-                    16,
-                    libc::mount(
-                        c"tmpfs".as_ptr(),
-                        dir.as_ptr(),
-                        c"tmpfs".as_ptr(),
-                        flags,
-                        null.cast()
-                    )
-                );
-            }
-            let proc_flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-            step!(
-                4,
                 libc::mount(
-                    c"proc".as_ptr(),
-                    c"/proc".as_ptr(),
-                    c"proc".as_ptr(),
-                    proc_flags,
-                    null.cast()
+                    c"tmpfs".as_ptr(),
+                    path,
+                    c"tmpfs".as_ptr(),
+                    flags,
+                    null.cast(),
                 )
-            );
-            let proc = libc::open(c"/proc".as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
-            step!(5, proc);
-            let rule = LandlockPathBeneath {
-                allowed_access: plan.proc_access,
-                parent_fd: proc,
+            } else {
+                libc::mount(
+                    c"/dev/null".as_ptr(),
+                    path,
+                    null,
+                    libc::MS_BIND,
+                    null.cast(),
+                )
             };
-            step!(
-                5,
-                libc::syscall(libc::SYS_landlock_add_rule, plan.ruleset, 1, &rule, 0) as c_int
-            );
-            libc::close(proc);
+            check(Step::HideRootOnly, hidden)?;
         }
-        step!(6, libc::dup2(plan.stdin, 0));
-        step!(6, libc::dup2(plan.stdout, 1));
-        step!(6, libc::dup2(plan.stderr, 2));
+        for dir in &plan.hidden {
+            let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+            check(
+                Step::HideDataDirectory,
+                libc::mount(
+                    c"tmpfs".as_ptr(),
+                    dir.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    flags,
+                    null.cast(),
+                ),
+            )?;
+        }
+        let proc_flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+        check(
+            Step::MountProc,
+            libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                proc_flags,
+                null.cast(),
+            ),
+        )
+    }
+}
+
+/// One protected path bound onto itself (read-only unless only pinned), then checked to be
+/// the file the parent saw.
+unsafe fn bind_protected(bind: &Bind) -> Result<(), Failed> {
+    let null = std::ptr::null();
+    let path = bind.path.as_ptr();
+    // SAFETY: mounts in this process's own mount namespace on the bind's C string; `stat`
+    // writes into a zeroed stack value.
+    let stat = unsafe {
+        check(
+            Step::BindProtected,
+            libc::mount(path, path, null, libc::MS_BIND | libc::MS_REC, null.cast()),
+        )?;
+        if bind.read_only {
+            let flags = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | bind.keep_flags;
+            check(
+                Step::BindProtected,
+                libc::mount(null, path, null, flags, null.cast()),
+            )?;
+        }
+        let mut stat: libc::stat = std::mem::zeroed();
+        check(Step::BindProtected, libc::stat(path, &mut stat))?;
+        stat
+    };
+    if (stat.st_dev, stat.st_ino) != bind.identity {
+        return Err(Failed {
+            step: Step::BindProtected,
+            errno: libc::ESTALE,
+        });
+    }
+    Ok(())
+}
+
+/// The new `/proc` granted in the Landlock ruleset (as `proc_access` allows), which could
+/// only name it once it was mounted.
+unsafe fn grant_proc(plan: &ChildPlan) -> Result<(), Failed> {
+    // SAFETY: open, landlock_add_rule on the plan's ruleset with a stack rule, and close.
+    unsafe {
+        let proc = libc::open(c"/proc".as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+        check(Step::GrantProc, proc)?;
+        let rule = LandlockPathBeneath {
+            allowed_access: plan.proc_access,
+            parent_fd: proc,
+        };
+        check(
+            Step::GrantProc,
+            libc::syscall(libc::SYS_landlock_add_rule, plan.ruleset, 1, &rule, 0) as c_int,
+        )?;
+        libc::close(proc);
+        Ok(())
+    }
+}
+
+/// The plan's descriptors as the standard streams; every other descriptor closes on `execve`.
+unsafe fn standard_streams(plan: &ChildPlan) -> Result<(), Failed> {
+    // SAFETY: dup2 and close_range on this process's descriptors.
+    unsafe {
+        check(Step::StandardStreams, libc::dup2(plan.stdin, 0))?;
+        check(Step::StandardStreams, libc::dup2(plan.stdout, 1))?;
+        check(Step::StandardStreams, libc::dup2(plan.stderr, 2))?;
         // Whatever paddock inherited (an IDE's, a CI runner's or make's descriptors) or holds
         // must not reach the program: every descriptor above 2 closes on execve. The
         // Landlock ruleset's is still needed until then.
-        step!(
-            17,
-            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC) as c_int
-        );
-        step!(7, libc::chdir(plan.cwd.as_ptr()));
+        check(
+            Step::CloseInherited,
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC) as c_int,
+        )
+    }
+}
+
+/// The working directory, and a process group of the program's own (or, on a terminal, a
+/// session whose controlling terminal is its standard input).
+unsafe fn enter_directory_and_group(plan: &ChildPlan) -> Result<(), Failed> {
+    // SAFETY: chdir on the plan's C string; setsid, ioctl on descriptor 0, setpgid.
+    unsafe {
+        check(Step::WorkingDirectory, libc::chdir(plan.cwd.as_ptr()))?;
         if plan.terminal {
-            step!(7, libc::setsid());
-            step!(6, libc::ioctl(0, libc::TIOCSCTTY, 0));
+            check(Step::ProcessGroup, libc::setsid())?;
+            check(
+                Step::ControllingTerminal,
+                libc::ioctl(0, libc::TIOCSCTTY, 0),
+            )
         } else {
-            step!(7, libc::setpgid(0, 0));
+            check(Step::ProcessGroup, libc::setpgid(0, 0))
         }
-        for &(resource, value) in &plan.rlimits {
-            let limit = libc::rlimit {
-                rlim_cur: value,
-                rlim_max: value,
-            };
-            step!(8, libc::setrlimit(resource, &limit));
-        }
-        if !plan.unconfined {
-            step!(9, drop_capabilities());
-            step!(10, libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
-            step!(
-                11,
-                libc::syscall(libc::SYS_landlock_restrict_self, plan.ruleset, 0) as c_int
-            );
-            let call = libc::syscall(
-                libc::SYS_seccomp,
-                libc::SECCOMP_SET_MODE_FILTER,
-                0,
-                &plan.filter,
-            );
-            step!(12, call as c_int);
-        }
+    }
+}
+
+/// The plan's resource limits, soft and hard alike.
+unsafe fn limit_resources(plan: &ChildPlan) -> Result<(), Failed> {
+    for &(resource, value) in &plan.rlimits {
+        let limit = libc::rlimit {
+            rlim_cur: value,
+            rlim_max: value,
+        };
+        // SAFETY: setrlimit with a stack value.
+        check(Step::ResourceLimits, unsafe {
+            libc::setrlimit(resource, &limit)
+        })?;
+    }
+    Ok(())
+}
+
+/// No capabilities, `no_new_privs`, then the Landlock ruleset and the seccomp filter enforced.
+unsafe fn lock_down(plan: &ChildPlan) -> Result<(), Failed> {
+    // SAFETY: prctl, landlock_restrict_self on the plan's ruleset, and seccomp with the plan's
+    // filter, which the parent keeps alive.
+    unsafe {
+        check(Step::DropCapabilities, drop_capabilities())?;
+        check(
+            Step::NoNewPrivs,
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0),
+        )?;
+        check(
+            Step::EnforceLandlock,
+            libc::syscall(libc::SYS_landlock_restrict_self, plan.ruleset, 0) as c_int,
+        )?;
+        let call = libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &plan.filter,
+        );
+        check(Step::InstallSeccomp, call as c_int)
+    }
+}
+
+/// `execve`, which returns only when it failed.
+unsafe fn execute(plan: &ChildPlan) -> Result<std::convert::Infallible, Failed> {
+    // SAFETY: the program path and the NULL-terminated argument and environment arrays the
+    // parent keeps alive until `clone` returns.
+    unsafe {
         libc::execve(
             plan.program.as_ptr(),
             plan.argv.as_ptr(),
             plan.envp.as_ptr(),
         );
-        (13, errno())
     }
+    Err(Failed {
+        step: Step::Execute,
+        errno: errno(),
+    })
 }
 
 /// `CLOSE_RANGE_CLOEXEC` (Linux 5.11): mark the range close-on-exec instead of closing it.
@@ -362,4 +558,31 @@ struct CapData {
     effective: u32,
     permitted: u32,
     inheritable: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_are_described_in_the_order_they_run() {
+        for (index, (step, _)) in STEPS.iter().enumerate() {
+            assert_eq!(*step as usize, index + 1, "{step:?}");
+        }
+        assert_eq!(STEPS.last().map(|(step, _)| *step), Some(Step::Execute));
+    }
+
+    #[test]
+    fn a_recorded_failure_names_its_step_and_errno() {
+        let failed = Failed {
+            step: Step::WorkingDirectory,
+            errno: libc::ENOENT,
+        };
+        let message = failure_message(failed.encode()).unwrap_or_default();
+        assert!(
+            message.starts_with("could not change to the working directory: "),
+            "{message}"
+        );
+        assert_eq!(failure_message(0), None);
+    }
 }

@@ -29,7 +29,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::net::unix::pipe;
 
 use super::Jail;
-use super::child::{ChildPlan, STEPS, child_main};
+use super::child::{ChildPlan, child_main, failure_message};
 
 /// Stack of the cloned process until it calls execve.
 const STACK_BYTES: usize = 256 << 10;
@@ -100,6 +100,70 @@ fn above_stdio(fd: OwnedFd) -> Result<OwnedFd, String> {
 impl Jail {
     /// Starts `program` inside this jail.
     pub fn spawn(self, program: Program<'_>) -> Result<ConfinedChild, String> {
+        let command = Command::of(&program)?;
+        let (given, kept) = streams(&program)?;
+        let (plan, ruleset) = self.plan(&command, &given);
+        let (pidfd, pid) = clone_on_spawner(&plan)?;
+        let mount_ns = if plan.unconfined {
+            None
+        } else {
+            mount_namespace(&pidfd)
+        };
+        let failure = plan.failure.load(Ordering::SeqCst);
+        // The child has exec'd (or exited); what it was given can go.
+        drop((given, ruleset));
+        let mut child = ConfinedChild::started(pidfd, pid, plan.unconfined, mount_ns)?;
+        if let Some(message) = failure_message(failure) {
+            child.reap_blocking();
+            return Err(message);
+        }
+        child.connect(kept)?;
+        Ok(child)
+    }
+
+    /// What the child needs, pointing into `command` and `given`, which must outlive the
+    /// clone; and the Landlock ruleset, whose descriptor the plan names, to keep as long.
+    fn plan(self, command: &Command, given: &GivenStreams) -> (ChildPlan, OwnedFd) {
+        let plan = ChildPlan {
+            program: command.path.clone(),
+            argv: nul_terminated(&command.args),
+            envp: nul_terminated(&command.env),
+            cwd: command.cwd.clone(),
+            stdin: given.stdin.as_raw_fd(),
+            stdout: given.stdout.as_raw_fd(),
+            stderr: given.stderr.as_raw_fd(),
+            terminal: given.terminal.is_some(),
+            unconfined: self.unconfined,
+            uid_map: self.uid_map,
+            gid_map: self.gid_map,
+            binds: self.binds,
+            masks: self.masks,
+            hidden: self.hidden,
+            paddock: paddock_pidfd(),
+            rlimits: self.rlimits,
+            ruleset: self.ruleset.as_raw_fd(),
+            proc_access: self.proc_access,
+            filter: libc::sock_fprog {
+                len: self.filter.len() as u16,
+                filter: self.filter.as_ptr() as *mut libc::sock_filter,
+            },
+            failure: std::sync::atomic::AtomicU64::new(0),
+        };
+        (plan, self.ruleset)
+    }
+}
+
+/// The program's path, arguments (the path first), environment and working directory as the
+/// C strings `execve` takes.
+struct Command {
+    path: CString,
+    args: Vec<CString>,
+    env: Vec<CString>,
+    cwd: CString,
+}
+
+impl Command {
+    fn of(program: &Program<'_>) -> Result<Command, String> {
         let path = cstring(program.path.as_os_str().as_bytes(), "the program path")?;
         let mut args = vec![path.clone()];
         for arg in program.args {
@@ -116,92 +180,71 @@ impl Jail {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let cwd = cstring(program.cwd.as_os_str().as_bytes(), "the working directory")?;
-        let terminal = match program.terminal {
-            Some(fd) => Some(above_stdio(
-                fd.try_clone_to_owned()
-                    .map_err(|e| format!("terminal: {e}"))?,
-            )?),
-            None => None,
-        };
-        let (stdin_read, stdin_write) = if let Some(terminal) = &terminal {
-            (above_stdio(dup(terminal)?)?, None)
-        } else if program.stdin {
-            let (r, w) = pipe_pair()?;
-            (r, Some(w))
-        } else {
-            let null = std::fs::File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
-            (above_stdio(OwnedFd::from(null))?, None)
-        };
-        let (stdout_read, stdout_write) = match &terminal {
-            Some(terminal) => (None, above_stdio(dup(terminal)?)?),
-            None => pipe_pair().map(|(r, w)| (Some(r), w))?,
-        };
-        let (stderr_read, stderr_write) = match &terminal {
-            Some(terminal) => (None, above_stdio(dup(terminal)?)?),
-            None => pipe_pair().map(|(r, w)| (Some(r), w))?,
-        };
-        let ruleset = self.ruleset;
-        let plan = ChildPlan {
-            program: path,
-            argv: nul_terminated(&args),
-            envp: nul_terminated(&env),
+        Ok(Command {
+            path,
+            args,
+            env,
             cwd,
-            stdin: stdin_read.as_raw_fd(),
-            stdout: stdout_write.as_raw_fd(),
-            stderr: stderr_write.as_raw_fd(),
-            terminal: terminal.is_some(),
-            unconfined: self.unconfined,
-            uid_map: self.uid_map,
-            gid_map: self.gid_map,
-            binds: self.binds,
-            masks: self.masks,
-            hidden: self.hidden,
-            paddock: paddock_pidfd(),
-            rlimits: self.rlimits,
-            ruleset: ruleset.as_raw_fd(),
-            proc_access: self.proc_access,
-            filter: libc::sock_fprog {
-                len: self.filter.len() as u16,
-                filter: self.filter.as_ptr() as *mut libc::sock_filter,
-            },
-            failure: std::sync::atomic::AtomicU64::new(0),
-        };
-        let (pidfd, pid) = clone_on_spawner(&plan)?;
-        let mount_ns = if plan.unconfined {
-            None
-        } else {
-            mount_namespace(&pidfd)
-        };
-        let failure = plan.failure.load(Ordering::SeqCst);
-        // The child has exec'd (or exited); what it was given can go.
-        drop((stdin_read, stdout_write, stderr_write, ruleset, terminal));
-        let mut child = ConfinedChild {
-            // SAFETY: the pidfd is ours alone; nothing else registers or closes it.
-            pidfd: unsafe { AsyncFd::register(pidfd) }.map_err(|e| format!("pidfd: {e}"))?,
-            group: std::sync::Arc::new(super::group::Group::new(pid)),
-            unconfined: plan.unconfined,
-            mount_ns,
-            stdin: None,
-            stdout: None,
-            stderr: None,
-            reaped: false,
-        };
-        if failure != 0 {
-            child.reap_blocking();
-            let step = STEPS.get((failure >> 32) as usize).copied().unwrap_or("?");
-            let errno = std::io::Error::from_raw_os_error((failure & 0xffff_ffff) as i32);
-            return Err(format!("could not {step}: {errno}"));
-        }
-        let receiver =
-            |fd: OwnedFd| pipe::Receiver::from_owned_fd(fd).map_err(|e| format!("pipe: {e}"));
-        child.stdout = stdout_read.map(receiver).transpose()?;
-        child.stderr = stderr_read.map(receiver).transpose()?;
-        child.stdin = match stdin_write {
-            Some(fd) => Some(pipe::Sender::from_owned_fd(fd).map_err(|e| format!("pipe: {e}"))?),
-            None => None,
-        };
-        Ok(child)
+        })
     }
+}
+
+/// The descriptors the child makes its standard streams, closed once it has exec'd.
+struct GivenStreams {
+    /// paddock's copy of the terminal the program runs on, if it does.
+    terminal: Option<OwnedFd>,
+    stdin: OwnedFd,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+}
+
+/// The other ends of the program's pipes, which paddock keeps: none on a terminal, and no
+/// standard input to write when the program reads `/dev/null`.
+struct KeptStreams {
+    stdin: Option<OwnedFd>,
+    stdout: Option<OwnedFd>,
+    stderr: Option<OwnedFd>,
+}
+
+/// The program's standard streams: the terminal's secondary end for all three, or pipes (and
+/// `/dev/null` for a program given no input).
+fn streams(program: &Program<'_>) -> Result<(GivenStreams, KeptStreams), String> {
+    let terminal = match program.terminal {
+        Some(fd) => Some(above_stdio(
+            fd.try_clone_to_owned()
+                .map_err(|e| format!("terminal: {e}"))?,
+        )?),
+        None => None,
+    };
+    let (stdin_read, stdin_write) = if let Some(terminal) = &terminal {
+        (above_stdio(dup(terminal)?)?, None)
+    } else if program.stdin {
+        let (r, w) = pipe_pair()?;
+        (r, Some(w))
+    } else {
+        let null = std::fs::File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
+        (above_stdio(OwnedFd::from(null))?, None)
+    };
+    let (stdout_read, stdout_write) = match &terminal {
+        Some(terminal) => (None, above_stdio(dup(terminal)?)?),
+        None => pipe_pair().map(|(r, w)| (Some(r), w))?,
+    };
+    let (stderr_read, stderr_write) = match &terminal {
+        Some(terminal) => (None, above_stdio(dup(terminal)?)?),
+        None => pipe_pair().map(|(r, w)| (Some(r), w))?,
+    };
+    let given = GivenStreams {
+        terminal,
+        stdin: stdin_read,
+        stdout: stdout_write,
+        stderr: stderr_write,
+    };
+    let kept = KeptStreams {
+        stdin: stdin_write,
+        stdout: stdout_read,
+        stderr: stderr_read,
+    };
+    Ok((given, kept))
 }
 
 fn nul_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
@@ -322,6 +365,39 @@ fn clone_into(plan: &ChildPlan) -> Result<(OwnedFd, libc::pid_t), String> {
 }
 
 impl ConfinedChild {
+    /// The program just cloned, watched through its pidfd; its pipes are connected after.
+    fn started(
+        pidfd: OwnedFd,
+        pid: libc::pid_t,
+        unconfined: bool,
+        mount_ns: Option<OwnedFd>,
+    ) -> Result<ConfinedChild, String> {
+        Ok(ConfinedChild {
+            // SAFETY: the pidfd is ours alone; nothing else registers or closes it.
+            pidfd: unsafe { AsyncFd::register(pidfd) }.map_err(|e| format!("pidfd: {e}"))?,
+            group: std::sync::Arc::new(super::group::Group::new(pid)),
+            unconfined,
+            mount_ns,
+            stdin: None,
+            stdout: None,
+            stderr: None,
+            reaped: false,
+        })
+    }
+
+    /// The pipe ends paddock kept, as the program's asynchronous streams.
+    fn connect(&mut self, kept: KeptStreams) -> Result<(), String> {
+        let receiver =
+            |fd: OwnedFd| pipe::Receiver::from_owned_fd(fd).map_err(|e| format!("pipe: {e}"));
+        self.stdout = kept.stdout.map(receiver).transpose()?;
+        self.stderr = kept.stderr.map(receiver).transpose()?;
+        self.stdin = match kept.stdin {
+            Some(fd) => Some(pipe::Sender::from_owned_fd(fd).map_err(|e| format!("pipe: {e}"))?),
+            None => None,
+        };
+        Ok(())
+    }
+
     /// Waits for the program to end; its exit code, or `None` when a signal ended it.
     pub async fn wait(&mut self) -> std::io::Result<Option<i32>> {
         loop {
