@@ -34,7 +34,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use loopback::{Loopback, Reply};
-use paddock::log::{Body, LOG_FILE};
+use paddock::log::{Body, LOG_FILE, PluginHash};
 use paddock::model::{ProviderConfig, ProviderKind};
 
 #[path = "../common/paddock_bin.rs"]
@@ -261,13 +261,21 @@ fn resume_1m() -> (f64, f64, f64) {
     std::fs::create_dir_all(&dir).expect("session dir");
     let mut events = long_session::events(1_000_000, 40, 300);
     let config = ProviderConfig::new(ProviderKind::Openai, "bench", Some(&server.base_url()));
+    // A preset must give the model a tool; the session records the plugin it ran with, as
+    // resume checks.
+    let fs = paddock_sandbox::builtin::builtin("fs").expect("the fs built-in");
     if let Body::SessionStart(start) = &mut events[0].body {
         start.cwd = work.path().display().to_string();
         start.model = "bench".into();
         start.model_config = Some(config);
         start.preset_text = "[limits]\nmax_turns = 100_000_000\nmax_tokens = 100_000_000_000_000\n\
-                             max_wall_secs = 100_000_000\n"
+                             max_wall_secs = 100_000_000\n\n[plugins.fs]\nsource = \"builtin:fs\"\n\
+                             mounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]\n"
             .into();
+        start.plugins = vec![PluginHash {
+            name: "fs".into(),
+            sha256: paddock_types::stamp::sha256_hex(fs),
+        }];
     }
     let path = dir.join(LOG_FILE);
     {
