@@ -148,7 +148,13 @@ async fn own(
                         notes.push(format!("typing into the terminal failed: {e}"));
                     }
                 }
-                Some(Control::Interrupt) => group.signal(libc::SIGINT),
+                // A command that does not stop on SIGINT is killed 2 s later, as at its
+                // time limit: one that ignores it, or one bash ran in its own place as PID 1
+                // of the namespace, where the kernel drops a signal it has no handler for.
+                Some(Control::Interrupt) => {
+                    group.signal(libc::SIGINT);
+                    interrupted_at.get_or_insert_with(Instant::now);
+                }
                 // The shell let go of it (the session ended): it dies.
                 None => {
                     run.kill();

@@ -33,7 +33,7 @@ pub fn openai(server: &ScriptedServer) -> ModelChoice {
 pub fn anthropic(server: &ScriptedServer) -> ModelChoice {
     ModelChoice {
         base_url: Some(server.anthropic_base_url()),
-        provider: Some("anthropic".into()),
+        provider: Some(paddock::event::ProviderKind::Anthropic),
         ..openai(server)
     }
 }

@@ -212,3 +212,33 @@ fn typing_into_a_command_without_a_terminal_is_an_error_that_names_tty() {
     );
     assert_eq!(answers[2].status(), Some(130), "{:?}", answers[2].content);
 }
+
+/// A command that does not stop on Ctrl-C is killed 2 s after it, as at its time limit: one
+/// that ignores SIGINT, and one bash runs in its own place as PID 1 of the namespace (a lone
+/// `sleep`), where the kernel drops a signal it has no handler for. Neither keeps running
+/// until the session's time limit.
+#[test]
+fn a_command_that_ignores_ctrl_c_is_killed_soon_after() {
+    for command in ["trap '' INT; sleep 600; echo survived", "sleep 600"] {
+        let scene = Scene::new(&[]);
+        let answers = scene.run(&[
+            ("shell", json!({ "command": command, "background": true })),
+            (
+                "write_stdin",
+                json!({"session_id": 1, "chars": "\u{3}", "yield_ms": 20_000}),
+            ),
+        ]);
+        assert_eq!(answers[0].running_id(), Some(1), "{:?}", answers[0].content);
+        let stopped = &answers[1];
+        assert!(
+            stopped.running_id().is_none(),
+            "{command}: still running 20 s after Ctrl-C: {:?}",
+            stopped.content
+        );
+        assert!(
+            !stopped.output().contains("survived"),
+            "{command}: {:?}",
+            stopped.content
+        );
+    }
+}
