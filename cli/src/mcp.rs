@@ -65,7 +65,7 @@ async fn serve(args: ServeArgs) -> CommandResult {
     };
     let session = Arc::new(start(&args).await?);
     // The preset's name is printed, and names can come from files: sanitized (T3).
-    let preset = paddock_types::text::sanitize(&session.session.preset_name()).to_string();
+    let preset = paddock_types::text::sanitize(session.session.preset_name()).to_string();
     let id = session.session.id().to_string();
     let id = &id;
     let served = Served::new(session.clone());

@@ -102,13 +102,17 @@ pub fn cycles(src: &Path) -> Result<Vec<Vec<String>>, String> {
         .collect())
 }
 
+/// A cycle's members, and the imports that make it.
+pub type Cycle = (Vec<String>, Vec<String>);
+
 /// Every cycle between the entries of one directory under `src` (see the module's head): each
 /// as the entries' paths, sorted, with the imports that make it (`a -> b (`path`) in file`).
-pub fn folder_cycles(src: &Path) -> Result<Vec<(Vec<String>, Vec<String>)>, String> {
+pub fn folder_cycles(src: &Path) -> Result<Vec<Cycle>, String> {
     let edges = edges(src, true)?;
     // Entry-level edges per directory: dir -> entry -> entry -> the first import seen.
     type Why = (Module, String);
-    let mut per_dir: BTreeMap<Module, BTreeMap<Module, BTreeMap<Module, Why>>> = BTreeMap::new();
+    type Entries = BTreeMap<Module, BTreeMap<Module, Why>>;
+    let mut per_dir: BTreeMap<Module, Entries> = BTreeMap::new();
     for (from, deps) in &edges {
         for (to, named) in deps {
             let shared = from.iter().zip(to).take_while(|(a, b)| a == b).count();

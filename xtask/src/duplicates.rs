@@ -1,8 +1,9 @@
 //! `cargo xtask duplicates` (part of `lint`): no new copy of six or more lines in the code of
 //! paddock's crates.
 //!
-//! The code is each crate's `src/` without its unit tests (a file named `tests.rs` or
-//! `*_tests.rs`, and everything from a `#[cfg(test)]` that opens a module to the file's end).
+//! The code is each crate's `src/` without its unit tests (a file named `tests.rs`,
+//! `*_tests.rs` or `*proptests.rs`, anything under a folder so named, and everything from a
+//! `#[cfg(test)]` that opens a module to the file's end).
 //! Lines are compared trimmed, and lines that say nothing on their own are left out: blank
 //! lines, comments, and lines with no letter or digit (`}`, `});`). Every run of six such
 //! lines is fingerprinted; a fingerprint found in two places (two files, or two places of one
@@ -214,7 +215,8 @@ fn significant(text: &str) -> Vec<Line> {
     lines
 }
 
-/// Every `.rs` file under `dir` that is not a unit-test file, sorted.
+/// Every `.rs` file under `dir` that is not a unit-test file (nor under a folder of them),
+/// sorted.
 fn rust_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -225,9 +227,10 @@ fn rust_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
             let path = entry.path();
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if path.is_dir() {
-                stack.push(path);
-            } else if name.ends_with(".rs") && name != "tests.rs" && !name.ends_with("_tests.rs")
-            {
+                if !name.ends_with("tests") {
+                    stack.push(path);
+                }
+            } else if name.ends_with(".rs") && !name.trim_end_matches(".rs").ends_with("tests") {
                 found.push(path);
             }
         }

@@ -234,16 +234,16 @@ impl Session {
     /// the next model request (after the tool calls in flight finish). Sent while no turn
     /// works, it waits for the next one.
     pub fn steer(&self, text: impl Into<String>) -> io::Result<()> {
-        self.from_user(Lane::NextStep, text.into())
+        self.queue(Lane::NextStep, text.into())
     }
 
     /// Queues `text`, from the user, as a follow-up: it is logged now and becomes the next
     /// turn when the working one ends (`send` and `go_on` run it before they return).
     pub fn follow_up(&self, text: impl Into<String>) -> io::Result<()> {
-        self.from_user(Lane::NextTurn, text.into())
+        self.queue(Lane::NextTurn, text.into())
     }
 
-    fn from_user(&self, lane: Lane, text: String) -> io::Result<()> {
+    fn queue(&self, lane: Lane, text: String) -> io::Result<()> {
         // Random, so an id never repeats one logged before a reopen (a repeat is dropped).
         let mut bytes = [0u8; 8];
         getrandom::fill(&mut bytes).map_err(|e| io::Error::other(e.to_string()))?;
