@@ -199,7 +199,7 @@ async fn mcp_now(
     };
     let judged = judge(env, &found, preset_name, start)
         .await
-        .map_err(|refused| Failure::from(paddock::session::SetupError::from(refused)))?;
+        .map_err(Failure::from)?;
     let Some(resolved) = judged.resolved.mcp.iter().find(|m| m.name == server) else {
         let known: Vec<String> = judged
             .resolved

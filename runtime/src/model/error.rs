@@ -53,7 +53,7 @@ pub enum ModelError {
 
     #[error(
         "the attempt was cut after {after:?} (attempt_timeout_ms in [model]) while the server was \
-         still streaming; lower max_output_tokens (or --max-output-tokens) or raise attempt_timeout_ms"
+         still streaming; lower max_output_tokens or raise attempt_timeout_ms"
     )]
     AttemptTimeout { after: Duration },
 
