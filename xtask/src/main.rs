@@ -118,6 +118,27 @@ fn run_in(mut cmd: Command, dir: &Path) -> Result<(), String> {
     }
 }
 
+/// Adds the rustup components the gates need (a minimal toolchain has neither).
+fn ensure_components(wanted: &[&str]) -> Result<(), String> {
+    let installed = Command::new("rustup")
+        .args(["component", "list", "--installed"])
+        .output()
+        .map_err(|e| format!("cannot run rustup ({e}); install {} by hand", wanted.join(", ")))?;
+    let installed = String::from_utf8_lossy(&installed.stdout);
+    let missing: Vec<&str> = wanted
+        .iter()
+        .copied()
+        .filter(|c| !installed.lines().any(|l| l.starts_with(&format!("{c}-"))))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    eprintln!("xtask: adding {}", missing.join(", "));
+    let mut add = Command::new("rustup");
+    add.args(["component", "add"]).args(&missing);
+    run(add)
+}
+
 fn ensure_wasm_target() -> Result<(), String> {
     let installed = Command::new("rustup")
         .args(["target", "list", "--installed"])
@@ -266,6 +287,7 @@ fn no_cycles(src: &Path) -> Result<(), String> {
 /// `unnameable_types`), the embedding example built against that same interface, the cycle
 /// check, and no new copy of six or more lines (`duplicates.rs`).
 fn lint() -> Result<(), String> {
+    ensure_components(&["rustfmt", "clippy"])?;
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--check"]);
     run(fmt).map_err(|e| format!("{e}\nfix: cargo fmt --all"))?;
