@@ -143,7 +143,10 @@ mod tests {
         assert_eq!(one_line("a\nb\x1bcdef", 4), "a b …");
         let long = format!("{}{}", "a".repeat(100), "z".repeat(100));
         let short = elide_middle(&long, 30, |n| format!("[{n} cut]"));
-        assert_eq!(short, format!("{}[{} cut]{}", "a".repeat(20), 200 - 20 - 7, "z".repeat(7)));
+        assert_eq!(
+            short,
+            format!("{}[{} cut]{}", "a".repeat(20), 200 - 20 - 7, "z".repeat(7))
+        );
         assert_eq!(elide_middle("short", 30, |_| unreachable!()), "short");
     }
 
