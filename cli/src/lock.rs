@@ -92,7 +92,7 @@ async fn plugin_now(env: &Env, name: &str) -> Result<PluginLock, Failure> {
         .store
         .bytes(&preset::PluginSource::Installed(name.to_string()))
         .map_err(Failure::plugin)?;
-    let tools = if record.kind == paddock_sandbox::World::Hook.as_str() {
+    let tools = if record.kind == paddock_sandbox::World::Hook {
         Vec::new()
     } else {
         let plugin = env

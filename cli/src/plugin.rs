@@ -277,7 +277,7 @@ fn list(env: &Env, color: bool) -> CommandResult {
         return Ok(Exit::Ok);
     }
     for r in records {
-        let what = if r.kind == World::Hook.as_str() {
+        let what = if r.kind == World::Hook {
             "(hook)".to_string()
         } else {
             r.tools.join(", ")

@@ -321,7 +321,7 @@ fn print_installed(report: &InstallReport, color: bool) {
         };
         println!(
             "replaces the {} `{}` installed from {} (sha256 {}{same})",
-            kind_label(&old.kind),
+            old.kind.noun(),
             old.name,
             sanitize(&old.installed_from),
             &old.sha256[..12.min(old.sha256.len())]
@@ -333,7 +333,7 @@ fn print_installed(report: &InstallReport, color: bool) {
     println!(
         "installed {} ({}, {} bytes, sha256 {})",
         paint(color, BOLD, &record.name),
-        kind_label(&record.kind),
+        record.kind.noun(),
         record.size,
         record.sha256
     );
@@ -350,7 +350,7 @@ fn print_installed(report: &InstallReport, color: bool) {
         Some(Origin::Https { url, .. }) => println!("from {}", sanitize(url)),
         None => {}
     }
-    if record.kind == World::Hook.as_str() {
+    if record.kind == World::Hook {
         println!(
             "name it in a preset: [[hooks]] source = \"{}\", on = \"pre\" or \"post\"",
             record.name
@@ -440,10 +440,3 @@ fn mib(bytes: u64) -> String {
     }
 }
 
-fn kind_label(kind: &str) -> &'static str {
-    if kind == World::Hook.as_str() {
-        "hook"
-    } else {
-        "tool plugin"
-    }
-}

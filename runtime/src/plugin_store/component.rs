@@ -65,7 +65,7 @@ impl Checked {
     ) -> Installed {
         Installed {
             name: name.to_string(),
-            kind: self.world.as_str().to_string(),
+            kind: self.world,
             sha256: self.sha256.clone(),
             size,
             installed_from,

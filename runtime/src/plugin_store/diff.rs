@@ -12,7 +12,7 @@
 use super::Installed;
 use super::remote::Origin;
 use super::signature::SignatureRecord;
-use paddock_sandbox::Capability;
+use paddock_sandbox::{Capability, World};
 use paddock_types::contract::{OutputBudget, Overflow, Risk, RuntimeMeta, ToolSpec};
 
 /// What an import lets a component reach, for the diff's reader.
@@ -249,8 +249,7 @@ impl Widening<'_> {
 /// What one version of a plugin is, as far as the diff compares it.
 #[derive(Debug, Clone, Copy)]
 pub struct Surface<'a> {
-    /// `tools` or `hook`.
-    pub kind: &'a str,
+    pub kind: World,
     pub imports: &'a [String],
     pub tools: &'a [ToolSpec],
     /// The trusted key that vouched for it, if one did.
@@ -262,7 +261,7 @@ impl<'a> Surface<'a> {
     /// reads them.
     pub fn of(record: &'a Installed, tools: &'a [ToolSpec]) -> Surface<'a> {
         Surface {
-            kind: &record.kind,
+            kind: record.kind,
             imports: &record.imports,
             tools,
             signer: Signer::of_origin(record.origin.as_ref()),
@@ -352,8 +351,8 @@ pub fn diff(old: Surface<'_>, new: Surface<'_>) -> CapabilityDiff {
     changes.extend(signer_change(old.signer, new.signer));
     if old.kind != new.kind {
         changes.push(Change::Kind {
-            old: kind_word(old.kind).into(),
-            new: kind_word(new.kind).into(),
+            old: old.kind.noun().into(),
+            new: new.kind.noun().into(),
         });
     }
     push_imports(&mut changes, old.imports, new.imports);
@@ -376,14 +375,6 @@ pub fn diff(old: Surface<'_>, new: Surface<'_>) -> CapabilityDiff {
     CapabilityDiff {
         changes,
         complete: true,
-    }
-}
-
-fn kind_word(kind: &str) -> &'static str {
-    if kind == "hook" {
-        "hook"
-    } else {
-        "tool plugin"
     }
 }
 
@@ -520,7 +511,7 @@ mod tests {
 
     fn surface<'a>(imports: &'a [String], tools: &'a [ToolSpec]) -> Surface<'a> {
         Surface {
-            kind: "tools",
+            kind: World::Tools,
             imports,
             tools,
             signer: None,

@@ -211,10 +211,6 @@ impl StoreError {
     }
 }
 
-fn tools_kind() -> String {
-    World::Tools.as_str().to_string()
-}
-
 /// ", did you mean `x`?" when a known name is close to the one asked for, else nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DidYouMean(pub Option<String>);
@@ -244,9 +240,9 @@ impl std::fmt::Display for DidYouMean {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Installed {
     pub name: String,
-    /// `tools` or `hook` (records from before hooks could be installed are tools).
-    #[serde(default = "tools_kind")]
-    pub kind: String,
+    /// A tool plugin or a hook (records from before hooks could be installed are tools).
+    #[serde(default)]
+    pub kind: World,
     pub sha256: String,
     pub size: u64,
     pub installed_from: String,

@@ -327,7 +327,7 @@ impl PluginStore {
     /// host reads them, loaded from its verified blob (compiled code from the cache). A blob
     /// that no longer loads counts as nothing: every tool of the new version is then new.
     async fn surface_of(&self, sandbox: &Sandbox, record: &Installed) -> Vec<ToolSpec> {
-        if record.kind == World::Hook.as_str() {
+        if record.kind == World::Hook {
             return Vec::new();
         }
         let Ok(bytes) = self.verified_bytes(&record.name) else {

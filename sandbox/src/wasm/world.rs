@@ -11,10 +11,12 @@ use crate::wasm::error::LoadError;
 /// The interface a hook exports (`wit/hook.wit`, world `hook`).
 const HOOKS_EXPORT: &str = "paddock:plugin/hooks@0.1.0";
 
-/// What a component is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a component is; recorded (the store, the lock) as `tools` or `hook`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum World {
     /// World `tool-plugin` (and its capability variants): exports `tools`.
+    #[default]
     Tools,
     /// World `hook`: exports `hooks`.
     Hook,
@@ -24,6 +26,14 @@ impl World {
     pub fn as_str(self) -> &'static str {
         match self {
             World::Tools => "tools",
+            World::Hook => "hook",
+        }
+    }
+
+    /// What it is called in a sentence: `tool plugin` or `hook`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            World::Tools => "tool plugin",
             World::Hook => "hook",
         }
     }

@@ -27,6 +27,7 @@ pub use pin::{ToolChange, ToolPin};
 pub use place::LockPlace;
 
 use super::{Installed, Origin};
+use paddock_sandbox::World;
 use paddock_types::contract::ToolSpec;
 
 /// The file's name, in `.paddock/` or the data directory.
@@ -69,8 +70,8 @@ pub struct PluginLock {
     pub installed_from: String,
     pub sha256: String,
     pub size: u64,
-    /// `tools` or `hook`.
-    pub kind: String,
+    /// A tool plugin or a hook (`tools`, `hook`).
+    pub kind: World,
     pub imports: Vec<String>,
     /// SHA-256 of the canonical JSON of the tool list `describe` gives.
     pub tools_sha256: String,
@@ -103,7 +104,7 @@ impl PluginLock {
             installed_from: record.installed_from.clone(),
             sha256: sha256.to_string(),
             size: record.size,
-            kind: record.kind.clone(),
+            kind: record.kind,
             imports: record.imports.clone(),
             tools_sha256: pin::tools_sha256(tools),
             tools: tool_pins(tools),
@@ -230,7 +231,7 @@ mod tests {
             installed_from: "oci://127.0.0.1:5000/plugins/fs:1.0".into(),
             sha256: "ab".repeat(32),
             size: 12,
-            kind: "tools".into(),
+            kind: World::Tools,
             imports: vec!["wasi:cli/environment@0.2.0".into()],
             tools_sha256: "cd".repeat(32),
             tools: BTreeMap::from([(
@@ -276,7 +277,7 @@ mod tests {
         };
         let record = Installed {
             name: "fs".into(),
-            kind: "tools".into(),
+            kind: World::Tools,
             sha256: "aa".repeat(32),
             size: 3,
             installed_from: "x.wasm".into(),
