@@ -57,8 +57,12 @@ impl Served {
                     serde_json::Value::Object(map) => map.clone(),
                     _ => serde_json::Map::new(),
                 };
-                Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema))
-                    .with_annotations(paddock::mcp::annotations_for(&spec.meta))
+                Tool::new(
+                    spec.name.clone(),
+                    spec.description.clone(),
+                    Arc::new(schema),
+                )
+                .with_annotations(paddock::mcp::annotations_for(&spec.meta))
             })
             .collect();
         Served {

@@ -439,4 +439,3 @@ fn mib(bytes: u64) -> String {
         format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
     }
 }
-

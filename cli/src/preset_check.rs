@@ -7,9 +7,9 @@
 use super::report::{CommandResult, Failure, print_finding};
 use super::style::{self, GREEN, paint, sanitize};
 use super::{Env, Exit};
+use crate::approver::TerminalApprover;
 use paddock::calls::Registry;
 use paddock::hooks::{Approval, HookChain};
-use crate::approver::TerminalApprover;
 use paddock::preset;
 use paddock::session::verdict::{Judged, Start, judge};
 

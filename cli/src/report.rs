@@ -7,8 +7,8 @@ use serde_json::json;
 
 use super::Exit;
 use super::style::{self, RED, YELLOW, json_for_terminal, paint, sanitize};
-use paddock::session::{SetupCode, SetupError};
 use paddock::session::verdict::Shown;
+use paddock::session::{SetupCode, SetupError};
 
 /// Why a command could not do its work: a code (`USAGE_ERROR`, `HOST_ERROR`, ...), the
 /// message, a refused preset's findings, and the exit code. Commands return it; `show` prints

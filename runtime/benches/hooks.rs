@@ -18,13 +18,13 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use paddock_types::contract::{Risk, RuntimeMeta, ToolOutput, ToolSpec};
 use paddock::ask::NoOneToAsk;
 use paddock::hooks::{Approval, HookChain};
 use paddock::pipeline::GateCall;
 use paddock::plugin_store::PluginStore;
 use paddock::preset::{self, ResolveContext};
 use paddock_sandbox::{Permission, Sandbox};
+use paddock_types::contract::{Risk, RuntimeMeta, ToolOutput, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
 /// One command-hook decision: spawn, write the event, read and parse the answer.

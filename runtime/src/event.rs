@@ -6,13 +6,12 @@
 
 pub use crate::calls::{Disposition, EndReason, Repair};
 pub use crate::log::{
-    Asked, Body, CompactReason, InstructionRecord, LayerRecord, LoggedRepair, PluginHash,
-    Touches,
+    Asked, Body, CompactReason, InstructionRecord, LayerRecord, LoggedRepair, PluginHash, Touches,
 };
 pub use crate::model::price::Price;
 pub use crate::model::{
-    AssembledCall, AssistantMessage, AttemptId, AttemptStatus, CacheTtl, Delta, Diagnostic,
-    Finish, MaxTokensField, Message, ModelEvent, Outcome, PartialOutput, ProviderConfig,
-    ProviderKind, RetryPolicy, ToolCall, ToolChoice, ToolResultMessage, Usage,
+    AssembledCall, AssistantMessage, AttemptId, AttemptStatus, CacheTtl, Delta, Diagnostic, Finish,
+    MaxTokensField, Message, ModelEvent, Outcome, PartialOutput, ProviderConfig, ProviderKind,
+    RetryPolicy, ToolCall, ToolChoice, ToolResultMessage, Usage,
 };
 pub use crate::preset::Origin;

@@ -61,11 +61,11 @@ mod backtrace;
 pub mod event;
 
 pub use agent::{Compaction, ContextFill, Entry, Observer, Quiet, Spent, TurnEnd};
-pub use backtrace::quiet_library_backtraces;
-pub use paddock_types::contract::ToolResult;
 pub use ask::{Answer, Approver, NoOneToAsk, OnAsk, Question};
+pub use backtrace::quiet_library_backtraces;
 pub use log::{Event, Lane, SessionStart, Source, StopReason, Tap};
 pub use model::ToolDef;
+pub use paddock_types::contract::ToolResult;
 pub use pipeline::{CallRecord, CallSummary, RawCall};
 pub use session::verdict::Shown as Warning;
 pub use session::{

@@ -322,8 +322,7 @@ impl SpillDir {
 #[derive(Clone, Default)]
 pub struct SessionState(pub(crate) Arc<SessionSlot>);
 
-pub(crate) type SessionSlot =
-    tokio::sync::Mutex<Option<Box<dyn std::any::Any + Send>>>;
+pub(crate) type SessionSlot = tokio::sync::Mutex<Option<Box<dyn std::any::Any + Send>>>;
 
 impl SessionState {
     /// A state of its own, shared with no other session.

@@ -30,27 +30,28 @@ pub use capability::canary::{Canary, probe_in_child, run_canaries};
 pub use capability::http::allows as http_allows;
 pub use capability::http_addr::checked_address;
 pub use capability::server::{ServerProcess, ServerSpec};
-pub use leftovers::{call_tag, remove_temp};
-pub use fs::private_dir::create_private_dir;
-pub use fs::protect::Protect;
-pub use capability::shell::judge::{ShellJudgement, ShellVerdict, admitted_command, is_follow_up, judge_program,
+pub use capability::shell::judge::{
+    ShellJudgement, ShellVerdict, admitted_command, is_follow_up, judge_program,
 };
 pub use capability::shell::judge_for_gate as judge_shell_command;
+pub use fs::mount::MountHandle;
+pub use fs::private_dir::create_private_dir;
+pub use fs::protect::Protect;
 pub use grant::{
     Capability, ExecGrant, Grant, HttpGrant, Limits, LiveOutput, Mount, MountMode, SessionState,
     SpillDir,
 };
 pub use layers::layers;
+pub use leftovers::{call_tag, remove_temp};
 pub use paddock_jail::hide_from_programs;
 pub use paddock_jail::settle as settle_finished_runs;
 pub use wasm::compiled::CacheUse;
 pub use wasm::described::Description;
 pub use wasm::engine::Sandbox;
 pub use wasm::error::LoadError;
-pub use fs::mount::MountHandle;
 pub use wasm::hook::{HookPlugin, Permission, PostDecision, PostToolUse, PreDecision, PreToolUse};
-pub use wasm::stdio::Captured;
-pub use wasm::store::LogLine;
 pub use wasm::outcome::CallReport;
 pub use wasm::plugin::Plugin;
+pub use wasm::stdio::Captured;
+pub use wasm::store::LogLine;
 pub use wasm::world::World;

@@ -139,7 +139,10 @@ pub fn folder_cycles(src: &Path) -> Result<Vec<Cycle>, String> {
             .iter()
             .map(|(a, bs)| (a.clone(), bs.keys().cloned().collect()))
             .collect();
-        for cycle in strongly_connected(&plain).into_iter().filter(|c| c.len() > 1) {
+        for cycle in strongly_connected(&plain)
+            .into_iter()
+            .filter(|c| c.len() > 1)
+        {
             let members: BTreeSet<&Module> = cycle.iter().collect();
             let mut why = Vec::new();
             for a in &cycle {
@@ -575,8 +578,20 @@ mod tests {
         let found = folder_cycles(&dir.0).unwrap();
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].0, vec!["a".to_string(), "b".to_string()]);
-        assert!(found[0].1.iter().any(|l| l.starts_with("a -> b (`crate::b::y::Y` in a/x)")), "{found:?}");
-        assert!(found[0].1.iter().any(|l| l.starts_with("b -> a (`crate::a::w::W` in b/z)")), "{found:?}");
+        assert!(
+            found[0]
+                .1
+                .iter()
+                .any(|l| l.starts_with("a -> b (`crate::b::y::Y` in a/x)")),
+            "{found:?}"
+        );
+        assert!(
+            found[0]
+                .1
+                .iter()
+                .any(|l| l.starts_with("b -> a (`crate::a::w::W` in b/z)")),
+            "{found:?}"
+        );
         // One way only, and imports inside one folder, are no folder cycle.
         let dir = tree(&[
             ("lib.rs", "mod a;\nmod b;\n"),

@@ -85,10 +85,7 @@ pub fn check(root: &Path, bless: bool) -> Result<(), String> {
         }
         std::fs::write(&allowed_path, text)
             .map_err(|e| format!("cannot write {}: {e}", allowed_path.display()))?;
-        println!(
-            "xtask: {} copied runs recorded in {ALLOWED}",
-            copies.len()
-        );
+        println!("xtask: {} copied runs recorded in {ALLOWED}", copies.len());
         return Ok(());
     }
     let allowed = read_allowed(&allowed_path)?;
@@ -198,9 +195,9 @@ fn significant(text: &str) -> Vec<Line> {
             continue;
         }
         if line == "#[cfg(test)]"
-            && all
-                .peek()
-                .is_some_and(|(_, next)| next.trim_start().starts_with("mod ") && next.contains('{'))
+            && all.peek().is_some_and(|(_, next)| {
+                next.trim_start().starts_with("mod ") && next.contains('{')
+            })
         {
             break;
         }
@@ -252,7 +249,8 @@ mod tests {
         assert_eq!(fingerprint(&one[1..7]), fingerprint(&two[1..7]));
         assert_ne!(fingerprint(&one[0..6]), fingerprint(&two[0..6]));
         // Five lines in common are not enough.
-        let five = significant("let b = 2;\nlet c = 3;\nlet d = 4;\nlet e = 5;\nlet f = 6;\nlet g = 7;\n");
+        let five =
+            significant("let b = 2;\nlet c = 3;\nlet d = 4;\nlet e = 5;\nlet f = 6;\nlet g = 7;\n");
         assert_ne!(fingerprint(&one[1..7]), fingerprint(&five[0..6]));
     }
 

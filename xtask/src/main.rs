@@ -123,7 +123,12 @@ fn ensure_components(wanted: &[&str]) -> Result<(), String> {
     let installed = Command::new("rustup")
         .args(["component", "list", "--installed"])
         .output()
-        .map_err(|e| format!("cannot run rustup ({e}); install {} by hand", wanted.join(", ")))?;
+        .map_err(|e| {
+            format!(
+                "cannot run rustup ({e}); install {} by hand",
+                wanted.join(", ")
+            )
+        })?;
     let installed = String::from_utf8_lossy(&installed.stdout);
     let missing: Vec<&str> = wanted
         .iter()
@@ -292,7 +297,14 @@ fn lint() -> Result<(), String> {
     fmt.args(["fmt", "--all", "--check"]);
     run(fmt).map_err(|e| format!("{e}\nfix: cargo fmt --all"))?;
     let mut clippy = cargo();
-    clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
     run(clippy)?;
     let mut core = cargo();
     core.args([

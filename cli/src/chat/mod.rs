@@ -27,12 +27,12 @@ use super::resume::{options, reopen, settle};
 use super::run::{SessionArgs, start_session};
 use super::session_view::Printer;
 use super::style::{self, sanitize};
-use paddock::agent::Entry;
 use crate::approver::{ChatQuestions, Presenter};
-use paddock::log::{Body, Source, StopReason};
-use paddock::session::{Interrupter, Session, latest_in};
 use commands::{Action, Typed as Line, classify};
 use input::{Input, Typed};
+use paddock::agent::Entry;
+use paddock::log::{Body, Source, StopReason};
+use paddock::session::{Interrupter, Session, latest_in};
 use render::Screen;
 
 #[derive(Args)]

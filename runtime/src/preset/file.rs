@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use super::PresetError;
 use super::sections::{ApprovalEntry, FuelSetting, GrantsEntry, HookEntry, LoopLimits, MountEntry};
 use super::tools::ToolSelection;
-use paddock_types::contract::Risk;
 use crate::model::ProviderConfig;
+use paddock_types::contract::Risk;
 
 /// A whole preset file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -13,9 +13,9 @@ use super::policy::{ApprovalPolicy, LoopBudgets, ResolvedHook, check_pin, grants
 use super::sections::FuelSetting;
 use super::tools::ToolSelection;
 use super::{PresetError, check_mount_is_safe};
-use paddock_types::contract::Risk;
 use crate::model::ProviderConfig;
 use paddock_sandbox::{Grant, Limits, Mount, MountMode};
+use paddock_types::contract::Risk;
 
 /// One plugin, ready to load.
 #[derive(Debug, Clone, Serialize)]
@@ -107,7 +107,8 @@ impl PresetFile {
             ));
         }
         for (alias, target) in &self.tools.aliases {
-            if !paddock_types::contract::valid_tool_name(alias) || !paddock_types::contract::valid_tool_name(target)
+            if !paddock_types::contract::valid_tool_name(alias)
+                || !paddock_types::contract::valid_tool_name(target)
             {
                 return Err(PresetError(format!(
                     "tools.aliases: {alias:?} = {target:?}: both must be tool names \

@@ -78,7 +78,7 @@ pub async fn run_canaries(program: &Path, args: &[String]) -> Result<Vec<Canary>
         env: Vec::new(),
         cwd: &granted,
         stdin: false,
-                terminal: None,
+        terminal: None,
     })?;
     let mut stdout = child.stdout.take().ok_or("the canary has no stdout")?;
     let mut report = String::new();

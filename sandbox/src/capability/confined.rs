@@ -72,8 +72,8 @@ impl WritableRoot {
     ) -> Result<WritableRoot, String> {
         let walk = |protect: &Protect| {
             let hold = RootHold::prepare(&handle, protect).map_err(|e| format!("{shown}: {e}"))?;
-            let before = walk_index::existing(handle.fd(), protect)
-                .map_err(|e| format!("{shown}: {e}"))?;
+            let before =
+                walk_index::existing(handle.fd(), protect).map_err(|e| format!("{shown}: {e}"))?;
             Ok::<_, String>((hold, before))
         };
         let (mut hold, mut before) = walk(protect)?;

@@ -253,11 +253,7 @@ pub(crate) fn risky_option(
 }
 
 /// The patterns of `allow` that `program args` matches.
-pub(crate) fn matching<'a>(
-    allow: &'a [String],
-    program: &str,
-    args: &[String],
-) -> Vec<&'a String> {
+pub(crate) fn matching<'a>(allow: &'a [String], program: &str, args: &[String]) -> Vec<&'a String> {
     allow.iter().filter(|p| matches(p, program, args)).collect()
 }
 
@@ -349,9 +345,11 @@ fn matches(pattern: &str, program: &str, args: &[String]) -> bool {
     if args.len() < fixed.len() || (!rest && args.len() != fixed.len()) {
         return false;
     }
-    fixed.iter().zip(args).all(|(w, a)| paddock_shell_judge::glob(w, a))
+    fixed
+        .iter()
+        .zip(args)
+        .all(|(w, a)| paddock_shell_judge::glob(w, a))
 }
-
 
 fn refusal(allow: &[String], program: &str, args: &[String], key: &str) -> String {
     let shown: String = std::iter::once(program)

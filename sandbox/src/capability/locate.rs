@@ -27,10 +27,7 @@ pub(crate) fn find_program(program: &str) -> Result<PathBuf, String> {
 
 /// Maps a guest directory to its host directory, refusing anything outside the mounts. The
 /// directory is resolved through the mount's held handle (K3), never by its name.
-pub(crate) fn host_dir(
-    mounts: &[Mount],
-    guest: Option<&str>,
-) -> Result<PathBuf, String> {
+pub(crate) fn host_dir(mounts: &[Mount], guest: Option<&str>) -> Result<PathBuf, String> {
     let Some(first) = mounts.first() else {
         return Err(
             "this plugin has no mounts, so there is no directory to run in; add a mount".into(),

@@ -64,7 +64,10 @@ pub(crate) const NAMES: &[Named] = &[
         ".cargo/config.toml",
         "cargo: read in every ancestor; build.rustc, rustc-wrapper, runner and aliases run on any cargo command",
     ),
-    named(".cargo/config", "cargo: the legacy name of .cargo/config.toml"),
+    named(
+        ".cargo/config",
+        "cargo: the legacy name of .cargo/config.toml",
+    ),
     named(
         "rust-toolchain.toml",
         "rustup: read in every ancestor; `[toolchain] path` makes every cargo and rustc a program of the file's choosing",
@@ -77,7 +80,10 @@ pub(crate) const NAMES: &[Named] = &[
         ".npmrc",
         "npm: project configuration; node-options, script-shell and git run with every npm command that runs scripts",
     ),
-    named(".yarnrc", "yarn 1: yarn-path runs another yarn for every command"),
+    named(
+        ".yarnrc",
+        "yarn 1: yarn-path runs another yarn for every command",
+    ),
     named(
         ".yarnrc.yml",
         "yarn 2+: yarnPath and plugins are JavaScript run by every yarn command",
@@ -122,30 +128,15 @@ pub(crate) const NAMES: &[Named] = &[
         ".pdbrc",
         "Python's pdb: read from the working directory and run as debugger commands (`!` runs Python)",
     ),
-    named_existing(
-        ".irbrc",
-        "Ruby's irb: loads it from the working directory",
-    ),
-    named_existing(
-        ".pryrc",
-        "Ruby's pry: loads it from the working directory",
-    ),
-    named(
-        ".pnpmfile.cjs",
-        "pnpm: hooks run by every install",
-    ),
+    named_existing(".irbrc", "Ruby's irb: loads it from the working directory"),
+    named_existing(".pryrc", "Ruby's pry: loads it from the working directory"),
+    named(".pnpmfile.cjs", "pnpm: hooks run by every install"),
     named(
         ".pre-commit-config.yaml",
         "pre-commit: the commands the git hook it installs runs on every commit",
     ),
-    named(
-        "lefthook.yml",
-        "lefthook: the commands its git hooks run",
-    ),
-    named(
-        ".lefthook.yml",
-        "lefthook: the commands its git hooks run",
-    ),
+    named("lefthook.yml", "lefthook: the commands its git hooks run"),
+    named(".lefthook.yml", "lefthook: the commands its git hooks run"),
     named(
         ".vscode",
         "VS Code: settings name programs the editor and its extensions run; tasks can run when the folder opens",
@@ -236,7 +227,14 @@ pub(crate) fn is_last_of_a_name(name: &OsStr) -> bool {
     let last = LAST.get_or_init(|| {
         NAMES
             .iter()
-            .map(|entry| entry.path.rsplit('/').next().unwrap_or(entry.path).as_bytes())
+            .map(|entry| {
+                entry
+                    .path
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or(entry.path)
+                    .as_bytes()
+            })
             .collect()
     });
     let name = name.as_encoded_bytes();
@@ -253,10 +251,13 @@ pub(crate) fn why(names: &[&OsStr]) -> Option<&'static str> {
 }
 
 fn names_a_tool_config_one(entry: &Named, names: &[&OsStr]) -> bool {
-    names.iter().enumerate().any(|(i, name)| match entry.path.split_once('/') {
-        None => *name == entry.path,
-        Some((dir, file)) => *name == dir && names.get(i + 1).is_some_and(|n| *n == file),
-    })
+    names
+        .iter()
+        .enumerate()
+        .any(|(i, name)| match entry.path.split_once('/') {
+            None => *name == entry.path,
+            Some((dir, file)) => *name == dir && names.get(i + 1).is_some_and(|n| *n == file),
+        })
 }
 
 /// Is `name` the first component of an entry that has two (`.cargo`, `.yarn`)? Moving such a
@@ -328,7 +329,10 @@ mod tests {
 
     #[test]
     fn a_pair_is_held_by_its_directory() {
-        assert!(holds_tool_config(OsStr::new(".yarn"), OsStr::new("releases")));
+        assert!(holds_tool_config(
+            OsStr::new(".yarn"),
+            OsStr::new("releases")
+        ));
         assert!(!holds_tool_config(OsStr::new(".yarn"), OsStr::new("cache")));
     }
 }

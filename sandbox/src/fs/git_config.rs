@@ -64,7 +64,10 @@ pub(crate) struct Repo {
 /// reads as configuration, absolute and lexically normal. Missing files name nothing.
 pub(crate) fn named_paths(repo: &Repo) -> Vec<PathBuf> {
     let mut found = Found::default();
-    let top = repo.worktree.clone().unwrap_or_else(|| repo.git_dir.clone());
+    let top = repo
+        .worktree
+        .clone()
+        .unwrap_or_else(|| repo.git_dir.clone());
     for file in user_configs() {
         found.read(&file, &top, 0);
     }
@@ -184,7 +187,11 @@ fn programs(command: &str) -> Vec<&str> {
         }
         let name = first.rsplit('/').next().unwrap_or(first);
         if INTERPRETERS.contains(&name) {
-            found.extend(words.find(|w| !w.starts_with('-')).filter(|w| w.contains('/')));
+            found.extend(
+                words
+                    .find(|w| !w.starts_with('-'))
+                    .filter(|w| w.contains('/')),
+            );
         }
     }
     found
@@ -266,8 +273,7 @@ fn entries(text: &str) -> Vec<(String, String)> {
                 continue;
             }
         }
-        if line.starts_with('#') || line.starts_with(';') || line.is_empty() || section.is_empty()
-        {
+        if line.starts_with('#') || line.starts_with(';') || line.is_empty() || section.is_empty() {
             continue;
         }
         let (name, raw) = match line.split_once('=') {
@@ -299,11 +305,9 @@ fn header(inner: &str) -> String {
         }
         None => match inner.split_once('.') {
             // The old `[section.subsection]` form: the subsection is lower-cased too.
-            Some((name, sub)) => format!(
-                "{}.{}",
-                name.to_ascii_lowercase(),
-                sub.to_ascii_lowercase()
-            ),
+            Some((name, sub)) => {
+                format!("{}.{}", name.to_ascii_lowercase(), sub.to_ascii_lowercase())
+            }
             None => inner.to_ascii_lowercase(),
         },
     }
@@ -357,7 +361,10 @@ mod tests {
         assert_eq!(find("includeif.gitdir:~/work/.path"), Some("w\"x.cfg"));
         assert_eq!(find("alias.t"), Some("!./scripts/test.sh   --all"));
         assert_eq!(find("diff.txt.textconv"), Some("tools/conv"));
-        assert_eq!(programs("!./scripts/test.sh --all src/"), ["./scripts/test.sh"]);
+        assert_eq!(
+            programs("!./scripts/test.sh --all src/"),
+            ["./scripts/test.sh"]
+        );
         assert_eq!(programs("status --short -- src/"), Vec::<&str>::new());
         assert_eq!(
             programs("python3 -u tools/clean.py %f | /usr/bin/tee x && sh ci/run"),

@@ -210,9 +210,7 @@ fn named_by_git_config(real: &Path, holder: bool, root: &Path, protect: &Protect
     let Some(repo) = real.parent().and_then(git_config::repo_above) else {
         return false;
     };
-    let opened = real
-        .strip_prefix(root)
-        .is_ok_and(|rel| protect.opens(rel));
+    let opened = real.strip_prefix(root).is_ok_and(|rel| protect.opens(rel));
     !opened
         && git_config::named_paths(&repo)
             .iter()
@@ -436,7 +434,10 @@ mod tests {
         for path in [".githooks/pre-commit", "team.gitconfig", "tools/fmt.sh"] {
             assert!(!allowed(&g, &dir, path, false), "{path} must be refused");
         }
-        assert!(g.pinned(&dir, "tools", false, true).is_err(), "a move of its directory");
+        assert!(
+            g.pinned(&dir, "tools", false, true).is_err(),
+            "a move of its directory"
+        );
         assert!(allowed(&g, &dir, "tools/other.sh", false));
         assert!(allowed(&g, &dir, "src.rs", false));
     }

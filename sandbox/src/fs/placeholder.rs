@@ -59,10 +59,7 @@ struct Placeholder {
 
 impl RootHold {
     /// Prepares `root` so that none of `protect`'s root-level paths can be created in it.
-    pub(crate) fn prepare(
-        root: &MountHandle,
-        protect: &Protect,
-    ) -> Result<RootHold, String> {
+    pub(crate) fn prepare(root: &MountHandle, protect: &Protect) -> Result<RootHold, String> {
         let mut hold = RootHold::default();
         let base = root.proc_path();
         let patterns = protect
@@ -178,7 +175,9 @@ impl RootHold {
 /// reads nothing from a directory (rustup, for one, skips a `rust-toolchain.toml` it cannot
 /// read, where an empty file would be an error in every cargo command the program runs).
 fn is_extra(pattern: &Path) -> bool {
-    !ambient::NAMES.iter().any(|entry| pattern == Path::new(entry.path))
+    !ambient::NAMES
+        .iter()
+        .any(|entry| pattern == Path::new(entry.path))
 }
 
 /// The placeholders that keep the root itself from becoming a git directory (git takes the
@@ -442,7 +441,10 @@ mod tests {
         }
         drop(hold);
         assert!(!other.path().join("objects").exists());
-        assert_eq!(std::fs::read_to_string(other.path().join("HEAD")).unwrap(), "mine");
+        assert_eq!(
+            std::fs::read_to_string(other.path().join("HEAD")).unwrap(),
+            "mine"
+        );
     }
 
     #[test]

@@ -59,9 +59,9 @@ impl Protect {
     pub fn could_cover_last(&self, name: &std::ffi::OsStr) -> bool {
         ambient::is_last_of_a_name(name)
             || self
-            .extra
-            .iter()
-            .any(|p| p.file_name().is_some_and(|last| last == name))
+                .extra
+                .iter()
+                .any(|p| p.file_name().is_some_and(|last| last == name))
     }
 
     /// Does the grant's `writable_protected` open `rel` up? (A directory git would take for a

@@ -125,10 +125,7 @@ impl Walk {
 
 /// Walks everything below `root` (held), finding the topmost protected entries: paths
 /// `protect` covers, and directories git would take for git directories whatever their name.
-pub(crate) fn existing(
-    root: BorrowedFd<'_>,
-    protect: &Protect,
-) -> Result<Walk, String> {
+pub(crate) fn existing(root: BorrowedFd<'_>, protect: &Protect) -> Result<Walk, String> {
     let root = Arc::new(dup(root.as_raw_fd()).map_err(|e| format!("the mount: {e}"))?);
     let mut walk = Walk::default();
     let root_names = list(&root).map_err(|e| unlistable(Path::new(""), &e))?;
@@ -138,7 +135,12 @@ pub(crate) fn existing(
     }
     walk.root_markers = ambient::GIT_DIR_MARKERS
         .iter()
-        .filter_map(|m| Some((OsString::from(m), identity_at(root.as_raw_fd(), OsStr::new(m))?)))
+        .filter_map(|m| {
+            Some((
+                OsString::from(m),
+                identity_at(root.as_raw_fd(), OsStr::new(m))?,
+            ))
+        })
         .collect();
     // (directory, its listing, its path below the root, depth); the root first.
     let mut dirs: Vec<(Arc<OwnedFd>, Vec<Listed>, PathBuf, usize)> =
@@ -200,11 +202,7 @@ pub(crate) struct Created {
 
 /// The protected entries of `now` (a walk of `root` after a run) that were not there (by
 /// identity) in `before`.
-pub(crate) fn created(
-    root: BorrowedFd<'_>,
-    now: Walk,
-    before: &Walk,
-) -> Result<Created, String> {
+pub(crate) fn created(root: BorrowedFd<'_>, now: Walk, before: &Walk) -> Result<Created, String> {
     let protected_before = before.identities();
     let entries = now
         .protected
@@ -327,13 +325,7 @@ fn set_aside(dir: RawFd, name: &OsStr) -> std::io::Result<OsString> {
         let to = c_name(&aside)?;
         // SAFETY: valid C strings and a descriptor we hold; RENAME_NOREPLACE never overwrites.
         let ret = unsafe {
-            libc::renameat2(
-                dir,
-                from.as_ptr(),
-                dir,
-                to.as_ptr(),
-                libc::RENAME_NOREPLACE,
-            )
+            libc::renameat2(dir, from.as_ptr(), dir, to.as_ptr(), libc::RENAME_NOREPLACE)
         };
         if ret == 0 {
             return Ok(aside);
@@ -349,12 +341,7 @@ fn set_aside(dir: RawFd, name: &OsStr) -> std::io::Result<OsString> {
 /// Removes `name` in `dir`: a file or symlink at once, a directory after its contents;
 /// anything whose inode is in `keep` stays, and so do the directories above it. `Ok(true)`
 /// when `name` is gone.
-fn remove_at(
-    dir: RawFd,
-    name: &OsStr,
-    depth: usize,
-    keep: &Seen,
-) -> std::io::Result<bool> {
+fn remove_at(dir: RawFd, name: &OsStr, depth: usize, keep: &Seen) -> std::io::Result<bool> {
     let Some(stat) = stat_at(dir, name) else {
         return Ok(true);
     };
@@ -485,11 +472,7 @@ pub(super) fn identity_at(dir: RawFd, name: &OsStr) -> Option<(u64, u64)> {
     stat_at(dir, name).map(|s| (s.st_dev, s.st_ino))
 }
 
-pub(crate) fn unlink_at(
-    dir: RawFd,
-    name: &OsStr,
-    flags: libc::c_int,
-) -> std::io::Result<()> {
+pub(crate) fn unlink_at(dir: RawFd, name: &OsStr, flags: libc::c_int) -> std::io::Result<()> {
     let c = c_name(name)?;
     // SAFETY: a valid C string and a descriptor we hold.
     if unsafe { libc::unlinkat(dir, c.as_ptr(), flags) } == -1 {
@@ -694,15 +677,26 @@ mod tests {
         let new = created(fd.as_fd(), now, &before).unwrap();
         assert_eq!(rels(&new.entries), [PathBuf::from("data")]);
         assert_eq!(remove(&new.entries[0], &before).unwrap(), Removal::Disarmed);
-        assert_eq!(std::fs::read_to_string(root.join("data/rows.csv")).unwrap(), "1,2\n");
+        assert_eq!(
+            std::fs::read_to_string(root.join("data/rows.csv")).unwrap(),
+            "1,2\n"
+        );
         assert_eq!(
             std::fs::read_to_string(root.join("data/nested/.git/config")).unwrap(),
             "mine"
         );
         for planted in ["HEAD", "config", "objects", "refs"] {
-            assert!(!root.join("data").join(planted).exists(), "data/{planted} is left");
+            assert!(
+                !root.join("data").join(planted).exists(),
+                "data/{planted} is left"
+            );
         }
-        assert!(walk(root, &Protect::default()).unwrap().iter().all(|e| e.rel != Path::new("data")));
+        assert!(
+            walk(root, &Protect::default())
+                .unwrap()
+                .iter()
+                .all(|e| e.rel != Path::new("data"))
+        );
     }
 
     /// An entry that existed before, moved by the run to a protected name (or into a created
@@ -736,7 +730,10 @@ mod tests {
                     PathBuf::from("rust-toolchain.toml"),
                     Removal::KeptAside("rust-toolchain.toml.paddock-kept-1".into())
                 ),
-                (PathBuf::from("x/.git"), Removal::KeptAside(".git.paddock-kept-1".into())),
+                (
+                    PathBuf::from("x/.git"),
+                    Removal::KeptAside(".git.paddock-kept-1".into())
+                ),
                 (PathBuf::from("y/.git"), Removal::Removed),
             ]
         );
@@ -748,7 +745,10 @@ mod tests {
             std::fs::read_to_string(root.join("x/.git.paddock-kept-1/precious")).unwrap(),
             "keep"
         );
-        assert!(!root.join("x/.git.paddock-kept-1/HEAD").exists(), "disarmed");
+        assert!(
+            !root.join("x/.git.paddock-kept-1/HEAD").exists(),
+            "disarmed"
+        );
         assert!(walk(root, &Protect::default()).unwrap().is_empty());
     }
 
@@ -762,14 +762,20 @@ mod tests {
         for _ in 0..MAX_DEPTH + 5 {
             let c = c_name(OsStr::new("d")).unwrap();
             // SAFETY: a valid C string and a descriptor we hold.
-            assert_eq!(unsafe { libc::mkdirat(fd.as_raw_fd(), c.as_ptr(), 0o755) }, 0);
+            assert_eq!(
+                unsafe { libc::mkdirat(fd.as_raw_fd(), c.as_ptr(), 0o755) },
+                0
+            );
             let next = open_dir_at(fd.as_raw_fd(), OsStr::new("d")).unwrap();
             fd = std::fs::File::from(next);
         }
         let w = full(root, &Protect::default()).unwrap();
         assert_eq!(w.too_deep.len(), 1);
         assert_eq!(w.too_deep[0].rel.iter().count(), MAX_DEPTH + 1);
-        assert!(w.too_deep[0].proc_path().exists(), "bindable through its parent");
+        assert!(
+            w.too_deep[0].proc_path().exists(),
+            "bindable through its parent"
+        );
     }
 
     #[test]

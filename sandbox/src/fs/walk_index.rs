@@ -25,9 +25,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use crate::fs::ambient;
 use crate::fs::protect::Protect;
 use crate::fs::protect_walk::{
-    self,
-    Entry, FirstSeen, Listed, Listing, MAX_DEPTH, Seen, Walk, dup, identity_at, list, open_dir_at,
-    unlistable,
+    self, Entry, FirstSeen, Listed, Listing, MAX_DEPTH, Seen, Walk, dup, identity_at, list,
+    open_dir_at, unlistable,
 };
 
 /// Roots indexed at once in a process, at most (the oldest goes first).
@@ -35,7 +34,7 @@ const MAX_INDEXES: usize = 8;
 
 /// Filesystems whose every change to a directory makes an inotify event there.
 const LOCAL_FILESYSTEMS: [i64; 5] = [
-    0xEF53,     // ext2/3/4
+    0xEF53,      // ext2/3/4
     0x5846_5342, // xfs
     0x9123_683E, // btrfs
     0x0102_1994, // tmpfs
@@ -84,10 +83,7 @@ pub(crate) fn existing(root: BorrowedFd<'_>, protect: &Protect) -> Result<Walk, 
 
 /// The walk of `root` for `protect`, from its index when it has one (made on the first call).
 /// `None`: this root is not indexed (see the module comment); walk it in full.
-fn indexed(
-    root: BorrowedFd<'_>,
-    protect: &Protect,
-) -> Option<Result<Walk, String>> {
+fn indexed(root: BorrowedFd<'_>, protect: &Protect) -> Option<Result<Walk, String>> {
     let stat = fstat(root.as_raw_fd())?;
     if !is_local(root.as_raw_fd()) {
         return None;
@@ -111,7 +107,10 @@ fn indexed(
     match &mut *state {
         State::Unindexable => return None,
         State::Indexed(current) => {
-            match current.refresh(protect).and_then(|()| current.walk(protect)) {
+            match current
+                .refresh(protect)
+                .and_then(|()| current.walk(protect))
+            {
                 Ok(walk) => return Some(Ok(walk)),
                 Err(Refresh::Again) => *state = State::Untried,
                 Err(Refresh::Failed(e)) => {
@@ -210,7 +209,11 @@ struct Index {
 impl Index {
     /// Lists the whole tree below `root`, watching each directory. `Ok(None)`: it cannot be
     /// indexed (a directory on another device, no inotify watches left).
-    fn build(root: BorrowedFd<'_>, device: u64, protect: &Protect) -> Result<Option<Index>, String> {
+    fn build(
+        root: BorrowedFd<'_>,
+        device: u64,
+        protect: &Protect,
+    ) -> Result<Option<Index>, String> {
         #[cfg(test)]
         BUILDS.with(|b| b.set(b.get() + 1));
         // SAFETY: plain flags; the result is checked.
@@ -320,19 +323,21 @@ impl Index {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             // SAFETY: a buffer we own, its length, a descriptor we hold.
-            let n = unsafe {
-                libc::read(
-                    self.inotify.as_raw_fd(),
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                )
-            };
+            let n =
+                unsafe { libc::read(self.inotify.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
             if n <= 0 {
                 break;
             }
             let mut at = 0usize;
             while at + 16 <= n as usize {
-                let field = |o: usize| [buf[at + o], buf[at + o + 1], buf[at + o + 2], buf[at + o + 3]];
+                let field = |o: usize| {
+                    [
+                        buf[at + o],
+                        buf[at + o + 1],
+                        buf[at + o + 2],
+                        buf[at + o + 3],
+                    ]
+                };
                 let wd = i32::from_ne_bytes(field(0));
                 let mask = u32::from_ne_bytes(field(4));
                 let len = u32::from_ne_bytes(field(12)) as usize;
@@ -518,8 +523,7 @@ fn derive(dir: &mut Dir, protect: &Protect) -> Result<Vec<(OsString, OwnedFd)>, 
         return Ok(below);
     }
     for listed in &dir.listing {
-        if protect.could_cover_last(&listed.name) && protect.covers(&dir.rel.join(&listed.name))
-        {
+        if protect.could_cover_last(&listed.name) && protect.covers(&dir.rel.join(&listed.name)) {
             dir.protected.push(listed.name.clone());
             continue;
         }
@@ -528,7 +532,12 @@ fn derive(dir: &mut Dir, protect: &Protect) -> Result<Vec<(OsString, OwnedFd)>, 
         }
         let sub = match open_dir_at(fd.as_raw_fd(), &listed.name) {
             Ok(sub) => sub,
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP | libc::ENOENT)) => {
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOTDIR | libc::ELOOP | libc::ENOENT)
+                ) =>
+            {
                 continue;
             }
             Err(e) => {
@@ -598,7 +607,10 @@ mod tests {
         std::fs::write(outside.path().join("moved/.cargo/config.toml"), "").unwrap();
         let first = indexed(fd.as_fd(), &protect).expect("indexed on a local filesystem");
         let first = first.unwrap();
-        assert_eq!(rels(&first), rels(&protect_walk::existing(fd.as_fd(), &protect).unwrap()));
+        assert_eq!(
+            rels(&first),
+            rels(&protect_walk::existing(fd.as_fd(), &protect).unwrap())
+        );
         let steps: Vec<Box<dyn Fn()>> = vec![
             Box::new(|| std::fs::create_dir_all(root.join("src/a/b/c/.git")).unwrap()),
             Box::new(|| std::fs::write(root.join("data/HEAD"), "ref: x\n").unwrap()),

@@ -19,7 +19,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use paddock_types::contract::ToolSpec;
 use crate::grant::{Capability, Grant};
 use crate::wasm::cache::{check_component_header, sha256_hex};
 use crate::wasm::compiled::CacheUse;
@@ -29,6 +28,7 @@ use crate::wasm::error::LoadError;
 use crate::wasm::hook::HookPlugin;
 use crate::wasm::plugin::{Plugin, check_imports, check_unique, floor_for_imports};
 use crate::wasm::world::World;
+use paddock_types::contract::ToolSpec;
 
 /// What a built-in is, imports and lists, as recorded when it was built.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

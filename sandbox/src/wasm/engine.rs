@@ -28,8 +28,7 @@ pub struct Sandbox {
     linker: Arc<Linker<CallState>>,
     pub(crate) cache_dir: Arc<PathBuf>,
     /// The cache's key, read or created on first use (K4).
-    pub(crate) cache_key:
-        Arc<std::sync::OnceLock<Option<crate::wasm::cache_key::CacheKey>>>,
+    pub(crate) cache_key: Arc<std::sync::OnceLock<Option<crate::wasm::cache_key::CacheKey>>>,
     /// Components `compile_many` compiled in this process.
     pub(crate) compiled: crate::wasm::compiled::CompiledMemo,
 }

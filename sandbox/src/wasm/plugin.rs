@@ -10,9 +10,6 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::Component;
 use wasmtime::component::types::ComponentItem;
 
-use paddock_types::contract::{
-    Example, OutputBudget, Overflow, Reach, Risk, RuntimeMeta, ToolSpec, valid_tool_name,
-};
 use crate::grant::{Capability, Grant, Limits};
 use crate::wasm::bindings::{ToolPluginPre, types};
 use crate::wasm::cache::{check_component_header, sha256_hex};
@@ -21,6 +18,9 @@ use crate::wasm::deferred::Deferred;
 use crate::wasm::engine::Sandbox;
 use crate::wasm::error::LoadError;
 use crate::wasm::store::{CallState, truncate_for_message};
+use paddock_types::contract::{
+    Example, OutputBudget, Overflow, Reach, Risk, RuntimeMeta, ToolSpec, valid_tool_name,
+};
 
 /// A loaded plugin: compiled, linked, and described. Cheap to clone; calls on it each get a
 /// fresh store.

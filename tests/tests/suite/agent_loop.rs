@@ -507,7 +507,15 @@ fn the_core_library_depends_on_no_terminal_user_interface() {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let tree = |package: &str| {
         let out = std::process::Command::new(&cargo)
-            .args(["tree", "--offline", "--locked", "-e", "normal,build", "--prefix", "none"])
+            .args([
+                "tree",
+                "--offline",
+                "--locked",
+                "-e",
+                "normal,build",
+                "--prefix",
+                "none",
+            ])
             .args(["-f", "{p}", "-p", package])
             .current_dir(&root)
             .output()

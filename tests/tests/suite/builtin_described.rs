@@ -10,10 +10,10 @@
 use std::path::PathBuf;
 
 use bytes::Bytes;
-use paddock_types::contract::ErrorCode;
 use paddock_sandbox::builtin::{builtin, builtin_description, builtin_names};
 use paddock_sandbox::{Capability, Description, MountMode, PreToolUse};
 use paddock_tests::{grant, plugin_bytes, sandbox};
+use paddock_types::contract::ErrorCode;
 use tokio_util::sync::CancellationToken;
 
 fn described_dir() -> PathBuf {

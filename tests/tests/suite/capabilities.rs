@@ -10,10 +10,10 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use paddock::calls::{Registry, RegistryError};
-use paddock_types::contract::ErrorCode;
 use paddock::pipeline::{CallContext, Executed, OpenGate, run_call};
 use paddock::plugin_store::PluginStore;
 use paddock_tests::{plugin_dir, resolve_preset, sandbox};
+use paddock_types::contract::ErrorCode;
 use tokio_util::sync::CancellationToken;
 
 struct Session {

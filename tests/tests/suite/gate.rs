@@ -5,12 +5,12 @@ use paddock::calls::AliasTable;
 use std::sync::Mutex;
 
 use paddock::calls::Registry;
-use paddock_types::contract::{ErrorCode, ToolOutput, ToolResult};
 use paddock::pipeline::{
     Admission, AfterCall, CallContext, CallGate, GateCall, OpenGate, run_call,
 };
 use paddock::plugin_store::PluginStore;
 use paddock_tests::{resolve_preset, sandbox};
+use paddock_types::contract::{ErrorCode, ToolOutput, ToolResult};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

@@ -3,9 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use paddock_types::contract::ErrorCode;
 use paddock_sandbox::{CallReport, Grant, LoadError, MountMode, Plugin};
 use paddock_tests::{grant, load, plugin_bytes, sandbox};
+use paddock_types::contract::ErrorCode;
 use tokio_util::sync::CancellationToken;
 
 struct Arena {

@@ -4,8 +4,8 @@
 
 use crate::pipeline_common::{Bench, call};
 use paddock::calls::Repair;
-use paddock_types::contract::ErrorCode;
 use paddock::pipeline::RawCall;
+use paddock_types::contract::ErrorCode;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -5,8 +5,8 @@
 //! observed transitions, never as speed.
 
 use crate::pipeline_common::{Bench, call, drain, nap};
-use paddock_types::contract::ErrorCode;
 use paddock::pipeline::{CallEvent, CallPhase, CallRecord};
+use paddock_types::contract::ErrorCode;
 use tokio_util::sync::CancellationToken;
 
 /// Position in `events` of `id` reaching `phase` (Completed matches any end).

@@ -498,7 +498,10 @@ fn plain_http_names_without_a_registry_and_https_without_a_sha256_are_refused() 
             vec!["http://10.0.0.1:8080/fs.wasm", "--sha256", &sha],
             "plain http is allowed only to a loopback host",
         ),
-        (vec!["https://example.com/fs.wasm"], "give it with --sha256 HEX"),
+        (
+            vec!["https://example.com/fs.wasm"],
+            "give it with --sha256 HEX",
+        ),
         (
             vec!["https://example.com/fs.wasm", "--sha256", "abc"],
             "is not a SHA-256",

@@ -99,7 +99,14 @@ pub(super) fn start(
                     }
                 })
             };
-            tokio::spawn(own(run, commands, Some(primary), shared, kill_at, vec![reader]));
+            tokio::spawn(own(
+                run,
+                commands,
+                Some(primary),
+                shared,
+                kill_at,
+                vec![reader],
+            ));
             return Ok(Copy { control });
         }
         None => [child.stdout.take(), child.stderr.take()]

@@ -39,8 +39,8 @@ pub(crate) fn judge_command(
     command: &str,
     key: &str,
 ) -> Result<ShellJudgement, String> {
-    let rules = Rules::new(&grant.allow, &grant.ask, &grant.deny)
-        .map_err(|e| format!("`{key}`: {e}"))?;
+    let rules =
+        Rules::new(&grant.allow, &grant.ask, &grant.deny).map_err(|e| format!("`{key}`: {e}"))?;
     let analysis = analyse(command, session);
     // A grant that allows every command and asks about none runs anything, functions and
     // names from expansions included: there is nothing to ask about.
@@ -127,7 +127,8 @@ pub(crate) const FOLLOW_UP: &str = "this call names a `session_id` and no comman
 /// `session_id`, and no command or program of its own. The gate asks nothing about it, so the
 /// capability starts no program in it.
 pub fn is_follow_up(args: &serde_json::Value) -> bool {
-    args.get("session_id").is_some_and(serde_json::Value::is_u64)
+    args.get("session_id")
+        .is_some_and(serde_json::Value::is_u64)
         && admitted_command(args).is_none()
 }
 
@@ -201,9 +202,14 @@ mod tests {
     }
 
     fn verdict(grant: &ExecGrant, command: &str) -> ShellVerdict {
-        judge_command(grant, &Session::default(), command, "plugins.shell.grants.exec")
-            .expect("valid rules")
-            .verdict
+        judge_command(
+            grant,
+            &Session::default(),
+            command,
+            "plugins.shell.grants.exec",
+        )
+        .expect("valid rules")
+        .verdict
     }
 
     #[test]
@@ -232,7 +238,10 @@ mod tests {
         match verdict(&g, "cd x && git push origin main") {
             ShellVerdict::Deny(reason) => {
                 assert!(reason.contains("git push"), "{reason}");
-                assert!(reason.contains("plugins.shell.grants.exec.deny"), "{reason}");
+                assert!(
+                    reason.contains("plugins.shell.grants.exec.deny"),
+                    "{reason}"
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -241,7 +250,10 @@ mod tests {
     #[test]
     fn allowing_everything_with_nothing_to_ask_runs_even_what_cannot_be_named() {
         let g = grant(&["*"], &[], &[]);
-        assert_eq!(verdict(&g, "f() { ls; }; f; $cmd x; eval 'ls'"), ShellVerdict::Allow);
+        assert_eq!(
+            verdict(&g, "f() { ls; }; f; $cmd x; eval 'ls'"),
+            ShellVerdict::Allow
+        );
         let asking = grant(&["*"], &["rm *"], &[]);
         assert!(matches!(verdict(&asking, "$cmd x"), ShellVerdict::Ask(_)));
     }
@@ -249,19 +261,21 @@ mod tests {
     #[test]
     fn the_question_shows_each_command_and_write() {
         let g = grant(&["ls *"], &[], &[]);
-        let judged = judge_command(
-            &g,
-            &Session::default(),
-            "sudo env rm x > out.txt",
-            "k",
-        )
-        .unwrap();
+        let judged =
+            judge_command(&g, &Session::default(), "sudo env rm x > out.txt", "k").unwrap();
         assert!(
-            judged.shown.iter().any(|l| l.contains("rm x") && l.contains("sudo")),
+            judged
+                .shown
+                .iter()
+                .any(|l| l.contains("rm x") && l.contains("sudo")),
             "{:?}",
             judged.shown
         );
-        assert!(judged.shown.iter().any(|l| l == "writes: out.txt"), "{:?}", judged.shown);
+        assert!(
+            judged.shown.iter().any(|l| l == "writes: out.txt"),
+            "{:?}",
+            judged.shown
+        );
     }
 
     #[test]
@@ -286,7 +300,9 @@ mod tests {
             ShellVerdict::Deny(_)
         ));
         assert_eq!(
-            admitted_command(&serde_json::json!({"program": "git", "args": ["commit", "-m", "a b"]})),
+            admitted_command(
+                &serde_json::json!({"program": "git", "args": ["commit", "-m", "a b"]})
+            ),
             Some("git commit -m 'a b'".to_string())
         );
         assert!(judge_program(&g, "shell", &serde_json::json!({"command": "ls"})).is_none());

@@ -7,14 +7,14 @@ pub use paddock::calls::AliasTable;
 pub use std::sync::Mutex;
 pub use std::time::{Duration, Instant};
 
-pub use paddock::calls::Registry;
-pub use paddock_types::contract::{ErrorCode, Risk};
 pub use paddock::ask::{Answer, Approver, Question};
+pub use paddock::calls::Registry;
 pub use paddock::hooks::{Approval, HookChain, HookError};
 pub use paddock::pipeline::{CallContext, Executed, run_call};
 pub use paddock::plugin_store::PluginStore;
 pub use paddock::preset::{ApprovalMode, ApprovalPolicy};
 pub use paddock_tests::{plugin_dir, resolve_preset, sandbox};
+pub use paddock_types::contract::{ErrorCode, Risk};
 pub use tokio_util::sync::CancellationToken;
 
 /// Answers every question the same way and remembers what it was asked.
