@@ -762,10 +762,8 @@ mod tests {
         for _ in 0..MAX_DEPTH + 5 {
             let c = c_name(OsStr::new("d")).unwrap();
             // SAFETY: a valid C string and a descriptor we hold.
-            assert_eq!(
-                unsafe { libc::mkdirat(fd.as_raw_fd(), c.as_ptr(), 0o755) },
-                0
-            );
+            let made = unsafe { libc::mkdirat(fd.as_raw_fd(), c.as_ptr(), 0o755) };
+            assert_eq!(made, 0);
             let next = open_dir_at(fd.as_raw_fd(), OsStr::new("d")).unwrap();
             fd = std::fs::File::from(next);
         }
