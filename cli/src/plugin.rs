@@ -200,12 +200,13 @@ impl UpgradeArgs {
         let auth = AuthChoice {
             token_env: self.registry_token_env,
         };
+        // In the order upgrade takes its flags.
         let options = InstallOptions {
-            sha256: self.sha256.as_deref(),
-            auth: &auth,
-            force_progress: self.progress,
-            allow_unsigned: self.allow_unsigned,
             accept_widening: self.accept_widening,
+            allow_unsigned: self.allow_unsigned,
+            auth: &auth,
+            sha256: self.sha256.as_deref(),
+            force_progress: self.progress,
         };
         upgrade(env, &self.name, self.to.as_deref(), &options, color).await
     }
