@@ -128,6 +128,14 @@ pub struct InstallArgs {
     /// part) without `.wasm`, unchanged.
     #[arg(long)]
     name: Option<String>,
+    #[command(flatten)]
+    fetch: FetchArgs,
+}
+
+/// What `plugin install` and `plugin upgrade` both take: how the bytes are fetched and what
+/// is accepted of them.
+#[derive(Args)]
+pub struct FetchArgs {
     /// The SHA-256 (64 hex digits) an https:// download must have; required for https://.
     #[arg(long, value_name = "HEX")]
     sha256: Option<String>,
@@ -150,21 +158,31 @@ pub struct InstallArgs {
     accept_widening: bool,
 }
 
-impl InstallArgs {
-    async fn run(self, env: &Env, color: bool) -> CommandResult {
-        let auth = AuthChoice {
-            token_env: self.registry_token_env,
-        };
-        let options = InstallOptions {
+impl FetchArgs {
+    fn auth(&self) -> AuthChoice {
+        AuthChoice {
+            token_env: self.registry_token_env.clone(),
+        }
+    }
+
+    fn options<'a>(&'a self, auth: &'a AuthChoice) -> InstallOptions<'a> {
+        InstallOptions {
             sha256: self.sha256.as_deref(),
-            auth: &auth,
+            auth,
             force_progress: self.progress,
             allow_unsigned: self.allow_unsigned,
             accept_widening: self.accept_widening,
-        };
-        match self.source {
+        }
+    }
+}
+
+impl InstallArgs {
+    async fn run(self, env: &Env, color: bool) -> CommandResult {
+        let auth = self.fetch.auth();
+        let options = self.fetch.options(&auth);
+        match &self.source {
             Some(source) if !self.locked => {
-                install(env, &source, self.name.as_deref(), &options, color).await
+                install(env, source, self.name.as_deref(), &options, color).await
             }
             _ => super::lock::install_locked(env, self.lock.as_deref(), &options).await,
         }
@@ -178,36 +196,14 @@ pub struct UpgradeArgs {
     /// Where the new version is (oci://…, https://… with --sha256, or a .wasm file).
     #[arg(long, value_name = "REFERENCE")]
     to: Option<String>,
-    /// Accept changes that widen what the plugin may do, without asking.
-    #[arg(long)]
-    accept_widening: bool,
-    /// As for install: an oci:// version without a signature by a trusted key.
-    #[arg(long)]
-    allow_unsigned: bool,
-    /// Authenticate to the registry with the bearer token in this environment variable.
-    #[arg(long, value_name = "NAME")]
-    registry_token_env: Option<String>,
-    /// The SHA-256 an https:// --to must have.
-    #[arg(long, value_name = "HEX")]
-    sha256: Option<String>,
-    /// Show download and compile progress on stderr even when it is not a terminal.
-    #[arg(long)]
-    progress: bool,
+    #[command(flatten)]
+    fetch: FetchArgs,
 }
 
 impl UpgradeArgs {
     async fn run(self, env: &Env, color: bool) -> CommandResult {
-        let auth = AuthChoice {
-            token_env: self.registry_token_env,
-        };
-        // In the order upgrade takes its flags.
-        let options = InstallOptions {
-            accept_widening: self.accept_widening,
-            allow_unsigned: self.allow_unsigned,
-            auth: &auth,
-            sha256: self.sha256.as_deref(),
-            force_progress: self.progress,
-        };
+        let auth = self.fetch.auth();
+        let options = self.fetch.options(&auth);
         upgrade(env, &self.name, self.to.as_deref(), &options, color).await
     }
 }
