@@ -214,10 +214,16 @@ impl Exit {
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
+    // First: a signal from here on is counted, not fatal, until the command decides (a
+    // `run --json` caller gets its `result` line even for a Ctrl-C during set-up).
+    signals::catch_early();
     restore_sigpipe();
     // SAFETY: first thing in `main`, before any other thread exists.
     unsafe { paddock::quiet_library_backtraces() };
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(error),
+    };
     if let Some(home) = &cli.home {
         // SAFETY: before any other thread exists (the runtime is not built yet); everything
         // that opens the data directory reads the variable.
@@ -225,9 +231,9 @@ pub fn main() -> ExitCode {
     }
     // One TLS crypto provider for every HTTP client the process builds, whichever is first.
     paddock::tls::install_crypto_provider();
-    if matches!(cli.command, Command::Run(_) | Command::Resume(_)) {
-        // Before any thread exists: a SIGTERM during set-up must not kill the run unlogged.
-        signals::catch_early();
+    if !matches!(cli.command, Command::Run(_) | Command::Resume(_)) {
+        // Only a session's commands keep the signals they counted during set-up.
+        signals::release_early();
     }
     // Warnings (a discarded cache entry, a failing hook let through) are shown by default;
     // `PADDOCK_LOG` (e.g. `debug`, `paddock_sandbox=trace`) changes the level.
@@ -288,6 +294,32 @@ pub fn main() -> ExitCode {
     drop(runtime);
     paddock_sandbox::settle_finished_runs(std::time::Duration::from_secs(5));
     ExitCode::from(exit as u8)
+}
+
+/// A command line clap refused, printed in the form the command asked for: `run --json` gets
+/// its `result` line (stop `setup_error`), `tool ... --json` and `tool batch` their JSON
+/// object, everyone else clap's own message. `--help` and `--version` print as usual.
+fn usage_error(error: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    signals::release_early();
+    let asked = matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let form = match asked {
+        true => report::Form::Text,
+        false => report::Form::of_raw_args(&args),
+    };
+    if form == report::Form::Text {
+        error.exit();
+    }
+    let message = error.render().to_string();
+    let message = message.trim_end().trim_start_matches("error: ");
+    let failure = report::Failure::usage(message);
+    ExitCode::from(report::show(&failure, form) as u8)
 }
 
 /// `paddock tool list | head` should end quietly, as other Unix tools do, instead of panicking

@@ -84,6 +84,23 @@ pub(crate) enum Form {
     ResultLine,
 }
 
+impl Form {
+    /// The form of a command line clap could not parse, read from its words alone: the same
+    /// choice `Command::failure_form` makes from a parsed one (`run --json`, `tool list|call
+    /// --json`, `tool batch`).
+    pub(crate) fn of_raw_args(args: &[String]) -> Form {
+        let json = args.iter().any(|a| a == "--json" || a.starts_with("--json="));
+        // The first word that is not an option (or an option's value) names the command.
+        let mut words = args.iter().filter(|a| !a.starts_with('-'));
+        match (words.next().map(String::as_str), words.next().map(String::as_str)) {
+            (Some("run"), _) if json => Form::ResultLine,
+            (Some("tool"), Some("batch")) => Form::Object,
+            (Some("tool"), Some("list" | "call")) if json => Form::Object,
+            _ => Form::Text,
+        }
+    }
+}
+
 /// Prints `failure` once in `form` (a refused preset's findings always on standard error,
 /// each with where and the fix), and returns its exit code.
 pub(crate) fn show(failure: &Failure, form: Form) -> Exit {

@@ -124,7 +124,7 @@ fn which(args: &ResumeArgs) -> Result<(String, Option<String>), Failure> {
 
 /// `paddock resume`: take the session (L6), recover the log (L2, L8), then continue (L5).
 pub async fn resume(args: ResumeArgs) -> CommandResult {
-    super::signals::listen_for_termination();
+    super::signals::listen();
     let approver = Box::new(TerminalApprover::new());
     let options = options(
         args.wait,
@@ -154,10 +154,12 @@ pub async fn resume(args: ResumeArgs) -> CommandResult {
     printer.header(reopened.session().record(), reopened.session().log_path());
     super::signals::watch(reopened.session());
     let session = settle(reopened, &printer).await?;
-    let end = match (&message, last_turn) {
+    let turn: std::pin::Pin<Box<dyn std::future::Future<Output = _> + '_>> = match (
+        &message, last_turn,
+    ) {
         (Some(message), _) => {
             printer.user(message);
-            session.send(message, &printer).await
+            Box::pin(session.send(message, &printer))
         }
         (None, Some(StopReason::Completed)) => {
             printer.notice(&format!(
@@ -166,8 +168,10 @@ pub async fn resume(args: ResumeArgs) -> CommandResult {
             ));
             return Ok(Exit::Ok);
         }
-        (None, _) => session.go_on(&printer).await,
+        (None, _) => Box::pin(session.go_on(&printer)),
     };
+    super::signals::deliver_early(&session);
+    let end = turn.await;
     printer.footer(session.id());
     Ok(exit_of(&end))
 }

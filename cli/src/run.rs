@@ -148,7 +148,7 @@ impl RunArgs {
 
 /// `paddock run`.
 pub async fn run(args: RunArgs) -> CommandResult {
-    super::signals::listen_for_termination();
+    super::signals::listen();
     let mut guard = args.json.map(|_| json_events::ResultGuard::new());
     let task = match (&args.task, args.session.demo) {
         (Some(dash), _) if dash == "-" => read_task_from_stdin().map_err(Failure::usage)?,
@@ -183,7 +183,9 @@ pub async fn run(args: RunArgs) -> CommandResult {
         }
     };
     super::signals::watch(&started);
-    let end = started.send(&task, observer).await;
+    let turn = started.send(&task, observer);
+    super::signals::deliver_early(&started);
+    let end = turn.await;
     let exit = exit_of(&end);
     if let Some(file) = &args.atif
         && let Err(e) = paddock::log::write_trajectory(started.log_path(), file)

@@ -1,9 +1,10 @@
 //! The headless contract under fire (docs/json-events.md): fifty `run --json` sessions at
 //! once against scripted models, half of them sent SIGTERM or SIGHUP at a random point (during
-//! set-up, the model's stream, a tool call, or after the end). Every one must end with a
-//! parsable `result` line whose `exit_code` is the process's, with a documented stop for it,
-//! and none may hang. A signal is sent once the process catches it (`SigCgt` in
-//! /proc/PID/status): before that, the process is still being loaded, and nothing can.
+//! set-up, the model's stream, a tool call, or after the end); and Ctrl-C (SIGINT) at fixed
+//! points from the first instruction of `main` on. Every one must end with a parsable `result`
+//! line whose `exit_code` is the process's, with a documented stop for it, and none may hang.
+//! A signal is sent once the process catches it (`SigCgt` in /proc/PID/status): before that,
+//! the process is still being loaded, and nothing can.
 //!
 //! A binary of its own: fifty processes at once would slow the timing tests of `terminal/`
 //! beside it past their bounds; cargo runs test binaries one after another.
@@ -37,7 +38,12 @@ fn points(seed: u64, n: usize, max_ms: u64) -> Vec<u64> {
 
 /// Waits until process `pid` catches SIGTERM and SIGHUP (or has ended).
 async fn catches_termination(pid: &str) {
-    let wanted = (1u64 << (libc::SIGTERM - 1)) | (1u64 << (libc::SIGHUP - 1));
+    catches(pid, &[libc::SIGTERM, libc::SIGHUP]).await;
+}
+
+/// Waits until process `pid` catches every one of `signals` (or has ended).
+async fn catches(pid: &str, signals: &[libc::c_int]) {
+    let wanted = signals.iter().fold(0u64, |mask, s| mask | 1u64 << (s - 1));
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(30) {
         let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
@@ -150,4 +156,76 @@ async fn fifty_sessions_half_of_them_terminated_all_end_with_a_result_line() {
         "only {terminated} of {} signalled sessions ended terminated",
         SESSIONS / 2
     );
+}
+
+/// Ctrl-C at 5, 10, 20, 50, 200 and 500 ms after the program started (once its Rust runtime
+/// catches SIGSEGV for stack overflows, which it does before `main`; before that the process is
+/// still being loaded): while it parses its command line, opens the data directory, compiles
+/// the built-ins (a fresh data directory), starts the session, or streams the answer. Each run
+/// ends with a `result` line, `interrupted`, exit 130, and its log says the turn was
+/// interrupted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ctrl_c_at_any_point_of_set_up_ends_with_a_result_line_and_130() {
+    let project = Project::new(&[("notes.txt", "hello\n")]);
+    for after in [5u64, 10, 20, 50, 200, 500] {
+        let server = ScriptedServer::start(Script {
+            steps: vec![
+                call_step("c1", "read_file", r#"{"path":"notes.txt"}"#),
+                Step::Reply(Turn::text(&["Read it", ", done."]).with_fault(Fault::StallAfter {
+                    frames: 1,
+                    ms: 5_000,
+                })),
+            ],
+        })
+        .await
+        .unwrap();
+        let url = server.openai_base_url();
+        let mut cmd = project.command(&[
+            "run",
+            "--json",
+            "read notes.txt",
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+        ]);
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let spawned = Instant::now();
+        let child = cmd.spawn().expect("spawn paddock");
+        let pid = child.id().to_string();
+        catches(&pid, &[libc::SIGSEGV]).await;
+        let caught_after = spawned.elapsed();
+        tokio::time::sleep(Duration::from_millis(after)).await;
+        let _ = std::process::Command::new("kill")
+            .args(["-INT", &pid])
+            .status();
+        let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap());
+        let out = tokio::time::timeout(Duration::from_secs(60), out)
+            .await
+            .unwrap_or_else(|_| panic!("Ctrl-C {after} ms in: paddock hung (pid {pid})"))
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let last = stdout.lines().last().unwrap_or_else(|| {
+            panic!("Ctrl-C {after} ms in: no output ({:?}); stderr: {stderr}", out.status)
+        });
+        let line: Value = serde_json::from_str(last)
+            .unwrap_or_else(|e| panic!("Ctrl-C {after} ms in: the last line is not JSON ({e}): {last}"));
+        assert_eq!(line["type"], "result", "Ctrl-C {after} ms in: {last}");
+        let result = &line["data"];
+        assert_eq!(
+            (result["stop_reason"].as_str(), out.status.code()),
+            (Some("interrupted"), Some(130)),
+            "Ctrl-C {after} ms in (started {caught_after:?} after spawn): {last}; stderr: {stderr}"
+        );
+        assert_eq!(result["exit_code"], 130, "{last}");
+        let session = result["session"].as_str().expect("a session id").to_string();
+        let events = project.events(&session);
+        assert_eq!(
+            agent_common::last_stop(&events),
+            "interrupted",
+            "Ctrl-C {after} ms in: the log records the interrupted turn"
+        );
+    }
 }

@@ -162,3 +162,51 @@ async fn a_panic_still_ends_the_stream_with_a_result_line() {
     assert_eq!(result["session"], Value::from(project.only_session()));
     assert!(String::from_utf8_lossy(&out.stderr).contains("asked for a panic"));
 }
+
+/// A command line clap refuses still answers in the form the caller asked for: `run --json`
+/// ends with a `result` line (`setup_error`, exit 2) naming the bad value; `tool call --json`
+/// prints its JSON object; without `--json`, clap's own message on standard error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_line_that_does_not_parse_still_answers_in_its_json_form() {
+    let project = Project::new(&[("notes.txt", "hello\n")]);
+    let out = project
+        .paddock(&["run", "--json", "--on-ask", "alow", "read notes.txt"])
+        .await;
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let result = result_line(&out.stdout);
+    assert_eq!(result["stop_reason"], "setup_error", "{result}");
+    assert_eq!(result["exit_code"], 2, "{result}");
+    assert_eq!(result["code"], "USAGE_ERROR", "{result}");
+    let detail = result["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("alow") && detail.contains("--on-ask"),
+        "the detail names the option and the value: {detail}"
+    );
+    // An option that does not exist, before the subcommand's words.
+    let out = project
+        .paddock(&["run", "--json", "--max-turn", "1", "read notes.txt"])
+        .await;
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(result_line(&out.stdout)["detail"]
+        .as_str()
+        .unwrap()
+        .contains("--max-turn"));
+
+    let out = project
+        .paddock(&["tool", "call", "--json", "read_file", "{}", "extra"])
+        .await;
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let object: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(object["ok"], false, "{object}");
+    assert_eq!(object["error"]["code"], "USAGE_ERROR", "{object}");
+
+    let out = project.paddock(&["run", "--on-ask", "alow", "x"]).await;
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("alow"));
+
+    // Asking for help is not an error, with or without --json.
+    let out = project.paddock(&["run", "--json", "--help"]).await;
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Usage"));
+}
