@@ -316,16 +316,23 @@ impl HookChain {
                     context.extend(decision.additional_context);
                 }
                 // An interrupted post-hook did not inspect the result: withhold it, whatever
-                // its on_error says, and stop (the call was interrupted).
+                // its on_error says, and stop (the call was interrupted). A call interrupted
+                // while it ran is reported as that, not blamed on the hook after it.
                 Err(error) if interrupted(call, &error) => {
-                    result = Err(ToolError::new(
-                        ErrorCode::Cancelled,
-                        format!(
+                    let message = match &result {
+                        Err(e) if e.code == ErrorCode::Cancelled => format!(
+                            "interrupted while running: it may have partly happened; what it \
+                             returned is withheld, since post-tool hook `{}` (hooks[{}]) could \
+                             not inspect it",
+                            hook.spec.name, hook.spec.index
+                        ),
+                        _ => format!(
                             "interrupted while post-tool hook `{}` (hooks[{}]) inspected the \
                              result; the result is withheld",
                             hook.spec.name, hook.spec.index
                         ),
-                    ));
+                    };
+                    result = Err(ToolError::new(ErrorCode::Cancelled, message));
                     break;
                 }
                 Err(error) if hook.spec.on_error == OnError::Deny => {

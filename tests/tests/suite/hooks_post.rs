@@ -1,5 +1,6 @@
 //! Hooks after the call and hook loading (H1, H2): post-hooks replace or annotate results and
-//! follow on_error, the example hooks, sha256 pins, and a tool plugin offered as a hook.
+//! follow on_error, the example hooks, sha256 pins, a tool plugin offered as a hook, and an
+//! interrupted call reported as interrupted, whatever post-hook follows it.
 
 use crate::hooks_common::*;
 
@@ -99,4 +100,42 @@ async fn a_tool_plugin_is_not_a_hook() {
             .contains("does not implement the paddock hook world"),
         "{err}"
     );
+}
+
+/// A call interrupted while it runs ends `CANCELLED`, "interrupted while running", whatever
+/// post-tool hook follows it: the hook, interrupted too, cannot inspect what the call returned,
+/// so that stays withheld, but the call is not reported as the hook's failure.
+#[tokio::test]
+async fn an_interrupted_call_is_reported_as_interrupted_not_blamed_on_the_post_hook() {
+    let hooks = format!(
+        "[plugins.bench]\nsource = \"{}\"\nmounts = [{{ host = \".\", guest = \"/workspace\", mode = \"ro\" }}]\n\
+         [[hooks]]\nsource = \"builtin:redact-secrets\"\non = \"post\"\n",
+        hook_wasm("bench_tools.wasm")
+    );
+    let s = session(&hooks).await;
+    let cancel = CancellationToken::new();
+    let cx = CallContext {
+        sandbox: sandbox(),
+        registry: &s.registry,
+        aliases: &AliasTable::default(),
+        spill: None,
+        gate: &s.chain,
+        session_id: "s1",
+        preset: "test",
+        cancel: cancel.clone(),
+        live: None,
+    };
+    let interrupt = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        cancel.cancel();
+    };
+    let (done, ()) = tokio::join!(run_call(&cx, "c1", "nap", r#"{"ms": 20000}"#), interrupt);
+    let error = done.result.unwrap_err();
+    assert_eq!(error.code, ErrorCode::Cancelled, "{}", error.message);
+    assert!(
+        error.message.starts_with("interrupted while running"),
+        "the call is reported as interrupted, not as the hook's: {}",
+        error.message
+    );
+    assert!(error.message.contains("withheld"), "{}", error.message);
 }
