@@ -241,7 +241,7 @@ impl CallGate for HookChain {
             (None, Some((plugin, grant))) => grant
                 .exec
                 .as_ref()
-                .and_then(|exec| judge_program(exec, plugin, &verdict.args)),
+                .and_then(|exec| judge_program(exec, &grant.mounts, plugin, &verdict.args)),
             _ => None,
         };
         match self.approve(rewritten, &verdict, shell, program).await {

@@ -210,3 +210,39 @@ async fn a_command_line_that_does_not_parse_still_answers_in_its_json_form() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("Usage"));
 }
+
+/// Rules before questions: under `coding` (`run_command` is high risk, asked about), a call
+/// the exec capability would refuse whatever the answer (a program off the allow-list or not
+/// on PATH, a `cwd` outside the mounts or with `..`) is refused with that reason and nobody is
+/// asked; an allowed one still needs the question (here: no terminal, so it is denied saying
+/// so).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_the_rules_refuse_is_refused_before_anyone_is_asked() {
+    let project = Project::warm(&[("notes.txt", "hello\n")]);
+    for (args, says) in [
+        (r#"{"program":"rm","args":["notes.txt"]}"#, "is not allowed"),
+        (r#"{"program":"ls","args":["-la"],"cwd":"/etc"}"#, "is not inside a mount"),
+        (r#"{"program":"ls","cwd":"src/../.."}"#, "may not contain `..`"),
+    ] {
+        let out = project
+            .paddock(&["tool", "call", "run_command", args, "--preset", "coding", "--json"])
+            .await;
+        let answer: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(says) && !message.contains("needs approval"),
+            "{args}: refused by the rule, without a question: {answer}"
+        );
+    }
+    let out = project
+        .paddock(&["tool", "call", "run_command", r#"{"program":"ls","args":["-la"]}"#, "--preset", "coding", "--json"])
+        .await;
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("needs approval"),
+        "an allowed program is still asked about: {answer}"
+    );
+}

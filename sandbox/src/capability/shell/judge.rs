@@ -9,7 +9,8 @@
 use paddock_shell_judge::{Rules, Session, Verdict, analyse, judge};
 
 use crate::capability::exec_policy;
-use crate::grant::ExecGrant;
+use crate::capability::locate::{find_program, host_dir};
+use crate::grant::{ExecGrant, Mount};
 
 /// A judged command, with what the user is shown when asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,9 +149,13 @@ fn program_words(args: &serde_json::Value) -> Option<Vec<String>> {
 
 /// A call that names a program (`run_command`) judged by the same rules as a shell command:
 /// refused when the allow-list or a `deny` rule refuses it, asked when an `ask` rule matches
-/// it, and otherwise left to its tier; `None` when the call names no program.
+/// it, and otherwise left to its tier; `None` when the call names no program. What the `exec`
+/// capability would refuse whatever the user said (a program not on the host's PATH, a `cwd`
+/// with `..` or outside `mounts`) is refused here too, before anyone is asked; the capability
+/// still checks all of it when it runs.
 pub fn judge_program(
     grant: &ExecGrant,
+    mounts: &[Mount],
     plugin: &str,
     args: &serde_json::Value,
 ) -> Option<ShellJudgement> {
@@ -166,10 +171,33 @@ pub fn judge_program(
     if let Err(reason) = exec_policy::check(&grant.allow, &words[0], &words[1..], &key) {
         return Some(refused(reason));
     }
+    if let Err(reason) = runs_somewhere(mounts, &words[0], args) {
+        return Some(refused(reason));
+    }
     Some(match judge_argv(grant, &words, &key) {
         Ok(judged) => judged,
         Err(reason) => refused(reason),
     })
+}
+
+/// Whether the capability could start `program` where the call asks: on the host's PATH, in a
+/// `cwd` without `..` and, when absolute, inside a mount. A relative `cwd` is the plugin's to
+/// place (the built-in shell puts it under `/workspace`); the capability checks it at the start.
+fn runs_somewhere(mounts: &[Mount], program: &str, args: &serde_json::Value) -> Result<(), String> {
+    find_program(program)?;
+    let Some(cwd) = args.get("cwd").and_then(serde_json::Value::as_str) else {
+        return Ok(());
+    };
+    if std::path::Path::new(cwd)
+        .components()
+        .any(|c| c == std::path::Component::ParentDir)
+    {
+        return Err(format!("cwd {cwd:?} may not contain `..`"));
+    }
+    if cwd.starts_with('/') {
+        host_dir(mounts, Some(cwd))?;
+    }
+    Ok(())
 }
 
 /// A program and its arguments (allowed by the allow-list already) judged by the `ask` and
@@ -281,7 +309,7 @@ mod tests {
     #[test]
     fn a_program_call_is_held_to_the_same_ask_and_deny_rules() {
         let g = grant(&["git *"], &["git push *"], &["git push --force *"]);
-        let call = |args: serde_json::Value| judge_program(&g, "shell", &args).unwrap().verdict;
+        let call = |args: serde_json::Value| judge_program(&g, &[], "shell", &args).unwrap().verdict;
         assert_eq!(
             call(serde_json::json!({"program": "git", "args": ["status"]})),
             ShellVerdict::Allow
@@ -305,6 +333,26 @@ mod tests {
             ),
             Some("git commit -m 'a b'".to_string())
         );
-        assert!(judge_program(&g, "shell", &serde_json::json!({"command": "ls"})).is_none());
+        assert!(judge_program(&g, &[], "shell", &serde_json::json!({"command": "ls"})).is_none());
+    }
+
+    #[test]
+    fn a_program_call_the_capability_could_not_start_is_refused_before_any_question() {
+        let g = grant(&["*"], &[], &[]);
+        let call = |args: serde_json::Value| {
+            judge_program(&g, &[], "shell", &args).unwrap().verdict
+        };
+        assert_eq!(call(serde_json::json!({"program": "ls"})), ShellVerdict::Allow);
+        // Not on PATH, a `cwd` out of the mounts (here there are none), a `cwd` with `..`.
+        for (args, says) in [
+            (serde_json::json!({"program": "no-such-program-here"}), "not on the host's PATH"),
+            (serde_json::json!({"program": "ls", "cwd": "/etc"}), "no mounts"),
+            (serde_json::json!({"program": "ls", "cwd": "src/../.."}), "`..`"),
+        ] {
+            match call(args.clone()) {
+                ShellVerdict::Deny(reason) => assert!(reason.contains(says), "{args}: {reason}"),
+                other => panic!("{args}: {other:?}"),
+            }
+        }
     }
 }
