@@ -23,13 +23,9 @@ use super::{Origin, PluginSource, PresetError, PresetSource};
 
 const MAX_DEPTH: usize = 8;
 
-/// `source` with its `extends` chain merged in; a source without `extends` is returned as is.
-pub fn apply(source: PresetSource, cwd: &Path, project: bool) -> Result<PresetSource, PresetError> {
-    apply_written(source, cwd, project).map(|(merged, _)| merged)
-}
-
-/// `apply`, and every file of the chain as written, the preset first and its bases after
-/// (what `preset check` points into).
+/// `source` with its `extends` chain merged in (a source without `extends` is returned as
+/// is), and every file of the chain as written, the preset first and its bases after (what
+/// `preset check` and errors point into).
 pub fn apply_written(
     source: PresetSource,
     cwd: &Path,
@@ -92,7 +88,7 @@ fn merged(
         base_table.insert("hooks".into(), hooks);
     }
     let header = format!(
-        "# The effective preset: {} extends {} (merged by paddock; lines below are the ones errors name)\n",
+        "# The effective preset: {} extends {} (merged by paddock; errors name the line of the file that wrote the key)\n",
         source.location, base.location
     );
     let body = toml::to_string_pretty(&base_table).map_err(|e| {

@@ -112,11 +112,22 @@ pub struct PluginEntry {
 /// Parses `text` (read from `origin`) strictly; an error names every mistake of the file, one
 /// a line (`every_error.rs`).
 pub fn parse(origin: &str, text: &str) -> Result<PresetFile, PresetError> {
+    parse_placed(origin, text, &|_| None)
+}
+
+/// `parse`, each error shown at `place(offset)` of its place in `text` when that says
+/// (`file:line:column` in another file: the one of an `extends` chain that wrote the key),
+/// else at `origin` and its line in `text`.
+pub fn parse_placed(
+    origin: &str,
+    text: &str,
+    place: &dyn Fn(usize) -> Option<String>,
+) -> Result<PresetFile, PresetError> {
     let mut file: PresetFile = super::every_error::parse_all(text).map_err(|errors| {
         PresetError(
             errors
                 .iter()
-                .map(|e| describe(origin, text, e))
+                .map(|e| describe(origin, text, e, place))
                 .collect::<Vec<_>>()
                 .join("\n"),
         )
@@ -132,16 +143,22 @@ pub fn parse(origin: &str, text: &str) -> Result<PresetFile, PresetError> {
     Ok(file)
 }
 
-fn describe(origin: &str, text: &str, error: &toml::de::Error) -> String {
-    let (line, col) = match error.span() {
-        Some(span) => line_col(text, span.start),
-        None => (1, 1),
-    };
+fn describe(
+    origin: &str,
+    text: &str,
+    error: &toml::de::Error,
+    place: &dyn Fn(usize) -> Option<String>,
+) -> String {
+    let offset = error.span().map(|span| span.start);
+    let at = offset.and_then(place).unwrap_or_else(|| {
+        let (line, col) = offset.map_or((1, 1), |offset| line_col(text, offset));
+        format!("{origin}:{line}:{col}")
+    });
     let message = error.message().trim_end();
     let hint = suggestion(message)
         .map(|s| format!("; did you mean `{s}`?"))
         .unwrap_or_default();
-    format!("{origin}:{line}:{col}: {message}{hint}")
+    format!("{at}: {message}{hint}")
 }
 
 /// 1-based line and column (in characters) of byte `offset` in `text`.

@@ -18,6 +18,7 @@ mod every_error;
 mod extends;
 mod file;
 mod instructions;
+pub mod locate;
 mod mcp;
 mod policy;
 mod resolve;
@@ -126,7 +127,7 @@ pub fn load(name_or_path: &str) -> Result<PresetFile, PresetError> {
 #[cfg(any(test, feature = "internals"))]
 /// `load`, with the working directory given.
 pub fn load_in(name_or_path: &str, cwd: &Path) -> Result<PresetFile, PresetError> {
-    find(name_or_path, cwd, false)?.parse()
+    find_written(name_or_path, cwd, false)?.parse()
 }
 
 /// Where a preset is found, and its text (a session records both, so `resume` rebuilds the
@@ -145,6 +146,19 @@ pub struct Found {
 }
 
 impl Found {
+    /// The effective preset read strictly (`PresetSource::parse`), each mistake shown in the
+    /// file of the `extends` chain that writes its key, at the line the user wrote it (the
+    /// merged text's own lines exist in no file).
+    pub fn parse(&self) -> Result<PresetFile, PresetError> {
+        if self.written.len() <= 1 {
+            return self.source.parse();
+        }
+        let place = |offset: usize| {
+            locate::path_at(&self.source.text, offset).map(|path| locate::locate(&self.written, &path))
+        };
+        file::parse_placed(&self.source.location, &self.source.text, &place)
+    }
+
     /// A preset known only by its effective text (a session's recorded one): it is its own
     /// chain.
     pub fn recorded(source: PresetSource) -> Found {
@@ -260,8 +274,8 @@ pub fn list(cwd: &Path, project: bool) -> Vec<PresetInfo> {
                 continue;
             }
             let description = match read_source(from, &path)
-                .and_then(|s| extends::apply(s, cwd, project))
-                .and_then(|s| s.parse())
+                .and_then(|s| extends::apply_written(s, cwd, project))
+                .and_then(|(source, written)| Found { source, written }.parse())
             {
                 Ok(file) => file.description,
                 Err(e) => Some(format!("(does not parse: {e})")),

@@ -144,7 +144,6 @@ impl SessionBuilder {
         let found = preset::find_written(&preset_name, &env.cwd, project.presets)
             .map_err(|e| SetupError::usage(e.to_string()))?;
         let file = found
-            .source
             .parse()
             .map_err(|e| SetupError::usage(e.to_string()))?;
         let base = preset::system_prompt(&file, &found.source.text, &env.cwd)

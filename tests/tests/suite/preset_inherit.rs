@@ -1,8 +1,9 @@
 //! What a preset inherits through `extends` (P1, H1), through the real binary: a base's hooks
 //! are kept when the preset adds its own (dropping one is said by name and warned about),
 //! `preset show` names the file that set each hook, grant and tool selection, `KEY = false`
-//! clears an inherited value (a keyless local server under `extends = "coding"`), and a user's
-//! own `default.toml` replaces the shipped default.
+//! clears an inherited value (a keyless local server under `extends = "coding"`), a user's
+//! own `default.toml` replaces the shipped default, and a mistake under `extends` is shown at
+//! the line of the user's file that has it.
 
 use std::process::{Output, Stdio};
 
@@ -219,4 +220,37 @@ fn a_user_default_preset_replaces_the_shipped_default() {
         "{}",
         text(&out)
     );
+}
+
+/// Mistakes in a preset that extends `coding` are shown in the user's own file at the lines
+/// that have them (not the merged preset's lines, which exist in no file), by `preset check`
+/// and by a run alike.
+#[test]
+fn a_typo_under_extends_is_shown_at_its_own_line() {
+    let project = Project::new(&[("notes.txt", "one\n")]);
+    let rules = "# my rules\nextends = \"coding\"\n\n[plugins.fs]\ntimeout_sm = 10_000\nfuel = \"lots\"\n\n[approval]\nhigh = \"ask\"\n";
+    std::fs::write(project.dir.path().join("rules.toml"), rules).unwrap();
+    let path = project.dir.path().join("rules.toml");
+    let path = path.to_str().unwrap();
+    for args in [
+        vec!["preset", "check", path],
+        vec!["tool", "call", "read_file", r#"{"path":"notes.txt"}"#, "--preset", path],
+    ] {
+        let out = run(&project, &args);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(
+            said.contains(&format!("{path}:5:1")) && said.contains("timeout_sm"),
+            "{args:?}: the unknown key at rules.toml line 5: {said}"
+        );
+        assert!(said.contains("did you mean `timeout_ms`"), "{said}");
+        assert!(
+            said.contains(&format!("{path}:6:1")) && said.contains("fuel"),
+            "{args:?}: the bad value at line 6: {said}"
+        );
+        // No line past the file's nine.
+        for line in 10..200 {
+            assert!(!said.contains(&format!("{path}:{line}:")), "{args:?}: line {line}: {said}");
+        }
+    }
 }

@@ -143,7 +143,7 @@ fn origin(source: &PresetSource, offset: usize, hook: &DeValue<'_>) -> HookOrigi
 
 #[cfg(test)]
 mod tests {
-    use super::super::locate::tests::source;
+    use crate::preset::locate::tests::source;
     use super::*;
 
     #[test]

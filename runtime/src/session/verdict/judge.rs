@@ -78,7 +78,6 @@ pub async fn judge(
     start: Start<'_>,
 ) -> Result<Judged, SetupError> {
     let file = found
-        .source
         .parse()
         .map_err(|e| SetupError::usage(e.to_string()))?;
     let overridden = start.mount_override.is_some();

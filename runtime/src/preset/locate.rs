@@ -1,11 +1,13 @@
 //! Where a key of the effective preset is written: a key path (`tools.enable[1]`,
 //! `plugins.fs.mounts[0].guest`) looked up in each file of the `extends` chain as written,
 //! the preset's own first (lists and values replace a base's, so the first file that writes
-//! a key is the one that decides it), as `file:line:column`.
+//! a key is the one that decides it), as `file:line:column`; and the key path at a place of
+//! the merged text (`path_at`), so an error the parser finds there is shown where the user
+//! wrote it.
 
 use toml::de::{DeTable, DeValue};
 
-use crate::preset::PresetSource;
+use super::PresetSource;
 
 /// One step of a key path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,8 +73,48 @@ pub fn locate(chain: &[PresetSource], path: &KeyPath) -> String {
     }
 }
 
+/// The key path of the deepest entry of `text` whose key or value holds byte `offset`; `None`
+/// when `offset` is outside every entry (or `text` does not parse).
+pub fn path_at(text: &str, offset: usize) -> Option<KeyPath> {
+    let doc = DeTable::parse(text).ok()?;
+    let mut best = None;
+    holding_in_table(doc.get_ref(), &KeyPath::default(), offset, &mut best);
+    best
+}
+
+/// The deepest entry under `table` (at `path`) that holds `offset`, kept in `best`.
+fn holding_in_table(table: &DeTable<'_>, path: &KeyPath, offset: usize, best: &mut Option<KeyPath>) {
+    for (key, value) in table.iter() {
+        let name: &str = key.get_ref();
+        let here = path.clone().key(name);
+        let end = value.span().end.max(key.span().end);
+        keep_if_deeper(&here, (key.span().start..end).contains(&offset), best);
+        holding_in_value(value.get_ref(), &here, offset, best);
+    }
+}
+
+fn holding_in_value(value: &DeValue<'_>, path: &KeyPath, offset: usize, best: &mut Option<KeyPath>) {
+    match value {
+        DeValue::Table(table) => holding_in_table(table, path, offset, best),
+        DeValue::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let here = path.clone().index(i);
+                keep_if_deeper(&here, item.span().contains(&offset), best);
+                holding_in_value(item.get_ref(), &here, offset, best);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn keep_if_deeper(path: &KeyPath, holds: bool, best: &mut Option<KeyPath>) {
+    if holds && best.as_ref().is_none_or(|b| path.0.len() > b.0.len()) {
+        *best = Some(path.clone());
+    }
+}
+
 fn at(source: &PresetSource, offset: usize) -> String {
-    let (line, col) = crate::preset::line_col(&source.text, offset);
+    let (line, col) = super::line_col(&source.text, offset);
     format!("{}:{line}:{col}", source.location)
 }
 
@@ -100,7 +142,7 @@ fn deepest(table: &DeTable<'_>, path: &[Seg]) -> (usize, usize) {
 }
 
 /// The entry `key` of `table`: where its key is written, and its value.
-pub(super) fn entry<'t, 'i>(table: &'t DeTable<'i>, key: &str) -> Option<(usize, &'t DeValue<'i>)> {
+pub(crate) fn entry<'t, 'i>(table: &'t DeTable<'i>, key: &str) -> Option<(usize, &'t DeValue<'i>)> {
     table
         .iter()
         .find(|(k, _)| {
@@ -111,12 +153,12 @@ pub(super) fn entry<'t, 'i>(table: &'t DeTable<'i>, key: &str) -> Option<(usize,
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::preset::Origin;
 
     /// A preset file of the chain, for the tests of this folder.
-    pub(in crate::session::verdict) fn source(location: &str, text: &str) -> PresetSource {
+    pub(crate) fn source(location: &str, text: &str) -> PresetSource {
         PresetSource {
             origin: Origin::File,
             location: location.into(),
@@ -153,5 +195,15 @@ pub(super) mod tests {
         let chain = [source("h.toml", text)];
         let path = KeyPath::of("hooks").index(1).key("on");
         assert_eq!(locate(&chain, &path), "h.toml:7:1");
+    }
+
+    #[test]
+    fn the_key_path_at_a_place_of_the_text_is_the_deepest_entry_holding_it() {
+        let text = "name = \"x\"\n[plugins.fs]\nsource = \"builtin:fs\"\nmounts = [{ host = \".\", guest = \"/w\" }]\n\n[[hooks]]\nsource = \"a\"\n";
+        let at = |needle: &str| path_at(text, text.find(needle).unwrap()).map(|p| p.to_string());
+        assert_eq!(at("\"x\"").as_deref(), Some("name"));
+        assert_eq!(at("builtin:fs").as_deref(), Some("plugins.fs.source"));
+        assert_eq!(at("\"/w\"").as_deref(), Some("plugins.fs.mounts[0].guest"));
+        assert_eq!(at("\"a\"").as_deref(), Some("hooks[0].source"));
     }
 }
