@@ -198,19 +198,47 @@ async fn call(
         .map_err(|e| log_failed(&session, &e))?;
     if let Err(error) = &mut record.result
         && error.code == paddock_types::contract::ErrorCode::UnknownTool
-        && let Some(plugin) = session.left_out(name)
+        && let Some(message) = where_the_tool_is(&session, name)
     {
         // The model is never told about tools its preset hides; the person at the terminal is.
-        error.message = format!(
-            "`{name}` is a tool of plugin `{plugin}`, but preset `{}` leaves it out (its \
-             `[tools]` enable/disable); use a preset that keeps it, e.g. `--preset coding`",
-            session.preset_name()
-        );
+        error.message = message;
     }
     Ok(super::tool_print::print_result(
         &record.result,
         &record.context,
         json,
+    ))
+}
+
+/// For a person who called `name` by hand and got "unknown tool": the plugin that has it, and
+/// how to get it into the session, when the preset hides it (its `[tools]` lists) or does not
+/// load the installed plugin that provides it.
+fn where_the_tool_is(session: &Session, name: &str) -> Option<String> {
+    let preset = session.preset_name();
+    if let Some(plugin) = session.left_out(name) {
+        let built_in = paddock_sandbox::builtin::builtin_names().contains(&plugin);
+        return Some(format!(
+            "`{name}` is a tool of plugin `{plugin}`, which preset `{preset}` loads but leaves \
+             out (its `[tools]` enable and disable lists); list `{name}` in the preset's \
+             `tools.enable` (a preset that extends another keeps the base's list whole unless \
+             it writes its own){}",
+            match built_in {
+                true => ", or use a preset that keeps it, e.g. `--preset coding`",
+                false => "",
+            }
+        ));
+    }
+    let env = Env::open().ok()?;
+    let installed = env.store.list().ok()?;
+    let owner = installed
+        .iter()
+        .find(|plugin| plugin.tools.iter().any(|tool| tool == name))?;
+    Some(format!(
+        "`{name}` is a tool of installed plugin `{plugin}`, which preset `{preset}` does not \
+         load; add it to a preset (`[plugins.{plugin}]` with `source = \"{plugin}\"` and the \
+         mounts it needs, and `{name}` in `tools.enable` if the preset lists tools: \
+         docs/presets.md) and pass that preset with --preset",
+        plugin = owner.name
     ))
 }
 

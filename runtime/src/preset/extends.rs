@@ -11,7 +11,8 @@
 //! optional value the preset sets to `false` where the base has something else (a string, a
 //! number, a table) is cleared: `api_key_env = false`. A base's relative `source` paths are
 //! made absolute against the base's directory first, so they keep meaning the same file. A
-//! cycle is refused with its chain; so is a chain deeper than `MAX_DEPTH`.
+//! cycle is refused with its chain; so is a chain deeper than `MAX_DEPTH`. `name` is never
+//! inherited: without its own, a preset is called as it was asked for.
 //!
 //! Trust (T1): a project preset (from `.paddock/presets`, used only when trusted) may extend
 //! a preset by name, or by a path that stays inside `.paddock/presets`, whose every file the
@@ -80,6 +81,11 @@ fn merged(
     let mut base_table = parse_table(&base)?;
     if let Some(dir) = file_dir(&base) {
         absolutise_sources(&mut base_table, &dir);
+    }
+    // A preset is not the base: its name is its own (or how it was asked for), never the
+    // base's, so a session, a warning and `tool call` name the preset the user gave.
+    if !table.contains_key("name") {
+        base_table.remove("name");
     }
     let drops = table.remove("hooks_drop");
     let hooks = keep_base_hooks(&mut base_table, table.remove("hooks"), drops.as_ref());

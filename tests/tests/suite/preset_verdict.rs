@@ -1,7 +1,9 @@
 //! One verdict for every command (P1): each preset `paddock preset check` rejects is refused
 //! by `run`, `chat` (through a pipe), `resume`, `tool call`, `tool list`, `tool batch` and
 //! `mcp serve` alike, with exit 2 and the same `file:line:column` message, before anything
-//! runs; and a preset's warnings are shown once at a start, and as events under `run --json`.
+//! runs; a preset's warnings are shown once at a start, and as events under `run --json`; and
+//! no tool is lost without a word (a plugin whose tools the `[tools]` lists hide, a tool of an
+//! installed plugin the preset does not load).
 
 use std::process::{Output, Stdio};
 
@@ -410,5 +412,60 @@ fn a_hook_from_outside_declares_its_config_and_every_start_checks_it() {
     assert_eq!(
         std::fs::read_to_string(project.dir.path().join("notes.txt")).unwrap(),
         "one\n"
+    );
+}
+
+/// A user's plugin added to a preset that extends `default` (whose `tools.enable` is kept
+/// whole) loads with none of its tools: `preset check` warns, naming the plugin, its tools
+/// and the `enable` list that would keep them; `tool call` of the tool says the same instead
+/// of "unknown tool"; and under a preset that does not load the installed plugin at all, it
+/// names the plugin and how to add it.
+#[test]
+fn a_plugin_whose_tools_the_preset_hides_is_named_with_the_fix() {
+    let project = Project::new(&[("notes.txt", "one two three\n")]);
+    let wasm = paddock_tests::plugin_dir().join("word_count.wasm");
+    let out = paddock(
+        &project,
+        &["plugin", "install", wasm.to_str().unwrap(), "--name", "wc"],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let mine = "extends = \"default\"\n\n[plugins.wc]\nsource = \"wc\"\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]\n";
+    std::fs::write(project.dir.path().join("mine.toml"), mine).unwrap();
+
+    let checked = paddock(&project, &["preset", "check", "mine.toml"], None);
+    let said = text(&checked);
+    assert_eq!(checked.status.code(), Some(0), "a warning, not an error: {said}");
+    assert!(
+        said.contains("warning:")
+            && said.contains("mine.toml:3:")
+            && said.contains("plugin `wc` loads, but the `[tools]` lists keep none of its tools (count_words)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("\"read_file\"") && said.contains("\"count_words\"]"),
+        "the fix is the enable list that keeps them: {said}"
+    );
+
+    let args = r#"{"path":"notes.txt"}"#;
+    let hidden = paddock(
+        &project,
+        &["tool", "call", "count_words", args, "--preset", "mine.toml", "--json"],
+        None,
+    );
+    let message = with_json_message(&hidden);
+    assert!(
+        message.contains("`count_words` is a tool of plugin `wc`, which preset `mine.toml` loads but leaves out")
+            && message.contains("tools.enable")
+            && !message.contains("--preset coding"),
+        "{message}"
+    );
+
+    let unloaded = paddock(&project, &["tool", "call", "count_words", args, "--json"], None);
+    let message = with_json_message(&unloaded);
+    assert!(
+        message.contains("`count_words` is a tool of installed plugin `wc`, which preset `default` does not load")
+            && message.contains("[plugins.wc]"),
+        "{message}"
     );
 }

@@ -57,6 +57,10 @@ pub fn findings(
 ) -> Vec<Finding> {
     let mut found = Vec::new();
     selection(file, plugins, &mut found);
+    // A list entry that names no tool is the mistake to fix first (the preset is refused).
+    if found.is_empty() {
+        hidden_plugins(file, plugins, &mut found);
+    }
     aliases(file, plugins, &mut found);
     for (name, entry) in &file.plugins {
         let at = KeyPath::of("plugins").key(name);
@@ -161,6 +165,45 @@ fn selection(file: &PresetFile, plugins: &[LoadedPlugin<'_>], found: &mut Vec<Fi
                 None => {}
             }
         }
+    }
+}
+
+/// A plugin that loads while the `[tools]` lists keep none of its tools: the model never sees
+/// it, and nothing else would say so. The usual cause is `extends`: a base's `tools.enable`
+/// is kept whole, so a plugin the preset adds needs its tools listed there too.
+fn hidden_plugins(file: &PresetFile, plugins: &[LoadedPlugin<'_>], found: &mut Vec<Finding>) {
+    for plugin in plugins {
+        let tools: Vec<&str> = plugin.tools.iter().map(|t| t.name.as_str()).collect();
+        if tools.is_empty() || tools.iter().any(|t| file.tools.keeps(Some(plugin.name), t)) {
+            continue;
+        }
+        let fix = match &file.tools.enable {
+            Some(enable) => {
+                let mut listed: Vec<String> = enable.iter().map(|g| format!("{:?}", g.0)).collect();
+                listed.extend(tools.iter().map(|t| format!("{t:?}")));
+                format!(
+                    "list its tools in `tools.enable` (under `extends` the base's list is kept \
+                     whole unless the preset writes its own): enable = [{}]",
+                    listed.join(", ")
+                )
+            }
+            None => format!(
+                "take its tools out of `tools.disable`: {}",
+                names(tools.iter().copied())
+            ),
+        };
+        found.push(Finding {
+            severity: Severity::Warning,
+            at: KeyPath::of("plugins").key(plugin.name),
+            file: None,
+            message: format!(
+                "plugin `{}` loads, but the `[tools]` lists keep none of its tools ({}), so the \
+                 model never sees it",
+                plugin.name,
+                names(tools.iter().copied())
+            ),
+            fix,
+        });
     }
 }
 
