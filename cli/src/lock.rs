@@ -85,6 +85,44 @@ pub async fn run(args: LockArgs) -> CommandResult {
     }
 }
 
+/// After `plugin upgrade` (or an install over a name) that the user accepted: the lock that
+/// pins `name` (the one `paddock lock` reads here) pins the new version too, in the same step,
+/// so the next session starts instead of refusing it (`LOCK_MISMATCH`). Says what it did.
+pub(super) async fn follow_upgrade(env: &Env, name: &str) -> Result<(), Failure> {
+    let place = LockPlace::find(&env.cwd, env.store.root()).map_err(Failure::usage)?;
+    let pinned = place
+        .ignored()
+        .is_none()
+        .then(|| place.read().ok())
+        .flatten()
+        .filter(|file| file.plugins.contains_key(name));
+    if pinned.is_none() {
+        println!(
+            "no paddock.lock here pins {}; the next session that uses it records it",
+            sanitize(name)
+        );
+        return Ok(());
+    }
+    let now = plugin_now(env, name).await?;
+    place
+        .update(|current| {
+            let grants = current.plugins.get(name).map(|old| old.grants.clone());
+            let mut entry = now.clone();
+            if let Some(grants) = grants {
+                entry.grants = grants;
+            }
+            current.plugins.insert(name.to_string(), entry);
+        })
+        .map_err(Failure::host)?;
+    println!(
+        "{} now pins {} at sha256 {} (the change you accepted); the next session starts with it",
+        place.path().display(),
+        sanitize(name),
+        now.sha256
+    );
+    Ok(())
+}
+
 /// The installed plugin `name` now: its entry as the lock would record it.
 async fn plugin_now(env: &Env, name: &str) -> Result<PluginLock, Failure> {
     let record = env.store.get(name).map_err(Failure::plugin)?;

@@ -35,23 +35,22 @@ impl InstallOptions<'_> {
         }
     }
 
-    /// `--accept-widening`, else a yes asked on a terminal (refused elsewhere).
+    /// `--accept-widening`, else a yes asked on a terminal, else refused (before an `oci://`
+    /// layer is fetched).
     pub(super) fn widening(&self) -> Widening<'static> {
-        if self.accept_widening {
-            Widening::Accept
-        } else {
-            Widening::Ask(&ask_widening)
+        use std::io::IsTerminal;
+        let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+        match (self.accept_widening, terminal) {
+            (true, _) => Widening::Accept,
+            (false, true) => Widening::Ask(&ask_widening),
+            (false, false) => Widening::Refuse,
         }
     }
 }
 
-/// On a terminal, shows the diff and asks y/N on stdin; elsewhere a widening is refused
-/// unless accepted on the command line.
+/// Shows the diff on the terminal and asks y/N on stdin.
 fn ask_widening(diff: &CapabilityDiff) -> bool {
-    use std::io::{BufRead, IsTerminal, Write};
-    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
-        return false;
-    }
+    use std::io::{BufRead, Write};
     eprintln!("{}", render_diff(diff));
     eprint!("accept these changes? [y/N] ");
     let _ = std::io::stderr().flush();
@@ -274,7 +273,10 @@ pub(super) async fn upgrade(
                 record.sha256
             );
         }
-        Upgrade::Upgraded(report) => print_installed(&report, color),
+        Upgrade::Upgraded(report) => {
+            print_installed(&report, color);
+            super::lock::follow_upgrade(env, name).await?;
+        }
     }
     Ok(Exit::Ok)
 }

@@ -207,6 +207,12 @@ async fn accept_before_download(
     if !early.widens() {
         return Ok(None);
     }
+    // Someone to ask is asked once, with the whole diff (the tools too, which only the
+    // downloaded component tells), after the download; nothing is installed before the yes.
+    // Without anyone to ask, a widening is refused here, before the layer is fetched.
+    if matches!(request.widening, Widening::Ask(_)) {
+        return Ok(None);
+    }
     if !request.widening.allows(&early) {
         return Err(StoreError::widens(
             name,

@@ -7,7 +7,8 @@
 //! mcp.NAME`; a symlinked lock is refused. A repository's lock acts only once the user trusts
 //! the repository: an untrusted one neither refuses a session nor replaces the user's plugin;
 //! once trusted, `install --locked` shows the capability diff and refuses a widening without
-//! `--accept-widening`, and an entry with no signature (a URL) needs `--allow-unsigned`.
+//! `--accept-widening`, and an entry with no signature (a URL) needs `--allow-unsigned`. An
+//! accepted `plugin upgrade` moves the lock with it, so the next session starts.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -720,4 +721,34 @@ fn a_locked_plugin_from_a_url_has_no_signature_and_needs_allow_unsigned() {
     assert!(err.contains("which has no signature"), "{err}");
     assert!(err.contains("--allow-unsigned"), "{err}");
     assert!(names_in(&project.home.path().join("installed")).is_empty());
+}
+
+/// `plugin upgrade` that the user accepted (here `--accept-widening`) updates the lock that
+/// pins the plugin in the same step and says so: the next session starts with the new version
+/// instead of being refused until `paddock lock accept`.
+#[test]
+fn an_accepted_upgrade_moves_the_lock_so_the_next_session_starts() {
+    let project = project();
+    install(&project, &plugin_file("fs.wasm"), "mytool");
+    let preset = preset(&project, "mytool");
+    let out = read_hello(&project, &preset);
+    assert!(out.status.success(), "{}", text(&out));
+    let search = plugin_file("search.wasm");
+    let out = run(
+        &project,
+        &["plugin", "upgrade", "mytool", "--to", search.to_str().unwrap(), "--accept-widening"],
+    );
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let search_sha = sha256_hex(&std::fs::read(&search).unwrap());
+    assert!(
+        said.contains(&format!("now pins mytool at sha256 {search_sha}"))
+            && said.contains("the next session starts with it"),
+        "{said}"
+    );
+    let lock = std::fs::read_to_string(lock_path(&project)).unwrap();
+    assert!(lock.contains(&format!("sha256 = \"{search_sha}\"")), "{lock}");
+    let out = tool_list(&project, &preset);
+    assert!(out.status.success(), "the next session starts: {}", text(&out));
+    assert!(tool_names(&out).contains(&"grep".to_string()), "{}", text(&out));
 }

@@ -368,3 +368,52 @@ fn a_session_refuses_a_plugin_whose_key_is_no_longer_trusted_or_whose_blob_chang
     assert!(message.contains("changed on disk"), "{message}");
     assert!(message.contains(&sha256_hex(&bytes)), "{message}");
 }
+
+/// Someone at a terminal is asked once per upgrade, with the whole diff: an `oci://` upgrade
+/// whose config adds an import and whose component changes a tool's risk asks one question
+/// that shows both (the library's `Widening::Ask`, as the command line's y/N is), and the
+/// upgrade goes ahead on that one yes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_asks_one_question_with_the_whole_diff() {
+    use paddock::plugin_store::{AuthChoice, CapabilityDiff, InstallRequest, InstallSource, PluginStore, Upgrade, Widening};
+    use std::sync::Mutex;
+
+    let registry = Registry::start();
+    let publisher = Project::new(&[]);
+    let key = KeyPair::new();
+    let reference = registry.oci("plugins/greeter:1.0");
+    let (base, _) = component("base");
+    let (exec, exec_bytes) = component("exec");
+    publish(&publisher, &base, &reference, &key);
+    let user = Project::new(&[]);
+    key.trust(&user, "publisher");
+    let out = run(&user, &["plugin", "install", &reference, "--name", "greeter"]);
+    assert!(out.status.success(), "{}", text(&out));
+    publish(&publisher, &exec, &reference, &key);
+
+    let asked: Mutex<Vec<CapabilityDiff>> = Mutex::new(Vec::new());
+    let ask = |diff: &CapabilityDiff| {
+        asked.lock().unwrap().push(diff.clone());
+        true
+    };
+    let auth = AuthChoice::default();
+    let request = InstallRequest {
+        auth: &auth,
+        allow_unsigned: false,
+        widening: Widening::Ask(&ask),
+        progress: &|_| {},
+    };
+    let store = PluginStore::open(user.home.path());
+    let sandbox = paddock_sandbox::Sandbox::new(user.home.path().join("cache")).unwrap();
+    let upgraded = store
+        .upgrade(&sandbox, "greeter", None::<&InstallSource>, &request)
+        .await
+        .expect("the upgrade goes ahead on one yes");
+    assert!(matches!(upgraded, Upgrade::Upgraded(_)));
+    let asked = asked.into_inner().unwrap();
+    assert_eq!(asked.len(), 1, "one question: {asked:?}");
+    let shown = format!("{:?}", asked[0]);
+    assert!(shown.contains("exec"), "the import added: {shown}");
+    assert!(shown.contains("greet"), "the tool's change, known only after the download: {shown}");
+    assert_eq!(record(&user, "greeter")["sha256"], sha256_hex(&exec_bytes));
+}
