@@ -29,6 +29,8 @@ pub struct Printer {
     show_command: bool,
     /// Tool names by call id, from the committed message (for progress).
     names: Mutex<HashMap<String, String>>,
+    /// The session the header named: where a result's whole text is (`paddock log ID`).
+    session: Mutex<Option<String>>,
 }
 
 impl Printer {
@@ -44,6 +46,7 @@ impl Printer {
             out,
             show_command,
             names: Mutex::new(HashMap::new()),
+            session: Mutex::new(None),
         }
     }
 
@@ -52,6 +55,9 @@ impl Printer {
     }
 
     pub fn header(&self, start: &SessionStart, log: &Path) {
+        if let Ok(mut session) = self.session.lock() {
+            *session = Some(start.session.clone());
+        }
         self.line(&paint(
             self.color,
             DIM,
@@ -153,7 +159,11 @@ impl Printer {
         let more = if self.show_command {
             format!("/show {}", sanitize(&call.id))
         } else {
-            "all of it: paddock log --json".to_string()
+            let session = self.session.lock().ok().and_then(|s| s.clone());
+            match session {
+                Some(id) => format!("all of it: paddock log {} --json", sanitize(&id)),
+                None => "all of it: paddock log --list, then paddock log ID --json".to_string(),
+            }
         };
         self.out
             .write(&results::render(call, self.out.width(), self.color, &more));

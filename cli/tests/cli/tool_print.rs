@@ -59,3 +59,27 @@ fn hook_context_and_content_without_a_final_newline_never_share_a_line() {
         "{merged:?}"
     );
 }
+
+/// A result cut short on the terminal says where the whole of it is: `paddock log` of this
+/// very session (the command works as printed), not a `paddock log --json` that needs an id.
+#[test]
+fn a_cut_result_points_at_a_log_command_that_works() {
+    let s = Sandbox::new();
+    for i in 0..40 {
+        std::fs::write(s.file(&format!("file{i:02}.txt")), "x\n").unwrap();
+    }
+    let out = s.paddock(&["run", "--demo"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let hint = stdout
+        .lines()
+        .find_map(|l| l.split("all of it: ").nth(1))
+        .unwrap_or_else(|| panic!("a cut result with its hint: {stdout}"));
+    let words: Vec<&str> = hint.split_whitespace().collect();
+    assert_eq!(words.first(), Some(&"paddock"), "{hint}");
+    let shown = s.paddock(&words[1..]);
+    assert!(
+        shown.status.success() && String::from_utf8_lossy(&shown.stdout).contains("file39.txt"),
+        "`{hint}` shows the whole result: {shown:?}"
+    );
+}
