@@ -72,7 +72,7 @@ pub fn real_path(guest: &str, mounts: &[Mount]) -> PathBuf {
 }
 
 /// `.` dropped and `..` applied, without touching the file system; never climbs above `/`.
-fn lexical(path: &Path) -> PathBuf {
+pub(super) fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {

@@ -8,6 +8,7 @@ mod budget;
 mod gate;
 mod locks;
 mod logged;
+mod path_errors;
 mod prepared;
 mod run;
 mod scheduler;

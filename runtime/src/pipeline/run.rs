@@ -148,7 +148,13 @@ async fn execute_unbounded(
     // Post-hooks see the budgeted result, errors included.
     let result = match result {
         Ok(out) => Ok(apply_budget(out, entry.budget, cx.spill, call_id)),
-        Err(error) => Err(bound_error(error, entry.budget)),
+        Err(error) => {
+            let error = match entry.plugin() {
+                Some(_) => super::path_errors::explain(&entry.spec, &entry.grant, &args, error),
+                None => error,
+            };
+            Err(bound_error(error, entry.budget))
+        }
     };
     let outcome = cx
         .gate

@@ -1,5 +1,6 @@
 //! The gate around each call (H1, C3): a denied call never runs, rewritten arguments are
-//! validated again, and the tool runs with, and reports, the arguments it was given.
+//! validated again, and the tool runs with, and reports, the arguments it was given; a path a
+//! tool could not use is explained by the host, which knows the mounts and protected paths.
 
 use paddock::calls::AliasTable;
 use std::sync::Mutex;
@@ -165,3 +166,44 @@ async fn the_tool_runs_with_and_reports_the_rewritten_arguments() {
 
 /// The built-in alias table, as a session without preset aliases has it.
 static ALIASES: std::sync::LazyLock<AliasTable> = std::sync::LazyLock::new(AliasTable::default);
+
+/// A plugin sees only its mounts, so to it an absolute path outside them is "not found", and a
+/// protected file or a read-only mount "permission denied". The host says which, with the way
+/// out: outside the mounts (naming them), protected (naming the rule and `writable_protected`),
+/// a read-only mount.
+#[tokio::test]
+async fn a_path_a_tool_could_not_use_is_explained_by_what_stopped_it() {
+    let s = session_with("coding").await;
+    std::fs::create_dir(s.work.path().join(".git")).unwrap();
+    std::fs::write(s.work.path().join(".git/config"), "[core]\n").unwrap();
+    let call = |tool: &'static str, args: &'static str| {
+        let s = &s;
+        async move {
+            run_call(&context(s, &OpenGate), "c1", tool, args)
+                .await
+                .result
+                .unwrap_err()
+        }
+    };
+    let outside = call("read_file", r#"{"path":"/etc/hostname"}"#).await;
+    assert!(
+        outside.message.contains("/etc/hostname: outside the mounts this tool was granted (/workspace")
+            && outside.code.as_str() == "NOT_FOUND",
+        "{outside:?}"
+    );
+    let protected = call("write_file", r#"{"path":".git/config","content":"x"}"#).await;
+    assert!(
+        protected.message.contains(".git/config: protected")
+            && protected.message.contains("writable_protected"),
+        "{protected:?}"
+    );
+    assert_eq!(std::fs::read_to_string(s.work.path().join(".git/config")).unwrap(), "[core]\n");
+    // A missing file inside the mount is still just not found.
+    let missing = call("read_file", r#"{"path":"nope.txt"}"#).await;
+    assert!(!missing.message.contains("outside the mounts"), "{missing:?}");
+
+    let s = session_with("default").await;
+    let done = run_call(&context(&s, &OpenGate), "c1", "read_file", r#"{"path":"/workspace/../etc/passwd"}"#).await;
+    let error = done.result.unwrap_err();
+    assert!(error.message.contains("outside the mounts"), "{error:?}");
+}
