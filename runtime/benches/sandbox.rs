@@ -418,7 +418,11 @@ async fn language_example(
     let first = sandbox.call(&plugin, tool, args, grant, &cancel).await;
     let cold = started.elapsed();
     assert!(first.result.is_ok(), "{tool}: {:?}", first.result);
-    assert_eq!(plugin.cache, paddock_sandbox::CacheUse::Hit, "compiled at install");
+    assert_eq!(
+        plugin.cache,
+        paddock_sandbox::CacheUse::Hit,
+        "compiled at install"
+    );
 
     timed_calls(&sandbox, &plugin, tool, args, grant, 20).await; // warm-up
     let mut calls = timed_calls(&sandbox, &plugin, tool, args, grant, 200).await;

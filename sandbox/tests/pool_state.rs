@@ -14,7 +14,11 @@ const CARRY_STATE: &[u8] = include_bytes!("fixtures/carry_state.wasm");
 /// Every trace `probe` leaves, as it reports them when it finds them all.
 const ALL_TRACES: u32 = 0x8101_1101;
 
-fn probe(engine: &wasmtime::Engine, pre: &wasmtime::component::InstancePre<()>, times: usize) -> Vec<u32> {
+fn probe(
+    engine: &wasmtime::Engine,
+    pre: &wasmtime::component::InstancePre<()>,
+    times: usize,
+) -> Vec<u32> {
     let mut store = Store::new(engine, ());
     store.set_fuel(10_000_000).expect("fuel");
     store.set_epoch_deadline(1_000_000);
@@ -44,6 +48,9 @@ fn a_pooled_instance_carries_nothing_from_the_last_call() {
     // Each new instance, in a slot the last one used, finds none.
     for call in 0..8 {
         let seen = probe(engine, &pre, 1)[0];
-        assert_eq!(seen, 0, "instance {call} found traces of an earlier one: {seen:#010x}");
+        assert_eq!(
+            seen, 0,
+            "instance {call} found traces of an earlier one: {seen:#010x}"
+        );
     }
 }

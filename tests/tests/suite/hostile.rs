@@ -411,6 +411,9 @@ async fn nothing_carries_from_one_call_to_the_next_through_the_pool() {
             "call {call} found state an earlier call left: {content}"
         );
         // No temporary directory is mounted, so there is no file to carry state in either.
-        assert!(content.ends_with("temp file refused (NotFound)"), "{content}");
+        assert!(
+            content.ends_with("temp file refused (NotFound)"),
+            "{content}"
+        );
     }
 }

@@ -383,7 +383,11 @@ impl Tool for CarryState {
         // SAFETY: the page [base, base + 64 KiB) was grown just now and nothing else uses it.
         let bytes = unsafe { std::slice::from_raw_parts_mut(base as *mut u8, 65536) };
         if let Some(at) = bytes.iter().position(|b| *b != 0) {
-            found.push(format!("byte {:#x} at {:#x} of the grown page", bytes[at], base + at));
+            found.push(format!(
+                "byte {:#x} at {:#x} of the grown page",
+                bytes[at],
+                base + at
+            ));
         }
         bytes.fill(TRACE);
         // Where a temporary file would go (WASI has no temp_dir of its own).
@@ -395,7 +399,11 @@ impl Tool for CarryState {
             Ok(()) => "written".to_string(),
             Err(e) => format!("refused ({:?})", e.kind()),
         };
-        let found = if found.is_empty() { "nothing".to_string() } else { found.join("; ") };
+        let found = if found.is_empty() {
+            "nothing".to_string()
+        } else {
+            found.join("; ")
+        };
         Ok(Output::text(format!("found {found}; temp file {wrote}")))
     }
 }
