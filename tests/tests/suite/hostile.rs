@@ -397,3 +397,23 @@ async fn duplicate_tool_names_are_refused() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn nothing_carries_from_one_call_to_the_next_through_the_pool() {
+    let arena = Arena::new().await;
+    // More calls than one: each gets a pooled slot that an earlier call of the same plugin used
+    // and left traces in, reset to the plugin's copy-on-write image.
+    for call in 0..4 {
+        let report = arena.call("carry_state", "{}").await;
+        let content = report.result.expect("carry_state runs").content;
+        assert!(
+            content.starts_with("found nothing;"),
+            "call {call} found state an earlier call left: {content}"
+        );
+        // No temporary directory is mounted, so there is no file to carry state in either.
+        assert!(
+            content.ends_with("temp file refused (NotFound)"),
+            "{content}"
+        );
+    }
+}

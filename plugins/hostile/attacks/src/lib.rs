@@ -3,6 +3,7 @@
 //! own error, while the host keeps serving calls.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use paddock_sdk::{Output, Overflow, Spec, Tool, ToolError, resolve};
 use schemars::JsonSchema;
@@ -346,6 +347,67 @@ impl Tool for FakeCancel {
     }
 }
 
+/// Try to carry state from one call to the next (S2) through what a pooled instance made from a
+/// copy-on-write memory image could keep: a counter in zeroed static memory, a word the data
+/// segment initialises (so it lives in the image), a page grown past the image, and a file in
+/// the temporary directory. Returns what it found of an earlier call (`found nothing` when
+/// nothing), then leaves a trace in each place.
+#[derive(Deserialize, JsonSchema)]
+pub struct CarryState {}
+
+static CALLS: AtomicU32 = AtomicU32::new(0);
+static IMAGE_WORD: AtomicU32 = AtomicU32::new(0x5eed);
+const TRACE: u8 = 0xab;
+
+impl Tool for CarryState {
+    const NAME: &'static str = "carry_state";
+    fn spec() -> Spec {
+        Spec::new("tries to carry state from one call to the next").read_only()
+    }
+    fn run(self) -> Result<Output, ToolError> {
+        let mut found = Vec::new();
+        let calls = CALLS.fetch_add(1, Ordering::SeqCst);
+        if calls != 0 {
+            found.push(format!("the counter at {calls}"));
+        }
+        let word = IMAGE_WORD.swap(0xdead, Ordering::SeqCst);
+        if word != 0x5eed {
+            found.push(format!("the image word at {word:#x}"));
+        }
+        // A page of our own past everything allocated so far: a fresh instance's is zeroes.
+        let page = core::arch::wasm32::memory_grow(0, 1);
+        if page == usize::MAX {
+            return Err(ToolError::new("NO_MEMORY", "memory.grow refused one page"));
+        }
+        let base = page * 65536;
+        // SAFETY: the page [base, base + 64 KiB) was grown just now and nothing else uses it.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(base as *mut u8, 65536) };
+        if let Some(at) = bytes.iter().position(|b| *b != 0) {
+            found.push(format!(
+                "byte {:#x} at {:#x} of the grown page",
+                bytes[at],
+                base + at
+            ));
+        }
+        bytes.fill(TRACE);
+        // Where a temporary file would go (WASI has no temp_dir of its own).
+        let tmp = "/tmp/paddock-carry-state";
+        if let Ok(earlier) = std::fs::read_to_string(tmp) {
+            found.push(format!("a file at {tmp}: {earlier}"));
+        }
+        let wrote = match std::fs::write(tmp, "from an earlier call") {
+            Ok(()) => "written".to_string(),
+            Err(e) => format!("refused ({:?})", e.kind()),
+        };
+        let found = if found.is_empty() {
+            "nothing".to_string()
+        } else {
+            found.join("; ")
+        };
+        Ok(Output::text(format!("found {found}; temp file {wrote}")))
+    }
+}
+
 paddock_sdk::export_tools!(
     ReadPath,
     WritePath,
@@ -365,4 +427,5 @@ paddock_sdk::export_tools!(
     Exit,
     FakeCancel,
     FsAttack,
+    CarryState,
 );
