@@ -89,10 +89,15 @@ impl Form {
     /// choice `Command::failure_form` makes from a parsed one (`run --json`, `tool list|call
     /// --json`, `tool batch`).
     pub(crate) fn of_raw_args(args: &[String]) -> Form {
-        let json = args.iter().any(|a| a == "--json" || a.starts_with("--json="));
+        let json = args
+            .iter()
+            .any(|a| a == "--json" || a.starts_with("--json="));
         // The first word that is not an option (or an option's value) names the command.
         let mut words = args.iter().filter(|a| !a.starts_with('-'));
-        match (words.next().map(String::as_str), words.next().map(String::as_str)) {
+        match (
+            words.next().map(String::as_str),
+            words.next().map(String::as_str),
+        ) {
             (Some("run"), _) if json => Form::ResultLine,
             (Some("tool"), Some("batch")) => Form::Object,
             (Some("tool"), Some("list" | "call")) if json => Form::Object,

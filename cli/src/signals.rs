@@ -94,7 +94,9 @@ pub(super) fn listen() {
     ]
     .map(signal);
     let [Ok(mut int), Ok(mut term), Ok(mut hup)] = streams else {
-        tracing::warn!("cannot listen for SIGINT, SIGTERM and SIGHUP; they end the session unlogged");
+        tracing::warn!(
+            "cannot listen for SIGINT, SIGTERM and SIGHUP; they end the session unlogged"
+        );
         return;
     };
     tokio::spawn(async move {

@@ -11,7 +11,10 @@ use wasmtime::component::{Component, Linker};
 /// in (0 when it found none), then leaves a trace in each. Turned into a component when the
 /// test runs, so the repository holds only its text.
 fn carry_state() -> Vec<u8> {
-    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/carry_state.wat");
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/carry_state.wat"
+    );
     wat::parse_file(file).expect("the fixture is valid WAT")
 }
 

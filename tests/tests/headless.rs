@@ -171,10 +171,12 @@ async fn ctrl_c_at_any_point_of_set_up_ends_with_a_result_line_and_130() {
         let server = ScriptedServer::start(Script {
             steps: vec![
                 call_step("c1", "read_file", r#"{"path":"notes.txt"}"#),
-                Step::Reply(Turn::text(&["Read it", ", done."]).with_fault(Fault::StallAfter {
-                    frames: 1,
-                    ms: 5_000,
-                })),
+                Step::Reply(
+                    Turn::text(&["Read it", ", done."]).with_fault(Fault::StallAfter {
+                        frames: 1,
+                        ms: 5_000,
+                    }),
+                ),
             ],
         })
         .await
@@ -208,10 +210,14 @@ async fn ctrl_c_at_any_point_of_set_up_ends_with_a_result_line_and_130() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         let last = stdout.lines().last().unwrap_or_else(|| {
-            panic!("Ctrl-C {after} ms in: no output ({:?}); stderr: {stderr}", out.status)
+            panic!(
+                "Ctrl-C {after} ms in: no output ({:?}); stderr: {stderr}",
+                out.status
+            )
         });
-        let line: Value = serde_json::from_str(last)
-            .unwrap_or_else(|e| panic!("Ctrl-C {after} ms in: the last line is not JSON ({e}): {last}"));
+        let line: Value = serde_json::from_str(last).unwrap_or_else(|e| {
+            panic!("Ctrl-C {after} ms in: the last line is not JSON ({e}): {last}")
+        });
         assert_eq!(line["type"], "result", "Ctrl-C {after} ms in: {last}");
         let result = &line["data"];
         assert_eq!(
@@ -220,7 +226,10 @@ async fn ctrl_c_at_any_point_of_set_up_ends_with_a_result_line_and_130() {
             "Ctrl-C {after} ms in (started {caught_after:?} after spawn): {last}; stderr: {stderr}"
         );
         assert_eq!(result["exit_code"], 130, "{last}");
-        let session = result["session"].as_str().expect("a session id").to_string();
+        let session = result["session"]
+            .as_str()
+            .expect("a session id")
+            .to_string();
         let events = project.events(&session);
         assert_eq!(
             agent_common::last_stop(&events),

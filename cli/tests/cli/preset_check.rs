@@ -264,8 +264,9 @@ fn tool_call_says_did_you_mean_and_when_the_preset_leaves_a_tool_out() {
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("`write_file` is a tool of plugin `fs`, which preset `default` loads but leaves out")
-            && err.contains("--preset coding"),
+        err.contains(
+            "`write_file` is a tool of plugin `fs`, which preset `default` loads but leaves out"
+        ) && err.contains("--preset coding"),
         "{err}"
     );
 }

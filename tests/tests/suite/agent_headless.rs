@@ -187,10 +187,12 @@ async fn a_command_line_that_does_not_parse_still_answers_in_its_json_form() {
         .paddock(&["run", "--json", "--max-turn", "1", "read notes.txt"])
         .await;
     assert_eq!(out.status.code(), Some(2), "{out:?}");
-    assert!(result_line(&out.stdout)["detail"]
-        .as_str()
-        .unwrap()
-        .contains("--max-turn"));
+    assert!(
+        result_line(&out.stdout)["detail"]
+            .as_str()
+            .unwrap()
+            .contains("--max-turn")
+    );
 
     let out = project
         .paddock(&["tool", "call", "--json", "read_file", "{}", "extra"])
@@ -221,11 +223,25 @@ async fn a_call_the_rules_refuse_is_refused_before_anyone_is_asked() {
     let project = Project::warm(&[("notes.txt", "hello\n")]);
     for (args, says) in [
         (r#"{"program":"rm","args":["notes.txt"]}"#, "is not allowed"),
-        (r#"{"program":"ls","args":["-la"],"cwd":"/etc"}"#, "is not inside a mount"),
-        (r#"{"program":"ls","cwd":"src/../.."}"#, "may not contain `..`"),
+        (
+            r#"{"program":"ls","args":["-la"],"cwd":"/etc"}"#,
+            "is not inside a mount",
+        ),
+        (
+            r#"{"program":"ls","cwd":"src/../.."}"#,
+            "may not contain `..`",
+        ),
     ] {
         let out = project
-            .paddock(&["tool", "call", "run_command", args, "--preset", "coding", "--json"])
+            .paddock(&[
+                "tool",
+                "call",
+                "run_command",
+                args,
+                "--preset",
+                "coding",
+                "--json",
+            ])
             .await;
         let answer: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
         let message = answer["error"]["message"].as_str().unwrap_or_default();
@@ -235,7 +251,15 @@ async fn a_call_the_rules_refuse_is_refused_before_anyone_is_asked() {
         );
     }
     let out = project
-        .paddock(&["tool", "call", "run_command", r#"{"program":"ls","args":["-la"]}"#, "--preset", "coding", "--json"])
+        .paddock(&[
+            "tool",
+            "call",
+            "run_command",
+            r#"{"program":"ls","args":["-la"]}"#,
+            "--preset",
+            "coding",
+            "--json",
+        ])
         .await;
     let answer: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     assert!(

@@ -187,7 +187,9 @@ async fn a_path_a_tool_could_not_use_is_explained_by_what_stopped_it() {
     };
     let outside = call("read_file", r#"{"path":"/etc/hostname"}"#).await;
     assert!(
-        outside.message.contains("/etc/hostname: outside the mounts this tool was granted (/workspace")
+        outside
+            .message
+            .contains("/etc/hostname: outside the mounts this tool was granted (/workspace")
             && outside.code.as_str() == "NOT_FOUND",
         "{outside:?}"
     );
@@ -197,13 +199,25 @@ async fn a_path_a_tool_could_not_use_is_explained_by_what_stopped_it() {
             && protected.message.contains("writable_protected"),
         "{protected:?}"
     );
-    assert_eq!(std::fs::read_to_string(s.work.path().join(".git/config")).unwrap(), "[core]\n");
+    assert_eq!(
+        std::fs::read_to_string(s.work.path().join(".git/config")).unwrap(),
+        "[core]\n"
+    );
     // A missing file inside the mount is still just not found.
     let missing = call("read_file", r#"{"path":"nope.txt"}"#).await;
-    assert!(!missing.message.contains("outside the mounts"), "{missing:?}");
+    assert!(
+        !missing.message.contains("outside the mounts"),
+        "{missing:?}"
+    );
 
     let s = session_with("default").await;
-    let done = run_call(&context(&s, &OpenGate), "c1", "read_file", r#"{"path":"/workspace/../etc/passwd"}"#).await;
+    let done = run_call(
+        &context(&s, &OpenGate),
+        "c1",
+        "read_file",
+        r#"{"path":"/workspace/../etc/passwd"}"#,
+    )
+    .await;
     let error = done.result.unwrap_err();
     assert!(error.message.contains("outside the mounts"), "{error:?}");
 }

@@ -736,7 +736,14 @@ fn an_accepted_upgrade_moves_the_lock_so_the_next_session_starts() {
     let search = plugin_file("search.wasm");
     let out = run(
         &project,
-        &["plugin", "upgrade", "mytool", "--to", search.to_str().unwrap(), "--accept-widening"],
+        &[
+            "plugin",
+            "upgrade",
+            "mytool",
+            "--to",
+            search.to_str().unwrap(),
+            "--accept-widening",
+        ],
     );
     let said = text(&out);
     assert!(out.status.success(), "{said}");
@@ -747,8 +754,19 @@ fn an_accepted_upgrade_moves_the_lock_so_the_next_session_starts() {
         "{said}"
     );
     let lock = std::fs::read_to_string(lock_path(&project)).unwrap();
-    assert!(lock.contains(&format!("sha256 = \"{search_sha}\"")), "{lock}");
+    assert!(
+        lock.contains(&format!("sha256 = \"{search_sha}\"")),
+        "{lock}"
+    );
     let out = tool_list(&project, &preset);
-    assert!(out.status.success(), "the next session starts: {}", text(&out));
-    assert!(tool_names(&out).contains(&"grep".to_string()), "{}", text(&out));
+    assert!(
+        out.status.success(),
+        "the next session starts: {}",
+        text(&out)
+    );
+    assert!(
+        tool_names(&out).contains(&"grep".to_string()),
+        "{}",
+        text(&out)
+    );
 }

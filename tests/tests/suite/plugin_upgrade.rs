@@ -375,7 +375,9 @@ fn a_session_refuses_a_plugin_whose_key_is_no_longer_trusted_or_whose_blob_chang
 /// upgrade goes ahead on that one yes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upgrade_asks_one_question_with_the_whole_diff() {
-    use paddock::plugin_store::{AuthChoice, CapabilityDiff, InstallRequest, InstallSource, PluginStore, Upgrade, Widening};
+    use paddock::plugin_store::{
+        AuthChoice, CapabilityDiff, InstallRequest, InstallSource, PluginStore, Upgrade, Widening,
+    };
     use std::sync::Mutex;
 
     let registry = Registry::start();
@@ -387,7 +389,10 @@ async fn an_upgrade_asks_one_question_with_the_whole_diff() {
     publish(&publisher, &base, &reference, &key);
     let user = Project::new(&[]);
     key.trust(&user, "publisher");
-    let out = run(&user, &["plugin", "install", &reference, "--name", "greeter"]);
+    let out = run(
+        &user,
+        &["plugin", "install", &reference, "--name", "greeter"],
+    );
     assert!(out.status.success(), "{}", text(&out));
     publish(&publisher, &exec, &reference, &key);
 
@@ -414,6 +419,9 @@ async fn an_upgrade_asks_one_question_with_the_whole_diff() {
     assert_eq!(asked.len(), 1, "one question: {asked:?}");
     let shown = format!("{:?}", asked[0]);
     assert!(shown.contains("exec"), "the import added: {shown}");
-    assert!(shown.contains("greet"), "the tool's change, known only after the download: {shown}");
+    assert!(
+        shown.contains("greet"),
+        "the tool's change, known only after the download: {shown}"
+    );
     assert_eq!(record(&user, "greeter")["sha256"], sha256_hex(&exec_bytes));
 }

@@ -234,7 +234,14 @@ fn a_typo_under_extends_is_shown_at_its_own_line() {
     let path = path.to_str().unwrap();
     for args in [
         vec!["preset", "check", path],
-        vec!["tool", "call", "read_file", r#"{"path":"notes.txt"}"#, "--preset", path],
+        vec![
+            "tool",
+            "call",
+            "read_file",
+            r#"{"path":"notes.txt"}"#,
+            "--preset",
+            path,
+        ],
     ] {
         let out = run(&project, &args);
         let said = text(&out);
@@ -250,7 +257,10 @@ fn a_typo_under_extends_is_shown_at_its_own_line() {
         );
         // No line past the file's nine.
         for line in 10..200 {
-            assert!(!said.contains(&format!("{path}:{line}:")), "{args:?}: line {line}: {said}");
+            assert!(
+                !said.contains(&format!("{path}:{line}:")),
+                "{args:?}: line {line}: {said}"
+            );
         }
     }
 }

@@ -435,11 +435,17 @@ fn a_plugin_whose_tools_the_preset_hides_is_named_with_the_fix() {
 
     let checked = paddock(&project, &["preset", "check", "mine.toml"], None);
     let said = text(&checked);
-    assert_eq!(checked.status.code(), Some(0), "a warning, not an error: {said}");
+    assert_eq!(
+        checked.status.code(),
+        Some(0),
+        "a warning, not an error: {said}"
+    );
     assert!(
         said.contains("warning:")
             && said.contains("mine.toml:3:")
-            && said.contains("plugin `wc` loads, but the `[tools]` lists keep none of its tools (count_words)"),
+            && said.contains(
+                "plugin `wc` loads, but the `[tools]` lists keep none of its tools (count_words)"
+            ),
         "{said}"
     );
     assert!(
@@ -450,22 +456,36 @@ fn a_plugin_whose_tools_the_preset_hides_is_named_with_the_fix() {
     let args = r#"{"path":"notes.txt"}"#;
     let hidden = paddock(
         &project,
-        &["tool", "call", "count_words", args, "--preset", "mine.toml", "--json"],
+        &[
+            "tool",
+            "call",
+            "count_words",
+            args,
+            "--preset",
+            "mine.toml",
+            "--json",
+        ],
         None,
     );
     let message = with_json_message(&hidden);
     assert!(
-        message.contains("`count_words` is a tool of plugin `wc`, which preset `mine.toml` loads but leaves out")
-            && message.contains("tools.enable")
+        message.contains(
+            "`count_words` is a tool of plugin `wc`, which preset `mine.toml` loads but leaves out"
+        ) && message.contains("tools.enable")
             && !message.contains("--preset coding"),
         "{message}"
     );
 
-    let unloaded = paddock(&project, &["tool", "call", "count_words", args, "--json"], None);
+    let unloaded = paddock(
+        &project,
+        &["tool", "call", "count_words", args, "--json"],
+        None,
+    );
     let message = with_json_message(&unloaded);
     assert!(
-        message.contains("`count_words` is a tool of installed plugin `wc`, which preset `default` does not load")
-            && message.contains("[plugins.wc]"),
+        message.contains(
+            "`count_words` is a tool of installed plugin `wc`, which preset `default` does not load"
+        ) && message.contains("[plugins.wc]"),
         "{message}"
     );
 }

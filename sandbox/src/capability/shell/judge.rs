@@ -309,7 +309,8 @@ mod tests {
     #[test]
     fn a_program_call_is_held_to_the_same_ask_and_deny_rules() {
         let g = grant(&["git *"], &["git push *"], &["git push --force *"]);
-        let call = |args: serde_json::Value| judge_program(&g, &[], "shell", &args).unwrap().verdict;
+        let call =
+            |args: serde_json::Value| judge_program(&g, &[], "shell", &args).unwrap().verdict;
         assert_eq!(
             call(serde_json::json!({"program": "git", "args": ["status"]})),
             ShellVerdict::Allow
@@ -339,15 +340,26 @@ mod tests {
     #[test]
     fn a_program_call_the_capability_could_not_start_is_refused_before_any_question() {
         let g = grant(&["*"], &[], &[]);
-        let call = |args: serde_json::Value| {
-            judge_program(&g, &[], "shell", &args).unwrap().verdict
-        };
-        assert_eq!(call(serde_json::json!({"program": "ls"})), ShellVerdict::Allow);
+        let call =
+            |args: serde_json::Value| judge_program(&g, &[], "shell", &args).unwrap().verdict;
+        assert_eq!(
+            call(serde_json::json!({"program": "ls"})),
+            ShellVerdict::Allow
+        );
         // Not on PATH, a `cwd` out of the mounts (here there are none), a `cwd` with `..`.
         for (args, says) in [
-            (serde_json::json!({"program": "no-such-program-here"}), "not on the host's PATH"),
-            (serde_json::json!({"program": "ls", "cwd": "/etc"}), "no mounts"),
-            (serde_json::json!({"program": "ls", "cwd": "src/../.."}), "`..`"),
+            (
+                serde_json::json!({"program": "no-such-program-here"}),
+                "not on the host's PATH",
+            ),
+            (
+                serde_json::json!({"program": "ls", "cwd": "/etc"}),
+                "no mounts",
+            ),
+            (
+                serde_json::json!({"program": "ls", "cwd": "src/../.."}),
+                "`..`",
+            ),
         ] {
             match call(args.clone()) {
                 ShellVerdict::Deny(reason) => assert!(reason.contains(says), "{args}: {reason}"),
