@@ -129,8 +129,4 @@ impl Journal {
         }
     }
 
-    /// Directories watched.
-    pub fn watched(&self) -> usize {
-        self.dirs.len()
-    }
 }

@@ -53,6 +53,7 @@ modules!(
     pipeline,
     plugin_store,
     preset,
+    rewind,
     session,
     tls
 );

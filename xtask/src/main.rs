@@ -40,7 +40,7 @@ use std::process::{Command, ExitCode};
 
 const WASM_TARGET: &str = "wasm32-wasip2";
 const BENCHES: &[&str] = &[
-    "sandbox", "stream", "hooks", "pipeline", "agent", "exec", "shell", "scale", "mcp", "cost",
+    "sandbox", "stream", "hooks", "pipeline", "agent", "exec", "shell", "scale", "mcp", "cost", "rewind",
 ];
 
 fn main() -> ExitCode {
