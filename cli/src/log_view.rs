@@ -122,7 +122,9 @@ fn describe(body: &Body) -> (&'static str, String) {
                 short_id(id)
             ),
         ),
-        Body::Rewind { turn, to, before } => (
+        Body::Rewind {
+            turn, to, before, ..
+        } => (
             "rewind",
             format!(
                 "mounts back to the start of turn {turn} ({}) · before: {}",

@@ -62,6 +62,9 @@ pub async fn rewind(args: RewindArgs) -> CommandResult {
         .rewind(args.to, args.force)
         .map_err(|e| Failure::new("REWIND_FAILED", e, Exit::Failed))?;
     let clean = paddock_types::text::sanitize;
+    for note in &done.notes {
+        println!("note: {note}");
+    }
     let mut kept_outside = false;
     for (host, restored) in &done.mounts {
         println!(

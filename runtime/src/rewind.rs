@@ -45,11 +45,15 @@ pub struct Checkpoints {
 /// What a rewind of the code did, mount by mount.
 #[derive(Debug, Clone)]
 pub struct Rewound {
-    /// The checkpoint of the mounts just before the rewind (rewind to it to undo).
+    /// The checkpoint of the mounts just before the rewind (rewind to it to undo), and just
+    /// after it.
     pub before: String,
+    pub after: String,
     pub mounts: Vec<(String, Restored)>,
     /// What no checkpoint records (protected paths, files over the size bound), by mount.
     pub excluded: Vec<(String, Vec<(String, String)>)>,
+    /// Things the person should know about how the rewind was judged.
+    pub notes: Vec<String>,
 }
 
 impl Checkpoints {
@@ -144,6 +148,8 @@ impl Checkpoints {
         let mounts = self.mounts.lock().unwrap_or_else(|e| e.into_inner());
         let mut done = Rewound {
             before,
+            after: String::new(),
+            notes: Vec::new(),
             mounts: Vec::new(),
             excluded: Vec::new(),
         };
@@ -179,6 +185,8 @@ impl Checkpoints {
                 done.excluded.push((m.host.clone(), rec.excluded.clone()));
             }
         }
+        drop(mounts);
+        done.after = self.take()?.0;
         Ok(done)
     }
 
@@ -205,7 +213,3 @@ pub fn at_turn_start(checkpoints: &[(u64, bool, String)], turn: u64) -> Option<&
         .map(|(_, _, id)| id.as_str())
 }
 
-/// The latest checkpoint of the log.
-pub fn latest(checkpoints: &[(u64, bool, String)]) -> Option<&str> {
-    checkpoints.last().map(|(_, _, id)| id.as_str())
-}

@@ -172,12 +172,14 @@ pub enum Body {
     },
     /// The mounts were put back as checkpoint `to` (taken when turn `turn` began) recorded
     /// them; `before` is the checkpoint of the mounts just before, so a rewind can itself be
-    /// undone. Nothing before it in the log is changed.
+    /// undone, and `after` the one just after (what the next rewind compares with to find
+    /// changes made outside the session). Nothing before it in the log is changed.
     #[serde(rename = "rewind")]
     Rewind {
         turn: u64,
         to: String,
         before: String,
+        after: String,
     },
     /// The loop stopped, and why (B1).
     #[serde(rename = "turn/end")]

@@ -390,10 +390,25 @@ impl Session {
         let Some(checkpoints) = self.checkpoints.as_ref() else {
             return Err("this session has no writable mount, so there is nothing to rewind".into());
         };
+        // A turn that ended without its checkpoint (the process was killed) has its changes
+        // counted as the session's up to now: recorded here as that turn's end, so they are
+        // not taken for changes made outside the session.
+        let unended = self.log.with_state(|s| match s.checkpoints.last() {
+            Some((turn, false, _)) if *turn == s.turns && s.last_checkpoint.as_ref() == s.checkpoints.last().map(|c| &c.2) => Some(*turn),
+            _ => None,
+        });
+        let mut notes = Vec::new();
+        if let Some(turn) = unended {
+            checkpoints.log_one(&self.log, turn, true)?;
+            notes.push(format!(
+                "turn {turn} ended without a checkpoint (the process was stopped): its changes up \
+                 to now are counted as the session's"
+            ));
+        }
         let (target, reference) = self.log.with_state(|s| {
             (
                 crate::rewind::at_turn_start(&s.checkpoints, to).map(str::to_string),
-                crate::rewind::latest(&s.checkpoints).map(str::to_string),
+                s.last_checkpoint.clone(),
             )
         });
         let Some(target) = target else {
@@ -403,12 +418,14 @@ impl Session {
                  and checkpoints began with the first turn run by a paddock that takes them"
             ));
         };
-        let done = checkpoints.restore(&target, reference.as_deref(), force)?;
+        let mut done = checkpoints.restore(&target, reference.as_deref(), force)?;
+        done.notes = notes;
         self.log
             .append_synced(Body::Rewind {
                 turn: to,
                 to: target,
                 before: done.before.clone(),
+                after: done.after.clone(),
             })
             .map_err(|e| format!("cannot write the session log: {e}"))?;
         Ok(done)
