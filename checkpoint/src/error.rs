@@ -20,7 +20,11 @@ pub enum Error {
         "checkpoint object {hash} in {dir} is damaged ({why}); nothing was restored from it. \
          The store was changed outside paddock: restore from another checkpoint"
     )]
-    Damaged { dir: PathBuf, hash: Hash, why: String },
+    Damaged {
+        dir: PathBuf,
+        hash: Hash,
+        why: String,
+    },
     #[error("cannot read {rel:?} in the mount: {source}")]
     Read {
         rel: PathBuf,

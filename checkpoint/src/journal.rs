@@ -128,5 +128,4 @@ impl Journal {
             Changes::Paths(dirty)
         }
     }
-
 }

@@ -57,6 +57,9 @@ pub struct Captured {
     pub excluded: Vec<(PathBuf, Exclusion)>,
 }
 
+/// A file's inode, size, mtime and ctime: while all four stay, its bytes have not changed.
+type Identity = (u64, u64, (i64, u64), (i64, u64));
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Meta {
     ino: u64,
@@ -120,7 +123,7 @@ pub struct Recorder {
     journal: Option<Journal>,
     excluded: BTreeMap<PathBuf, Exclusion>,
     /// A file's hash by its identity and times: a file moved to another path is not read again.
-    known: HashMap<(u64, u64, (i64, u64), (i64, u64)), Hash>,
+    known: HashMap<Identity, Hash>,
     use_journal: bool,
 }
 
@@ -152,7 +155,10 @@ impl Recorder {
     /// Records the mount as it is now.
     pub fn capture(&mut self, store: &Store) -> Result<Captured, Error> {
         let mut tally = Tally::default();
-        let method = match (self.model.is_some(), self.journal.as_mut().map(Journal::take)) {
+        let method = match (
+            self.model.is_some(),
+            self.journal.as_mut().map(Journal::take),
+        ) {
             (false, _) => Method::Full,
             (true, Some(Changes::Paths(paths))) => {
                 for rel in paths {
@@ -209,9 +215,16 @@ impl Recorder {
         for name in names {
             let child_rel = rel.join(&name);
             let prior = old_entries.remove(&name);
-            if let Some(child) =
-                self.examine(dir.as_fd(), &name, &child_rel, prior, true, depth, store, tally)?
-            {
+            if let Some(child) = self.examine(
+                dir.as_fd(),
+                &name,
+                &child_rel,
+                prior,
+                true,
+                depth,
+                store,
+                tally,
+            )? {
                 node.entries.insert(name, child);
             }
         }
@@ -235,7 +248,8 @@ impl Recorder {
     ) -> Result<Option<Node>, Error> {
         self.forget_excluded(rel);
         if self.rules.protected(rel) {
-            self.excluded.insert(rel.to_path_buf(), Exclusion::Protected);
+            self.excluded
+                .insert(rel.to_path_buf(), Exclusion::Protected);
             return Ok(None);
         }
         tally.examined += 1;
@@ -370,8 +384,19 @@ impl Recorder {
             }
         };
         let depth = parent_rel.components().count();
-        let prior = self.dir_at(parent_rel).and_then(|d| d.entries.remove(&name));
-        let node = self.examine(parent.as_fd(), &name, rel, prior, false, depth, store, tally)?;
+        let prior = self
+            .dir_at(parent_rel)
+            .and_then(|d| d.entries.remove(&name));
+        let node = self.examine(
+            parent.as_fd(),
+            &name,
+            rel,
+            prior,
+            false,
+            depth,
+            store,
+            tally,
+        )?;
         if !matches!(node, Some(Node::Dir(_))) {
             self.excluded_below(rel);
         }

@@ -189,7 +189,9 @@ impl Planner<'_> {
                 }
                 self.dir(rel, Some(&ct), Some(&tt))
             }
-            (Some(c), Some(t)) if c.kind == Kind::File && t.kind == Kind::File && c.hash == t.hash => {
+            (Some(c), Some(t))
+                if c.kind == Kind::File && t.kind == Kind::File && c.hash == t.hash =>
+            {
                 self.ops.push(Op::Chmod {
                     rel: rel.to_path_buf(),
                     mode: t.mode,
@@ -284,7 +286,11 @@ fn apply(root: BorrowedFd<'_>, op: Op, done: &mut Restored) {
                     let fd = rustix::fs::openat(
                         dir,
                         temp,
-                        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                        OFlags::WRONLY
+                            | OFlags::CREATE
+                            | OFlags::EXCL
+                            | OFlags::NOFOLLOW
+                            | OFlags::CLOEXEC,
                         Mode::from_raw_mode(0o600),
                     )?;
                     let mut file = std::fs::File::from(fd);
@@ -302,7 +308,11 @@ fn apply(root: BorrowedFd<'_>, op: Op, done: &mut Restored) {
                     return Ok(Step::Kept(Kept::NotRecorded));
                 }
                 replace(dir, name, |dir, temp| {
-                    Ok(rustix::fs::symlinkat(OsStr::from_bytes(&target), dir, temp)?)
+                    Ok(rustix::fs::symlinkat(
+                        OsStr::from_bytes(&target),
+                        dir,
+                        temp,
+                    )?)
                 })
                 .map(|()| Step::Written)
             });
@@ -321,7 +331,11 @@ fn apply(root: BorrowedFd<'_>, op: Op, done: &mut Restored) {
             });
             (rel, r)
         }
-        Op::Chmod { rel, mode, dir: is_dir } => {
+        Op::Chmod {
+            rel,
+            mode,
+            dir: is_dir,
+        } => {
             let r = in_parent(root, &rel, |dir, name| {
                 let fd = if is_dir {
                     fsat::open_dir(dir, name)?
@@ -406,4 +420,3 @@ impl Restored {
         self.written.is_empty() && self.removed.is_empty()
     }
 }
-

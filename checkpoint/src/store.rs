@@ -145,7 +145,11 @@ impl Store {
             return 0;
         };
         for fan in fans.flatten() {
-            for object in std::fs::read_dir(fan.path()).into_iter().flatten().flatten() {
+            for object in std::fs::read_dir(fan.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
                 total += object.metadata().map_or(0, |m| m.len());
             }
         }

@@ -121,7 +121,7 @@ fn entry(line: &str) -> Option<TreeEntry> {
 }
 
 fn unhex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return None;
     }
     (0..hex.len())
@@ -151,7 +151,11 @@ mod tests {
     #[test]
     fn a_tree_round_trips_with_any_bytes_in_names() {
         let tree = Tree {
-            entries: vec![e(b"a b", Kind::File), e(b"d\n\xff", Kind::Dir), e(b"z", Kind::Link)],
+            entries: vec![
+                e(b"a b", Kind::File),
+                e(b"d\n\xff", Kind::Dir),
+                e(b"z", Kind::Link),
+            ],
         };
         assert_eq!(Tree::decode(&tree.encode()).unwrap(), tree);
     }
@@ -162,13 +166,22 @@ mod tests {
             let tree = Tree {
                 entries: vec![e(bad, Kind::File)],
             };
-            assert!(Tree::decode(&tree.encode()).is_err(), "{bad:?} was accepted");
+            assert!(
+                Tree::decode(&tree.encode()).is_err(),
+                "{bad:?} was accepted"
+            );
         }
         let unsorted = Tree {
             entries: vec![e(b"b", Kind::File), e(b"a", Kind::File)],
         };
         assert!(Tree::decode(&unsorted.encode()).is_err());
-        let text = String::from_utf8(Tree { entries: vec![e(b"a", Kind::File)] }.encode()).unwrap();
+        let text = String::from_utf8(
+            Tree {
+                entries: vec![e(b"a", Kind::File)],
+            }
+            .encode(),
+        )
+        .unwrap();
         assert!(Tree::decode(text.replace(" 644 ", " 4755 ").as_bytes()).is_err());
     }
 }

@@ -36,7 +36,7 @@ fn entry(name: &str, kind: Kind, hash: Hash) -> TreeEntry {
     TreeEntry {
         name: OsString::from(name),
         kind,
-        mode: if kind == Kind::Dir { 0o755 } else { 0o755 },
+        mode: 0o755,
         hash,
     }
 }
@@ -107,11 +107,24 @@ fn a_store_listing_hooks_tool_config_or_a_git_directory_restores_none_of_them() 
     assert!(!p.root.join(".npmrc").exists());
     assert!(!p.root.join("innocent").exists());
     assert!(!p.root.join("sub/.git").exists());
-    let kept: Vec<_> = done.kept.iter().map(|(p, k)| (p.display().to_string(), k.clone())).collect();
+    let kept: Vec<_> = done
+        .kept
+        .iter()
+        .map(|(p, k)| (p.display().to_string(), k.clone()))
+        .collect();
     assert!(kept.contains(&(".git".into(), Kept::Protected)), "{kept:?}");
-    assert!(kept.contains(&(".npmrc".into(), Kept::Protected)), "{kept:?}");
-    assert!(kept.contains(&("innocent".into(), Kept::GitDir)), "{kept:?}");
-    assert!(kept.contains(&("sub/.git".into(), Kept::Protected)), "{kept:?}");
+    assert!(
+        kept.contains(&(".npmrc".into(), Kept::Protected)),
+        "{kept:?}"
+    );
+    assert!(
+        kept.contains(&("innocent".into(), Kept::GitDir)),
+        "{kept:?}"
+    );
+    assert!(
+        kept.contains(&("sub/.git".into(), Kept::Protected)),
+        "{kept:?}"
+    );
 }
 
 #[test]
@@ -124,11 +137,19 @@ fn a_damaged_blob_fails_the_restore_before_anything_is_written() {
     std::fs::remove_file(p.root.join("b.txt")).unwrap();
     let now = capture(&p);
     let blob = Hash::of(b"first").to_string();
-    let object = p.store.dir().join("objects").join(&blob[..2]).join(&blob[2..]);
+    let object = p
+        .store
+        .dir()
+        .join("objects")
+        .join(&blob[..2])
+        .join(&blob[2..]);
     std::fs::write(&object, "tampered").unwrap();
     let err = run(&p, now, first).unwrap_err();
     assert!(err.contains("damaged") && err.contains(&blob), "{err}");
-    assert_eq!(std::fs::read_to_string(p.root.join("a.txt")).unwrap(), "second");
+    assert_eq!(
+        std::fs::read_to_string(p.root.join("a.txt")).unwrap(),
+        "second"
+    );
     assert!(!p.root.join("b.txt").exists(), "nothing was restored");
 }
 
@@ -146,12 +167,26 @@ fn a_directory_swapped_for_a_symlink_out_of_the_mount_is_not_followed() {
     std::os::unix::fs::symlink(&p.outside, p.root.join("dir")).unwrap();
     std::fs::write(p.outside.join("new"), "victim").unwrap();
     let done = run(&p, now, first).unwrap();
-    assert_eq!(std::fs::read_dir(&p.outside).unwrap().count(), 1, "nothing written outside");
-    assert_eq!(std::fs::read_to_string(p.outside.join("new")).unwrap(), "victim");
+    assert_eq!(
+        std::fs::read_dir(&p.outside).unwrap().count(),
+        1,
+        "nothing written outside"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.outside.join("new")).unwrap(),
+        "victim"
+    );
     assert!(
-        done.kept.iter().any(|(rel, k)| rel == Path::new("dir/f") && matches!(k, Kept::Failed(_))),
+        done.kept
+            .iter()
+            .any(|(rel, k)| rel == Path::new("dir/f") && matches!(k, Kept::Failed(_))),
         "{:?}",
         done.kept
     );
-    assert!(std::fs::symlink_metadata(p.root.join("dir")).unwrap().file_type().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(p.root.join("dir"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
 }

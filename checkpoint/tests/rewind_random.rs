@@ -122,7 +122,9 @@ fn edit(rng: &mut Rng, root: &Path) {
             }
         }
         5 => {
-            let at = root.join(some_dir(rng, root)).join(format!("d{}", rng.below(6)));
+            let at = root
+                .join(some_dir(rng, root))
+                .join(format!("d{}", rng.below(6)));
             let _ = std::fs::create_dir_all(at.join("inner"));
         }
         6 => {
@@ -132,7 +134,9 @@ fn edit(rng: &mut Rng, root: &Path) {
                 if rng.below(2) == 0 {
                     std::fs::remove_dir_all(root.join(d)).unwrap();
                 } else {
-                    let to = root.join(some_dir(rng, root)).join(format!("m{}", rng.below(9)));
+                    let to = root
+                        .join(some_dir(rng, root))
+                        .join(format!("m{}", rng.below(9)));
                     if !to.exists() && !to.starts_with(root.join(d)) {
                         std::fs::rename(root.join(d), to).unwrap();
                     }
@@ -147,7 +151,9 @@ fn edit(rng: &mut Rng, root: &Path) {
             }
         }
         8 => {
-            let at = root.join(some_dir(rng, root)).join(format!("l{}", rng.below(5)));
+            let at = root
+                .join(some_dir(rng, root))
+                .join(format!("l{}", rng.below(5)));
             let target = ["n1", "../n2", "/etc/passwd", "missing/x", "d1"][rng.below(5)];
             if std::fs::symlink_metadata(&at).is_err() {
                 symlink(target, at).unwrap();
@@ -190,7 +196,11 @@ fn run(seed: u64, style: Style, turns: usize) -> usize {
     let mount = std::fs::File::open(&root).unwrap();
     let fresh = || {
         let r = Recorder::new(mount.as_fd(), Rules::default()).unwrap();
-        if style == Style::Scan { r.without_journal() } else { r }
+        if style == Style::Scan {
+            r.without_journal()
+        } else {
+            r
+        }
     };
     let mut recorder = fresh();
     let mut taken: Vec<(Hash, BTreeMap<PathBuf, Copy>)> = Vec::new();
@@ -203,7 +213,11 @@ fn run(seed: u64, style: Style, turns: usize) -> usize {
         for _ in 0..1 + rng.below(6) {
             edit(&mut rng, &root);
         }
-        std::fs::write(root.join(".git/hooks/post-checkout"), format!("turn {turn}")).unwrap();
+        std::fs::write(
+            root.join(".git/hooks/post-checkout"),
+            format!("turn {turn}"),
+        )
+        .unwrap();
     }
     let mut order: Vec<usize> = (0..turns).collect();
     for i in (1..order.len()).rev() {
@@ -229,7 +243,10 @@ fn run(seed: u64, style: Style, turns: usize) -> usize {
             .iter()
             .filter(|(p, _)| !p.starts_with(".git"))
             .collect();
-        assert!(failed.is_empty(), "seed {seed}: rewind {n} to turn {turn} kept {failed:?}");
+        assert!(
+            failed.is_empty(),
+            "seed {seed}: rewind {n} to turn {turn} kept {failed:?}"
+        );
         let got = copy(&root);
         if got != taken[*turn].1 {
             let want = &taken[*turn].1;
@@ -238,16 +255,30 @@ fn run(seed: u64, style: Style, turns: usize) -> usize {
                 .chain(want.keys())
                 .filter(|p| got.get(*p) != want.get(*p))
                 .collect();
-            panic!("seed {seed} ({style_name}): rewind {n} to turn {turn} differs at {differ:?}", style_name = match style { Style::Journal => "journal", Style::Scan => "scan", Style::Resumed => "resumed" });
+            panic!(
+                "seed {seed} ({style_name}): rewind {n} to turn {turn} differs at {differ:?}",
+                style_name = match style {
+                    Style::Journal => "journal",
+                    Style::Scan => "scan",
+                    Style::Resumed => "resumed",
+                }
+            );
         }
         let hook = std::fs::read_to_string(root.join(".git/hooks/post-checkout")).unwrap();
-        assert_eq!(hook, format!("turn {}", turns - 1), "seed {seed}: a rewind touched .git");
+        assert_eq!(
+            hook,
+            format!("turn {}", turns - 1),
+            "seed {seed}: a rewind touched .git"
+        );
         // Sometimes edit between rewinds: the journal must follow what the restore wrote too.
         if rng.below(3) == 0 {
             edit(&mut rng, &root);
         }
     }
-    assert!(changed > turns, "seed {seed}: the rewinds changed almost nothing ({changed})");
+    assert!(
+        changed > turns,
+        "seed {seed}: the rewinds changed almost nothing ({changed})"
+    );
     turns
 }
 
@@ -260,18 +291,27 @@ fn seeds() -> Vec<u64> {
 
 #[test]
 fn rewinds_with_the_journal_restore_every_turn_exactly() {
-    let n: usize = seeds().into_iter().map(|s| run(s, Style::Journal, 14)).sum();
+    let n: usize = seeds()
+        .into_iter()
+        .map(|s| run(s, Style::Journal, 14))
+        .sum();
     assert!(n >= 14);
 }
 
 #[test]
 fn rewinds_with_metadata_scans_restore_every_turn_exactly() {
-    let n: usize = seeds().into_iter().map(|s| run(s + 1000, Style::Scan, 14)).sum();
+    let n: usize = seeds()
+        .into_iter()
+        .map(|s| run(s + 1000, Style::Scan, 14))
+        .sum();
     assert!(n >= 14);
 }
 
 #[test]
 fn rewinds_across_recorders_made_again_restore_every_turn_exactly() {
-    let n: usize = seeds().into_iter().map(|s| run(s + 2000, Style::Resumed, 14)).sum();
+    let n: usize = seeds()
+        .into_iter()
+        .map(|s| run(s + 2000, Style::Resumed, 14))
+        .sum();
     assert!(n >= 14);
 }

@@ -76,12 +76,20 @@ pub async fn rewind(args: RewindArgs) -> CommandResult {
         );
         for (rel, why) in &restored.kept {
             kept_outside |= *why == paddock::rewind::Kept::ChangedOutside;
-            println!("  kept {}: {}", clean(&rel.display().to_string()), why.describe());
+            println!(
+                "  kept {}: {}",
+                clean(&rel.display().to_string()),
+                why.describe()
+            );
         }
     }
     for (host, excluded) in &done.excluded {
         for (rel, why) in excluded {
-            println!("  not in the checkpoint {}/{}: {why}", clean(host), clean(rel));
+            println!(
+                "  not in the checkpoint {}/{}: {why}",
+                clean(host),
+                clean(rel)
+            );
         }
     }
     println!(

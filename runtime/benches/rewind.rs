@@ -28,7 +28,11 @@ fn make_tree(root: &Path, top: usize, mid: usize, files: usize) {
             let dir = root.join(format!("t{a}/m{b}"));
             std::fs::create_dir_all(&dir).unwrap();
             for c in 0..files {
-                std::fs::write(dir.join(format!("f{c}.rs")), format!("// file {a} {b} {c}\nfn main() {{}}\n")).unwrap();
+                std::fs::write(
+                    dir.join(format!("f{c}.rs")),
+                    format!("// file {a} {b} {c}\nfn main() {{}}\n"),
+                )
+                .unwrap();
             }
         }
     }
@@ -110,7 +114,14 @@ fn main() {
     let t = Instant::now();
     let done = restore(
         big_fd.as_fd(),
-        &Request { store: &store, rules: &rules, current: now, target: before, outside: &outside, force: false },
+        &Request {
+            store: &store,
+            rules: &rules,
+            current: now,
+            target: before,
+            outside: &outside,
+            force: false,
+        },
     )
     .unwrap();
     let restore_1000 = ms(t);

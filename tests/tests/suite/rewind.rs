@@ -50,7 +50,10 @@ fn copy(root: &Path) -> BTreeMap<PathBuf, Copy> {
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
     while !done() {
-        assert!(start.elapsed() < Duration::from_secs(60), "timed out waiting for {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "timed out waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -66,13 +69,23 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
     let server = ScriptedServer::start(Script {
         steps: vec![
             call_step("c1", "write_file", r#"{"path":"a.txt","content":"two\n"}"#),
-            call_step("c2", "shell", &serde_json::json!({ "command": shell }).to_string()),
+            call_step(
+                "c2",
+                "shell",
+                &serde_json::json!({ "command": shell }).to_string(),
+            ),
             Step::Reply(Turn::text(&["Turn one done."])),
-            call_step("c3", "write_file", r#"{"path":"a.txt","content":"three\n"}"#),
-            Step::Reply(Turn::text(&["never ", "finished"]).with_fault(Fault::StallAfter {
-                frames: 1,
-                ms: 120_000,
-            })),
+            call_step(
+                "c3",
+                "write_file",
+                r#"{"path":"a.txt","content":"three\n"}"#,
+            ),
+            Step::Reply(
+                Turn::text(&["never ", "finished"]).with_fault(Fault::StallAfter {
+                    frames: 1,
+                    ms: 120_000,
+                }),
+            ),
         ],
     })
     .await
@@ -80,12 +93,26 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
     let url = server.openai_base_url();
     let at_turn_1 = copy(&root);
     let run = project
-        .paddock(&["run", "first", "--preset", "coding", "--base-url", &url, "--model", "scripted", "--on-ask", "allow"])
+        .paddock(&[
+            "run",
+            "first",
+            "--preset",
+            "coding",
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+            "--on-ask",
+            "allow",
+        ])
         .await;
     assert_eq!(run.status.code(), Some(0), "{}", text(&run));
     let id = project.only_session();
     let at_turn_2 = copy(&root);
-    assert!(matches!(at_turn_2.get(Path::new("link")), Some(Copy::Link(_))), "{at_turn_2:?}");
+    assert!(
+        matches!(at_turn_2.get(Path::new("link")), Some(Copy::Link(_))),
+        "{at_turn_2:?}"
+    );
     assert_eq!(
         at_turn_2.get(Path::new("sub/deep/b.bin")),
         Some(&Copy::File(0o755, b"bin\0ary\xff".to_vec()))
@@ -114,15 +141,30 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
     let back = project.paddock(&["rewind", &id, "--to", "1"]).await;
     let said = text(&back);
     assert_eq!(back.status.code(), Some(0), "{said}");
-    assert!(said.contains("kept moved.txt") && said.contains("--force"), "{said}");
+    assert!(
+        said.contains("kept moved.txt") && said.contains("--force"),
+        "{said}"
+    );
     let mut want = at_turn_1.clone();
-    want.insert("moved.txt".into(), Copy::File(0o644, b"the user's edit\n".to_vec()));
+    want.insert(
+        "moved.txt".into(),
+        Copy::File(0o644, b"the user's edit\n".to_vec()),
+    );
     let got = copy(&root);
     assert_eq!(got.get(Path::new("a.txt")), want.get(Path::new("a.txt")));
-    assert_eq!(got.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "{said}");
-    assert_eq!(std::fs::read_dir(root.join(".git/hooks")).unwrap().count(), hook_before);
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>(),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_dir(root.join(".git/hooks")).unwrap().count(),
+        hook_before
+    );
 
-    let forced = project.paddock(&["rewind", &id, "--to", "1", "--force"]).await;
+    let forced = project
+        .paddock(&["rewind", &id, "--to", "1", "--force"])
+        .await;
     assert_eq!(forced.status.code(), Some(0), "{}", text(&forced));
     assert_eq!(copy(&root), at_turn_1, "{}", text(&forced));
 
@@ -134,11 +176,18 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
     let shown = text(&diff);
     assert_eq!(diff.status.code(), Some(0), "{shown}");
     assert!(shown.contains("-one") && shown.contains("+two"), "{shown}");
-    assert!(shown.contains("Binary files /dev/null and b/sub/deep/b.bin differ"), "{shown}");
+    assert!(
+        shown.contains("Binary files /dev/null and b/sub/deep/b.bin differ"),
+        "{shown}"
+    );
 
     let none = project.paddock(&["rewind", &id, "--to", "9"]).await;
     assert_eq!(none.status.code(), Some(1), "{}", text(&none));
-    assert!(text(&none).contains("turn 9 has no checkpoint"), "{}", text(&none));
+    assert!(
+        text(&none).contains("turn 9 has no checkpoint"),
+        "{}",
+        text(&none)
+    );
     let log: Vec<String> = project
         .events(&id)
         .iter()
