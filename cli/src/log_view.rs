@@ -19,6 +19,11 @@ pub fn print_log(events: &[Event]) {
     }
 }
 
+/// A checkpoint id's first 12 characters (ids are hex; a damaged log's are cut safely).
+fn short_id(id: &str) -> String {
+    id.chars().take(12).collect()
+}
+
 /// An event's kind and what it says in one line. A table, one arm per event kind; an arm
 /// that takes more than a line to say is a function below.
 fn describe(body: &Body) -> (&'static str, String) {
@@ -109,6 +114,24 @@ fn describe(body: &Body) -> (&'static str, String) {
             ..
         } => ("context/compacted", compacted(id, *upto, summary, *rounds)),
         Body::SessionModel { model, .. } => ("session/model", model.clone()),
+        Body::Checkpoint { id, turn, ended } => (
+            "checkpoint",
+            format!(
+                "{} turn {turn} · {}",
+                if *ended { "end of" } else { "start of" },
+                short_id(id)
+            ),
+        ),
+        Body::Rewind {
+            turn, to, before, ..
+        } => (
+            "rewind",
+            format!(
+                "mounts back to the start of turn {turn} ({}) · before: {}",
+                short_id(to),
+                short_id(before)
+            ),
+        ),
         Body::TurnEnd { reason, detail } => (
             "turn/end",
             format!(

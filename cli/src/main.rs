@@ -27,6 +27,7 @@ mod preset_check;
 mod report;
 mod results;
 mod resume;
+mod rewind;
 mod run;
 mod scaffold;
 mod session_view;
@@ -71,6 +72,11 @@ enum Command {
     Resume(resume::ResumeArgs),
     /// Show a session's event log, or list the sessions.
     Log(log::LogArgs),
+    /// Put a session's mounts back as they were when turn N began (turns count from 1):
+    /// every file, mode and symlink; files changed outside the session are kept unless --force.
+    Rewind(rewind::RewindArgs),
+    /// What a session (or one of its turns) changed in its mounts, as a unified diff.
+    Diff(rewind::DiffArgs),
     /// List and call tools directly, without a model.
     #[command(subcommand)]
     Tool(tool::ToolCommand),
@@ -278,6 +284,8 @@ pub fn main() -> ExitCode {
             Command::Chat(args) => chat::chat(args).await,
             Command::Resume(args) => resume::resume(args).await,
             Command::Log(args) => log::log(args).await,
+            Command::Rewind(args) => rewind::rewind(args).await,
+            Command::Diff(args) => rewind::diff(args).await,
             Command::Tool(cmd) => tool::run(cmd).await,
             Command::Plugin(cmd) => plugin::run(cmd).await,
             Command::Preset(cmd) => preset::run(cmd).await,

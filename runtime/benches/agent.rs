@@ -77,6 +77,7 @@ async fn run() {
         let log = SessionLog::new(LogWriter::create(&path).expect("log"), Vec::new());
         let agent = Agent {
             terminated: None,
+            checkpoints: None,
             provider: &provider,
             calls: context(),
             max_parallel: 8,

@@ -34,6 +34,7 @@ pub use capability::shell::judge::{
     ShellJudgement, ShellVerdict, admitted_command, is_follow_up, judge_program,
 };
 pub use capability::shell::judge_for_gate as judge_shell_command;
+pub use fs::ambient::is_git_dir;
 pub use fs::mount::MountHandle;
 pub use fs::private_dir::create_private_dir;
 pub use fs::protect::Protect;

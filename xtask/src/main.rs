@@ -41,6 +41,7 @@ use std::process::{Command, ExitCode};
 const WASM_TARGET: &str = "wasm32-wasip2";
 const BENCHES: &[&str] = &[
     "sandbox", "stream", "hooks", "pipeline", "agent", "exec", "shell", "scale", "mcp", "cost",
+    "rewind",
 ];
 
 fn main() -> ExitCode {
@@ -226,6 +227,7 @@ const CHECKED_CRATES: &[&str] = &[
     "cli/src",
     "jail/src",
     "shell_judge/src",
+    "checkpoint/src",
 ];
 
 fn no_cycles_in_crates() -> Result<(), String> {

@@ -102,6 +102,9 @@ pub struct Agent<'a> {
     /// Set when the session is being ended by a signal: an interrupted turn then ends
     /// `terminated` instead.
     pub terminated: Option<&'a std::sync::atomic::AtomicBool>,
+    /// The recorders of the session's writable mounts: a checkpoint as each turn begins and
+    /// ends. `None`: nothing is writable (or checkpoints are off).
+    pub checkpoints: Option<&'a crate::rewind::Checkpoints>,
 }
 
 /// A step that could not go on, with its reason.
@@ -162,6 +165,7 @@ impl Agent<'_> {
     /// Runs one turn on the history as it stands.
     async fn run_turn(&self) -> TurnEnd {
         let turn = self.log.with_state(|s| s.turns + 1);
+        self.checkpoint(turn, false);
         if let Err(e) = self.log.append(Body::TurnStart { turn }) {
             return self.end(Stop::host("cannot write the session log", e));
         }
@@ -172,8 +176,23 @@ impl Agent<'_> {
         self.end(stop)
     }
 
+    /// Records the mounts for `turn` (as it begins, or as it ends). A checkpoint that fails
+    /// does not stop the turn: the person watching is told that this turn cannot be rewound.
+    fn checkpoint(&self, turn: u64, ended: bool) {
+        if let Some(checkpoints) = self.checkpoints
+            && let Err(e) = checkpoints.log_one(self.log, turn, ended)
+        {
+            self.observer
+                .notice(&format!("no checkpoint of the mounts for turn {turn}: {e}"));
+        }
+    }
+
     /// Records the end of the turn (synced) and tells the observer.
     fn end(&self, Stop(reason, detail): Stop) -> TurnEnd {
+        let turn = self.log.with_state(|s| s.turns);
+        if turn > 0 {
+            self.checkpoint(turn, true);
+        }
         let terminated = self
             .terminated
             .is_some_and(|t| t.load(std::sync::atomic::Ordering::SeqCst));

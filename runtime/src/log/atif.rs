@@ -223,7 +223,11 @@ impl Mapping {
                 self.stop = Some((*reason, detail.clone()));
                 self.turn_open = false;
             }
-            Body::AttemptStart { .. } | Body::AttemptEnd { .. } | Body::StreamAnomaly { .. } => {}
+            Body::AttemptStart { .. }
+            | Body::AttemptEnd { .. }
+            | Body::StreamAnomaly { .. }
+            | Body::Checkpoint { .. }
+            | Body::Rewind { .. } => {}
         }
     }
 

@@ -160,6 +160,27 @@ pub enum Body {
         model: String,
         model_config: Box<crate::model::ProviderConfig>,
     },
+    /// The session's writable mounts were recorded: checkpoint `id` of the checkpoint store
+    /// (`paddock_checkpoint::Record`), taken as turn `turn` began, or, with `ended`, as it
+    /// ended (what `rewind` compares with to find changes made outside the session).
+    #[serde(rename = "checkpoint")]
+    Checkpoint {
+        id: String,
+        turn: u64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        ended: bool,
+    },
+    /// The mounts were put back as checkpoint `to` (taken when turn `turn` began) recorded
+    /// them; `before` is the checkpoint of the mounts just before, so a rewind can itself be
+    /// undone, and `after` the one just after (what the next rewind compares with to find
+    /// changes made outside the session). Nothing before it in the log is changed.
+    #[serde(rename = "rewind")]
+    Rewind {
+        turn: u64,
+        to: String,
+        before: String,
+        after: String,
+    },
     /// The loop stopped, and why (B1).
     #[serde(rename = "turn/end")]
     TurnEnd {

@@ -142,6 +142,10 @@ pub struct SessionState {
     pub revealed_window: Option<u64>,
     /// The session's shell: used or not, and the commands still running.
     pub shells: super::shells::ShellLedger,
+    /// Checkpoints of the mounts, in log order: `(turn, ended, id)`.
+    pub checkpoints: Vec<(u64, bool, String)>,
+    /// The mounts as last recorded: the latest checkpoint, or the state a rewind left.
+    pub last_checkpoint: Option<String>,
 }
 
 /// How much of the first message the state keeps.
@@ -167,6 +171,11 @@ impl SessionState {
                 self.last_stop = Some(StopReason::Interrupted);
             }
             Body::TurnEnd { reason, .. } => self.last_stop = Some(*reason),
+            Body::Checkpoint { id, turn, ended } => {
+                self.checkpoints.push((*turn, *ended, id.clone()));
+                self.last_checkpoint = Some(id.clone());
+            }
+            Body::Rewind { after, .. } => self.last_checkpoint = Some(after.clone()),
             Body::SessionStart(start) => {
                 self.session.clone_from(&start.session);
                 self.cwd.clone_from(&start.cwd);

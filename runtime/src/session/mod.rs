@@ -57,6 +57,8 @@ pub struct Session {
     terminated: Arc<AtomicBool>,
     /// Held while a client's calls are logged and run: one message's calls at a time.
     client_calls: tokio::sync::Mutex<()>,
+    /// The recorders of the writable mounts (checkpoints before each turn, rewind).
+    checkpoints: Option<crate::rewind::Checkpoints>,
     _lock: SessionLock,
 }
 
@@ -114,6 +116,7 @@ impl Session {
         max_turns: Option<u64>,
     ) -> Session {
         let turn = Arc::new(Mutex::new(loaded.cancel.clone()));
+        let checkpoints = checkpoints_for(&loaded);
         Session {
             loaded,
             provider,
@@ -125,6 +128,7 @@ impl Session {
             turn,
             terminated: Arc::new(AtomicBool::new(false)),
             client_calls: tokio::sync::Mutex::new(()),
+            checkpoints,
             _lock: lock,
         }
     }
@@ -374,6 +378,113 @@ impl Session {
             inbox: Some(&self.inbox),
             observer,
             terminated: Some(&self.terminated),
+            checkpoints: self.checkpoints.as_ref(),
+        }
+    }
+
+    /// Puts the session's writable mounts back as they were when turn `to` began (turns
+    /// count from 1). Files changed outside the session since its last checkpoint are kept
+    /// (named in the answer) unless `force`; protected paths are never written. The rewind is
+    /// logged (`rewind`), with the checkpoint of the mounts just before it, so it can be undone.
+    pub fn rewind(&self, to: u64, force: bool) -> Result<crate::rewind::Rewound, String> {
+        let Some(checkpoints) = self.checkpoints.as_ref() else {
+            return Err("this session has no writable mount, so there is nothing to rewind".into());
+        };
+        // A turn that ended without its checkpoint (the process was killed) has its changes
+        // counted as the session's up to now: recorded here as that turn's end, so they are
+        // not taken for changes made outside the session.
+        let unended = self.log.with_state(|s| match s.checkpoints.last() {
+            Some((turn, false, _)) if *turn == s.turns && s.last_checkpoint.as_ref() == s.checkpoints.last().map(|c| &c.2) => Some(*turn),
+            _ => None,
+        });
+        let mut notes = Vec::new();
+        if let Some(turn) = unended {
+            checkpoints.log_one(&self.log, turn, true)?;
+            notes.push(format!(
+                "turn {turn} ended without a checkpoint (the process was stopped): its changes up \
+                 to now are counted as the session's"
+            ));
+        }
+        let (target, reference) = self.log.with_state(|s| {
+            (
+                crate::rewind::at_turn_start(&s.checkpoints, to).map(str::to_string),
+                s.last_checkpoint.clone(),
+            )
+        });
+        let Some(target) = target else {
+            let turns = self.log.with_state(|s| s.turns);
+            return Err(format!(
+                "turn {to} has no checkpoint: this session has {turns} turn(s), counted from 1, \
+                 and checkpoints began with the first turn run by a paddock that takes them"
+            ));
+        };
+        let mut done = checkpoints.restore(&target, reference.as_deref(), force)?;
+        done.notes = notes;
+        self.log
+            .append_synced(Body::Rewind {
+                turn: to,
+                to: target,
+                before: done.before.clone(),
+                after: done.after.clone(),
+            })
+            .map_err(|e| format!("cannot write the session log: {e}"))?;
+        Ok(done)
+    }
+
+    /// What the session changed as a unified diff: all of it (from the first checkpoint to
+    /// the mounts now), or turn `turn` alone (from its start to its end).
+    pub fn diff(&self, turn: Option<u64>) -> Result<String, String> {
+        let Some(checkpoints) = self.checkpoints.as_ref() else {
+            return Ok(String::new());
+        };
+        let all = self.log.with_state(|s| s.checkpoints.clone());
+        let (from, to) = match turn {
+            Some(n) => {
+                let from = crate::rewind::at_turn_start(&all, n)
+                    .ok_or_else(|| format!("turn {n} has no checkpoint"))?;
+                let to = all
+                    .iter()
+                    .find(|(t, ended, _)| *t == n && *ended)
+                    .or_else(|| all.iter().find(|(t, ended, _)| *t == n + 1 && !ended))
+                    .map(|(_, _, id)| id.clone());
+                let to = match to {
+                    Some(id) => id,
+                    None => checkpoints.take()?.0,
+                };
+                (from.to_string(), to)
+            }
+            None => {
+                let from = all
+                    .first()
+                    .map(|(_, _, id)| id.clone())
+                    .ok_or("this session has no checkpoint yet")?;
+                (from, checkpoints.take()?.0)
+            }
+        };
+        checkpoints.diff(&from, &to)
+    }
+}
+
+/// The checkpoint recorders of a loaded preset's writable mounts (its plugins' and MCP
+/// servers'); none when nothing is writable or they cannot be set up (then turns run without
+/// checkpoints, as before: a rewind says so).
+fn checkpoints_for(loaded: &Loaded) -> Option<crate::rewind::Checkpoints> {
+    let resolved = &loaded.resolved;
+    let mut mounts = Vec::new();
+    let mut protect = Vec::new();
+    for plugin in &resolved.plugins {
+        mounts.extend(plugin.grant.mounts.iter().cloned());
+        protect.push(&plugin.grant.protect);
+    }
+    for server in &resolved.mcp {
+        mounts.extend(server.mounts.iter().cloned());
+        protect.push(&server.protect);
+    }
+    match crate::rewind::Checkpoints::new(loaded.env.store.root(), &mounts, &protect) {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::warn!("checkpoints are off for this session: {e}");
+            None
         }
     }
 }

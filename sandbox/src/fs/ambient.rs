@@ -208,7 +208,7 @@ pub(crate) const GIT_DIR_ENTRIES: [&str; 10] = [
 
 /// Would git take a directory holding these names for a git directory? `has` says whether the
 /// directory has an entry of that name, of any type (see the module comment).
-pub(crate) fn is_git_dir(has: impl Fn(&str) -> bool) -> bool {
+pub fn is_git_dir(has: impl Fn(&str) -> bool) -> bool {
     has("HEAD") && (has("commondir") || (has("objects") && has("refs")))
 }
 

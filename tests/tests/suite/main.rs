@@ -68,6 +68,7 @@ mod preset;
 mod preset_inherit;
 mod preset_root;
 mod preset_verdict;
+mod rewind;
 mod session_api;
 mod session_dirs;
 mod shell;

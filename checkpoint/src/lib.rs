@@ -1,0 +1,33 @@
+//! Checkpoints of a session's writable mounts, and the restore that puts them back.
+//!
+//! - `store`: content-addressed objects (SHA-256, verified on every read) in the data
+//!   directory: file bytes, symlink targets, trees (`tree`, git-like: an unchanged subtree is
+//!   shared), checkpoint records (`record`);
+//! - `recorder`: one mount, checkpoint after checkpoint, costing what changed (the change
+//!   `journal` by inotify; a scan of metadata when the journal cannot vouch);
+//! - `restore`: a mount put back by descriptor, never outside it, never a protected path
+//!   (`rules`), never a change made outside the session unless forced;
+//! - `diff`: what changed between two checkpoints, as paths and as a unified diff.
+//!
+//! It knows nothing of sessions or logs: the core decides when to checkpoint and records the
+//! ids in the session log.
+
+pub mod diff;
+mod error;
+mod fsat;
+mod hash;
+mod journal;
+pub mod record;
+pub mod recorder;
+pub mod restore;
+pub mod rules;
+pub mod store;
+pub mod tree;
+
+pub use error::Error;
+pub use hash::Hash;
+pub use record::{MountRecord, Record};
+pub use recorder::{Captured, Method, Recorder};
+pub use restore::{Kept, Request, Restored, restore};
+pub use rules::{Exclusion, Rules};
+pub use store::Store;

@@ -1,0 +1,215 @@
+//! Checkpoints of a session's writable mounts, and the rewind of its code to one of them.
+//!
+//! Before each turn (and as it ends) the session records every writable mount of its plugins
+//! and MCP servers into the checkpoint store in the data directory (`paddock_checkpoint`:
+//! content-addressed, deduplicated, costing what changed) and logs the checkpoint's id
+//! (`checkpoint` events), so checkpoints are part of the history and survive a crash and
+//! `resume`. A rewind records the mounts as they are now, finds what changed outside the
+//! session since its last checkpoint (kept, with a warning, unless forced), restores each
+//! mount by its held descriptor, and logs a `rewind` event naming both checkpoints.
+//!
+//! The exclusions are the strictest any grant on the mount has: every plugin's `protect`
+//! entries and none of the `writable_protected` openings, so a restore never writes `.git`
+//! even for a session whose tools may.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use paddock_checkpoint::{Captured, Hash, MountRecord, Record, Recorder, Rules, Store};
+pub use paddock_checkpoint::{Kept, Restored};
+use paddock_sandbox::{Mount, MountHandle, MountMode, Protect};
+
+use crate::log::{Body, SessionLog};
+
+/// The checkpoint store's directory in the data directory.
+pub fn store_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("checkpoints")
+}
+
+/// Files larger than this are not recorded (and left alone by a rewind).
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+struct Mounted {
+    host: String,
+    handle: Arc<MountHandle>,
+    recorder: Recorder,
+}
+
+/// The recorders of one session's writable mounts.
+pub struct Checkpoints {
+    store: Store,
+    mounts: Mutex<Vec<Mounted>>,
+}
+
+/// What a rewind of the code did, mount by mount.
+#[derive(Debug, Clone)]
+pub struct Rewound {
+    /// The checkpoint of the mounts just before the rewind (rewind to it to undo), and just
+    /// after it.
+    pub before: String,
+    pub after: String,
+    pub mounts: Vec<(String, Restored)>,
+    /// What no checkpoint records (protected paths, files over the size bound), by mount.
+    pub excluded: Vec<(String, Vec<(String, String)>)>,
+    /// Things the person should know about how the rewind was judged.
+    pub notes: Vec<String>,
+}
+
+impl Checkpoints {
+    /// The recorders for `mounts` (those written to; a mount inside another is recorded as
+    /// part of it). `None` when nothing is writable.
+    pub fn new(data_dir: &Path, mounts: &[Mount], protect: &[&Protect]) -> Result<Option<Checkpoints>, String> {
+        let mut writable: Vec<&Mount> = mounts.iter().filter(|m| m.mode == MountMode::Rw).collect();
+        writable.sort_by(|a, b| a.host.cmp(&b.host));
+        writable.dedup_by(|b, a| b.host.starts_with(&a.host));
+        if writable.is_empty() {
+            return Ok(None);
+        }
+        let rules = Rules {
+            protect: Protect {
+                extra: protect.iter().flat_map(|p| p.extra.iter().cloned()).collect(),
+                writable: Vec::new(),
+            },
+            max_file_bytes: Some(MAX_FILE_BYTES),
+        };
+        let store = Store::open(&store_dir(data_dir)).map_err(|e| e.to_string())?;
+        let mut out = Vec::new();
+        for mount in writable {
+            let handle = match &mount.handle {
+                Some(h) => h.clone(),
+                None => Arc::new(MountHandle::open(&mount.host).map_err(|e| {
+                    format!("cannot open the mount {} to checkpoint it: {e}", mount.host.display())
+                })?),
+            };
+            let recorder = Recorder::new(handle.fd(), rules.clone())
+                .map_err(|e| format!("cannot hold the mount {}: {e}", mount.host.display()))?;
+            out.push(Mounted {
+                host: mount.host.display().to_string(),
+                handle,
+                recorder,
+            });
+        }
+        Ok(Some(Checkpoints {
+            store,
+            mounts: Mutex::new(out),
+        }))
+    }
+
+    /// Records every mount now; returns the checkpoint's id and what was captured.
+    pub fn take(&self) -> Result<(String, Vec<Captured>), String> {
+        let mut mounts = self.mounts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut record = Record { mounts: Vec::new() };
+        let mut captured = Vec::new();
+        for m in mounts.iter_mut() {
+            m.handle.verify()?;
+            let c = m.recorder.capture(&self.store).map_err(|e| e.to_string())?;
+            record.mounts.push(MountRecord {
+                host: m.host.clone(),
+                tree: c.tree.to_string(),
+                excluded: c
+                    .excluded
+                    .iter()
+                    .map(|(p, e)| (p.display().to_string(), e.describe().to_string()))
+                    .collect(),
+            });
+            captured.push(c);
+        }
+        let id = record.save(&self.store).map_err(|e| e.to_string())?;
+        self.store.sync().map_err(|e| e.to_string())?;
+        Ok((id.to_string(), captured))
+    }
+
+    /// Takes a checkpoint and logs it for `turn` (its start, or with `ended` its end).
+    pub fn log_one(&self, log: &SessionLog, turn: u64, ended: bool) -> Result<String, String> {
+        let (id, _) = self.take()?;
+        log.append(Body::Checkpoint {
+            id: id.clone(),
+            turn,
+            ended,
+        })
+        .map_err(|e| format!("cannot write the session log: {e}"))?;
+        Ok(id)
+    }
+
+    fn record(&self, id: &str) -> Result<Record, String> {
+        let hash = Hash::parse(id).ok_or_else(|| format!("`{id}` is not a checkpoint id"))?;
+        Record::load(&self.store, &hash).map_err(|e| e.to_string())
+    }
+
+    /// Puts the mounts back as checkpoint `to` recorded them. `reference` is the session's
+    /// last checkpoint: what differs between it and now was changed outside the session, and
+    /// is kept unless `force`.
+    pub fn restore(&self, to: &str, reference: Option<&str>, force: bool) -> Result<Rewound, String> {
+        let target = self.record(to)?;
+        let reference = reference.map(|r| self.record(r)).transpose()?;
+        let (before, _) = self.take()?;
+        let now = self.record(&before)?;
+        let mounts = self.mounts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut done = Rewound {
+            before,
+            after: String::new(),
+            notes: Vec::new(),
+            mounts: Vec::new(),
+            excluded: Vec::new(),
+        };
+        for m in mounts.iter() {
+            let (Some(current), Some(want)) = (now.tree_of(&m.host), target.tree_of(&m.host)) else {
+                continue;
+            };
+            let outside: BTreeSet<PathBuf> = match reference.as_ref().and_then(|r| r.tree_of(&m.host)) {
+                Some(last) => paddock_checkpoint::diff::changes(&self.store, &last, &current)
+                    .map_err(|e| e.to_string())?
+                    .into_iter()
+                    .map(|c| c.rel)
+                    .collect(),
+                None => BTreeSet::new(),
+            };
+            m.handle.verify()?;
+            let restored = paddock_checkpoint::restore(
+                m.handle.fd(),
+                &paddock_checkpoint::Request {
+                    store: &self.store,
+                    rules: m.recorder.rules(),
+                    current,
+                    target: want,
+                    outside: &outside,
+                    force,
+                },
+            )
+            .map_err(|e| e.to_string())?;
+            done.mounts.push((m.host.clone(), restored));
+            if let Some(rec) = target.mounts.iter().find(|r| r.host == m.host)
+                && !rec.excluded.is_empty()
+            {
+                done.excluded.push((m.host.clone(), rec.excluded.clone()));
+            }
+        }
+        drop(mounts);
+        done.after = self.take()?.0;
+        Ok(done)
+    }
+
+    /// The unified diff of what changed between checkpoints `from` and `to`, every mount.
+    pub fn diff(&self, from: &str, to: &str) -> Result<String, String> {
+        let (a, b) = (self.record(from)?, self.record(to)?);
+        let mut out = String::new();
+        for m in &b.mounts {
+            let (Some(x), Some(y)) = (a.tree_of(&m.host), Hash::parse(&m.tree)) else {
+                continue;
+            };
+            let changes = paddock_checkpoint::diff::changes(&self.store, &x, &y).map_err(|e| e.to_string())?;
+            out.push_str(&paddock_checkpoint::diff::unified(&self.store, &changes).map_err(|e| e.to_string())?);
+        }
+        Ok(out)
+    }
+}
+
+/// The checkpoint taken as turn `turn` began, from the log's `checkpoint` events.
+pub fn at_turn_start(checkpoints: &[(u64, bool, String)], turn: u64) -> Option<&str> {
+    checkpoints
+        .iter()
+        .find(|(t, ended, _)| *t == turn && !ended)
+        .map(|(_, _, id)| id.as_str())
+}
+

@@ -1,0 +1,197 @@
+//! Rewind through the real binary: a session edits its workspace with `write_file` and the
+//! confined shell (a binary file, a mode, a symlink, a rename, a nested directory) over two
+//! turns, is killed (SIGKILL) in the middle of the second, and `paddock rewind` puts the
+//! workspace back as it was when each turn began, byte for byte; a file the user changed
+//! outside the session is kept (and named) unless `--force`; the `.git` directory is never
+//! touched; `paddock diff` shows what a turn changed. The randomized harness of many rewinds
+//! runs against the engine itself (`checkpoint/tests/rewind_random.rs`).
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::agent_common::{Project, call_step, text};
+use paddock_tests::scripted::{Fault, Script, ScriptedServer, Step, Turn};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Copy {
+    File(u32, Vec<u8>),
+    Dir(u32),
+    Link(PathBuf),
+}
+
+/// The workspace as a comparable copy, without `.git`.
+fn copy(root: &Path) -> BTreeMap<PathBuf, Copy> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        for entry in std::fs::read_dir(root.join(&rel)).unwrap() {
+            let entry = entry.unwrap();
+            let path = rel.join(entry.file_name());
+            if path == Path::new(".git") {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(entry.path()).unwrap();
+            let mode = meta.permissions().mode() & 0o777;
+            if meta.file_type().is_symlink() {
+                out.insert(path, Copy::Link(std::fs::read_link(entry.path()).unwrap()));
+            } else if meta.is_dir() {
+                out.insert(path.clone(), Copy::Dir(mode));
+                stack.push(path);
+            } else {
+                out.insert(path, Copy::File(mode, std::fs::read(entry.path()).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_changes() {
+    let project = Project::warm(&[("a.txt", "one\n"), ("keep.txt", "kept\n")]);
+    let root = project.dir.path().to_path_buf();
+    std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+    std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    let shell = "mkdir -p sub/deep && printf 'bin\\000ary\\377' > sub/deep/b.bin && \
+                 chmod 755 sub/deep/b.bin && ln -s a.txt link && mv keep.txt moved.txt";
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            call_step("c1", "write_file", r#"{"path":"a.txt","content":"two\n"}"#),
+            call_step(
+                "c2",
+                "shell",
+                &serde_json::json!({ "command": shell }).to_string(),
+            ),
+            Step::Reply(Turn::text(&["Turn one done."])),
+            call_step(
+                "c3",
+                "write_file",
+                r#"{"path":"a.txt","content":"three\n"}"#,
+            ),
+            Step::Reply(
+                Turn::text(&["never ", "finished"]).with_fault(Fault::StallAfter {
+                    frames: 1,
+                    ms: 120_000,
+                }),
+            ),
+        ],
+    })
+    .await
+    .expect("scripted server");
+    let url = server.openai_base_url();
+    let at_turn_1 = copy(&root);
+    let run = project
+        .paddock(&[
+            "run",
+            "first",
+            "--preset",
+            "coding",
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+            "--on-ask",
+            "allow",
+        ])
+        .await;
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let id = project.only_session();
+    let at_turn_2 = copy(&root);
+    assert!(
+        matches!(at_turn_2.get(Path::new("link")), Some(Copy::Link(_))),
+        "{at_turn_2:?}"
+    );
+    assert_eq!(
+        at_turn_2.get(Path::new("sub/deep/b.bin")),
+        Some(&Copy::File(0o755, b"bin\0ary\xff".to_vec()))
+    );
+
+    // Turn two writes, then the process is killed while the model answers.
+    let mut child = project.command(&["resume", &id, "second"]).spawn().unwrap();
+    wait_for("turn two's write", || {
+        std::fs::read_to_string(root.join("a.txt")).is_ok_and(|t| t == "three\n")
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // The first rewind after the kill counts turn two's changes as the session's (it says
+    // so), and goes back to where turn two began.
+    let after_kill = project.paddock(&["rewind", &id, "--to", "2"]).await;
+    let said = text(&after_kill);
+    assert_eq!(after_kill.status.code(), Some(0), "{said}");
+    assert!(said.contains("turn 2 ended without a checkpoint"), "{said}");
+    assert_eq!(copy(&root), at_turn_2, "{said}");
+
+    // The user edits a file outside the session.
+    std::fs::write(root.join("moved.txt"), "the user's edit\n").unwrap();
+    let hook_before = std::fs::read_dir(root.join(".git/hooks")).unwrap().count();
+
+    let back = project.paddock(&["rewind", &id, "--to", "1"]).await;
+    let said = text(&back);
+    assert_eq!(back.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("kept moved.txt") && said.contains("--force"),
+        "{said}"
+    );
+    let mut want = at_turn_1.clone();
+    want.insert(
+        "moved.txt".into(),
+        Copy::File(0o644, b"the user's edit\n".to_vec()),
+    );
+    let got = copy(&root);
+    assert_eq!(got.get(Path::new("a.txt")), want.get(Path::new("a.txt")));
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>(),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_dir(root.join(".git/hooks")).unwrap().count(),
+        hook_before
+    );
+
+    let forced = project
+        .paddock(&["rewind", &id, "--to", "1", "--force"])
+        .await;
+    assert_eq!(forced.status.code(), Some(0), "{}", text(&forced));
+    assert_eq!(copy(&root), at_turn_1, "{}", text(&forced));
+
+    let again = project.paddock(&["rewind", &id, "--to", "2"]).await;
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert_eq!(copy(&root), at_turn_2, "{}", text(&again));
+
+    let diff = project.paddock(&["diff", &id, "--turn", "1"]).await;
+    let shown = text(&diff);
+    assert_eq!(diff.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("-one") && shown.contains("+two"), "{shown}");
+    assert!(
+        shown.contains("Binary files /dev/null and b/sub/deep/b.bin differ"),
+        "{shown}"
+    );
+
+    let none = project.paddock(&["rewind", &id, "--to", "9"]).await;
+    assert_eq!(none.status.code(), Some(1), "{}", text(&none));
+    assert!(
+        text(&none).contains("turn 9 has no checkpoint"),
+        "{}",
+        text(&none)
+    );
+    let log: Vec<String> = project
+        .events(&id)
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(log.iter().filter(|t| *t == "rewind").count(), 4, "{log:?}");
+}
