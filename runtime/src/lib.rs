@@ -46,6 +46,7 @@ modules!(
     agent,
     ask,
     calls,
+    grants,
     hooks,
     log,
     mcp,
@@ -54,6 +55,7 @@ modules!(
     plugin_store,
     preset,
     session,
+    skills,
     tls
 );
 
