@@ -13,12 +13,15 @@
 //! their grants proved (`grants::within`) before they run.
 //!
 //! - `parse.rs`: one `SKILL.md`, strictly, errors at `file:line`;
+//! - `needs.rs`: its declared needs as grants, proved within a session's;
 //! - this file: discovery and the listing.
 
+mod needs;
 mod parse;
 
 use std::path::{Path, PathBuf};
 
+pub use needs::{needs_effective, needs_within};
 pub use parse::{Needs, SkillError, SkillFile, parse};
 
 pub use crate::preset::PROJECT_SKILLS;

@@ -93,10 +93,12 @@ pub fn findings(
     found
 }
 
+/// Every tool of the loaded plugins, and the tools the host serves (`task`, `skill`).
 fn all_tools<'p>(plugins: &'p [LoadedPlugin<'_>]) -> Vec<&'p str> {
     plugins
         .iter()
         .flat_map(|p| p.tools.iter().map(|t| t.name.as_str()))
+        .chain(crate::session::offer::HOST_TOOLS)
         .collect()
 }
 
