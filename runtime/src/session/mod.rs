@@ -17,6 +17,7 @@ mod error;
 mod lock;
 mod offer;
 mod resume;
+mod skill_run;
 mod skill_tool;
 mod start;
 mod task;

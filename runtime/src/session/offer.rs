@@ -13,7 +13,7 @@ use crate::model::ProviderConfig;
 use crate::preset::Found;
 
 /// The names of the tools the host serves: a preset's selection may name them.
-pub(crate) const HOST_TOOLS: [&str; 2] = ["task", "skill"];
+pub(crate) const HOST_TOOLS: [&str; 3] = ["task", "skill", "skill_run"];
 
 /// What a starting session offers its host tools from.
 pub(crate) struct Offer<'a> {
@@ -80,8 +80,10 @@ pub(crate) fn host_tools(loaded: &mut Loaded, offer: Offer<'_>) -> Listed {
     }
     let mut listed = Listed::default();
     if !found.skills.is_empty() {
+        let skills = Arc::new(found.skills);
+        offer_skill_run(loaded, &skills, &grants, keep);
         let tool = super::skill_tool::SkillTool {
-            skills: Arc::new(found.skills),
+            skills,
             grants,
             cwd: loaded.env.cwd.clone(),
         };
@@ -102,6 +104,37 @@ pub(crate) fn host_tools(loaded: &mut Loaded, offer: Offer<'_>) -> Listed {
         loaded.registry.retain(|name, _| tools.iter().any(|t| t == name));
     }
     listed
+}
+
+/// Offers `skill_run` when a plugin of the session has `run_command` (the skills' scripts
+/// run through it, in the jail).
+fn offer_skill_run(
+    loaded: &mut Loaded,
+    skills: &Arc<Vec<crate::skills::Skill>>,
+    grants: &crate::grants::Effective,
+    keep: impl Fn(&str) -> bool,
+) {
+    let shell = loaded
+        .registry
+        .plugins()
+        .iter()
+        .find(|p| p.tools.iter().any(|t| t.name == "run_command"))
+        .cloned();
+    let Some(shell) = shell else { return };
+    let Some(resolved) = loaded.resolved.plugins.iter().find(|p| p.name == shell.name) else {
+        return;
+    };
+    let tool = super::skill_run::SkillRun {
+        skills: skills.clone(),
+        grants: grants.clone(),
+        cwd: loaded.env.cwd.clone(),
+        sandbox: loaded.env.sandbox.clone(),
+        shell_grant: resolved.grant.clone(),
+        shell,
+    };
+    loaded
+        .registry
+        .add_host(super::skill_run::spec(), Arc::new(tool), keep);
 }
 
 /// The tap of a child session: each of its events to `children`, with the child's id.

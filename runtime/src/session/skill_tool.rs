@@ -29,7 +29,7 @@ pub(crate) fn spec() -> ToolSpec {
         name: "skill".into(),
         description: "Read a skill listed in the system prompt: its instructions (`name`), or a \
                       file beside them (`name` and `file`, e.g. `scripts/fill.py`). Follow the \
-                      instructions; run its scripts with the shell."
+                      instructions; run its scripts with `skill_run`."
             .into(),
         parameters: json!({
             "type": "object",

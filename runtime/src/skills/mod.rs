@@ -217,7 +217,7 @@ pub fn listing(skills: &[Skill]) -> String {
     let mut text = String::from(
         "\n\n# Skills\nThese skills hold instructions for particular tasks. When a task matches \
          one, call the `skill` tool with its name to read its instructions first, then follow \
-         them; `skill` with `file` reads a file beside them, with `run` runs one of its \
+         them; `skill` with `file` reads a file beside them, `skill_run` runs one of its \
          scripts.\n",
     );
     for skill in skills {
