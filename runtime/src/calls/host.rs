@@ -8,6 +8,9 @@ use tokio_util::sync::CancellationToken;
 
 use paddock_types::contract::ToolResult;
 
+/// The names of the tools the host serves: a preset's selection may name them.
+pub const HOST_TOOLS: [&str; 3] = ["task", "skill", "skill_run"];
+
 /// One call to a host tool.
 pub struct HostCall<'a> {
     pub call_id: &'a str,

@@ -21,7 +21,7 @@ pub use check::check_call;
 #[cfg(any(test, feature = "internals"))]
 pub use check::ToolIndex;
 pub use entry::{Backend, HOST, ToolEntry};
-pub use host::{HostCall, HostTool};
+pub use host::{HOST_TOOLS, HostCall, HostTool};
 #[cfg(any(test, feature = "internals"))]
 pub use entry::RegistryError;
 pub use feedback::{Disposition, EndReason, repair_note};

@@ -12,9 +12,6 @@ use crate::log::{SkillsRecord, Tap};
 use crate::model::ProviderConfig;
 use crate::preset::Found;
 
-/// The names of the tools the host serves: a preset's selection may name them.
-pub(crate) const HOST_TOOLS: [&str; 3] = ["task", "skill", "skill_run"];
-
 /// What a starting session offers its host tools from.
 pub(crate) struct Offer<'a> {
     pub found: &'a Found,

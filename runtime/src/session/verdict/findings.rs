@@ -98,7 +98,7 @@ fn all_tools<'p>(plugins: &'p [LoadedPlugin<'_>]) -> Vec<&'p str> {
     plugins
         .iter()
         .flat_map(|p| p.tools.iter().map(|t| t.name.as_str()))
-        .chain(crate::session::offer::HOST_TOOLS)
+        .chain(crate::calls::HOST_TOOLS)
         .collect()
 }
 
