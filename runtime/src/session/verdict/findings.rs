@@ -93,13 +93,19 @@ pub fn findings(
     found
 }
 
-/// Every tool of the loaded plugins, and the tools the host serves (`task`, `skill`).
 fn all_tools<'p>(plugins: &'p [LoadedPlugin<'_>]) -> Vec<&'p str> {
     plugins
         .iter()
         .flat_map(|p| p.tools.iter().map(|t| t.name.as_str()))
-        .chain(crate::calls::HOST_TOOLS)
         .collect()
+}
+
+/// What a preset's selection and aliases may name: every tool of the loaded plugins, and the
+/// tools the host serves (`task`, `skill`, `skill_run`).
+fn selectable_tools<'p>(plugins: &'p [LoadedPlugin<'_>]) -> Vec<&'p str> {
+    let mut tools = all_tools(plugins);
+    tools.extend(crate::calls::HOST_TOOLS);
+    tools
 }
 
 /// `tools.enable` and `tools.disable` entries that match no tool (a typo leaves a tool in or
@@ -143,7 +149,7 @@ fn selection(file: &PresetFile, plugins: &[LoadedPlugin<'_>], found: &mut Vec<Fi
                     }
                 },
                 None if file.mcp.is_empty() => {
-                    let tools = all_tools(plugins);
+                    let tools = selectable_tools(plugins);
                     if !tools.iter().any(|t| glob.matches(t)) {
                         let what = if glob.is_glob() {
                             format!("`{written}` matches no tool of the loaded plugins")
@@ -168,7 +174,7 @@ fn selection(file: &PresetFile, plugins: &[LoadedPlugin<'_>], found: &mut Vec<Fi
 
 /// An alias must point at a tool the session has.
 fn aliases(file: &PresetFile, plugins: &[LoadedPlugin<'_>], found: &mut Vec<Finding>) {
-    let tools = all_tools(plugins);
+    let tools = selectable_tools(plugins);
     for (alias, target) in &file.tools.aliases {
         let at = KeyPath::of("tools.aliases").key(alias);
         let providers: Vec<&str> = plugins
