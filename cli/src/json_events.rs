@@ -39,6 +39,17 @@ pub fn tap() -> Tap {
     })
 }
 
+/// Every subagent's events, as stored, each with `"child": SESSION` (the child's id; its
+/// `session/start` names its parent session and call).
+pub fn child_tap() -> paddock::session::ChildTap {
+    std::sync::Arc::new(|child: &str, event: &Event| {
+        if let Ok(mut value) = serde_json::to_value(event) {
+            value["child"] = child.into();
+            emit(&value);
+        }
+    })
+}
+
 /// The observer of a `--json` run: deltas when asked for, nothing else (the tap has the rest).
 pub struct JsonObserver {
     pub mode: JsonMode,

@@ -173,18 +173,28 @@ fn list(sessions: &std::path::Path, json: bool) -> Exit {
         println!("no sessions yet (paddock run TASK starts one)");
         return Exit::Ok;
     }
+    let found = in_tree_order(found);
     println!(
         "{:<16}  {:<16}  {:>5}  {:<17}  {:>8}  {:<24}  first message",
         "started (UTC)", "session", "turns", "stop", "cost", "directory"
     );
-    for listed in found {
+    for (depth, listed) in found {
         match listed {
             Listed::Session(index) => {
                 let stop = index.stop.map_or("-", |r| r.as_str());
+                let session = match &index.parent {
+                    Some(parent) => format!(
+                        "{}└ {} (task {})",
+                        "  ".repeat(depth.saturating_sub(1)),
+                        index.session,
+                        parent.call
+                    ),
+                    None => index.session.clone(),
+                };
                 println!(
                     "{:<16}  {:<16}  {:>5}  {stop:<17}  {:>8}  {:<24}  {}",
                     utc_minute(index.started_ms),
-                    sanitize(&index.session),
+                    sanitize(&session),
                     index.turns,
                     format!("${:.4}", index.cost_usd),
                     sanitize(&tail(&index.cwd, 24)),
@@ -208,6 +218,33 @@ fn list(sessions: &std::path::Path, json: bool) -> Exit {
         }
     }
     Exit::Ok
+}
+
+/// The list with each subagent right under the session that started it (its `task` call),
+/// children oldest first; each with its depth (0 for a session a person started, or one whose
+/// parent is not listed).
+fn in_tree_order(found: Vec<Listed>) -> Vec<(usize, Listed)> {
+    let parent_of = |l: &Listed| match l {
+        Listed::Session(index) => index.parent.as_ref().map(|p| p.session.clone()),
+        Listed::NoLog { .. } => None,
+    };
+    let ids: Vec<String> = found.iter().map(|l| l.session().to_string()).collect();
+    let (mut roots, mut children): (Vec<Listed>, Vec<Listed>) = found
+        .into_iter()
+        .partition(|l| parent_of(l).is_none_or(|p| !ids.contains(&p)));
+    children.reverse();
+    let mut out = Vec::new();
+    let mut stack: Vec<(usize, Listed)> = roots.drain(..).rev().map(|l| (0, l)).collect();
+    while let Some((depth, listed)) = stack.pop() {
+        let id = listed.session().to_string();
+        let (mine, rest): (Vec<Listed>, Vec<Listed>) = children
+            .into_iter()
+            .partition(|c| parent_of(c).as_deref() == Some(id.as_str()));
+        children = rest;
+        stack.extend(mine.into_iter().rev().map(|c| (depth + 1, c)));
+        out.push((depth, listed));
+    }
+    out
 }
 
 /// `YYYY-MM-DD HH:MM` in UTC from milliseconds since the epoch.

@@ -32,6 +32,7 @@ mod run;
 mod scaffold;
 mod session_view;
 mod signals;
+mod skill;
 mod style;
 mod tool;
 mod tool_print;
@@ -87,6 +88,10 @@ enum Command {
     /// session gets.
     #[command(subcommand)]
     Preset(preset::PresetCommand),
+    /// List, show and check Agent Skills (folders with a SKILL.md): what a session lists in
+    /// its system prompt, and whether each skill's declared needs are within a preset's grants.
+    #[command(subcommand)]
+    Skill(skill::SkillCommand),
     /// Trust a project directory's own configuration (.paddock/presets): until then paddock
     /// ignores it, since a cloned repository could grant itself tools or pick the model server.
     Trust(trust::TrustArgs),
@@ -289,6 +294,7 @@ pub fn main() -> ExitCode {
             Command::Tool(cmd) => tool::run(cmd).await,
             Command::Plugin(cmd) => plugin::run(cmd).await,
             Command::Preset(cmd) => preset::run(cmd).await,
+            Command::Skill(cmd) => skill::run(cmd).await,
             Command::Trust(args) => trust::trust(args).await,
             Command::Mcp(cmd) => mcp::run(cmd).await,
             Command::Doctor(args) => doctor::doctor(args).await,

@@ -40,6 +40,7 @@ pub(super) async fn check(env: &Env, name: &str) -> CommandResult {
     if let Err(e) = HookChain::load(&env.sandbox, &env.store, &resolved, approval).await {
         return Err(Failure::usage(format!("{name}: {e}")));
     }
+    super::skill::report(env, &resolved);
     let warned = match warnings.len() {
         0 => String::new(),
         n => format!(", {n} warning(s)"),

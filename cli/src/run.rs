@@ -124,7 +124,7 @@ pub(super) async fn start_session(
         .trust(Box::new(TerminalTrust { may_ask: true }))
         .max_turns(args.max_turns);
     if let Some(tap) = tap {
-        builder = builder.tap(tap);
+        builder = builder.tap(tap).child_tap(json_events::child_tap());
     }
     if let Some(on_ask) = on_ask {
         builder = builder.on_ask(on_ask);

@@ -65,6 +65,8 @@ async fn run() {
         max_wall_secs: 3600,
         max_cost_usd: f64::MAX,
         max_parallel_tool_calls: 8,
+        max_subagents: 2,
+        max_depth: 1,
         wrap_up: false,
     };
     let context = || common::open_context(&sandbox, &registry, &aliases);

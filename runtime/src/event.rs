@@ -6,7 +6,8 @@
 
 pub use crate::calls::{Disposition, EndReason, Repair};
 pub use crate::log::{
-    Asked, Body, CompactReason, InstructionRecord, LayerRecord, LoggedRepair, PluginHash, Touches,
+    Asked, Body, CompactReason, InstructionRecord, LayerRecord, LoggedRepair, ParentLink,
+    PluginHash, SkillsRecord, Touches,
 };
 pub use crate::model::price::Price;
 pub use crate::model::{

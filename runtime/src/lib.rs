@@ -46,6 +46,7 @@ modules!(
     agent,
     ask,
     calls,
+    grants,
     hooks,
     log,
     mcp,
@@ -55,6 +56,7 @@ modules!(
     preset,
     rewind,
     session,
+    skills,
     tls
 );
 

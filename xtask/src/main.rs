@@ -40,8 +40,8 @@ use std::process::{Command, ExitCode};
 
 const WASM_TARGET: &str = "wasm32-wasip2";
 const BENCHES: &[&str] = &[
-    "sandbox", "stream", "hooks", "pipeline", "agent", "exec", "shell", "scale", "mcp", "cost",
-    "rewind",
+    "sandbox", "stream", "hooks", "pipeline", "agent", "agents", "exec", "shell", "scale", "mcp",
+    "cost", "rewind",
 ];
 
 fn main() -> ExitCode {

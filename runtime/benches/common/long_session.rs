@@ -25,6 +25,8 @@ pub fn start(cwd: &str) -> Body {
         on_ask: None,
         layers: Vec::new(),
         lock: Vec::new(),
+        parent: None,
+        skills: None,
     }))
 }
 

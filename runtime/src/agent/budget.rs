@@ -79,6 +79,8 @@ mod tests {
             max_wall_secs: 60,
             max_cost_usd: 1.0,
             max_parallel_tool_calls: 8,
+            max_subagents: 2,
+            max_depth: 1,
             wrap_up: true,
         }
     }

@@ -40,7 +40,12 @@ pub enum RegistryError {
 pub enum Backend {
     Plugin(Plugin),
     Mcp(crate::mcp::McpTool),
+    /// Served by paddock itself (`task`, `skill`).
+    Host(Arc<dyn super::host::HostTool>),
 }
+
+/// What `ToolEntry::owner` names a host tool's owner (`tools.disable = ["paddock:task"]`).
+pub const HOST: &str = "paddock";
 
 /// One tool, with everything needed to run it.
 pub struct ToolEntry {
@@ -57,7 +62,7 @@ impl ToolEntry {
     pub fn plugin(&self) -> Option<&Plugin> {
         match &self.backend {
             Backend::Plugin(plugin) => Some(plugin),
-            Backend::Mcp(_) => None,
+            Backend::Mcp(_) | Backend::Host(_) => None,
         }
     }
 
@@ -66,6 +71,7 @@ impl ToolEntry {
         match &self.backend {
             Backend::Plugin(plugin) => plugin.name.clone(),
             Backend::Mcp(tool) => format!("mcp.{}", tool.server.spec.name),
+            Backend::Host(_) => HOST.to_string(),
         }
     }
 }

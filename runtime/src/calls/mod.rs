@@ -7,6 +7,7 @@ mod check;
 mod entry;
 mod extract;
 mod feedback;
+mod host;
 mod lenient;
 mod mcp_tools;
 mod registry;
@@ -19,7 +20,8 @@ pub use aliases::AliasTable;
 pub use check::check_call;
 #[cfg(any(test, feature = "internals"))]
 pub use check::ToolIndex;
-pub use entry::{Backend, ToolEntry};
+pub use entry::{Backend, HOST, ToolEntry};
+pub use host::{HOST_TOOLS, HostCall, HostTool};
 #[cfg(any(test, feature = "internals"))]
 pub use entry::RegistryError;
 pub use feedback::{Disposition, EndReason, repair_note};

@@ -167,6 +167,40 @@ impl Registry {
         Ok(registry)
     }
 
+    /// Offers a tool the host serves (`task`, `skill`), unless the preset's selection leaves
+    /// it out (`keep(name)`) or a plugin's tool has its name already (the plugin's wins).
+    pub fn add_host(
+        &mut self,
+        spec: ToolSpec,
+        tool: Arc<dyn super::HostTool>,
+        keep: impl Fn(&str) -> bool,
+    ) -> bool {
+        if self.tools.contains_key(&spec.name) {
+            return false;
+        }
+        if !keep(&spec.name) {
+            self.dropped
+                .insert(spec.name.clone(), super::HOST.to_string());
+            return false;
+        }
+        let Ok(validator) = jsonschema::validator_for(&spec.parameters) else {
+            return false;
+        };
+        let budget = spec.meta.output_budget.unwrap_or(OutputBudget::DEFAULT);
+        self.order.push(spec.name.clone());
+        self.tools.insert(
+            spec.name.clone(),
+            ToolEntry {
+                spec,
+                backend: Backend::Host(tool),
+                grant: Grant::default(),
+                budget,
+                validator: Arc::new(validator),
+            },
+        );
+        true
+    }
+
     /// Each MCP server's tools as listed at start (pinned for the lock), by server name.
     pub fn mcp_listed(&self) -> &[(String, Vec<McpListed>)] {
         &self.mcp_listed

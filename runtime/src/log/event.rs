@@ -234,6 +234,30 @@ pub struct SessionStart {
     /// recorded, grants that changed, MCP tools blocked and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lock: Vec<String>,
+    /// A subagent's parent: the session and the `task` call that started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentLink>,
+    /// The skills listed in the system prompt, and the tokens the listing adds to every
+    /// request (estimated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<SkillsRecord>,
+}
+
+/// Where a subagent came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentLink {
+    pub session: String,
+    /// The id of the parent's `task` call.
+    pub call: String,
+    /// 1 for a child of a session a person started, 2 for its child, ...
+    pub depth: u64,
+}
+
+/// The skills a session's system prompt lists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillsRecord {
+    pub names: Vec<String>,
+    pub listing_tokens: u64,
 }
 
 /// One sandbox layer as the session found it at its start.
@@ -475,6 +499,8 @@ pub(crate) fn test_start() -> Body {
         on_ask: None,
         layers: Vec::new(),
         lock: Vec::new(),
+        parent: None,
+        skills: None,
     }))
 }
 

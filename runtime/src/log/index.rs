@@ -43,6 +43,9 @@ pub struct SessionIndex {
     #[serde(default)]
     pub cache_write_tokens: u64,
     pub cost_usd: f64,
+    /// A subagent's parent session and `task` call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<super::event::ParentLink>,
 }
 
 impl SessionIndex {
@@ -63,6 +66,7 @@ impl SessionIndex {
             cache_read_tokens: state.spent.cache_read_tokens,
             cache_write_tokens: state.spent.cache_write_tokens,
             cost_usd: state.spent.cost_usd,
+            parent: state.parent.clone(),
         }
     }
 

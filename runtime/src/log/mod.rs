@@ -40,7 +40,7 @@ pub use atif::trajectory;
 pub use atif_schema::Trajectory;
 pub use event::{
     Asked, Body, CompactReason, Event, InstructionRecord, Lane, LayerRecord, LoggedRepair,
-    PluginHash, SessionStart, Source, StopReason, Touches,
+    ParentLink, PluginHash, SessionStart, SkillsRecord, Source, StopReason, Touches,
 };
 pub use file::LogWriter;
 pub use history::{History, estimate_tokens};

@@ -135,6 +135,8 @@ pub struct SessionState {
     /// How the model is reached now: `session/start`'s, or the last `session/model`'s (a
     /// session moved with `resume --base-url`). `None` for the scripted demo.
     pub model_config: Option<crate::model::ProviderConfig>,
+    /// A subagent's parent, from `session/start`.
+    pub parent: Option<super::event::ParentLink>,
     /// The start of the user's first message (for `paddock log --list`).
     pub first_message: Option<String>,
     /// The smallest window the server revealed by refusing a request as too long, since the
@@ -181,6 +183,7 @@ impl SessionState {
                 self.cwd.clone_from(&start.cwd);
                 self.model.clone_from(&start.model);
                 self.model_config.clone_from(&start.model_config);
+                self.parent.clone_from(&start.parent);
             }
             Body::SessionModel {
                 model,

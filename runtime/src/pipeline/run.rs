@@ -296,6 +296,17 @@ async fn run_backend(
                 .await;
             CallReport::of_host(result, started.elapsed())
         }
+        Backend::Host(tool) => {
+            let started = std::time::Instant::now();
+            let result = tool
+                .call(crate::calls::HostCall {
+                    call_id,
+                    args,
+                    cancel: &cx.cancel,
+                })
+                .await;
+            CallReport::of_host(result, started.elapsed())
+        }
     }
 }
 

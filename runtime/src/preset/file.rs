@@ -57,6 +57,10 @@ pub struct PresetFile {
     /// The system prompt, instead of paddock's default (`system.rs`).
     #[serde(default)]
     pub system_prompt: Option<String>,
+    /// Folders of Agent Skills (a skill's folder, or a folder of them), relative to the
+    /// preset file's folder; listed before the project's and the user's.
+    #[serde(default)]
+    pub skills: Vec<String>,
     /// A file holding the system prompt, relative to the preset file's folder.
     #[serde(default)]
     pub system_prompt_file: Option<toml::Spanned<String>>,

@@ -41,7 +41,7 @@ pub use root::{project_root, root_to};
 pub use sections::{ApprovalMode, ConfineMode, GrantsEntry, HookPhase, MountEntry, OnError};
 pub use system::{system_prompt, with_instructions};
 pub use tools::ToolGlob;
-pub use trust::{PROJECT_DIR, PROJECT_LOCK, ProjectConfig, TrustState, TrustStore};
+pub use trust::{PROJECT_DIR, PROJECT_LOCK, PROJECT_SKILLS, ProjectConfig, TrustState, TrustStore};
 
 use paddock_sandbox::Mount;
 
@@ -359,7 +359,7 @@ pub fn reaches_data_dir(path: &Path, data_dir: &Path) -> Option<PathBuf> {
 }
 
 /// `path` with symlinks resolved as far as it exists, the missing rest appended.
-fn real_path_of(path: &Path) -> PathBuf {
+pub fn real_path_of(path: &Path) -> PathBuf {
     let absolute = if path.is_absolute() {
         path.to_path_buf()
     } else {

@@ -22,6 +22,10 @@ pub struct LoopBudgets {
     pub max_wall_secs: u64,
     pub max_cost_usd: f64,
     pub max_parallel_tool_calls: u64,
+    /// Subagents that may run at once (`task`).
+    pub max_subagents: u64,
+    /// How deep subagents may nest below the session a person started.
+    pub max_depth: u64,
     /// Send a wrap-up message once a budget is nearly spent (B3).
     pub wrap_up: bool,
 }
@@ -82,6 +86,8 @@ impl PresetFile {
             max_wall_secs: l.max_wall_secs.map_or(1800, |n| n.0),
             max_cost_usd: l.max_cost_usd.map_or(2.0, |d| d.0),
             max_parallel_tool_calls: l.max_parallel_tool_calls.map_or(8, |n| n.0),
+            max_subagents: l.max_subagents.map_or(2, |n| n.0),
+            max_depth: l.max_depth.unwrap_or(1),
             wrap_up: l.wrap_up.unwrap_or(true),
         }
     }

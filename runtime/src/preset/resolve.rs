@@ -50,6 +50,9 @@ pub struct ResolvedPreset {
     pub approval: ApprovalPolicy,
     /// MCP servers to start confined (`[mcp.NAME]`).
     pub mcp: Vec<super::ResolvedMcp>,
+    /// Skill folders the preset names (`skills`), absolute.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<PathBuf>,
 }
 
 impl ResolvedPreset {
@@ -132,6 +135,11 @@ impl PresetFile {
                 .iter()
                 .map(|(name, entry)| super::mcp::resolve_mcp(name, entry, cx))
                 .collect::<Result<Vec<_>, _>>()?,
+            skills: self
+                .skills
+                .iter()
+                .map(|s| self.source_dir(cx.cwd).join(crate::preset::home_path(s)))
+                .collect(),
         })
     }
 }

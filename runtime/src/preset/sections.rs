@@ -20,6 +20,13 @@ pub struct LoopLimits {
     pub max_cost_usd: Option<Dollars>,
     #[serde(default)]
     pub max_parallel_tool_calls: Option<Positive>,
+    /// Subagents (`task` calls) that may run at once.
+    #[serde(default)]
+    pub max_subagents: Option<Positive>,
+    /// How deep subagents may nest: 1 lets this session's children run and none of theirs;
+    /// 0 lets none run.
+    #[serde(default)]
+    pub max_depth: Option<u64>,
     /// Before a budget runs out, ask the model to finish up (default true).
     #[serde(default)]
     pub wrap_up: Option<bool>,

@@ -27,6 +27,8 @@ use sha2::{Digest, Sha256};
 pub const PROJECT_DIR: &str = ".paddock/presets";
 /// A project's lock (`plugin_store::lock`), relative to its root: used only once trusted.
 pub const PROJECT_LOCK: &str = ".paddock/paddock.lock";
+/// A project's Agent Skills folder: used only once trusted, and in the trust hash.
+pub const PROJECT_SKILLS: &str = ".agents/skills";
 
 /// A project's configuration, as found on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +64,13 @@ impl ProjectConfig {
             .into_iter()
             .map(|f| format!("{PROJECT_DIR}/{f}"))
             .collect();
+        // The project's skills are configuration too: their text enters the system prompt
+        // and their scripts run on the model's word.
+        let skills_root = dir.join(PROJECT_SKILLS);
+        let mut skills = Vec::new();
+        let skills_unhashable = collect(&skills_root, &skills_root, 0, &mut skills).err();
+        let unhashable = unhashable.or(skills_unhashable);
+        files.extend(skills.into_iter().map(|f| format!("{PROJECT_SKILLS}/{f}")));
         // The instruction files are project configuration too (a link counts: it is refused
         // when read, but its presence still changes the hash).
         files.extend(

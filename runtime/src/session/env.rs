@@ -12,6 +12,7 @@ use paddock_sandbox::Sandbox;
 /// The plugin store and the sandbox are the library's own: an embedder opens an `Env` and
 /// hands it to a session. This repository's command line (built with `internals`) reaches
 /// them to install plugins and check presets.
+#[derive(Clone)]
 pub struct Env {
     #[cfg(feature = "internals")]
     pub store: PluginStore,

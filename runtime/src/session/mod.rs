@@ -15,8 +15,12 @@
 mod env;
 mod error;
 mod lock;
+mod offer;
 mod resume;
+mod skill_run;
+mod skill_tool;
 mod start;
+mod task;
 mod tools;
 mod trust;
 pub mod verdict;
@@ -32,6 +36,7 @@ pub use env::Env;
 pub use error::{SetupCode, SetupError};
 pub use resume::{ModelMove, ReopenOptions, Reopened, latest_in};
 pub use start::{ModelChoice, SessionBuilder};
+pub use task::ChildTap;
 pub use tools::{LoadFor, Loaded, load_preset};
 pub use trust::{RecordedTrust, Trust};
 

@@ -47,6 +47,8 @@ pub struct SessionBuilder {
     mounts: Vec<String>,
     client: Option<String>,
     on_ask: Option<OnAsk>,
+    child: Option<super::task::ChildOf>,
+    child_tap: Option<super::task::ChildTap>,
 }
 
 impl SessionBuilder {
@@ -62,7 +64,22 @@ impl SessionBuilder {
             mounts: Vec::new(),
             client: None,
             on_ask: None,
+            child: None,
+            child_tap: None,
         }
+    }
+
+    /// Shows every event of every subagent this session starts (and theirs), with the child's
+    /// session id, as it is written (`run --json`).
+    pub fn child_tap(mut self, tap: super::task::ChildTap) -> SessionBuilder {
+        self.child_tap = Some(tap);
+        self
+    }
+
+    /// The session is a subagent: its preset as proved, its parent, model, tools and budgets.
+    pub(crate) fn child(mut self, child: super::task::ChildOf) -> SessionBuilder {
+        self.child = Some(child);
+        self
     }
 
     /// A preset name (looked up as `paddock preset list` shows) or a path to a `.toml` file.
@@ -139,10 +156,16 @@ impl SessionBuilder {
             mounts,
             client: _,
             on_ask,
+            child,
+            child_tap,
         } = self;
         let project = ProjectUse::decide(&env, &preset_name, trust.as_ref());
-        let found = preset::find_written(&preset_name, &env.cwd, project.presets)
-            .map_err(|e| SetupError::usage(e.to_string()))?;
+        let found = match &child {
+            Some(child) => child.found.clone(),
+            None => preset::find_written(&preset_name, &env.cwd, project.presets)
+                .map_err(|e| SetupError::usage(e.to_string()))?,
+        };
+
         let file = found
             .parse()
             .map_err(|e| SetupError::usage(e.to_string()))?;
@@ -158,8 +181,10 @@ impl SessionBuilder {
         } else {
             Vec::new()
         };
-        let model_config =
-            choose_model(&model, &preset_name, file.model.clone())?;
+        let model_config = match &child {
+            Some(child) => child.model.clone(),
+            None => choose_model(&model, &preset_name, file.model.clone())?,
+        };
         let session = new_session_id();
         let cwd = env.cwd.clone();
         let dir = env.store.session_dir(&session);
@@ -181,15 +206,28 @@ impl SessionBuilder {
                     connect(config.clone()).map_err(|e| SetupError::usage(e.to_string()))?
                 }
             };
-            let loaded = judged.load(approver).await?;
+            let mut loaded = judged.load(approver).await?;
             if let Some(note) = &loaded.lock_ignored {
                 trust.notice(note);
             }
+            let skills = super::offer::host_tools(
+                &mut loaded,
+                super::offer::Offer {
+                    found: &found,
+                    log: &path,
+                    project: project.presets,
+                    trusted: project.instructions,
+                    model: Some(model_config.clone()),
+                    child: child.as_ref(),
+                    child_tap: child_tap.clone(),
+                },
+            );
             loaded.start_compiling();
             let model = model_config
                 .as_ref()
                 .map_or("scripted-demo".to_string(), |c| c.model.clone());
-            let system = preset::with_instructions(&base, &instructions);
+            let mut system = preset::with_instructions(&base, &instructions);
+            system.push_str(&skills.listing);
             let mut start = start_record(
                 &loaded,
                 found,
@@ -199,6 +237,12 @@ impl SessionBuilder {
                 &instructions,
             );
             start.on_ask = on_ask.map(|mode| mode.as_str().to_string());
+            start.parent = child.as_ref().map(|c| c.link.clone());
+            start.skills = skills.record;
+            let tap = match (&child, &child_tap) {
+                (Some(_), Some(children)) => Some(super::offer::tag_child(children.clone(), &session)),
+                _ => tap,
+            };
             let (lock, log) = begin_log(&path, &start, tap)?;
             Ok(Session::new(
                 loaded, provider, log, start, path, lock, max_turns,
@@ -233,6 +277,7 @@ impl SessionBuilder {
             trust,
             tap,
             mounts,
+            child_tap,
             ..
         } = self;
         let project = ProjectUse::decide_for_client(&env, &preset_name, trust.as_ref());
@@ -243,13 +288,25 @@ impl SessionBuilder {
         let dir = env.store.session_dir(&session);
         let path = dir.join(LOG_FILE);
         let started = async {
-            let loaded = judge_preset(env, &found, &preset_name, &mounts, LoadFor::Session(&session))
+            let mut loaded = judge_preset(env, &found, &preset_name, &mounts, LoadFor::Session(&session))
                 .await?
                 .load(approver)
                 .await?;
             if let Some(note) = &loaded.lock_ignored {
                 trust.notice(note);
             }
+            super::offer::host_tools(
+                &mut loaded,
+                super::offer::Offer {
+                    found: &found,
+                    log: &path,
+                    project: project.presets,
+                    trusted: project.presets,
+                    model: None,
+                    child: None,
+                    child_tap,
+                },
+            );
             let model = (client.to_string(), None);
             let start = start_record(&loaded, found, &cwd, model, String::new(), &[]);
             let (lock, log) = begin_log(&path, &start, tap)?;
@@ -335,6 +392,8 @@ fn start_record(
         on_ask: None,
         layers: layer_records(),
         lock: loaded.lock_notes.clone(),
+        parent: None,
+        skills: None,
     }
 }
 

@@ -30,6 +30,8 @@ mod agent_loop;
 mod agent_repair;
 mod agent_scripts;
 mod agent_sessions;
+mod agents_e2e;
+mod agents_hostile;
 mod atif;
 mod authoring;
 mod authoring_hooks;

@@ -104,6 +104,14 @@ fn all_tools<'p>(plugins: &'p [LoadedPlugin<'_>]) -> Vec<&'p str> {
         .collect()
 }
 
+/// What a preset's selection and aliases may name: every tool of the loaded plugins, and the
+/// tools the host serves (`task`, `skill`, `skill_run`).
+fn selectable_tools<'p>(plugins: &'p [LoadedPlugin<'_>]) -> Vec<&'p str> {
+    let mut tools = all_tools(plugins);
+    tools.extend(crate::calls::HOST_TOOLS);
+    tools
+}
+
 /// `tools.enable` and `tools.disable` entries that match no tool (a typo leaves a tool in or
 /// out without a word), and `PLUGIN:` qualifiers naming no plugin of the preset. With MCP
 /// servers, unqualified names may be theirs, which only a session learns.
@@ -145,7 +153,7 @@ fn selection(file: &PresetFile, plugins: &[LoadedPlugin<'_>], found: &mut Vec<Fi
                     }
                 },
                 None if file.mcp.is_empty() => {
-                    let tools = all_tools(plugins);
+                    let tools = selectable_tools(plugins);
                     if !tools.iter().any(|t| glob.matches(t)) {
                         let what = if glob.is_glob() {
                             format!("`{written}` matches no tool of the loaded plugins")
@@ -209,7 +217,7 @@ fn hidden_plugins(file: &PresetFile, plugins: &[LoadedPlugin<'_>], found: &mut V
 
 /// An alias must point at a tool the session has.
 fn aliases(file: &PresetFile, plugins: &[LoadedPlugin<'_>], found: &mut Vec<Finding>) {
-    let tools = all_tools(plugins);
+    let tools = selectable_tools(plugins);
     for (alias, target) in &file.tools.aliases {
         let at = KeyPath::of("tools.aliases").key(alias);
         let providers: Vec<&str> = plugins

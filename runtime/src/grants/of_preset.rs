@@ -1,0 +1,153 @@
+//! A resolved preset's grants as the containment proof compares them. A mount's host path is
+//! the one its held descriptor was opened at (symlink-free), with the descriptor's device and
+//! inode; other host paths (an exec grant's `read` and `write`, an MCP server's) are resolved
+//! to real paths as far as they exist. The session's own spill directory (inside paddock's
+//! data directory, the only grant that may be) is each session's own and not compared.
+
+use std::path::Path;
+
+use super::{Budgets, Depth, Effective, ExecRules, HostPath, Network};
+use crate::preset::{ResolvedPreset, real_path_of as real};
+use paddock_sandbox::{ExecGrant, Grant, Mount, MountMode};
+
+/// The grants of a session running `preset` at depth `at` (0: started by a person), whose
+/// data directory is `data_dir`.
+pub fn effective(preset: &ResolvedPreset, at: u64, data_dir: &Path) -> Effective {
+    let data = real(data_dir);
+    let mut e = Effective {
+        paths: Vec::new(),
+        protect: Vec::new(),
+        writable_protected: Vec::new(),
+        exec: Vec::new(),
+        network: Network::default(),
+        hooks: preset.hooks.iter().map(hook_identity).collect(),
+        approval: preset.approval,
+        budgets: Budgets {
+            turns: preset.limits.max_turns,
+            tokens: preset.limits.max_tokens,
+            wall_secs: preset.limits.max_wall_secs,
+            cost_usd: preset.limits.max_cost_usd,
+            subagents: preset.limits.max_subagents,
+        },
+        depth: Depth {
+            at,
+            max: preset.limits.max_depth,
+        },
+        tools: Vec::new(),
+    };
+    for plugin in &preset.plugins {
+        let key = format!("plugins.{}", plugin.name);
+        grant_into(&mut e, &key, &plugin.grant, &data);
+        e.tools.push(format!(
+            "plugin {} ({})",
+            source_text(&plugin.source),
+            plugin.sha256.as_deref().unwrap_or("any version")
+        ));
+    }
+    for server in &preset.mcp {
+        let key = format!("mcp.{}", server.name);
+        for (i, mount) in server.mounts.iter().enumerate() {
+            e.paths.push(mount_path(&format!("{key}.mounts[{i}]"), mount));
+        }
+        exec_paths(&mut e, &key, &server.jail);
+        e.network.programs |= server.jail.network;
+        e.network.hosts.extend(server.http_allow.iter().cloned());
+        e.tools.push(match &server.url {
+            Some(url) => format!("mcp server {} at {url}", server.name),
+            None => format!(
+                "mcp server {} running {:?}",
+                server.name,
+                std::iter::once(&server.command)
+                    .chain(&server.args)
+                    .collect::<Vec<_>>()
+            ),
+        });
+    }
+    e
+}
+
+fn grant_into(e: &mut Effective, key: &str, grant: &Grant, data: &Path) {
+    for (i, mount) in grant.mounts.iter().enumerate() {
+        let path = mount_path(&format!("{key}.mounts[{i}]"), mount);
+        // The spill directory: this session's own, read-only, inside the data directory.
+        if path.path.starts_with(data) && !path.write {
+            continue;
+        }
+        e.paths.push(path);
+    }
+    for p in &grant.protect.extra {
+        e.protect.push(p.display().to_string());
+    }
+    for p in &grant.protect.writable {
+        e.writable_protected.push(p.display().to_string());
+    }
+    if let Some(exec) = &grant.exec {
+        let exec_key = format!("{key}.grants.exec");
+        exec_paths(e, &exec_key, exec);
+        e.network.programs |= exec.network;
+        e.exec.push(ExecRules {
+            allow: exec.allow.clone(),
+            ask: exec.ask.clone(),
+            deny: exec.deny.clone(),
+            env: exec.env.clone(),
+            confine: exec.confine,
+            key: exec_key,
+        });
+    }
+    if let Some(http) = &grant.http {
+        e.network.hosts.extend(http.allow.iter().cloned());
+    }
+}
+
+fn exec_paths(e: &mut Effective, key: &str, exec: &ExecGrant) {
+    for (list, write, paths) in [("read", false, &exec.read), ("write", true, &exec.write)] {
+        for (i, p) in paths.iter().enumerate() {
+            e.paths.push(HostPath {
+                path: real(p),
+                write,
+                identity: None,
+                key: format!("{key}.{list}[{i}]"),
+            });
+        }
+    }
+}
+
+/// A mount's host path as its held descriptor names it; a mount that cannot be held keeps
+/// its path, with no identity (so it never counts as the same directory as another).
+fn mount_path(key: &str, mount: &Mount) -> HostPath {
+    let (path, identity) = match mount.held() {
+        Ok(handle) if handle.verify().is_ok() => {
+            (handle.path().to_path_buf(), Some(handle.identity()))
+        }
+        _ => (real(&mount.host), None),
+    };
+    HostPath {
+        path,
+        write: mount.mode == MountMode::Rw,
+        identity,
+        key: format!("{key} ({})", mount.guest),
+    }
+}
+
+fn source_text(source: &crate::preset::PluginSource) -> String {
+    match source {
+        crate::preset::PluginSource::Builtin(n) => format!("builtin:{n}"),
+        crate::preset::PluginSource::Installed(n) => n.clone(),
+        crate::preset::PluginSource::Path(p) => p.display().to_string(),
+    }
+}
+
+/// A hook as one comparable identity: its code, when and on what it runs, how it fails and
+/// what it is told.
+fn hook_identity(hook: &crate::preset::ResolvedHook) -> String {
+    format!(
+        "`{}` ({:?}, {}, on {}, on_error {:?}, config {})",
+        source_text(&hook.source),
+        hook.on,
+        hook.sha256.as_deref().unwrap_or("any version"),
+        hook.matcher,
+        hook.on_error,
+        hook.config
+    )
+    .to_lowercase()
+}

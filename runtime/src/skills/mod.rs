@@ -1,0 +1,240 @@
+//! Agent Skills: folders with a `SKILL.md` (front matter with a `name` and a `description`,
+//! then instructions) and whatever files beside it. Found in the user's `~/.agents/skills/`,
+//! the project's `.agents/skills/` (only when the project is trusted, like its presets: its
+//! files are in the trust hash) and the folders a preset's `skills = [...]` names; the first
+//! of a name wins, in that order reversed: a preset's, then the project's, then the user's.
+//!
+//! Progressive disclosure: the system prompt lists names and descriptions only (`listing`);
+//! the `skill` tool (in `session/skill_tool.rs`) returns a body or a file beside it on demand.
+//! A tool rather than a read-only mount of the skills folders: a mount would have to be
+//! granted to a plugin (widening every session's grants by a path the preset never named),
+//! would show every folder, listed or not, and would leave declared needs unchecked; the tool
+//! reads only listed skills, only inside their folder, and is where a skill's scripts get
+//! their grants proved (`grants::within`) before they run.
+//!
+//! - `parse.rs`: one `SKILL.md`, strictly, errors at `file:line`;
+//! - `needs.rs`: its declared needs as grants, proved within a session's;
+//! - this file: discovery and the listing.
+
+mod needs;
+mod parse;
+
+use std::path::{Path, PathBuf};
+
+pub use needs::{needs_effective, needs_within};
+pub use parse::{Needs, SkillError, SkillFile, parse};
+
+pub use crate::preset::PROJECT_SKILLS;
+/// The user's, relative to the home directory.
+pub const USER_SKILLS: &str = ".agents/skills";
+/// The largest `SKILL.md` or resource read.
+pub const MAX_FILE_BYTES: u64 = 256 << 10;
+/// The most skill folders read from one root.
+const MAX_SKILLS: usize = 1000;
+
+/// Where a skill was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SkillOrigin {
+    User,
+    Project,
+    Preset,
+}
+
+/// One skill found and parsed.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Skill {
+    #[serde(flatten)]
+    pub file: SkillFile,
+    /// Its folder, as a real path.
+    pub dir: PathBuf,
+    pub origin: SkillOrigin,
+}
+
+impl Skill {
+    pub fn name(&self) -> &str {
+        &self.file.name
+    }
+
+    /// A file of the skill, `relative` to its folder: no absolute path, no `..`, and the real
+    /// path (symlinks resolved) still inside the folder; a regular file of at most
+    /// `MAX_FILE_BYTES`.
+    pub fn read(&self, relative: &str) -> Result<String, SkillError> {
+        let bad = |why: String| SkillError(format!("skill {}: {relative:?}: {why}", self.name()));
+        let rel = Path::new(relative);
+        if rel.is_absolute()
+            || rel
+                .components()
+                .any(|c| !matches!(c, std::path::Component::Normal(_)))
+        {
+            return Err(bad(
+                "name a file inside the skill's folder, e.g. `scripts/run.sh` (no `/` first, no `..`)"
+                    .into(),
+            ));
+        }
+        let real = self
+            .dir
+            .join(rel)
+            .canonicalize()
+            .map_err(|e| bad(format!("cannot open it: {e}")))?;
+        if !real.starts_with(&self.dir) {
+            return Err(bad("it leads outside the skill's folder".into()));
+        }
+        let meta = std::fs::metadata(&real).map_err(|e| bad(e.to_string()))?;
+        if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+            return Err(bad(format!(
+                "not a regular file of at most {MAX_FILE_BYTES} bytes"
+            )));
+        }
+        std::fs::read_to_string(&real).map_err(|e| bad(format!("cannot read it as text: {e}")))
+    }
+
+    /// The files beside `SKILL.md`, relative to the folder, sorted (at most 200).
+    pub fn resources(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        walk(&self.dir, &self.dir, 0, &mut out);
+        out.retain(|f| f != "SKILL.md");
+        out.sort();
+        out
+    }
+}
+
+fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if out.len() >= 200 {
+            return;
+        }
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() && depth < 4 => walk(root, &path, depth + 1, out),
+            Ok(kind) if kind.is_file() => {
+                if let Ok(rel) = path.strip_prefix(root) {
+                    out.push(rel.display().to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Skills found, and what was wrong on the way.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub skills: Vec<Skill>,
+    /// `SKILL.md` files that do not hold (each at `file:line`).
+    pub errors: Vec<SkillError>,
+    /// Skills hidden by one of the same name found earlier: (name, the hidden folder).
+    pub shadowed: Vec<(String, PathBuf)>,
+}
+
+/// The folders skills are looked for in, first winning: the preset's `skills` (each a
+/// skill's folder or a folder of them), the project's when `project` (trusted), the user's.
+pub fn roots(cwd: &Path, project: bool, preset: &[PathBuf]) -> Vec<(SkillOrigin, PathBuf)> {
+    let mut roots: Vec<(SkillOrigin, PathBuf)> = preset
+        .iter()
+        .map(|p| (SkillOrigin::Preset, p.clone()))
+        .collect();
+    if project {
+        roots.push((
+            SkillOrigin::Project,
+            crate::preset::project_root(cwd).join(PROJECT_SKILLS),
+        ));
+    }
+    if let Some(home) = dirs::home_dir() {
+        roots.push((SkillOrigin::User, home.join(USER_SKILLS)));
+    }
+    roots
+}
+
+/// Every skill under `roots`, parsed; the first of a name wins.
+pub fn discover(roots: &[(SkillOrigin, PathBuf)]) -> Found {
+    let mut found = Found::default();
+    for (origin, root) in roots {
+        let folders = if root.join("SKILL.md").exists() {
+            vec![root.clone()]
+        } else {
+            let Ok(entries) = std::fs::read_dir(root) else {
+                continue;
+            };
+            let mut dirs: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.join("SKILL.md").is_file())
+                .take(MAX_SKILLS)
+                .collect();
+            dirs.sort();
+            dirs
+        };
+        for dir in folders {
+            match load(&dir, *origin) {
+                Ok(skill) if found.skills.iter().any(|s| s.name() == skill.name()) => {
+                    found.shadowed.push((skill.file.name, skill.dir));
+                }
+                Ok(skill) => found.skills.push(skill),
+                Err(e) => found.errors.push(e),
+            }
+        }
+    }
+    found
+}
+
+/// The skill in folder `dir`.
+pub fn load(dir: &Path, origin: SkillOrigin) -> Result<Skill, SkillError> {
+    let file = dir.join("SKILL.md");
+    let location = file.display().to_string();
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| SkillError(format!("{location}: cannot open the folder: {e}")))?;
+    let meta = std::fs::metadata(&file).map_err(|e| SkillError(format!("{location}: {e}")))?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(SkillError(format!(
+            "{location}:1: {} bytes; a SKILL.md holds at most {MAX_FILE_BYTES} (move detail into files beside it)",
+            meta.len()
+        )));
+    }
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| SkillError(format!("{location}: cannot read it as text: {e}")))?;
+    let folder = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(Skill {
+        file: parse(&location, &folder, &text)?,
+        dir,
+        origin,
+    })
+}
+
+/// What the system prompt says about `skills`: names and descriptions only. Empty when
+/// there are none.
+pub fn listing(skills: &[Skill]) -> String {
+    if skills.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from(
+        "\n\n# Skills\nThese skills hold instructions for particular tasks. When a task matches \
+         one, call the `skill` tool with its name to read its instructions first, then follow \
+         them; `skill` with `file` reads a file beside them, `skill_run` runs one of its \
+         scripts.\n",
+    );
+    for skill in skills {
+        text.push_str(&format!(
+            "- {}: {}\n",
+            skill.name(),
+            paddock_types::text::one_line(&skill.file.description, 1024)
+        ));
+    }
+    text
+}
+
+/// The estimated tokens `listing` adds to every request.
+pub fn listing_tokens(listing: &str) -> u64 {
+    if listing.is_empty() {
+        0
+    } else {
+        crate::log::estimate_tokens(listing.len())
+    }
+}

@@ -1,0 +1,234 @@
+//! Subagents and skills that ask for more than their parent, through the real binary: every
+//! grant dimension made wider in a child's preset (a mount the parent lacks, rw where the
+//! parent reads only, an exec pattern the parent does not allow, the network, a looser
+//! approval, a dropped hook, a bigger budget, a depth past the limit) is refused at spawn,
+//! before any model is asked, naming the dimension; a skill whose declared needs are wider is
+//! told so, by the same proof.
+
+use crate::agent_common::{Project, text};
+use serde_json::Value;
+
+/// A preset's knobs: each hostile child turns one.
+#[derive(Clone)]
+struct Knobs {
+    mounts: &'static str,
+    allow: &'static str,
+    network: bool,
+    high: &'static str,
+    hook: bool,
+    max_turns: u64,
+    max_depth: u64,
+}
+
+const PARENT: Knobs = Knobs {
+    mounts: r#"[{ host = ".", guest = "/workspace", mode = "ro" }]"#,
+    allow: r#""ls", "git status *", "python3 *""#,
+    network: false,
+    high: "ask",
+    hook: true,
+    max_turns: 10,
+    max_depth: 1,
+};
+
+fn preset(k: &Knobs) -> String {
+    let hook = if k.hook {
+        "[[hooks]]\nsource = \"builtin:protect-paths\"\non = \"pre\"\nmatch = \"write_file|edit_file\"\nconfig = { globs = [\".env\"] }\n"
+    } else {
+        ""
+    };
+    format!(
+        "[limits]\nmax_turns = {}\nmax_depth = {}\n\n[plugins.fs]\nsource = \"builtin:fs\"\nmounts = {}\n\n\
+         [plugins.shell]\nsource = \"builtin:shell\"\nmounts = {}\n\
+         grants.exec = {{ allow = [{}], ask = [\"git push *\"], deny = [\"rm *\"], env = [\"PATH\"], network = {}, optional = true }}\n\n\
+         {hook}\n[approval]\nhigh = \"{}\"\n",
+        k.max_turns, k.max_depth, k.mounts, k.mounts, k.allow, k.network, k.high
+    )
+}
+
+fn write(project: &Project, name: &str, knobs: &Knobs) -> String {
+    let path = project.dir.path().join(format!("{name}.toml"));
+    std::fs::write(&path, preset(knobs)).unwrap();
+    path.display().to_string()
+}
+
+async fn spawn(project: &Project, parent: &str, child: Option<&str>) -> Value {
+    let mut args = serde_json::json!({"description": "sub-task", "prompt": "do it"});
+    if let Some(child) = child {
+        args["preset"] = child.into();
+    }
+    let out = project
+        .paddock(&[
+            "tool",
+            "call",
+            "task",
+            &args.to_string(),
+            "--preset",
+            parent,
+            "--json",
+        ])
+        .await;
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
+}
+
+fn assert_refused(out: &Value, dimension: &str) {
+    assert_eq!(out["ok"], false, "{out}");
+    assert_eq!(out["error"]["code"], "DENIED", "{out}");
+    let message = out["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("wider than its parent in {dimension}:"))
+            && message.contains("no model was asked"),
+        "{dimension}: {message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_wider_in_any_dimension_is_refused_at_spawn_naming_it() {
+    let project = Project::warm(&[("notes.txt", "notes")]);
+    let outside = tempfile::tempdir().unwrap();
+    let outside_mount: &'static str = Box::leak(
+        format!(
+            r#"[{{ host = ".", guest = "/workspace", mode = "ro" }}, {{ host = {:?}, guest = "/x", mode = "ro" }}]"#,
+            outside.path().display().to_string()
+        )
+        .into_boxed_str(),
+    );
+    let parent = write(&project, "parent", &PARENT);
+    let cases: Vec<(&str, Knobs)> = vec![
+        (
+            "mounts",
+            Knobs {
+                mounts: outside_mount,
+                ..PARENT
+            },
+        ),
+        (
+            "mounts",
+            Knobs {
+                mounts: r#"[{ host = ".", guest = "/workspace", mode = "rw" }]"#,
+                ..PARENT
+            },
+        ),
+        (
+            "exec",
+            Knobs {
+                allow: r#""ls", "curl *""#,
+                ..PARENT
+            },
+        ),
+        (
+            "network",
+            Knobs {
+                network: true,
+                ..PARENT
+            },
+        ),
+        (
+            "approval",
+            Knobs {
+                high: "allow",
+                ..PARENT
+            },
+        ),
+        (
+            "hooks",
+            Knobs {
+                hook: false,
+                ..PARENT
+            },
+        ),
+        (
+            "budgets",
+            Knobs {
+                max_turns: 11,
+                ..PARENT
+            },
+        ),
+        (
+            "depth",
+            Knobs {
+                max_depth: 2,
+                ..PARENT
+            },
+        ),
+    ];
+    for (i, (dimension, knobs)) in cases.iter().enumerate() {
+        let child = write(&project, &format!("child{i}"), knobs);
+        let out = spawn(&project, &parent, Some(&child)).await;
+        assert_refused(&out, dimension);
+    }
+    // Depth past the limit: a parent allowed no children refuses even its own preset.
+    let leaf = write(
+        &project,
+        "leaf",
+        &Knobs {
+            max_depth: 0,
+            ..PARENT
+        },
+    );
+    assert_refused(&spawn(&project, &leaf, None).await, "depth");
+    // The shipped read-only preset cannot start a writing child.
+    let out = spawn(&project, "default", Some("coding")).await;
+    assert_refused(&out, "mounts");
+    // No session was started for any refused child: only the parents' own sessions exist.
+    let sessions = std::fs::read_dir(project.home.path().join("sessions"))
+        .unwrap()
+        .count();
+    assert_eq!(
+        sessions,
+        cases.len() + 2,
+        "one session per `tool call`, none for a child"
+    );
+}
+
+/// A skill in the user's skills folder (`HOME/.agents/skills/NAME/SKILL.md`) needing `needs`.
+fn skill(home: &std::path::Path, name: &str, needs: &str) {
+    let dir = home.join(".agents/skills").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: test skill {name}\nneeds:\n{needs}---\nRun it.\n"),
+    )
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_whose_declared_needs_are_wider_is_named_by_the_same_proof() {
+    let project = Project::warm(&[("notes.txt", "notes")]);
+    let home = tempfile::tempdir().unwrap();
+    let cases = [
+        ("fits", "  exec:\n    - python3 scripts/run.py *\n", None),
+        ("mount", "  mounts:\n    - /etc\n", Some("mounts")),
+        ("rw", "  mounts:\n    - notes.txt:rw\n", Some("mounts")),
+        ("exec", "  exec:\n    - curl *\n", Some("exec")),
+        ("net", "  network:\n    - pypi.org\n", Some("network")),
+    ];
+    for (name, needs, _) in &cases {
+        skill(home.path(), name, needs);
+    }
+    let parent = write(&project, "parent", &PARENT);
+    for (name, _, wider) in &cases {
+        let args = serde_json::json!({"name": name}).to_string();
+        let out = project
+            .command(&[
+                "tool", "call", "skill", &args, "--preset", &parent, "--json",
+            ])
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        let out: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+        let content = out["content"].as_str().unwrap_or_default().to_string();
+        match wider {
+            None => assert!(
+                content.contains("within this session's grants") && !content.contains("NOT"),
+                "{out}"
+            ),
+            Some(d) => assert!(
+                content.contains(&format!(
+                    "NOT within this session's grants (wider than its parent in {d}:"
+                )),
+                "{name}: {out}"
+            ),
+        }
+    }
+}
