@@ -12,6 +12,7 @@ mod doctor;
 mod elicit;
 mod json_events;
 mod lock;
+mod lock_pin;
 mod log;
 mod log_view;
 mod mcp;

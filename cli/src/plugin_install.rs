@@ -275,7 +275,7 @@ pub(super) async fn upgrade(
         }
         Upgrade::Upgraded(report) => {
             print_installed(&report, color);
-            super::lock::follow_upgrade(env, name).await?;
+            super::lock_pin::follow_upgrade(env, name).await?;
         }
     }
     Ok(Exit::Ok)

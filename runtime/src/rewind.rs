@@ -30,6 +30,49 @@ pub fn store_dir(data_dir: &Path) -> PathBuf {
 /// Files larger than this are not recorded (and left alone by a rewind).
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
+/// A session's first checkpoint reads and stores every file of its writable mounts: past
+/// these (a build directory, `node_modules`), it would cost seconds and gigabytes at every
+/// start, so the session runs without checkpoints and says why.
+const FIRST_WALK_FILES: u64 = 50_000;
+const FIRST_WALK_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+
+/// Why a first checkpoint of `root` would cost too much: more than `max_files` entries or
+/// `max_bytes` of files (git directories left out, as a checkpoint leaves them); `None` when it
+/// is within both. Stops counting at the first bound passed, so the check costs at most that.
+fn too_big(root: &Path, max_files: u64, max_bytes: u64) -> Option<String> {
+    let (mut files, mut bytes) = (0u64, 0u64);
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if entry.file_name() == ".git" {
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            files += 1;
+            if meta.is_dir() {
+                dirs.push(entry.path());
+            } else if meta.is_file() {
+                bytes += meta.len();
+            }
+            if files > max_files || bytes > max_bytes {
+                return Some(format!(
+                    "{} holds more than {max_files} entries or {} MiB of files, which the first \
+                     checkpoint would copy into the data directory; the session runs without \
+                     checkpoints (rewind and diff are not available for it)",
+                    root.display(),
+                    max_bytes / (1024 * 1024)
+                ));
+            }
+        }
+    }
+    None
+}
+
 struct Mounted {
     host: String,
     handle: Arc<MountHandle>,
@@ -65,6 +108,11 @@ impl Checkpoints {
         writable.dedup_by(|b, a| b.host.starts_with(&a.host));
         if writable.is_empty() {
             return Ok(None);
+        }
+        for mount in &writable {
+            if let Some(why) = too_big(&mount.host, FIRST_WALK_FILES, FIRST_WALK_BYTES) {
+                return Err(why);
+            }
         }
         let rules = Rules {
             protect: Protect {
@@ -213,3 +261,23 @@ pub fn at_turn_start(checkpoints: &[(u64, bool, String)], turn: u64) -> Option<&
         .map(|(_, _, id)| id.as_str())
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mount_past_the_first_walk_bounds_is_named_and_one_within_them_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..10 {
+            std::fs::write(dir.path().join(format!("f{i}")), [0u8; 100]).unwrap();
+        }
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        for i in 0..50 {
+            std::fs::write(dir.path().join(format!(".git/o{i}")), "x").unwrap();
+        }
+        assert_eq!(too_big(dir.path(), 10, 1_000), None, "the git directory is not counted");
+        let why = too_big(dir.path(), 9, 1_000_000).expect("over the entry bound");
+        assert!(why.contains("without checkpoints"), "{why}");
+        assert!(too_big(dir.path(), 100, 999).is_some(), "over the byte bound");
+    }
+}

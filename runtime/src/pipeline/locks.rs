@@ -25,16 +25,8 @@ pub struct Access {
 impl Access {
     /// The access of a call to `spec` with validated `args` under `mounts`.
     pub fn of(spec: &ToolSpec, args: &Value, mounts: &[Mount]) -> Access {
-        let paths = spec
-            .meta
-            .path_params
-            .iter()
-            .filter_map(|param| args.get(param))
-            .flat_map(|value| match value {
-                Value::String(path) => vec![path.as_str()],
-                Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
-                _ => Vec::new(),
-            })
+        let paths = path_arguments(spec, args)
+            .into_iter()
             .map(|guest| real_path(guest, mounts))
             .collect();
         Access {
@@ -47,6 +39,21 @@ impl Access {
     pub fn conflicts_with(&self, other: &Access) -> bool {
         (self.writes || other.writes) && self.paths.iter().any(|p| other.paths.contains(p))
     }
+}
+
+/// The paths a call to `spec` names in `args`, as written: its declared path parameters, each
+/// a string or a list of them.
+pub(super) fn path_arguments<'a>(spec: &ToolSpec, args: &'a Value) -> Vec<&'a str> {
+    spec.meta
+        .path_params
+        .iter()
+        .filter_map(|param| args.get(param))
+        .flat_map(|value| match value {
+            Value::String(path) => vec![path.as_str()],
+            Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        })
+        .collect()
 }
 
 /// The host path `guest` means under `mounts`, as real as the file system allows.

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::locks::lexical;
+use super::locks::{lexical, path_arguments};
 
 use paddock_sandbox::{Grant, MountMode};
 use paddock_types::contract::{ErrorCode, ToolError, ToolSpec};
@@ -30,19 +30,6 @@ pub(super) fn explain(spec: &ToolSpec, grant: &Grant, args: &Value, error: ToolE
         }
     }
     error
-}
-
-fn path_arguments<'a>(spec: &ToolSpec, args: &'a Value) -> Vec<&'a str> {
-    spec.meta
-        .path_params
-        .iter()
-        .filter_map(|param| args.get(param))
-        .flat_map(|value| match value {
-            Value::String(path) => vec![path.as_str()],
-            Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
-        })
-        .collect()
 }
 
 /// Why `path` failed, when the grant says: outside every mount, protected, or under a
