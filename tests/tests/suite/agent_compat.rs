@@ -114,7 +114,7 @@ async fn the_output_limit_reaches_each_request_and_a_toolless_session_warns() {
     assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
     let warning = end.warning.unwrap_or_default();
     assert!(
-        warning.contains("the model called no tool in this session although 6 were offered"),
+        warning.contains("the model called no tool in this session although 7 were offered"),
         "{warning}"
     );
     assert!(warning.contains("docs/providers.md"), "{warning}");
@@ -149,7 +149,7 @@ async fn the_output_limit_flag_reaches_run_and_resume_and_a_toolless_session_say
         .rfind(|l| l.starts_with("stopped:"))
         .unwrap_or("");
     assert!(
-        last.contains("the model called no tool in this session although 6 were offered"),
+        last.contains("the model called no tool in this session although 7 were offered"),
         "{said}"
     );
     assert!(last.contains("docs/providers.md"), "{last}");

@@ -107,7 +107,8 @@ async fn a_task_runs_to_completion_and_every_step_is_logged_in_order() {
             "grep",
             "glob",
             "shell",
-            "write_stdin"
+            "write_stdin",
+            "task"
         ]
     );
     // C1: each tool goes out with its description and schema exactly as declared.
