@@ -35,7 +35,7 @@ pub use capability::shell::judge::{
 };
 pub use capability::shell::judge_for_gate as judge_shell_command;
 pub use fs::ambient::is_git_dir;
-pub use fs::mount::MountHandle;
+pub use fs::mount::{MountHandle, open_file_no_symlinks};
 pub use fs::private_dir::create_private_dir;
 pub use fs::protect::Protect;
 pub use grant::{

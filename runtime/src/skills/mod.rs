@@ -56,9 +56,9 @@ impl Skill {
         &self.file.name
     }
 
-    /// A file of the skill, `relative` to its folder: no absolute path, no `..`, and the real
-    /// path (symlinks resolved) still inside the folder; a regular file of at most
-    /// `MAX_FILE_BYTES`.
+    /// A file of the skill, `relative` to its folder: no absolute path, no `..`, no symlink on
+    /// the way (opened by `openat2` with `RESOLVE_NO_SYMLINKS`, so a swap after any check
+    /// cannot lead out); a regular file of at most `MAX_FILE_BYTES`.
     pub fn read(&self, relative: &str) -> Result<String, SkillError> {
         let bad = |why: String| SkillError(format!("skill {}: {relative:?}: {why}", self.name()));
         let rel = Path::new(relative);
@@ -72,21 +72,24 @@ impl Skill {
                     .into(),
             ));
         }
-        let real = self
-            .dir
-            .join(rel)
-            .canonicalize()
-            .map_err(|e| bad(format!("cannot open it: {e}")))?;
-        if !real.starts_with(&self.dir) {
-            return Err(bad("it leads outside the skill's folder".into()));
-        }
-        let meta = std::fs::metadata(&real).map_err(|e| bad(e.to_string()))?;
-        if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+        // Opened with no symlink anywhere on the way (the folder's path is canonical since it
+        // was found): what is read is inside the folder, whatever a session swapped in since.
+        let file = paddock_sandbox::open_file_no_symlinks(&self.dir.join(rel)).map_err(|e| {
+            bad(format!(
+                "cannot open it as a regular file inside the skill's folder without following a \
+                 symlink: {e}"
+            ))
+        })?;
+        let size = file.metadata().map_err(|e| bad(e.to_string()))?.len();
+        if size > MAX_FILE_BYTES {
             return Err(bad(format!(
                 "not a regular file of at most {MAX_FILE_BYTES} bytes"
             )));
         }
-        std::fs::read_to_string(&real).map_err(|e| bad(format!("cannot read it as text: {e}")))
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_FILE_BYTES), &mut text)
+            .map_err(|e| bad(format!("cannot read it as text: {e}")))?;
+        Ok(text)
     }
 
     /// The files beside `SKILL.md`, relative to the folder, sorted (at most 200).
@@ -236,5 +239,35 @@ pub fn listing_tokens(listing: &str) -> u64 {
         0
     } else {
         crate::log::estimate_tokens(listing.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A skill's files are read inside its folder and never through a symlink, so a link a
+    /// session planted (or swapped in after a check) cannot lead the `skill` tool out of it.
+    #[test]
+    fn a_skill_file_is_read_inside_its_folder_and_never_through_a_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("secret.txt");
+        std::fs::write(&outside, "do not read").unwrap();
+        let dir = tmp.path().join("demo");
+        std::fs::create_dir_all(dir.join("scripts")).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            "---\nname: demo\ndescription: a demo skill\n---\nRun scripts/run.sh.\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("scripts/run.sh"), "echo hi\n").unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("link.txt")).unwrap();
+        std::os::unix::fs::symlink(tmp.path(), dir.join("up")).unwrap();
+        let skill = load(&dir, SkillOrigin::User).expect("the skill loads");
+        assert_eq!(skill.read("scripts/run.sh").unwrap(), "echo hi\n");
+        for planted in ["link.txt", "up/secret.txt", "../secret.txt", "/etc/passwd"] {
+            let error = skill.read(planted).expect_err(planted);
+            assert!(!error.0.contains("do not read"), "{planted}: {}", error.0);
+        }
     }
 }

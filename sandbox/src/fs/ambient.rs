@@ -61,6 +61,10 @@ pub(crate) const NAMES: &[Named] = &[
         "paddock: presets, hooks and instructions a later session reads",
     ),
     named(
+        ".agents",
+        "Agent Skills: SKILL.md and its scripts, which a later session (paddock, codex, Claude Code, opencode, goose) lists to its model and runs",
+    ),
+    named(
         ".cargo/config.toml",
         "cargo: read in every ancestor; build.rustc, rustc-wrapper, runner and aliases run on any cargo command",
     ),

@@ -148,9 +148,28 @@ pub(crate) fn openat2(
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// Opens the regular file at `path` (absolute, canonical) for reading with no symlink anywhere
+/// on the way, so what is read is the file that path names now, whatever was swapped in since
+/// it was checked: for files paddock itself reads from places a session may write (a skill's).
+pub fn open_file_no_symlinks(path: &Path) -> std::io::Result<std::fs::File> {
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW;
+    let file = std::fs::File::from(open_path_no_symlinks(path, flags)?);
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    Ok(file)
+}
+
 /// Opens the directory at `path` with no symlink anywhere on the way.
 fn open_no_symlinks(path: &Path) -> std::io::Result<OwnedFd> {
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+    open_path_no_symlinks(path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW)
+}
+
+/// Opens `path` with `flags` and no symlink anywhere on the way.
+fn open_path_no_symlinks(path: &Path, flags: libc::c_int) -> std::io::Result<OwnedFd> {
     match openat2(libc::AT_FDCWD, path, flags, libc::RESOLVE_NO_SYMLINKS) {
         Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {}
         other => return other,
