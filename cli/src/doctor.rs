@@ -11,7 +11,7 @@ use serde_json::json;
 use super::Exit;
 use super::report::CommandResult;
 use super::style::{self, GREEN, RED, json_for_terminal, paint, sanitize};
-use paddock_sandbox::{Canary, layers, probe_in_child, run_canaries};
+use paddock_sandbox::{Canary, Layer, layers, probe_in_child, run_canaries};
 
 #[derive(Args)]
 pub struct DoctorArgs {
@@ -72,6 +72,8 @@ pub async fn doctor(args: DoctorArgs) -> CommandResult {
         println!("{}", json_for_terminal(&object.to_string()));
     } else {
         let color = style::color_enabled_stdout();
+        println!("{}", verdict(&layers, &canaries, color));
+        println!();
         for layer in &layers {
             let (mark, detail) = match &layer.state {
                 Ok(detail) => (paint(color, GREEN, "in force"), detail),
@@ -113,6 +115,49 @@ pub async fn doctor(args: DoctorArgs) -> CommandResult {
         }
     }
     Ok(if all { Exit::Ok } else { Exit::Failed })
+}
+
+/// The one line first: whether everything holds, else what is missing and what that means.
+fn verdict(layers: &[Layer], canaries: &Result<Vec<Canary>, String>, color: bool) -> String {
+    let missing: Vec<&str> = layers
+        .iter()
+        .filter(|l| l.state.is_err())
+        .map(|l| l.name)
+        .collect();
+    let broken: Vec<&str> = match canaries {
+        Ok(all) => all
+            .iter()
+            .filter(|c| c.outcome.is_err())
+            .map(|c| c.name)
+            .collect(),
+        Err(_) => vec!["(not run)"],
+    };
+    if missing.is_empty() && broken.is_empty() {
+        return paint(
+            color,
+            GREEN,
+            &format!(
+                "all {} layers are in force and every canary held: tools, programs and MCP \
+                 servers run as confined as this build can make them",
+                layers.len()
+            ),
+        );
+    }
+    let mut what = Vec::new();
+    if !missing.is_empty() {
+        what.push(format!("missing: {}", missing.join(", ")));
+    }
+    if !broken.is_empty() {
+        what.push(format!("canaries not held: {}", broken.join(", ")));
+    }
+    paint(
+        color,
+        RED,
+        &format!(
+            "not every layer holds here ({}): what each stops, and the fix, is below",
+            what.join("; ")
+        ),
+    )
 }
 
 /// The jail's canaries, run with this very binary as the program.

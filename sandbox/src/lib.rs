@@ -42,7 +42,7 @@ pub use grant::{
     Capability, ExecGrant, Grant, HttpGrant, Limits, LiveOutput, Mount, MountMode, SessionState,
     SpillDir,
 };
-pub use layers::layers;
+pub use layers::{Layer, layers};
 pub use leftovers::{call_tag, remove_temp};
 pub use paddock_jail::hide_from_programs;
 pub use paddock_jail::settle as settle_finished_runs;

@@ -80,6 +80,17 @@ fn layer<'a>(layers: &'a [Value], name: &str) -> &'a Value {
 #[test]
 fn on_this_machine_every_layer_is_in_force() {
     let project = Project::new(&[]);
+    // The text starts with its one-line verdict.
+    let text = project.command(&["doctor"]).output().unwrap();
+    let first = String::from_utf8_lossy(&text.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        first.starts_with("all 6 layers are in force and every canary held"),
+        "{first}"
+    );
     let output = project.command(&["doctor", "--json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let layers = layers(&output);
@@ -150,6 +161,16 @@ fn demo_run(project: &Project, run: std::io::Result<Output>) -> (String, Vec<Val
 #[test]
 fn where_namespaces_are_forbidden_doctor_says_so_and_exec_fails_closed() {
     let project = Project::new(&[("notes.txt", "hello\n")]);
+    let text = without_namespaces(&project, &["doctor"]);
+    let first = String::from_utf8_lossy(&text.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        first.starts_with("not every layer holds here (missing: namespaces"),
+        "the verdict names what is missing: {first}"
+    );
     let output = without_namespaces(&project, &["doctor", "--json"]);
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     let layers = layers(&output);
