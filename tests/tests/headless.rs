@@ -61,6 +61,63 @@ async fn catches(pid: &str, signals: &[libc::c_int]) {
     }
 }
 
+/// A scripted model that asks for one `read_file` and then streams its answer slowly, stalling
+/// `stall_ms` after the first frame: a signal lands mid-stream for many runs.
+async fn slow_server(stall_ms: u64) -> ScriptedServer {
+    ScriptedServer::start(Script {
+        steps: vec![
+            call_step("c1", "read_file", r#"{"path":"notes.txt"}"#),
+            Step::Reply(
+                Turn::text(&["Read it", ", done."]).with_fault(Fault::StallAfter {
+                    frames: 1,
+                    ms: stall_ms,
+                }),
+            ),
+        ],
+    })
+    .await
+    .unwrap()
+}
+
+/// `paddock run --json "read notes.txt"` against `server`, its output piped, started.
+fn spawn_run(project: &Project, server: &ScriptedServer) -> std::process::Child {
+    let url = server.openai_base_url();
+    let mut cmd = project.command(&[
+        "run",
+        "--json",
+        "read notes.txt",
+        "--base-url",
+        &url,
+        "--model",
+        "scripted",
+    ]);
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    cmd.spawn().expect("spawn paddock")
+}
+
+/// The `result` line a run ended with (its `data`), which must be the last line, parse, and
+/// carry the process's own exit code; `what` names the run in a failure.
+fn result_line(out: &std::process::Output, what: &str) -> Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().last().unwrap_or_else(|| {
+        panic!(
+            "{what}: printed nothing ({:?}); stderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let line: Value = serde_json::from_str(last)
+        .unwrap_or_else(|e| panic!("{what}: the last line is not JSON ({e}): {last}"));
+    assert_eq!(line["type"], "result", "{what}: {last}");
+    assert_eq!(
+        out.status.code(),
+        line["data"]["exit_code"].as_i64().map(|c| c as i32),
+        "{what}: the process exit code is the result line's: {last}"
+    );
+    line["data"].clone()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_sessions_half_of_them_terminated_all_end_with_a_result_line() {
     // One data directory: both built-in plugins compile once (a call of each first), then
@@ -72,38 +129,12 @@ async fn fifty_sessions_half_of_them_terminated_all_end_with_a_result_line() {
     }
     let mut servers = Vec::new();
     for _ in 0..SESSIONS {
-        let server = ScriptedServer::start(Script {
-            steps: vec![
-                call_step("c1", "read_file", r#"{"path":"notes.txt"}"#),
-                // The answer streams slowly: a signal lands mid-stream for many sessions.
-                Step::Reply(
-                    Turn::text(&["Read it", ", done."]).with_fault(Fault::StallAfter {
-                        frames: 1,
-                        ms: 1_500,
-                    }),
-                ),
-            ],
-        })
-        .await
-        .unwrap();
-        servers.push(server);
+        servers.push(slow_server(1_500).await);
     }
     let delays = points(0x9e37_79b9_7f4a_7c15, SESSIONS, 3_000);
     let mut runs = Vec::new();
     for (i, server) in servers.iter().enumerate() {
-        let url = server.openai_base_url();
-        let mut cmd = project.command(&[
-            "run",
-            "--json",
-            "read notes.txt",
-            "--base-url",
-            &url,
-            "--model",
-            "scripted",
-        ]);
-        cmd.stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let child = cmd.spawn().expect("spawn paddock");
+        let child = spawn_run(&project, server);
         let signal = (i % 2 == 0).then(|| (delays[i], if i % 4 == 0 { "-TERM" } else { "-HUP" }));
         runs.push(tokio::task::spawn(async move {
             let pid = child.id().to_string();
@@ -126,28 +157,13 @@ async fn fifty_sessions_half_of_them_terminated_all_end_with_a_result_line() {
     let mut terminated = 0;
     for run in runs {
         let (i, signal, out, _took) = run.await.unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let last = stdout.lines().last().unwrap_or_else(|| {
-            panic!(
-                "session {i} ({signal:?}) printed nothing; stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-        let line: Value = serde_json::from_str(last)
-            .unwrap_or_else(|e| panic!("session {i}: the last line is not JSON ({e}): {last}"));
-        assert_eq!(line["type"], "result", "session {i}: {last}");
-        let result = &line["data"];
+        let result = result_line(&out, &format!("session {i} ({signal:?})"));
         let code = out.status.code();
-        assert_eq!(
-            code,
-            result["exit_code"].as_i64().map(|c| c as i32),
-            "session {i} ({signal:?}): the process exit code is the result line's: {last}"
-        );
         let stop = result["stop_reason"].as_str().unwrap();
         match (signal, stop, code) {
             (_, "completed", Some(0)) => {}
             (Some(_), "terminated", Some(143)) => terminated += 1,
-            other => panic!("session {i}: undocumented ending {other:?}: {last}"),
+            other => panic!("session {i}: undocumented ending {other:?}: {result}"),
         }
     }
     // The points spread over the whole session: most signals land while it runs.
@@ -168,33 +184,9 @@ async fn fifty_sessions_half_of_them_terminated_all_end_with_a_result_line() {
 async fn ctrl_c_at_any_point_of_set_up_ends_with_a_result_line_and_130() {
     let project = Project::new(&[("notes.txt", "hello\n")]);
     for after in [5u64, 10, 20, 50, 200, 500] {
-        let server = ScriptedServer::start(Script {
-            steps: vec![
-                call_step("c1", "read_file", r#"{"path":"notes.txt"}"#),
-                Step::Reply(
-                    Turn::text(&["Read it", ", done."]).with_fault(Fault::StallAfter {
-                        frames: 1,
-                        ms: 5_000,
-                    }),
-                ),
-            ],
-        })
-        .await
-        .unwrap();
-        let url = server.openai_base_url();
-        let mut cmd = project.command(&[
-            "run",
-            "--json",
-            "read notes.txt",
-            "--base-url",
-            &url,
-            "--model",
-            "scripted",
-        ]);
-        cmd.stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
+        let server = slow_server(5_000).await;
         let spawned = Instant::now();
-        let child = cmd.spawn().expect("spawn paddock");
+        let child = spawn_run(&project, &server);
         let pid = child.id().to_string();
         catches(&pid, &[libc::SIGSEGV]).await;
         let caught_after = spawned.elapsed();
@@ -207,25 +199,14 @@ async fn ctrl_c_at_any_point_of_set_up_ends_with_a_result_line_and_130() {
             .await
             .unwrap_or_else(|_| panic!("Ctrl-C {after} ms in: paddock hung (pid {pid})"))
             .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let last = stdout.lines().last().unwrap_or_else(|| {
-            panic!(
-                "Ctrl-C {after} ms in: no output ({:?}); stderr: {stderr}",
-                out.status
-            )
-        });
-        let line: Value = serde_json::from_str(last).unwrap_or_else(|e| {
-            panic!("Ctrl-C {after} ms in: the last line is not JSON ({e}): {last}")
-        });
-        assert_eq!(line["type"], "result", "Ctrl-C {after} ms in: {last}");
-        let result = &line["data"];
+        let what = format!("Ctrl-C {after} ms in (started {caught_after:?} after spawn)");
+        let result = result_line(&out, &what);
         assert_eq!(
             (result["stop_reason"].as_str(), out.status.code()),
             (Some("interrupted"), Some(130)),
-            "Ctrl-C {after} ms in (started {caught_after:?} after spawn): {last}; stderr: {stderr}"
+            "{what}: {result}; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
         );
-        assert_eq!(result["exit_code"], 130, "{last}");
         let session = result["session"]
             .as_str()
             .expect("a session id")

@@ -68,6 +68,12 @@ medium = "allow"
 high = "allow"
 "#;
 
+/// The first line `paddock doctor` printed: its verdict.
+fn first_line(output: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    stdout.lines().next().unwrap_or_default().to_string()
+}
+
 fn layers(output: &Output) -> Vec<Value> {
     let value: Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
     value["layers"].as_array().unwrap().clone()
@@ -82,11 +88,7 @@ fn on_this_machine_every_layer_is_in_force() {
     let project = Project::new(&[]);
     // The text starts with its one-line verdict.
     let text = project.command(&["doctor"]).output().unwrap();
-    let first = String::from_utf8_lossy(&text.stdout)
-        .lines()
-        .next()
-        .unwrap_or("")
-        .to_string();
+    let first = first_line(&text);
     assert!(
         first.starts_with("all 6 layers are in force and every canary held"),
         "{first}"
@@ -162,11 +164,7 @@ fn demo_run(project: &Project, run: std::io::Result<Output>) -> (String, Vec<Val
 fn where_namespaces_are_forbidden_doctor_says_so_and_exec_fails_closed() {
     let project = Project::new(&[("notes.txt", "hello\n")]);
     let text = without_namespaces(&project, &["doctor"]);
-    let first = String::from_utf8_lossy(&text.stdout)
-        .lines()
-        .next()
-        .unwrap_or("")
-        .to_string();
+    let first = first_line(&text);
     assert!(
         first.starts_with("not every layer holds here (missing: namespaces"),
         "the verdict names what is missing: {first}"
