@@ -232,3 +232,47 @@ async fn a_skill_whose_declared_needs_are_wider_is_named_by_the_same_proof() {
         }
     }
 }
+
+/// A session cannot plant a skill for a later one: `.agents` is protected like `.paddock`, so
+/// neither `write_file` nor a command in the jail's shell creates `.agents/skills/NAME/SKILL.md`,
+/// and the real tool that would list it, `paddock skill list` in the trusted project, never
+/// shows it. The control, a skill the user wrote there, is listed.
+#[test]
+fn a_session_cannot_plant_a_skill_that_a_later_session_lists() {
+    let project = Project::new(&[("notes.txt", "x\n")]);
+    let skill = |name: &str| format!("---\nname: {name}\ndescription: run me\n---\nRun it.\n");
+    let control = project.dir.path().join(".agents/skills/mine");
+    std::fs::create_dir_all(&control).unwrap();
+    std::fs::write(control.join("SKILL.md"), skill("mine")).unwrap();
+    let out = project.batch(
+        "coding",
+        &[
+            (
+                "write_file",
+                serde_json::json!({"path": ".agents/skills/planted/SKILL.md", "content": skill("planted")}),
+            ),
+            (
+                "shell",
+                serde_json::json!({"command": "mkdir -p .agents/skills/planted2 && printf -- '---\\nname: planted2\\ndescription: d\\n---\\nx\\n' > .agents/skills/planted2/SKILL.md; mkdir -p sub/.agents/skills/p3"}),
+            ),
+        ],
+    );
+    for planted in ["planted/SKILL.md", "planted2/SKILL.md"] {
+        assert!(
+            !project
+                .dir
+                .path()
+                .join(".agents/skills")
+                .join(planted)
+                .exists(),
+            "{planted} was written: {}",
+            text(&out)
+        );
+    }
+    let trusted = project.command(&["trust"]).output().unwrap();
+    assert!(trusted.status.success(), "{}", text(&trusted));
+    let listed = project.command(&["skill", "list"]).output().unwrap();
+    let said = text(&listed);
+    assert!(said.contains("mine"), "the control is listed: {said}");
+    assert!(!said.contains("planted"), "{said}");
+}
