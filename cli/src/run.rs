@@ -10,6 +10,7 @@ use super::session_view::Printer;
 use super::trust::TerminalTrust;
 use super::{Env, Exit};
 use crate::approver::TerminalApprover;
+use paddock::agent::model_script::ModelScript;
 use paddock::agent::{Observer, TurnEnd};
 use paddock::ask::{Approver, OnAsk};
 use paddock::log::Tap;
@@ -67,8 +68,13 @@ pub struct SessionArgs {
     #[arg(long, default_value = "default")]
     preset: String,
     /// Run the scripted demo model: no network, no API key; everything else is real.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "model_script")]
     demo: bool,
+    /// Your own scripted model: a TOML file of turns, each with text and tool calls
+    /// (docs/model-script.md). No network, no key; drives your tools through the real loop.
+    /// Like --demo, it stands in for any --base-url or preset [model].
+    #[arg(long, value_name = "FILE")]
+    model_script: Option<std::path::PathBuf>,
     /// An OpenAI-compatible (or, with --provider anthropic, Anthropic) server, instead of the
     /// preset's [model]. The API key, if the server needs one, is read from PADDOCK_API_KEY.
     #[arg(long, env = "PADDOCK_BASE_URL")]
@@ -97,14 +103,21 @@ impl SessionArgs {
         }
     }
 
-    fn model_choice(&self) -> ModelChoice {
-        ModelChoice {
+    /// The model flags; a model script is read and checked here, so a bad one is refused
+    /// before anything starts.
+    fn model_choice(&self) -> Result<ModelChoice, Failure> {
+        let script = match &self.model_script {
+            Some(path) => Some(ModelScript::from_file(path).map_err(Failure::usage)?),
+            None => None,
+        };
+        Ok(ModelChoice {
             demo: self.demo,
+            script,
             base_url: self.base_url.clone(),
             model: self.model.clone(),
             provider: self.provider,
             max_output_tokens: self.max_output_tokens,
-        }
+        })
     }
 }
 
@@ -119,7 +132,7 @@ pub(super) async fn start_session(
     let env = Env::open().map_err(|e| Failure::usage(format!("{e:#}")))?;
     let mut builder = Session::builder(env)
         .preset(&args.preset)
-        .model(args.model_choice())
+        .model(args.model_choice()?)
         .approver(approver)
         .trust(Box::new(TerminalTrust { may_ask: true }))
         .max_turns(args.max_turns);

@@ -148,6 +148,9 @@ pub const PY_EXAMPLE: (&str, &str) = (
     include_str!("../../../plugins/examples/py-word-freq/app.py"),
 );
 
+/// The model script a tool project is driven through the loop with (docs/model-script.md).
+const MODEL_SCRIPT: &str = include_str!("templates/model-script.toml");
+
 fn from_example((tool, text): (&str, &str)) -> String {
     text.replace(tool, "{{tool}}")
 }
@@ -170,6 +173,7 @@ fn files(kind: Kind, lang: Lang) -> Vec<(&'static str, String)> {
             ),
             ("src/lib.rs", include_str!("templates/rust-tool.rs")),
             ("preset.toml", include_str!("templates/preset-tool.toml")),
+            ("model-script.toml", MODEL_SCRIPT),
         ],
         (Kind::Hook, Lang::Rust) => vec![
             ("Cargo.toml", include_str!("templates/rust-Cargo.toml")),
@@ -183,6 +187,7 @@ fn files(kind: Kind, lang: Lang) -> Vec<(&'static str, String)> {
         (Kind::Tool, Lang::Js) => vec![
             ("package.json", include_str!("templates/js-package.json")),
             ("preset.toml", include_str!("templates/preset-text.toml")),
+            ("model-script.toml", MODEL_SCRIPT),
         ],
         (Kind::Hook, Lang::Js) => vec![
             ("package.json", include_str!("templates/js-package.json")),
@@ -195,6 +200,7 @@ fn files(kind: Kind, lang: Lang) -> Vec<(&'static str, String)> {
                 include_str!("templates/py-requirements.txt"),
             ),
             ("preset.toml", include_str!("templates/preset-text.toml")),
+            ("model-script.toml", MODEL_SCRIPT),
         ],
         (Kind::Hook, Lang::Python) => vec![
             (
@@ -205,13 +211,36 @@ fn files(kind: Kind, lang: Lang) -> Vec<(&'static str, String)> {
             ("preset.toml", include_str!("templates/preset-hook.toml")),
         ],
     });
+    // The Rust template's tool takes a `path`, the JavaScript and Python ones a `text`.
+    let args = match lang {
+        Lang::Rust => r#"{ path = "README.md" }"#,
+        Lang::Js | Lang::Python => r#"{ text = "{{task}}" }"#,
+    };
     let mut files: Vec<(&'static str, String)> = files
         .into_iter()
-        .map(|(path, text)| (path, text.to_string()))
+        .map(|(path, text)| (path, text.replace("{{args}}", args)))
         .collect();
     files.extend(example);
     files
 }
+
+/// A tool project's README section that drives the tool through the loop with its model
+/// script: the model's side scripted, everything else real.
+const LOOP: &str = r#"## Drive it through the loop
+
+`model-script.toml` is a scripted model: it calls `{{tool}}` once, then repeats what the tool
+answered. `paddock run` plays it instead of a model server (no key, no network), so the call
+goes through repair, validation, hooks and the sandbox like a model's would, and is logged:
+
+```sh
+paddock run --model-script model-script.toml "two words two" --preset ./preset.toml
+paddock log SESSION      # the session id `paddock run` printed last; --list shows them all
+```
+
+Edit its turns to try other arguments, a sloppy call (`raw = '...'` sends argument text as is)
+or several calls in one response; the format is docs/model-script.md in paddock's repository.
+
+"#;
 
 struct Readme {
     text: String,
@@ -290,6 +319,7 @@ fn readme(kind: Kind, lang: Lang, file: &str) -> Readme {
         .replace("{{build}}", &build.replace("{{world}}", world))
         .replace("{{wasm}}", &wasm)
         .replace("{{try}}", try_it)
+        .replace("{{loop}}", if kind == Kind::Tool { LOOP } else { "" })
         .replace("{{notes}}", notes);
     Readme { text, commands }
 }

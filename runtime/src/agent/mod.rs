@@ -14,6 +14,7 @@ mod calls;
 mod compact;
 mod compact_plan;
 mod inbox;
+pub mod model_script;
 pub mod scripted;
 
 use crate::log::{Body, Lane, SessionLog, Source, StopReason};

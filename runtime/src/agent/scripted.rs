@@ -1,5 +1,5 @@
-//! A scripted model for the demo (`paddock run --demo`): no network and no API key, but the
-//! rest is real. Each reply is rendered as an OpenAI Chat Completions SSE body and goes
+//! A scripted model for the demo (`paddock run --demo`) and for the user's own model scripts
+//! (`--model-script FILE`, see `model_script`): no network and no API key, but the rest is real. Each reply is rendered as an OpenAI Chat Completions SSE body and goes
 //! through the same assembler as a real stream, then through the loop, the pipeline (repair,
 //! validation, hooks, approval), the sandbox and the log.
 
@@ -9,6 +9,7 @@ use bytes::Bytes;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::model_script::ModelScript;
 use crate::model::assembler::OpenAiAssembler;
 use crate::model::{
     AttemptId, AttemptRecord, AttemptStatus, Completion, Delta, EventSink, ModelError, ModelEvent,
@@ -37,17 +38,56 @@ impl Reply {
 /// Answers each request with the next reply; after the last, it says the script has ended.
 pub struct ScriptedProvider {
     config: ProviderConfig,
-    replies: Vec<Reply>,
+    replies: Replies,
     next: AtomicUsize,
+}
+
+/// Fixed replies (the demo), or a user's script filled from each request.
+enum Replies {
+    Fixed(Vec<Reply>),
+    Script(ModelScript),
 }
 
 impl ScriptedProvider {
     pub fn new(replies: Vec<Reply>) -> ScriptedProvider {
         ScriptedProvider {
             config: ProviderConfig::new(ProviderKind::Openai, "scripted-demo", None),
-            replies,
+            replies: Replies::Fixed(replies),
             next: AtomicUsize::new(0),
         }
+    }
+
+    /// The user's model script.
+    pub fn script(script: ModelScript) -> ScriptedProvider {
+        ScriptedProvider {
+            config: ProviderConfig::new(ProviderKind::Openai, "model-script", None),
+            replies: Replies::Script(script),
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// Reply `n` for `request`, or the one that ends the script.
+    fn reply(&self, n: usize, request: &ModelRequest) -> Reply {
+        let found = match &self.replies {
+            Replies::Fixed(replies) => replies.get(n).cloned(),
+            Replies::Script(script) => script
+                .render(n, request.messages.messages())
+                .map(|r| Reply {
+                    text: r.text,
+                    calls: r.calls,
+                }),
+        };
+        found.unwrap_or_else(|| match &self.replies {
+            Replies::Fixed(_) => Reply::new("The demo script has ended.", &[]),
+            Replies::Script(script) => Reply::new(
+                &format!(
+                    "The model script {} has ended (all {} of its turns were used).",
+                    script.name,
+                    script.len()
+                ),
+                &[],
+            ),
+        })
     }
 
     /// Skips replies already given (a resumed demo session goes on where it stopped).
@@ -123,7 +163,7 @@ impl Provider for ScriptedProvider {
 
     async fn complete(
         &self,
-        _request: &ModelRequest,
+        request: &ModelRequest,
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<Completion, ModelError> {
@@ -131,8 +171,7 @@ impl Provider for ScriptedProvider {
             return Err(ModelError::Cancelled);
         }
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let ended = Reply::new("The demo script has ended.", &[]);
-        let reply = self.replies.get(n).unwrap_or(&ended);
+        let reply = &self.reply(n, request);
         let attempt = AttemptId(format!("demo-{}", n + 1));
         events.emit(ModelEvent::AttemptStarted {
             attempt: attempt.clone(),

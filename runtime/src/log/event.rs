@@ -216,6 +216,10 @@ pub struct SessionStart {
     /// names). `None` for the scripted demo.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_config: Option<crate::model::ProviderConfig>,
+    /// The text of the user's model script (`--model-script`), when the session ran on one:
+    /// `resume` replays this text, not whatever the file says now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_script: Option<String>,
     /// The whole system prompt: the preset's (or paddock's default) with the project's
     /// instruction files appended.
     pub system: String,
@@ -501,6 +505,7 @@ pub(crate) fn test_start() -> Body {
         lock: Vec::new(),
         parent: None,
         skills: None,
+        model_script: None,
     }))
 }
 

@@ -9,6 +9,7 @@ use super::error::{SetupCode, SetupError};
 use super::start::{is_client_session, plugin_hashes};
 use super::tools::{LoadFor, Loaded, load_preset};
 use super::{Env, Session};
+use crate::agent::model_script::ModelScript;
 use crate::agent::scripted::ScriptedProvider;
 use crate::agent::{NO_TASK, Observer};
 use crate::ask::Approver;
@@ -188,8 +189,8 @@ async fn load_recorded(
     .await
 }
 
-/// The model the session goes on with: `config`'s server, or the scripted demo moved past the
-/// responses the log already has.
+/// The model the session goes on with: `config`'s server, or the scripted demo (or the
+/// user's model script, as the start recorded it) moved past the responses the log already has.
 fn provider_for(
     config: Option<&ProviderConfig>,
     read: &Streamed,
@@ -197,10 +198,15 @@ fn provider_for(
 ) -> Result<Box<dyn crate::model::Provider>, SetupError> {
     match config {
         None => {
-            let demo = ScriptedProvider::demo();
+            let scripted = match &read.start.model_script {
+                Some(text) => ModelScript::parse("the session's model script", text)
+                    .map(ScriptedProvider::script)
+                    .map_err(SetupError::usage)?,
+                None => ScriptedProvider::demo(),
+            };
             let spent = &read.state.spent;
-            demo.skip((spent.model_requests - spent.compactions) as usize);
-            Ok(Box::new(demo))
+            scripted.skip((spent.model_requests - spent.compactions) as usize);
+            Ok(Box::new(scripted))
         }
         Some(config) => connect(with_limit(config, max_output_tokens))
             .map_err(|e| SetupError::usage(e.to_string())),

@@ -9,6 +9,7 @@ use super::tools::{LoadFor, Loaded, judge_preset};
 use super::trust::{ProjectUse, Trust};
 use super::{Env, Session};
 use crate::agent::DEFAULT_SYSTEM;
+use crate::agent::model_script::ModelScript;
 use crate::agent::scripted::ScriptedProvider;
 use crate::ask::{Approver, OnAsk};
 use crate::log::{
@@ -24,6 +25,8 @@ use crate::preset;
 pub struct ModelChoice {
     /// The scripted demo model: no network, no key.
     pub demo: bool,
+    /// The user's model script (`--model-script FILE`): like the demo, its replies theirs.
+    pub script: Option<ModelScript>,
     /// An OpenAI-compatible (or, with `provider = "anthropic"`, Anthropic) server instead of the
     /// preset's `[model]`; the key, if the server needs one, is read from `PADDOCK_API_KEY`.
     pub base_url: Option<String>,
@@ -201,7 +204,10 @@ impl SessionBuilder {
             .await?;
             // The model before any plugin or server starts: a missing key refuses here.
             let provider: Box<dyn crate::model::Provider> = match &model_config {
-                None => Box::new(ScriptedProvider::demo()),
+                None => match &model.script {
+                    Some(script) => Box::new(ScriptedProvider::script(script.clone())),
+                    None => Box::new(ScriptedProvider::demo()),
+                },
                 Some(config) => {
                     connect(config.clone()).map_err(|e| SetupError::usage(e.to_string()))?
                 }
@@ -223,19 +229,22 @@ impl SessionBuilder {
                 },
             );
             loaded.start_compiling();
-            let model = model_config
-                .as_ref()
-                .map_or("scripted-demo".to_string(), |c| c.model.clone());
+            let model_name = match (&model_config, &model.script) {
+                (Some(c), _) => c.model.clone(),
+                (None, Some(script)) => format!("model-script {}", script.name),
+                (None, None) => "scripted-demo".to_string(),
+            };
             let mut system = preset::with_instructions(&base, &instructions);
             system.push_str(&skills.listing);
             let mut start = start_record(
                 &loaded,
                 found,
                 &cwd,
-                (model, model_config),
+                (model_name, model_config),
                 system,
                 &instructions,
             );
+            start.model_script = model.script.as_ref().map(|s| s.text.clone());
             start.on_ask = on_ask.map(|mode| mode.as_str().to_string());
             start.parent = child.as_ref().map(|c| c.link.clone());
             start.skills = skills.record;
@@ -394,6 +403,7 @@ fn start_record(
         lock: loaded.lock_notes.clone(),
         parent: None,
         skills: None,
+        model_script: None,
     }
 }
 
@@ -449,7 +459,7 @@ fn choose_model(
     preset_name: &str,
     from_preset: Option<ProviderConfig>,
 ) -> Result<Option<ProviderConfig>, SetupError> {
-    if choice.demo {
+    if choice.demo || choice.script.is_some() {
         return Ok(None);
     }
     let mut config = match model_from(choice, from_preset) {

@@ -58,6 +58,7 @@ mod model_cancel;
 mod model_compat;
 mod model_faults;
 mod model_openai;
+mod model_script;
 mod pipeline_inputs;
 mod pipeline_scheduler;
 mod plugin_lock;

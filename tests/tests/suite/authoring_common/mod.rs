@@ -115,6 +115,41 @@ pub fn build_install_try(
     sh(project, dir, try_it)
 }
 
+/// Runs the `paddock run --model-script` line of the README's "Drive it through the loop"
+/// section verbatim; returns what it printed and the new session's `tool/result` data.
+pub fn drive_through_loop(project: &Project, dir: &Path) -> (String, Value) {
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    let section = readme
+        .split_once("## Drive it through the loop")
+        .expect("a tool project's README drives the tool through the loop")
+        .1;
+    let command = section
+        .lines()
+        .find(|l| l.starts_with("paddock run --model-script"))
+        .expect("the section gives the paddock run line");
+    let before = project.sessions();
+    let out = sh(project, dir, command);
+    let shown = text(&out);
+    assert!(out.status.success(), "`{command}` failed:\n{shown}");
+    let session = project
+        .sessions()
+        .into_iter()
+        .find(|s| !before.contains(s))
+        .unwrap_or_else(|| panic!("no session: {shown}"));
+    let events = project.events(&session);
+    let start = &events[0]["data"];
+    assert!(
+        start["model_script"].as_str().is_some_and(|s| s.contains("[[turn]]")),
+        "the start records the script's text: {start}"
+    );
+    let result = events
+        .into_iter()
+        .find(|e| e["type"] == "tool/result")
+        .unwrap_or_else(|| panic!("no tool/result: {shown}"))["data"]
+        .clone();
+    (shown, result)
+}
+
 /// A scripted model makes one call through `paddock run` with `preset`; returns the
 /// `tool/result` event's data.
 pub async fn call_through_run(project: &Project, preset: &Path, tool: &str, args: &str) -> Value {
