@@ -34,10 +34,10 @@ fn build(with_gnu: bool) -> Result<Built, String> {
         add.args(["target", "add", DIST_TARGET]);
         run(add)?;
     }
+    // ring's C code needs a musl C compiler; installed like the test tools are.
+    let musl_gcc = Path::new("/usr/bin/musl-gcc");
     if Command::new("musl-gcc").arg("--version").output().is_err() {
-        return Err(
-            "musl-gcc is missing (ring's C code needs it): apt-get install musl-tools".into(),
-        );
+        super::tools::apt_install(&["musl-tools"], &[musl_gcc])?;
     }
     let mut musl = cargo();
     musl.args([

@@ -22,7 +22,7 @@
 //!
 //! A second run finds them in place and installs nothing.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::{root, run};
@@ -63,6 +63,16 @@ fn oci_tools() -> Result<(PathBuf, PathBuf), String> {
     if registry.is_file() && skopeo.is_file() && openssl.is_file() {
         return Ok((registry, skopeo));
     }
+    apt_install(
+        &["docker-registry", "skopeo", "openssl"],
+        &[&registry, &skopeo, &openssl],
+    )?;
+    Ok((registry, skopeo))
+}
+
+/// Installs Debian `packages` with apt-get (through sudo when not root) and checks that each of
+/// `wanted` is there afterwards.
+pub fn apt_install(packages: &[&str], wanted: &[&Path]) -> Result<(), String> {
     let started = std::time::Instant::now();
     let sudo = !is_root();
     let apt = |args: &[&str]| {
@@ -73,28 +83,26 @@ fn oci_tools() -> Result<(PathBuf, PathBuf), String> {
         cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
         cmd
     };
+    eprintln!("xtask: installing {} with apt-get", packages.join(", "));
     run(apt(&["update", "-q"]))?;
-    run(apt(&[
-        "install",
-        "-y",
-        "-q",
-        "docker-registry",
-        "skopeo",
-        "openssl",
-    ]))?;
-    for tool in [&registry, &skopeo, &openssl] {
+    let mut install = vec!["install", "-y", "-q"];
+    install.extend_from_slice(packages);
+    run(apt(&install))?;
+    for tool in wanted {
         if !tool.is_file() {
             return Err(format!(
-                "{} is still missing after apt-get install docker-registry skopeo openssl",
-                tool.display()
+                "{} is still missing after apt-get install {}",
+                tool.display(),
+                packages.join(" ")
             ));
         }
     }
     eprintln!(
-        "xtask: docker-registry, skopeo and openssl installed in {:.0} s",
+        "xtask: {} installed in {:.0} s",
+        packages.join(", "),
         started.elapsed().as_secs_f64()
     );
-    Ok((registry, skopeo))
+    Ok(())
 }
 
 fn is_root() -> bool {
