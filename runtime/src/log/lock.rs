@@ -73,7 +73,7 @@ impl SessionLock {
                     session: dir
                         .file_name()
                         .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into()),
-                    holder: holder(&mut file),
+                    holder: live_holder(&mut file),
                 });
             }
             flock(&file, libc::LOCK_EX).map_err(io_error)?;
@@ -102,20 +102,7 @@ const DEAD_HOLDER_GRACE: std::time::Duration = std::time::Duration::from_secs(3)
 /// `kill -9` and an immediate `resume` meet exactly that; the lock is free a moment later.
 /// A live holder (or one not yet recorded) is not waited for. `Ok(true)`: the lock is taken.
 fn released_after_dead_holder(file: &mut File) -> io::Result<bool> {
-    let mut text = String::new();
-    let _ = file.rewind().and_then(|()| file.read_to_string(&mut text));
-    let Some(pid) = text
-        .lines()
-        .next()
-        .and_then(|l| l.trim().parse::<libc::pid_t>().ok())
-        .filter(|pid| *pid > 0)
-    else {
-        return Ok(false);
-    };
-    // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
-    let dead = unsafe { libc::kill(pid, 0) } == -1
-        && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-    if !dead {
+    if !recorded_pid(file).is_some_and(has_ended) {
         return Ok(false);
     }
     let until = std::time::Instant::now() + DEAD_HOLDER_GRACE;
@@ -156,6 +143,36 @@ fn this_command() -> String {
         .collect::<Vec<_>>()
         .join(" ");
     line.chars().filter(|c| !c.is_control()).take(120).collect()
+}
+
+/// The pid the lock file records, if any.
+fn recorded_pid(file: &mut File) -> Option<libc::pid_t> {
+    let mut text = String::new();
+    let _ = file.rewind().and_then(|()| file.read_to_string(&mut text));
+    text.lines()
+        .next()
+        .and_then(|l| l.trim().parse::<libc::pid_t>().ok())
+        .filter(|pid| *pid > 0)
+}
+
+fn has_ended(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+/// Who holds the lock, for a refusal: the recorded holder while it lives. A recorded holder
+/// that has ended is not the one in the way, and the refusal says so rather than name it.
+fn live_holder(file: &mut File) -> String {
+    let recorded = holder(file);
+    match recorded_pid(file) {
+        Some(pid) if has_ended(pid) => format!(
+            "one that has not recorded itself: the last recorded holder, {recorded}, has \
+             ended; a program it started may still hold the lock for a moment, or another \
+             paddock took it just now"
+        ),
+        _ => recorded,
+    }
 }
 
 /// Who holds the lock, as its lock file says: ``pid N: `COMMAND`, since TIME``. The holder writes
@@ -222,6 +239,23 @@ mod tests {
         assert_eq!(lines.len(), 3, "{recorded}");
         assert_eq!(lines[0], std::process::id().to_string());
         assert!(lines[2].parse::<u64>().is_ok(), "{recorded}");
+    }
+
+    #[test]
+    fn a_refusal_does_not_name_a_recorded_holder_that_has_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        std::fs::write(dir.path().join(LOCK_FILE), format!("{dead}\nold paddock run\n1000\n"))
+            .unwrap();
+        // Another open file description holds the lock without recording itself, as a holder
+        // between its flock and its record does.
+        let held = File::open(dir.path().join(LOCK_FILE)).unwrap();
+        flock(&held, libc::LOCK_EX).unwrap();
+        let refused = SessionLock::acquire(dir.path(), Wait::No).unwrap_err().to_string();
+        assert!(refused.contains("has ended"), "{refused}");
+        assert!(refused.contains("not recorded itself"), "{refused}");
     }
 
     #[test]
