@@ -325,7 +325,7 @@ pub(super) async fn install_locked(
     let progress = |name: &str, p: Progress| {
         if show {
             match p {
-                Progress::Compiling => eprintln!("{name}: compiling and checking"),
+                Progress::Compiling { .. } => eprintln!("{name}: compiling and checking"),
                 Progress::Downloading { done, total } if Some(done) == total => {
                     eprintln!("{name}: downloaded {done} bytes")
                 }

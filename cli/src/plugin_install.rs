@@ -379,7 +379,8 @@ fn print_signature(signature: Option<&paddock::plugin_store::SignatureRecord>) {
 
 /// The progress line on stderr while a plugin downloads and compiles: redrawn in place on a
 /// terminal; with `--progress` elsewhere, a line at most every few seconds. Off otherwise, so
-/// what a script reads stays as it was.
+/// what a script reads stays as it was, except for one line before a long first compile (a
+/// JavaScript or Python component), which would otherwise be a silent minute.
 struct ProgressLine {
     mode: Option<bool>,
     state: std::sync::Mutex<(Option<std::time::Instant>, bool)>,
@@ -397,7 +398,14 @@ impl ProgressLine {
 
     fn show(&self, progress: paddock::plugin_store::Progress) {
         use paddock::plugin_store::Progress;
-        let Some(tty) = self.mode else { return };
+        let Some(tty) = self.mode else {
+            if let Progress::Compiling { bytes } = progress
+                && bytes >= LONG_COMPILE_BYTES
+            {
+                eprintln!("{}", compiling(bytes));
+            }
+            return;
+        };
         let Ok(mut state) = self.state.lock() else {
             return;
         };
@@ -414,7 +422,7 @@ impl ProgressLine {
                     None => format!("downloading {}", mib(done)),
                 }
             }
-            Progress::Compiling => "compiling and checking the component".to_string(),
+            Progress::Compiling { bytes } => compiling(bytes),
         };
         *last = Some(std::time::Instant::now());
         if tty {
@@ -431,6 +439,22 @@ impl ProgressLine {
         {
             eprint!("\r\x1b[2K");
         }
+    }
+}
+
+/// Components this big (a JavaScript or Python runtime inside) take tens of seconds to compile
+/// on a small machine; a Rust tool, well under a MiB, takes a fraction of a second.
+const LONG_COMPILE_BYTES: u64 = 4 << 20;
+
+fn compiling(bytes: u64) -> String {
+    if bytes >= LONG_COMPILE_BYTES {
+        format!(
+            "compiling and checking the component ({}: one with a JavaScript or Python runtime \
+             inside takes up to a minute the first time; sessions then load it compiled)",
+            mib(bytes)
+        )
+    } else {
+        format!("compiling and checking the component ({})", mib(bytes))
     }
 }
 

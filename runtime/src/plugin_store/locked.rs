@@ -162,7 +162,9 @@ impl Installing<'_> {
             ));
         }
         let fetched = self.bytes(name, entry, progress).await?;
-        progress(Progress::Compiling);
+        progress(Progress::Compiling {
+            bytes: fetched.bytes.len() as u64,
+        });
         let checked = check_component(self.sandbox, name, &fetched.bytes)
             .await
             .map_err(&store)?;

@@ -31,7 +31,9 @@ pub async fn publish(
 ) -> Result<Published, StoreError> {
     let title = InstallSource::File(request.file.to_path_buf()).default_name();
     let wasm = std::fs::read(request.file).map_err(io("cannot read", request.file))?;
-    progress(Progress::Compiling);
+    progress(Progress::Compiling {
+        bytes: wasm.len() as u64,
+    });
     let label = if paddock_types::contract::valid_tool_name(&title) {
         title.clone()
     } else {

@@ -302,7 +302,9 @@ impl PluginStore {
         current: Option<Installed>,
         request: &InstallRequest<'_>,
     ) -> Result<InstallReport, StoreError> {
-        (request.progress)(Progress::Compiling);
+        (request.progress)(Progress::Compiling {
+            bytes: fetched.bytes.len() as u64,
+        });
         let checked = check_component(sandbox, name, &fetched.bytes).await?;
         let size = fetched.bytes.len() as u64;
         let record = checked.record(name, size, fetched.from, fetched.origin);

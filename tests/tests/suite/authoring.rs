@@ -168,6 +168,13 @@ fn the_js_and_python_examples_are_built_and_answer_tool_calls() {
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", text(&out));
+        // Not a terminal, yet the long first compile of a JS or Python runtime is announced.
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("compiling and checking the component (")
+                && said.contains("takes up to a minute the first time"),
+            "{said}"
+        );
         let name = component.trim_end_matches(".wasm");
         let preset = project.dir.path().join(format!("{name}.toml"));
         std::fs::write(

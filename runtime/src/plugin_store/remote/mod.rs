@@ -59,8 +59,9 @@ pub enum Origin {
 pub enum Progress {
     /// Bytes received so far, of `total` when the source said how many.
     Downloading { done: u64, total: Option<u64> },
-    /// Checking the component: compiling it (or finding it compiled) and listing its tools.
-    Compiling,
+    /// Checking the component of `bytes` bytes: compiling it (or finding it compiled) and
+    /// listing its tools.
+    Compiling { bytes: u64 },
 }
 
 /// Why a remote install or a publish failed; each message names what was asked for, what
