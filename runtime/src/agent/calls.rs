@@ -92,31 +92,9 @@ impl Agent<'_> {
             let Some((entry, args)) = checked.checked() else {
                 continue;
             };
-            if entry.plugin().is_none() || entry.spec.meta.is_read_only() {
-                continue;
-            }
-            let tag = paddock_sandbox::call_tag(self.calls.session_id, &call.id);
-            let paths = entry
-                .spec
-                .meta
-                .path_params
-                .iter()
-                .filter_map(|param| args.get(param))
-                .filter_map(serde_json::Value::as_str);
-            for path in paths {
-                match paddock_sandbox::remove_temp(path, &entry.grant.mounts, &tag) {
-                    Ok(true) => said.push(format!(
-                        "call {}: removed the temporary file its interrupted write left beside {path}",
-                        call.id
-                    )),
-                    Ok(false) => {}
-                    Err(e) => said.push(format!(
-                        "call {}: cannot remove the temporary file its interrupted write left \
-                         beside {path} (named `.*.paddock-{tag}.tmp`): {e}; remove it by hand",
-                        call.id
-                    )),
-                }
-            }
+            let removed =
+                crate::pipeline::remove_call_temps(entry, args, self.calls.session_id, &call.id);
+            said.extend(removed.into_iter().map(|line| line.unwrap_or_else(|e| e)));
         }
         said
     }

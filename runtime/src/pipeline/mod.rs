@@ -6,6 +6,7 @@
 mod batch;
 mod budget;
 mod gate;
+mod leftovers;
 mod locks;
 mod logged;
 mod path_errors;
@@ -19,6 +20,7 @@ pub use gate::{Admission, AfterCall, CallGate, GateCall};
 #[cfg(any(test, feature = "internals"))]
 pub use gate::OpenGate;
 
+pub use leftovers::remove_call_temps;
 pub use logged::{CallWatch, LoggedCalls, Unwatched};
 pub use prepared::{Prepared, RawCall};
 pub use run::{CallContext, LiveTap, not_executed};

@@ -148,7 +148,14 @@ async fn execute_unbounded(
     // Post-hooks see the budgeted result, errors included.
     let result = match result {
         Ok(out) => Ok(apply_budget(out, entry.budget, cx.spill, call_id)),
-        Err(error) => {
+        Err(mut error) => {
+            // A write that ended before its rename leaves no temporary file behind.
+            for failed in super::remove_call_temps(entry, &args, cx.session_id, call_id)
+                .into_iter()
+                .filter_map(Result::err)
+            {
+                error.message = format!("{}; {failed}", error.message);
+            }
             let error = match entry.plugin() {
                 Some(_) => super::path_errors::explain(&entry.spec, &entry.grant, &args, error),
                 None => error,

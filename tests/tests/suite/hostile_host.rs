@@ -350,3 +350,32 @@ async fn a_host_backtrace_is_captured_only_when_rust_lib_backtrace_asks_for_it()
         "the control captured none: {asked}"
     );
 }
+
+/// L7: a write that stops between writing its temporary file and renaming it over the target
+/// (here a trap; a deadline, fuel or a cancel stop it at the same point) leaves nothing: the
+/// host removes that call's temporary file as soon as the call ends, in a `tool call` session
+/// that no `resume` would ever settle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_cut_off_before_its_rename_leaves_no_temporary_file() {
+    let project = Project::new(&[("notes.txt", "notes")]);
+    let preset = preset(
+        &project,
+        "half",
+        &format!(
+            "[plugins.attacks]\nsource = {:?}\nmounts = [{{ host = \".\", guest = \"/workspace\", \
+             mode = \"rw\" }}]\n[approval]\nlow = \"allow\"\nmedium = \"allow\"\nhigh = \"allow\"\n",
+            wasm("hostile_attacks.wasm")
+        ),
+    );
+    let args = r#"{"path": "/workspace/a.txt", "content": "half of it"}"#;
+    let result = tool_call(&project, "half_write", args, &preset).await;
+    assert_eq!(result["error"]["code"], "TRAP", "the call traps: {result}");
+    let left: Vec<String> = std::fs::read_dir(project.dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("paddock-"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?} ({result})");
+    assert!(!project.dir.path().join("a.txt").exists());
+}

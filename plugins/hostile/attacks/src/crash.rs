@@ -18,6 +18,35 @@ impl Tool for Panic {
     }
 }
 
+/// Start replacing `path` as the shipped tools do (the call's tagged temporary file beside it,
+/// written in full), then trap before the rename: what a write cut off by its deadline, its
+/// fuel or a cancel leaves.
+#[derive(Deserialize, JsonSchema)]
+pub struct HalfWrite {
+    pub path: String,
+    pub content: String,
+}
+
+impl Tool for HalfWrite {
+    const NAME: &'static str = "half_write";
+    fn spec() -> Spec {
+        Spec::new("writes the temporary file of a replace, then traps")
+            .writes(true)
+            .path_params(&["path"])
+    }
+    fn run(self) -> Result<Output, ToolError> {
+        let target = paddock_sdk::resolve(&self.path);
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tag = std::env::var("PADDOCK_CALL_TAG").unwrap_or_default();
+        let temp = target.with_file_name(format!(".{name}.paddock-{tag}.tmp"));
+        std::fs::write(&temp, &self.content).map_err(|e| ToolError::io(&self.path, &e))?;
+        panic!("cut off before the rename")
+    }
+}
+
 /// Execute `unreachable`.
 #[derive(Deserialize, JsonSchema)]
 pub struct Unreachable {}

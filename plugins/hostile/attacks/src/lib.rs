@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 mod crash;
-pub use crash::{Exit, Panic, Unreachable};
+pub use crash::{Exit, HalfWrite, Panic, Unreachable};
 
 /// Read any path and return its content.
 #[derive(Deserialize, JsonSchema)]
@@ -425,6 +425,7 @@ paddock_sdk::export_tools!(
     Panic,
     Unreachable,
     Exit,
+    HalfWrite,
     FakeCancel,
     FsAttack,
     CarryState,
