@@ -87,12 +87,22 @@ pub(super) async fn reopen(
     let lock = lock_session(&path, wait).await?;
     let read = read_to_resume(&path, id, without_message)?;
     let mut start = read.start.clone();
-    let loaded = load_recorded(env, &start, approver).await?;
+    if let Some(parent) = &start.parent {
+        // A subagent's tools and budgets were narrowed by its parent's `task` call; its
+        // recorded preset is the parent's, so reopening it alone would hand it back more.
+        return Err(fail(format!(
+            "session `{id}` is a subagent of session `{}` (its `task` call `{}`): what it may \
+             do was its parent's to give, so it is not resumed on its own; resume `{}` instead",
+            parent.session, parent.call, parent.session
+        )));
+    }
+    let mut loaded = load_recorded(env, &start, approver).await?;
     loaded.start_compiling();
     same_plugins(&start.plugins, &plugin_hashes(&loaded)).map_err(fail)?;
     let recorded = read.state.model_config.clone();
     let moved_to = move_model(recorded.as_ref(), &moved)?;
     let config = moved_to.clone().or(recorded);
+    offer_recorded(&mut loaded, &start, &path, config.clone());
     let provider = provider_for(config.as_ref(), &read, max_output_tokens)?;
     let writer = LogWriter::reopen_streamed(&path, &read)
         .map_err(|e| fail(format!("cannot reopen {}: {e}", path.display())))?;
@@ -172,11 +182,7 @@ async fn load_recorded(
     start: &SessionStart,
     approver: Box<dyn Approver>,
 ) -> Result<Loaded, SetupError> {
-    let found = preset::Found::recorded(preset::PresetSource {
-        origin: start.preset_from.unwrap_or(preset::Origin::File),
-        location: start.preset_origin.clone(),
-        text: start.preset_text.clone(),
-    });
+    let found = recorded_found(start);
     env.cwd = PathBuf::from(&start.cwd);
     load_preset(
         env,
@@ -187,6 +193,44 @@ async fn load_recorded(
         approver,
     )
     .await
+}
+
+/// The preset as the start recorded it (its text, not the file's now).
+fn recorded_found(start: &SessionStart) -> preset::Found {
+    preset::Found::recorded(preset::PresetSource {
+        origin: start.preset_from.unwrap_or(preset::Origin::File),
+        location: start.preset_origin.clone(),
+        text: start.preset_text.clone(),
+    })
+}
+
+/// Offers the host's tools (`task`, `skill`, `skill_run`) again, as the start did: from the
+/// recorded preset, with the project's presets and skills as its trust stands now (recorded,
+/// never asked: resume asks nothing about trust).
+fn offer_recorded(
+    loaded: &mut Loaded,
+    start: &SessionStart,
+    log: &Path,
+    model: Option<ProviderConfig>,
+) {
+    let found = recorded_found(start);
+    let project = super::trust::ProjectUse::decide(
+        &loaded.env,
+        &start.preset,
+        &super::trust::RecordedTrust,
+    );
+    super::offer::host_tools(
+        loaded,
+        super::offer::Offer {
+            found: &found,
+            log,
+            project: project.presets,
+            trusted: project.instructions,
+            model: Some(model),
+            child: None,
+            child_tap: None,
+        },
+    );
 }
 
 /// The model the session goes on with: `config`'s server, or the scripted demo (or the

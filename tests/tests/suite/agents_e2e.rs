@@ -280,3 +280,78 @@ async fn a_ctrl_c_of_the_parent_stops_both_children() {
         assert_eq!(result["data"]["code"], "CANCELLED", "{result}");
     }
 }
+
+/// The tool names a recorded request offered the model.
+fn offered(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// `resume` offers the host's tools (`task`) as the start did, and a subagent is not resumed
+/// on its own: its recorded preset is its parent's, and reopening it alone would give back the
+/// tools and budgets its parent's call narrowed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_offers_task_again_and_a_subagent_is_not_resumed_on_its_own() {
+    let project = Project::warm(&[("notes.txt", "notes")]);
+    std::fs::write(project.dir.path().join("parent.toml"), PARENT_PRESET).unwrap();
+    let server = ScriptedServer::start_responder(Arc::new(|body, _| {
+        let (first, results) = read(body);
+        if first.contains("CHILD") {
+            reply("child done")
+        } else if first.contains("PARENT") && results.is_empty() {
+            let (id, name, args) = task("t1", "CHILD: answer");
+            calls(vec![(id.as_str(), name, args)])
+        } else {
+            reply("parent done")
+        }
+    }))
+    .await
+    .unwrap();
+    let url = server.openai_base_url();
+    let run = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--base-url", url.as_str()]);
+        project.command(&all).output().unwrap()
+    };
+    let out = run(&["run", "PARENT: delegate", "--preset", "./parent.toml"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let sessions = project.sessions();
+    let (children, parents): (Vec<String>, Vec<String>) = sessions
+        .into_iter()
+        .partition(|id| project.events(id)[0]["data"].get("parent").is_some());
+    let ([child], [parent]) = (children.as_slice(), parents.as_slice()) else {
+        panic!("one parent and one child: {children:?} {parents:?}");
+    };
+    let before = server.requests().len();
+    let out = run(&["resume", parent, "and now?"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let requests = server.requests();
+    assert!(
+        requests.len() > before,
+        "the resumed session asked the model"
+    );
+    for request in &requests[before..] {
+        let tools = offered(&request.body);
+        assert!(
+            tools.iter().any(|t| t == "task"),
+            "resume offers task: {tools:?}"
+        );
+    }
+    let asked = server.requests().len();
+    let out = run(&["resume", child, "go on alone"]);
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{shown}");
+    assert!(
+        shown.contains("is a subagent of session") && shown.contains(parent.as_str()),
+        "{shown}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        asked,
+        "the refused child asked nothing"
+    );
+}

@@ -50,7 +50,10 @@ async fn a_rust_tool_and_a_rust_hook_from_plugin_new_build_install_and_run() {
     let (shown, result) = drive_through_loop(&project, &tool_dir);
     let counted = result["content"].as_str().unwrap_or_default();
     assert!(counted.ends_with(" words"), "{result}");
-    assert!(shown.contains(&format!("count_it answered: {counted}")), "{shown}");
+    assert!(
+        shown.contains(&format!("count_it answered: {counted}")),
+        "{shown}"
+    );
 
     // A hook: its try command is denied by the hook's config; a scripted run sees the denial,
     // and an allowed call carries the post-hook's context.
@@ -118,7 +121,10 @@ async fn js_and_python_tools_from_plugin_new_build_with_their_toolchains_and_run
     );
     // The model script's call takes its text from the task: "two words two".
     let (shown, result) = drive_through_loop(&project, &js_dir);
-    assert_eq!(result["content"], "1 lines, 3 words, 13 characters", "{result}");
+    assert_eq!(
+        result["content"], "1 lines, 3 words, 13 characters",
+        "{result}"
+    );
     assert!(
         shown.contains("js_stats answered: 1 lines, 3 words, 13 characters"),
         "{shown}"

@@ -139,7 +139,9 @@ pub fn drive_through_loop(project: &Project, dir: &Path) -> (String, Value) {
     let events = project.events(&session);
     let start = &events[0]["data"];
     assert!(
-        start["model_script"].as_str().is_some_and(|s| s.contains("[[turn]]")),
+        start["model_script"]
+            .as_str()
+            .is_some_and(|s| s.contains("[[turn]]")),
         "the start records the script's text: {start}"
     );
     let result = events
