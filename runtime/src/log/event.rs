@@ -241,6 +241,10 @@ pub struct SessionStart {
     /// request (estimated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skills: Option<SkillsRecord>,
+    /// The tools the model is offered, as it is offered them (name, description, argument
+    /// schema): what a trajectory's `tool_definitions` says the agent could call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<crate::model::ToolDef>,
 }
 
 /// Where a subagent came from.
@@ -501,6 +505,7 @@ pub(crate) fn test_start() -> Body {
         lock: Vec::new(),
         parent: None,
         skills: None,
+        tools: Vec::new(),
     }))
 }
 

@@ -394,6 +394,7 @@ fn start_record(
         lock: loaded.lock_notes.clone(),
         parent: None,
         skills: None,
+        tools: loaded.tool_defs(),
     }
 }
 
