@@ -297,11 +297,13 @@ async fn a_budget_stop_in_harbor_is_a_finished_run_and_skip_install_runs_the_ima
         + "COPY paddock /installed-agent/paddock\n";
     std::fs::write(&dockerfile, text).expect("Dockerfile");
     // The one allowed turn writes the file; the budget stops the session before a second.
-    let server = ScriptedServer::start(Script {
-        steps: vec![writes_greeting(), Step::Reply(Turn::text(&["never asked"]))],
-    })
-    .await
-    .expect("scripted server");
+    // The script is docs/harbor.md's (tests/harbor/write-file.script.json).
+    let script = std::fs::read_to_string(repo().join("tests/harbor/write-file.script.json"))
+        .expect("the script");
+    let script: Script = serde_json::from_str(&script).expect("a script");
+    let server = ScriptedServer::start(script)
+        .await
+        .expect("scripted server");
     let job = harbor_run(
         &python,
         &task,
