@@ -388,6 +388,102 @@ async fn a_rate_limited_model_is_harbors_rate_limit_error_and_base_url_reaches_p
     assert!(message.contains("HTTP 429"), "{message}");
 }
 
+#[test]
+fn each_result_line_of_a_failed_run_is_the_error_class_harbors_own_agents_raise() {
+    let Some(python) = python() else { return };
+    // (stop_reason, detail as paddock words it, Harbor's class)
+    let cases = json!([
+        [
+            "model_error",
+            "gave up after 5 attempts; last error: HTTP 429 from http://m/v1/chat/completions: slow down",
+            "ApiRateLimitError"
+        ],
+        [
+            "model_error",
+            "HTTP 400 from http://m/v1/chat/completions: {\"error\": {\"code\": \"context_length_exceeded\"}}",
+            "ContextWindowExceededError"
+        ],
+        [
+            "model_error",
+            "HTTP 413 from http://m/v1/messages: prompt is too long: 210000 tokens > 200000 maximum",
+            "ContextWindowExceededError"
+        ],
+        [
+            "model_error",
+            "HTTP 400 from http://m/v1/chat/completions: unknown field",
+            "UnknownApiError"
+        ],
+        [
+            "model_error",
+            "HTTP 401 from http://m/v1/chat/completions: bad key",
+            "AgentAuthenticationError"
+        ],
+        [
+            "model_error",
+            "HTTP 404 from http://m/v1/chat/completions: no such model",
+            "ModelNotFoundError"
+        ],
+        [
+            "model_error",
+            "gave up after 2 attempts: the server answered HTTP 500 with the same error twice",
+            "ApiInternalServerError"
+        ],
+        [
+            "model_error",
+            "gave up after 5 attempts; last error: HTTP 529 from http://m/v1/messages: overloaded",
+            "ApiOverloadedError"
+        ],
+        [
+            "model_error",
+            "gave up after 5 attempts; last error: could not reach http://m/v1: refused",
+            "NetworkConnectionError"
+        ],
+        [
+            "model_error",
+            "the provider's content filter stopped the response",
+            "AgentSafetyRefusalError"
+        ],
+        [
+            "model_error",
+            "HTTP 418 from http://m/v1: a body that says HTTP 429 from elsewhere",
+            "UnknownApiError"
+        ],
+        [
+            "protocol_error",
+            "the stream is not a valid openai stream: garbage",
+            "UnknownApiError"
+        ],
+        [
+            "setup_error",
+            "HTTP 429 from http://m: a preset that mentions it",
+            "NonZeroAgentExitCodeError"
+        ],
+        ["host_error", null, "NonZeroAgentExitCodeError"],
+    ]);
+    let script = "import json, sys\nfrom paddock_harbor.errors import error_class\n\
+                  for stop, detail, _ in json.loads(sys.argv[1]):\n\
+                  \x20   print(error_class({'stop_reason': stop, 'detail': detail}).__name__)\n";
+    let output = Command::new(&python)
+        .args(["-c", script, &cases.to_string()])
+        .env("PYTHONPATH", repo().join("integrations/harbor"))
+        .env("HARBOR_TELEMETRY", "0")
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .output()
+        .expect("run Python");
+    assert!(output.status.success(), "{}", text(&output));
+    let got: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let wanted: Vec<&str> = cases
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c[2].as_str().unwrap())
+        .collect();
+    assert_eq!(got, wanted);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_misspelt_agent_option_stops_harbor_run_naming_it_and_the_valid_ones() {
     let Some(python) = python() else { return };
