@@ -1,127 +1,251 @@
 """paddock as a Harbor installed agent.
 
-`install()` uploads a paddock binary into the trial's environment; `run()` runs the task's
-instruction there with `paddock run --json`, headless (`--on-ask allow`: the environment is the
-outer boundary, paddock's own sandbox stays on), writing the event stream (`paddock.jsonl`),
-standard error (`paddock.stderr`), the ATIF trajectory (`trajectory.json`) and the session's log
-(`sessions/`) to the agent logs directory, and raising `NonZeroAgentExitCodeError` unless the run
-completed or a budget stopped it (exit 0 or 3); `populate_context_post_run()` fills Harbor's token
-counts and cost from the stream's `result` line (docs/json-events.md).
+`install()` uploads a paddock binary into the trial's environment (what `skip_install` skips:
+the image then provides `/installed-agent/paddock` or `paddock` on `PATH`); `configure()` does
+each trial's set-up, with or without an install: the data directory, the preset (uploaded when
+it is a file) and, when the task declares MCP servers, a preset extending it with them
+(`paddock_harbor.mcp`). `run()` runs the task's instruction with `paddock run --json`, headless
+(`--on-ask allow`: the environment is the outer boundary, paddock's own sandbox stays on),
+writing the event stream (`paddock.jsonl`), standard error (`paddock.stderr`), the ATIF
+trajectory (`trajectory.json`) and the session's log (`sessions/`) to the agent logs directory.
+A run that completed or that a budget stopped (exit 0 or 3) is a finished trial; any other
+raises the Harbor error its `result` line calls for (`paddock_harbor.errors`: a 429 is an
+`ApiRateLimitError`, a request past the context a `ContextWindowExceededError`, ...).
+`populate_context_post_run()` fills Harbor's token counts and cost from the `result` line
+(docs/json-events.md).
 
-Options (`--ak key=value`): `binary` (the paddock binary to upload; else `$PADDOCK_BINARY`),
-`preset` (a shipped preset's name, or a `.toml` file on this machine, uploaded; default
-`container.toml` beside this file: the task's container is the outer boundary, so programs run
-with `confine = "off"`, which a preset relying on paddock's jail would refuse to start without
-where the container forbids user namespaces; `paddock doctor` says which layers hold), `provider` (`openai` or `anthropic`, the wire format of the model's server),
-`max_turns`. The model is `-m NAME`, sent as written; the server is `$PADDOCK_BASE_URL` and its
-key `$PADDOCK_API_KEY`, taken from `--ae` or from Harbor's own environment.
+Options (`--ak key=value`, checked against `PaddockOptions`: a misspelt one stops `harbor run`
+before any trial, naming it and the valid ones). The model is `-m NAME`, sent as written. The
+server is `harbor run --base-url URL`, else `$PADDOCK_BASE_URL`; its key `$PADDOCK_API_KEY`
+(or the variable `--api-key-name` names); both from `--ae` or Harbor's own environment.
+`--api-format anthropic_messages` selects the Anthropic wire (like `--ak provider=anthropic`).
 """
 
+import difflib
 import json
 import os
 import shlex
 from pathlib import Path
+from typing import Any, Literal
 
+from pydantic import Field, PositiveInt
+
+from harbor.agents.agent_auth_resolution import ModelConnectionSpec, ProviderAccess
 from harbor.agents.capabilities import AgentCapabilities
-from harbor.agents.installed.base import (
-    BaseInstalledAgent,
-    NonZeroAgentExitCodeError,
-    with_prompt_template,
-)
+from harbor.agents.installed.base import BaseInstalledAgent, with_prompt_template
+from harbor.agents.options import InstalledAgentOptions
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
+from harbor.models.model_api_format import ModelApiFormat
 
-BINARY = "/installed-agent/paddock"
-UPLOADED_PRESET = "/installed-agent/preset.toml"
-HOME = "/installed-agent/home"
+from paddock_harbor import mcp
+from paddock_harbor.errors import error_class
+
+AGENT_DIR = "/installed-agent"
+BINARY = f"{AGENT_DIR}/paddock"
+# The preset a `.toml` option is uploaded as, and the one extending it with the task's MCP
+# servers (beside it: `extends` is relative to the file).
+UPLOADED_PRESET = f"{AGENT_DIR}/preset.toml"
+TRIAL_PRESET = f"{AGENT_DIR}/trial-preset.toml"
+HOME = f"{AGENT_DIR}/home"
+CONTAINER_PRESET = str(Path(__file__).with_name("container.toml"))
+
+# The installed binary, else one the image has on PATH (`skip_install`).
+FIND_BINARY = (
+    f"p=$(command -v {BINARY} || command -v paddock) || {{ echo 'no paddock binary: "
+    f"neither {BINARY} nor paddock on PATH (with skip_install the image must have one)' >&2; "
+    "exit 127; }; "
+)
 
 # Exit codes of a run that ended as paddock meant it to: completed, or stopped by a budget.
 FINISHED = {0, 3}
 
-# Read by `paddock run` itself; passed on from Harbor's environment when set there.
-FORWARDED = ("PADDOCK_BASE_URL", "PADDOCK_API_KEY")
+WIRE_OF_FORMAT = {
+    ModelApiFormat.OPENAI_CHAT_COMPLETIONS: "openai",
+    ModelApiFormat.ANTHROPIC_MESSAGES: "anthropic",
+}
+
+
+class PaddockOptions(InstalledAgentOptions):
+    binary: str | None = Field(
+        default=None,
+        description="The paddock binary to upload (default $PADDOCK_BINARY); it must run in "
+        "the task's image: a static build (`cargo xtask dist`) runs in any Linux image.",
+    )
+    preset: str = Field(
+        default=CONTAINER_PRESET,
+        description="A shipped preset's name, or a .toml file on this machine (uploaded). "
+        "Default: container.toml beside the adapter (the container is the outer boundary).",
+    )
+    provider: Literal["openai", "anthropic"] | None = Field(
+        default=None, description="The wire format of the model's server (default openai)."
+    )
+    max_turns: PositiveInt | None = Field(
+        default=None, description="Stop the session after this many turns (exit 3, finished)."
+    )
 
 
 class PaddockAgent(BaseInstalledAgent):
-    capabilities = AgentCapabilities(atif=True)
+    capabilities = AgentCapabilities(atif=True, base_url=True, mcp_servers=True)
+    options_model = PaddockOptions
+    # paddock's own variables, projected from `--base-url`, `--api-key-name` or themselves.
+    MODEL_CONNECTION = ModelConnectionSpec(
+        agent_provider_access=ProviderAccess(
+            api_key_candidate_names=["PADDOCK_API_KEY"],
+            base_url_candidate_names=["PADDOCK_BASE_URL"],
+        ),
+        api_key_destination_names={"default": "PADDOCK_API_KEY"},
+        base_url_destination_names={"default": "PADDOCK_BASE_URL"},
+        supported_api_formats=list(WIRE_OF_FORMAT),
+    )
 
-    def __init__(
-        self,
-        *args,
-        binary: str | None = None,
-        preset: str = str(Path(__file__).with_name("container.toml")),
-        provider: str | None = None,
-        max_turns: int | str | None = None,
-        **kwargs,
-    ):
-        super().__init__(*args, **kwargs)
-        self._binary = binary or os.environ.get("PADDOCK_BINARY")
-        self._preset = preset
-        self._provider = provider
-        self._max_turns = int(max_turns) if max_turns is not None else None
+    options: PaddockOptions
 
     @staticmethod
     def name() -> str:
         return "paddock"
 
+    @staticmethod
+    def _parse_model_name_for_connection(
+        model_name: str, *, skip_model_parsing: bool = False
+    ) -> tuple[str | None, str]:
+        # The model is sent as written (a gateway's `anthropic/claude-...` included): no
+        # provider is read from it, so no provider's key or URL is picked up behind the user.
+        return None, model_name
+
+    @classmethod
+    def valid_options(cls) -> list[str]:
+        """The options this agent takes: its model's fields less those Harbor would refuse
+        for capabilities it lacks."""
+        refused = {
+            name
+            for name, field in (
+                ("config", "native_config"),
+                ("reasoning_effort", "reasoning_effort"),
+            )
+            if not getattr(cls.capabilities, field)
+        }
+        return sorted(set(PaddockOptions.model_fields) - refused)
+
+    @classmethod
+    def parse_options(cls, kwargs: dict[str, Any] | None = None, env=None):
+        try:
+            return super().parse_options(kwargs, env)
+        except ValueError as error:
+            valid = cls.valid_options()
+            hints = [
+                f"  '{name}': did you mean '{close[0]}'?"
+                for name in (kwargs or {})
+                if name not in PaddockOptions.model_fields
+                and (close := difflib.get_close_matches(name, valid, n=1))
+            ]
+            raise ValueError(
+                "\n".join([str(error), *hints, f"Valid options: {', '.join(valid)}"])
+            ) from None
+
     def get_version_command(self) -> str | None:
-        return f"{BINARY} --version"
+        return f'{FIND_BINARY}"$p" --version'
 
     def parse_version(self, stdout: str) -> str:
         # `paddock 0.1.0`
         return stdout.strip().split()[-1]
 
+    @property
+    def _binary(self) -> str | None:
+        return self.options.binary or os.environ.get("PADDOCK_BINARY")
+
+    @property
+    def _uploads_preset(self) -> bool:
+        return self.options.preset.endswith(".toml")
+
     async def install(self, environment: BaseEnvironment) -> None:
-        if not self._binary or not Path(self._binary).is_file():
+        binary = self._binary
+        if not binary or not Path(binary).is_file():
             raise FileNotFoundError(
-                f"PaddockAgent needs a paddock binary to upload, got {self._binary!r}: pass "
+                f"PaddockAgent needs a paddock binary to upload, got {binary!r}: pass "
                 "--ak binary=PATH or set PADDOCK_BINARY (the image must be able to run it: "
-                "a static build runs in any Linux image)"
+                "a static build runs in any Linux image), or --ak skip_install=true when the "
+                "image has one"
             )
-        await environment.upload_file(self._binary, BINARY)
-        if self._preset.endswith(".toml"):
-            await environment.upload_file(self._preset, UPLOADED_PRESET)
-        setup = f"chmod 755 {BINARY} && mkdir -p {HOME}"
+        await environment.upload_file(binary, BINARY)
+        await self.exec_as_root(environment, f"chmod 755 {BINARY}")
+
+    async def configure(self, environment: BaseEnvironment) -> None:
+        setup = f"mkdir -p {HOME}"
         if environment.default_user is not None:
             # The task's agent user runs paddock, whose data directory this is.
             setup += f" && chown {shlex.quote(str(environment.default_user))} {HOME}"
         await self.exec_as_root(environment, setup)
+        if self._uploads_preset:
+            await environment.upload_file(self.options.preset, UPLOADED_PRESET)
+        if self.mcp_servers:
+            base = Path(UPLOADED_PRESET).name if self._uploads_preset else self.options.preset
+            addresses = await self._resolve_hosts(environment)
+            await self._upload_config_text(
+                environment,
+                content=mcp.preset_text(base, self.mcp_servers, addresses),
+                remote_path=TRIAL_PRESET,
+                filename=Path(TRIAL_PRESET).name,
+            )
+            for server in self.mcp_servers:
+                if server.transport == "sse":
+                    self.logger.warning(
+                        f"MCP server {server.name!r} is declared with the SSE transport; "
+                        "paddock speaks streamable HTTP and reaches it that way at "
+                        f"{server.url} (declare transport = \"streamable-http\" to say so)"
+                    )
+
+    async def _resolve_hosts(self, environment: BaseEnvironment) -> dict[str, str]:
+        """Each URL server's host name, resolved where paddock will reach it: the environment."""
+        addresses = {}
+        for host in {h for s in self.mcp_servers if (h := mcp.host_of(s))}:
+            found = await environment.exec(
+                f"getent ahostsv4 {shlex.quote(host)} | head -n 1 | cut -d ' ' -f 1"
+            )
+            address = (found.stdout or "").strip()
+            if found.return_code == 0 and address:
+                addresses[host] = address
+        return addresses
+
+    def _preset(self) -> str:
+        if self.mcp_servers:
+            return TRIAL_PRESET
+        return UPLOADED_PRESET if self._uploads_preset else self.options.preset
 
     @with_prompt_template
     async def run(
         self, instruction: str, environment: BaseEnvironment, context: AgentContext
     ) -> None:
         logs = self.environment_logs_dir
-        preset = UPLOADED_PRESET if self._preset.endswith(".toml") else self._preset
-        args = [BINARY, "run", "--json", "--preset", preset, "--on-ask", "allow"]
+        args = ["run", "--json", "--preset", self._preset(), "--on-ask", "allow"]
         args += ["--atif", str(logs / "trajectory.json")]
+        connection = self.model_connection
         if self.model_name:
             args += ["--model", self.model_name]
-        if self._provider:
-            args += ["--provider", self._provider]
-        if self._max_turns is not None:
-            args += ["--max-turns", str(self._max_turns)]
+        provider = self.options.provider or WIRE_OF_FORMAT.get(connection.model_api_format)
+        if provider:
+            args += ["--provider", provider]
+        if self.options.max_turns is not None:
+            args += ["--max-turns", str(self.options.max_turns)]
         args += ["--", instruction]
         stream, stderr = logs / "paddock.jsonl", logs / "paddock.stderr"
         # The exit code is paddock's; the output is the stream's last line, its `result`. The
         # session's log goes beside the stream (the data directory also holds compiled code).
         command = (
-            f"{shlex.join(args)} > {stream} 2> {stderr}; code=$?; "
+            f'{FIND_BINARY}"$p" {shlex.join(args)} > {stream} 2> {stderr}; code=$?; '
             f"cp -r {HOME}/sessions {logs}/ 2>/dev/null; tail -n 1 {stream}; exit $code"
         )
-        env = {"PADDOCK_HOME": HOME}
-        for name in FORWARDED:
-            value = self._get_env(name)
-            if value:
-                env[name] = value
+        env = {"PADDOCK_HOME": HOME, **connection.env}
         # Not `exec_as_agent`: it raises on every non-zero exit, and a budget stop is a run.
         ran = await environment.exec(command, env=env)
-        if ran.return_code not in FINISHED:
-            raise NonZeroAgentExitCodeError(
-                f"paddock exited {ran.return_code}: "
-                f"{(ran.stdout or '').strip() or 'no result line'} "
-                "(the agent logs hold paddock.jsonl and paddock.stderr)"
-            )
+        if ran.return_code in FINISHED:
+            return
+        line = (ran.stdout or "").strip()
+        raise error_class(result_of(line))(
+            f"paddock exited {ran.return_code}: "
+            f"{line or 'no result line: ' + (ran.stderr or '').strip()[-2000:]} "
+            "(the agent logs hold paddock.jsonl and paddock.stderr)"
+        )
 
     def populate_context_post_run(self, context: AgentContext) -> None:
         result = last_result(self.logs_dir / "paddock.jsonl")
@@ -139,6 +263,17 @@ class PaddockAgent(BaseInstalledAgent):
         }
 
 
+def result_of(line: str) -> dict | None:
+    """The `data` of `line` when it is a `result` event."""
+    try:
+        event = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    if isinstance(event, dict) and event.get("type") == "result":
+        return event.get("data")
+    return None
+
+
 def last_result(stream: Path) -> dict | None:
     """The `data` of the `result` line that ends a `paddock run --json` stream, if it has one."""
     try:
@@ -146,10 +281,6 @@ def last_result(stream: Path) -> dict | None:
     except FileNotFoundError:
         return None
     for line in reversed(lines):
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(event, dict) and event.get("type") == "result":
-            return event["data"]
+        if (result := result_of(line)) is not None:
+            return result
     return None

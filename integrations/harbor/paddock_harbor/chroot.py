@@ -35,6 +35,10 @@ PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 class ChrootEnvironment(BaseEnvironment):
+    # Made by `start()`; until then the trial has no files (Harbor still asks for its logs
+    # when a trial fails before its environment started).
+    _root: Path | None = None
+
     @staticmethod
     def type() -> str:
         return "chroot"
@@ -93,10 +97,15 @@ class ChrootEnvironment(BaseEnvironment):
                     shutil.copy2(origin, target)
 
     async def stop(self, delete: bool):
-        if delete and getattr(self, "_root", None):
+        if delete and self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
 
     def _on_host(self, path: str) -> Path:
+        if self._root is None:
+            raise RuntimeError(
+                f"the chroot environment was never started, so it has no {path}: "
+                "start() makes its root"
+            )
         # Lexically inside the root: `..` at the top stays at the top.
         return self._root / os.path.normpath("/" + str(path)).lstrip("/")
 
@@ -109,14 +118,21 @@ class ChrootEnvironment(BaseEnvironment):
         shutil.copytree(source_dir, self._on_host(target_dir), symlinks=True, dirs_exist_ok=True)
 
     async def download_file(self, source_path: str, target_path):
+        if self._root is None:
+            self.logger.debug(f"not started: no {source_path} to download")
+            return
         Path(target_path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(self._on_host(source_path), target_path)
 
     async def download_dir(self, source_dir: str, target_dir):
+        if self._root is None:
+            # A trial that failed before its environment started has no logs to fetch.
+            self.logger.debug(f"not started: no {source_dir} to download")
+            return
         shutil.copytree(self._on_host(source_dir), target_dir, symlinks=True, dirs_exist_ok=True)
 
     async def exec(self, command, cwd=None, env=None, timeout_sec=None, user=None) -> ExecResult:
-        root = shlex.quote(str(self._root))
+        root = shlex.quote(str(self._on_host("/")))
         mounts = [
             f"mount --rbind /{d} {root}/{d} && mount -o remount,bind,ro {root}/{d}"
             for d in READ_ONLY

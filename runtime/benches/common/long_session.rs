@@ -28,6 +28,7 @@ pub fn start(cwd: &str) -> Body {
         parent: None,
         skills: None,
         model_script: None,
+        tools: Vec::new(),
     }))
 }
 

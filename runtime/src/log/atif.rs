@@ -2,9 +2,10 @@
 //! evaluation harnesses read: Harbor, Docent, NeMo), for `paddock log SESSION --atif` and
 //! `run --atif FILE`. A function of the events alone, like everything derived from the log (L1).
 //!
-//! The mapping: `session/start` gives the agent (paddock, its version, the model) and a
-//! `system` step with the whole system prompt; each user message, steering entry and follow-up
-//! taken into the history a `user` step (paddock's own nudges a `system` step); each committed
+//! The mapping: `session/start` gives the agent (paddock, its version, the model, the tools it
+//! offered as `tool_definitions`) and a `system` step with the whole system prompt; each user
+//! message, steering entry and follow-up taken into the history a `user` step (paddock's own
+//! nudges a `system` step); each committed
 //! assistant message an `agent` step with its text, its calls as the model named them, the
 //! arguments each call ran with (after repairs and hooks; the model's raw text kept beside them
 //! when it differs), the results of those calls as the same step's observation, and the
@@ -109,6 +110,8 @@ struct Mapping {
     /// The model requests go to now (`session/model` moves it).
     model: Option<String>,
     preset: Option<String>,
+    /// The tools the session offered the model, from its `session/start`.
+    tools: Vec<crate::model::ToolDef>,
     steps: Vec<Step>,
     /// Each call's step and place in it, by id (the latest call of an id wins), and its
     /// argument text as the model sent it.
@@ -237,6 +240,7 @@ impl Mapping {
         self.first_model = Some(start.model.clone());
         self.model = Some(start.model.clone());
         self.preset = Some(start.preset.clone());
+        self.tools = start.tools.clone();
         if !start.system.is_empty() {
             self.step(at, StepSource::System, start.system.clone(), None);
         }
@@ -470,6 +474,7 @@ impl Mapping {
                 name: "paddock".into(),
                 version: env!("CARGO_PKG_VERSION").into(),
                 model_name: self.first_model,
+                tool_definitions: tool_definitions(&self.tools),
                 extra: agent_extra,
             },
             steps: self.steps,
@@ -513,6 +518,22 @@ impl Mapping {
             ),
         }
     }
+}
+
+/// The offered tools in OpenAI's function-calling shape, as ATIF's `agent.tool_definitions`
+/// has them; none when the log names none (a log written before `session/start` kept them).
+fn tool_definitions(tools: &[crate::model::ToolDef]) -> Option<Vec<Value>> {
+    let definitions: Vec<Value> = tools
+        .iter()
+        .map(|tool| {
+            json!({"type": "function", "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+            }})
+        })
+        .collect();
+    (!definitions.is_empty()).then_some(definitions)
 }
 
 /// An assistant message's step's `extra`: its attempt, and how its stream finished and was

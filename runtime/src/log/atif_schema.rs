@@ -37,6 +37,10 @@ pub struct Agent {
     pub version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_name: Option<String>,
+    /// The tools the agent was offered, each in OpenAI's function-calling shape
+    /// (`{"type": "function", "function": {name, description, parameters}}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_definitions: Option<Vec<Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra: Option<Map<String, Value>>,
 }

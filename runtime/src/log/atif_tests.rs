@@ -339,3 +339,27 @@ fn write_trajectory_writes_one_private_document_that_reads_back_and_notes_a_torn
     let refused = write_trajectory(&log, &dir.path().join("missing/t.json")).unwrap_err();
     assert!(refused.to_string().contains("missing/t.json"), "{refused}");
 }
+
+#[test]
+fn the_tools_the_session_offered_are_the_agents_tool_definitions() {
+    let Body::SessionStart(mut start) = test_start() else {
+        unreachable!()
+    };
+    start.tools = vec![crate::model::ToolDef {
+        name: "read_file".into(),
+        description: "Read a file.".into(),
+        parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+    }];
+    let t = trajectory(&at(vec![Body::SessionStart(start), user("hi")]));
+    assert_eq!(
+        serde_json::to_value(&t.agent.tool_definitions).unwrap(),
+        json!([{"type": "function", "function": {
+            "name": "read_file",
+            "description": "Read a file.",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+        }}])
+    );
+    // A log that names no tools (written before session/start kept them) gives none.
+    let none = trajectory(&at(vec![test_start(), user("hi")]));
+    assert!(none.agent.tool_definitions.is_none());
+}

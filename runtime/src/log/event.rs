@@ -245,6 +245,10 @@ pub struct SessionStart {
     /// request (estimated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skills: Option<SkillsRecord>,
+    /// The tools the model is offered, as it is offered them (name, description, argument
+    /// schema): what a trajectory's `tool_definitions` says the agent could call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<crate::model::ToolDef>,
 }
 
 /// Where a subagent came from.
@@ -506,6 +510,7 @@ pub(crate) fn test_start() -> Body {
         parent: None,
         skills: None,
         model_script: None,
+        tools: Vec::new(),
     }))
 }
 

@@ -160,15 +160,7 @@ impl Session {
 
     /// The tools the model is offered.
     pub fn tools(&self) -> Vec<ToolDef> {
-        self.loaded
-            .registry
-            .tools()
-            .map(|t| ToolDef {
-                name: t.spec.name.clone(),
-                description: t.spec.description.clone(),
-                parameters: t.spec.parameters.clone(),
-            })
-            .collect()
+        self.loaded.tool_defs()
     }
 
     /// The tools the model is offered, each as its plugin declares it (description, argument

@@ -404,6 +404,7 @@ fn start_record(
         parent: None,
         skills: None,
         model_script: None,
+        tools: loaded.tool_defs(),
     }
 }
 

@@ -56,6 +56,18 @@ pub struct Loaded {
 }
 
 impl Loaded {
+    /// The tools the model is offered: name, description and argument schema of each.
+    pub fn tool_defs(&self) -> Vec<crate::model::ToolDef> {
+        self.registry
+            .tools()
+            .map(|t| crate::model::ToolDef {
+                name: t.spec.name.clone(),
+                description: t.spec.description.clone(),
+                parameters: t.spec.parameters.clone(),
+            })
+            .collect()
+    }
+
     /// Starts compiling, in the background, the built-ins registered from their build-time
     /// descriptions: a session's first request goes out while they compile (S8). `tool list`
     /// and `tool call` never start it (a call compiles what it needs).

@@ -2,21 +2,27 @@
 //! `tests/harbor/` with `paddock_harbor:PaddockAgent` (integrations/harbor), in the daemon-less
 //! `paddock_harbor.chroot:ChrootEnvironment` (which carries out the `COPY` lines of a task's
 //! Dockerfile), the agent uploading the built binary and talking to the scripted model server:
-//! a task solved with `write_file`, one with a background server through `shell` and
-//! `write_stdin`, one with an interactive program on a terminal. Each test reads what Harbor recorded: the
-//! job's and the trial's `result.json` (`harbor run` exits 0 even when a trial errors), the
-//! verifier's reward, the trajectory in the trial's agent logs (checked by Harbor's validator),
-//! and the token counts against paddock's own `result` line.
+//! a task solved with `write_file` and the tool of an MCP server the task declares, one with a
+//! background server through `shell` and `write_stdin`, one with an interactive program on a
+//! terminal; a budget stop with `skip_install` (the image's paddock); a 429 reported as
+//! Harbor's `ApiRateLimitError`, the server given by `--base-url`; a misspelt option refused
+//! before any trial; a trial refused before its environment started. Each test reads what
+//! Harbor recorded: the job's and the trial's `result.json` (`harbor run` exits 0 even when a
+//! trial errors), the verifier's reward, the trajectory in the trial's agent logs (checked by
+//! Harbor's validator, its `tool_definitions` the session's tools), and the token counts
+//! against paddock's own `result` line.
 //!
 //! Harbor is the one `cargo xtask test` installs for the ATIF tests (`PADDOCK_ATIF_PYTHON`,
-//! `harbor` beside it). Outside it, a machine without one skips these tests with a message
-//! saying how to install it; in CI (`CI` set) its absence fails them.
+//! `harbor` beside it), and the MCP server the SDK's (`PADDOCK_MCP_PYTHON`). Outside it, a
+//! machine without them skips these tests with a message saying how to install them; in CI
+//! (`CI` set) their absence fails them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::agent_common::{call_step, paddock_bin, text};
 use crate::atif::python;
+use crate::mcp_http::url_servers::UrlServer;
 use paddock_tests::scripted::{Script, ScriptedServer, Step, Turn};
 use serde_json::{Value, json};
 
@@ -40,15 +46,55 @@ struct Job {
     _jobs: tempfile::TempDir,
 }
 
-/// `harbor run` of the task in `tests/harbor/{task}` with paddock against `url`, with
-/// `agent_kwargs` (`--ak`).
-async fn harbor_run(python: &Path, task: &str, url: &str, agent_kwargs: &[&str]) -> Job {
+/// The task in `tests/harbor/{name}`.
+fn task(name: &str) -> PathBuf {
+    repo().join("tests/harbor").join(name)
+}
+
+/// A copy of the task `name` whose `task.toml` ends with `more` (MCP servers it declares).
+fn task_with(name: &str, more: &str) -> (tempfile::TempDir, PathBuf) {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).expect("mkdir");
+        for entry in std::fs::read_dir(from).expect("read the task").flatten() {
+            let target = to.join(entry.file_name());
+            if entry.path().is_dir() {
+                copy(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), &target).expect("copy");
+            }
+        }
+    }
+    let dir = tempfile::tempdir().expect("task dir");
+    let copied = dir.path().join(name);
+    copy(&task(name), &copied);
+    let toml = copied.join("task.toml");
+    let text = std::fs::read_to_string(&toml).expect("task.toml") + more;
+    std::fs::write(&toml, text).expect("task.toml");
+    (dir, copied)
+}
+
+/// How the agent is told where the model server is.
+enum Server<'a> {
+    /// `PADDOCK_BASE_URL` in the environment `harbor` runs in.
+    Env(&'a str),
+    /// `harbor run --base-url URL`, with no `PADDOCK_BASE_URL`.
+    Flag(&'a str),
+}
+
+/// `harbor run` of `task` with paddock against `server`, with `agent_kwargs` (`--ak`): its
+/// output, and the directory of its jobs.
+async fn harbor(
+    python: &Path,
+    task: &Path,
+    server: Server<'_>,
+    agent_kwargs: &[&str],
+) -> (std::process::Output, tempfile::TempDir) {
     let jobs = tempfile::tempdir().expect("jobs dir");
     let harbor = python.with_file_name("harbor");
     let mut cmd = Command::new(&harbor);
     cmd.arg("run")
         .arg("-p")
-        .arg(repo().join("tests/harbor").join(task))
+        .arg(task)
         .args(["-a", "paddock_harbor:PaddockAgent"])
         .args(["-e", "paddock_harbor.chroot:ChrootEnvironment"])
         .args(["-m", "scripted", "--job-name", "paddock", "-y", "-q", "-o"])
@@ -56,20 +102,30 @@ async fn harbor_run(python: &Path, task: &str, url: &str, agent_kwargs: &[&str])
     for kwarg in agent_kwargs {
         cmd.args(["--ak", kwarg]);
     }
+    match server {
+        Server::Env(url) => cmd.env("PADDOCK_BASE_URL", url),
+        Server::Flag(url) => cmd.args(["--base-url", url]).env_remove("PADDOCK_BASE_URL"),
+    };
     cmd.env("PYTHONPATH", repo().join("integrations/harbor"))
         .env("PADDOCK_BINARY", paddock_bin())
-        .env("PADDOCK_BASE_URL", url)
         .env_remove("PADDOCK_API_KEY")
         .env_remove("PADDOCK_MODEL")
         .env("HARBOR_TELEMETRY", "0")
         .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        // What a task's MCP server headers may name (Harbor wants each variable set).
+        .env("PADDOCK_TEST_MCP_TOKEN", "not-a-secret")
         .current_dir(jobs.path());
     let output = tokio::task::spawn_blocking(move || cmd.output())
         .await
         .expect("join")
         .unwrap_or_else(|e| panic!("run {}: {e}", harbor.display()));
-    assert!(output.status.success(), "harbor run: {}", text(&output));
+    (output, jobs)
+}
 
+/// `harbor run` (as `harbor` does it) that ran its one trial: the job's and trial's results.
+async fn harbor_run(python: &Path, task: &Path, server: Server<'_>, agent_kwargs: &[&str]) -> Job {
+    let (output, jobs) = harbor(python, task, server, agent_kwargs).await;
+    assert!(output.status.success(), "harbor run: {}", text(&output));
     let job_dir = jobs.path().join("paddock");
     let result = read_json(&job_dir.join("result.json"));
     let trials: Vec<PathBuf> = std::fs::read_dir(&job_dir)
@@ -163,20 +219,40 @@ fn writes_greeting() -> Step {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn harbor_runs_paddock_on_a_task_and_the_verifier_rewards_the_file_it_wrote() {
+async fn harbor_runs_paddock_on_a_task_with_its_mcp_server_and_the_verifier_rewards_the_file_it_wrote()
+ {
     let Some(python) = python() else { return };
+    let Some(mcp) = UrlServer::start() else {
+        return;
+    };
+    // The task declares an MCP server by a host name (resolved in the environment: paddock
+    // reaches a private address only as an address); the model calls its tool, then writes.
+    let (_task, task) = task_with(
+        WRITE_FILE,
+        &format!(
+            "\n[[environment.mcp_servers]]\nname = \"remote\"\ntransport = \"streamable-http\"\n\
+             url = \"http://localhost:{}/mcp\"\n",
+            mcp.port
+        ),
+    );
     let server = ScriptedServer::start(Script {
-        steps: vec![writes_greeting(), Step::Reply(Turn::text(&["Done."]))],
+        steps: vec![
+            call_step("m1", "pid", "{}"),
+            writes_greeting(),
+            Step::Reply(Turn::text(&["Done."])),
+        ],
     })
     .await
     .expect("scripted server");
-    let job = harbor_run(&python, WRITE_FILE, &server.openai_base_url(), &[]).await;
+    let job = harbor_run(&python, &task, Server::Env(&server.openai_base_url()), &[]).await;
 
     let result = result_line(&job);
     assert_eq!(result["stop_reason"], "completed");
     assert_eq!(result["exit_code"], 0);
     assert_solved(&job, &result);
-    assert_eq!(server.requests().len(), 2);
+    assert_eq!(server.requests().len(), 3);
+    // The task's server answered the call: its own process id.
+    assert_eq!(tool_results(&server)[0], mcp.child.id().to_string());
     let trajectory = assert_trajectory(&python, &job, &result);
     let calls: Vec<&Value> = trajectory["steps"]
         .as_array()
@@ -185,8 +261,23 @@ async fn harbor_runs_paddock_on_a_task_and_the_verifier_rewards_the_file_it_wrot
         .filter_map(|s| s["tool_calls"].as_array())
         .flatten()
         .collect();
-    assert_eq!(calls.len(), 1, "{trajectory}");
-    assert_eq!(calls[0]["function_name"], "write_file");
+    let names: Vec<&Value> = calls.iter().map(|c| &c["function_name"]).collect();
+    assert_eq!(names, ["pid", "write_file"], "{trajectory}");
+    // The tools the session offered, the task's server's among them, in OpenAI's shape.
+    let definitions = trajectory["agent"]["tool_definitions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tool_definitions: {}", trajectory["agent"]));
+    let offered: Vec<&str> = definitions
+        .iter()
+        .map(|d| {
+            assert_eq!(d["type"], "function", "{d}");
+            assert_eq!(d["function"]["parameters"]["type"], "object", "{d}");
+            d["function"]["name"].as_str().expect("a name")
+        })
+        .collect();
+    for tool in ["pid", "write_file", "read_file", "shell"] {
+        assert!(offered.contains(&tool), "{tool} not in {offered:?}");
+    }
     // The session's own log came back too, for `paddock log`.
     let session = result["session"].as_str().unwrap();
     let log = job.trial_dir.join("agent/sessions").join(session);
@@ -194,19 +285,34 @@ async fn harbor_runs_paddock_on_a_task_and_the_verifier_rewards_the_file_it_wrot
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_budget_stop_in_harbor_is_a_finished_run_not_an_agent_error() {
+async fn a_budget_stop_in_harbor_is_a_finished_run_and_skip_install_runs_the_images_paddock() {
     let Some(python) = python() else { return };
+    // The image has paddock (the chroot carries out the Dockerfile's COPY); with
+    // skip_install the agent uploads nothing (the binary it names does not exist) and still
+    // sets up its trial.
+    let (_task, task) = task_with(WRITE_FILE, "");
+    std::fs::copy(paddock_bin(), task.join("environment/paddock")).expect("copy paddock");
+    let dockerfile = task.join("environment/Dockerfile");
+    let text = std::fs::read_to_string(&dockerfile).expect("Dockerfile")
+        + "COPY paddock /installed-agent/paddock\n";
+    std::fs::write(&dockerfile, text).expect("Dockerfile");
     // The one allowed turn writes the file; the budget stops the session before a second.
-    let server = ScriptedServer::start(Script {
-        steps: vec![writes_greeting(), Step::Reply(Turn::text(&["never asked"]))],
-    })
-    .await
-    .expect("scripted server");
+    // The script is docs/harbor.md's (tests/harbor/write-file.script.json).
+    let script = std::fs::read_to_string(repo().join("tests/harbor/write-file.script.json"))
+        .expect("the script");
+    let script: Script = serde_json::from_str(&script).expect("a script");
+    let server = ScriptedServer::start(script)
+        .await
+        .expect("scripted server");
     let job = harbor_run(
         &python,
-        WRITE_FILE,
-        &server.openai_base_url(),
-        &["max_turns=1"],
+        &task,
+        Server::Env(&server.openai_base_url()),
+        &[
+            "max_turns=1",
+            "skip_install=true",
+            "binary=/nonexistent/paddock",
+        ],
     )
     .await;
 
@@ -226,8 +332,8 @@ async fn a_paddock_run_that_fails_is_an_errored_trial_saying_why() {
         .expect("scripted server");
     let job = harbor_run(
         &python,
-        WRITE_FILE,
-        &server.openai_base_url(),
+        &task(WRITE_FILE),
+        Server::Env(&server.openai_base_url()),
         &["preset=no-such-preset"],
     )
     .await;
@@ -241,6 +347,203 @@ async fn a_paddock_run_that_fails_is_an_errored_trial_saying_why() {
     let message = exception["exception_message"].as_str().unwrap();
     assert!(message.contains("paddock exited 2"), "{message}");
     assert!(message.contains("setup_error"), "{message}");
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limited_model_is_harbors_rate_limit_error_and_base_url_reaches_paddock() {
+    let Some(python) = python() else { return };
+    // A 429 asking for a wait past paddock's retry budget: paddock gives up at once.
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step::Status {
+            status: 429,
+            body: r#"{"error": {"type": "rate_limit_error", "message": "slow down"}}"#.into(),
+            retry_after_secs: Some(3600),
+            retry_after_ms: None,
+        }],
+    })
+    .await
+    .expect("scripted server");
+    // The server only through `--base-url` (no PADDOCK_BASE_URL): the request reached it.
+    let job = harbor_run(
+        &python,
+        &task(WRITE_FILE),
+        Server::Flag(&server.openai_base_url()),
+        &[],
+    )
+    .await;
+
+    assert_eq!(server.requests().len(), 1);
+    let result = result_line(&job);
+    assert_eq!(result["stop_reason"], "model_error");
+    assert_eq!(result["exit_code"], 4);
+    assert_eq!(job.result["stats"]["n_errored_trials"], 1);
+    let exception = &job.trial["exception_info"];
+    assert_eq!(
+        exception["exception_type"], "ApiRateLimitError",
+        "{exception}"
+    );
+    let message = exception["exception_message"].as_str().unwrap();
+    assert!(message.contains("paddock exited 4"), "{message}");
+    assert!(message.contains("HTTP 429"), "{message}");
+}
+
+#[test]
+fn each_result_line_of_a_failed_run_is_the_error_class_harbors_own_agents_raise() {
+    let Some(python) = python() else { return };
+    // (stop_reason, detail as paddock words it, Harbor's class)
+    let cases = json!([
+        [
+            "model_error",
+            "gave up after 5 attempts; last error: HTTP 429 from http://m/v1/chat/completions: slow down",
+            "ApiRateLimitError"
+        ],
+        [
+            "model_error",
+            "HTTP 400 from http://m/v1/chat/completions: {\"error\": {\"code\": \"context_length_exceeded\"}}",
+            "ContextWindowExceededError"
+        ],
+        [
+            "model_error",
+            "HTTP 413 from http://m/v1/messages: prompt is too long: 210000 tokens > 200000 maximum",
+            "ContextWindowExceededError"
+        ],
+        [
+            "model_error",
+            "HTTP 400 from http://m/v1/chat/completions: unknown field",
+            "UnknownApiError"
+        ],
+        [
+            "model_error",
+            "HTTP 401 from http://m/v1/chat/completions: bad key",
+            "AgentAuthenticationError"
+        ],
+        [
+            "model_error",
+            "HTTP 404 from http://m/v1/chat/completions: no such model",
+            "ModelNotFoundError"
+        ],
+        [
+            "model_error",
+            "gave up after 2 attempts: the server answered HTTP 500 with the same error twice",
+            "ApiInternalServerError"
+        ],
+        [
+            "model_error",
+            "gave up after 5 attempts; last error: HTTP 529 from http://m/v1/messages: overloaded",
+            "ApiOverloadedError"
+        ],
+        [
+            "model_error",
+            "gave up after 5 attempts; last error: could not reach http://m/v1: refused",
+            "NetworkConnectionError"
+        ],
+        [
+            "model_error",
+            "the provider's content filter stopped the response",
+            "AgentSafetyRefusalError"
+        ],
+        [
+            "model_error",
+            "HTTP 418 from http://m/v1: a body that says HTTP 429 from elsewhere",
+            "UnknownApiError"
+        ],
+        [
+            "protocol_error",
+            "the stream is not a valid openai stream: garbage",
+            "UnknownApiError"
+        ],
+        [
+            "setup_error",
+            "HTTP 429 from http://m: a preset that mentions it",
+            "NonZeroAgentExitCodeError"
+        ],
+        ["host_error", null, "NonZeroAgentExitCodeError"],
+    ]);
+    let script = "import json, sys\nfrom paddock_harbor.errors import error_class\n\
+                  for stop, detail, _ in json.loads(sys.argv[1]):\n\
+                  \x20   print(error_class({'stop_reason': stop, 'detail': detail}).__name__)\n";
+    let output = Command::new(&python)
+        .args(["-c", script, &cases.to_string()])
+        .env("PYTHONPATH", repo().join("integrations/harbor"))
+        .env("HARBOR_TELEMETRY", "0")
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .output()
+        .expect("run Python");
+    assert!(output.status.success(), "{}", text(&output));
+    let got: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let wanted: Vec<&str> = cases
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c[2].as_str().unwrap())
+        .collect();
+    assert_eq!(got, wanted);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_misspelt_agent_option_stops_harbor_run_naming_it_and_the_valid_ones() {
+    let Some(python) = python() else { return };
+    let server = ScriptedServer::start(Script::default())
+        .await
+        .expect("scripted server");
+    let (output, jobs) = harbor(
+        &python,
+        &task(WRITE_FILE),
+        Server::Env(&server.openai_base_url()),
+        &["max_turn=1"],
+    )
+    .await;
+
+    // Harbor checks an agent's options before it starts a trial.
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let said = text(&output);
+    assert!(said.contains("Unknown option 'max_turn'"), "{said}");
+    assert!(said.contains("did you mean 'max_turns'?"), "{said}");
+    assert!(
+        said.contains("Valid options: base_url, binary, disable_web_search, max_turns, preset,"),
+        "{said}"
+    );
+    assert!(!jobs.path().join("paddock/result.json").exists());
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trial_refused_before_its_environment_started_fails_for_that_reason_alone() {
+    let Some(python) = python() else { return };
+    // Harbor refuses an MCP server with headers for an agent that cannot forward them, before
+    // the environment starts; it still asks the environment for the trial's logs.
+    let (_task, task) = task_with(
+        WRITE_FILE,
+        "\n[[environment.mcp_servers]]\nname = \"remote\"\ntransport = \"streamable-http\"\n\
+         url = \"http://127.0.0.1:9/mcp\"\nheaders = { Authorization = \"Bearer ${PADDOCK_TEST_MCP_TOKEN}\" }\n",
+    );
+    let server = ScriptedServer::start(Script::default())
+        .await
+        .expect("scripted server");
+    let (output, jobs) = harbor(&python, &task, Server::Env(&server.openai_base_url()), &[]).await;
+    assert!(output.status.success(), "harbor run: {}", text(&output));
+    let job_dir = jobs.path().join("paddock");
+    let trial_dir = std::fs::read_dir(&job_dir)
+        .expect("the job's directory")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("result.json").is_file())
+        .expect("a trial");
+    let trial = read_json(&trial_dir.join("result.json"));
+    let exception = &trial["exception_info"];
+    assert_eq!(exception["exception_type"], "ValueError", "{exception}");
+    let message = exception["exception_message"].as_str().unwrap();
+    assert!(
+        message.contains("cannot forward HTTP MCP headers"),
+        "{message}"
+    );
+    // Fetching the logs of the environment that never started raised nothing.
+    let log = std::fs::read_to_string(trial_dir.join("trial.log")).expect("trial.log");
+    assert!(!log.contains("Traceback"), "{log}");
     assert!(server.requests().is_empty());
 }
 
@@ -283,7 +586,13 @@ async fn in_harbor_a_background_server_serves_a_later_command_and_an_interrupt_s
     })
     .await
     .expect("scripted server");
-    let job = harbor_run(&python, BACKGROUND_SERVER, &server.openai_base_url(), &[]).await;
+    let job = harbor_run(
+        &python,
+        &task(BACKGROUND_SERVER),
+        Server::Env(&server.openai_base_url()),
+        &[],
+    )
+    .await;
 
     let result = result_line(&job);
     assert_eq!(result["stop_reason"], "completed");
@@ -330,7 +639,13 @@ async fn in_harbor_a_program_that_needs_a_terminal_is_answered_through_write_std
     })
     .await
     .expect("scripted server");
-    let job = harbor_run(&python, INTERACTIVE, &server.openai_base_url(), &[]).await;
+    let job = harbor_run(
+        &python,
+        &task(INTERACTIVE),
+        Server::Env(&server.openai_base_url()),
+        &[],
+    )
+    .await;
 
     let result = result_line(&job);
     assert_eq!(result["stop_reason"], "completed");

@@ -17,7 +17,7 @@ mod inspector;
 #[path = "mcp_http/load.rs"]
 mod load;
 #[path = "mcp_http/url_servers.rs"]
-mod url_servers;
+pub(crate) mod url_servers;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

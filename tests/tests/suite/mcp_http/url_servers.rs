@@ -14,14 +14,15 @@ use serde_json::Value;
 use super::installed;
 use crate::agent_common::{self, Project};
 
-/// The SDK's HTTP server on a free loopback port; killed when dropped.
-struct UrlServer {
-    child: Child,
-    port: u16,
+/// The SDK's HTTP server on a free loopback port; killed when dropped. `harbor.rs` gives it
+/// to a Harbor task too.
+pub(crate) struct UrlServer {
+    pub(crate) child: Child,
+    pub(crate) port: u16,
 }
 
 impl UrlServer {
-    fn start() -> Option<UrlServer> {
+    pub(crate) fn start() -> Option<UrlServer> {
         let python = installed("PADDOCK_MCP_PYTHON")?;
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
