@@ -10,7 +10,7 @@ use super::session_view::Printer;
 use super::trust::TerminalTrust;
 use super::{Env, Exit};
 use crate::approver::TerminalApprover;
-use paddock::agent::model_script::ModelScript;
+use paddock::ModelScript;
 use paddock::agent::{Observer, TurnEnd};
 use paddock::ask::{Approver, OnAsk};
 use paddock::log::Tap;

@@ -63,6 +63,7 @@ modules!(
 mod backtrace;
 pub mod event;
 
+pub use agent::model_script::ModelScript;
 pub use agent::{Compaction, ContextFill, Entry, Observer, Quiet, Spent, TurnEnd};
 pub use ask::{Answer, Approver, NoOneToAsk, OnAsk, Question};
 pub use backtrace::quiet_library_backtraces;

@@ -60,7 +60,7 @@ struct File {
 
 /// One response with its placeholders filled: text and calls as (name, argument text).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Rendered {
+pub(crate) struct Rendered {
     pub text: String,
     pub calls: Vec<(String, String)>,
 }
@@ -143,7 +143,7 @@ impl ModelScript {
     }
 
     /// Response `n` (from 0) for a request carrying `messages`, or `None` past the end.
-    pub fn render<'a>(
+    pub(crate) fn render<'a>(
         &self,
         n: usize,
         messages: impl Iterator<Item = &'a Message>,
