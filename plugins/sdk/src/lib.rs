@@ -23,11 +23,13 @@
 //! The WIT the bindings come from is inside this crate (`wit/`).
 
 mod budget;
+mod image;
 pub mod hook;
 mod path;
 mod spec;
 
 pub use budget::{FUEL_VAR, OUTPUT_BYTES_VAR, fuel_budget, output_budget};
+pub use image::{IMAGE_OUTPUT_PREFIX, MAX_IMAGE_BYTES, image_format};
 pub use path::{WORKSPACE, display_path, resolve};
 pub use spec::{Example, Output, Overflow, Risk, Spec, ToolError};
 

@@ -60,6 +60,7 @@ pub fn events(events: usize, compact_every: usize, result_bytes: usize) -> Vec<E
             push(
                 &mut out,
                 Body::UserMessage {
+                    images: Vec::new(),
                     text: format!("task {step}: go on with the work"),
                     source: Source::User,
                 },
@@ -93,6 +94,7 @@ pub fn events(events: usize, compact_every: usize, result_bytes: usize) -> Vec<E
         let seq = push(
             &mut out,
             Body::AssistantMessage {
+                reasoning: Vec::new(),
                 attempt,
                 text: "Reading the next file.".into(),
                 tool_calls: vec![ToolCall {
@@ -125,6 +127,7 @@ pub fn events(events: usize, compact_every: usize, result_bytes: usize) -> Vec<E
         push(
             &mut out,
             Body::ToolResult {
+                images: Vec::new(),
                 id,
                 content: content[..result_bytes].to_string(),
                 is_error: false,
