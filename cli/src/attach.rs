@@ -11,7 +11,8 @@ use paddock_types::text::sanitize;
 
 /// The image at `path`, or an error that names the path and what to do.
 pub fn read_image(path: &Path) -> Result<ImagePart, String> {
-    let shown = sanitize(&path.display().to_string());
+    let shown = path.display().to_string();
+    let shown = sanitize(&shown);
     let file = std::fs::File::open(path).map_err(|e| format!("cannot read image {shown}: {e}"))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     if size > MAX_IMAGE_BYTES as u64 {
