@@ -184,11 +184,12 @@ async fn run_image_attaches_to_the_task_on_both_wires_and_a_text_only_model_gets
     // OpenAI wire, the preset says the model takes images.
     let server_a = server(vec![Step::Reply(Turn::text(&["A tiny picture."]))]).await;
     let project = project(&server_a, "openai", Some(true));
+    let preset = project.dir.path().join("vision.toml");
     let output = project
         .paddock(&[
             "run",
             "--preset",
-            "vision.toml",
+            preset.to_str().unwrap(),
             "--image",
             "pic.png",
             "describe it",
