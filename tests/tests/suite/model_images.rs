@@ -12,23 +12,26 @@ use paddock::log::StopReason;
 use paddock_tests::scripted::{ScriptedServer, Step, Turn};
 use serde_json::Value;
 
-/// A real 2x3 RGB PNG.
-const PNG: [u8; 74] = [
-    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
-    0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x03, 0x08, 0x02, 0x00, 0x00, 0x00, 0x36, 0x88, 0x49,
-    0xd6, 0x00, 0x00, 0x00, 0x11, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0xf8, 0xcf, 0xc0, 0x00,
-    0x44, 0x60, 0x02, 0x4e, 0x03, 0x00, 0x3e, 0xd6, 0x05, 0xfb, 0x58, 0x82, 0xcf, 0x46, 0x00, 0x00,
-    0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
-];
+/// A real 2x3 RGB PNG, in hex.
+const PNG_HEX: &str = "89504e470d0a1a0a0000000d49484452000000020000000308020000003688\
+49d60000001149444154789c63f8cfc0004460024e03003ed605fb5882cf4600000000\
+49454e44ae426082";
+
+fn png() -> Vec<u8> {
+    (0..PNG_HEX.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&PNG_HEX[i..i + 2], 16).expect("hex"))
+        .collect()
+}
 
 fn png_base64() -> String {
-    paddock::model::ImagePart::from_bytes(PNG.to_vec())
+    paddock::model::ImagePart::from_bytes(png())
         .expect("a valid PNG")
         .base64()
 }
 
 fn png_sha() -> String {
-    paddock_types::stamp::sha256_hex(&PNG)
+    paddock_types::stamp::sha256_hex(&png())
 }
 
 /// A preset whose `[model]` is `server` on `provider`'s wire, `vision` as given, with
@@ -51,7 +54,7 @@ fn preset(server: &ScriptedServer, provider: &str, vision: Option<bool>) -> Stri
 /// A project holding `pic.png` (and whatever else), its preset `vision.toml` written.
 fn project(server: &ScriptedServer, provider: &str, vision: Option<bool>) -> Project {
     let project = Project::warm(&[]);
-    std::fs::write(project.dir.path().join("pic.png"), PNG).unwrap();
+    std::fs::write(project.dir.path().join("pic.png"), png()).unwrap();
     std::fs::write(
         project.dir.path().join("vision.toml"),
         preset(server, provider, vision),
@@ -97,7 +100,7 @@ fn assert_stored_by_hash(project: &Project, session: &str, kind: &str) {
         .join(session)
         .join("blobs")
         .join(png_sha());
-    assert_eq!(std::fs::read(&blob).unwrap(), PNG, "{}", blob.display());
+    assert_eq!(std::fs::read(&blob).unwrap(), png(), "{}", blob.display());
 }
 
 fn read_pic() -> Step {
@@ -265,6 +268,24 @@ async fn run_image_attaches_to_the_task_on_both_wires_and_a_text_only_model_gets
     assert!(text(&output).contains("vision.toml"), "{}", text(&output));
 }
 
+/// The first agent step of the session's ATIF trajectory.
+fn first_agent_step(session: &paddock::Session) -> Value {
+    let trajectory = paddock::log::trajectory_of_log(session.log_path()).unwrap();
+    let json = serde_json::to_value(&trajectory).unwrap();
+    let steps = json["steps"].as_array().unwrap();
+    steps
+        .iter()
+        .find(|s| s["source"] == "agent")
+        .unwrap()
+        .clone()
+}
+
+/// The first event of `kind` in the session's log.
+fn first_event(project: &Project, session: &paddock::Session, kind: &str) -> Value {
+    let events = project.events(session.id());
+    events.into_iter().find(|e| e["type"] == kind).unwrap()
+}
+
 /// The request after a read_file of `path`, and the tool result's logged event.
 async fn after_reading(project: &Project, server: &ScriptedServer) -> (Value, Value) {
     let session = start(project).await;
@@ -272,13 +293,7 @@ async fn after_reading(project: &Project, server: &ScriptedServer) -> (Value, Va
     assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
     let requests = server.requests();
     let sent = requests.last().unwrap().body.clone();
-    let events = project.events(session.id());
-    let result = events
-        .iter()
-        .find(|e| e["type"] == "tool/result")
-        .unwrap()
-        .clone();
-    (sent, result)
+    (sent, first_event(project, &session, "tool/result"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -294,16 +309,16 @@ async fn hostile_images_are_refused_with_a_reason_and_nothing_is_sent() {
         let project = project(&server, "openai", Some(true));
         let dir = project.dir.path();
         // Over the bound: a PNG with 4 MB of trailing data.
-        let mut big = PNG.to_vec();
+        let mut big = png();
         big.resize(4_000_000, 0);
         std::fs::write(dir.join("big.png"), big).unwrap();
         // PNG magic on garbage.
-        let mut garbage = PNG[..8].to_vec();
+        let mut garbage = png()[..8].to_vec();
         garbage.extend(b"not a png at all, just its signature");
         std::fs::write(dir.join("garbage.png"), garbage).unwrap();
         // A symlink to an image outside the mounts.
         let outside = tempfile::tempdir().unwrap();
-        std::fs::write(outside.path().join("secret.png"), PNG).unwrap();
+        std::fs::write(outside.path().join("secret.png"), png()).unwrap();
         std::os::unix::fs::symlink(outside.path().join("secret.png"), dir.join("escape.png"))
             .unwrap();
 
@@ -334,24 +349,13 @@ async fn openai_reasoning_is_logged_and_becomes_the_atif_steps_reasoning_content
     let session = start(&project).await;
     let end = session.send("greet me", &Quiet).await;
     assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
-    let events = project.events(session.id());
-    let message = events
-        .iter()
-        .find(|e| e["type"] == "assistant/message")
-        .unwrap();
+    let message = first_event(&project, &session, "assistant/message");
     assert_eq!(message["data"]["text"], "Hello.");
     assert_eq!(
         message["data"]["reasoning"][0]["text"],
         "The user wants a greeting."
     );
-    let trajectory = paddock::log::trajectory_of_log(session.log_path()).unwrap();
-    let json = serde_json::to_value(&trajectory).unwrap();
-    let agent = json["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["source"] == "agent")
-        .unwrap();
+    let agent = first_agent_step(&session);
     assert_eq!(agent["reasoning_content"], "The user wants a greeting.");
 }
 
@@ -394,21 +398,10 @@ async fn anthropic_signed_thinking_goes_back_before_the_tool_results_and_reaches
     assert_eq!(content[1]["data"], "opaque-bytes");
     assert_eq!(content[2]["type"], "tool_use");
 
-    let events = project.events(session.id());
-    let message = events
-        .iter()
-        .find(|e| e["type"] == "assistant/message")
-        .unwrap();
+    let message = first_event(&project, &session, "assistant/message");
     assert_eq!(message["data"]["reasoning"][0]["signature"], "sig-abc123");
     assert_eq!(message["data"]["reasoning"][1]["kind"], "redacted");
-    let trajectory = paddock::log::trajectory_of_log(session.log_path()).unwrap();
-    let json = serde_json::to_value(&trajectory).unwrap();
-    let agent = json["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["source"] == "agent")
-        .unwrap();
+    let agent = first_agent_step(&session);
     assert_eq!(
         agent["reasoning_content"],
         "I should read the file.\n\n[redacted thinking]"
