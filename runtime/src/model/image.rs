@@ -175,6 +175,13 @@ impl ImagePart {
         Some(ImagePart::from_bytes(decoded).map(|image| (image, caption.to_owned())))
     }
 
+    /// The image as a tool's text output with `caption` (what `from_tool_output` reads back):
+    /// how a host-side tool, such as an MCP server's, hands an image through the pipeline,
+    /// whose results are text.
+    pub fn to_tool_output(&self, caption: &str) -> String {
+        format!("{IMAGE_OUTPUT_PREFIX}{}\n{caption}", self.base64())
+    }
+
     pub fn kind(&self) -> ImageKind {
         self.kind
     }

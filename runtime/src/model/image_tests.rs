@@ -65,7 +65,7 @@ fn garbage_behind_a_magic_number_and_oversized_images_are_refused_with_the_reaso
 #[test]
 fn a_tool_output_carries_an_image_and_its_caption_and_text_stays_text() {
     let png = ImagePart::from_bytes(PNG_2X3.to_vec()).unwrap();
-    let content = format!("{IMAGE_OUTPUT_PREFIX}{}\nshot.png: PNG image", png.base64());
+    let content = png.to_tool_output("shot.png: PNG image");
     let (image, caption) = ImagePart::from_tool_output(&content).unwrap().unwrap();
     assert_eq!((image, caption.as_str()), (png, "shot.png: PNG image"));
     assert!(ImagePart::from_tool_output("     1\tplain text").is_none());
