@@ -5,7 +5,9 @@
 use std::fmt::Write as _;
 use std::io::{Read, Seek, SeekFrom};
 
-use paddock_sdk::{MAX_IMAGE_BYTES, Output, Overflow, Spec, Tool, ToolError, image_format, resolve};
+use paddock_sdk::{
+    MAX_IMAGE_BYTES, Output, Overflow, Spec, Tool, ToolError, image_format, resolve,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 

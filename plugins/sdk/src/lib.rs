@@ -23,8 +23,8 @@
 //! The WIT the bindings come from is inside this crate (`wit/`).
 
 mod budget;
-mod image;
 pub mod hook;
+mod image;
 mod path;
 mod spec;
 
