@@ -162,7 +162,10 @@ mod tests {
     use super::*;
 
     fn user(text: &str) -> Message {
-        Message::User { images: Vec::new(), text: text.into() }
+        Message::User {
+            images: Vec::new(),
+            text: text.into(),
+        }
     }
 
     #[test]
