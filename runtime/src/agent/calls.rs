@@ -2,10 +2,10 @@
 //! through `LoggedCalls` (L1, L2, L8); the turn's stop worked out from how they ended.
 
 use crate::calls::{Disposition, EndReason};
+use paddock_types::contract::{ErrorCode, ToolError};
 use crate::log::StopReason;
 use crate::model::AssembledCall;
 use crate::pipeline::{CallRecord, CallSummary, CallWatch, LoggedCalls, Prepared, RawCall};
-use paddock_types::contract::{ErrorCode, ToolError};
 
 use super::{Agent, Stop};
 

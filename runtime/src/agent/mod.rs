@@ -24,9 +24,9 @@ use crate::pipeline::{CallContext, CallSummary};
 use crate::preset::LoopBudgets;
 
 pub use crate::log::Spent;
+pub use compact::{Compaction, ContextFill};
 #[cfg(any(test, feature = "internals"))]
 pub use compact::COMPACT_SYSTEM;
-pub use compact::{Compaction, ContextFill};
 pub use inbox::{Entry, Inbox};
 
 /// How many times the model is nudged after announcing a call it did not send (B1).
@@ -320,11 +320,7 @@ impl Agent<'_> {
     }
 
     /// What the response's outcome asks for: run its calls, nudge, or stop.
-    async fn follow_outcome(
-        &self,
-        message: &AssistantMessage,
-        nudges: &mut u32,
-    ) -> Result<(), Stop> {
+    async fn follow_outcome(&self, message: &AssistantMessage, nudges: &mut u32) -> Result<(), Stop> {
         match message.outcome {
             // Steering that arrived while the model answered keeps the inner loop going.
             Outcome::Completed if self.inbox.is_some_and(|i| i.has(Lane::NextStep)) => Ok(()),

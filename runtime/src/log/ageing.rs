@@ -2,8 +2,8 @@
 //! larger than some bytes is sent as a stub naming where the whole result stays readable (the
 //! session log; the spill directory, which the agent fills when it logs such a result).
 
-use crate::model::ToolResultMessage;
 use crate::model::context::Ageing;
+use crate::model::ToolResultMessage;
 
 /// About the size of a stub (`aged`).
 pub(super) const STUB_BYTES: usize = 330;

@@ -37,10 +37,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::ageing::{AGED, STUB_BYTES, aged};
-use super::blobs::{Blobs, missing_image};
+use crate::model::context::Ageing;
 use super::event::{Body, Event, Source};
 use super::quote::quote_markers;
-use crate::model::context::Ageing;
+use super::blobs::{Blobs, missing_image};
 use crate::model::{ImagePart, ImageRef, Keyed, Message, Messages, ToolResultMessage};
 
 /// Opens the message that stands for a compacted part of the session.
@@ -123,10 +123,7 @@ pub(super) fn message_bytes(message: &Message) -> usize {
                     .iter()
                     .map(|c| c.id.len() + c.name.len() + c.arguments.len() + 16)
                     .sum::<usize>()
-                + reasoning
-                    .iter()
-                    .map(crate::model::Reasoning::bytes)
-                    .sum::<usize>()
+                + reasoning.iter().map(crate::model::Reasoning::bytes).sum::<usize>()
         }
         Message::Tool(result) => {
             result.content.len() + result.call_id.len() + images(&result.images)

@@ -1,15 +1,14 @@
 //! Tests of the derived history: order, compaction, ageing (L1).
 
 use super::*;
-use crate::log::event::{CompactReason, Source};
 use crate::model::context::Ageing;
+use crate::log::event::{CompactReason, Source};
 use crate::model::{Finish, Outcome, ToolCall};
 
 use crate::log::test_session::numbered as events;
 
 fn assistant(ids: &[&str]) -> Body {
-    Body::AssistantMessage {
-        reasoning: Vec::new(),
+    Body::AssistantMessage { reasoning: Vec::new(),
         attempt: "a1".into(),
         text: "working".into(),
         tool_calls: ids
@@ -28,8 +27,7 @@ fn assistant(ids: &[&str]) -> Body {
 }
 
 fn result(id: &str) -> Body {
-    Body::ToolResult {
-        images: Vec::new(),
+    Body::ToolResult { images: Vec::new(),
         id: id.into(),
         content: "ok".into(),
         is_error: false,
@@ -43,8 +41,7 @@ fn result(id: &str) -> Body {
 #[test]
 fn history_is_derived_in_order_with_steering_from_the_inbox() {
     let log = events(vec![
-        Body::UserMessage {
-            images: Vec::new(),
+        Body::UserMessage { images: Vec::new(),
             text: "task".into(),
             source: Source::User,
         },
@@ -86,8 +83,7 @@ fn results_logged_as_calls_end_are_sent_in_the_calls_order() {
 }
 
 fn user(text: &str) -> Body {
-    Body::UserMessage {
-        images: Vec::new(),
+    Body::UserMessage { images: Vec::new(),
         text: text.into(),
         source: Source::User,
     }
@@ -183,8 +179,7 @@ fn a_cut_inside_a_batch_never_leaves_a_result_without_its_call() {
 
 #[test]
 fn large_old_results_age_out_to_a_stub_that_names_the_spill_file() {
-    let big = Body::ToolResult {
-        images: Vec::new(),
+    let big = Body::ToolResult { images: Vec::new(),
         id: "c/1".into(),
         content: "x".repeat(5000),
         is_error: false,

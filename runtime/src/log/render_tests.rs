@@ -2,11 +2,11 @@
 //! of the same events is, across ageing and compaction.
 
 use super::super::ageing::{AGED, STUB_BYTES};
+use crate::model::context::Ageing;
 use super::super::event::{Body, Source};
 use super::super::history::{History, SUMMARY_HEADER, estimate_tokens, message_bytes};
 use super::super::test_session::{numbered, session};
 use crate::model::Message;
-use crate::model::context::Ageing;
 use crate::model::{Finish, Outcome, ToolCall};
 
 /// The estimate over every rendered message, each time: a stub counts as `STUB_BYTES`.
@@ -100,15 +100,13 @@ fn an_estimate_after_reported_usage_counts_only_what_came_since() {
 
 /// A session of `steps` steps, each reading one file of `bytes` bytes.
 fn reading(steps: usize, bytes: usize) -> Vec<super::super::Event> {
-    let mut bodies = vec![Body::UserMessage {
-        images: Vec::new(),
+    let mut bodies = vec![Body::UserMessage { images: Vec::new(),
         text: "read them all".into(),
         source: Source::User,
     }];
     for step in 0..steps {
         let id = format!("c{step}");
-        bodies.push(Body::AssistantMessage {
-            reasoning: Vec::new(),
+        bodies.push(Body::AssistantMessage { reasoning: Vec::new(),
             attempt: format!("a{step}"),
             text: String::new(),
             tool_calls: vec![ToolCall {
@@ -121,8 +119,7 @@ fn reading(steps: usize, bytes: usize) -> Vec<super::super::Event> {
             usage: None,
             cost_usd: None,
         });
-        bodies.push(Body::ToolResult {
-            images: Vec::new(),
+        bodies.push(Body::ToolResult { images: Vec::new(),
             id,
             content: format!("{step}").repeat(bytes),
             is_error: false,

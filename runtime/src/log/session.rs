@@ -48,7 +48,9 @@ impl SessionLog {
     /// `events` are the ones already in the file `writer` appends to.
     pub fn new(writer: LogWriter, events: Vec<Event>) -> SessionLog {
         let mut state = SessionState::default();
-        state.history.read_images_from(Blobs::of_log(writer.path()));
+        state
+            .history
+            .read_images_from(Blobs::of_log(writer.path()));
         for event in &events {
             state.push(event);
         }

@@ -60,8 +60,7 @@ impl ShellLedger {
                             .and_then(|a| a.get("command"))
                             .and_then(serde_json::Value::as_str)
                             .unwrap_or_default();
-                        self.running
-                            .insert(session, command.chars().take(120).collect());
+                        self.running.insert(session, command.chars().take(120).collect());
                     }
                     (WRITE_STDIN, None) => {
                         if let Some(session) = args
@@ -115,8 +114,7 @@ mod tests {
     }
 
     fn result(id: &str, content: &str, args: serde_json::Value) -> Body {
-        Body::ToolResult {
-            images: Vec::new(),
+        Body::ToolResult { images: Vec::new(),
             id: id.into(),
             content: content.into(),
             is_error: false,
@@ -145,19 +143,12 @@ mod tests {
                 serde_json::json!({"command": "sleep 100"}),
             ),
             call("c3", "write_stdin"),
-            result(
-                "c3",
-                "exit status 130",
-                serde_json::json!({"session_id": 2}),
-            ),
+            result("c3", "exit status 130", serde_json::json!({"session_id": 2})),
         ] {
             ledger.push(&body);
         }
         let note = ledger.resume_note().expect("a shell was used");
-        assert!(
-            note.contains("session_id 1: python3 -m http.server"),
-            "{note}"
-        );
+        assert!(note.contains("session_id 1: python3 -m http.server"), "{note}");
         assert!(!note.contains("sleep 100"), "{note}");
     }
 }

@@ -229,8 +229,7 @@ mod tests {
             cache_read_tokens: read,
             cache_write_tokens: write,
         };
-        let answer = |usage: Usage| Body::AssistantMessage {
-            reasoning: Vec::new(),
+        let answer = |usage: Usage| Body::AssistantMessage { reasoning: Vec::new(),
             attempt: "a".into(),
             text: String::new(),
             tool_calls: Vec::new(),

@@ -110,15 +110,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("events.jsonl");
         let (mut log, _) = LogWriter::start(&path, crate::log::event::test_start()).unwrap();
-        log.append(Body::UserMessage {
-            images: Vec::new(),
+        log.append(Body::UserMessage { images: Vec::new(),
             text: "task".into(),
             source: Source::User,
         })
         .unwrap();
         log.append(Body::TurnStart { turn: 1 }).unwrap();
-        log.append(Body::AssistantMessage {
-            reasoning: Vec::new(),
+        log.append(Body::AssistantMessage { reasoning: Vec::new(),
             attempt: "a".into(),
             text: String::new(),
             tool_calls: vec![crate::model::ToolCall {

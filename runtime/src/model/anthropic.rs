@@ -17,8 +17,8 @@
 
 use super::assembler::AnthropicAssembler;
 use super::config::{CacheTtl, ProviderConfig, ToolChoice};
-use super::image::ImagePart;
 use super::messages::ModelRequest;
+use super::image::ImagePart;
 use super::types::{AttemptId, Message, Reasoning, ToolCall};
 use super::wire::Wire;
 use serde_json::{Value, json};
@@ -307,8 +307,7 @@ mod tests {
             arguments: r#"{"path":"a"}"#.into(),
         };
         let result = |id: &str, is_error| {
-            Message::Tool(ToolResultMessage {
-                images: Vec::new(),
+            Message::Tool(ToolResultMessage { images: Vec::new(),
                 call_id: id.into(),
                 content: "x".into(),
                 is_error,
@@ -317,12 +316,8 @@ mod tests {
         let request = ModelRequest {
             messages: vec![
                 Message::System { text: "sys".into() },
-                Message::User {
-                    images: Vec::new(),
-                    text: "hi".into(),
-                },
-                Message::Assistant {
-                    reasoning: Vec::new(),
+                Message::User { images: Vec::new(), text: "hi".into() },
+                Message::Assistant { reasoning: Vec::new(),
                     text: "Reading.".into(),
                     tool_calls: vec![call("t1"), call("t2")],
                 },
@@ -358,12 +353,8 @@ mod tests {
         let raw = "{'path': 'a', oops";
         let request = ModelRequest {
             messages: vec![
-                Message::User {
-                    images: Vec::new(),
-                    text: "hi".into(),
-                },
-                Message::Assistant {
-                    reasoning: Vec::new(),
+                Message::User { images: Vec::new(), text: "hi".into() },
+                Message::Assistant { reasoning: Vec::new(),
                     text: String::new(),
                     tool_calls: vec![ToolCall {
                         id: "t1".into(),
@@ -418,8 +409,7 @@ mod tests {
             arguments: r#"{"path":"a"}"#.into(),
         };
         let result = |id: &str| {
-            Message::Tool(ToolResultMessage {
-                images: Vec::new(),
+            Message::Tool(ToolResultMessage { images: Vec::new(),
                 call_id: id.into(),
                 content: "x".into(),
                 is_error: false,
@@ -432,19 +422,14 @@ mod tests {
         };
         let messages = vec![
             Message::System { text: "sys".into() },
-            Message::User {
-                images: Vec::new(),
-                text: "hi".into(),
-            },
-            Message::Assistant {
-                reasoning: Vec::new(),
+            Message::User { images: Vec::new(), text: "hi".into() },
+            Message::Assistant { reasoning: Vec::new(),
                 text: String::new(),
                 tool_calls: vec![call("t1"), call("t2")],
             },
             result("t1"),
             result("t2"),
-            Message::Assistant {
-                reasoning: Vec::new(),
+            Message::Assistant { reasoning: Vec::new(),
                 text: String::new(),
                 tool_calls: vec![call("t3")],
             },
@@ -471,8 +456,7 @@ mod tests {
         // A summary request on the same prefix: the instruction joins the last user turn, and
         // the breakpoint stays on what the last request ended with.
         let mut summary = messages.clone();
-        summary.push(Message::User {
-            images: Vec::new(),
+        summary.push(Message::User { images: Vec::new(),
             text: "summarize".into(),
         });
         let request = ModelRequest {

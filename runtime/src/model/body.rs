@@ -14,8 +14,8 @@ use std::sync::{Mutex, PoisonError};
 use bytes::{Bytes, BytesMut};
 
 use super::config::ProviderConfig;
-use super::messages::Messages;
 use super::messages::ModelRequest;
+use super::messages::Messages;
 use super::wire::Wire;
 
 /// The body last sent; see the module doc.

@@ -309,26 +309,15 @@ fn dimensions(kind: ImageKind, data: &[u8]) -> Result<(u32, u32), String> {
 }
 
 fn be16(data: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from(u16::from_be_bytes([
-        *data.get(at)?,
-        *data.get(at + 1)?,
-    ])))
+    Some(u32::from(u16::from_be_bytes([*data.get(at)?, *data.get(at + 1)?])))
 }
 
 fn le16(data: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from(u16::from_le_bytes([
-        *data.get(at)?,
-        *data.get(at + 1)?,
-    ])))
+    Some(u32::from(u16::from_le_bytes([*data.get(at)?, *data.get(at + 1)?])))
 }
 
 fn le24(data: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes([
-        *data.get(at)?,
-        *data.get(at + 1)?,
-        *data.get(at + 2)?,
-        0,
-    ]))
+    Some(u32::from_le_bytes([*data.get(at)?, *data.get(at + 1)?, *data.get(at + 2)?, 0]))
 }
 
 fn be32(data: &[u8], at: usize) -> Option<u32> {
@@ -357,10 +346,7 @@ fn png(data: &[u8]) -> Result<(u32, u32), String> {
             "its header has bit depth {depth:?} with colour type {colour:?}"
         ));
     }
-    let end = data
-        .len()
-        .checked_sub(8)
-        .and_then(|at| data.get(at..at + 4));
+    let end = data.len().checked_sub(8).and_then(|at| data.get(at..at + 4));
     if end != Some(b"IEND") {
         return Err("it does not end with an IEND chunk (cut short?)".into());
     }
@@ -415,11 +401,7 @@ fn gif(data: &[u8]) -> Result<(u32, u32), String> {
 
 /// The RIFF size must fit the file; the first chunk is VP8, VP8L or VP8X, each with its size.
 fn webp(data: &[u8]) -> Result<(u32, u32), String> {
-    let riff = u32::from_le_bytes(
-        data.get(4..8)
-            .and_then(|b| b.try_into().ok())
-            .unwrap_or([0; 4]),
-    );
+    let riff = u32::from_le_bytes(data.get(4..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 4]));
     if (riff as usize).saturating_add(8) > data.len() || riff < 4 {
         return Err(format!(
             "its RIFF size ({riff}) does not fit its {} bytes",

@@ -84,7 +84,7 @@ pub fn connect(config: ProviderConfig) -> Result<Box<dyn Provider>, ModelError> 
 pub struct EventSink(Option<UnboundedSender<ModelEvent>>);
 
 impl EventSink {
-    #[cfg(any(test, feature = "internals"))]
+#[cfg(any(test, feature = "internals"))]
     /// A sink that discards every event.
     pub fn none() -> EventSink {
         EventSink(None)

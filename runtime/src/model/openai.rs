@@ -98,9 +98,7 @@ fn values(config: &ProviderConfig, messages: &Messages, i: usize) -> Vec<Value> 
     };
     let mut values = vec![message(config, &keyed.message)];
     let is_result = |m: &Message| matches!(m, Message::Tool(_));
-    let run_ends = !messages
-        .get(i + 1)
-        .is_some_and(|next| is_result(&next.message));
+    let run_ends = !messages.get(i + 1).is_some_and(|next| is_result(&next.message));
     if is_result(&keyed.message) && run_ends && config.accepts_images() {
         let first = (0..=i)
             .rev()
@@ -220,12 +218,8 @@ mod tests {
         let request = ModelRequest {
             messages: vec![
                 Message::System { text: "sys".into() },
-                Message::User {
-                    images: Vec::new(),
-                    text: "hi".into(),
-                },
-                Message::Assistant {
-                    reasoning: Vec::new(),
+                Message::User { images: Vec::new(), text: "hi".into() },
+                Message::Assistant { reasoning: Vec::new(),
                     text: String::new(),
                     tool_calls: vec![ToolCall {
                         id: "c1".into(),
@@ -233,8 +227,7 @@ mod tests {
                         arguments: String::new(),
                     }],
                 },
-                Message::Tool(ToolResultMessage {
-                    images: Vec::new(),
+                Message::Tool(ToolResultMessage { images: Vec::new(),
                     call_id: "c1".into(),
                     content: "text".into(),
                     is_error: false,
@@ -282,11 +275,7 @@ mod tests {
         let mut config =
             ProviderConfig::new(ProviderKind::Openai, "m", Some("http://127.0.0.1:1/v1"));
         let request = ModelRequest {
-            messages: vec![Message::User {
-                images: Vec::new(),
-                text: "hi".into(),
-            }]
-            .into(),
+            messages: vec![Message::User { images: Vec::new(), text: "hi".into() }].into(),
             ..ModelRequest::default()
         };
         let body = OpenAi::body(&config, &request);
@@ -311,11 +300,7 @@ mod tests {
     #[test]
     fn the_session_id_goes_as_prompt_cache_key_where_the_api_takes_it() {
         let request = ModelRequest {
-            messages: vec![Message::User {
-                images: Vec::new(),
-                text: "hi".into(),
-            }]
-            .into(),
+            messages: vec![Message::User { images: Vec::new(), text: "hi".into() }].into(),
             cache_key: Some("20261201-abc".into()),
             ..ModelRequest::default()
         };

@@ -8,8 +8,10 @@
 //! the model too: `bound_result` cuts an error's message and a replaced result to the same
 //! budget, so nothing a plugin or hook says reaches the log or the next request unbounded.
 
+
 use paddock_sandbox::SpillDir;
 use paddock_types::contract::{OutputBudget, Overflow, ToolError, ToolOutput, ToolResult};
+
 
 /// Bytes kept free under the budget for the marker itself.
 const MARKER_ROOM: usize = 400;
@@ -26,11 +28,7 @@ pub fn apply_budget(
     let total = output.content.len();
     // An image is bounded by its own limit when the summary reads it (`model::ImagePart`):
     // cut, it would only be refused.
-    if total <= max
-        || output
-            .content
-            .starts_with(crate::model::IMAGE_OUTPUT_PREFIX)
-    {
+    if total <= max || output.content.starts_with(crate::model::IMAGE_OUTPUT_PREFIX) {
         return output;
     }
     let keep = line_boundary(

@@ -9,8 +9,8 @@
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::log::Asked;
 use paddock_types::contract::{ToolResult, ToolSpec};
+use crate::log::Asked;
 
 /// A validated call about to run, as a gate sees it.
 #[derive(Debug, Clone, Copy)]

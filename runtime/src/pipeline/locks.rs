@@ -12,8 +12,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
-use paddock_sandbox::Mount;
 use paddock_types::contract::ToolSpec;
+use paddock_sandbox::Mount;
 
 /// The real paths one call touches, and whether it may write them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,8 +96,8 @@ pub(super) fn lexical(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use paddock_sandbox::MountMode;
     use paddock_types::contract::RuntimeMeta;
+    use paddock_sandbox::MountMode;
     use serde_json::json;
 
     fn mounts(host: &Path) -> Vec<Mount> {

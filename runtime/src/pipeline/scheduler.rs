@@ -14,6 +14,7 @@
 //! event channel (X4). All calls run on the caller's task; they overlap while they wait (sleep,
 //! I/O) and while the epoch makes running guests yield.
 
+
 use futures::future::join_all;
 use serde::Serialize;
 use serde_json::Value;
@@ -23,8 +24,8 @@ use super::locks::Access;
 use super::prepared::Prepared;
 use super::run::{CallContext, Executed, execute};
 use crate::calls::{Disposition, Repair, ToolEntry};
-use crate::log::Asked;
 use paddock_types::contract::{ErrorCode, ToolResult};
+use crate::log::Asked;
 
 /// Where a call is (X4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

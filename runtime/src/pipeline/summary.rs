@@ -39,10 +39,7 @@ pub fn summarize(record: &CallRecord) -> CallSummary {
                 (text, false, None)
             }
             Some(Err(why)) => (
-                format!(
-                    "error[{IMAGE_REFUSED}]: {} returned an image: {why}",
-                    record.name
-                ),
+                format!("error[{IMAGE_REFUSED}]: {} returned an image: {why}", record.name),
                 true,
                 Some(IMAGE_REFUSED.to_owned()),
             ),

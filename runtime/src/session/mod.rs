@@ -43,8 +43,8 @@ pub use trust::{RecordedTrust, Trust};
 use crate::agent::{Agent, Inbox, Observer, TurnEnd};
 use crate::log::{Body, Lane, SessionLock, SessionLog, SessionStart, Source};
 use crate::model::{Finish, Outcome, Provider, ToolCall, ToolDef};
-use crate::pipeline::{CallContext, CallRecord, LoggedCalls, RawCall, Unwatched};
 use paddock_types::contract::ToolSpec;
+use crate::pipeline::{CallContext, CallRecord, LoggedCalls, RawCall, Unwatched};
 
 /// A running session: its tools, its model, its log (held: it has one writer, L6), and the
 /// inbox where messages arrive while it works.
@@ -174,11 +174,7 @@ impl Session {
     /// The tools the model is offered, each as its plugin declares it (description, argument
     /// schema, runtime metadata: what an MCP front end serves).
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
-        self.loaded
-            .registry
-            .tools()
-            .map(|t| t.spec.clone())
-            .collect()
+        self.loaded.registry.tools().map(|t| t.spec.clone()).collect()
     }
 
     /// The name of the preset the session runs.
@@ -273,11 +269,7 @@ impl Session {
         let mut bytes = [0u8; 8];
         getrandom::fill(&mut bytes).map_err(|e| io::Error::other(e.to_string()))?;
         let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let kind = if lane == Lane::NextStep {
-            "steer"
-        } else {
-            "follow-up"
-        };
+        let kind = if lane == Lane::NextStep { "steer" } else { "follow-up" };
         self.accept(crate::agent::Entry {
             id: format!("{kind}-{id}"),
             source: Source::User,
@@ -420,12 +412,7 @@ impl Session {
         // counted as the session's up to now: recorded here as that turn's end, so they are
         // not taken for changes made outside the session.
         let unended = self.log.with_state(|s| match s.checkpoints.last() {
-            Some((turn, false, _))
-                if *turn == s.turns
-                    && s.last_checkpoint.as_ref() == s.checkpoints.last().map(|c| &c.2) =>
-            {
-                Some(*turn)
-            }
+            Some((turn, false, _)) if *turn == s.turns && s.last_checkpoint.as_ref() == s.checkpoints.last().map(|c| &c.2) => Some(*turn),
             _ => None,
         });
         let mut notes = Vec::new();

@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::task::{ChildOf, ChildTap, Spawner};
 use super::tools::Loaded;
+use super::task::{ChildOf, ChildTap, Spawner};
 use crate::log::{SkillsRecord, Tap};
 use crate::model::ProviderConfig;
 use crate::preset::Found;
@@ -98,9 +98,7 @@ pub(crate) fn host_tools(loaded: &mut Loaded, offer: Offer<'_>) -> Listed {
         }
     }
     if let Some(tools) = offer.child.and_then(|c| c.tools.as_ref()) {
-        loaded
-            .registry
-            .retain(|name, _| tools.iter().any(|t| t == name));
+        loaded.registry.retain(|name, _| tools.iter().any(|t| t == name));
     }
     listed
 }
@@ -120,12 +118,7 @@ fn offer_skill_run(
         .find(|p| p.tools.iter().any(|t| t.name == "run_command"))
         .cloned();
     let Some(shell) = shell else { return };
-    let Some(resolved) = loaded
-        .resolved
-        .plugins
-        .iter()
-        .find(|p| p.name == shell.name)
-    else {
+    let Some(resolved) = loaded.resolved.plugins.iter().find(|p| p.name == shell.name) else {
         return;
     };
     let tool = super::skill_run::SkillRun {

@@ -90,18 +90,10 @@ impl SkillRun {
                 .map_err(|e| host(format!("cannot open the skill's folder: {e}")))?,
         ];
         for path in &needs.paths {
-            let mode = if path.write {
-                MountMode::Rw
-            } else {
-                MountMode::Ro
-            };
+            let mode = if path.write { MountMode::Rw } else { MountMode::Ro };
             let guest = path.path.display().to_string();
             mounts.push(Mount::open(&path.path, guest, mode).map_err(|e| {
-                host(format!(
-                    "{}: cannot open {}: {e}",
-                    path.key,
-                    path.path.display()
-                ))
+                host(format!("{}: cannot open {}: {e}", path.key, path.path.display()))
             })?);
         }
         let mut exec = self
@@ -126,30 +118,18 @@ impl SkillRun {
     }
 
     async fn run(&self, call: &HostCall<'_>) -> ToolResult {
-        let name = call
-            .args
-            .get("name")
-            .and_then(|v| v.as_str())
-            .unwrap_or_default();
-        let skill = self
-            .skills
-            .iter()
-            .find(|s| s.name() == name)
-            .ok_or_else(|| {
-                ToolError::new(
-                    ErrorCode::InvalidArgs,
-                    format!("no skill named {name:?} is listed for this session"),
-                )
-            })?;
+        let name = call.args.get("name").and_then(|v| v.as_str()).unwrap_or_default();
+        let skill = self.skills.iter().find(|s| s.name() == name).ok_or_else(|| {
+            ToolError::new(
+                ErrorCode::InvalidArgs,
+                format!("no skill named {name:?} is listed for this session"),
+            )
+        })?;
         let argv: Vec<String> = call
             .args
             .get("argv")
             .and_then(|v| v.as_array())
-            .map(|a| {
-                a.iter()
-                    .filter_map(|w| w.as_str().map(str::to_owned))
-                    .collect()
-            })
+            .map(|a| a.iter().filter_map(|w| w.as_str().map(str::to_owned)).collect())
             .unwrap_or_default();
         let Some((program, args)) = argv.split_first() else {
             return Err(ToolError::new(ErrorCode::InvalidArgs, "argv is empty"));
@@ -160,13 +140,7 @@ impl SkillRun {
             run["stdin"] = stdin.clone();
         }
         self.sandbox
-            .call(
-                &self.shell,
-                "run_command",
-                &run.to_string(),
-                &grant,
-                call.cancel,
-            )
+            .call(&self.shell, "run_command", &run.to_string(), &grant, call.cancel)
             .await
             .result
     }

@@ -55,27 +55,20 @@ pub(crate) fn spec() -> ToolSpec {
 
 impl SkillTool {
     fn answer(&self, args: &serde_json::Value) -> ToolResult {
-        let name = args
-            .get("name")
-            .and_then(|v| v.as_str())
-            .unwrap_or_default();
-        let skill = self
-            .skills
-            .iter()
-            .find(|s| s.name() == name)
-            .ok_or_else(|| {
-                ToolError::new(
-                    ErrorCode::InvalidArgs,
-                    format!(
-                        "no skill named {name:?} is listed for this session; the skills are: {}",
-                        self.skills
-                            .iter()
-                            .map(|s| s.name())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                )
-            })?;
+        let name = args.get("name").and_then(|v| v.as_str()).unwrap_or_default();
+        let skill = self.skills.iter().find(|s| s.name() == name).ok_or_else(|| {
+            ToolError::new(
+                ErrorCode::InvalidArgs,
+                format!(
+                    "no skill named {name:?} is listed for this session; the skills are: {}",
+                    self.skills
+                        .iter()
+                        .map(|s| s.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })?;
         if let Some(file) = args.get("file").and_then(|v| v.as_str()) {
             return skill
                 .read(file)
@@ -91,15 +84,9 @@ impl SkillTool {
             ));
         }
         if !skill.file.needs.is_empty() {
-            let verdict = match crate::skills::needs_within(
-                &self.grants,
-                &skill.file.needs,
-                &self.cwd,
-            ) {
+            let verdict = match crate::skills::needs_within(&self.grants, &skill.file.needs, &self.cwd) {
                 Ok(()) => "within this session's grants".to_string(),
-                Err(wider) => format!(
-                    "NOT within this session's grants ({wider}): its scripts will be refused here"
-                ),
+                Err(wider) => format!("NOT within this session's grants ({wider}): its scripts will be refused here"),
             };
             text.push_str(&format!(
                 "\n[its scripts declare they need: {}; {verdict}]",

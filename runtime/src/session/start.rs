@@ -16,8 +16,8 @@ use crate::log::{
     SessionStart, Tap, Wait,
 };
 use crate::model::{ProviderConfig, ProviderKind, connect};
-use crate::preset;
 use paddock_sandbox::SpillDir;
+use crate::preset;
 
 /// Which model a new session talks to. The default is the preset's `[model]`.
 #[derive(Debug, Clone, Default)]
@@ -240,9 +240,7 @@ impl SessionBuilder {
             start.parent = child.as_ref().map(|c| c.link.clone());
             start.skills = skills.record;
             let tap = match (&child, &child_tap) {
-                (Some(_), Some(children)) => {
-                    Some(super::offer::tag_child(children.clone(), &session))
-                }
+                (Some(_), Some(children)) => Some(super::offer::tag_child(children.clone(), &session)),
                 _ => tap,
             };
             let (lock, log) = begin_log(&path, &start, tap)?;
@@ -290,16 +288,10 @@ impl SessionBuilder {
         let dir = env.store.session_dir(&session);
         let path = dir.join(LOG_FILE);
         let started = async {
-            let mut loaded = judge_preset(
-                env,
-                &found,
-                &preset_name,
-                &mounts,
-                LoadFor::Session(&session),
-            )
-            .await?
-            .load(approver)
-            .await?;
+            let mut loaded = judge_preset(env, &found, &preset_name, &mounts, LoadFor::Session(&session))
+                .await?
+                .load(approver)
+                .await?;
             if let Some(note) = &loaded.lock_ignored {
                 trust.notice(note);
             }

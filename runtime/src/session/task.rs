@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+
 use super::{Env, Session};
 
 use crate::ask::OnAsk;
@@ -25,9 +26,7 @@ use crate::grants::{Effective, Wider, effective, within};
 use crate::log::{Body, Event, ParentLink, Spent, StopReason};
 use crate::model::ProviderConfig;
 use crate::preset::{Found, LoopBudgets, ResolveContext, ResolvedPreset};
-use paddock_types::contract::{
-    ErrorCode, OutputBudget, Risk, RuntimeMeta, ToolError, ToolOutput, ToolResult, ToolSpec,
-};
+use paddock_types::contract::{ErrorCode, OutputBudget, Risk, RuntimeMeta, ToolError, ToolOutput, ToolResult, ToolSpec};
 
 /// Sees every event of every child, with the child's session id (`run --json`).
 pub type ChildTap = Arc<dyn Fn(&str, &Event) + Send + Sync>;
@@ -139,9 +138,7 @@ impl Spawner {
         let parent = self.effective();
         let proved = effective(&child, self.depth + 1, self.env.data_dir());
         within(&parent, &proved).map_err(|w| refused(&w, name))?;
-        let budgets = self
-            .remaining(&child.limits)
-            .map_err(|w| refused(&w, name))?;
+        let budgets = self.remaining(&child.limits).map_err(|w| refused(&w, name))?;
         let model = match &self.model {
             Some(lent) => lent.clone(),
             None => Some(file.model.clone().ok_or_else(|| {
@@ -193,15 +190,11 @@ impl Spawner {
     async fn spawn(&self, call: &HostCall<'_>) -> ToolResult {
         let text = |key: &str| call.args.get(key).and_then(|v| v.as_str());
         let prompt = text("prompt").unwrap_or_default();
-        let tools = call
-            .args
-            .get("tools")
-            .and_then(|v| v.as_array())
-            .map(|list| {
-                list.iter()
-                    .filter_map(|t| t.as_str().map(str::to_owned))
-                    .collect()
-            });
+        let tools = call.args.get("tools").and_then(|v| v.as_array()).map(|list| {
+            list.iter()
+                .filter_map(|t| t.as_str().map(str::to_owned))
+                .collect()
+        });
         let proved = self.prove(text("preset"))?;
         let _permit = tokio::select! {
             biased;

@@ -247,15 +247,10 @@ impl AnthropicAssembler {
         let Some(signature) = signature.filter(|s| !s.is_empty()) else {
             return;
         };
-        let slot = self
-            .blocks
-            .iter()
-            .find(|b| b.index == index)
-            .map(|b| b.kind);
+        let slot = self.blocks.iter().find(|b| b.index == index).map(|b| b.kind);
         if let Some(BlockKind::Thinking(at)) = slot
-            && let Some(Reasoning::Thinking {
-                signature: mine, ..
-            }) = self.draft.reasoning.get_mut(at)
+            && let Some(Reasoning::Thinking { signature: mine, .. }) =
+                self.draft.reasoning.get_mut(at)
         {
             mine.get_or_insert_with(String::new).push_str(signature);
         }

@@ -118,10 +118,7 @@ impl Draft {
     /// `new_block` (Anthropic starts each thinking block explicitly).
     pub fn push_reasoning(&mut self, text: &str, new_block: bool, out: &mut Vec<Delta>) {
         let open = match self.reasoning.last_mut() {
-            Some(Reasoning::Thinking {
-                text,
-                signature: None,
-            }) if !new_block => Some(text),
+            Some(Reasoning::Thinking { text, signature: None }) if !new_block => Some(text),
             _ => None,
         };
         match open {

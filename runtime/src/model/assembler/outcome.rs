@@ -7,7 +7,8 @@
 use super::diagnostics::Diagnostics;
 use crate::model::types::Diagnostic;
 use crate::model::types::{
-    AssembledCall, AssistantMessage, AttemptId, Finish, Outcome, Reasoning, STOPPED_CALL_ERROR,
+    Reasoning,
+    AssembledCall, AssistantMessage, AttemptId, Finish, Outcome, STOPPED_CALL_ERROR,
     TRUNCATED_CALL_ERROR, Usage,
 };
 

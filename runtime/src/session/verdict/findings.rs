@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 
 use super::locate::KeyPath;
+use paddock_types::contract::ToolSpec;
 use crate::plugin_store::DidYouMean;
 use crate::preset::{ConfineMode, GrantsEntry, MountEntry, PresetFile, ToolGlob};
 use paddock_sandbox::MountMode;
-use paddock_types::contract::ToolSpec;
 
 /// One loaded plugin, as the checks see it.
 pub struct LoadedPlugin<'a> {

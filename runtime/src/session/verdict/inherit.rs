@@ -143,8 +143,8 @@ fn origin(source: &PresetSource, offset: usize, hook: &DeValue<'_>) -> HookOrigi
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::preset::locate::tests::source;
+    use super::*;
 
     #[test]
     fn each_hook_names_the_file_that_set_it_and_drops_are_found() {

@@ -10,10 +10,10 @@ use super::findings::{self, Finding, LoadedPlugin, Severity};
 use super::locate::Seg;
 use super::{empty, hook_config, inherit, locate, reach};
 use crate::calls::Registry;
-use crate::preset::{Found, ResolveContext, ResolvedPreset};
-use crate::session::{Env, SetupCode, SetupError};
 use paddock_sandbox::SpillDir;
+use crate::preset::{Found, ResolveContext, ResolvedPreset};
 use paddock_sandbox::{Mount, Plugin};
+use crate::session::{Env, SetupCode, SetupError};
 
 /// One finding as shown: where, what, and the fix.
 #[derive(Debug, Clone, serde::Serialize)]
