@@ -35,9 +35,18 @@ fn describe(body: &Body) -> (&'static str, String) {
                 s.session, s.preset, s.model, s.cwd
             ),
         ),
-        Body::UserMessage { text, source } => {
-            ("user/message", format!("[{source:?}] {}", short(text)))
-        }
+        Body::UserMessage {
+            text,
+            source,
+            images,
+        } => (
+            "user/message",
+            format!(
+                "[{source:?}] {}{}",
+                short(text),
+                crate::attach::attached(images.len())
+            ),
+        ),
         Body::TurnStart { turn } => ("turn/start", format!("turn {turn}")),
         Body::AttemptStart { attempt, number } => {
             ("attempt/start", format!("{attempt} (try {number})"))

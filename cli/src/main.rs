@@ -7,6 +7,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod approver;
+mod attach;
 mod chat;
 mod doctor;
 mod elicit;

@@ -106,6 +106,7 @@ mod tests {
             content: content.into(),
             is_error,
             code: is_error.then(|| "NOT_FOUND".into()),
+            images: Vec::new(),
         }
     }
 

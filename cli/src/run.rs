@@ -39,6 +39,10 @@ pub struct RunArgs {
     /// as `paddock log SESSION --atif` prints it.
     #[arg(long, value_name = "FILE")]
     atif: Option<std::path::PathBuf>,
+    /// Attach an image (PNG, JPEG, GIF or WebP, up to 3.75 MB) to the task; repeatable. A
+    /// model set up as text-only (`[model] vision`) is told, in words, what it cannot see.
+    #[arg(long = "image", value_name = "PATH")]
+    images: Vec<std::path::PathBuf>,
     #[command(flatten)]
     session: SessionArgs,
 }
@@ -173,6 +177,12 @@ pub async fn run(args: RunArgs) -> CommandResult {
             ));
         }
     };
+    let images = args
+        .images
+        .iter()
+        .map(|path| super::attach::read_image(path))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Failure::usage)?;
     let tap = args.json.map(|_| json_events::tap());
     let approver = Box::new(TerminalApprover::new());
     let on_ask = args.on_ask.map(OnAskArg::mode);
@@ -196,7 +206,7 @@ pub async fn run(args: RunArgs) -> CommandResult {
         }
     };
     super::signals::watch(&started);
-    let turn = started.send(&task, observer);
+    let turn = started.send_with_images(&task, &images, observer);
     super::signals::deliver_early(&started);
     let end = turn.await;
     let exit = exit_of(&end);

@@ -31,8 +31,14 @@ pub(super) fn print_result(result: &ToolResult, context: &[String], json: bool) 
             Exit::Failed
         }
         (Ok(out), false) => {
-            print!("{}", sanitize(&out.content));
-            if !out.content.ends_with('\n') {
+            // An image is described, not printed as base64 on the terminal.
+            let shown = match paddock::model::ImagePart::from_tool_output(&out.content) {
+                Some(Ok((image, caption))) => format!("{caption}\n[image: {}]\n", image.describe()),
+                Some(Err(why)) => format!("[an image that would not be sent: {why}]\n"),
+                None => out.content.clone(),
+            };
+            print!("{}", sanitize(&shown));
+            if !shown.ends_with('\n') {
                 println!();
             }
             if let (true, Some(next)) = (out.truncated, &out.continuation) {

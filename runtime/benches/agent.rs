@@ -152,6 +152,7 @@ async fn run() {
         let started = Instant::now();
         writer
             .append(Body::UserMessage {
+                images: Vec::new(),
                 text: format!("line {i}"),
                 source: Source::User,
             })

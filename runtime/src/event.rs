@@ -12,7 +12,8 @@ pub use crate::log::{
 pub use crate::model::price::Price;
 pub use crate::model::{
     AssembledCall, AssistantMessage, AttemptId, AttemptStatus, CacheTtl, Delta, Diagnostic, Finish,
-    MaxTokensField, Message, ModelEvent, Outcome, PartialOutput, ProviderConfig, ProviderKind,
-    RetryPolicy, ToolCall, ToolChoice, ToolResultMessage, Usage,
+    ImageError, ImageKind, ImagePart, ImageRef, MaxTokensField, Message, ModelEvent, Outcome,
+    PartialOutput, ProviderConfig, ProviderKind, Reasoning, RetryPolicy, ToolCall, ToolChoice,
+    ToolResultMessage, Usage,
 };
 pub use crate::preset::Origin;

@@ -15,6 +15,8 @@ pub enum Action {
     Show,
     /// Summarize the history now, keeping what concerns the argument.
     Compact,
+    /// Attach the image at the argument's path to the next message.
+    Image,
     Help,
     Quit,
 }
@@ -56,6 +58,13 @@ pub const COMMANDS: &[Command] = &[
         help: "between turns: summarize the history now, keeping what concerns FOCUS",
         action: Action::Compact,
         takes: false,
+    },
+    Command {
+        name: "/image",
+        usage: "/image PATH",
+        help: "attach the image at PATH (PNG, JPEG, GIF, WebP) to your next message",
+        action: Action::Image,
+        takes: true,
     },
     Command {
         name: "/help",

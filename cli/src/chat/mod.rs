@@ -80,6 +80,7 @@ pub async fn chat(args: ChatArgs) -> CommandResult {
         printer: &printer,
         questions,
         entries: std::cell::Cell::new(0),
+        images: std::cell::RefCell::new(Vec::new()),
         input,
     };
     let exit = chat.run().await;
@@ -162,6 +163,8 @@ struct Chat<'a> {
     questions: ChatQuestions,
     entries: std::cell::Cell<u64>,
     input: Input,
+    /// Images attached with `/image`, for the next message.
+    images: std::cell::RefCell<Vec<paddock::model::ImagePart>>,
 }
 
 impl Chat<'_> {
@@ -210,7 +213,23 @@ impl Chat<'_> {
             Action::Compact if busy => self
                 .printer
                 .notice("/compact works between turns: type it when this one ends"),
+            Action::Image => self.attach(arg),
             Action::Stop | Action::Next | Action::Quit | Action::Compact => {}
+        }
+    }
+
+    /// `/image PATH`: read and checked now, sent with the next message.
+    fn attach(&self, path: &str) {
+        match crate::attach::read_image(std::path::Path::new(path)) {
+            Ok(image) => {
+                self.printer.notice(&format!(
+                    "attached {} ({}); it goes with your next message",
+                    sanitize(path),
+                    image.describe()
+                ));
+                self.images.borrow_mut().push(image);
+            }
+            Err(e) => self.printer.notice(&e),
         }
     }
 
@@ -259,7 +278,10 @@ impl Chat<'_> {
     /// the user asked to leave.
     async fn turn(&mut self, message: &str) -> (StopReason, bool) {
         let cancel = self.session.interrupter();
-        let turn = self.session.send(message, self.printer);
+        let images = self.images.take();
+        let turn = self
+            .session
+            .send_with_images(message, &images, self.printer);
         tokio::pin!(turn);
         let mut input_open = true;
         let mut leave = false;

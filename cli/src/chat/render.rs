@@ -254,7 +254,12 @@ pub fn recap(path: &std::path::Path, keep: usize, width: usize) -> Vec<String> {
             Body::UserMessage {
                 text,
                 source: Source::User,
-            } => format!("you: {}", one_line(text)),
+                images,
+            } => format!(
+                "you: {}{}",
+                one_line(text),
+                crate::attach::attached(images.len())
+            ),
             Body::InboxIn { text, .. } => format!("you (while it worked): {}", one_line(text)),
             Body::AssistantMessage {
                 text, tool_calls, ..

@@ -36,6 +36,10 @@ pub const SDK: &[(&str, &str)] = &[
         include_str!("../../../plugins/sdk/src/hook.rs"),
     ),
     (
+        "src/image.rs",
+        include_str!("../../../plugins/sdk/src/image.rs"),
+    ),
+    (
         "src/path.rs",
         include_str!("../../../plugins/sdk/src/path.rs"),
     ),

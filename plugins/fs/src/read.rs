@@ -1,9 +1,13 @@
-//! read_file: numbered lines, with offset/limit paging and a continuation when cut.
+//! read_file: numbered lines, with offset/limit paging and a continuation when cut; an image
+//! (PNG, JPEG, GIF, WebP, told by its magic bytes) as an image result, which the host checks
+//! and bounds again.
 
 use std::fmt::Write as _;
 use std::io::{Read, Seek, SeekFrom};
 
-use paddock_sdk::{Output, Overflow, Spec, Tool, ToolError, resolve};
+use paddock_sdk::{
+    MAX_IMAGE_BYTES, Output, Overflow, Spec, Tool, ToolError, image_format, resolve,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -44,7 +48,9 @@ impl Tool for ReadFile {
              Paths are relative to /workspace unless absolute. At most `limit` lines (default 2000) \
              and about 100 KiB are returned; lines over 2000 bytes are cut. When the result \
              is cut, it says so and gives the arguments to continue with (offset and byte): call \
-             read_file again with them.",
+             read_file again with them.\n\
+             An image (PNG, JPEG, GIF or WebP, up to 3.75 MB) is returned as an image for you \
+             to look at, when the model is set up for images.",
         )
         .read_only()
         .output_budget(128 * 1024, Overflow::Truncate)
@@ -77,6 +83,9 @@ impl Tool for ReadFile {
         let io = |e: std::io::Error| ToolError::io(&self.path, &e);
         let mut head = Vec::with_capacity(8192);
         (&mut file).take(8192).read_to_end(&mut head).map_err(io)?;
+        if let Some(format) = image_format(&head) {
+            return read_image(&self.path, format, head, &mut file, meta.len());
+        }
         if memchr::memchr(0, &head).is_some() {
             return Err(ToolError::new(
                 "BINARY_FILE",
@@ -105,6 +114,32 @@ impl Tool for ReadFile {
         let skip = if self.byte.is_some() { 0 } else { offset - 1 };
         render(&self.path, meta.len(), &mut lines, offset, limit, skip).map_err(io)
     }
+}
+
+/// The image at `path` (its first bytes already in `head`), read whole unless it is over the
+/// bound the host would refuse it at.
+fn read_image(
+    path: &str,
+    format: &str,
+    mut bytes: Vec<u8>,
+    file: &mut std::fs::File,
+    size: u64,
+) -> Result<Output, ToolError> {
+    if size > MAX_IMAGE_BYTES as u64 {
+        return Err(ToolError::new(
+            "IMAGE_TOO_LARGE",
+            format!(
+                "{path} is a {format} image of {size} bytes, over the {MAX_IMAGE_BYTES} bytes an \
+                 image may have to be shown; it was not read. Look at a smaller copy (scaled \
+                 down or cropped) instead"
+            ),
+        ));
+    }
+    file.take(MAX_IMAGE_BYTES as u64 + 1 - bytes.len() as u64)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ToolError::io(path, &e))?;
+    let caption = format!("{path}: {format} image, {} bytes", bytes.len());
+    Ok(Output::image(&bytes, &caption))
 }
 
 /// Where a continuation's byte offset stands: the start of a line (after a newline) within

@@ -24,10 +24,12 @@
 
 mod budget;
 pub mod hook;
+mod image;
 mod path;
 mod spec;
 
 pub use budget::{FUEL_VAR, OUTPUT_BYTES_VAR, fuel_budget, output_budget};
+pub use image::{IMAGE_OUTPUT_PREFIX, MAX_IMAGE_BYTES, image_format};
 pub use path::{WORKSPACE, display_path, resolve};
 pub use spec::{Example, Output, Overflow, Risk, Spec, ToolError};
 

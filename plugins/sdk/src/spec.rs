@@ -187,6 +187,12 @@ impl Output {
         }
     }
 
+    /// An image (PNG, JPEG, GIF or WebP bytes) with a one-line `caption`. The host checks
+    /// it and shows it to the model as an image; see `image_format` and `MAX_IMAGE_BYTES`.
+    pub fn image(bytes: &[u8], caption: &str) -> Output {
+        Output::text(crate::image::image_content(bytes, caption))
+    }
+
     pub(crate) fn into_wit(self) -> wit::ToolOutput {
         wit::ToolOutput {
             content: self.content,

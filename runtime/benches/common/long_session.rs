@@ -62,6 +62,7 @@ pub fn events(events: usize, compact_every: usize, result_bytes: usize) -> Vec<E
             push(
                 &mut out,
                 Body::UserMessage {
+                    images: Vec::new(),
                     text: format!("task {step}: go on with the work"),
                     source: Source::User,
                 },
@@ -95,6 +96,7 @@ pub fn events(events: usize, compact_every: usize, result_bytes: usize) -> Vec<E
         let seq = push(
             &mut out,
             Body::AssistantMessage {
+                reasoning: Vec::new(),
                 attempt,
                 text: "Reading the next file.".into(),
                 tool_calls: vec![ToolCall {
@@ -127,6 +129,7 @@ pub fn events(events: usize, compact_every: usize, result_bytes: usize) -> Vec<E
         push(
             &mut out,
             Body::ToolResult {
+                images: Vec::new(),
                 id,
                 content: content[..result_bytes].to_string(),
                 is_error: false,

@@ -97,7 +97,7 @@ mod tests {
         Event {
             seq: 1,
             ts_ms: 0,
-            body: Body::AssistantMessage {
+            body: Body::AssistantMessage { reasoning: Vec::new(),
                 attempt: "a".into(),
                 text: String::new(),
                 tool_calls: Vec::new(),

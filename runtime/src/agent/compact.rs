@@ -254,7 +254,7 @@ impl Agent<'_> {
             return None;
         }
         let mut request = self.request();
-        request.messages.push(Message::User { text: ask });
+        request.messages.push(Message::user(ask));
         request.max_output_tokens = Some(max_output_tokens);
         Some(request)
     }
@@ -282,24 +282,23 @@ impl Agent<'_> {
             }];
             let mut ask = COMPACT_ASK.to_string();
             if round > 0 {
-                messages.push(Message::User {
-                    text: format!("{SUMMARY_SO_FAR}\n\n{}", quote_markers(&summary.text)),
-                });
+                messages.push(Message::user(format!(
+                    "{SUMMARY_SO_FAR}\n\n{}",
+                    quote_markers(&summary.text)
+                )));
                 ask = format!("{ask} {FOLD_ASK}");
             } else if plan.skipped > 0 {
-                messages.push(Message::User {
-                    text: format!(
-                        "[paddock: the first {} messages of this session are too long to summarize \
-                         here; they stay in the session log]",
-                        plan.skipped
-                    ),
-                });
+                messages.push(Message::user(format!(
+                    "[paddock: the first {} messages of this session are too long to summarize \
+                     here; they stay in the session log]",
+                    plan.skipped
+                )));
             }
             messages.extend(part);
             if let Some(focus) = focus {
                 ask = format!("{ask} Keep in particular what concerns: {focus}");
             }
-            messages.push(Message::User { text: ask });
+            messages.push(Message::user(ask));
             let request = ModelRequest {
                 messages: messages.into(),
                 max_output_tokens: Some(max_output_tokens),

@@ -106,8 +106,10 @@ pub(super) fn plan(history: &History, policy: &ContextPolicy, budget: u64) -> Op
 
 fn item_bytes(message: &Message, cap: usize) -> usize {
     match message {
-        Message::System { text } | Message::User { text } => text.len().min(cap),
-        Message::Assistant { text, tool_calls } => {
+        Message::System { text } | Message::User { text, .. } => text.len().min(cap),
+        Message::Assistant {
+            text, tool_calls, ..
+        } => {
             text.len().min(cap)
                 + tool_calls
                     .iter()
@@ -118,22 +120,35 @@ fn item_bytes(message: &Message, cap: usize) -> usize {
     }
 }
 
-/// A message with its long text cut for the summary request.
+/// A message with its long text cut for the summary request; images are named, not sent
+/// (the summary is text), and reasoning is left out (it is not sent back as it was).
 fn shortened(message: &Message, cap: usize) -> Message {
     match message {
-        Message::User { text } => Message::User {
-            text: cut_marked(text, cap),
-        },
-        Message::Assistant { text, tool_calls } => Message::Assistant {
+        Message::User { text, images } => {
+            Message::user(named_images(cut_marked(text, cap), images))
+        }
+        Message::Assistant {
+            text, tool_calls, ..
+        } => Message::Assistant {
             text: cut_marked(text, cap),
             tool_calls: tool_calls.clone(),
+            reasoning: Vec::new(),
         },
         Message::Tool(result) => Message::Tool(ToolResultMessage {
-            content: cut_marked(&result.content, cap),
+            content: named_images(cut_marked(&result.content, cap), &result.images),
+            images: Vec::new(),
             ..result.clone()
         }),
         other => other.clone(),
     }
+}
+
+/// `text` and a line naming each image.
+fn named_images(mut text: String, images: &[crate::model::ImagePart]) -> String {
+    for image in images {
+        text.push_str(&format!("\n[an image: {}]", image.describe()));
+    }
+    text
 }
 
 fn cut_marked(text: &str, cap: usize) -> String {

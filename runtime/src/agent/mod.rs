@@ -18,7 +18,9 @@ pub mod model_script;
 pub mod scripted;
 
 use crate::log::{Body, Lane, SessionLog, Source, StopReason};
-use crate::model::{AssistantMessage, ModelEvent, Outcome, Provider, ToolChoice, ToolDef};
+use crate::model::{
+    AssistantMessage, ImagePart, ModelEvent, Outcome, Provider, ToolChoice, ToolDef,
+};
 use crate::pipeline::{CallContext, CallSummary};
 use crate::preset::LoopBudgets;
 
@@ -123,9 +125,20 @@ impl Agent<'_> {
     /// The message is synced before anything else happens, so no crash leaves a session
     /// whose turns ran without its task.
     pub async fn send(&self, text: &str) -> TurnEnd {
-        let appended = self.log.append_synced(Body::UserMessage {
-            text: text.to_string(),
-            source: Source::User,
+        self.send_with_images(text, &[]).await
+    }
+
+    /// `send`, with images the user attached: each stored in the session's blob store (synced)
+    /// before the message that names it is logged.
+    pub async fn send_with_images(&self, text: &str, images: &[ImagePart]) -> TurnEnd {
+        let blobs = self.log.blobs();
+        let stored: std::io::Result<Vec<_>> = images.iter().map(|i| blobs.put(i)).collect();
+        let appended = stored.and_then(|images| {
+            self.log.append_synced(Body::UserMessage {
+                text: text.to_string(),
+                source: Source::User,
+                images,
+            })
         });
         if let Err(e) = appended {
             return self.end(Stop::host("cannot write the session log", e));
@@ -268,6 +281,7 @@ impl Agent<'_> {
             self.append(Body::UserMessage {
                 text: WRAP_UP.replace("{key}", key),
                 source: Source::System,
+                images: Vec::new(),
             })?;
         }
         Ok(())
@@ -295,6 +309,7 @@ impl Agent<'_> {
             outcome: message.outcome,
             usage: message.usage,
             cost_usd: message.cost_usd,
+            reasoning: message.reasoning.clone(),
         })?;
         if !message.diagnostics.is_empty() {
             self.append(Body::StreamAnomaly {
@@ -316,6 +331,7 @@ impl Agent<'_> {
                 self.append(Body::UserMessage {
                     text: NUDGE.into(),
                     source: Source::System,
+                    images: Vec::new(),
                 })
             }
             Outcome::DroppedToolCall => Err(Stop(

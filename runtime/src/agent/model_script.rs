@@ -189,7 +189,7 @@ impl Seen {
         };
         for message in messages {
             match message {
-                Message::User { text } => {
+                Message::User { text, .. } => {
                     if seen.task.is_empty() {
                         seen.task = text.clone();
                     }
@@ -305,9 +305,7 @@ mod tests {
     fn history() -> Vec<Message> {
         vec![
             Message::System { text: "sys".into() },
-            Message::User {
-                text: "greet Ada".into(),
-            },
+            Message::user("greet Ada"),
             Message::Assistant {
                 text: String::new(),
                 tool_calls: vec![ToolCall {
@@ -315,16 +313,19 @@ mod tests {
                     name: "a".into(),
                     arguments: "{}".into(),
                 }],
+                reasoning: Vec::new(),
             },
             Message::Tool(ToolResultMessage {
                 call_id: "1".into(),
                 content: "first \"quoted\"".into(),
                 is_error: false,
+                images: Vec::new(),
             }),
             Message::Tool(ToolResultMessage {
                 call_id: "2".into(),
                 content: "second".into(),
                 is_error: false,
+                images: Vec::new(),
             }),
         ]
     }

@@ -31,6 +31,7 @@ pub(super) fn aged(result: &ToolResultMessage, step_seq: u64, ageing: Ageing) ->
             aged_spill_name(step_seq, &result.call_id)
         ),
         is_error: result.is_error,
+        images: Vec::new(),
     }
 }
 

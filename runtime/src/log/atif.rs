@@ -15,6 +15,10 @@
 //! without one (a crash, a kill) says so. A call that never got a result is given one that says
 //! so, so every call pairs. The totals are the log's own (`Spent`), compactions included.
 //!
+//! A message's or result's images are image parts whose path is the image's blob in the
+//! session's directory; an assistant message's streamed reasoning is its step's
+//! `reasoning_content`.
+//!
 //! What it leaves out: failed attempts (their partial output is for display only), stream
 //! anomalies, approvals beyond a result's `extra`, and inbox entries never taken into the
 //! history. The types are in `atif_schema.rs`.
@@ -25,20 +29,21 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 
 use super::atif_schema::{
-    Agent, FinalMetrics, Metrics, Observation, ObservationResult, SCHEMA_VERSION, Step, StepSource,
-    ToolCall, Trajectory,
+    Agent, Content, FinalMetrics, ImageSource, Metrics, Observation, ObservationResult,
+    SCHEMA_VERSION, Step, StepSource, ToolCall, Trajectory,
 };
+use super::blobs::{BLOBS_DIR, Blobs};
 use super::event::{Body, CompactReason, Event, Lane, SessionStart, Source, StopReason};
 use super::read::{LogError, read_log};
 use super::state::Spent;
-use crate::model::{Finish, Outcome, Usage};
+use crate::model::{Finish, ImageRef, Outcome, Usage, reasoning_text};
 use paddock_types::stamp::rfc3339_ms;
 
 /// The trajectory of the session at `log` (its `events.jsonl`). A torn last line (a crash
 /// mid-write) is left out and noted.
 pub fn trajectory_of_log(log: &Path) -> Result<Trajectory, LogError> {
     let read = read_log(log)?;
-    let mut trajectory = trajectory(&read.events);
+    let mut trajectory = trajectory_with(&read.events, Some(Blobs::of_log(log)));
     if read.torn.is_some() {
         add_note(
             &mut trajectory,
@@ -95,7 +100,16 @@ pub enum TrajectoryError {
 /// The trajectory of a session from its events, in file order; see the module doc. Never
 /// empty: a log without a single event still gives one step that says so.
 pub fn trajectory(events: &[Event]) -> Trajectory {
-    let mut map = Mapping::default();
+    trajectory_with(events, None)
+}
+
+/// `trajectory`, its images named by their paths in `blobs` (without it, relative to the
+/// session's directory).
+fn trajectory_with(events: &[Event], blobs: Option<Blobs>) -> Trajectory {
+    let mut map = Mapping {
+        blobs,
+        ..Mapping::default()
+    };
     for event in events {
         map.push(event);
     }
@@ -128,6 +142,8 @@ struct Mapping {
     turn_open: bool,
     /// Results whose call is in no assistant message.
     unpaired_results: u64,
+    /// Where the images the events name are.
+    blobs: Option<Blobs>,
 }
 
 impl Mapping {
@@ -137,8 +153,13 @@ impl Mapping {
         let at = Some(rfc3339_ms(event.ts_ms));
         match &event.body {
             Body::SessionStart(start) => self.session_start(at, start),
-            Body::UserMessage { text, source } => {
-                self.step(at, step_source(*source), text.clone(), None);
+            Body::UserMessage {
+                text,
+                source,
+                images,
+            } => {
+                let message = Content::with_images(text.clone(), self.image_sources(images));
+                self.step(at, step_source(*source), message, None);
             }
             Body::InboxIn {
                 id,
@@ -158,11 +179,13 @@ impl Mapping {
                 outcome,
                 usage,
                 cost_usd,
+                reasoning,
             } => {
                 let calls = self.model_calls(tool_calls);
                 let extra = message_extra(attempt, finish, outcome);
                 let step = self.agent_step(at, text.clone(), extra, usage.as_ref(), *cost_usd, 1);
                 step.tool_calls = (!calls.is_empty()).then_some(calls);
+                step.reasoning_content = Some(reasoning_text(reasoning)).filter(|t| !t.is_empty());
             }
             Body::ToolCall { id, name, tool, .. } => {
                 if let Some(tool) = tool.as_ref().filter(|t| *t != name)
@@ -182,16 +205,20 @@ impl Mapping {
                 args,
                 repairs,
                 approval,
-            } => self.result(
-                at,
-                id,
-                content,
-                *is_error,
-                code.as_deref(),
-                args.as_ref(),
-                repairs,
-                approval.as_ref(),
-            ),
+                images,
+            } => {
+                let content = Content::with_images(content.clone(), self.image_sources(images));
+                self.result(
+                    at,
+                    id,
+                    content,
+                    *is_error,
+                    code.as_deref(),
+                    args.as_ref(),
+                    repairs,
+                    approval.as_ref(),
+                );
+            }
             Body::ContextCompact {
                 id, reason, focus, ..
             } => {
@@ -232,6 +259,20 @@ impl Mapping {
             | Body::Checkpoint { .. }
             | Body::Rewind { .. } => {}
         }
+    }
+
+    /// Where each image is, for the trajectory's image parts.
+    fn image_sources(&self, images: &[ImageRef]) -> Vec<ImageSource> {
+        images
+            .iter()
+            .map(|image| ImageSource {
+                media_type: image.media_type.clone(),
+                path: match &self.blobs {
+                    Some(blobs) => blobs.path(&image.sha256).display().to_string(),
+                    None => format!("{BLOBS_DIR}/{}", image.sha256),
+                },
+            })
+            .collect()
     }
 
     /// The session, its first model and preset, and the system prompt as a step of its own.
@@ -287,14 +328,14 @@ impl Mapping {
     fn agent_step(
         &mut self,
         at: Option<String>,
-        message: String,
+        message: impl Into<Content>,
         extra: Map<String, Value>,
         usage: Option<&Usage>,
         cost_usd: Option<f64>,
         requests: u64,
     ) -> &mut Step {
         let model_name = self.model.clone();
-        let step = self.step(at, StepSource::Agent, message, Some(extra));
+        let step = self.step(at, StepSource::Agent, message.into(), Some(extra));
         step.model_name = model_name;
         step.metrics = metrics(usage, cost_usd);
         step.llm_call_count = Some(requests);
@@ -306,7 +347,7 @@ impl Mapping {
         &mut self,
         timestamp: Option<String>,
         source: StepSource,
-        message: String,
+        message: impl Into<Content>,
         extra: Option<Map<String, Value>>,
     ) -> &mut Step {
         self.steps.push(Step {
@@ -314,7 +355,8 @@ impl Mapping {
             timestamp,
             source,
             model_name: None,
-            message,
+            message: message.into(),
+            reasoning_content: None,
             tool_calls: None,
             observation: None,
             metrics: None,
@@ -336,7 +378,7 @@ impl Mapping {
         &mut self,
         at: Option<String>,
         id: &str,
-        content: &str,
+        content: Content,
         is_error: bool,
         code: Option<&str>,
         args: Option<&Value>,
@@ -352,7 +394,7 @@ impl Mapping {
         }
         let result = ObservationResult {
             source_call_id: Some(id.to_string()),
-            content: Some(content.to_string()),
+            content: Some(content),
             extra: Some(extra),
         };
         let Some((step, _, raw)) = self.calls.get(id).cloned() else {
@@ -420,7 +462,7 @@ impl Mapping {
             self.step(
                 events.first().map(|e| rfc3339_ms(e.ts_ms)),
                 StepSource::System,
-                "The session log holds no message.".into(),
+                "The session log holds no message.".to_string(),
                 None,
             );
         }
@@ -629,7 +671,7 @@ fn no_result(id: &str, started: bool) -> ObservationResult {
     };
     ObservationResult {
         source_call_id: Some(id.to_string()),
-        content: Some(content.into()),
+        content: Some(Content::Text(content.into())),
         extra: Some(object([("status", json!(status))])),
     }
 }

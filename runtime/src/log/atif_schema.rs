@@ -66,8 +66,11 @@ pub struct Step {
     pub source: StepSource,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_name: Option<String>,
-    /// Required by the schema; may be empty.
-    pub message: String,
+    /// Required by the schema; may be empty. Text, or parts when images came with it.
+    pub message: Content,
+    /// The reasoning the model streamed (agent steps only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<ToolCall>>,
     /// Results of this step's own calls, paired by `source_call_id`.
@@ -105,9 +108,98 @@ pub struct ObservationResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_call_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content: Option<String>,
+    pub content: Option<Content>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra: Option<Map<String, Value>>,
+}
+
+/// A message or a result: text, or (ATIF v1.6 on) parts, text and images, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+impl Content {
+    /// The text: the whole of it, or the text parts joined by newlines.
+    pub fn text(&self) -> String {
+        match self {
+            Content::Text(text) => text.clone(),
+            Content::Parts(parts) => parts
+                .iter()
+                .filter_map(|p| p.text.as_deref())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+
+    /// `text`, and an image part for each of `images` (plain text when there are none).
+    pub fn with_images(text: String, images: Vec<ImageSource>) -> Content {
+        if images.is_empty() {
+            return Content::Text(text);
+        }
+        let mut parts = Vec::new();
+        if !text.is_empty() {
+            parts.push(ContentPart {
+                kind: "text".into(),
+                text: Some(text),
+                source: None,
+            });
+        }
+        parts.extend(images.into_iter().map(|source| ContentPart {
+            kind: "image".into(),
+            text: None,
+            source: Some(source),
+        }));
+        Content::Parts(parts)
+    }
+}
+
+impl Content {
+    /// The text of a text-only message; the first text part of one with images.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Content::Text(text) => text,
+            Content::Parts(parts) => parts.iter().find_map(|p| p.text.as_deref()).unwrap_or(""),
+        }
+    }
+
+    pub fn contains(&self, needle: &str) -> bool {
+        self.text().contains(needle)
+    }
+}
+
+impl PartialEq<&str> for Content {
+    fn eq(&self, other: &&str) -> bool {
+        matches!(self, Content::Text(text) if text == other)
+    }
+}
+
+impl From<String> for Content {
+    fn from(text: String) -> Content {
+        Content::Text(text)
+    }
+}
+
+/// One part: `text` with its text, or `image` with its source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContentPart {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<ImageSource>,
+}
+
+/// An image stored beside the trajectory: paddock's blob of it in the session's directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageSource {
+    pub media_type: String,
+    pub path: String,
 }
 
 /// One step's model usage. `prompt_tokens` counts all input, cached included.

@@ -18,14 +18,14 @@ fn at(bodies: Vec<Body>) -> Vec<Event> {
 }
 
 fn user(text: &str) -> Body {
-    Body::UserMessage {
+    Body::UserMessage { images: Vec::new(),
         text: text.into(),
         source: Source::User,
     }
 }
 
 fn assistant(text: &str, calls: &[(&str, &str)], usage: Option<Usage>) -> Body {
-    Body::AssistantMessage {
+    Body::AssistantMessage { reasoning: Vec::new(),
         attempt: "a1".into(),
         text: text.into(),
         tool_calls: calls
@@ -44,7 +44,7 @@ fn assistant(text: &str, calls: &[(&str, &str)], usage: Option<Usage>) -> Body {
 }
 
 fn result(id: &str, args: Option<Value>) -> Body {
-    Body::ToolResult {
+    Body::ToolResult { images: Vec::new(),
         id: id.into(),
         content: format!("content of {id}"),
         is_error: false,

@@ -135,7 +135,7 @@ mod tests {
     }
 
     fn assistant(ids: &[&str]) -> Body {
-        Body::AssistantMessage {
+        Body::AssistantMessage { reasoning: Vec::new(),
             attempt: "a".into(),
             text: String::new(),
             tool_calls: ids
@@ -164,7 +164,7 @@ mod tests {
     }
 
     fn result(id: &str) -> Body {
-        Body::ToolResult {
+        Body::ToolResult { images: Vec::new(),
             id: id.into(),
             content: String::new(),
             is_error: false,
@@ -181,7 +181,7 @@ mod tests {
 
     #[test]
     fn a_whole_session_passes() {
-        let user = Body::UserMessage {
+        let user = Body::UserMessage { images: Vec::new(),
             text: "t".into(),
             source: Source::User,
         };

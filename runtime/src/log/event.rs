@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{AttemptStatus, Diagnostic, Finish, Outcome, ToolCall, Usage};
+use crate::model::{
+    AttemptStatus, Diagnostic, Finish, ImageRef, Outcome, Reasoning, ToolCall, Usage,
+};
 
 /// One line of the log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,9 +26,16 @@ pub enum Body {
     /// The first event: what the session runs with, so `resume` rebuilds the same session (P1).
     #[serde(rename = "session/start")]
     SessionStart(Box<SessionStart>),
-    /// A message from the user (the task, a follow-up) or from paddock itself (a nudge).
+    /// A message from the user (the task, a follow-up) or from paddock itself (a nudge),
+    /// with the images the user attached: named by hash, their bytes in the session's
+    /// `blobs/` (`log::Blobs`), never inline.
     #[serde(rename = "user/message")]
-    UserMessage { text: String, source: Source },
+    UserMessage {
+        text: String,
+        source: Source,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageRef>,
+    },
     /// The loop starts working on the latest message.
     #[serde(rename = "turn/start")]
     TurnStart { turn: u64 },
@@ -55,6 +64,11 @@ pub enum Body {
         usage: Option<Usage>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,
+        /// The reasoning the provider streamed (thinking with its signature, redacted
+        /// thinking as it came): kept for the trajectory, and sent back where the provider
+        /// requires it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasoning: Vec<Reasoning>,
     },
     /// What was odd about the stream of a completed attempt: ignored
     /// events, late deltas, a repeated start, data that was not JSON. Written after the
@@ -102,6 +116,9 @@ pub enum Body {
         /// How the question about the call was answered, when it needed approval (T2).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         approval: Option<Asked>,
+        /// Images the tool returned, named by hash (bytes in the session's `blobs/`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageRef>,
     },
     /// Input that arrived while the loop ran (I1), logged before it is acknowledged.
     #[serde(rename = "inbox/in")]

@@ -40,7 +40,8 @@ use super::ageing::{AGED, STUB_BYTES, aged};
 use crate::model::context::Ageing;
 use super::event::{Body, Event, Source};
 use super::quote::quote_markers;
-use crate::model::{Keyed, Message, Messages, ToolResultMessage};
+use super::blobs::{Blobs, missing_image};
+use crate::model::{ImagePart, ImageRef, Keyed, Message, Messages, ToolResultMessage};
 
 /// Opens the message that stands for a compacted part of the session.
 pub const SUMMARY_HEADER: &str = "[paddock: the earlier part of this session was compacted to save room. \
@@ -89,6 +90,8 @@ pub struct History {
     compacted_at: u64,
     /// What `render` made of the entries last time (the module doc's Rendering).
     pub(super) view: Mutex<View>,
+    /// Where the images events name are read from.
+    blobs: Option<Blobs>,
 }
 
 /// The documented estimate where no tokenizer is at hand: three bytes a token (prose runs
@@ -100,16 +103,31 @@ pub fn estimate_tokens(bytes: usize) -> u64 {
 }
 
 pub(super) fn message_bytes(message: &Message) -> usize {
+    // An image counts as the bytes its estimated tokens would be as text.
+    let images = |images: &[crate::model::ImagePart]| {
+        images
+            .iter()
+            .map(|i| usize::try_from(i.estimated_tokens() * 3).unwrap_or(usize::MAX))
+            .sum::<usize>()
+    };
     match message {
-        Message::System { text } | Message::User { text } => text.len(),
-        Message::Assistant { text, tool_calls } => {
+        Message::System { text } => text.len(),
+        Message::User { text, images: i } => text.len() + images(i),
+        Message::Assistant {
+            text,
+            tool_calls,
+            reasoning,
+        } => {
             text.len()
                 + tool_calls
                     .iter()
                     .map(|c| c.id.len() + c.name.len() + c.arguments.len() + 16)
                     .sum::<usize>()
+                + reasoning.iter().map(crate::model::Reasoning::bytes).sum::<usize>()
         }
-        Message::Tool(result) => result.content.len() + result.call_id.len(),
+        Message::Tool(result) => {
+            result.content.len() + result.call_id.len() + images(&result.images)
+        }
     }
 }
 
@@ -123,20 +141,54 @@ impl History {
         history
     }
 
+    /// Reads the images events name from `blobs` (without it, each is a line saying it
+    /// cannot be shown).
+    pub fn read_images_from(&mut self, blobs: Blobs) {
+        self.blobs = Some(blobs);
+    }
+
+    /// The images `references` name, read back; a line of `text` for each one that cannot be.
+    fn images(&self, references: &[ImageRef], text: &mut String) -> Vec<ImagePart> {
+        let mut images = Vec::new();
+        for reference in references {
+            let read = match &self.blobs {
+                Some(blobs) => blobs.get(reference),
+                None => Err("this history was read without the session's blob store".into()),
+            };
+            match read {
+                Ok(image) => images.push(image),
+                Err(why) => {
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(&missing_image(reference, &why));
+                }
+            }
+        }
+        images
+    }
+
     /// Takes one more event.
     pub fn push(&mut self, event: &Event) {
         match &event.body {
-            Body::UserMessage { text, source } => {
+            Body::UserMessage {
+                text,
+                source,
+                images,
+            } => {
                 self.flush();
                 if *source == Source::User {
                     self.last_user = Some((event.seq, text.clone()));
                 }
-                self.add(event.seq, Message::User { text: text.clone() });
+                let mut text = text.clone();
+                let images = self.images(images, &mut text);
+                self.add(event.seq, Message::User { text, images });
             }
             Body::AssistantMessage {
                 text,
                 tool_calls,
                 usage,
+                reasoning,
                 ..
             } => {
                 self.flush();
@@ -146,6 +198,7 @@ impl History {
                     Message::Assistant {
                         text: text.clone(),
                         tool_calls: tool_calls.clone(),
+                        reasoning: reasoning.clone(),
                     },
                 );
                 let index = self.entries.len() - 1;
@@ -157,16 +210,20 @@ impl History {
                 id,
                 content,
                 is_error,
+                images,
                 ..
             } => {
                 let owed = self.calls.as_ref().is_some_and(|(_, ids)| ids.contains(id));
                 if owed {
+                    let mut content = content.clone();
+                    let images = self.images(images, &mut content);
                     self.pending.insert(
                         id.clone(),
                         ToolResultMessage {
                             call_id: id.clone(),
-                            content: content.clone(),
+                            content,
                             is_error: *is_error,
+                            images,
                         },
                     );
                     self.flush_if_complete();
@@ -179,7 +236,7 @@ impl History {
                 if let Some(text) = self.inbox.get(id).cloned() {
                     self.flush();
                     self.last_user = Some((event.seq, text.clone()));
-                    self.add(event.seq, Message::User { text });
+                    self.add(event.seq, Message::user(text));
                 }
             }
             Body::ContextCompact { .. } => self.compactions += 1,
@@ -234,15 +291,14 @@ impl History {
             self.calls = None;
             self.pending.clear();
         }
-        let mut front = vec![Message::User {
-            text: format!("{SUMMARY_HEADER}\n\n{}", quote_markers(summary)),
-        }];
+        let mut front = vec![Message::user(format!(
+            "{SUMMARY_HEADER}\n\n{}",
+            quote_markers(summary)
+        ))];
         if let Some((seq, text)) = &self.last_user
             && *seq <= upto
         {
-            front.push(Message::User {
-                text: format!("{TASK_HEADER}\n\n{text}"),
-            });
+            front.push(Message::user(format!("{TASK_HEADER}\n\n{text}")));
         }
         let kept = std::mem::take(&mut self.entries);
         for message in front {

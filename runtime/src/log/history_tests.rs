@@ -8,7 +8,7 @@ use crate::model::{Finish, Outcome, ToolCall};
 use crate::log::test_session::numbered as events;
 
 fn assistant(ids: &[&str]) -> Body {
-    Body::AssistantMessage {
+    Body::AssistantMessage { reasoning: Vec::new(),
         attempt: "a1".into(),
         text: "working".into(),
         tool_calls: ids
@@ -27,7 +27,7 @@ fn assistant(ids: &[&str]) -> Body {
 }
 
 fn result(id: &str) -> Body {
-    Body::ToolResult {
+    Body::ToolResult { images: Vec::new(),
         id: id.into(),
         content: "ok".into(),
         is_error: false,
@@ -41,7 +41,7 @@ fn result(id: &str) -> Body {
 #[test]
 fn history_is_derived_in_order_with_steering_from_the_inbox() {
     let log = events(vec![
-        Body::UserMessage {
+        Body::UserMessage { images: Vec::new(),
             text: "task".into(),
             source: Source::User,
         },
@@ -57,9 +57,9 @@ fn history_is_derived_in_order_with_steering_from_the_inbox() {
     ]);
     let history = derive_history(&log);
     assert_eq!(history.len(), 4);
-    assert!(matches!(&history[0], Message::User { text } if text == "task"));
+    assert!(matches!(&history[0], Message::User { text, .. } if text == "task"));
     assert!(matches!(&history[2], Message::Tool(r) if r.call_id == "c1"));
-    assert!(matches!(&history[3], Message::User { text } if text == "also check docs"));
+    assert!(matches!(&history[3], Message::User { text, .. } if text == "also check docs"));
 }
 
 #[test]
@@ -83,7 +83,7 @@ fn results_logged_as_calls_end_are_sent_in_the_calls_order() {
 }
 
 fn user(text: &str) -> Body {
-    Body::UserMessage {
+    Body::UserMessage { images: Vec::new(),
         text: text.into(),
         source: Source::User,
     }
@@ -105,7 +105,7 @@ fn texts(history: &[Message]) -> Vec<String> {
     history
         .iter()
         .map(|m| match m {
-            Message::User { text } => format!("user:{text}"),
+            Message::User { text, .. } => format!("user:{text}"),
             Message::Assistant { tool_calls, .. } => format!("assistant:{}", tool_calls.len()),
             Message::Tool(r) => format!("tool:{}", r.call_id),
             Message::System { text } => format!("system:{text}"),
@@ -179,7 +179,7 @@ fn a_cut_inside_a_batch_never_leaves_a_result_without_its_call() {
 
 #[test]
 fn large_old_results_age_out_to_a_stub_that_names_the_spill_file() {
-    let big = Body::ToolResult {
+    let big = Body::ToolResult { images: Vec::new(),
         id: "c/1".into(),
         content: "x".repeat(5000),
         is_error: false,

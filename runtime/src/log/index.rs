@@ -123,7 +123,7 @@ mod tests {
         let path = dir.path().join(LOG_FILE);
         let (writer, first) = LogWriter::start(&path, crate::log::event::test_start()).unwrap();
         let log = SessionLog::new(writer, vec![first]);
-        log.append(Body::UserMessage {
+        log.append(Body::UserMessage { images: Vec::new(),
             text: "fix the build".into(),
             source: Source::User,
         })

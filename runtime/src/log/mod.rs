@@ -16,6 +16,7 @@
 mod ageing;
 mod atif;
 mod atif_schema;
+mod blobs;
 mod check;
 mod event;
 mod file;
@@ -34,6 +35,7 @@ pub(crate) mod test_session;
 
 pub use ageing::{aged_spill_name, file_safe};
 pub use atif::{trajectory_of_log, write_trajectory};
+pub use blobs::{BLOBS_DIR, Blobs};
 #[cfg(any(test, feature = "internals"))]
 pub use atif::trajectory;
 #[cfg(any(test, feature = "internals"))]

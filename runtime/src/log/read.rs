@@ -99,7 +99,7 @@ mod tests {
     }
 
     fn user(text: &str) -> Body {
-        Body::UserMessage {
+        Body::UserMessage { images: Vec::new(),
             text: text.into(),
             source: Source::User,
         }

@@ -251,6 +251,7 @@ fn answer(id: &str, code: &str, message: String) -> Body {
         args: None,
         repairs: Vec::new(),
         approval: None,
+        images: Vec::new(),
     }
 }
 

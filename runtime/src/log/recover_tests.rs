@@ -6,7 +6,7 @@ use crate::model::Finish;
 use crate::log::test_session::numbered as events;
 
 fn assistant(calls: &[(&str, &str)]) -> Body {
-    Body::AssistantMessage {
+    Body::AssistantMessage { reasoning: Vec::new(),
         attempt: "a1".into(),
         text: "working".into(),
         tool_calls: calls
@@ -46,7 +46,7 @@ fn start(id: &str) -> Body {
 }
 
 fn result(id: &str) -> Body {
-    Body::ToolResult {
+    Body::ToolResult { images: Vec::new(),
         id: id.into(),
         content: "ok".into(),
         is_error: false,
@@ -198,7 +198,7 @@ fn a_reused_call_id_is_scoped_to_its_own_message() {
 
 #[test]
 fn a_turn_that_lost_only_its_end_after_the_final_answer_is_completed() {
-    let answer = Body::AssistantMessage {
+    let answer = Body::AssistantMessage { reasoning: Vec::new(),
         attempt: "a2".into(),
         text: "done".into(),
         tool_calls: Vec::new(),

@@ -77,7 +77,7 @@ fn a_view_kept_up_to_date_renders_and_estimates_what_a_fresh_one_does() {
         aged |= rendered.iter().any(|m| m.key & AGED != 0);
         summarized |= rendered
             .messages()
-            .any(|m| matches!(m, Message::User { text } if text.starts_with(SUMMARY_HEADER)));
+            .any(|m| matches!(m, Message::User { text, .. } if text.starts_with(SUMMARY_HEADER)));
     }
     assert!(
         aged && summarized,
@@ -100,13 +100,13 @@ fn an_estimate_after_reported_usage_counts_only_what_came_since() {
 
 /// A session of `steps` steps, each reading one file of `bytes` bytes.
 fn reading(steps: usize, bytes: usize) -> Vec<super::super::Event> {
-    let mut bodies = vec![Body::UserMessage {
+    let mut bodies = vec![Body::UserMessage { images: Vec::new(),
         text: "read them all".into(),
         source: Source::User,
     }];
     for step in 0..steps {
         let id = format!("c{step}");
-        bodies.push(Body::AssistantMessage {
+        bodies.push(Body::AssistantMessage { reasoning: Vec::new(),
             attempt: format!("a{step}"),
             text: String::new(),
             tool_calls: vec![ToolCall {
@@ -119,7 +119,7 @@ fn reading(steps: usize, bytes: usize) -> Vec<super::super::Event> {
             usage: None,
             cost_usd: None,
         });
-        bodies.push(Body::ToolResult {
+        bodies.push(Body::ToolResult { images: Vec::new(),
             id,
             content: format!("{step}").repeat(bytes),
             is_error: false,

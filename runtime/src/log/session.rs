@@ -7,6 +7,7 @@
 use std::io;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use super::blobs::Blobs;
 use super::event::{Body, Event};
 use super::file::LogWriter;
 use super::index::SessionIndex;
@@ -46,7 +47,19 @@ impl Inner {
 impl SessionLog {
     /// `events` are the ones already in the file `writer` appends to.
     pub fn new(writer: LogWriter, events: Vec<Event>) -> SessionLog {
-        SessionLog::from_state(writer, SessionState::of(&events))
+        let mut state = SessionState::default();
+        state
+            .history
+            .read_images_from(Blobs::of_log(writer.path()));
+        for event in &events {
+            state.push(event);
+        }
+        SessionLog::from_state(writer, state)
+    }
+
+    /// The session's blob store, where the images its events name are kept.
+    pub fn blobs(&self) -> Blobs {
+        Blobs::of_log(self.lock().writer.path())
     }
 
     /// `state` is derived from the events already in the file `writer` appends to. The

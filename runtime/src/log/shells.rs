@@ -114,7 +114,7 @@ mod tests {
     }
 
     fn result(id: &str, content: &str, args: serde_json::Value) -> Body {
-        Body::ToolResult {
+        Body::ToolResult { images: Vec::new(),
             id: id.into(),
             content: content.into(),
             is_error: false,

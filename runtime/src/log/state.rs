@@ -200,7 +200,7 @@ impl SessionState {
                 self.revealed_window =
                     Some(self.revealed_window.map_or(*window, |w| w.min(*window)));
             }
-            Body::UserMessage { text, source }
+            Body::UserMessage { text, source, .. }
                 if self.first_message.is_none() && *source == super::Source::User =>
             {
                 self.first_message = Some(text.chars().take(FIRST_MESSAGE_CHARS).collect());
@@ -229,7 +229,7 @@ mod tests {
             cache_read_tokens: read,
             cache_write_tokens: write,
         };
-        let answer = |usage: Usage| Body::AssistantMessage {
+        let answer = |usage: Usage| Body::AssistantMessage { reasoning: Vec::new(),
             attempt: "a".into(),
             text: String::new(),
             tool_calls: Vec::new(),

@@ -45,6 +45,9 @@ pub fn stream_log(path: &Path) -> Result<Streamed, LogError> {
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut checker = Checker::default();
     let mut state = SessionState::default();
+    state
+        .history
+        .read_images_from(super::blobs::Blobs::of_log(path));
     let mut start = None;
     let mut tail: Vec<Event> = Vec::new();
     let mut tail_opens_in_turn = false;
@@ -107,13 +110,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("events.jsonl");
         let (mut log, _) = LogWriter::start(&path, crate::log::event::test_start()).unwrap();
-        log.append(Body::UserMessage {
+        log.append(Body::UserMessage { images: Vec::new(),
             text: "task".into(),
             source: Source::User,
         })
         .unwrap();
         log.append(Body::TurnStart { turn: 1 }).unwrap();
-        log.append(Body::AssistantMessage {
+        log.append(Body::AssistantMessage { reasoning: Vec::new(),
             attempt: "a".into(),
             text: String::new(),
             tool_calls: vec![crate::model::ToolCall {

@@ -6,7 +6,7 @@ use super::event::{Body, Event, Source};
 use crate::model::{Finish, Outcome, ToolCall, Usage};
 
 fn assistant(step: usize, ids: &[String], usage: bool) -> Body {
-    Body::AssistantMessage {
+    Body::AssistantMessage { reasoning: Vec::new(),
         attempt: format!("a{step}"),
         text: format!("step {step}: \"reading\"\n"),
         tool_calls: ids
@@ -29,7 +29,7 @@ fn assistant(step: usize, ids: &[String], usage: bool) -> Body {
 }
 
 fn result(id: &str, bytes: usize) -> Body {
-    Body::ToolResult {
+    Body::ToolResult { images: Vec::new(),
         id: id.into(),
         content: "é line of a file\n".repeat(bytes / 17 + 1),
         is_error: bytes % 2 == 1,
@@ -42,7 +42,7 @@ fn result(id: &str, bytes: usize) -> Body {
 
 /// `steps` steps of the session above; the compaction covers the first third of it.
 pub(crate) fn session(steps: usize) -> Vec<Event> {
-    let mut bodies = vec![Body::UserMessage {
+    let mut bodies = vec![Body::UserMessage { images: Vec::new(),
         text: "the task".into(),
         source: Source::User,
     }];

@@ -8,12 +8,18 @@
 //! read), and the end of the last message (written for the next request). `[model] cache_ttl`
 //! sets how long they are kept, or turns them off.
 //!
+//! Images go as base64 `image` blocks (in a user turn, or inside a `tool_result`), or as
+//! placeholders to a text-only model. Thinking blocks come back with their signatures, and
+//! redacted ones as they came, first in their assistant turn (`[model] thinking_budget`
+//! turns thinking on).
+//!
 //! M1.
 
 use super::assembler::AnthropicAssembler;
 use super::config::{CacheTtl, ProviderConfig, ToolChoice};
 use super::messages::ModelRequest;
-use super::types::{AttemptId, Message, ToolCall};
+use super::image::ImagePart;
+use super::types::{AttemptId, Message, Reasoning, ToolCall};
 use super::wire::Wire;
 use serde_json::{Value, json};
 
@@ -83,13 +89,16 @@ impl Wire for Anthropic {
         if let Some(temperature) = config.temperature {
             body["temperature"] = json!(temperature);
         }
+        if let Some(budget) = config.thinking_budget {
+            body["thinking"] = json!({ "type": "enabled", "budget_tokens": budget });
+        }
         body
     }
 
     const MERGES: bool = true;
 
-    fn blocks(message: &Message) -> Option<(&'static str, Vec<Value>)> {
-        Some(blocks(message))
+    fn blocks(config: &ProviderConfig, message: &Message) -> Option<(&'static str, Vec<Value>)> {
+        Some(blocks(config, message))
     }
 
     fn marked(config: &ProviderConfig, request: &ModelRequest) -> Vec<usize> {
@@ -129,7 +138,7 @@ fn marked(request: &ModelRequest) -> Vec<usize> {
             request
                 .messages
                 .get(i)
-                .is_some_and(|k| !blocks(&k.message).1.is_empty())
+                .is_some_and(|k| has_blocks(&k.message))
         })
     };
     let last = with_blocks(request.messages.len());
@@ -152,7 +161,7 @@ fn turns<'a>(
 ) -> Vec<Value> {
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
     for (i, message) in messages.enumerate() {
-        let (role, mut blocks) = blocks(message);
+        let (role, mut blocks) = blocks(config, message);
         if blocks.is_empty() {
             continue;
         }
@@ -170,23 +179,59 @@ fn turns<'a>(
         .collect()
 }
 
+/// Whether a message has content blocks (the same answer as `blocks`, without building them).
+fn has_blocks(message: &Message) -> bool {
+    match message {
+        Message::System { .. } => false,
+        Message::User { text, images } => !text.is_empty() || !images.is_empty(),
+        Message::Assistant {
+            text,
+            tool_calls,
+            reasoning,
+        } => {
+            !text.is_empty()
+                || !tool_calls.is_empty()
+                || reasoning.iter().any(|r| reasoning_block(r).is_some())
+        }
+        Message::Tool(_) => true,
+    }
+}
+
 /// The role and content blocks of one message (the system prompt has none: it goes apart).
-fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
+/// Images go as `image` blocks, or as placeholders to a text-only model; signed thinking
+/// goes back first in its assistant turn, as the API requires before tool results.
+fn blocks(config: &ProviderConfig, message: &Message) -> (&'static str, Vec<Value>) {
     match message {
         Message::System { .. } => ("system", Vec::new()),
-        Message::User { text } => ("user", text_block(text).into_iter().collect()),
-        Message::Assistant { text, tool_calls } => {
+        Message::User { text, images } => {
             let mut blocks: Vec<Value> = text_block(text).into_iter().collect();
+            blocks.extend(images.iter().map(|image| image_block(config, image)));
+            ("user", blocks)
+        }
+        Message::Assistant {
+            text,
+            tool_calls,
+            reasoning,
+        } => {
+            let mut blocks: Vec<Value> = reasoning.iter().filter_map(reasoning_block).collect();
+            blocks.extend(text_block(text));
             for call in tool_calls {
                 blocks.extend(tool_use(call));
             }
             ("assistant", blocks)
         }
         Message::Tool(result) => {
+            let content = if result.images.is_empty() {
+                json!(result.content)
+            } else {
+                let mut parts: Vec<Value> = text_block(&result.content).into_iter().collect();
+                parts.extend(result.images.iter().map(|image| image_block(config, image)));
+                Value::Array(parts)
+            };
             let mut block = json!({
                 "type": "tool_result",
                 "tool_use_id": result.call_id,
-                "content": result.content,
+                "content": content,
             });
             if result.is_error {
                 block["is_error"] = json!(true);
@@ -219,6 +264,30 @@ fn tool_use(call: &ToolCall) -> Vec<Value> {
     }
 }
 
+/// An image as a base64 `image` block, or its placeholder for a text-only model.
+fn image_block(config: &ProviderConfig, image: &ImagePart) -> Value {
+    if !config.accepts_images() {
+        return json!({ "type": "text", "text": image.placeholder() });
+    }
+    json!({
+        "type": "image",
+        "source": { "type": "base64", "media_type": image.media_type(), "data": image.base64() },
+    })
+}
+
+/// Reasoning as the API takes it back: a thinking block with its signature, a redacted one as
+/// it came. Thinking without a signature (a compatible server's) cannot be sent back.
+fn reasoning_block(reasoning: &Reasoning) -> Option<Value> {
+    match reasoning {
+        Reasoning::Thinking {
+            text,
+            signature: Some(signature),
+        } => Some(json!({ "type": "thinking", "thinking": text, "signature": signature })),
+        Reasoning::Thinking { .. } => None,
+        Reasoning::Redacted { data } => Some(json!({ "type": "redacted_thinking", "data": data })),
+    }
+}
+
 fn text_block(text: &str) -> Option<Value> {
     (!text.is_empty()).then(|| json!({ "type": "text", "text": text }))
 }
@@ -238,7 +307,7 @@ mod tests {
             arguments: r#"{"path":"a"}"#.into(),
         };
         let result = |id: &str, is_error| {
-            Message::Tool(ToolResultMessage {
+            Message::Tool(ToolResultMessage { images: Vec::new(),
                 call_id: id.into(),
                 content: "x".into(),
                 is_error,
@@ -247,8 +316,8 @@ mod tests {
         let request = ModelRequest {
             messages: vec![
                 Message::System { text: "sys".into() },
-                Message::User { text: "hi".into() },
-                Message::Assistant {
+                Message::User { images: Vec::new(), text: "hi".into() },
+                Message::Assistant { reasoning: Vec::new(),
                     text: "Reading.".into(),
                     tool_calls: vec![call("t1"), call("t2")],
                 },
@@ -284,8 +353,8 @@ mod tests {
         let raw = "{'path': 'a', oops";
         let request = ModelRequest {
             messages: vec![
-                Message::User { text: "hi".into() },
-                Message::Assistant {
+                Message::User { images: Vec::new(), text: "hi".into() },
+                Message::Assistant { reasoning: Vec::new(),
                     text: String::new(),
                     tool_calls: vec![ToolCall {
                         id: "t1".into(),
@@ -340,7 +409,7 @@ mod tests {
             arguments: r#"{"path":"a"}"#.into(),
         };
         let result = |id: &str| {
-            Message::Tool(ToolResultMessage {
+            Message::Tool(ToolResultMessage { images: Vec::new(),
                 call_id: id.into(),
                 content: "x".into(),
                 is_error: false,
@@ -353,14 +422,14 @@ mod tests {
         };
         let messages = vec![
             Message::System { text: "sys".into() },
-            Message::User { text: "hi".into() },
-            Message::Assistant {
+            Message::User { images: Vec::new(), text: "hi".into() },
+            Message::Assistant { reasoning: Vec::new(),
                 text: String::new(),
                 tool_calls: vec![call("t1"), call("t2")],
             },
             result("t1"),
             result("t2"),
-            Message::Assistant {
+            Message::Assistant { reasoning: Vec::new(),
                 text: String::new(),
                 tool_calls: vec![call("t3")],
             },
@@ -387,7 +456,7 @@ mod tests {
         // A summary request on the same prefix: the instruction joins the last user turn, and
         // the breakpoint stays on what the last request ended with.
         let mut summary = messages.clone();
-        summary.push(Message::User {
+        summary.push(Message::User { images: Vec::new(),
             text: "summarize".into(),
         });
         let request = ModelRequest {

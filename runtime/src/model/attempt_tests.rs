@@ -14,7 +14,7 @@ fn policy(max_retries: u32, budget_ms: u64) -> RetryPolicy {
 }
 
 fn message(attempt: AttemptId) -> AssistantMessage {
-    AssistantMessage {
+    AssistantMessage { reasoning: Vec::new(),
         attempt,
         text: "ok".into(),
         calls: vec![],

@@ -15,7 +15,7 @@ use bytes::{Bytes, BytesMut};
 
 use super::config::ProviderConfig;
 use super::messages::ModelRequest;
-use super::messages::{Keyed, Messages};
+use super::messages::Messages;
 use super::wire::Wire;
 
 /// The body last sent; see the module doc.
@@ -62,10 +62,12 @@ impl BodyCache {
             return super::body_turns::body::<W>(&self.turns, config, request);
         }
         let whole = || serde_json::to_vec(&W::body(config, request)).map(Bytes::from);
-        let Some(first) = request.messages.iter().next() else {
+        if request.messages.is_empty() {
             return whole();
-        };
-        if W::message(&first.message).is_none() || request.messages.iter().all(|k| k.key == 0) {
+        }
+        if W::message(config, &request.messages, 0).is_none()
+            || request.messages.iter().all(|k| k.key == 0)
+        {
             return whole();
         }
         let frame = ModelRequest {
@@ -90,7 +92,7 @@ impl BodyCache {
         start.extend_from_slice(b"\"messages\":[");
         let mut cache = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         let last = cache.take();
-        let Some(built) = build::<W>(last, start, &request.messages)? else {
+        let Some(built) = build::<W>(config, last, start, &request.messages)? else {
             return whole();
         };
         let body = built.body.clone();
@@ -103,14 +105,23 @@ impl BodyCache {
 /// `start`, else with the messages still in their place copied from it. `None`: the wire
 /// format merges messages after all.
 fn build<W: Wire>(
+    config: &ProviderConfig,
     last: Option<Last>,
     start: Vec<u8>,
     messages: &Messages,
 ) -> serde_json::Result<Option<Last>> {
-    let serialize = |keyed: &Keyed| -> serde_json::Result<Option<Vec<u8>>> {
-        W::message(&keyed.message)
-            .map(|json| serde_json::to_vec(&json))
-            .transpose()
+    let serialize = |i: usize| -> serde_json::Result<Option<Vec<u8>>> {
+        let Some(values) = W::message(config, messages, i) else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::new();
+        for (n, value) in values.iter().enumerate() {
+            if n > 0 {
+                bytes.push(b',');
+            }
+            serde_json::to_writer(&mut bytes, value)?;
+        }
+        Ok(Some(bytes))
     };
     // How many messages are as they were, in place (behind the same head).
     let mut same = 0;
@@ -125,7 +136,7 @@ fn build<W: Wire>(
                     break;
                 }
             } else {
-                let Some(bytes) = serialize(keyed)? else {
+                let Some(bytes) = serialize(i)? else {
                     return Ok(None);
                 };
                 if bytes != last.message(i) {
@@ -151,7 +162,7 @@ fn build<W: Wire>(
             None => {
                 let bytes = match first_new.take() {
                     Some(bytes) => bytes,
-                    None => match serialize(keyed)? {
+                    None => match serialize(i)? {
                         Some(bytes) => bytes,
                         None => return Ok(None),
                     },

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::model::Keyed;
 use crate::log::History;
 use crate::model::context::Ageing;
 use crate::model::ProviderKind;
@@ -147,7 +148,7 @@ fn built_on_the_last_one<W: Wire>() {
 fn messages_in_place_are_not_serialized_again_and_turns_are_the_whole_body() {
     let keyed = |key, text: &str| Keyed {
         key,
-        message: Arc::new(Message::Assistant {
+        message: Arc::new(Message::Assistant { reasoning: Vec::new(),
             text: text.into(),
             tool_calls: vec![ToolCall {
                 id: format!("c{key}"),
@@ -160,7 +161,7 @@ fn messages_in_place_are_not_serialized_again_and_turns_are_the_whole_body() {
     let run = Arc::new(vec![keyed(1, "one"), keyed(2, "two \"quoted\"")]);
     let mut history = Messages::default();
     history.push_run(run);
-    history.push(Message::Tool(ToolResultMessage {
+    history.push(Message::Tool(ToolResultMessage { images: Vec::new(),
         call_id: "c2".into(),
         content: "line\n".repeat(3),
         is_error: false,

@@ -58,7 +58,7 @@ fn part<W: Wire>(
     keyed: &Keyed,
     marked: bool,
 ) -> serde_json::Result<Option<(&'static str, Vec<u8>)>> {
-    let Some((role, mut blocks)) = W::blocks(&keyed.message) else {
+    let Some((role, mut blocks)) = W::blocks(config, &keyed.message) else {
         return Ok(None);
     };
     if blocks.is_empty() {

@@ -152,6 +152,16 @@ pub struct ProviderConfig {
     /// cache. Unset: only to OpenAI's own API (other servers may refuse an unknown field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_cache_key: Option<bool>,
+    /// Whether the model is sent images (a user's attachments, images tools return); when
+    /// not, each image is a text placeholder that says so. Unset: yes for Anthropic and for
+    /// OpenAI's own API, no for any other OpenAI-compatible server (many local models take
+    /// text only, and refuse a request with an image).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vision: Option<bool>,
+    /// Anthropic: extended thinking with this many tokens of budget (`thinking.budget_tokens`,
+    /// at least 1024 and below the output limit). Unset: the API's default, no thinking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_budget: Option<u32>,
 }
 
 mod defaults {
@@ -240,6 +250,8 @@ impl ProviderConfig {
             age_bytes: defaults::age_bytes(),
             cache_ttl: defaults::cache_ttl(),
             prompt_cache_key: None,
+            vision: None,
+            thinking_budget: None,
         }
     }
 
@@ -265,6 +277,14 @@ impl ProviderConfig {
             .nth(1)
             .and_then(|rest| rest.split(['/', ':']).next())
             .is_some_and(|host| host.eq_ignore_ascii_case("api.openai.com"))
+    }
+
+    /// Whether images are sent to this model, or a placeholder for each (`vision`).
+    pub fn accepts_images(&self) -> bool {
+        self.vision.unwrap_or_else(|| match self.kind {
+            ProviderKind::Anthropic => true,
+            ProviderKind::Openai => self.openai_itself(),
+        })
     }
 
     /// Whether `prompt_cache_key` is sent (OpenAI wire): unset, to OpenAI's own API only.

@@ -162,7 +162,7 @@ mod tests {
     use super::*;
 
     fn user(text: &str) -> Message {
-        Message::User { text: text.into() }
+        Message::User { images: Vec::new(), text: text.into() }
     }
 
     #[test]

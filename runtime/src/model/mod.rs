@@ -7,7 +7,7 @@
 //!
 //! Map: `types` (values), `config` (`[model]` in a preset), `context` (the context window:
 //! built-in table, compaction and ageing settings), `assembler` (pure stream state
-//! machines), `sse` (bytes to events), `http` (one attempt over reqwest), `messages` (a
+//! machines), `sse` (bytes to events), `image` (images checked and bounded), `http` (one attempt over reqwest), `messages` (a
 //! request's conversation, shared with the history), `body` (the request body, reusing what
 //! the last one serialized; `body_turns` where messages merge into turns), `openai` and
 //! `anthropic` (request bodies), `attempt` (retries), `price` (cost), `error` (`ModelError`).
@@ -23,6 +23,7 @@ mod config;
 pub mod context;
 mod error;
 mod http;
+mod image;
 mod messages;
 mod openai;
 pub mod price;
@@ -34,12 +35,21 @@ mod wire;
 pub use attempt::RetryPolicy;
 pub use config::{CacheTtl, MaxTokensField, ProviderConfig, ProviderKind, ToolChoice};
 pub use error::{ModelError, shorten};
+pub use image::{
+    IMAGE_OUTPUT_PREFIX, ImageError, ImageKind, ImagePart, ImageRef, MAX_IMAGE_BYTES, sniff,
+};
 pub use messages::{Keyed, Messages, ModelRequest};
 pub use sse::replay;
 pub use types::*;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio_util::sync::CancellationToken;
+
+/// A real 2x3 PNG, for tests elsewhere in the crate.
+#[cfg(test)]
+pub(crate) fn image_tests_png() -> &'static [u8] {
+    &image::tests::PNG_2X3
+}
 
 /// A model behind some wire format. One call of `complete` is one model request: one or more
 /// attempts, ending in one committed message or an error.

@@ -7,10 +7,16 @@
 //! servers refuse `null`, and leaving it out breaks some chat templates), `tool_choice` is
 //! explicit whenever tools are offered (some servers take a missing one as "none"), and an output
 //! limit is always sent (some servers' default is unlimited).
+//!
+//! Images go as `image_url` parts with a `data:` URL: in the user message they came with, and
+//! for tool results (a `tool` message takes text only) in a user message after the last
+//! result of the step. A text-only model (`ProviderConfig::accepts_images`) gets placeholders.
+//! Streamed reasoning is not sent back.
 
 use super::assembler::OpenAiAssembler;
 use super::config::{ProviderConfig, ToolChoice};
-use super::messages::ModelRequest;
+use super::image::ImagePart;
+use super::messages::{Messages, ModelRequest};
 use super::types::{AttemptId, Message, ToolCall};
 use super::wire::Wire;
 use serde_json::{Value, json};
@@ -30,7 +36,9 @@ impl Wire for OpenAi {
     fn body(config: &ProviderConfig, request: &ModelRequest) -> Value {
         let mut body = json!({
             "model": config.model,
-            "messages": request.messages.messages().map(message).collect::<Vec<_>>(),
+            "messages": (0..request.messages.len())
+                .flat_map(|i| values(config, &request.messages, i))
+                .collect::<Vec<_>>(),
             "stream": true,
             "stream_options": { "include_usage": true },
         });
@@ -72,8 +80,8 @@ impl Wire for OpenAi {
         body
     }
 
-    fn message(history: &Message) -> Option<Value> {
-        Some(message(history))
+    fn message(config: &ProviderConfig, messages: &Messages, i: usize) -> Option<Vec<Value>> {
+        Some(values(config, messages, i))
     }
 
     fn assembler(attempt: AttemptId) -> OpenAiAssembler {
@@ -81,23 +89,105 @@ impl Wire for OpenAi {
     }
 }
 
-fn message(message: &Message) -> Value {
+/// The values message `i` is sent as: one, and after the last of a run of tool results, a
+/// user message with the images those results returned (a `tool` message takes text only,
+/// and nothing may come between the results of one assistant message).
+fn values(config: &ProviderConfig, messages: &Messages, i: usize) -> Vec<Value> {
+    let Some(keyed) = messages.get(i) else {
+        return Vec::new();
+    };
+    let mut values = vec![message(config, &keyed.message)];
+    let is_result = |m: &Message| matches!(m, Message::Tool(_));
+    let run_ends = !messages.get(i + 1).is_some_and(|next| is_result(&next.message));
+    if is_result(&keyed.message) && run_ends && config.accepts_images() {
+        let first = (0..=i)
+            .rev()
+            .take_while(|&j| messages.get(j).is_some_and(|k| is_result(&k.message)))
+            .last()
+            .unwrap_or(i);
+        let mut parts = Vec::new();
+        for j in first..=i {
+            if let Some(Message::Tool(result)) = messages.get(j).map(|k| k.message.as_ref())
+                && !result.images.is_empty()
+            {
+                parts.push(json!({
+                    "type": "text",
+                    "text": format!("[the images call {} returned]", result.call_id),
+                }));
+                parts.extend(result.images.iter().map(image_part));
+            }
+        }
+        if !parts.is_empty() {
+            values.push(json!({ "role": "user", "content": parts }));
+        }
+    }
+    values
+}
+
+fn image_part(image: &ImagePart) -> Value {
+    json!({ "type": "image_url", "image_url": { "url": image.data_url() } })
+}
+
+/// `text` with a text-only model's placeholder for each image appended.
+fn with_placeholders(text: &str, images: &[ImagePart]) -> String {
+    let mut text = text.to_owned();
+    for image in images {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&image.placeholder());
+    }
+    text
+}
+
+fn message(config: &ProviderConfig, message: &Message) -> Value {
     match message {
         Message::System { text } => json!({ "role": "system", "content": text }),
-        Message::User { text } => json!({ "role": "user", "content": text }),
-        Message::Assistant { text, tool_calls } if tool_calls.is_empty() => {
+        Message::User { text, images } if images.is_empty() => {
+            json!({ "role": "user", "content": text })
+        }
+        Message::User { text, images } if config.accepts_images() => {
+            let mut parts = Vec::new();
+            if !text.is_empty() {
+                parts.push(json!({ "type": "text", "text": text }));
+            }
+            parts.extend(images.iter().map(image_part));
+            json!({ "role": "user", "content": parts })
+        }
+        Message::User { text, images } => {
+            json!({ "role": "user", "content": with_placeholders(text, images) })
+        }
+        // Reasoning is not sent back: OpenAI-compatible servers take no reasoning in a request
+        // (some refuse `reasoning_content` there), and the model does not need it again.
+        Message::Assistant {
+            text, tool_calls, ..
+        } if tool_calls.is_empty() => {
             json!({ "role": "assistant", "content": text })
         }
-        Message::Assistant { text, tool_calls } => json!({
+        Message::Assistant {
+            text, tool_calls, ..
+        } => json!({
             "role": "assistant",
             "content": text,
             "tool_calls": tool_calls.iter().map(call).collect::<Vec<_>>(),
         }),
-        Message::Tool(result) => json!({
-            "role": "tool",
-            "tool_call_id": result.call_id,
-            "content": result.content,
-        }),
+        Message::Tool(result) => {
+            let content = if result.images.is_empty() {
+                result.content.clone()
+            } else if config.accepts_images() {
+                format!(
+                    "{}\n[its image follows, after the results of this step]",
+                    result.content
+                )
+            } else {
+                with_placeholders(&result.content, &result.images)
+            };
+            json!({
+                "role": "tool",
+                "tool_call_id": result.call_id,
+                "content": content,
+            })
+        }
     }
 }
 
@@ -128,8 +218,8 @@ mod tests {
         let request = ModelRequest {
             messages: vec![
                 Message::System { text: "sys".into() },
-                Message::User { text: "hi".into() },
-                Message::Assistant {
+                Message::User { images: Vec::new(), text: "hi".into() },
+                Message::Assistant { reasoning: Vec::new(),
                     text: String::new(),
                     tool_calls: vec![ToolCall {
                         id: "c1".into(),
@@ -137,7 +227,7 @@ mod tests {
                         arguments: String::new(),
                     }],
                 },
-                Message::Tool(ToolResultMessage {
+                Message::Tool(ToolResultMessage { images: Vec::new(),
                     call_id: "c1".into(),
                     content: "text".into(),
                     is_error: false,
@@ -185,7 +275,7 @@ mod tests {
         let mut config =
             ProviderConfig::new(ProviderKind::Openai, "m", Some("http://127.0.0.1:1/v1"));
         let request = ModelRequest {
-            messages: vec![Message::User { text: "hi".into() }].into(),
+            messages: vec![Message::User { images: Vec::new(), text: "hi".into() }].into(),
             ..ModelRequest::default()
         };
         let body = OpenAi::body(&config, &request);
@@ -210,7 +300,7 @@ mod tests {
     #[test]
     fn the_session_id_goes_as_prompt_cache_key_where_the_api_takes_it() {
         let request = ModelRequest {
-            messages: vec![Message::User { text: "hi".into() }].into(),
+            messages: vec![Message::User { images: Vec::new(), text: "hi".into() }].into(),
             cache_key: Some("20261201-abc".into()),
             ..ModelRequest::default()
         };

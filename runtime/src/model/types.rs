@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::image::ImagePart;
 use std::fmt;
 use std::time::Duration;
 
@@ -17,13 +18,19 @@ pub enum Message {
     System {
         text: String,
     },
+    /// The user's text, and the images they attached (`run --image`, `/image`).
     User {
         text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImagePart>,
     },
-    /// A committed assistant message: its text and the calls it made.
+    /// A committed assistant message: its text, the calls it made, and the reasoning the
+    /// provider streamed before them (sent back where the provider requires it).
     Assistant {
         text: String,
         tool_calls: Vec<ToolCall>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasoning: Vec<Reasoning>,
     },
     /// The result of one call, paired with it by `call_id`.
     Tool(ToolResultMessage),
@@ -44,6 +51,69 @@ pub struct ToolResultMessage {
     pub call_id: String,
     pub content: String,
     pub is_error: bool,
+    /// Images the tool returned (`read_file` on a PNG, an MCP server's image content).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImagePart>,
+}
+
+impl Message {
+    /// The user's `text`, without images.
+    pub fn user(text: impl Into<String>) -> Message {
+        Message::User {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
+}
+
+/// Reasoning a provider streamed with a message. Anthropic signs its thinking blocks and
+/// requires them back, unchanged, in the assistant turn before the tool results that follow
+/// (a redacted block is sent back as the opaque `data` it came as); OpenAI-compatible servers
+/// stream `reasoning_content` or `reasoning` text, which is kept and not sent back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Reasoning {
+    /// Readable reasoning; `signature` is Anthropic's, when it sent one.
+    Thinking {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    /// Anthropic's `redacted_thinking`: encrypted, shown to no one, sent back as it came.
+    Redacted { data: String },
+}
+
+impl Reasoning {
+    /// The readable text (empty for a redacted block).
+    pub fn text(&self) -> &str {
+        match self {
+            Reasoning::Thinking { text, .. } => text,
+            Reasoning::Redacted { .. } => "",
+        }
+    }
+
+    /// Bytes it adds to a request, for the context estimate.
+    pub fn bytes(&self) -> usize {
+        match self {
+            Reasoning::Thinking { text, signature } => {
+                text.len() + signature.as_ref().map_or(0, String::len)
+            }
+            Reasoning::Redacted { data } => data.len(),
+        }
+    }
+}
+
+/// Reasoning as one text: readable blocks joined by blank lines, redacted ones named.
+pub fn reasoning_text(reasoning: &[Reasoning]) -> String {
+    reasoning
+        .iter()
+        .map(|r| match r {
+            Reasoning::Thinking { text, .. } => text.as_str(),
+            Reasoning::Redacted { .. } => "[redacted thinking]",
+        })
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// A tool offered to the model. The registry converts its tool specs to this.
@@ -176,6 +246,9 @@ pub struct AssistantMessage {
     pub finish: Finish,
     /// The provider sent no finish reason; `finish` was decided from the body.
     pub finish_inferred: bool,
+    /// What the provider streamed as reasoning, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning: Vec<Reasoning>,
     pub outcome: Outcome,
     pub usage: Option<Usage>,
     /// From `usage` and the price table; `None` when the model has no known price.
@@ -189,6 +262,7 @@ impl AssistantMessage {
         Message::Assistant {
             text: self.text.clone(),
             tool_calls: self.calls.iter().map(|c| c.call.clone()).collect(),
+            reasoning: self.reasoning.clone(),
         }
     }
 }
@@ -236,6 +310,10 @@ pub enum Delta {
     CallArguments {
         index: usize,
         fragment: String,
+    },
+    /// Reasoning text, streamed before the answer (display only until committed).
+    Reasoning {
+        text: String,
     },
 }
 

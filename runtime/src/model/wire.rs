@@ -4,7 +4,7 @@
 
 use super::assembler::WireAssembler;
 use super::config::ProviderConfig;
-use super::messages::ModelRequest;
+use super::messages::{Messages, ModelRequest};
 use super::types::{AttemptId, Message};
 
 /// What one wire format contributes: its endpoint, its headers, its body and its assembler.
@@ -15,16 +15,25 @@ pub(crate) trait Wire: Send + Sync + 'static {
     /// Headers carrying the API key (when there is one) and the API version.
     fn auth_headers(config: &ProviderConfig, key: Option<&str>) -> Vec<(&'static str, String)>;
     fn body(config: &ProviderConfig, request: &ModelRequest) -> serde_json::Value;
-    /// The JSON of one history message when the format sends one value per message (it may
-    /// then be serialized once and reused, `body::BodyCache`); `None` when it merges them.
-    fn message(_message: &Message) -> Option<serde_json::Value> {
+    /// The JSON of history message `i` of `messages` when the format sends its own values per
+    /// message (it may then be serialized once and reused, `body::BodyCache`); `None` when it
+    /// merges them. Usually one value; more when the format needs a message of its own for
+    /// part of it (OpenAI: the images of a run of tool results, after its last result).
+    fn message(
+        _config: &ProviderConfig,
+        _messages: &Messages,
+        _i: usize,
+    ) -> Option<Vec<serde_json::Value>> {
         None
     }
     /// Whether consecutive messages of one role are merged into one turn (`blocks` gives
     /// each message's part of its turn, `body_turns`).
     const MERGES: bool = false;
     /// The role and content blocks of one message, for a format that `MERGES`.
-    fn blocks(_message: &Message) -> Option<(&'static str, Vec<serde_json::Value>)> {
+    fn blocks(
+        _config: &ProviderConfig,
+        _message: &Message,
+    ) -> Option<(&'static str, Vec<serde_json::Value>)> {
         None
     }
     /// The messages whose blocks end with a cache breakpoint, for a format that `MERGES`.

@@ -26,7 +26,9 @@ pub fn apply_budget(
 ) -> ToolOutput {
     let max = usize::try_from(budget.max_bytes).unwrap_or(usize::MAX);
     let total = output.content.len();
-    if total <= max {
+    // An image is bounded by its own limit when the summary reads it (`model::ImagePart`):
+    // cut, it would only be refused.
+    if total <= max || output.content.starts_with(crate::model::IMAGE_OUTPUT_PREFIX) {
         return output;
     }
     let keep = line_boundary(

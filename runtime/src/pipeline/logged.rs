@@ -129,6 +129,12 @@ impl LoggedCalls<'_> {
     fn write_result(&self, record: &CallRecord) -> io::Result<()> {
         let summary = summarize(record);
         let step = self.log.with_state(|s| s.history.open_calls_seq());
+        let blobs = self.log.blobs();
+        let images = summary
+            .images
+            .iter()
+            .map(|image| blobs.put(image))
+            .collect::<io::Result<Vec<_>>>()?;
         self.log.append(Body::ToolResult {
             id: record.id.clone(),
             content: summary.content.clone(),
@@ -142,6 +148,7 @@ impl LoggedCalls<'_> {
                 .map(crate::log::LoggedRepair::Known)
                 .collect(),
             approval: record.approval.clone(),
+            images,
         })?;
         self.watch.ended(&summary, step);
         Ok(())

@@ -1,9 +1,15 @@
 //! What the model reads for a call (and an observer is shown): the content, or
 //! `error[CODE]: message`, with the note on several JSON objects (V7) and any context the
-//! hooks added.
+//! hooks added. A result that carries an image (`model::IMAGE_OUTPUT_PREFIX`, what
+//! `read_file` returns for a PNG) becomes the checked image and a line describing it; one
+//! whose image does not pass the checks becomes an `IMAGE_REFUSED` error that says why.
 
 use super::scheduler::CallRecord;
 use crate::calls::repair_note;
+use crate::model::ImagePart;
+
+/// The code of a result whose image was not sent (over the bound, not a valid image).
+pub const IMAGE_REFUSED: &str = "IMAGE_REFUSED";
 
 /// One call's outcome as the model reads it.
 #[derive(Debug, Clone)]
@@ -13,12 +19,31 @@ pub struct CallSummary {
     pub content: String,
     pub is_error: bool,
     pub code: Option<String>,
+    /// The images the tool returned, checked; `content` describes them.
+    pub images: Vec<ImagePart>,
 }
 
 /// The summary of `record`.
 pub fn summarize(record: &CallRecord) -> CallSummary {
+    let mut images = Vec::new();
     let (mut content, is_error, code) = match &record.result {
-        Ok(output) => (output.content.clone(), false, None),
+        Ok(output) => match ImagePart::from_tool_output(&output.content) {
+            None => (output.content.clone(), false, None),
+            Some(Ok((image, caption))) => {
+                let mut text = caption.trim_end().to_owned();
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&format!("[image attached: {}]", image.describe()));
+                images.push(image);
+                (text, false, None)
+            }
+            Some(Err(why)) => (
+                format!("error[{IMAGE_REFUSED}]: {} returned an image: {why}", record.name),
+                true,
+                Some(IMAGE_REFUSED.to_owned()),
+            ),
+        },
         Err(error) => (
             format!("error[{}]: {}", error.code, error.message),
             true,
@@ -40,5 +65,6 @@ pub fn summarize(record: &CallRecord) -> CallSummary {
         content,
         is_error,
         code,
+        images,
     }
 }

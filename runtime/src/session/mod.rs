@@ -215,6 +215,18 @@ impl Session {
         async move { agent.send(message).await }
     }
 
+    /// `send` with images the user attached (checked with `ImagePart::from_bytes`); they are
+    /// kept in the session's blob store and named by hash in the log.
+    pub fn send_with_images<'a>(
+        &'a self,
+        message: &'a str,
+        images: &'a [crate::model::ImagePart],
+        observer: &'a dyn Observer,
+    ) -> impl std::future::Future<Output = TurnEnd> + 'a {
+        let agent = self.agent(observer);
+        async move { agent.send_with_images(message, images).await }
+    }
+
     /// Goes on from where the log stands (an interrupted or budget-stopped turn).
     pub fn go_on<'a>(
         &'a self,
@@ -325,6 +337,7 @@ impl Session {
             outcome: Outcome::ToolCalls,
             usage: None,
             cost_usd: None,
+            reasoning: Vec::new(),
         })?;
         let cx = CallContext {
             cancel,

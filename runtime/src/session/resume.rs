@@ -324,6 +324,7 @@ impl Reopened {
                     .append(Body::UserMessage {
                         text: note,
                         source: crate::log::Source::System,
+                        images: Vec::new(),
                     })
                     .map_err(written)?;
             }

@@ -66,6 +66,16 @@ pub struct Turn {
     pub frame_delay_ms: u64,
     #[serde(default)]
     pub fault: Option<Fault>,
+    /// Reasoning pieces, one chunk each, before the text: OpenAI-compatible
+    /// `reasoning_content` deltas, or one Anthropic thinking block.
+    #[serde(default)]
+    pub reasoning: Vec<String>,
+    /// Anthropic: the thinking block's signature, sent as its last delta.
+    #[serde(default)]
+    pub signature: Option<String>,
+    /// Anthropic: a `redacted_thinking` block with this data, after the thinking block.
+    #[serde(default)]
+    pub redacted: Option<String>,
     /// When set, these frames are sent verbatim instead of rendering the fields above.
     #[serde(default)]
     pub raw: Option<Vec<String>>,

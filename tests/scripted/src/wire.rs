@@ -2,6 +2,8 @@
 //! the published references: OpenAI Chat Completions chunks (`chat.completion.chunk`, a usage
 //! chunk with `choices: []`, `[DONE]`) and Anthropic Messages events (`message_start`,
 //! `content_block_*`, `ping`, `message_delta`, `message_stop`). One frame per chunk.
+//! Reasoning: `reasoning_content` deltas (DeepSeek, vLLM), and Anthropic thinking blocks with
+//! `thinking_delta`, `signature_delta`, and `redacted_thinking`.
 
 use super::script::{ScriptFinish, Turn};
 use serde_json::{Value, json};
@@ -51,6 +53,9 @@ pub fn openai_frames(turn: &Turn, model: &str) -> Vec<String> {
     };
     let delta = |delta: Value| chunk(json!([{"index": 0, "delta": delta, "finish_reason": null}]));
     let mut frames = vec![delta(json!({"role": "assistant", "content": ""}))];
+    for piece in &turn.reasoning {
+        frames.push(delta(json!({"reasoning_content": piece})));
+    }
     for piece in &turn.text {
         if turn.finish == Some(ScriptFinish::Refusal) {
             frames.push(delta(json!({"refusal": piece})));
@@ -100,6 +105,44 @@ pub fn anthropic_frames(turn: &Turn, model: &str) -> Vec<String> {
             "usage": {"input_tokens": usage.map_or(0, |u| u.input), "output_tokens": 1}}}),
     )];
     let mut index = 0;
+    if !turn.reasoning.is_empty() {
+        frames.push(event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index,
+                "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        ));
+        for piece in &turn.reasoning {
+            frames.push(event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "thinking_delta", "thinking": piece}}),
+            ));
+        }
+        if let Some(signature) = &turn.signature {
+            frames.push(event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "signature_delta", "signature": signature}}),
+            ));
+        }
+        frames.push(event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
+    if let Some(data) = &turn.redacted {
+        frames.push(event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index,
+                "content_block": {"type": "redacted_thinking", "data": data}}),
+        ));
+        frames.push(event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
     if !turn.text.is_empty() {
         frames.push(event(
             "content_block_start",

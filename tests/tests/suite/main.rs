@@ -57,6 +57,7 @@ mod model_anthropic;
 mod model_cancel;
 mod model_compat;
 mod model_faults;
+mod model_images;
 mod model_openai;
 mod model_script;
 mod pipeline_inputs;

@@ -30,6 +30,7 @@ async fn text_and_split_tool_use_arrive_whole_and_the_next_request_carries_the_e
                 text: "Be brief.".into(),
             },
             Message::User {
+                images: Vec::new(),
                 text: "What is in src?".into(),
             },
         ]
@@ -54,6 +55,7 @@ async fn text_and_split_tool_use_arrive_whole_and_the_next_request_carries_the_e
 
     request.messages.push(first.to_history());
     request.messages.push(Message::Tool(ToolResultMessage {
+        images: Vec::new(),
         call_id: "toolu_1".into(),
         content: "a.rs\nb.rs".into(),
         is_error: false,

@@ -27,6 +27,7 @@ const LLAMA_CPP_PYTHON: Quirks = Quirks {
 fn read_request() -> ModelRequest {
     ModelRequest {
         messages: vec![Message::User {
+            images: Vec::new(),
             text: "What is in notes.txt?".into(),
         }]
         .into(),
@@ -70,6 +71,7 @@ async fn a_llama_cpp_python_tool_loop_runs_each_call_once_and_its_second_request
 
     request.messages.push(first.to_history());
     request.messages.push(Message::Tool(ToolResultMessage {
+        images: Vec::new(),
         call_id: "call_7".into(),
         content: "hello".into(),
         is_error: false,

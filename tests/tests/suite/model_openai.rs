@@ -88,6 +88,7 @@ async fn split_tool_call_arrives_whole_and_the_next_request_carries_the_exact_hi
                 text: "Be brief.".into(),
             },
             Message::User {
+                images: Vec::new(),
                 text: "What does main do?".into(),
             },
         ]
@@ -103,6 +104,7 @@ async fn split_tool_call_arrives_whole_and_the_next_request_carries_the_exact_hi
 
     request.messages.push(first.to_history());
     request.messages.push(Message::Tool(ToolResultMessage {
+        images: Vec::new(),
         call_id: "call_1".into(),
         content: "fn main() { println!(\"hello\") }".into(),
         is_error: false,

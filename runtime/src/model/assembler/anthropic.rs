@@ -1,7 +1,8 @@
 //! Assembles an Anthropic Messages stream (`stream: true`) into an assistant message.
 //!
 //! V2 and M1. Follows `message_start`, `content_block_start`/`_delta`/`_stop`,
-//! `message_delta`, `message_stop`, and survives: `ping`, an empty `partial_json` (`{}`), a
+//! `message_delta`, `message_stop`; keeps thinking blocks (text and signature) and
+//! `redacted_thinking` blocks as the message's reasoning, in order; and survives: `ping`, an empty `partial_json` (`{}`), a
 //! repeated `message_start` of the same message (ignored; another message's start is a protocol
 //! error), deltas for a block that never started (created) or already stopped
 //! (ignored), error events mid-stream, a missing `message_stop`, and the stop reasons
@@ -13,7 +14,7 @@ use super::draft::Draft;
 use super::{Step, WireAssembler, sample};
 use crate::model::error::{ModelError, transient_error_kind};
 use crate::model::types::{
-    AssistantMessage, AttemptId, Delta, Diagnostic, Finish, PartialOutput, Usage,
+    AssistantMessage, AttemptId, Delta, Diagnostic, Finish, PartialOutput, Reasoning, Usage,
 };
 use serde::Deserialize;
 use std::borrow::Cow;
@@ -54,6 +55,13 @@ struct Block<'a> {
     text: Option<Cow<'a, str>>,
     #[serde(default)]
     input: Option<serde_json::Value>,
+    #[serde(borrow, default)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    signature: Option<Cow<'a, str>>,
+    /// A `redacted_thinking` block's opaque content.
+    #[serde(borrow, default)]
+    data: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -66,6 +74,10 @@ struct EventDelta<'a> {
     partial_json: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     stop_reason: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    signature: Option<Cow<'a, str>>,
 }
 
 /// Missing fields are `None` (serde's rule for `Option`).
@@ -89,7 +101,10 @@ struct WireError {
 enum BlockKind {
     Text,
     Tool,
-    /// Thinking and anything newer: not part of the committed text.
+    /// Thinking (readable or redacted): kept as the message's reasoning, not its text; the
+    /// number is its place in `Draft::reasoning`.
+    Thinking(usize),
+    /// Anything newer: not part of the committed message.
     Other,
 }
 
@@ -97,6 +112,11 @@ struct BlockState {
     index: i64,
     kind: BlockKind,
     stopped: bool,
+}
+
+/// Whether two block kinds are the same kind, whichever reasoning block each is.
+fn same_kind(a: BlockKind, b: BlockKind) -> bool {
+    std::mem::discriminant(&a) == std::mem::discriminant(&b)
 }
 
 /// The wire format's name in errors, and its events besides `ping` and `error`.
@@ -174,11 +194,14 @@ impl AnthropicAssembler {
     }
 
     fn on_block_start(&mut self, index: i64, block: Block<'_>, out: &mut Vec<Delta>) {
+        let next = self.draft.reasoning.len();
         let kind = match block.kind.as_deref() {
             Some("text") => BlockKind::Text,
             Some("tool_use") => BlockKind::Tool,
+            Some("thinking" | "redacted_thinking") => BlockKind::Thinking(next),
             _ => BlockKind::Other,
         };
+        let existed = self.blocks.iter().any(|b| b.index == index);
         if self.block(index, kind).stopped {
             self.draft.note(Diagnostic::LateDelta { index });
             return;
@@ -204,14 +227,41 @@ impl AnthropicAssembler {
                     self.draft.calls.set_initial(index, input.to_string());
                 }
             }
+            // Its deltas came first and made it: only a signature may still be new.
+            BlockKind::Thinking(_) if existed => self.sign(index, block.signature.as_deref()),
+            BlockKind::Thinking(_) if block.kind.as_deref() == Some("redacted_thinking") => {
+                let data = block.data.as_deref().unwrap_or_default().to_owned();
+                self.draft.reasoning.push(Reasoning::Redacted { data });
+            }
+            BlockKind::Thinking(_) => {
+                let text = block.thinking.as_deref().unwrap_or_default();
+                self.draft.push_reasoning(text, true, out);
+                self.sign(index, block.signature.as_deref());
+            }
             BlockKind::Other => {}
         }
     }
 
+    /// Adds a signature to the thinking block at `index` (it arrives as its last delta).
+    fn sign(&mut self, index: i64, signature: Option<&str>) {
+        let Some(signature) = signature.filter(|s| !s.is_empty()) else {
+            return;
+        };
+        let slot = self.blocks.iter().find(|b| b.index == index).map(|b| b.kind);
+        if let Some(BlockKind::Thinking(at)) = slot
+            && let Some(Reasoning::Thinking { signature: mine, .. }) =
+                self.draft.reasoning.get_mut(at)
+        {
+            mine.get_or_insert_with(String::new).push_str(signature);
+        }
+    }
+
     fn on_block_delta(&mut self, index: i64, delta: EventDelta<'_>, out: &mut Vec<Delta>) {
+        let next = self.draft.reasoning.len();
         let kind = match delta.kind.as_deref() {
             Some("text_delta") => BlockKind::Text,
             Some("input_json_delta") => BlockKind::Tool,
+            Some("thinking_delta" | "signature_delta") => BlockKind::Thinking(next),
             _ => BlockKind::Other,
         };
         let block = self.block(index, kind);
@@ -219,7 +269,32 @@ impl AnthropicAssembler {
             self.draft.note(Diagnostic::LateDelta { index });
             return;
         }
-        match (block.kind, kind) {
+        let existing = block.kind;
+        if existing == kind && matches!(kind, BlockKind::Thinking(_)) {
+            // A thinking block that never started: created by its first delta.
+            self.draft.reasoning.push(Reasoning::Thinking {
+                text: String::new(),
+                signature: None,
+            });
+        }
+        match (existing, kind) {
+            (BlockKind::Thinking(at), BlockKind::Thinking(_)) => {
+                if let Some(text) = delta.thinking.as_deref().filter(|t| !t.is_empty())
+                    && let Some(Reasoning::Thinking { text: mine, .. }) =
+                        self.draft.reasoning.get_mut(at)
+                {
+                    mine.push_str(text);
+                    out.push(Delta::Reasoning {
+                        text: text.to_owned(),
+                    });
+                }
+                self.sign(index, delta.signature.as_deref());
+                return;
+            }
+            _ if !same_kind(existing, kind) => return,
+            _ => {}
+        }
+        match (existing, kind) {
             (BlockKind::Text, BlockKind::Text) => self
                 .draft
                 .push_text(delta.text.as_deref().unwrap_or_default(), out),

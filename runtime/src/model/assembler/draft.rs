@@ -11,7 +11,7 @@ use super::outcome::{Gathered, conclude};
 use super::sample;
 use crate::model::error::ModelError;
 use crate::model::types::{
-    AssistantMessage, AttemptId, Delta, Diagnostic, Finish, PartialOutput, Usage,
+    AssistantMessage, AttemptId, Delta, Diagnostic, Finish, PartialOutput, Reasoning, Usage,
 };
 use serde::Deserialize;
 
@@ -22,6 +22,8 @@ pub(super) struct Draft {
     pub attempt: AttemptId,
     pub text: String,
     pub calls: CallSlots,
+    /// Reasoning blocks in order; the last one grows while its deltas arrive.
+    pub reasoning: Vec<Reasoning>,
     pub(super) diagnostics: Diagnostics,
     /// Events with data so far; messages number them from 1.
     events: usize,
@@ -39,6 +41,7 @@ impl Draft {
             attempt,
             text: String::new(),
             calls: CallSlots::new(),
+            reasoning: Vec::new(),
             diagnostics: Diagnostics::default(),
             events: 0,
             line: None,
@@ -111,6 +114,27 @@ impl Draft {
         }
     }
 
+    /// Appends reasoning text: to the open readable block, or as a new one when
+    /// `new_block` (Anthropic starts each thinking block explicitly).
+    pub fn push_reasoning(&mut self, text: &str, new_block: bool, out: &mut Vec<Delta>) {
+        let open = match self.reasoning.last_mut() {
+            Some(Reasoning::Thinking { text, signature: None }) if !new_block => Some(text),
+            _ => None,
+        };
+        match open {
+            Some(open) => open.push_str(text),
+            None => self.reasoning.push(Reasoning::Thinking {
+                text: text.to_owned(),
+                signature: None,
+            }),
+        }
+        if !text.is_empty() {
+            out.push(Delta::Reasoning {
+                text: text.to_owned(),
+            });
+        }
+    }
+
     /// Parses one event's data; data that is not JSON, or not the expected shape, is recorded
     /// and skipped.
     pub fn parse<'a, T: Deserialize<'a>>(&mut self, data: &'a str) -> Option<T> {
@@ -158,6 +182,7 @@ impl Draft {
             finish,
             usage,
             diagnostics: self.diagnostics,
+            reasoning: self.reasoning,
         })
     }
 }

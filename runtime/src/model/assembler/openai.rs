@@ -6,6 +6,9 @@
 //! the finish reason (ignored), no finish reason at all (inferred, and recorded), a repeated call,
 //! error objects mid-stream, data that is not JSON (skipped and recorded) and a missing `[DONE]`.
 //!
+//! Reasoning deltas (`reasoning_content`, or `reasoning`) are kept apart from the text, as
+//! one block.
+//!
 //! The deprecated `function_call` delta is one call only when the stream carries no
 //! `tool_calls` at all. Servers such as llama-cpp-python mirror each `tool_calls[0]` delta into
 //! `function_call` (in the same chunk, or with fields split differently across chunks); that
@@ -79,6 +82,11 @@ impl OpenAiAssembler {
                 self.draft.note(Diagnostic::LateDelta { index: -1 });
             }
             return;
+        }
+        for reasoning in [&delta.reasoning_content, &delta.reasoning] {
+            if let Some(text) = reasoning.as_deref().filter(|t| !t.is_empty()) {
+                self.draft.push_reasoning(text, false, out);
+            }
         }
         if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
             self.draft.text.push_str(&text);

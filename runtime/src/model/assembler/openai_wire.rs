@@ -41,6 +41,12 @@ pub(super) struct ChoiceDelta<'a> {
     pub(super) content: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub(super) refusal: Option<Cow<'a, str>>,
+    /// Reasoning text: DeepSeek, vLLM and llama.cpp call it `reasoning_content`, OpenRouter
+    /// and Ollama `reasoning`.
+    #[serde(borrow, default)]
+    pub(super) reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub(super) reasoning: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub(super) tool_calls: Option<Vec<CallDelta<'a>>>,
     /// The deprecated single-call form, still sent by some servers.

@@ -7,6 +7,7 @@
 use super::diagnostics::Diagnostics;
 use crate::model::types::Diagnostic;
 use crate::model::types::{
+    Reasoning,
     AssembledCall, AssistantMessage, AttemptId, Finish, Outcome, STOPPED_CALL_ERROR,
     TRUNCATED_CALL_ERROR, Usage,
 };
@@ -19,6 +20,7 @@ pub(super) struct Gathered {
     pub finish: Option<Finish>,
     pub usage: Option<Usage>,
     pub diagnostics: Diagnostics,
+    pub reasoning: Vec<Reasoning>,
 }
 
 /// Decides finish (inferring it when the provider sent none) and outcome, and blocks the calls
@@ -31,6 +33,7 @@ pub(super) fn conclude(g: Gathered) -> AssistantMessage {
         finish,
         usage,
         mut diagnostics,
+        reasoning,
     } = g;
     let finish_inferred = finish.is_none();
     let finish = finish.unwrap_or_else(|| {
@@ -65,6 +68,7 @@ pub(super) fn conclude(g: Gathered) -> AssistantMessage {
         calls,
         finish,
         finish_inferred,
+        reasoning,
         outcome,
         usage,
         cost_usd: None,

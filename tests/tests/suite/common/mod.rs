@@ -47,7 +47,11 @@ pub fn provider(config: ProviderConfig) -> Box<dyn Provider> {
 
 pub fn user(text: &str) -> ModelRequest {
     ModelRequest {
-        messages: vec![model::Message::User { text: text.into() }].into(),
+        messages: vec![model::Message::User {
+            images: Vec::new(),
+            text: text.into(),
+        }]
+        .into(),
         ..ModelRequest::default()
     }
 }
