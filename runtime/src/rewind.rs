@@ -85,8 +85,37 @@ pub struct Checkpoints {
     mounts: Mutex<Vec<Mounted>>,
 }
 
-/// What a rewind of the code did, mount by mount.
-#[derive(Debug, Clone)]
+/// What a rewind puts back: the files of the mounts, the conversation, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scope {
+    Code,
+    Conversation,
+    /// Both, as a person going back to an earlier turn expects: the files and what the model
+    /// remembers of them agree again.
+    #[default]
+    Both,
+}
+
+impl Scope {
+    pub fn code(self) -> bool {
+        self != Scope::Conversation
+    }
+    pub fn conversation(self) -> bool {
+        self != Scope::Code
+    }
+}
+
+/// What a rewind of the conversation did: the history goes on from where it stood when turn
+/// `turn` began, and `prompt` is the message that started that turn (for the person to send
+/// again, or another).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConversationRewound {
+    pub turn: u64,
+    pub prompt: Option<String>,
+}
+
+/// What a rewind did, mount by mount, and to the conversation.
+#[derive(Debug, Clone, Default)]
 pub struct Rewound {
     /// The checkpoint of the mounts just before the rewind (rewind to it to undo), and just
     /// after it.
@@ -97,6 +126,8 @@ pub struct Rewound {
     pub excluded: Vec<(String, Vec<(String, String)>)>,
     /// Things the person should know about how the rewind was judged.
     pub notes: Vec<String>,
+    /// The conversation's rewind, when it was asked for.
+    pub conversation: Option<ConversationRewound>,
 }
 
 impl Checkpoints {
@@ -196,10 +227,7 @@ impl Checkpoints {
         let mounts = self.mounts.lock().unwrap_or_else(|e| e.into_inner());
         let mut done = Rewound {
             before,
-            after: String::new(),
-            notes: Vec::new(),
-            mounts: Vec::new(),
-            excluded: Vec::new(),
+            ..Rewound::default()
         };
         for m in mounts.iter() {
             let (Some(current), Some(want)) = (now.tree_of(&m.host), target.tree_of(&m.host)) else {
@@ -253,10 +281,12 @@ impl Checkpoints {
     }
 }
 
-/// The checkpoint taken as turn `turn` began, from the log's `checkpoint` events.
+/// The checkpoint taken as turn `turn` began, from the log's `checkpoint` events: the latest,
+/// since a turn run again after a conversation rewind is the one the conversation holds.
 pub fn at_turn_start(checkpoints: &[(u64, bool, String)], turn: u64) -> Option<&str> {
     checkpoints
         .iter()
+        .rev()
         .find(|(t, ended, _)| *t == turn && !ended)
         .map(|(_, _, id)| id.as_str())
 }

@@ -14,6 +14,7 @@
 
 mod env;
 mod error;
+mod fork;
 mod lock;
 mod offer;
 mod resume;
@@ -34,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use env::Env;
 pub use error::{SetupCode, SetupError};
+pub use fork::{ForkOptions, Forked};
 pub use resume::{ModelMove, ReopenOptions, Reopened, latest_in};
 pub use start::{ModelChoice, SessionBuilder};
 pub use task::ChildTap;
@@ -109,6 +111,19 @@ impl Session {
         options: ReopenOptions,
     ) -> Result<Reopened, SetupError> {
         resume::reopen(env, id, options).await
+    }
+
+    /// Forks recorded session `parent` of `env`'s data directory at the start of turn
+    /// `options.at`: a new session whose log begins with the parent's history up to then, and
+    /// whose mounts are put back as they were then (the parent's log is left as it is; its
+    /// files are the same files). See `fork.rs`.
+    pub async fn fork(
+        env: Env,
+        parent: &str,
+        options: ForkOptions,
+        observer: &dyn Observer,
+    ) -> Result<Forked, SetupError> {
+        fork::fork(env, parent, options, observer).await
     }
 
     fn new(
@@ -387,13 +402,72 @@ impl Session {
         }
     }
 
-    /// Puts the session's writable mounts back as they were when turn `to` began (turns
-    /// count from 1). Files changed outside the session since its last checkpoint are kept
-    /// (named in the answer) unless `force`; protected paths are never written. The rewind is
-    /// logged (`rewind`), with the checkpoint of the mounts just before it, so it can be undone.
-    pub fn rewind(&self, to: u64, force: bool) -> Result<crate::rewind::Rewound, String> {
+    /// Puts the session back as it was when turn `to` began (turns count from 1): its
+    /// writable mounts, its conversation, or both (`scope`).
+    ///
+    /// The code: files changed outside the session since its last checkpoint are kept (named
+    /// in the answer) unless `force`; protected paths are never written; logged as `rewind`,
+    /// with the checkpoint of the mounts just before it, so it can be undone. The
+    /// conversation: logged as `conversation/rewind`; the events after it stay in the log but
+    /// the history the model is sent goes on from before the message that started turn `to`,
+    /// and the next turn is turn `to`.
+    pub fn rewind(
+        &self,
+        to: u64,
+        scope: crate::rewind::Scope,
+        force: bool,
+    ) -> Result<crate::rewind::Rewound, String> {
+        let (turns, mark) = self.log.with_state(|s| {
+            let mark = usize::try_from(to)
+                .ok()
+                .and_then(|n| s.turn_marks.get(n.wrapping_sub(1)))
+                .cloned();
+            (s.turns, mark)
+        });
+        let mark = match (scope.conversation(), mark) {
+            (false, _) => None,
+            (true, Some(mark)) => Some(mark),
+            (true, None) => {
+                return Err(format!(
+                    "turn {to} is not in the conversation: it has {turns} turn(s), counted from \
+                     1; `paddock log SESSION` shows them"
+                ));
+            }
+        };
+        let mut done = match scope {
+            crate::rewind::Scope::Both if self.checkpoints.is_none() => crate::rewind::Rewound {
+                notes: vec![
+                    "this session has no writable mount (or its checkpoints are off): only the \
+                     conversation was rewound"
+                        .into(),
+                ],
+                ..crate::rewind::Rewound::default()
+            },
+            scope if scope.code() => self.rewind_code(to, force)?,
+            _ => crate::rewind::Rewound::default(),
+        };
+        if let Some(mark) = mark {
+            self.log
+                .append_synced(Body::ConversationRewind {
+                    turn: to,
+                    from: mark.from,
+                })
+                .map_err(|e| format!("cannot write the session log: {e}"))?;
+            done.conversation = Some(crate::rewind::ConversationRewound {
+                turn: to,
+                prompt: mark.prompt,
+            });
+        }
+        Ok(done)
+    }
+
+    /// The code half of `rewind`.
+    fn rewind_code(&self, to: u64, force: bool) -> Result<crate::rewind::Rewound, String> {
         let Some(checkpoints) = self.checkpoints.as_ref() else {
-            return Err("this session has no writable mount, so there is nothing to rewind".into());
+            return Err("this session has no writable mount (or its checkpoints are off), so \
+                        there are no files to rewind; --conversation rewinds the conversation \
+                        alone"
+                .into());
         };
         // A turn that ended without its checkpoint (the process was killed) has its changes
         // counted as the session's up to now: recorded here as that turn's end, so they are
@@ -423,12 +497,28 @@ impl Session {
                  and checkpoints began with the first turn run by a paddock that takes them"
             ));
         };
-        let mut done = checkpoints.restore(&target, reference.as_deref(), force)?;
+        let mut done = self.restore_checkpoint(to, &target, reference.as_deref(), force)?;
         done.notes = notes;
+        Ok(done)
+    }
+
+    /// Restores the mounts from checkpoint `target` (taken as turn `turn` began), what differs
+    /// from `reference` kept unless `force`, and logs it (`rewind`).
+    pub(crate) fn restore_checkpoint(
+        &self,
+        turn: u64,
+        target: &str,
+        reference: Option<&str>,
+        force: bool,
+    ) -> Result<crate::rewind::Rewound, String> {
+        let Some(checkpoints) = self.checkpoints.as_ref() else {
+            return Err("this session has no writable mount (or its checkpoints are off)".into());
+        };
+        let done = checkpoints.restore(target, reference, force)?;
         self.log
             .append_synced(Body::Rewind {
-                turn: to,
-                to: target,
+                turn,
+                to: target.to_string(),
                 before: done.before.clone(),
                 after: done.after.clone(),
             })
@@ -445,12 +535,15 @@ impl Session {
         let all = self.log.with_state(|s| s.checkpoints.clone());
         let (from, to) = match turn {
             Some(n) => {
-                let from = crate::rewind::at_turn_start(&all, n)
+                let at = all
+                    .iter()
+                    .rposition(|(t, ended, _)| *t == n && !ended)
                     .ok_or_else(|| format!("turn {n} has no checkpoint"))?;
-                let to = all
+                let from = &all[at].2;
+                let to = all[at..]
                     .iter()
                     .find(|(t, ended, _)| *t == n && *ended)
-                    .or_else(|| all.iter().find(|(t, ended, _)| *t == n + 1 && !ended))
+                    .or_else(|| all[at..].iter().find(|(t, ended, _)| *t == n + 1 && !ended))
                     .map(|(_, _, id)| id.clone());
                 let to = match to {
                     Some(id) => id,
