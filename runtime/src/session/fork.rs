@@ -6,8 +6,9 @@
 //! `resume` checks it: a log that does not read as paddock wrote it (an edited line, a gap in
 //! the sequence, a result without its call) forks nothing. The child's log is the parent's
 //! `session/start` under a new id with `forked_from` (parent and turn), then the parent's
-//! events before the message that started that turn, unchanged (seqs and times kept, so the
-//! conversation rewinds among them still name the right events). It is then reopened as
+//! events before the message that started that turn, as its conversation holds them: what a
+//! conversation rewind took out is left behind, the rest numbered again (times kept, and a
+//! compaction's `upto` moved to the same event). It is then reopened as
 //! `resume` reopens a session (the recorded preset, the plugins checked), and its mounts are
 //! restored from the checkpoint taken as that turn began, logged in the child as `rewind`.
 //!
@@ -21,7 +22,9 @@ use super::start::{is_client_session, new_session_id};
 use super::{Env, Session};
 use crate::agent::Observer;
 use crate::ask::Approver;
-use crate::log::{Body, Event, ForkLink, LOG_FILE, LogWriter, SessionState, read_log};
+use crate::log::{
+    Body, Event, ForkLink, LOG_FILE, LogWriter, SessionState, read_log, rewound_ranges,
+};
 
 /// How to fork.
 pub struct ForkOptions {
@@ -41,6 +44,33 @@ pub struct Forked {
     pub rewound: crate::rewind::Rewound,
     /// The message that started the turn forked at, to send again or change.
     pub prompt: Option<String>,
+}
+
+/// The events of `events` before seq `from` that its conversation holds, numbered from 2;
+/// see the module doc.
+fn history_before(events: &[Event], from: u64) -> Vec<Event> {
+    let dead = rewound_ranges(events);
+    let live = |seq: u64| !dead.iter().any(|(a, b)| (*a..*b).contains(&seq));
+    let mut numbered: Vec<(u64, u64)> = Vec::new();
+    let mut out = Vec::new();
+    let kept = events.iter().filter(|e| {
+        e.seq > 1 && e.seq < from && live(e.seq) && !matches!(e.body, Body::ConversationRewind { .. })
+    });
+    for event in kept {
+        let mut event = event.clone();
+        let seq = out.len() as u64 + 2;
+        if let Body::ContextCompact { upto, .. } | Body::ContextCompacted { upto, .. } = &mut event.body {
+            *upto = numbered
+                .iter()
+                .rev()
+                .find(|(old, _)| *old <= *upto)
+                .map_or(1, |(_, new)| *new);
+        }
+        numbered.push((event.seq, seq));
+        event.seq = seq;
+        out.push(event);
+    }
+    out
 }
 
 pub(super) async fn fork(
@@ -109,12 +139,7 @@ pub(super) async fn fork(
         ts_ms: paddock_types::stamp::now_ms(),
         body: Body::SessionStart(Box::new(first)),
     }];
-    events.extend(
-        read.events
-            .iter()
-            .filter(|e| e.seq > 1 && e.seq < mark.from)
-            .cloned(),
-    );
+    events.extend(history_before(&read.events, mark.from));
     let child_dir = env.store.session_dir(&id);
     LogWriter::create_whole(&child_dir.join(LOG_FILE), &events).map_err(|e| {
         SetupError::host(format!("cannot write the fork's log in {}: {e}", child_dir.display()))
@@ -155,5 +180,70 @@ pub(super) async fn fork(
             let _ = std::fs::remove_dir_all(&child_dir);
             Err(e)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::Source;
+
+    fn user(text: &str) -> Body {
+        Body::UserMessage {
+            text: text.into(),
+            source: Source::User,
+        }
+    }
+
+    #[test]
+    fn a_forks_history_leaves_what_a_rewind_took_out_and_keeps_compactions_on_their_events() {
+        let events = crate::log::test_session::numbered([
+            crate::log::test_session::start(),
+            user("first"),
+            Body::TurnStart { turn: 1 },
+            Body::TurnEnd {
+                reason: crate::log::StopReason::Completed,
+                detail: None,
+            },
+            user("second"),
+            Body::TurnStart { turn: 2 },
+            Body::TurnEnd {
+                reason: crate::log::StopReason::Completed,
+                detail: None,
+            },
+            Body::ConversationRewind { turn: 2, from: 5 },
+            Body::ContextCompacted {
+                id: "k".into(),
+                upto: 4,
+                summary: "s".into(),
+                attempt: "a".into(),
+                rounds: 1,
+                usage: None,
+                cost_usd: None,
+            },
+            user("second, again"),
+        ]);
+        let kept = history_before(&events, 11);
+        let seqs: Vec<u64> = kept.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [2, 3, 4, 5, 6]);
+        assert!(matches!(&kept[3].body, Body::ContextCompacted { upto: 4, .. }));
+        assert!(
+            kept.iter()
+                .all(|e| !matches!(&e.body, Body::UserMessage { text, .. } if text == "second"))
+        );
+        let state = SessionState::of(&events);
+        assert_eq!(state.turns, 1);
+        assert_eq!(state.turn_marks.len(), 1);
+        let users: Vec<&str> = state
+            .history
+            .entries()
+            .iter()
+            .filter_map(|e| match e.message.as_ref() {
+                crate::model::Message::User { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(!users.contains(&"second"), "{users:?}");
+        assert_eq!(users.last(), Some(&"second, again"), "{users:?}");
     }
 }

@@ -71,6 +71,7 @@ mod preset_inherit;
 mod preset_root;
 mod preset_verdict;
 mod rewind;
+mod rewind_fork;
 mod session_api;
 mod session_dirs;
 mod shell;
