@@ -187,13 +187,24 @@ pub async fn fork(args: ForkArgs) -> CommandResult {
     Ok(Exit::Ok)
 }
 
-/// `paddock diff SESSION [--turn N]`.
-#[allow(clippy::print_stdout)] // the command's answer
+/// `paddock diff SESSION [--turn N]`: the diff on stdout; what the checkpoints leave out (so
+/// the diff cannot show) on stderr, so the diff stays one a patch tool reads.
+#[allow(clippy::print_stdout, clippy::print_stderr)] // the command's answer
 pub async fn diff(args: DiffArgs) -> CommandResult {
     let session = open(&args.session, args.wait).await?;
-    let text = session
+    let diff = session
         .diff(args.turn)
         .map_err(|e| Failure::new("DIFF_FAILED", e, Exit::Failed))?;
-    print!("{}", paddock_types::text::sanitize(&text));
+    print!("{}", paddock_types::text::sanitize(&diff.text));
+    let clean = paddock_types::text::sanitize;
+    for (host, excluded) in &diff.excluded {
+        for (rel, why) in excluded {
+            eprintln!(
+                "note: not in the checkpoints, so not in this diff: {}/{}: {why}",
+                clean(host),
+                clean(rel)
+            );
+        }
+    }
     Ok(Exit::Ok)
 }

@@ -70,7 +70,7 @@ pub use log::{Event, Lane, SessionStart, Source, StopReason, Tap};
 pub use model::ToolDef;
 pub use paddock_types::contract::ToolResult;
 pub use pipeline::{CallRecord, CallSummary, RawCall};
-pub use rewind::{ConversationRewound, Kept, Restored, Rewound, Scope as RewindScope};
+pub use rewind::{ConversationRewound, Diff, Kept, Restored, Rewound, Scope as RewindScope};
 pub use session::verdict::Shown as Warning;
 pub use session::{
     Env, Interrupter, ModelChoice, ModelMove, RecordedTrust, ReopenOptions, Reopened, Session,

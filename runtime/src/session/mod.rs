@@ -66,6 +66,8 @@ pub struct Session {
     client_calls: tokio::sync::Mutex<()>,
     /// The recorders of the writable mounts (checkpoints before each turn, rewind).
     checkpoints: Option<crate::rewind::Checkpoints>,
+    /// Why there are none, when there is a writable mount (the preset, the bounds).
+    checkpoints_off: Option<String>,
     _lock: SessionLock,
 }
 
@@ -136,7 +138,10 @@ impl Session {
         max_turns: Option<u64>,
     ) -> Session {
         let turn = Arc::new(Mutex::new(loaded.cancel.clone()));
-        let checkpoints = checkpoints_for(&loaded);
+        let (checkpoints, checkpoints_off) = match checkpoints_for(&loaded) {
+            Ok(found) => (found, None),
+            Err(why) => (None, Some(why)),
+        };
         Session {
             loaded,
             provider,
@@ -149,6 +154,7 @@ impl Session {
             terminated: Arc::new(AtomicBool::new(false)),
             client_calls: tokio::sync::Mutex::new(()),
             checkpoints,
+            checkpoints_off,
             _lock: lock,
         }
     }
@@ -436,11 +442,10 @@ impl Session {
         };
         let mut done = match scope {
             crate::rewind::Scope::Both if self.checkpoints.is_none() => crate::rewind::Rewound {
-                notes: vec![
-                    "this session has no writable mount (or its checkpoints are off): only the \
-                     conversation was rewound"
-                        .into(),
-                ],
+                notes: vec![format!(
+                    "{}: only the conversation was rewound",
+                    self.no_checkpoints()
+                )],
                 ..crate::rewind::Rewound::default()
             },
             scope if scope.code() => self.rewind_code(to, force)?,
@@ -461,13 +466,22 @@ impl Session {
         Ok(done)
     }
 
+    /// Why the session has no checkpoints, in words.
+    fn no_checkpoints(&self) -> String {
+        match &self.checkpoints_off {
+            Some(why) => format!("this session takes no checkpoints: {why}"),
+            None => "this session has no writable mount".into(),
+        }
+    }
+
     /// The code half of `rewind`.
     fn rewind_code(&self, to: u64, force: bool) -> Result<crate::rewind::Rewound, String> {
         let Some(checkpoints) = self.checkpoints.as_ref() else {
-            return Err("this session has no writable mount (or its checkpoints are off), so \
-                        there are no files to rewind; --conversation rewinds the conversation \
-                        alone"
-                .into());
+            return Err(format!(
+                "{}, so there are no files to rewind; --conversation rewinds the conversation \
+                 alone",
+                self.no_checkpoints()
+            ));
         };
         // A turn that ended without its checkpoint (the process was killed) has its changes
         // counted as the session's up to now: recorded here as that turn's end, so they are
@@ -512,7 +526,7 @@ impl Session {
         force: bool,
     ) -> Result<crate::rewind::Rewound, String> {
         let Some(checkpoints) = self.checkpoints.as_ref() else {
-            return Err("this session has no writable mount (or its checkpoints are off)".into());
+            return Err(self.no_checkpoints());
         };
         let done = checkpoints.restore(target, reference, force)?;
         self.log
@@ -528,9 +542,12 @@ impl Session {
 
     /// What the session changed as a unified diff: all of it (from the first checkpoint to
     /// the mounts now), or turn `turn` alone (from its start to its end).
-    pub fn diff(&self, turn: Option<u64>) -> Result<String, String> {
+    pub fn diff(&self, turn: Option<u64>) -> Result<crate::rewind::Diff, String> {
         let Some(checkpoints) = self.checkpoints.as_ref() else {
-            return Ok(String::new());
+            return match self.checkpoints_off {
+                Some(_) => Err(self.no_checkpoints()),
+                None => Ok(crate::rewind::Diff::default()),
+            };
         };
         let all = self.log.with_state(|s| s.checkpoints.clone());
         let (from, to) = match turn {
@@ -564,9 +581,9 @@ impl Session {
 }
 
 /// The checkpoint recorders of a loaded preset's writable mounts (its plugins' and MCP
-/// servers'); none when nothing is writable or they cannot be set up (then turns run without
-/// checkpoints, as before: a rewind says so).
-fn checkpoints_for(loaded: &Loaded) -> Option<crate::rewind::Checkpoints> {
+/// servers'); none when nothing is writable, and why when they are off or cannot be set up
+/// (then turns run without checkpoints: a rewind says why).
+fn checkpoints_for(loaded: &Loaded) -> Result<Option<crate::rewind::Checkpoints>, String> {
     let resolved = &loaded.resolved;
     let mut mounts = Vec::new();
     let mut protect = Vec::new();
@@ -578,11 +595,11 @@ fn checkpoints_for(loaded: &Loaded) -> Option<crate::rewind::Checkpoints> {
         mounts.extend(server.mounts.iter().cloned());
         protect.push(&server.protect);
     }
-    match crate::rewind::Checkpoints::new(loaded.env.store.root(), &mounts, &protect) {
-        Ok(found) => found,
-        Err(e) => {
-            tracing::warn!("checkpoints are off for this session: {e}");
-            None
-        }
-    }
+    crate::rewind::Checkpoints::new(
+        loaded.env.store.root(),
+        &mounts,
+        &protect,
+        &resolved.checkpoints,
+    )
+    .inspect_err(|e| tracing::warn!("checkpoints are off for this session: {e}"))
 }
