@@ -272,6 +272,20 @@ impl Checkpoints {
         Ok(done)
     }
 
+    /// How many paths changed between checkpoints `from` and `to`, every mount.
+    pub fn changed(&self, from: &str, to: &str) -> Result<usize, String> {
+        let (a, b) = (self.record(from)?, self.record(to)?);
+        let mut n = 0;
+        for m in &b.mounts {
+            if let (Some(x), Some(y)) = (a.tree_of(&m.host), Hash::parse(&m.tree)) {
+                n += paddock_checkpoint::diff::changes(&self.store, &x, &y)
+                    .map_err(|e| e.to_string())?
+                    .len();
+            }
+        }
+        Ok(n)
+    }
+
     /// The unified diff of what changed between checkpoints `from` and `to`, every mount.
     pub fn diff(&self, from: &str, to: &str) -> Result<Diff, String> {
         let (a, b) = (self.record(from)?, self.record(to)?);

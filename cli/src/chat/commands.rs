@@ -15,6 +15,10 @@ pub enum Action {
     Show,
     /// Summarize the history now, keeping what concerns the argument.
     Compact,
+    /// List the turns, or go back to where one began.
+    Rewind,
+    /// Start a new session from the history before a turn.
+    Fork,
     Help,
     Quit,
 }
@@ -56,6 +60,20 @@ pub const COMMANDS: &[Command] = &[
         help: "between turns: summarize the history now, keeping what concerns FOCUS",
         action: Action::Compact,
         takes: false,
+    },
+    Command {
+        name: "/rewind",
+        usage: "/rewind [N [code|conversation|both] [force]]",
+        help: "between turns: list the turns and what each changed; with N, go back to where turn N began (files and conversation unless told)",
+        action: Action::Rewind,
+        takes: false,
+    },
+    Command {
+        name: "/fork",
+        usage: "/fork N [keep-files] [force]",
+        help: "between turns: a new session from this one's history before turn N, its files put back (this chat stays on this session)",
+        action: Action::Fork,
+        takes: true,
     },
     Command {
         name: "/help",
@@ -176,6 +194,12 @@ mod tests {
             matches!(classify("/nope"), Typed::Unknown(m) if m.contains("/nope is not a command"))
         );
         assert_eq!(completions("/s").len(), 2);
+        assert_eq!(classify("/rewind"), Typed::Command(Action::Rewind, String::new()));
+        assert_eq!(
+            classify("/rewind 2 code"),
+            Typed::Command(Action::Rewind, "2 code".into())
+        );
+        assert!(matches!(classify("/fork"), Typed::Unknown(m) if m.contains("/fork N")));
         assert!(help().contains("/show ID"));
     }
 }

@@ -80,12 +80,6 @@ pub(super) async fn fork(
     observer: &dyn Observer,
 ) -> Result<Forked, SetupError> {
     let fail = SetupError::usage;
-    let ForkOptions {
-        at,
-        files,
-        force,
-        approver,
-    } = options;
     let path = env.store.session_dir(parent).join(LOG_FILE);
     if !path.is_file() {
         return Err(fail(format!(
@@ -94,7 +88,25 @@ pub(super) async fn fork(
         )));
     }
     let _held = lock_session(&path, false).await?;
-    let read = read_log(&path).map_err(|e| {
+    from_log(env, parent, &path, options, observer).await
+}
+
+/// `fork` of the session whose log is at `path`, held by the caller.
+pub(super) async fn from_log(
+    env: Env,
+    parent: &str,
+    path: &std::path::Path,
+    options: ForkOptions,
+    observer: &dyn Observer,
+) -> Result<Forked, SetupError> {
+    let fail = SetupError::usage;
+    let ForkOptions {
+        at,
+        files,
+        force,
+        approver,
+    } = options;
+    let read = read_log(path).map_err(|e| {
         fail(format!(
             "cannot fork session `{parent}`: its log does not read as paddock wrote it ({e}); \
              nothing was forked"

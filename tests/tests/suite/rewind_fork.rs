@@ -204,3 +204,80 @@ async fn rewinding_the_code_alone_leaves_the_conversation_and_the_conversation_a
     let last = server.requests().pop().expect("a request");
     assert_eq!(user_texts(&last), ["first", "second, again"]);
 }
+
+/// Waits until the log of the project's first session holds `what` `count` times.
+async fn log_shows(project: &Project, what: &str, count: usize) {
+    let started = std::time::Instant::now();
+    loop {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the log never showed {count} x {what}"
+        );
+        if let Some(id) = project.sessions().first()
+            && std::fs::read_to_string(project.log_path(id))
+                .is_ok_and(|t| t.matches(what).count() >= count)
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_lists_turns_with_what_each_changed_rewinds_and_forks() {
+    use std::io::Write;
+    let project = Project::warm(&[("a.txt", "one\n")]);
+    let root = project.dir.path().to_path_buf();
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            write("c1", "two\n"),
+            Step::Reply(Turn::text(&["Turn one done."])),
+            write("c2", "three\n"),
+            Step::Reply(Turn::text(&["Turn two done."])),
+        ],
+    })
+    .await
+    .expect("scripted server");
+    let url = server.openai_base_url();
+    let mut child = project
+        .command(&["chat", "--preset", "coding", "--base-url", &url, "--model", "scripted"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn paddock chat");
+    let mut type_line = |line: &str| {
+        let stdin = child.stdin.as_mut().expect("piped stdin");
+        writeln!(stdin, "{line}").expect("type a line");
+        stdin.flush().expect("flush");
+    };
+    type_line("first");
+    log_shows(&project, "\"turn/end\"", 1).await;
+    type_line("second");
+    log_shows(&project, "\"turn/end\"", 2).await;
+    type_line("/rewind");
+    type_line("/rewind 2");
+    log_shows(&project, "\"conversation/rewind\"", 1).await;
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "two\n");
+    type_line("/fork 1");
+    let started = std::time::Instant::now();
+    while project.sessions().len() < 2 || std::fs::read_to_string(root.join("a.txt")).unwrap() != "one\n" {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "no fork");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    drop(child.stdin.take());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let said = text(&out);
+    assert!(
+        said.lines().any(|l| l.contains("1  1 path(s)") && l.contains("first"))
+            && said.lines().any(|l| l.contains("2  1 path(s)") && l.contains("second")),
+        "{said}"
+    );
+    assert!(
+        said.contains("the conversation goes on from the start of turn 2; its message was: second"),
+        "{said}"
+    );
+    assert!(said.contains("forked at the start of turn 1 as"), "{said}");
+}
