@@ -166,7 +166,9 @@ impl Recorder {
             // A changed `.gitignore` changes what is left out anywhere below it: a scan.
             (true, Some(Changes::Paths(paths)))
                 if !(self.rules.vcs_ignored
-                    && paths.iter().any(|p| p.file_name() == Some(".gitignore".as_ref()))) =>
+                    && paths
+                        .iter()
+                        .any(|p| p.file_name() == Some(".gitignore".as_ref()))) =>
             {
                 for rel in paths {
                     self.refresh(&rel, store, &mut tally)?;
@@ -270,7 +272,8 @@ impl Recorder {
         };
         let meta = Meta::of(&st);
         if self.rules.vcs_ignored && self.ignores.ignored(rel, fsat::is_dir(&st)) {
-            self.excluded.insert(rel.to_path_buf(), Exclusion::VcsIgnored);
+            self.excluded
+                .insert(rel.to_path_buf(), Exclusion::VcsIgnored);
             return Ok(None);
         }
         if fsat::is_file(&st) {

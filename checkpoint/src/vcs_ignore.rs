@@ -86,7 +86,9 @@ fn read_rules(dir: BorrowedFd<'_>, names: &[&str]) -> Option<String> {
     let (file, dirs) = names.split_last()?;
     let mut held = None;
     for name in dirs {
-        let at = held.as_ref().map_or(dir, |fd: &std::os::fd::OwnedFd| fd.as_fd());
+        let at = held
+            .as_ref()
+            .map_or(dir, |fd: &std::os::fd::OwnedFd| fd.as_fd());
         held = Some(fsat::open_dir(at, name.as_ref()).ok()?);
     }
     let at = held.as_ref().map_or(dir, |fd| fd.as_fd());
@@ -147,7 +149,11 @@ mod tests {
         let mut recorder = Recorder::new(mount.as_fd(), rules).unwrap();
         let first = recorder.capture(&store).unwrap();
         let paths = |tree| crate::recorder::flatten(&store, &tree).unwrap();
-        assert!(first.excluded.contains(&(PathBuf::from("build"), Exclusion::VcsIgnored)));
+        assert!(
+            first
+                .excluded
+                .contains(&(PathBuf::from("build"), Exclusion::VcsIgnored))
+        );
         assert!(!paths(first.tree).contains_key(Path::new("build/out.o")));
         assert!(paths(first.tree).contains_key(Path::new("a.rs")));
         std::fs::write(root.join(".gitignore"), "*.rs\n").unwrap();

@@ -1,8 +1,9 @@
-//! `paddock rewind` and `paddock diff`: a recorded session's mounts put back as they were when
-//! a turn began, and what the session (or one turn) changed, as a unified diff. Both reopen
-//! the session (one writer at a time, its recovery settled) and go through
-//! `Session::rewind` and `Session::diff`; this file only turns flags into those calls and
-//! prints the answer.
+//! `paddock rewind`, `paddock fork` and `paddock diff`: a recorded session put back as it was
+//! when a turn began (its mounts, its conversation, or both), a new session from its history
+//! before a turn, and what the session (or one turn) changed, as a unified diff. They go
+//! through `Session::rewind`, `Session::fork` and `Session::diff` (rewind and diff reopen the
+//! session: one writer at a time, its recovery settled); this file only turns flags into those
+//! calls and prints the answer (`describe`, which chat's `/rewind` and `/fork` print too).
 
 use clap::Args;
 
@@ -96,10 +97,13 @@ pub async fn rewind(args: RewindArgs) -> CommandResult {
             "the conversation goes on from the start of turn {}; paddock resume {} \"...\" runs it{}",
             conversation.turn,
             session.id(),
-            conversation.prompt.as_deref().map_or_else(String::new, |p| format!(
-                " (its message was: {})",
-                paddock_types::text::clip(&paddock_types::text::sanitize(p), 200)
-            ))
+            conversation
+                .prompt
+                .as_deref()
+                .map_or_else(String::new, |p| format!(
+                    " (its message was: {})",
+                    paddock_types::text::clip(&paddock_types::text::sanitize(p), 200)
+                ))
         );
     }
     Ok(Exit::Ok)

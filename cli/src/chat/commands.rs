@@ -194,7 +194,10 @@ mod tests {
             matches!(classify("/nope"), Typed::Unknown(m) if m.contains("/nope is not a command"))
         );
         assert_eq!(completions("/s").len(), 2);
-        assert_eq!(classify("/rewind"), Typed::Command(Action::Rewind, String::new()));
+        assert_eq!(
+            classify("/rewind"),
+            Typed::Command(Action::Rewind, String::new())
+        );
         assert_eq!(
             classify("/rewind 2 code"),
             Typed::Command(Action::Rewind, "2 code".into())

@@ -1,7 +1,8 @@
 //! `paddock chat` (M2, I1, I2, L5): an interactive session. A line typed while paddock is idle
 //! is the next message; a line typed while it works is steering that enters before its next
 //! model request; `/next TEXT` queues a follow-up; `/compact [FOCUS]` (between turns)
-//! summarizes the history now; `/stop` or Ctrl-C interrupts the turn;
+//! summarizes the history now; `/rewind` (between turns) lists the turns with what each
+//! changed and goes back to one, `/fork N` forks the session at turn N; `/stop` or Ctrl-C interrupts the turn;
 //! `/quit`, Ctrl-D, or Ctrl-C while idle leaves. Every line is logged before it is
 //! acknowledged. `--continue` and `--resume ID` reopen a session with its end shown briefly.
 //!
@@ -243,7 +244,9 @@ impl Chat<'_> {
             }
             let mut text = String::from("turns of this conversation, and what each changed:\n");
             for t in &turns {
-                let changed = t.changed.map_or("-".to_string(), |n| format!("{n} path(s)"));
+                let changed = t
+                    .changed
+                    .map_or("-".to_string(), |n| format!("{n} path(s)"));
                 let prompt = t.prompt.as_deref().unwrap_or("(went on without a message)");
                 text.push_str(&format!(
                     "  {:>3}  {changed:<12}  {}\n",
@@ -260,8 +263,10 @@ impl Chat<'_> {
             return;
         };
         let Ok(to) = first.parse::<u64>() else {
-            self.printer
-                .notice(&format!("/rewind takes a turn number, not `{}`", sanitize(first)));
+            self.printer.notice(&format!(
+                "/rewind takes a turn number, not `{}`",
+                sanitize(first)
+            ));
             return;
         };
         let mut scope = paddock::RewindScope::Both;
@@ -283,12 +288,12 @@ impl Chat<'_> {
         }
         match self.session.rewind(to, scope, force) {
             Ok(done) => {
-                self.printer.plain(crate::rewind::describe(&done, to).trim_end());
+                self.printer
+                    .plain(crate::rewind::describe(&done, to).trim_end());
                 if let Some(conversation) = &done.conversation {
-                    let prompt = conversation
-                        .prompt
-                        .as_deref()
-                        .map_or(String::new(), |p| format!("; its message was: {}", sanitize(p)));
+                    let prompt = conversation.prompt.as_deref().map_or(String::new(), |p| {
+                        format!("; its message was: {}", sanitize(p))
+                    });
                     self.printer.notice(&format!(
                         "the conversation goes on from the start of turn {}{prompt}",
                         conversation.turn
@@ -303,7 +308,8 @@ impl Chat<'_> {
     async fn fork(&self, arg: &str) {
         let words: Vec<&str> = arg.split_whitespace().collect();
         let Some(Ok(at)) = words.first().map(|w| w.parse::<u64>()) else {
-            self.printer.notice("/fork takes a turn number: /fork N [keep-files] [force]");
+            self.printer
+                .notice("/fork takes a turn number: /fork N [keep-files] [force]");
             return;
         };
         let options = paddock::session::ForkOptions {
@@ -315,7 +321,8 @@ impl Chat<'_> {
         match self.session.fork_here(options, self.printer).await {
             Ok(forked) => {
                 let id = forked.session.id().to_string();
-                self.printer.plain(crate::rewind::describe(&forked.rewound, at).trim_end());
+                self.printer
+                    .plain(crate::rewind::describe(&forked.rewound, at).trim_end());
                 self.printer.notice(&format!(
                     "forked at the start of turn {at} as {id}; this chat stays on {}; \
                      `paddock chat --resume {id}` goes on with the fork",

@@ -128,7 +128,9 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
 
     // The first rewind after the kill counts turn two's changes as the session's (it says
     // so), and goes back to where turn two began.
-    let after_kill = project.paddock(&["rewind", &id, "--to", "2", "--code"]).await;
+    let after_kill = project
+        .paddock(&["rewind", &id, "--to", "2", "--code"])
+        .await;
     let said = text(&after_kill);
     assert_eq!(after_kill.status.code(), Some(0), "{said}");
     assert!(said.contains("turn 2 ended without a checkpoint"), "{said}");
@@ -138,7 +140,9 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
     std::fs::write(root.join("moved.txt"), "the user's edit\n").unwrap();
     let hook_before = std::fs::read_dir(root.join(".git/hooks")).unwrap().count();
 
-    let back = project.paddock(&["rewind", &id, "--to", "1", "--code"]).await;
+    let back = project
+        .paddock(&["rewind", &id, "--to", "1", "--code"])
+        .await;
     let said = text(&back);
     assert_eq!(back.status.code(), Some(0), "{said}");
     assert!(
@@ -168,7 +172,9 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
     assert_eq!(forced.status.code(), Some(0), "{}", text(&forced));
     assert_eq!(copy(&root), at_turn_1, "{}", text(&forced));
 
-    let again = project.paddock(&["rewind", &id, "--to", "2", "--code"]).await;
+    let again = project
+        .paddock(&["rewind", &id, "--to", "2", "--code"])
+        .await;
     assert_eq!(again.status.code(), Some(0), "{}", text(&again));
     assert_eq!(copy(&root), at_turn_2, "{}", text(&again));
 
@@ -181,7 +187,9 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
         "{shown}"
     );
 
-    let none = project.paddock(&["rewind", &id, "--to", "9", "--code"]).await;
+    let none = project
+        .paddock(&["rewind", &id, "--to", "9", "--code"])
+        .await;
     assert_eq!(none.status.code(), Some(1), "{}", text(&none));
     assert!(
         text(&none).contains("turn 9 has no checkpoint"),

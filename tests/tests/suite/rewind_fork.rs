@@ -61,12 +61,18 @@ async fn rewinding_the_conversation_and_forking_go_on_from_the_turns_start() {
         let out = project.paddock(&["resume", &id, message]).await;
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     }
-    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "three\n");
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "three\n"
+    );
 
     let back = project.paddock(&["rewind", &id, "--to", "2"]).await;
     let said = text(&back);
     assert_eq!(back.status.code(), Some(0), "{said}");
-    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "two\n");
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "two\n"
+    );
     assert!(
         said.contains("the conversation goes on from the start of turn 2")
             && said.contains("its message was: second"),
@@ -94,8 +100,15 @@ async fn rewinding_the_conversation_and_forking_go_on_from_the_turns_start() {
         .filter(|e| e["type"] == "turn/start")
         .map(|e| e["data"]["turn"].as_u64().unwrap())
         .collect();
-    assert_eq!(turns, [1, 2, 3, 2], "the turn run after the rewind is turn 2 again");
-    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "four\n");
+    assert_eq!(
+        turns,
+        [1, 2, 3, 2],
+        "the turn run after the rewind is turn 2 again"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "four\n"
+    );
 
     let log = text(&project.paddock(&["log", &id]).await);
     assert!(log.contains("conversation/rewind"), "{log}");
@@ -112,7 +125,10 @@ async fn rewinding_the_conversation_and_forking_go_on_from_the_turns_start() {
     let said = text(&fork);
     assert_eq!(fork.status.code(), Some(0), "{said}");
     assert_eq!(std::fs::read(project.log_path(&id)).unwrap(), parent_log);
-    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "two\n");
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "two\n"
+    );
     let child = project
         .sessions()
         .into_iter()
@@ -134,7 +150,9 @@ async fn rewinding_the_conversation_and_forking_go_on_from_the_turns_start() {
     );
 
     let listed = text(&project.paddock(&["log", "--list"]).await);
-    let parent_row = listed.lines().position(|l| l.contains(&id) && !l.contains('└'));
+    let parent_row = listed
+        .lines()
+        .position(|l| l.contains(&id) && !l.contains('└'));
     let child_row = listed
         .lines()
         .position(|l| l.contains(&format!("└ {child} (fork at turn 2)")));
@@ -143,7 +161,9 @@ async fn rewinding_the_conversation_and_forking_go_on_from_the_turns_start() {
         "{listed}"
     );
 
-    let go_on = project.paddock(&["resume", &child, "the fork's second"]).await;
+    let go_on = project
+        .paddock(&["resume", &child, "the fork's second"])
+        .await;
     assert_eq!(go_on.status.code(), Some(0), "{}", text(&go_on));
     let last = server.requests().pop().expect("a request");
     assert_eq!(user_texts(&last), ["first", "the fork's second"]);
@@ -166,17 +186,35 @@ async fn rewinding_the_code_alone_leaves_the_conversation_and_the_conversation_a
     .expect("scripted server");
     let url = server.openai_base_url();
     let run = project
-        .paddock(&["run", "first", "--preset", "coding", "--base-url", &url, "--model", "scripted"])
+        .paddock(&[
+            "run",
+            "first",
+            "--preset",
+            "coding",
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+        ])
         .await;
     assert_eq!(run.status.code(), Some(0), "{}", text(&run));
     let id = project.only_session();
     let out = project.paddock(&["resume", &id, "second"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 
-    let code = project.paddock(&["rewind", &id, "--to", "1", "--code"]).await;
+    let code = project
+        .paddock(&["rewind", &id, "--to", "1", "--code"])
+        .await;
     assert_eq!(code.status.code(), Some(0), "{}", text(&code));
-    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "one\n");
-    assert!(!text(&code).contains("conversation goes on"), "{}", text(&code));
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "one\n"
+    );
+    assert!(
+        !text(&code).contains("conversation goes on"),
+        "{}",
+        text(&code)
+    );
 
     let talk = project
         .paddock(&["rewind", &id, "--to", "2", "--conversation"])
@@ -190,7 +228,12 @@ async fn rewinding_the_code_alone_leaves_the_conversation_and_the_conversation_a
     let both = project
         .paddock(&["rewind", &id, "--to", "1", "--code", "--conversation"])
         .await;
-    assert_eq!(both.status.code(), Some(2), "the flags exclude each other: {}", text(&both));
+    assert_eq!(
+        both.status.code(),
+        Some(2),
+        "the flags exclude each other: {}",
+        text(&both)
+    );
 
     let ahead = project.paddock(&["rewind", &id, "--to", "2"]).await;
     assert_eq!(ahead.status.code(), Some(1), "{}", text(&ahead));
@@ -240,7 +283,15 @@ async fn chat_lists_turns_with_what_each_changed_rewinds_and_forks() {
     .expect("scripted server");
     let url = server.openai_base_url();
     let mut child = project
-        .command(&["chat", "--preset", "coding", "--base-url", &url, "--model", "scripted"])
+        .command(&[
+            "chat",
+            "--preset",
+            "coding",
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+        ])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -258,11 +309,19 @@ async fn chat_lists_turns_with_what_each_changed_rewinds_and_forks() {
     type_line("/rewind");
     type_line("/rewind 2");
     log_shows(&project, "\"conversation/rewind\"", 1).await;
-    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "two\n");
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "two\n"
+    );
     type_line("/fork 1");
     let started = std::time::Instant::now();
-    while project.sessions().len() < 2 || std::fs::read_to_string(root.join("a.txt")).unwrap() != "one\n" {
-        assert!(started.elapsed() < std::time::Duration::from_secs(60), "no fork");
+    while project.sessions().len() < 2
+        || std::fs::read_to_string(root.join("a.txt")).unwrap() != "one\n"
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no fork"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     drop(child.stdin.take());
@@ -271,8 +330,11 @@ async fn chat_lists_turns_with_what_each_changed_rewinds_and_forks() {
         .unwrap();
     let said = text(&out);
     assert!(
-        said.lines().any(|l| l.contains("1  1 path(s)") && l.contains("first"))
-            && said.lines().any(|l| l.contains("2  1 path(s)") && l.contains("second")),
+        said.lines()
+            .any(|l| l.contains("1  1 path(s)") && l.contains("first"))
+            && said
+                .lines()
+                .any(|l| l.contains("2  1 path(s)") && l.contains("second")),
         "{said}"
     );
     assert!(

@@ -28,7 +28,16 @@ async fn one_turn(project: &Project, steps: Vec<Step>) -> String {
         .expect("scripted server");
     let url = server.openai_base_url();
     let run = project
-        .paddock(&["run", "go", "--preset", "coding", "--base-url", &url, "--model", "scripted"])
+        .paddock(&[
+            "run",
+            "go",
+            "--preset",
+            "coding",
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+        ])
         .await;
     assert_eq!(run.status.code(), Some(0), "{}", text(&run));
     project.only_session()
@@ -83,7 +92,9 @@ async fn a_forced_rewind_or_fork_never_writes_through_a_directory_swapped_for_a_
     }
 
     swap_for_link(&root, outside.path());
-    let fork = project.paddock(&["fork", &id, "--at", "1", "--force"]).await;
+    let fork = project
+        .paddock(&["fork", &id, "--at", "1", "--force"])
+        .await;
     assert_eq!(copy(outside.path()), before, "{}", text(&fork));
 }
 
@@ -99,7 +110,11 @@ async fn planted_git_directories_and_hooks_are_never_restored_by_a_rewind_or_a_f
         std::fs::create_dir_all(root.join(dir)).unwrap();
     }
     std::fs::write(root.join("vendor/lib/HEAD"), "ref: refs/heads/main\n").unwrap();
-    std::fs::write(root.join("vendor/lib/hooks/post-checkout"), "#!/bin/sh\nevil\n").unwrap();
+    std::fs::write(
+        root.join("vendor/lib/hooks/post-checkout"),
+        "#!/bin/sh\nevil\n",
+    )
+    .unwrap();
     let id = one_turn(&project, vec![write("c1", "a.txt", "b\n")]).await;
 
     // The user deletes what was planted; no rewind or fork may bring it back.
@@ -110,7 +125,9 @@ async fn planted_git_directories_and_hooks_are_never_restored_by_a_rewind_or_a_f
         .await;
     assert_eq!(rewind.status.code(), Some(0), "{}", text(&rewind));
     assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "a\n");
-    let fork = project.paddock(&["fork", &id, "--at", "1", "--force"]).await;
+    let fork = project
+        .paddock(&["fork", &id, "--at", "1", "--force"])
+        .await;
     assert_eq!(fork.status.code(), Some(0), "{}", text(&fork));
     for (what, out) in [("rewind", &rewind), ("fork", &fork)] {
         assert!(
@@ -159,7 +176,19 @@ async fn a_fork_of_a_log_edited_by_hand_fails_clearly_and_leaves_nothing() {
     let fork = project.paddock(&["fork", &id, "--at", "1"]).await;
     let said = text(&fork);
     assert_ne!(fork.status.code(), Some(0), "{said}");
-    assert_eq!(project.sessions(), [id.clone()], "no half-made fork stays: {said}");
-    assert_eq!(copy(project.dir.path()), files_before, "nothing was restored: {said}");
-    assert_eq!(std::fs::read_to_string(&log).unwrap(), forged, "the log is only read");
+    assert_eq!(
+        project.sessions(),
+        [id.clone()],
+        "no half-made fork stays: {said}"
+    );
+    assert_eq!(
+        copy(project.dir.path()),
+        files_before,
+        "nothing was restored: {said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        forged,
+        "the log is only read"
+    );
 }
