@@ -27,6 +27,7 @@ pub fn start(cwd: &str) -> Body {
         lock: Vec::new(),
         parent: None,
         skills: None,
+        forked_from: None,
     }))
 }
 

@@ -162,7 +162,7 @@ async fn a_fork_of_a_log_edited_by_hand_fails_clearly_and_leaves_nothing() {
         said.contains("does not read as paddock wrote it") && said.contains("nothing was forked"),
         "{said}"
     );
-    assert_eq!(project.sessions(), [id.clone()], "no session was made");
+    assert_eq!(project.sessions(), [id.as_str()], "no session was made");
 
     // A checkpoint id that names nothing in the store.
     let checkpoint = project
@@ -178,7 +178,7 @@ async fn a_fork_of_a_log_edited_by_hand_fails_clearly_and_leaves_nothing() {
     assert_ne!(fork.status.code(), Some(0), "{said}");
     assert_eq!(
         project.sessions(),
-        [id.clone()],
+        [id.as_str()],
         "no half-made fork stays: {said}"
     );
     assert_eq!(
