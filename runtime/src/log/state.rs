@@ -217,8 +217,13 @@ impl SessionState {
         self.spent.push(event);
         self.shells.push(&event.body);
         match &event.body {
-            Body::UserMessage { text, source } if *source == super::Source::User && !self.in_turn => {
-                self.prompt = Some((event.seq, text.clone()));
+            Body::UserMessage { text, source } if *source == super::Source::User => {
+                if self.first_message.is_none() {
+                    self.first_message = Some(text.chars().take(FIRST_MESSAGE_CHARS).collect());
+                }
+                if !self.in_turn {
+                    self.prompt = Some((event.seq, text.clone()));
+                }
             }
             // A follow-up taken between turns starts the next one.
             Body::InboxTake { id } if !self.in_turn => {
@@ -280,11 +285,6 @@ impl SessionState {
             } => {
                 self.revealed_window =
                     Some(self.revealed_window.map_or(*window, |w| w.min(*window)));
-            }
-            Body::UserMessage { text, source }
-                if self.first_message.is_none() && *source == super::Source::User =>
-            {
-                self.first_message = Some(text.chars().take(FIRST_MESSAGE_CHARS).collect());
             }
             _ => {}
         }
