@@ -7,7 +7,8 @@
 //!   `journal` by inotify; a scan of metadata when the journal cannot vouch);
 //! - `restore`: a mount put back by descriptor, never outside it, never a protected path
 //!   (`rules`), never a change made outside the session unless forced;
-//! - `diff`: what changed between two checkpoints, as paths and as a unified diff.
+//! - `diff`: what changed between two checkpoints, as paths and as a unified diff;
+//! - `vcs_ignore`: what the project's git ignores, for presets that leave it out.
 //!
 //! It knows nothing of sessions or logs: the core decides when to checkpoint and records the
 //! ids in the session log.
@@ -23,6 +24,7 @@ pub mod restore;
 pub mod rules;
 pub mod store;
 pub mod tree;
+mod vcs_ignore;
 
 pub use error::Error;
 pub use hash::Hash;

@@ -125,6 +125,8 @@ pub struct Recorder {
     /// A file's hash by its identity and times: a file moved to another path is not read again.
     known: HashMap<Identity, Hash>,
     use_journal: bool,
+    /// The project's VCS ignore rules, when the rules leave ignored files out.
+    ignores: crate::vcs_ignore::Ignores,
 }
 
 impl Recorder {
@@ -138,6 +140,7 @@ impl Recorder {
             excluded: BTreeMap::new(),
             known: HashMap::new(),
             use_journal: true,
+            ignores: crate::vcs_ignore::Ignores::default(),
         })
     }
 
@@ -160,7 +163,13 @@ impl Recorder {
             self.journal.as_mut().map(Journal::take),
         ) {
             (false, _) => Method::Full,
-            (true, Some(Changes::Paths(paths))) => {
+            // A changed `.gitignore` changes what is left out anywhere below it: a scan.
+            (true, Some(Changes::Paths(paths)))
+                if !(self.rules.vcs_ignored
+                    && paths
+                        .iter()
+                        .any(|p| p.file_name() == Some(".gitignore".as_ref()))) =>
+            {
                 for rel in paths {
                     self.refresh(&rel, store, &mut tally)?;
                 }
@@ -210,6 +219,9 @@ impl Recorder {
         }
         let names = fsat::list(dir.as_fd()).map_err(|e| read_error(rel, e))?;
         self.excluded_below(rel);
+        if self.rules.vcs_ignored {
+            self.ignores.load(dir.as_fd(), rel);
+        }
         let mut old_entries = old.map(|d| d.entries).unwrap_or_default();
         let mut node = DirNode::empty(st);
         for name in names {
@@ -259,6 +271,11 @@ impl Recorder {
             Err(e) => return Err(read_error(rel, e)),
         };
         let meta = Meta::of(&st);
+        if self.rules.vcs_ignored && self.ignores.ignored(rel, fsat::is_dir(&st)) {
+            self.excluded
+                .insert(rel.to_path_buf(), Exclusion::VcsIgnored);
+            return Ok(None);
+        }
         if fsat::is_file(&st) {
             if self.rules.too_large(meta.size) {
                 self.excluded.insert(rel.to_path_buf(), Exclusion::TooLarge);

@@ -19,6 +19,8 @@ pub enum Exclusion {
     TooLarge,
     /// A device, FIFO or socket.
     Special,
+    /// Ignored by the project's VCS (`.gitignore`), and the preset leaves those out.
+    VcsIgnored,
 }
 
 impl Exclusion {
@@ -28,6 +30,7 @@ impl Exclusion {
             Exclusion::GitDir => "git directory",
             Exclusion::TooLarge => "over the size bound",
             Exclusion::Special => "not a file, directory or symlink",
+            Exclusion::VcsIgnored => "ignored by the project's VCS (.gitignore)",
         }
     }
 }
@@ -38,6 +41,8 @@ pub struct Rules {
     pub protect: Protect,
     /// Files larger than this are left out (and left alone by a restore).
     pub max_file_bytes: Option<u64>,
+    /// Leave out what git would ignore (each directory's `.gitignore`, `.git/info/exclude`).
+    pub vcs_ignored: bool,
 }
 
 impl Rules {

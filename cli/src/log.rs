@@ -25,9 +25,14 @@ pub struct LogArgs {
     /// Print the events as they are stored (JSON lines); with --list, one object per session.
     #[arg(long)]
     json: bool,
-    /// List the sessions, newest first.
+    /// List the sessions, newest first; subagents and forks under the session they came
+    /// from.
     #[arg(long)]
     list: bool,
+    /// With --list, list client sessions too (`mcp serve`, `tool call`: calls from a client,
+    /// no conversation).
+    #[arg(long, requires = "list")]
+    all: bool,
     /// Print the session as one ATIF-v1.8 trajectory (JSON), the format evaluation harnesses
     /// read (Harbor, Docent).
     #[arg(long, conflicts_with_all = ["json", "list"])]
@@ -39,7 +44,7 @@ pub async fn log(args: LogArgs) -> CommandResult {
     let env = Env::open().map_err(|e| Failure::usage(format!("{e:#}")))?;
     let sessions = env.store.root().join("sessions");
     if args.list {
-        return Ok(list(&sessions, args.json));
+        return Ok(list(&sessions, args.json, args.all));
     }
     let Some(session) = args.session else {
         return Err(Failure::usage("give a session id, or --list to see them"));
@@ -134,13 +139,14 @@ impl Listed {
     }
 }
 
-fn list(sessions: &std::path::Path, json: bool) -> Exit {
+fn list(sessions: &std::path::Path, json: bool, all: bool) -> Exit {
     let mut found: Vec<Listed> = std::fs::read_dir(sessions)
         .map(|entries| {
             entries
                 .flatten()
                 .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
                 .map(|entry| Listed::of(&entry.path()))
+                .filter(|listed| all || !matches!(listed, Listed::Session(index) if index.client))
                 .collect()
         })
         .unwrap_or_default();
@@ -182,14 +188,21 @@ fn list(sessions: &std::path::Path, json: bool) -> Exit {
         match listed {
             Listed::Session(index) => {
                 let stop = index.stop.map_or("-", |r| r.as_str());
-                let session = match &index.parent {
-                    Some(parent) => format!(
-                        "{}└ {} (task {})",
+                let under = |what: String| {
+                    format!(
+                        "{}└ {} ({what})",
                         "  ".repeat(depth.saturating_sub(1)),
-                        index.session,
-                        parent.call
+                        index.session
+                    )
+                };
+                let session = match (&index.parent, &index.forked_from) {
+                    (Some(parent), _) => under(format!("task {}", parent.call)),
+                    (None, Some(fork)) if depth > 0 => under(format!("fork at turn {}", fork.turn)),
+                    (None, Some(fork)) => format!(
+                        "{} (fork of {} at turn {})",
+                        index.session, fork.session, fork.turn
                     ),
-                    None => index.session.clone(),
+                    (None, None) => index.session.clone(),
                 };
                 println!(
                     "{:<16}  {:<16}  {:>5}  {stop:<17}  {:>8}  {:<24}  {}",
@@ -221,11 +234,15 @@ fn list(sessions: &std::path::Path, json: bool) -> Exit {
 }
 
 /// The list with each subagent right under the session that started it (its `task` call),
-/// children oldest first; each with its depth (0 for a session a person started, or one whose
-/// parent is not listed).
+/// and each fork under the session it forked from, children oldest first; each with its depth
+/// (0 for a session a person started, or one whose parent is not listed).
 fn in_tree_order(found: Vec<Listed>) -> Vec<(usize, Listed)> {
     let parent_of = |l: &Listed| match l {
-        Listed::Session(index) => index.parent.as_ref().map(|p| p.session.clone()),
+        Listed::Session(index) => index
+            .parent
+            .as_ref()
+            .map(|p| p.session.clone())
+            .or_else(|| index.forked_from.as_ref().map(|f| f.session.clone())),
         Listed::NoLog { .. } => None,
     };
     let ids: Vec<String> = found.iter().map(|l| l.session().to_string()).collect();

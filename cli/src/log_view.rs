@@ -141,6 +141,12 @@ fn describe(body: &Body) -> (&'static str, String) {
                 short_id(before)
             ),
         ),
+        Body::ConversationRewind { turn, from } => (
+            "conversation/rewind",
+            format!(
+                "the conversation goes on from the start of turn {turn}: events {from} to here are no longer in its history"
+            ),
+        ),
         Body::TurnEnd { reason, detail } => (
             "turn/end",
             format!(

@@ -75,11 +75,15 @@ enum Command {
     Resume(resume::ResumeArgs),
     /// Show a session's event log, or list the sessions.
     Log(log::LogArgs),
-    /// Put a session's mounts back as they were when turn N began (turns count from 1):
-    /// every file, mode and symlink; files changed outside the session are kept unless --force.
+    /// Put a session back as it was when turn N began (turns count from 1): its mounts' files
+    /// (every file, mode and symlink; files changed outside the session are kept unless
+    /// --force), its conversation, or both (the default).
     Rewind(rewind::RewindArgs),
     /// What a session (or one of its turns) changed in its mounts, as a unified diff.
     Diff(rewind::DiffArgs),
+    /// Start a new session from a recorded one's history up to the start of a turn, its
+    /// files put back as they were then (the original's log is left as it is).
+    Fork(rewind::ForkArgs),
     /// List and call tools directly, without a model.
     #[command(subcommand)]
     Tool(tool::ToolCommand),
@@ -293,6 +297,7 @@ pub fn main() -> ExitCode {
             Command::Log(args) => log::log(args).await,
             Command::Rewind(args) => rewind::rewind(args).await,
             Command::Diff(args) => rewind::diff(args).await,
+            Command::Fork(args) => rewind::fork(args).await,
             Command::Tool(cmd) => tool::run(cmd).await,
             Command::Plugin(cmd) => plugin::run(cmd).await,
             Command::Preset(cmd) => preset::run(cmd).await,

@@ -1,8 +1,9 @@
-//! `paddock rewind` and `paddock diff`: a recorded session's mounts put back as they were when
-//! a turn began, and what the session (or one turn) changed, as a unified diff. Both reopen
-//! the session (one writer at a time, its recovery settled) and go through
-//! `Session::rewind` and `Session::diff`; this file only turns flags into those calls and
-//! prints the answer.
+//! `paddock rewind`, `paddock fork` and `paddock diff`: a recorded session put back as it was
+//! when a turn began (its mounts, its conversation, or both), a new session from its history
+//! before a turn, and what the session (or one turn) changed, as a unified diff. They go
+//! through `Session::rewind`, `Session::fork` and `Session::diff` (rewind and diff reopen the
+//! session: one writer at a time, its recovery settled); this file only turns flags into those
+//! calls and prints the answer (`describe`, which chat's `/rewind` and `/fork` print too).
 
 use clap::Args;
 
@@ -11,6 +12,7 @@ use super::report::{CommandResult, Failure};
 use super::resume::{options, reopen, settle};
 use super::session_view::Printer;
 use crate::approver::TerminalApprover;
+use paddock::RewindScope;
 use paddock::session::ModelMove;
 
 #[derive(Args)]
@@ -20,9 +22,16 @@ pub struct RewindArgs {
     /// The turn whose start to go back to (turns count from 1).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     to: u64,
-    /// Put the mounts' files back (the default; the conversation is not rewound yet).
-    #[arg(long)]
+    /// Put back the mounts' files only; the conversation goes on as it is.
+    #[arg(long, group = "scope")]
     code: bool,
+    /// Put back the conversation only: the next turn is turn N, on the history as it stood
+    /// when turn N began; the files stay as they are.
+    #[arg(long, group = "scope")]
+    conversation: bool,
+    /// Put back both (the default): the files and what the model remembers agree again.
+    #[arg(long, group = "scope")]
+    both: bool,
     /// Restore files changed outside the session since its last checkpoint too (they are
     /// kept, with a warning, without it).
     #[arg(long)]
@@ -30,6 +39,23 @@ pub struct RewindArgs {
     /// When another paddock process has the session, wait for it to end instead of refusing.
     #[arg(long)]
     wait: bool,
+}
+
+#[derive(Args)]
+pub struct ForkArgs {
+    /// The session to fork (`paddock log --list` shows them).
+    session: String,
+    /// The turn whose start the fork begins at (turns count from 1): its log holds the
+    /// history before that turn's message.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    at: u64,
+    /// Leave the files as they are: only the conversation forks.
+    #[arg(long)]
+    keep_files: bool,
+    /// Restore files changed since the original's last checkpoint too (they are kept, with a
+    /// warning, without it).
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args)]
@@ -56,27 +82,54 @@ async fn open(id: &str, wait: bool) -> Result<paddock::Session, Failure> {
 /// `paddock rewind SESSION --to N`.
 #[allow(clippy::print_stdout)] // the command's answer
 pub async fn rewind(args: RewindArgs) -> CommandResult {
-    let _ = args.code;
+    let scope = match (args.code, args.conversation) {
+        (true, _) => RewindScope::Code,
+        (_, true) => RewindScope::Conversation,
+        _ => RewindScope::Both,
+    };
     let session = open(&args.session, args.wait).await?;
     let done = session
-        .rewind(args.to, args.force)
+        .rewind(args.to, scope, args.force)
         .map_err(|e| Failure::new("REWIND_FAILED", e, Exit::Failed))?;
+    print!("{}", describe(&done, args.to));
+    if let Some(conversation) = &done.conversation {
+        println!(
+            "the conversation goes on from the start of turn {}; paddock resume {} \"...\" runs it{}",
+            conversation.turn,
+            session.id(),
+            conversation
+                .prompt
+                .as_deref()
+                .map_or_else(String::new, |p| format!(
+                    " (its message was: {})",
+                    paddock_types::text::clip(&paddock_types::text::sanitize(p), 200)
+                ))
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+/// What a rewind of the code did, in lines for the terminal (`rewind`, `/rewind`, `fork`).
+pub fn describe(done: &paddock::Rewound, to: u64) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
     let clean = paddock_types::text::sanitize;
     for note in &done.notes {
-        println!("note: {note}");
+        let _ = writeln!(out, "note: {note}");
     }
     let mut kept_outside = false;
     for (host, restored) in &done.mounts {
-        println!(
-            "{}: {} written, {} removed, as at the start of turn {}",
+        let _ = writeln!(
+            out,
+            "{}: {} written, {} removed, as at the start of turn {to}",
             clean(host),
             restored.written.len(),
             restored.removed.len(),
-            args.to
         );
         for (rel, why) in &restored.kept {
             kept_outside |= *why == paddock::rewind::Kept::ChangedOutside;
-            println!(
+            let _ = writeln!(
+                out,
                 "  kept {}: {}",
                 clean(&rel.display().to_string()),
                 why.describe()
@@ -85,30 +138,77 @@ pub async fn rewind(args: RewindArgs) -> CommandResult {
     }
     for (host, excluded) in &done.excluded {
         for (rel, why) in excluded {
-            println!(
+            let _ = writeln!(
+                out,
                 "  not in the checkpoint {}/{}: {why}",
                 clean(host),
                 clean(rel)
             );
         }
     }
-    println!(
-        "undo this rewind: the mounts just before it are checkpoint {} (logged as `rewind`)",
-        done.before
-    );
-    if kept_outside {
-        println!("files changed outside the session were kept; --force restores them too");
+    if !done.before.is_empty() {
+        let _ = writeln!(
+            out,
+            "undo this rewind: the mounts just before it are checkpoint {} (logged as `rewind`)",
+            done.before
+        );
     }
+    if kept_outside {
+        let _ = writeln!(
+            out,
+            "files changed outside the session were kept; --force restores them too"
+        );
+    }
+    out
+}
+
+/// `paddock fork SESSION --at N`.
+#[allow(clippy::print_stdout)] // the command's answer
+pub async fn fork(args: ForkArgs) -> CommandResult {
+    let env = super::Env::open().map_err(|e| Failure::usage(format!("{e:#}")))?;
+    let options = paddock::session::ForkOptions {
+        at: args.at,
+        files: !args.keep_files,
+        force: args.force,
+        approver: Box::new(TerminalApprover::new()),
+    };
+    let forked = paddock::Session::fork(env, &args.session, options, &Printer::new()).await?;
+    let id = forked.session.id();
+    println!(
+        "forked {} at the start of turn {} as {id}",
+        paddock_types::text::sanitize(&args.session),
+        args.at
+    );
+    print!("{}", describe(&forked.rewound, args.at));
+    if let Some(prompt) = &forked.prompt {
+        println!(
+            "turn {}'s message was: {}",
+            args.at,
+            paddock_types::text::clip(&paddock_types::text::sanitize(prompt), 200)
+        );
+    }
+    println!("go on: paddock resume {id} \"...\"");
     Ok(Exit::Ok)
 }
 
-/// `paddock diff SESSION [--turn N]`.
-#[allow(clippy::print_stdout)] // the command's answer
+/// `paddock diff SESSION [--turn N]`: the diff on stdout; what the checkpoints leave out (so
+/// the diff cannot show) on stderr, so the diff stays one a patch tool reads.
+#[allow(clippy::print_stdout, clippy::print_stderr)] // the command's answer
 pub async fn diff(args: DiffArgs) -> CommandResult {
     let session = open(&args.session, args.wait).await?;
-    let text = session
+    let diff = session
         .diff(args.turn)
         .map_err(|e| Failure::new("DIFF_FAILED", e, Exit::Failed))?;
-    print!("{}", paddock_types::text::sanitize(&text));
+    print!("{}", paddock_types::text::sanitize(&diff.text));
+    let clean = paddock_types::text::sanitize;
+    for (host, excluded) in &diff.excluded {
+        for (rel, why) in excluded {
+            eprintln!(
+                "note: not in the checkpoints, so not in this diff: {}/{}: {why}",
+                clean(host),
+                clean(rel)
+            );
+        }
+    }
     Ok(Exit::Ok)
 }

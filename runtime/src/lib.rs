@@ -71,9 +71,9 @@ pub use log::{Event, Lane, SessionStart, Source, StopReason, Tap};
 pub use model::ToolDef;
 pub use paddock_types::contract::ToolResult;
 pub use pipeline::{CallRecord, CallSummary, RawCall};
-pub use rewind::{Kept, Restored, Rewound};
+pub use rewind::{ConversationRewound, Diff, Kept, Restored, Rewound, Scope as RewindScope};
 pub use session::verdict::Shown as Warning;
 pub use session::{
-    Env, Interrupter, ModelChoice, ModelMove, RecordedTrust, ReopenOptions, Reopened, Session,
-    SessionBuilder, SetupCode, SetupError, Trust,
+    Env, ForkOptions, Forked, Interrupter, ModelChoice, ModelMove, RecordedTrust, ReopenOptions,
+    Reopened, Session, SessionBuilder, SetupCode, SetupError, Trust, TurnSummary,
 };

@@ -21,53 +21,50 @@ pub use paddock_checkpoint::{Kept, Restored};
 use paddock_sandbox::{Mount, MountHandle, MountMode, Protect};
 
 use crate::log::{Body, SessionLog};
+use crate::preset::CheckpointPolicy;
 
 /// The checkpoint store's directory in the data directory.
 pub fn store_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("checkpoints")
 }
 
-/// Files larger than this are not recorded (and left alone by a rewind).
-pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
-
-/// A session's first checkpoint reads and stores every file of its writable mounts: past
-/// these (a build directory, `node_modules`), it would cost seconds and gigabytes at every
-/// start, so the session runs without checkpoints and says why.
-const FIRST_WALK_FILES: u64 = 50_000;
-const FIRST_WALK_BYTES: u64 = 2 * 1024 * 1024 * 1024;
-
-/// Why a first checkpoint of `root` would cost too much: more than `max_files` entries or
-/// `max_bytes` of files (git directories left out, as a checkpoint leaves them); `None` when it
-/// is within both. Stops counting at the first bound passed, so the check costs at most that.
-fn too_big(root: &Path, max_files: u64, max_bytes: u64) -> Option<String> {
+/// Why a first checkpoint of `root` would cost too much: more than the policy's entries or
+/// bytes of files (git directories left out, as a checkpoint leaves them, and what git ignores
+/// when the policy leaves that out too); `None` when it is within both. Stops counting at the
+/// first bound passed, so the check costs at most that. Symlinks are not followed.
+fn too_big(root: &Path, policy: &CheckpointPolicy) -> Option<String> {
     let (mut files, mut bytes) = (0u64, 0u64);
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+    let walk = ignore::WalkBuilder::new(root)
+        .standard_filters(false)
+        .git_ignore(policy.exclude_vcs_ignored)
+        .git_exclude(policy.exclude_vcs_ignored)
+        .require_git(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build();
+    for entry in walk.flatten().skip(1) {
+        let Ok(meta) = entry.metadata() else {
             continue;
         };
-        for entry in entries.flatten() {
-            if entry.file_name() == ".git" {
-                continue;
-            }
-            let Ok(meta) = entry.metadata() else {
-                continue;
+        files += 1;
+        if meta.is_file() {
+            bytes += meta.len();
+        }
+        if files > policy.max_files || bytes > policy.max_total_bytes {
+            let hint = if policy.exclude_vcs_ignored {
+                ""
+            } else {
+                "; `exclude_vcs_ignored = true` leaves out what git ignores (build output, \
+                 dependencies)"
             };
-            files += 1;
-            if meta.is_dir() {
-                dirs.push(entry.path());
-            } else if meta.is_file() {
-                bytes += meta.len();
-            }
-            if files > max_files || bytes > max_bytes {
-                return Some(format!(
-                    "{} holds more than {max_files} entries or {} MiB of files, which the first \
-                     checkpoint would copy into the data directory; the session runs without \
-                     checkpoints (rewind and diff are not available for it)",
-                    root.display(),
-                    max_bytes / (1024 * 1024)
-                ));
-            }
+            return Some(format!(
+                "{} holds more than {} entries or {} MiB of files, which the first checkpoint \
+                 would copy into the data directory; the session runs without checkpoints \
+                 (rewind and diff of the files are not available for it). The preset's \
+                 [checkpoints] max_files and max_total_mb set the bounds{hint}",
+                root.display(),
+                policy.max_files,
+                policy.max_total_bytes / (1024 * 1024)
+            ));
         }
     }
     None
@@ -85,8 +82,37 @@ pub struct Checkpoints {
     mounts: Mutex<Vec<Mounted>>,
 }
 
-/// What a rewind of the code did, mount by mount.
-#[derive(Debug, Clone)]
+/// What a rewind puts back: the files of the mounts, the conversation, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scope {
+    Code,
+    Conversation,
+    /// Both, as a person going back to an earlier turn expects: the files and what the model
+    /// remembers of them agree again.
+    #[default]
+    Both,
+}
+
+impl Scope {
+    pub fn code(self) -> bool {
+        self != Scope::Conversation
+    }
+    pub fn conversation(self) -> bool {
+        self != Scope::Code
+    }
+}
+
+/// What a rewind of the conversation did: the history goes on from where it stood when turn
+/// `turn` began, and `prompt` is the message that started that turn (for the person to send
+/// again, or another).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConversationRewound {
+    pub turn: u64,
+    pub prompt: Option<String>,
+}
+
+/// What a rewind did, mount by mount, and to the conversation.
+#[derive(Debug, Clone, Default)]
 pub struct Rewound {
     /// The checkpoint of the mounts just before the rewind (rewind to it to undo), and just
     /// after it.
@@ -97,12 +123,22 @@ pub struct Rewound {
     pub excluded: Vec<(String, Vec<(String, String)>)>,
     /// Things the person should know about how the rewind was judged.
     pub notes: Vec<String>,
+    /// The conversation's rewind, when it was asked for.
+    pub conversation: Option<ConversationRewound>,
 }
 
 impl Checkpoints {
     /// The recorders for `mounts` (those written to; a mount inside another is recorded as
     /// part of it). `None` when nothing is writable.
-    pub fn new(data_dir: &Path, mounts: &[Mount], protect: &[&Protect]) -> Result<Option<Checkpoints>, String> {
+    pub fn new(
+        data_dir: &Path,
+        mounts: &[Mount],
+        protect: &[&Protect],
+        policy: &CheckpointPolicy,
+    ) -> Result<Option<Checkpoints>, String> {
+        if !policy.enabled {
+            return Err("the preset turns checkpoints off ([checkpoints] enabled = false)".into());
+        }
         let mut writable: Vec<&Mount> = mounts.iter().filter(|m| m.mode == MountMode::Rw).collect();
         writable.sort_by(|a, b| a.host.cmp(&b.host));
         writable.dedup_by(|b, a| b.host.starts_with(&a.host));
@@ -110,7 +146,7 @@ impl Checkpoints {
             return Ok(None);
         }
         for mount in &writable {
-            if let Some(why) = too_big(&mount.host, FIRST_WALK_FILES, FIRST_WALK_BYTES) {
+            if let Some(why) = too_big(&mount.host, policy) {
                 return Err(why);
             }
         }
@@ -119,7 +155,8 @@ impl Checkpoints {
                 extra: protect.iter().flat_map(|p| p.extra.iter().cloned()).collect(),
                 writable: Vec::new(),
             },
-            max_file_bytes: Some(MAX_FILE_BYTES),
+            max_file_bytes: Some(policy.max_file_bytes),
+            vcs_ignored: policy.exclude_vcs_ignored,
         };
         let store = Store::open(&store_dir(data_dir)).map_err(|e| e.to_string())?;
         let mut out = Vec::new();
@@ -196,10 +233,7 @@ impl Checkpoints {
         let mounts = self.mounts.lock().unwrap_or_else(|e| e.into_inner());
         let mut done = Rewound {
             before,
-            after: String::new(),
-            notes: Vec::new(),
-            mounts: Vec::new(),
-            excluded: Vec::new(),
+            ..Rewound::default()
         };
         for m in mounts.iter() {
             let (Some(current), Some(want)) = (now.tree_of(&m.host), target.tree_of(&m.host)) else {
@@ -238,25 +272,52 @@ impl Checkpoints {
         Ok(done)
     }
 
-    /// The unified diff of what changed between checkpoints `from` and `to`, every mount.
-    pub fn diff(&self, from: &str, to: &str) -> Result<String, String> {
+    /// How many paths changed between checkpoints `from` and `to`, every mount.
+    pub fn changed(&self, from: &str, to: &str) -> Result<usize, String> {
         let (a, b) = (self.record(from)?, self.record(to)?);
-        let mut out = String::new();
+        let mut n = 0;
+        for m in &b.mounts {
+            if let (Some(x), Some(y)) = (a.tree_of(&m.host), Hash::parse(&m.tree)) {
+                n += paddock_checkpoint::diff::changes(&self.store, &x, &y)
+                    .map_err(|e| e.to_string())?
+                    .len();
+            }
+        }
+        Ok(n)
+    }
+
+    /// The unified diff of what changed between checkpoints `from` and `to`, every mount.
+    pub fn diff(&self, from: &str, to: &str) -> Result<Diff, String> {
+        let (a, b) = (self.record(from)?, self.record(to)?);
+        let mut out = Diff::default();
         for m in &b.mounts {
             let (Some(x), Some(y)) = (a.tree_of(&m.host), Hash::parse(&m.tree)) else {
                 continue;
             };
             let changes = paddock_checkpoint::diff::changes(&self.store, &x, &y).map_err(|e| e.to_string())?;
-            out.push_str(&paddock_checkpoint::diff::unified(&self.store, &changes).map_err(|e| e.to_string())?);
+            out.text.push_str(&paddock_checkpoint::diff::unified(&self.store, &changes).map_err(|e| e.to_string())?);
+            if !m.excluded.is_empty() {
+                out.excluded.push((m.host.clone(), m.excluded.clone()));
+            }
         }
         Ok(out)
     }
 }
 
-/// The checkpoint taken as turn `turn` began, from the log's `checkpoint` events.
+/// What a session (or a turn) changed: the unified diff, and what the checkpoints leave out
+/// (so the diff cannot show), by mount: `(path, why)`.
+#[derive(Debug, Clone, Default)]
+pub struct Diff {
+    pub text: String,
+    pub excluded: Vec<(String, Vec<(String, String)>)>,
+}
+
+/// The checkpoint taken as turn `turn` began, from the log's `checkpoint` events: the latest,
+/// since a turn run again after a conversation rewind is the one the conversation holds.
 pub fn at_turn_start(checkpoints: &[(u64, bool, String)], turn: u64) -> Option<&str> {
     checkpoints
         .iter()
+        .rev()
         .find(|(t, ended, _)| *t == turn && !ended)
         .map(|(_, _, id)| id.as_str())
 }
@@ -264,6 +325,15 @@ pub fn at_turn_start(checkpoints: &[(u64, bool, String)], turn: u64) -> Option<&
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn bounds(max_files: u64, max_total_bytes: u64, exclude_vcs_ignored: bool) -> CheckpointPolicy {
+        CheckpointPolicy {
+            max_files,
+            max_total_bytes,
+            exclude_vcs_ignored,
+            ..CheckpointPolicy::default()
+        }
+    }
 
     #[test]
     fn a_mount_past_the_first_walk_bounds_is_named_and_one_within_them_is_not() {
@@ -275,9 +345,20 @@ mod tests {
         for i in 0..50 {
             std::fs::write(dir.path().join(format!(".git/o{i}")), "x").unwrap();
         }
-        assert_eq!(too_big(dir.path(), 10, 1_000), None, "the git directory is not counted");
-        let why = too_big(dir.path(), 9, 1_000_000).expect("over the entry bound");
-        assert!(why.contains("without checkpoints"), "{why}");
-        assert!(too_big(dir.path(), 100, 999).is_some(), "over the byte bound");
+        assert_eq!(too_big(dir.path(), &bounds(10, 1_000, false)), None, "the git directory is not counted");
+        let why = too_big(dir.path(), &bounds(9, 1_000_000, false)).expect("over the entry bound");
+        assert!(why.contains("without checkpoints") && why.contains("exclude_vcs_ignored"), "{why}");
+        assert!(too_big(dir.path(), &bounds(100, 999, false)).is_some(), "over the byte bound");
+        std::fs::create_dir(dir.path().join("node_modules")).unwrap();
+        for i in 0..50 {
+            std::fs::write(dir.path().join(format!("node_modules/m{i}")), "x").unwrap();
+        }
+        std::fs::write(dir.path().join(".gitignore"), "node_modules/\n").unwrap();
+        assert!(too_big(dir.path(), &bounds(20, 1_000_000, false)).is_some());
+        assert_eq!(
+            too_big(dir.path(), &bounds(20, 1_000_000, true)),
+            None,
+            "what git ignores is not counted when the preset leaves it out"
+        );
     }
 }

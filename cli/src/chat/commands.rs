@@ -17,6 +17,10 @@ pub enum Action {
     Compact,
     /// Attach the image at the argument's path to the next message.
     Image,
+    /// List the turns, or go back to where one began.
+    Rewind,
+    /// Start a new session from the history before a turn.
+    Fork,
     Help,
     Quit,
 }
@@ -64,6 +68,20 @@ pub const COMMANDS: &[Command] = &[
         usage: "/image PATH",
         help: "attach the image at PATH (PNG, JPEG, GIF, WebP) to your next message",
         action: Action::Image,
+        takes: true,
+    },
+    Command {
+        name: "/rewind",
+        usage: "/rewind [N [code|conversation|both] [force]]",
+        help: "between turns: list the turns and what each changed; with N, go back to where turn N began (files and conversation unless told)",
+        action: Action::Rewind,
+        takes: false,
+    },
+    Command {
+        name: "/fork",
+        usage: "/fork N [keep-files] [force]",
+        help: "between turns: a new session from this one's history before turn N, its files put back (this chat stays on this session)",
+        action: Action::Fork,
         takes: true,
     },
     Command {
@@ -185,6 +203,15 @@ mod tests {
             matches!(classify("/nope"), Typed::Unknown(m) if m.contains("/nope is not a command"))
         );
         assert_eq!(completions("/s").len(), 2);
+        assert_eq!(
+            classify("/rewind"),
+            Typed::Command(Action::Rewind, String::new())
+        );
+        assert_eq!(
+            classify("/rewind 2 code"),
+            Typed::Command(Action::Rewind, "2 code".into())
+        );
+        assert!(matches!(classify("/fork"), Typed::Unknown(m) if m.contains("/fork N")));
         assert!(help().contains("/show ID"));
     }
 }

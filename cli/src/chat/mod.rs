@@ -1,7 +1,8 @@
 //! `paddock chat` (M2, I1, I2, L5): an interactive session. A line typed while paddock is idle
 //! is the next message; a line typed while it works is steering that enters before its next
 //! model request; `/next TEXT` queues a follow-up; `/compact [FOCUS]` (between turns)
-//! summarizes the history now; `/stop` or Ctrl-C interrupts the turn;
+//! summarizes the history now; `/rewind` (between turns) lists the turns with what each
+//! changed and goes back to one, `/fork N` forks the session at turn N; `/stop` or Ctrl-C interrupts the turn;
 //! `/quit`, Ctrl-D, or Ctrl-C while idle leaves. Every line is logged before it is
 //! acknowledged. `--continue` and `--resume ID` reopen a session with its end shown briefly.
 //!
@@ -194,6 +195,8 @@ impl Chat<'_> {
                 }
                 Line::Command(Action::Quit, _) => break,
                 Line::Command(Action::Compact, focus) => self.compact(&focus).await,
+                Line::Command(Action::Rewind, arg) => self.rewind(&arg),
+                Line::Command(Action::Fork, arg) => self.fork(&arg).await,
                 Line::Command(action, arg) => self.command(action, &arg, false),
                 Line::Unknown(message) => self.printer.notice(&message),
             }
@@ -210,11 +213,16 @@ impl Chat<'_> {
             Action::Stop | Action::Next if !busy => self
                 .printer
                 .notice("nothing is running: type a message, or /quit"),
-            Action::Compact if busy => self
-                .printer
-                .notice("/compact works between turns: type it when this one ends"),
+            Action::Compact | Action::Rewind | Action::Fork if busy => self.printer.notice(
+                "/compact, /rewind and /fork work between turns: type it when this one ends",
+            ),
             Action::Image => self.attach(arg),
-            Action::Stop | Action::Next | Action::Quit | Action::Compact => {}
+            Action::Stop
+            | Action::Next
+            | Action::Quit
+            | Action::Compact
+            | Action::Rewind
+            | Action::Fork => {}
         }
     }
 
@@ -240,6 +248,107 @@ impl Chat<'_> {
             Ok(Some(_)) => {}
             Ok(None) => self.printer.notice("nothing to compact yet"),
             Err(e) => self.printer.notice(&format!("compaction failed: {e}")),
+        }
+    }
+
+    /// `/rewind`: the turns and what each changed; `/rewind N [code|conversation|both]
+    /// [force]`: back to where turn N began.
+    fn rewind(&self, arg: &str) {
+        let words: Vec<&str> = arg.split_whitespace().collect();
+        let Some(first) = words.first() else {
+            let turns = self.session.turn_list();
+            if turns.is_empty() {
+                self.printer.notice("no turn yet: nothing to rewind");
+                return;
+            }
+            let mut text = String::from("turns of this conversation, and what each changed:\n");
+            for t in &turns {
+                let changed = t
+                    .changed
+                    .map_or("-".to_string(), |n| format!("{n} path(s)"));
+                let prompt = t.prompt.as_deref().unwrap_or("(went on without a message)");
+                text.push_str(&format!(
+                    "  {:>3}  {changed:<12}  {}\n",
+                    t.turn,
+                    sanitize(&paddock_types::text::one_line(prompt, 60))
+                ));
+            }
+            text.push_str(
+                "/rewind N goes back to where turn N began: files and conversation; add `code` \
+                 or `conversation` for one of them, `force` to restore files changed outside \
+                 the session too",
+            );
+            self.printer.plain(&text);
+            return;
+        };
+        let Ok(to) = first.parse::<u64>() else {
+            self.printer.notice(&format!(
+                "/rewind takes a turn number, not `{}`",
+                sanitize(first)
+            ));
+            return;
+        };
+        let mut scope = paddock::RewindScope::Both;
+        let mut force = false;
+        for word in &words[1..] {
+            match *word {
+                "code" => scope = paddock::RewindScope::Code,
+                "conversation" => scope = paddock::RewindScope::Conversation,
+                "both" => scope = paddock::RewindScope::Both,
+                "force" => force = true,
+                other => {
+                    self.printer.notice(&format!(
+                        "/rewind N takes code, conversation, both or force, not `{}`",
+                        sanitize(other)
+                    ));
+                    return;
+                }
+            }
+        }
+        match self.session.rewind(to, scope, force) {
+            Ok(done) => {
+                self.printer
+                    .plain(crate::rewind::describe(&done, to).trim_end());
+                if let Some(conversation) = &done.conversation {
+                    let prompt = conversation.prompt.as_deref().map_or(String::new(), |p| {
+                        format!("; its message was: {}", sanitize(p))
+                    });
+                    self.printer.notice(&format!(
+                        "the conversation goes on from the start of turn {}{prompt}",
+                        conversation.turn
+                    ));
+                }
+            }
+            Err(e) => self.printer.notice(&format!("rewind failed: {e}")),
+        }
+    }
+
+    /// `/fork N [keep-files] [force]`: a new session from this one's history before turn N.
+    async fn fork(&self, arg: &str) {
+        let words: Vec<&str> = arg.split_whitespace().collect();
+        let Some(Ok(at)) = words.first().map(|w| w.parse::<u64>()) else {
+            self.printer
+                .notice("/fork takes a turn number: /fork N [keep-files] [force]");
+            return;
+        };
+        let options = paddock::session::ForkOptions {
+            at,
+            files: !words.contains(&"keep-files"),
+            force: words.contains(&"force"),
+            approver: Box::new(self.questions.clone()),
+        };
+        match self.session.fork_here(options, self.printer).await {
+            Ok(forked) => {
+                let id = forked.session.id().to_string();
+                self.printer
+                    .plain(crate::rewind::describe(&forked.rewound, at).trim_end());
+                self.printer.notice(&format!(
+                    "forked at the start of turn {at} as {id}; this chat stays on {}; \
+                     `paddock chat --resume {id}` goes on with the fork",
+                    self.session.id()
+                ));
+            }
+            Err(e) => self.printer.notice(&format!("fork failed: {e}")),
         }
     }
 

@@ -29,6 +29,7 @@ pub fn start(cwd: &str) -> Body {
         skills: None,
         model_script: None,
         tools: Vec::new(),
+        forked_from: None,
     }))
 }
 

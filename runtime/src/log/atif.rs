@@ -253,6 +253,15 @@ impl Mapping {
                 self.stop = Some((*reason, detail.clone()));
                 self.turn_open = false;
             }
+            Body::ConversationRewind { turn, from } => {
+                let rewind = json!({ "turn": turn, "from_seq": from });
+                let text = format!(
+                    "The conversation went back to where it stood when turn {turn} began: the \
+                     steps from event {from} on are no longer part of it, and what follows goes \
+                     on from there."
+                );
+                self.step(at, StepSource::System, text, Some(object([("rewind", rewind)])));
+            }
             Body::AttemptStart { .. }
             | Body::AttemptEnd { .. }
             | Body::StreamAnomaly { .. }

@@ -111,6 +111,11 @@ impl Checker {
                 }
                 self.compacted_upto = *upto;
             }
+            Body::ConversationRewind { from, turn } if *from == 0 || *from >= event.seq || *turn == 0 => {
+                return fail(format!(
+                    "conversation/rewind to turn {turn} from event {from}: turns count from 1 and it must take out events before itself"
+                ));
+            }
             Body::InboxIn { id, .. } => {
                 self.inbox.insert(id.clone());
             }

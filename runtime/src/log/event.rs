@@ -198,6 +198,11 @@ pub enum Body {
         before: String,
         after: String,
     },
+    /// The conversation went back to where it stood when turn `turn` began: the events from
+    /// `from` (the message that started that turn) up to this one stay in the log but are no
+    /// longer part of the history the model is sent; the next turn is turn `turn` again.
+    #[serde(rename = "conversation/rewind")]
+    ConversationRewind { turn: u64, from: u64 },
     /// The loop stopped, and why (B1).
     #[serde(rename = "turn/end")]
     TurnEnd {
@@ -266,6 +271,16 @@ pub struct SessionStart {
     /// schema): what a trajectory's `tool_definitions` says the agent could call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<crate::model::ToolDef>,
+    /// A fork's origin: the session whose history up to a turn this log begins with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkLink>,
+}
+
+/// Where a fork came from: its log begins with `session`'s events before turn `turn` began.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkLink {
+    pub session: String,
+    pub turn: u64,
 }
 
 /// Where a subagent came from.
@@ -528,6 +543,7 @@ pub(crate) fn test_start() -> Body {
         skills: None,
         model_script: None,
         tools: Vec::new(),
+        forked_from: None,
     }))
 }
 

@@ -56,6 +56,15 @@ impl LogWriter {
     /// file beside it, synced, and renamed into place, so the log never exists without it.
     /// Private like `create`'s.
     pub fn start(path: &Path, first: Body) -> io::Result<(LogWriter, Event)> {
+        let event = stamp(1, first);
+        let len = LogWriter::create_whole(path, std::slice::from_ref(&event))?;
+        let file = OpenOptions::new().append(true).open(path)?;
+        Ok((LogWriter::over(file, path, 2, len), event))
+    }
+
+    /// Creates a new log holding `events` as they are (seqs and times kept: a fork's copy of
+    /// its parent's history), atomically as `start` does; returns its length.
+    pub fn create_whole(path: &Path, events: &[Event]) -> io::Result<u64> {
         use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::DirBuilder::new()
@@ -68,8 +77,10 @@ impl LogWriter {
                 format!("{} exists", path.display()),
             ));
         }
-        let event = stamp(1, first);
-        let line = line_of(&event)?;
+        let mut lines = Vec::new();
+        for event in events {
+            lines.extend(line_of(event)?);
+        }
         let aside = path.with_extension("jsonl.new");
         let mut file = OpenOptions::new()
             .write(true)
@@ -77,13 +88,11 @@ impl LogWriter {
             .truncate(true)
             .mode(0o600)
             .open(&aside)?;
-        file.write_all(&line)?;
+        file.write_all(&lines)?;
         file.sync_all()?;
         std::fs::rename(&aside, path)?;
         File::open(dir)?.sync_all()?;
-        let file = OpenOptions::new().append(true).open(path)?;
-        let len = line.len() as u64;
-        Ok((LogWriter::over(file, path, 2, len), event))
+        Ok(lines.len() as u64)
     }
 
     /// Reopens a log that `read_log` has read: drops its torn last line, if any (and nothing

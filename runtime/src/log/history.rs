@@ -248,6 +248,11 @@ impl History {
         }
     }
 
+    /// The text of inbox entry `id`, once it has arrived.
+    pub fn inbox_text(&self, id: &str) -> Option<String> {
+        self.inbox.get(id).cloned()
+    }
+
     fn add(&mut self, seq: u64, message: Message) {
         self.next_key += 1;
         self.entries.push(HistoryEntry {

@@ -46,7 +46,17 @@ pub struct SessionIndex {
     /// A subagent's parent session and `task` call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<super::event::ParentLink>,
+    /// A fork's origin: the session and the turn it forked at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<super::event::ForkLink>,
+    /// A client's session (`mcp serve`, `tool call`): calls from a client, no conversation.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub client: bool,
 }
+
+/// What client sessions record as their model: their calls come from a client (`mcp serve`,
+/// `tool call`), not from a model.
+pub const CLIENT_MODELS: [&str; 2] = ["mcp-client", "tool-call"];
 
 impl SessionIndex {
     pub fn of(session: &str, state: &SessionState, log_len: u64) -> SessionIndex {
@@ -67,6 +77,8 @@ impl SessionIndex {
             cache_write_tokens: state.spent.cache_write_tokens,
             cost_usd: state.spent.cost_usd,
             parent: state.parent.clone(),
+            forked_from: state.forked_from.clone(),
+            client: state.model_config.is_none() && CLIENT_MODELS.contains(&state.model.as_str()),
         }
     }
 

@@ -41,14 +41,14 @@ pub use atif::trajectory;
 #[cfg(any(test, feature = "internals"))]
 pub use atif_schema::Trajectory;
 pub use event::{
-    Asked, Body, CompactReason, Event, InstructionRecord, Lane, LayerRecord, LoggedRepair,
+    Asked, Body, CompactReason, Event, ForkLink, InstructionRecord, Lane, LayerRecord, LoggedRepair,
     ParentLink, PluginHash, SessionStart, SkillsRecord, Source, StopReason, Touches,
 };
 pub use file::LogWriter;
 pub use history::{History, estimate_tokens};
 #[cfg(any(test, feature = "internals"))]
 pub use history::TASK_HEADER;
-pub use index::{SessionIndex, session_index};
+pub use index::{CLIENT_MODELS, SessionIndex, session_index};
 pub use lock::{LockError, SessionLock, Wait, recorded_holder};
 pub use quote::quote_markers;
 pub use read::read_log;
@@ -56,9 +56,11 @@ pub use recover::{Recovery, Settle, recover_tail};
 #[cfg(any(test, feature = "internals"))]
 pub use recover::{OUTCOME_UNKNOWN, recover};
 pub use session::{SessionLog, Tap};
-pub use state::Spent;
+pub use state::{Spent, TurnMark, rewound_ranges};
 #[cfg(any(test, feature = "internals"))]
 pub use state::SessionState;
+#[cfg(not(any(test, feature = "internals")))]
+pub(crate) use state::SessionState;
 pub use stream::{Streamed, stream_log};
 
 /// The log's file name inside a session directory.

@@ -107,7 +107,15 @@ impl SessionLog {
         let event = inner.writer.append(body)?;
         self.taken(&mut inner, &event);
         inner.writer.sync()?;
-        if matches!(event.body, Body::TurnEnd { .. }) {
+        if matches!(event.body, Body::ConversationRewind { .. }) {
+            // The history is built forward only: one that goes back is built again from the
+            // log, the events taken out skipped.
+            let path = inner.writer.path().to_path_buf();
+            inner.state = super::stream::stream_log(&path)
+                .map_err(|e| io::Error::other(e.to_string()))?
+                .state;
+        }
+        if matches!(event.body, Body::TurnEnd { .. } | Body::ConversationRewind { .. }) {
             inner.write_index();
         }
         Ok(())

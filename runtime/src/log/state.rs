@@ -148,6 +148,39 @@ pub struct SessionState {
     pub checkpoints: Vec<(u64, bool, String)>,
     /// The mounts as last recorded: the latest checkpoint, or the state a rewind left.
     pub last_checkpoint: Option<String>,
+    /// The turns of the conversation as it stands (a conversation rewind drops those after
+    /// it), each with the message that started it.
+    pub turn_marks: Vec<TurnMark>,
+    /// A fork's origin, from `session/start`.
+    pub forked_from: Option<super::event::ForkLink>,
+    /// The message waiting for the next turn to start: its seq and text.
+    prompt: Option<(u64, String)>,
+    in_turn: bool,
+    /// What conversation rewinds took out of the history: `[from, rewind)` ranges of seqs,
+    /// known before the events are taken (`rewound_ranges`).
+    dead: Vec<(u64, u64)>,
+}
+
+/// One turn of the conversation as it stands: where it began in the log, and the message
+/// that started it (none for a turn that went on without one, as `resume` does).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnMark {
+    pub turn: u64,
+    /// The seq of the message that started it (or of its `turn/start`): what a conversation
+    /// rewind to it takes out of the history from.
+    pub from: u64,
+    pub prompt: Option<String>,
+}
+
+/// The seq ranges that conversation rewinds among `events` take out of the history.
+pub fn rewound_ranges<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<(u64, u64)> {
+    events
+        .into_iter()
+        .filter_map(|e| match e.body {
+            Body::ConversationRewind { from, .. } => Some((from, e.seq)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// How much of the first message the state keeps.
@@ -155,24 +188,76 @@ const FIRST_MESSAGE_CHARS: usize = 200;
 
 impl SessionState {
     pub fn of(events: &[Event]) -> SessionState {
-        let mut state = SessionState::default();
+        let mut state = SessionState::rewound(rewound_ranges(events));
         for event in events {
             state.push(event);
         }
         state
     }
 
+    /// A state to take events into, knowing the ranges conversation rewinds take out of the
+    /// history (`rewound_ranges` of the same events).
+    pub fn rewound(dead: Vec<(u64, u64)>) -> SessionState {
+        SessionState {
+            dead,
+            ..SessionState::default()
+        }
+    }
+
+    /// Whether `seq` is part of the conversation as it stands.
+    fn live(&self, seq: u64) -> bool {
+        !self.dead.iter().any(|(from, to)| (*from..*to).contains(&seq))
+    }
+
     pub fn push(&mut self, event: &Event) {
-        self.history.push(event);
+        if self.live(event.seq) {
+            self.history.push(event);
+            self.has_task |= is_task(&event.body);
+        }
         self.spent.push(event);
-        self.has_task |= is_task(&event.body);
         self.shells.push(&event.body);
         match &event.body {
-            Body::TurnStart { .. } => {
+            Body::UserMessage { text, source, .. } if *source == super::Source::User => {
+                if self.first_message.is_none() {
+                    self.first_message = Some(text.chars().take(FIRST_MESSAGE_CHARS).collect());
+                }
+                if !self.in_turn {
+                    self.prompt = Some((event.seq, text.clone()));
+                }
+            }
+            // A follow-up taken between turns starts the next one.
+            Body::InboxTake { id } if !self.in_turn => {
+                let text = self.history.inbox_text(id).unwrap_or_default();
+                self.prompt = Some((event.seq, text));
+            }
+            Body::TurnStart { turn } => {
+                self.in_turn = true;
                 self.turns += 1;
                 self.last_stop = Some(StopReason::Interrupted);
+                let (from, prompt) = match self.prompt.take() {
+                    Some((seq, text)) => (seq, Some(text)),
+                    None => (event.seq, None),
+                };
+                self.turn_marks.push(TurnMark {
+                    turn: *turn,
+                    from,
+                    prompt,
+                });
             }
-            Body::TurnEnd { reason, .. } => self.last_stop = Some(*reason),
+            Body::ConversationRewind { turn, .. } => {
+                let kept = turn.saturating_sub(1);
+                self.turns = kept;
+                self.turn_marks.truncate(usize::try_from(kept).unwrap_or(usize::MAX));
+                // The checkpoints of the turns taken out go too, but not the one taken as
+                // turn `turn` began: it is the state the conversation went back to.
+                self.checkpoints
+                    .retain(|(t, ended, _)| t < turn || (t == turn && !ended));
+                self.prompt = None;
+            }
+            Body::TurnEnd { reason, .. } => {
+                self.in_turn = false;
+                self.last_stop = Some(*reason);
+            }
             Body::Checkpoint { id, turn, ended } => {
                 self.checkpoints.push((*turn, *ended, id.clone()));
                 self.last_checkpoint = Some(id.clone());
@@ -184,6 +269,7 @@ impl SessionState {
                 self.model.clone_from(&start.model);
                 self.model_config.clone_from(&start.model_config);
                 self.parent.clone_from(&start.parent);
+                self.forked_from.clone_from(&start.forked_from);
             }
             Body::SessionModel {
                 model,
@@ -199,11 +285,6 @@ impl SessionState {
             } => {
                 self.revealed_window =
                     Some(self.revealed_window.map_or(*window, |w| w.min(*window)));
-            }
-            Body::UserMessage { text, source, .. }
-                if self.first_message.is_none() && *source == super::Source::User =>
-            {
-                self.first_message = Some(text.chars().take(FIRST_MESSAGE_CHARS).collect());
             }
             _ => {}
         }

@@ -41,10 +41,10 @@ pub fn stream_log(path: &Path) -> Result<Streamed, LogError> {
         line,
         problem,
     };
+    let mut state = SessionState::rewound(conversation_rewinds(path).map_err(io)?);
     let file = std::fs::File::open(path).map_err(io)?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut checker = Checker::default();
-    let mut state = SessionState::default();
     state
         .history
         .read_images_from(super::blobs::Blobs::of_log(path));
@@ -98,6 +98,26 @@ pub fn stream_log(path: &Path) -> Result<Streamed, LogError> {
         torn,
         last_seq,
     })
+}
+
+/// The ranges conversation rewinds take out of the history, found before the events are
+/// taken (the history must skip them as it is built). Lines are only searched for the event's
+/// type, which JSON text cannot spell (a quote inside a string is escaped), and those parsed;
+/// the main pass checks every line.
+fn conversation_rewinds(path: &Path) -> std::io::Result<Vec<(u64, u64)>> {
+    const TYPE: &[u8] = br#""type":"conversation/rewind""#;
+    let mut reader = BufReader::with_capacity(1 << 20, std::fs::File::open(path)?);
+    let mut line = Vec::new();
+    let mut found = Vec::new();
+    while reader.read_until(b'\n', &mut line)? > 0 {
+        if line.windows(TYPE.len()).any(|w| w == TYPE)
+            && let Ok(event) = serde_json::from_slice::<Event>(&line)
+        {
+            found.extend(super::state::rewound_ranges([&event]));
+        }
+        line.clear();
+    }
+    Ok(found)
 }
 
 #[cfg(test)]

@@ -114,3 +114,8 @@ pub(crate) fn numbered(bodies: impl IntoIterator<Item = Body>) -> Vec<Event> {
         })
         .collect()
 }
+
+/// A `session/start` for tests outside the log.
+pub(crate) fn start() -> Body {
+    super::event::test_start()
+}

@@ -51,6 +51,9 @@ pub struct PresetFile {
     /// Risk tier => allow, ask or deny.
     #[serde(default)]
     pub approval: ApprovalEntry,
+    /// How the writable mounts are recorded for rewind.
+    #[serde(default)]
+    pub checkpoints: super::sections::CheckpointsEntry,
     /// MCP servers started confined, their tools used like plugin tools (`mcp.rs`).
     #[serde(default)]
     pub mcp: BTreeMap<String, super::mcp::McpEntry>,
@@ -219,5 +222,31 @@ mod tests {
         assert!(err.contains("p:3:8") && err.contains("\"off\""), "{err}");
         let err = parse("p", "[plugins.a]\nsource = \"x\"\nmounts = [{ host = \".\", guest = \"/w\", mode = \"rx\" }]\n").unwrap_err().0;
         assert!(err.contains("p:3:"), "{err}");
+    }
+
+    #[test]
+    fn the_checkpoints_table_is_checked_where_it_is_written() {
+        let ok = parse(
+            "p",
+            "[checkpoints]\nenabled = false\nmax_files = 10\nmax_total_mb = 5\nmax_file_mb = 1\nexclude_vcs_ignored = true\ngrain = \"turn\"\n",
+        )
+        .unwrap();
+        let policy = ok.checkpoint_policy();
+        assert!(!policy.enabled && policy.exclude_vcs_ignored);
+        assert_eq!(
+            (policy.max_files, policy.max_total_bytes, policy.max_file_bytes),
+            (10, 5 << 20, 1 << 20)
+        );
+        let defaults = parse("p", "").unwrap().checkpoint_policy();
+        assert!(defaults.enabled && !defaults.exclude_vcs_ignored);
+        assert_eq!(defaults.max_files, 50_000);
+        let err = parse("p", "[checkpoints]\ngrain = \"call\"\n").unwrap_err().0;
+        assert!(err.contains("p:2:9") && err.contains("not available yet"), "{err}");
+        let err = parse("p", "[checkpoints]\ngrain = \"hour\"\n").unwrap_err().0;
+        assert!(err.contains("\"hour\" is not a grain"), "{err}");
+        let err = parse("p", "[checkpoints]\nmax_files = 0\n").unwrap_err().0;
+        assert!(err.contains("p:2:") && err.contains("above 0"), "{err}");
+        let err = parse("p", "[checkpoints]\nexclude_ignored = true\n").unwrap_err().0;
+        assert!(err.contains("did you mean `exclude_vcs_ignored`?"), "{err}");
     }
 }

@@ -30,6 +30,23 @@ pub struct LoopBudgets {
     pub wrap_up: bool,
 }
 
+/// `[checkpoints]` with defaults filled in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckpointPolicy {
+    pub enabled: bool,
+    pub max_files: u64,
+    pub max_total_bytes: u64,
+    pub max_file_bytes: u64,
+    pub exclude_vcs_ignored: bool,
+    pub grain: super::sections::Grain,
+}
+
+impl Default for CheckpointPolicy {
+    fn default() -> CheckpointPolicy {
+        PresetFile::default().checkpoint_policy()
+    }
+}
+
 /// Risk tier => what happens (C2). Defaults: low and medium allow, high asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ApprovalPolicy {
@@ -89,6 +106,19 @@ impl PresetFile {
             max_subagents: l.max_subagents.map_or(2, |n| n.0),
             max_depth: l.max_depth.unwrap_or(1),
             wrap_up: l.wrap_up.unwrap_or(true),
+        }
+    }
+
+    pub fn checkpoint_policy(&self) -> CheckpointPolicy {
+        let c = &self.checkpoints;
+        let mb = |n: super::sections::Positive| n.0.saturating_mul(1024 * 1024);
+        CheckpointPolicy {
+            enabled: c.enabled.unwrap_or(true),
+            max_files: c.max_files.map_or(50_000, |n| n.0),
+            max_total_bytes: c.max_total_mb.map_or(2 * 1024 * 1024 * 1024, mb),
+            max_file_bytes: c.max_file_mb.map_or(16 * 1024 * 1024, mb),
+            exclude_vcs_ignored: c.exclude_vcs_ignored.unwrap_or(false),
+            grain: c.grain.unwrap_or(super::sections::Grain::Turn),
         }
     }
 

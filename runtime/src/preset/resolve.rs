@@ -53,6 +53,8 @@ pub struct ResolvedPreset {
     /// Skill folders the preset names (`skills`), absolute.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skills: Vec<PathBuf>,
+    /// How the writable mounts are recorded for rewind (`[checkpoints]`).
+    pub checkpoints: super::policy::CheckpointPolicy,
 }
 
 impl ResolvedPreset {
@@ -130,6 +132,7 @@ impl PresetFile {
             tools: self.tools.clone(),
             hooks: self.resolve_hooks(cx)?,
             approval: self.approval_policy(),
+            checkpoints: self.checkpoint_policy(),
             mcp: self
                 .mcp
                 .iter()

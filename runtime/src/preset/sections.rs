@@ -32,6 +32,53 @@ pub struct LoopLimits {
     pub wrap_up: Option<bool>,
 }
 
+/// `[checkpoints]`: how the session's writable mounts are recorded for `rewind` and `diff`
+/// (docs/rewind.md). Absent keys take the defaults `preset show` prints.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointsEntry {
+    /// `false`: no checkpoints (no rewind of the files, no diff).
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// A session whose writable mounts hold more entries than this runs without checkpoints.
+    #[serde(default)]
+    pub max_files: Option<Positive>,
+    /// ... or more megabytes of files than this.
+    #[serde(default)]
+    pub max_total_mb: Option<Positive>,
+    /// Files larger than this many megabytes are left out of checkpoints.
+    #[serde(default)]
+    pub max_file_mb: Option<Positive>,
+    /// Leave out what the project's git ignores (`.gitignore` files, `.git/info/exclude`).
+    #[serde(default)]
+    pub exclude_vcs_ignored: Option<bool>,
+    /// When checkpoints are taken: `"turn"` (as each turn begins and ends).
+    #[serde(default)]
+    pub grain: Option<Grain>,
+}
+
+/// When checkpoints are taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Grain {
+    Turn,
+}
+
+impl<'de> Deserialize<'de> for Grain {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match String::deserialize(d)?.as_str() {
+            "turn" => Ok(Grain::Turn),
+            "call" => Err(serde::de::Error::custom(
+                "\"call\" (a checkpoint before every call that is not idempotent) is not \
+                 available yet; use \"turn\" or leave the key out",
+            )),
+            other => Err(serde::de::Error::custom(format!(
+                "{other:?} is not a grain: use \"turn\""
+            ))),
+        }
+    }
+}
+
 /// A whole number above zero.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(transparent)]

@@ -14,9 +14,11 @@
 
 mod env;
 mod error;
+mod fork;
 mod lock;
 mod offer;
 mod resume;
+mod rewind;
 mod skill_run;
 mod skill_tool;
 mod start;
@@ -34,6 +36,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use env::Env;
 pub use error::{SetupCode, SetupError};
+pub use fork::{ForkOptions, Forked};
+pub use rewind::TurnSummary;
 pub use resume::{ModelMove, ReopenOptions, Reopened, latest_in};
 pub use start::{ModelChoice, SessionBuilder};
 pub use task::ChildTap;
@@ -64,6 +68,8 @@ pub struct Session {
     client_calls: tokio::sync::Mutex<()>,
     /// The recorders of the writable mounts (checkpoints before each turn, rewind).
     checkpoints: Option<crate::rewind::Checkpoints>,
+    /// Why there are none, when there is a writable mount (the preset, the bounds).
+    checkpoints_off: Option<String>,
     _lock: SessionLock,
 }
 
@@ -111,6 +117,33 @@ impl Session {
         resume::reopen(env, id, options).await
     }
 
+    /// Forks recorded session `parent` of `env`'s data directory at the start of turn
+    /// `options.at`: a new session whose log begins with the parent's history up to then, and
+    /// whose mounts are put back as they were then (the parent's log is left as it is; its
+    /// files are the same files). See `fork.rs`.
+    pub async fn fork(
+        env: Env,
+        parent: &str,
+        options: ForkOptions,
+        observer: &dyn Observer,
+    ) -> Result<Forked, SetupError> {
+        fork::fork(env, parent, options, observer).await
+    }
+
+    /// `fork` of this session, which this process holds: see `Session::fork`. This session
+    /// goes on as it is (its files are the fork's too).
+    pub async fn fork_here(
+        &self,
+        options: ForkOptions,
+        observer: &dyn Observer,
+    ) -> Result<Forked, SetupError> {
+        self.log
+            .sync()
+            .map_err(|e| SetupError::host(format!("cannot write the session log: {e}")))?;
+        let env = self.loaded.env.clone();
+        fork::from_log(env, self.id(), &self.path, options, observer).await
+    }
+
     fn new(
         loaded: Loaded,
         provider: Box<dyn Provider>,
@@ -121,7 +154,10 @@ impl Session {
         max_turns: Option<u64>,
     ) -> Session {
         let turn = Arc::new(Mutex::new(loaded.cancel.clone()));
-        let checkpoints = checkpoints_for(&loaded);
+        let (checkpoints, checkpoints_off) = match checkpoints_for(&loaded) {
+            Ok(found) => (found, None),
+            Err(why) => (None, Some(why)),
+        };
         Session {
             loaded,
             provider,
@@ -134,6 +170,7 @@ impl Session {
             terminated: Arc::new(AtomicBool::new(false)),
             client_calls: tokio::sync::Mutex::new(()),
             checkpoints,
+            checkpoints_off,
             _lock: lock,
         }
     }
@@ -391,94 +428,12 @@ impl Session {
             checkpoints: self.checkpoints.as_ref(),
         }
     }
-
-    /// Puts the session's writable mounts back as they were when turn `to` began (turns
-    /// count from 1). Files changed outside the session since its last checkpoint are kept
-    /// (named in the answer) unless `force`; protected paths are never written. The rewind is
-    /// logged (`rewind`), with the checkpoint of the mounts just before it, so it can be undone.
-    pub fn rewind(&self, to: u64, force: bool) -> Result<crate::rewind::Rewound, String> {
-        let Some(checkpoints) = self.checkpoints.as_ref() else {
-            return Err("this session has no writable mount, so there is nothing to rewind".into());
-        };
-        // A turn that ended without its checkpoint (the process was killed) has its changes
-        // counted as the session's up to now: recorded here as that turn's end, so they are
-        // not taken for changes made outside the session.
-        let unended = self.log.with_state(|s| match s.checkpoints.last() {
-            Some((turn, false, _)) if *turn == s.turns && s.last_checkpoint.as_ref() == s.checkpoints.last().map(|c| &c.2) => Some(*turn),
-            _ => None,
-        });
-        let mut notes = Vec::new();
-        if let Some(turn) = unended {
-            checkpoints.log_one(&self.log, turn, true)?;
-            notes.push(format!(
-                "turn {turn} ended without a checkpoint (the process was stopped): its changes up \
-                 to now are counted as the session's"
-            ));
-        }
-        let (target, reference) = self.log.with_state(|s| {
-            (
-                crate::rewind::at_turn_start(&s.checkpoints, to).map(str::to_string),
-                s.last_checkpoint.clone(),
-            )
-        });
-        let Some(target) = target else {
-            let turns = self.log.with_state(|s| s.turns);
-            return Err(format!(
-                "turn {to} has no checkpoint: this session has {turns} turn(s), counted from 1, \
-                 and checkpoints began with the first turn run by a paddock that takes them"
-            ));
-        };
-        let mut done = checkpoints.restore(&target, reference.as_deref(), force)?;
-        done.notes = notes;
-        self.log
-            .append_synced(Body::Rewind {
-                turn: to,
-                to: target,
-                before: done.before.clone(),
-                after: done.after.clone(),
-            })
-            .map_err(|e| format!("cannot write the session log: {e}"))?;
-        Ok(done)
-    }
-
-    /// What the session changed as a unified diff: all of it (from the first checkpoint to
-    /// the mounts now), or turn `turn` alone (from its start to its end).
-    pub fn diff(&self, turn: Option<u64>) -> Result<String, String> {
-        let Some(checkpoints) = self.checkpoints.as_ref() else {
-            return Ok(String::new());
-        };
-        let all = self.log.with_state(|s| s.checkpoints.clone());
-        let (from, to) = match turn {
-            Some(n) => {
-                let from = crate::rewind::at_turn_start(&all, n)
-                    .ok_or_else(|| format!("turn {n} has no checkpoint"))?;
-                let to = all
-                    .iter()
-                    .find(|(t, ended, _)| *t == n && *ended)
-                    .or_else(|| all.iter().find(|(t, ended, _)| *t == n + 1 && !ended))
-                    .map(|(_, _, id)| id.clone());
-                let to = match to {
-                    Some(id) => id,
-                    None => checkpoints.take()?.0,
-                };
-                (from.to_string(), to)
-            }
-            None => {
-                let from = all
-                    .first()
-                    .map(|(_, _, id)| id.clone())
-                    .ok_or("this session has no checkpoint yet")?;
-                (from, checkpoints.take()?.0)
-            }
-        };
-        checkpoints.diff(&from, &to)
-    }
 }
 
 /// The checkpoint recorders of a loaded preset's writable mounts (its plugins' and MCP
-/// servers'); none when nothing is writable or they cannot be set up (then turns run without
-/// checkpoints, as before: a rewind says so).
-fn checkpoints_for(loaded: &Loaded) -> Option<crate::rewind::Checkpoints> {
+/// servers'); none when nothing is writable, and why when they are off or cannot be set up
+/// (then turns run without checkpoints: a rewind says why).
+fn checkpoints_for(loaded: &Loaded) -> Result<Option<crate::rewind::Checkpoints>, String> {
     let resolved = &loaded.resolved;
     let mut mounts = Vec::new();
     let mut protect = Vec::new();
@@ -490,11 +445,11 @@ fn checkpoints_for(loaded: &Loaded) -> Option<crate::rewind::Checkpoints> {
         mounts.extend(server.mounts.iter().cloned());
         protect.push(&server.protect);
     }
-    match crate::rewind::Checkpoints::new(loaded.env.store.root(), &mounts, &protect) {
-        Ok(found) => found,
-        Err(e) => {
-            tracing::warn!("checkpoints are off for this session: {e}");
-            None
-        }
-    }
+    crate::rewind::Checkpoints::new(
+        loaded.env.store.root(),
+        &mounts,
+        &protect,
+        &resolved.checkpoints,
+    )
+    .inspect_err(|e| tracing::warn!("checkpoints are off for this session: {e}"))
 }

@@ -140,7 +140,7 @@ pub(super) async fn reopen(
 }
 
 /// The session's lock (L6), waited for when `wait` says so.
-async fn lock_session(path: &Path, wait: bool) -> Result<SessionLock, SetupError> {
+pub(super) async fn lock_session(path: &Path, wait: bool) -> Result<SessionLock, SetupError> {
     let wait = if wait { Wait::Yes } else { Wait::No };
     let dir = path.parent().unwrap_or(path).to_path_buf();
     match tokio::task::spawn_blocking(move || SessionLock::acquire(&dir, wait)).await {

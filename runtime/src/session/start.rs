@@ -365,7 +365,7 @@ pub(crate) fn is_client_session(start: &SessionStart) -> bool {
 }
 
 /// The names client sessions record as their model.
-pub(crate) const CLIENTS: [&str; 2] = ["mcp-client", "tool-call"];
+pub(crate) const CLIENTS: [&str; 2] = crate::log::CLIENT_MODELS;
 
 /// What `session/start` records: the preset as found (name, origin, hash, text), the working
 /// directory, the hash of every plugin and hook the session loaded, the model, the system
@@ -405,6 +405,7 @@ fn start_record(
         skills: None,
         model_script: None,
         tools: loaded.tool_defs(),
+        forked_from: None,
     }
 }
 

@@ -73,6 +73,8 @@ mod preset_inherit;
 mod preset_root;
 mod preset_verdict;
 mod rewind;
+mod rewind_fork;
+mod rewind_hostile;
 mod session_api;
 mod session_dirs;
 mod shell;

@@ -15,14 +15,14 @@ use crate::agent_common::{Project, call_step, text};
 use paddock_tests::scripted::{Fault, Script, ScriptedServer, Step, Turn};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Copy {
+pub(crate) enum Copy {
     File(u32, Vec<u8>),
     Dir(u32),
     Link(PathBuf),
 }
 
 /// The workspace as a comparable copy, without `.git`.
-fn copy(root: &Path) -> BTreeMap<PathBuf, Copy> {
+pub(crate) fn copy(root: &Path) -> BTreeMap<PathBuf, Copy> {
     let mut out = BTreeMap::new();
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
@@ -47,7 +47,7 @@ fn copy(root: &Path) -> BTreeMap<PathBuf, Copy> {
     out
 }
 
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
     while !done() {
         assert!(
@@ -128,7 +128,9 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
 
     // The first rewind after the kill counts turn two's changes as the session's (it says
     // so), and goes back to where turn two began.
-    let after_kill = project.paddock(&["rewind", &id, "--to", "2"]).await;
+    let after_kill = project
+        .paddock(&["rewind", &id, "--to", "2", "--code"])
+        .await;
     let said = text(&after_kill);
     assert_eq!(after_kill.status.code(), Some(0), "{said}");
     assert!(said.contains("turn 2 ended without a checkpoint"), "{said}");
@@ -138,7 +140,9 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
     std::fs::write(root.join("moved.txt"), "the user's edit\n").unwrap();
     let hook_before = std::fs::read_dir(root.join(".git/hooks")).unwrap().count();
 
-    let back = project.paddock(&["rewind", &id, "--to", "1"]).await;
+    let back = project
+        .paddock(&["rewind", &id, "--to", "1", "--code"])
+        .await;
     let said = text(&back);
     assert_eq!(back.status.code(), Some(0), "{said}");
     assert!(
@@ -163,12 +167,14 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
     );
 
     let forced = project
-        .paddock(&["rewind", &id, "--to", "1", "--force"])
+        .paddock(&["rewind", &id, "--to", "1", "--force", "--code"])
         .await;
     assert_eq!(forced.status.code(), Some(0), "{}", text(&forced));
     assert_eq!(copy(&root), at_turn_1, "{}", text(&forced));
 
-    let again = project.paddock(&["rewind", &id, "--to", "2"]).await;
+    let again = project
+        .paddock(&["rewind", &id, "--to", "2", "--code"])
+        .await;
     assert_eq!(again.status.code(), Some(0), "{}", text(&again));
     assert_eq!(copy(&root), at_turn_2, "{}", text(&again));
 
@@ -181,7 +187,9 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
         "{shown}"
     );
 
-    let none = project.paddock(&["rewind", &id, "--to", "9"]).await;
+    let none = project
+        .paddock(&["rewind", &id, "--to", "9", "--code"])
+        .await;
     assert_eq!(none.status.code(), Some(1), "{}", text(&none));
     assert!(
         text(&none).contains("turn 9 has no checkpoint"),

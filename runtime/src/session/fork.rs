@@ -1,0 +1,261 @@
+//! A fork: a new session whose log begins with a recorded session's history up to the start
+//! of one of its turns, and whose mounts are put back as they were then.
+//!
+//! The parent is held (its lock) while it is read and its mounts are restored, so no turn of
+//! it runs meanwhile; its log is only read. The parent's log is read whole and checked as
+//! `resume` checks it: a log that does not read as paddock wrote it (an edited line, a gap in
+//! the sequence, a result without its call) forks nothing. The child's log is the parent's
+//! `session/start` under a new id with `forked_from` (parent and turn), then the parent's
+//! events before the message that started that turn, as its conversation holds them: what a
+//! conversation rewind took out is left behind, the rest numbered again (times kept, and a
+//! compaction's `upto` moved to the same event). It is then reopened as
+//! `resume` reopens a session (the recorded preset, the plugins checked), and its mounts are
+//! restored from the checkpoint taken as that turn began, logged in the child as `rewind`.
+//!
+//! A fork restores into the same mounts as its parent (the preset names them): the parent's
+//! files change too. Files changed since the parent's last checkpoint (by the user, or by a
+//! turn cut short) are kept and named unless forced, as a rewind keeps them.
+
+use super::error::SetupError;
+use super::resume::{ReopenOptions, lock_session, reopen};
+use super::start::{is_client_session, new_session_id};
+use super::{Env, Session};
+use crate::agent::Observer;
+use crate::ask::Approver;
+use crate::log::{
+    Body, Event, ForkLink, LOG_FILE, LogWriter, SessionState, read_log, rewound_ranges,
+};
+
+/// How to fork.
+pub struct ForkOptions {
+    /// The turn whose start the fork begins at (turns count from 1).
+    pub at: u64,
+    /// Put the mounts back as they were when that turn began (else the files stay as they
+    /// are and only the conversation forks).
+    pub files: bool,
+    /// Restore files changed since the parent's last checkpoint too.
+    pub force: bool,
+    pub approver: Box<dyn Approver>,
+}
+
+/// A fork made: the new session, ready to go on, and what was done to the mounts.
+pub struct Forked {
+    pub session: Session,
+    pub rewound: crate::rewind::Rewound,
+    /// The message that started the turn forked at, to send again or change.
+    pub prompt: Option<String>,
+}
+
+/// The events of `events` before seq `from` that its conversation holds, numbered from 2;
+/// see the module doc.
+fn history_before(events: &[Event], from: u64) -> Vec<Event> {
+    let dead = rewound_ranges(events);
+    let live = |seq: u64| !dead.iter().any(|(a, b)| (*a..*b).contains(&seq));
+    let mut numbered: Vec<(u64, u64)> = Vec::new();
+    let mut out = Vec::new();
+    let kept = events.iter().filter(|e| {
+        e.seq > 1 && e.seq < from && live(e.seq) && !matches!(e.body, Body::ConversationRewind { .. })
+    });
+    for event in kept {
+        let mut event = event.clone();
+        let seq = out.len() as u64 + 2;
+        if let Body::ContextCompact { upto, .. } | Body::ContextCompacted { upto, .. } = &mut event.body {
+            *upto = numbered
+                .iter()
+                .rev()
+                .find(|(old, _)| *old <= *upto)
+                .map_or(1, |(_, new)| *new);
+        }
+        numbered.push((event.seq, seq));
+        event.seq = seq;
+        out.push(event);
+    }
+    out
+}
+
+pub(super) async fn fork(
+    env: Env,
+    parent: &str,
+    options: ForkOptions,
+    observer: &dyn Observer,
+) -> Result<Forked, SetupError> {
+    let fail = SetupError::usage;
+    let path = env.store.session_dir(parent).join(LOG_FILE);
+    if !path.is_file() {
+        return Err(fail(format!(
+            "no session `{parent}` (looked for {}); `paddock log --list` shows the sessions",
+            path.display()
+        )));
+    }
+    let _held = lock_session(&path, false).await?;
+    from_log(env, parent, &path, options, observer).await
+}
+
+/// `fork` of the session whose log is at `path`, held by the caller.
+pub(super) async fn from_log(
+    env: Env,
+    parent: &str,
+    path: &std::path::Path,
+    options: ForkOptions,
+    observer: &dyn Observer,
+) -> Result<Forked, SetupError> {
+    let fail = SetupError::usage;
+    let ForkOptions {
+        at,
+        files,
+        force,
+        approver,
+    } = options;
+    let read = read_log(path).map_err(|e| {
+        fail(format!(
+            "cannot fork session `{parent}`: its log does not read as paddock wrote it ({e}); \
+             nothing was forked"
+        ))
+    })?;
+    let Some(Body::SessionStart(start)) = read.events.first().map(|e| &e.body) else {
+        return Err(fail(format!(
+            "cannot fork session `{parent}`: its log does not begin with session/start"
+        )));
+    };
+    if is_client_session(start) {
+        return Err(fail(format!(
+            "session `{parent}`'s calls came from a client, not a model: there is no \
+             conversation to fork"
+        )));
+    }
+    let state = SessionState::of(&read.events);
+    let mark = usize::try_from(at)
+        .ok()
+        .and_then(|n| state.turn_marks.get(n.wrapping_sub(1)))
+        .cloned()
+        .ok_or_else(|| {
+            fail(format!(
+                "turn {at} is not in session `{parent}`'s conversation: it has {} turn(s), \
+                 counted from 1; `paddock log {parent}` shows them",
+                state.turns
+            ))
+        })?;
+    let target = crate::rewind::at_turn_start(&state.checkpoints, at).map(str::to_string);
+    let reference = state.last_checkpoint.clone();
+
+    let id = new_session_id();
+    let mut first = (**start).clone();
+    first.session.clone_from(&id);
+    first.parent = None;
+    first.forked_from = Some(ForkLink {
+        session: parent.to_string(),
+        turn: at,
+    });
+    let mut events = vec![Event {
+        seq: 1,
+        ts_ms: paddock_types::stamp::now_ms(),
+        body: Body::SessionStart(Box::new(first)),
+    }];
+    events.extend(history_before(&read.events, mark.from));
+    let child_dir = env.store.session_dir(&id);
+    LogWriter::create_whole(&child_dir.join(LOG_FILE), &events).map_err(|e| {
+        SetupError::host(format!("cannot write the fork's log in {}: {e}", child_dir.display()))
+    })?;
+    let made = async {
+        let options = ReopenOptions {
+            wait: false,
+            max_output_tokens: None,
+            moved: super::ModelMove::default(),
+            approver,
+            max_turns: None,
+            without_message: false,
+        };
+        let session = reopen(env, &id, options).await?.settle(observer).await?;
+        let mut rewound = crate::rewind::Rewound::default();
+        match (files, target) {
+            (false, _) => {}
+            (true, Some(target)) => {
+                rewound = session
+                    .restore_checkpoint(at, &target, reference.as_deref(), force)
+                    .map_err(SetupError::host)?;
+            }
+            (true, None) => rewound.notes.push(format!(
+                "turn {at} of `{parent}` has no checkpoint (no writable mount, or checkpoints \
+                 were off): the files are left as they are"
+            )),
+        }
+        Ok::<_, SetupError>((session, rewound))
+    };
+    match made.await {
+        Ok((session, rewound)) => Ok(Forked {
+            session,
+            rewound,
+            prompt: mark.prompt,
+        }),
+        Err(e) => {
+            // Nothing of a failed fork stays: its directory is this call's own.
+            let _ = std::fs::remove_dir_all(&child_dir);
+            Err(e)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::Source;
+
+    fn user(text: &str) -> Body {
+        Body::UserMessage {
+            text: text.into(),
+            source: Source::User,
+        }
+    }
+
+    #[test]
+    fn a_forks_history_leaves_what_a_rewind_took_out_and_keeps_compactions_on_their_events() {
+        let events = crate::log::test_session::numbered([
+            crate::log::test_session::start(),
+            user("first"),
+            Body::TurnStart { turn: 1 },
+            Body::TurnEnd {
+                reason: crate::log::StopReason::Completed,
+                detail: None,
+            },
+            user("second"),
+            Body::TurnStart { turn: 2 },
+            Body::TurnEnd {
+                reason: crate::log::StopReason::Completed,
+                detail: None,
+            },
+            Body::ConversationRewind { turn: 2, from: 5 },
+            Body::ContextCompacted {
+                id: "k".into(),
+                upto: 4,
+                summary: "s".into(),
+                attempt: "a".into(),
+                rounds: 1,
+                usage: None,
+                cost_usd: None,
+            },
+            user("second, again"),
+        ]);
+        let kept = history_before(&events, 11);
+        let seqs: Vec<u64> = kept.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [2, 3, 4, 5, 6]);
+        assert!(matches!(&kept[3].body, Body::ContextCompacted { upto: 4, .. }));
+        assert!(
+            kept.iter()
+                .all(|e| !matches!(&e.body, Body::UserMessage { text, .. } if text == "second"))
+        );
+        let state = SessionState::of(&events);
+        assert_eq!(state.turns, 1);
+        assert_eq!(state.turn_marks.len(), 1);
+        let users: Vec<&str> = state
+            .history
+            .entries()
+            .iter()
+            .filter_map(|e| match e.message.as_ref() {
+                crate::model::Message::User { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(!users.contains(&"second"), "{users:?}");
+        assert_eq!(users.last(), Some(&"second, again"), "{users:?}");
+    }
+}

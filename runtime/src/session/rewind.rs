@@ -1,0 +1,218 @@
+//! A session's rewind, fork at a turn, diff and list of turns, over its checkpoint recorders
+//! (`crate::rewind`) and its log: the code put back by descriptor and logged as `rewind`, the
+//! conversation logged as `conversation/rewind` (the history then goes on from where it stood
+//! when the turn began; nothing before it in the log changes).
+
+use super::Session;
+use crate::log::Body;
+
+/// One turn of the conversation as it stands, for a person choosing where to go back to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnSummary {
+    pub turn: u64,
+    /// The message that started it.
+    pub prompt: Option<String>,
+    /// Paths the turn changed in the mounts (`None`: no checkpoints say).
+    pub changed: Option<usize>,
+}
+
+impl Session {
+    /// Puts the session back as it was when turn `to` began (turns count from 1): its
+    /// writable mounts, its conversation, or both (`scope`).
+    ///
+    /// The code: files changed outside the session since its last checkpoint are kept (named
+    /// in the answer) unless `force`; protected paths are never written; logged as `rewind`,
+    /// with the checkpoint of the mounts just before it, so it can be undone. The
+    /// conversation: logged as `conversation/rewind`; the events after it stay in the log but
+    /// the history the model is sent goes on from before the message that started turn `to`,
+    /// and the next turn is turn `to`.
+    pub fn rewind(
+        &self,
+        to: u64,
+        scope: crate::rewind::Scope,
+        force: bool,
+    ) -> Result<crate::rewind::Rewound, String> {
+        let (turns, mark) = self.log.with_state(|s| {
+            let mark = usize::try_from(to)
+                .ok()
+                .and_then(|n| s.turn_marks.get(n.wrapping_sub(1)))
+                .cloned();
+            (s.turns, mark)
+        });
+        let mark = match (scope.conversation(), mark) {
+            (false, _) => None,
+            (true, Some(mark)) => Some(mark),
+            (true, None) => {
+                return Err(format!(
+                    "turn {to} is not in the conversation: it has {turns} turn(s), counted from \
+                     1; `paddock log SESSION` shows them"
+                ));
+            }
+        };
+        let mut done = match scope {
+            crate::rewind::Scope::Both if self.checkpoints.is_none() => crate::rewind::Rewound {
+                notes: vec![format!(
+                    "{}: only the conversation was rewound",
+                    self.no_checkpoints()
+                )],
+                ..crate::rewind::Rewound::default()
+            },
+            scope if scope.code() => self.rewind_code(to, force)?,
+            _ => crate::rewind::Rewound::default(),
+        };
+        if let Some(mark) = mark {
+            self.log
+                .append_synced(Body::ConversationRewind {
+                    turn: to,
+                    from: mark.from,
+                })
+                .map_err(|e| format!("cannot write the session log: {e}"))?;
+            done.conversation = Some(crate::rewind::ConversationRewound {
+                turn: to,
+                prompt: mark.prompt,
+            });
+        }
+        Ok(done)
+    }
+
+    /// Why the session has no checkpoints, in words.
+    fn no_checkpoints(&self) -> String {
+        match &self.checkpoints_off {
+            Some(why) => format!("this session takes no checkpoints: {why}"),
+            None => "this session has no writable mount".into(),
+        }
+    }
+
+    /// The code half of `rewind`.
+    fn rewind_code(&self, to: u64, force: bool) -> Result<crate::rewind::Rewound, String> {
+        let Some(checkpoints) = self.checkpoints.as_ref() else {
+            return Err(format!(
+                "{}, so there are no files to rewind; --conversation rewinds the conversation \
+                 alone",
+                self.no_checkpoints()
+            ));
+        };
+        // A turn that ended without its checkpoint (the process was killed) has its changes
+        // counted as the session's up to now: recorded here as that turn's end, so they are
+        // not taken for changes made outside the session.
+        let unended = self.log.with_state(|s| match s.checkpoints.last() {
+            Some((turn, false, _)) if *turn == s.turns && s.last_checkpoint.as_ref() == s.checkpoints.last().map(|c| &c.2) => Some(*turn),
+            _ => None,
+        });
+        let mut notes = Vec::new();
+        if let Some(turn) = unended {
+            checkpoints.log_one(&self.log, turn, true)?;
+            notes.push(format!(
+                "turn {turn} ended without a checkpoint (the process was stopped): its changes up \
+                 to now are counted as the session's"
+            ));
+        }
+        let (target, reference) = self.log.with_state(|s| {
+            (
+                crate::rewind::at_turn_start(&s.checkpoints, to).map(str::to_string),
+                s.last_checkpoint.clone(),
+            )
+        });
+        let Some(target) = target else {
+            let turns = self.log.with_state(|s| s.turns);
+            return Err(format!(
+                "turn {to} has no checkpoint: this session has {turns} turn(s), counted from 1, \
+                 and checkpoints began with the first turn run by a paddock that takes them"
+            ));
+        };
+        let mut done = self.restore_checkpoint(to, &target, reference.as_deref(), force)?;
+        done.notes = notes;
+        Ok(done)
+    }
+
+    /// Restores the mounts from checkpoint `target` (taken as turn `turn` began), what differs
+    /// from `reference` kept unless `force`, and logs it (`rewind`).
+    pub(crate) fn restore_checkpoint(
+        &self,
+        turn: u64,
+        target: &str,
+        reference: Option<&str>,
+        force: bool,
+    ) -> Result<crate::rewind::Rewound, String> {
+        let Some(checkpoints) = self.checkpoints.as_ref() else {
+            return Err(self.no_checkpoints());
+        };
+        let done = checkpoints.restore(target, reference, force)?;
+        self.log
+            .append_synced(Body::Rewind {
+                turn,
+                to: target.to_string(),
+                before: done.before.clone(),
+                after: done.after.clone(),
+            })
+            .map_err(|e| format!("cannot write the session log: {e}"))?;
+        Ok(done)
+    }
+
+    /// What the session changed as a unified diff: all of it (from the first checkpoint to
+    /// the mounts now), or turn `turn` alone (from its start to its end).
+    pub fn diff(&self, turn: Option<u64>) -> Result<crate::rewind::Diff, String> {
+        let Some(checkpoints) = self.checkpoints.as_ref() else {
+            return match self.checkpoints_off {
+                Some(_) => Err(self.no_checkpoints()),
+                None => Ok(crate::rewind::Diff::default()),
+            };
+        };
+        let all = self.log.with_state(|s| s.checkpoints.clone());
+        let (from, to) = match turn {
+            Some(n) => {
+                let (from, to) = Session::turn_bounds(&all, n)
+                    .ok_or_else(|| format!("turn {n} has no checkpoint"))?;
+                let to = match to {
+                    Some(id) => id,
+                    None => checkpoints.take()?.0,
+                };
+                (from, to)
+            }
+            None => {
+                let from = all
+                    .first()
+                    .map(|(_, _, id)| id.clone())
+                    .ok_or("this session has no checkpoint yet")?;
+                (from, checkpoints.take()?.0)
+            }
+        };
+        checkpoints.diff(&from, &to)
+    }
+
+    /// The checkpoints that bound turn `n` in `all` (the log's, in order): the one taken as
+    /// it began, and the one as it ended (else as the next began; `None` while it runs).
+    fn turn_bounds(all: &[(u64, bool, String)], n: u64) -> Option<(String, Option<String>)> {
+        let at = all.iter().rposition(|(t, ended, _)| *t == n && !ended)?;
+        let to = all[at..]
+            .iter()
+            .find(|(t, ended, _)| *t == n && *ended)
+            .or_else(|| all[at..].iter().find(|(t, ended, _)| *t == n + 1 && !ended))
+            .map(|(_, _, id)| id.clone());
+        Some((all[at].2.clone(), to))
+    }
+
+    /// The turns of the conversation as it stands, each with its message and how many paths
+    /// it changed in the mounts (what `/rewind` lists).
+    pub fn turn_list(&self) -> Vec<TurnSummary> {
+        let (marks, all) = self.log.with_state(|s| (s.turn_marks.clone(), s.checkpoints.clone()));
+        marks
+            .into_iter()
+            .map(|mark| {
+                let changed = self.checkpoints.as_ref().and_then(|checkpoints| {
+                    let (from, to) = Session::turn_bounds(&all, mark.turn)?;
+                    let to = match to {
+                        Some(to) => to,
+                        None => checkpoints.take().ok()?.0,
+                    };
+                    checkpoints.changed(&from, &to).ok()
+                });
+                TurnSummary {
+                    turn: mark.turn,
+                    prompt: mark.prompt,
+                    changed,
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,345 @@
+//! Rewinding the conversation and forking, through the real binary: `paddock rewind --to N`
+//! (both by default) puts the files and the conversation back as they were when turn N began,
+//! the log keeps every line and the model is sent the history without what was taken out; the
+//! ATIF export and `paddock log` say so; `paddock fork --at N` starts a session whose log
+//! begins with the history before turn N (its parent named), whose files are put back, and
+//! leaves the original's log as it was; `log --list` shows the fork under its parent.
+
+use std::path::Path;
+
+use crate::agent_common::{Project, call_step, text};
+use paddock_tests::scripted::{RecordedRequest, Script, ScriptedServer, Step, Turn};
+
+/// The user messages the model was sent in `request` (OpenAI's wire), in order.
+fn user_texts(request: &RecordedRequest) -> Vec<String> {
+    request.body["messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .filter(|m| m["role"] == "user")
+                .filter_map(|m| m["content"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn write(id: &str, content: &str) -> Step {
+    call_step(
+        id,
+        "write_file",
+        &serde_json::json!({ "path": "a.txt", "content": content }).to_string(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewinding_the_conversation_and_forking_go_on_from_the_turns_start() {
+    let project = Project::warm(&[("a.txt", "one\n")]);
+    let root = project.dir.path().to_path_buf();
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            write("c1", "two\n"),
+            Step::Reply(Turn::text(&["Turn one done."])),
+            write("c2", "three\n"),
+            Step::Reply(Turn::text(&["Turn two done."])),
+            Step::Reply(Turn::text(&["Turn three done."])),
+            write("c4", "four\n"),
+            Step::Reply(Turn::text(&["Turn two, again, done."])),
+            Step::Reply(Turn::text(&["The fork's turn two done."])),
+        ],
+    })
+    .await
+    .expect("scripted server");
+    let url = server.openai_base_url();
+    let model = ["--base-url", &url, "--model", "scripted"];
+    let run = project
+        .paddock(&[&["run", "first", "--preset", "coding"][..], &model[..]].concat())
+        .await;
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let id = project.only_session();
+    for message in ["second", "third"] {
+        let out = project.paddock(&["resume", &id, message]).await;
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    }
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "three\n"
+    );
+
+    let back = project.paddock(&["rewind", &id, "--to", "2"]).await;
+    let said = text(&back);
+    assert_eq!(back.status.code(), Some(0), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "two\n"
+    );
+    assert!(
+        said.contains("the conversation goes on from the start of turn 2")
+            && said.contains("its message was: second"),
+        "{said}"
+    );
+    let log_before = std::fs::read(project.log_path(&id)).unwrap();
+    let shown = String::from_utf8(log_before.clone()).unwrap();
+    assert!(
+        shown.contains("\"third\"") && shown.contains("conversation/rewind"),
+        "the log keeps every line and records the rewind"
+    );
+
+    let again = project.paddock(&["resume", &id, "second, again"]).await;
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    let sent = server.requests();
+    let last = sent.last().expect("a request");
+    assert_eq!(
+        user_texts(last),
+        ["first", "second, again"],
+        "the model is sent the history as it stood when turn 2 began"
+    );
+    let turns: Vec<u64> = project
+        .events(&id)
+        .iter()
+        .filter(|e| e["type"] == "turn/start")
+        .map(|e| e["data"]["turn"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        turns,
+        [1, 2, 3, 2],
+        "the turn run after the rewind is turn 2 again"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "four\n"
+    );
+
+    let log = text(&project.paddock(&["log", &id]).await);
+    assert!(log.contains("conversation/rewind"), "{log}");
+    let atif = project.paddock(&["log", &id, "--atif"]).await;
+    let atif = text(&atif);
+    assert!(
+        atif.contains("went back to where it stood when turn 2 began"),
+        "{atif}"
+    );
+
+    // A fork at turn 2: a new session, the original's log left as it was, the files back.
+    let parent_log = std::fs::read(project.log_path(&id)).unwrap();
+    let fork = project.paddock(&["fork", &id, "--at", "2"]).await;
+    let said = text(&fork);
+    assert_eq!(fork.status.code(), Some(0), "{said}");
+    assert_eq!(std::fs::read(project.log_path(&id)).unwrap(), parent_log);
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "two\n"
+    );
+    let child = project
+        .sessions()
+        .into_iter()
+        .find(|s| *s != id)
+        .expect("the fork's session");
+    assert!(said.contains(&format!("as {child}")), "{said}");
+    let events = project.events(&child);
+    assert_eq!(events[0]["data"]["forked_from"]["session"], id.as_str());
+    assert_eq!(events[0]["data"]["forked_from"]["turn"], 2);
+    let messages: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "user/message")
+        .filter_map(|e| e["data"]["text"].as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        ["first"],
+        "the fork's log holds the conversation before turn 2, not what a rewind took out"
+    );
+
+    let listed = text(&project.paddock(&["log", "--list"]).await);
+    let parent_row = listed
+        .lines()
+        .position(|l| l.contains(&id) && !l.contains('└'));
+    let child_row = listed
+        .lines()
+        .position(|l| l.contains(&format!("└ {child} (fork at turn 2)")));
+    assert!(
+        matches!((parent_row, child_row), (Some(p), Some(c)) if c == p + 1),
+        "{listed}"
+    );
+
+    let go_on = project
+        .paddock(&["resume", &child, "the fork's second"])
+        .await;
+    assert_eq!(go_on.status.code(), Some(0), "{}", text(&go_on));
+    let last = server.requests().pop().expect("a request");
+    assert_eq!(user_texts(&last), ["first", "the fork's second"]);
+    assert!(Path::new(&project.log_path(&id)).is_file());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewinding_the_code_alone_leaves_the_conversation_and_the_conversation_alone_the_files() {
+    let project = Project::warm(&[("a.txt", "one\n")]);
+    let root = project.dir.path().to_path_buf();
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            write("c1", "two\n"),
+            Step::Reply(Turn::text(&["Turn one done."])),
+            Step::Reply(Turn::text(&["Turn two done."])),
+            Step::Reply(Turn::text(&["Turn two, again, done."])),
+        ],
+    })
+    .await
+    .expect("scripted server");
+    let url = server.openai_base_url();
+    let run = project
+        .paddock(&[
+            "run",
+            "first",
+            "--preset",
+            "coding",
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+        ])
+        .await;
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let id = project.only_session();
+    let out = project.paddock(&["resume", &id, "second"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+
+    let code = project
+        .paddock(&["rewind", &id, "--to", "1", "--code"])
+        .await;
+    assert_eq!(code.status.code(), Some(0), "{}", text(&code));
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "one\n"
+    );
+    assert!(
+        !text(&code).contains("conversation goes on"),
+        "{}",
+        text(&code)
+    );
+
+    let talk = project
+        .paddock(&["rewind", &id, "--to", "2", "--conversation"])
+        .await;
+    assert_eq!(talk.status.code(), Some(0), "{}", text(&talk));
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "one\n",
+        "a conversation rewind leaves the files"
+    );
+    let both = project
+        .paddock(&["rewind", &id, "--to", "1", "--code", "--conversation"])
+        .await;
+    assert_eq!(
+        both.status.code(),
+        Some(2),
+        "the flags exclude each other: {}",
+        text(&both)
+    );
+
+    let ahead = project.paddock(&["rewind", &id, "--to", "2"]).await;
+    assert_eq!(ahead.status.code(), Some(1), "{}", text(&ahead));
+    assert!(
+        text(&ahead).contains("turn 2 is not in the conversation: it has 1 turn(s)"),
+        "{}",
+        text(&ahead)
+    );
+    let out = project.paddock(&["resume", &id, "second, again"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let last = server.requests().pop().expect("a request");
+    assert_eq!(user_texts(&last), ["first", "second, again"]);
+}
+
+/// Waits until the log of the project's first session holds `what` `count` times.
+async fn log_shows(project: &Project, what: &str, count: usize) {
+    let started = std::time::Instant::now();
+    loop {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the log never showed {count} x {what}"
+        );
+        if let Some(id) = project.sessions().first()
+            && std::fs::read_to_string(project.log_path(id))
+                .is_ok_and(|t| t.matches(what).count() >= count)
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_lists_turns_with_what_each_changed_rewinds_and_forks() {
+    use std::io::Write;
+    let project = Project::warm(&[("a.txt", "one\n")]);
+    let root = project.dir.path().to_path_buf();
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            write("c1", "two\n"),
+            Step::Reply(Turn::text(&["Turn one done."])),
+            write("c2", "three\n"),
+            Step::Reply(Turn::text(&["Turn two done."])),
+        ],
+    })
+    .await
+    .expect("scripted server");
+    let url = server.openai_base_url();
+    let mut child = project
+        .command(&[
+            "chat",
+            "--preset",
+            "coding",
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn paddock chat");
+    let mut type_line = |line: &str| {
+        let stdin = child.stdin.as_mut().expect("piped stdin");
+        writeln!(stdin, "{line}").expect("type a line");
+        stdin.flush().expect("flush");
+    };
+    type_line("first");
+    log_shows(&project, "\"turn/end\"", 1).await;
+    type_line("second");
+    log_shows(&project, "\"turn/end\"", 2).await;
+    type_line("/rewind");
+    type_line("/rewind 2");
+    log_shows(&project, "\"conversation/rewind\"", 1).await;
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "two\n"
+    );
+    type_line("/fork 1");
+    let started = std::time::Instant::now();
+    while project.sessions().len() < 2
+        || std::fs::read_to_string(root.join("a.txt")).unwrap() != "one\n"
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no fork"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    drop(child.stdin.take());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let said = text(&out);
+    assert!(
+        said.lines()
+            .any(|l| l.contains("1  1 path(s)") && l.contains("first"))
+            && said
+                .lines()
+                .any(|l| l.contains("2  1 path(s)") && l.contains("second")),
+        "{said}"
+    );
+    assert!(
+        said.contains("the conversation goes on from the start of turn 2; its message was: second"),
+        "{said}"
+    );
+    assert!(said.contains("forked at the start of turn 1 as"), "{said}");
+}
