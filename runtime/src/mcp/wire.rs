@@ -105,12 +105,12 @@ mod tests {
     #[tokio::test]
     async fn lines_within_the_cap_pass_and_an_endless_one_ends_the_stream() {
         let ok = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\nnot json\n".to_vec();
-        let (_, incoming, notes) = transport(&ok[..], tokio::io::sink(), 64);
+        let (_, incoming, notes) = transport(std::io::Cursor::new(ok), tokio::io::sink(), 64);
         let got: Vec<_> = incoming.collect().await;
         assert_eq!(got.len(), 1, "the message passes, the junk line is skipped");
         assert!(lock(&notes).broken.is_none());
-        let flood = [b'x'; 100];
-        let (_, incoming, notes) = transport(&flood[..], tokio::io::sink(), 64);
+        let flood = vec![b'x'; 100];
+        let (_, incoming, notes) = transport(std::io::Cursor::new(flood), tokio::io::sink(), 64);
         assert_eq!(incoming.collect::<Vec<_>>().await.len(), 0);
         let broken = lock(&notes).broken.clone().unwrap_or_default();
         assert!(broken.contains("over 64 bytes"), "{broken}");
@@ -126,7 +126,7 @@ mod tests {
              "execution": {"taskSupport": "required"}},
         ]}});
         let line = format!("{listing}\n").into_bytes();
-        let (_, incoming, notes) = transport(&line[..], tokio::io::sink(), 1 << 20);
+        let (_, incoming, notes) = transport(std::io::Cursor::new(line), tokio::io::sink(), 1 << 20);
         assert_eq!(incoming.collect::<Vec<_>>().await.len(), 1);
         assert_eq!(
             lock(&notes).task_only.iter().collect::<Vec<_>>(),
