@@ -129,11 +129,9 @@ impl Approver for ElicitApprover {
                 {
                     return Err(cannot.into());
                 }
-                peer.create_elicitation(request(q)?)
-                    .await
-                    .map_err(|e| {
-                        format!("the MCP client did not answer the approval question: {e}")
-                    })?
+                peer.create_elicitation(request(q)?).await.map_err(|e| {
+                    format!("the MCP client did not answer the approval question: {e}")
+                })?
             }
             Some(Asker::Rounds { questions, form }) => {
                 if !form {

@@ -128,7 +128,11 @@ impl Rounds {
 fn joined(
     ended: Result<std::io::Result<CallRecord>, tokio::task::JoinError>,
 ) -> std::io::Result<CallRecord> {
-    ended.unwrap_or_else(|e| Err(std::io::Error::other(format!("the call's task failed: {e}"))))
+    ended.unwrap_or_else(|e| {
+        Err(std::io::Error::other(format!(
+            "the call's task failed: {e}"
+        )))
+    })
 }
 
 /// 16 random bytes, hex: a handle no client can guess.

@@ -217,7 +217,9 @@ impl Served {
 }
 
 /// The call as the client sees it: the summary as text, an error as `isError`.
-fn answer(record: std::io::Result<paddock::pipeline::CallRecord>) -> Result<CallToolResponse, ErrorData> {
+fn answer(
+    record: std::io::Result<paddock::pipeline::CallRecord>,
+) -> Result<CallToolResponse, ErrorData> {
     let summary = summarize(&record.map_err(internal)?);
     let content = vec![ContentBlock::text(summary.content)];
     Ok(if summary.is_error {

@@ -192,7 +192,10 @@ fn exchange(addr: &str, method: &str, headers: &[(&str, &str)]) -> (u16, String,
     let _ = stream.read_to_end(&mut response);
     let response = String::from_utf8_lossy(&response).to_string();
     let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    let status = head.get(9..12).and_then(|s| s.parse().ok()).expect("status code");
+    let status = head
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .expect("status code");
     (status, head.to_ascii_lowercase(), body.to_string())
 }
 
@@ -331,7 +334,10 @@ fn over_http_no_token_a_foreign_host_or_an_origin_is_refused() {
             .unwrap_or_else(|| panic!("no WWW-Authenticate: {head}"));
         assert!(challenge.starts_with("bearer "), "{challenge}");
         assert!(challenge.contains(says) && !challenge.contains("resource_metadata"));
-        assert!(body.contains(says) && body.contains("PADDOCK_MCP_TOKEN"), "{body}");
+        assert!(
+            body.contains(says) && body.contains("PADDOCK_MCP_TOKEN"),
+            "{body}"
+        );
     }
     // DNS rebinding: a page at evil.example whose name now resolves to 127.0.0.1.
     let evil = format!("evil.example:{port}");

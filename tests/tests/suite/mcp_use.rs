@@ -348,7 +348,10 @@ fn a_server_without_mounts_starts_and_sees_no_project_files() {
         .collect();
     std::fs::write(&s.preset, unmounted).unwrap();
     let records = s.batch(&[
-        ("read_text", serde_json::json!({"path": s.path("README.md")})),
+        (
+            "read_text",
+            serde_json::json!({"path": s.path("README.md")}),
+        ),
         ("protocol", serde_json::json!({})),
     ]);
     assert_eq!(code(&records[0]), "MCP_TOOL_ERROR", "{records:?}");
@@ -360,7 +363,8 @@ fn a_server_without_mounts_starts_and_sees_no_project_files() {
 /// and its resource links reach the model's next request as text with their URIs, and its
 /// task-only tool is not offered, with a warning at start that names it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn server_everything_resources_and_links_reach_the_model_and_its_task_only_tool_is_left_out() {
+async fn server_everything_resources_and_links_reach_the_model_and_its_task_only_tool_is_left_out()
+{
     let Some(script) = crate::mcp_http::installed("PADDOCK_MCP_EVERYTHING") else {
         return;
     };
@@ -395,7 +399,14 @@ async fn server_everything_resources_and_links_reach_the_model_and_its_task_only
     let preset = preset.display().to_string();
     let output = project
         .paddock(&[
-            "run", "use them", "--base-url", &url, "--model", "scripted", "--preset", &preset,
+            "run",
+            "use them",
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+            "--preset",
+            &preset,
         ])
         .await;
     let shown = text(&output);
