@@ -147,7 +147,7 @@ fn resource(contents: &ResourceContents) -> String {
 fn kind(block: &ContentBlock) -> String {
     serde_json::to_value(block)
         .ok()
-        .and_then(|v| v["type"].as_str().map(|t| label(t)))
+        .and_then(|v| v["type"].as_str().map(label))
         .unwrap_or_else(|| "other".into())
 }
 
