@@ -196,11 +196,14 @@ async fn mcp_now(
             }
         )));
     };
-    let (_server, tools) = paddock::mcp::McpServer::start(resolved.clone())
+    let (_server, listed) = paddock::mcp::McpServer::start(resolved.clone())
         .await
         .map_err(|e| Failure::plugin(format!("mcp.{}: {}", e.server, e.message)))?;
-    Ok(tools
+    // Pinned like the session pins them: the task-only tools too, though not offered.
+    Ok(listed
+        .tools
         .iter()
+        .chain(&listed.task_only)
         .map(|t| (t.name.to_string(), paddock::calls::pin_of(t)))
         .collect())
 }

@@ -19,6 +19,7 @@ mod log_view;
 mod mcp;
 mod mcp_admit;
 mod mcp_http;
+mod mcp_rounds;
 mod mcp_serve;
 mod out;
 mod plugin;

@@ -7,7 +7,9 @@
 //! - the address: loopback only unless `--allow-non-loopback`, never the unspecified address
 //!   (a client must name the address it reaches);
 //! - a bearer token (`$PADDOCK_MCP_TOKEN`, else 32 random bytes printed on stderr): other users
-//!   and programs on the machine can connect to a loopback port too;
+//!   and programs on the machine can connect to a loopback port too. Without it: 401 with a
+//!   `WWW-Authenticate: Bearer` challenge that names the missing token and no authorization
+//!   server, so a client reports it instead of starting OAuth;
 //! - DNS rebinding and browsers: only `Host` headers naming the bound address and port are
 //!   answered (a page whose name was rebound to 127.0.0.1 sends its own name), and a request
 //!   carrying any `Origin` header (sent by browsers, not by MCP clients) is refused. rmcp
@@ -18,6 +20,9 @@
 //! raised; here, hyper's header-read timeout closes a connection that sends no complete
 //! request head within [`HEADER_READ_TIMEOUT`] (idle keep-alive included), and a refused
 //! request closes its connection.
+//!
+//! A client that ends its session (`DELETE`) gets 204. A 2026-07-28 client has no session:
+//! rmcp answers its requests statelessly on the same path.
 //!
 //! What it does not do: TLS. Put a TLS proxy in front for anything but loopback.
 
@@ -194,23 +199,53 @@ async fn route(
     let sent = req
         .headers()
         .get(hyper::header::AUTHORIZATION)
-        .map(|v| v.as_bytes())
-        .unwrap_or_default();
-    if !same(sent, expected.as_bytes()) {
-        let mut refused = plain(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized: send `Authorization: Bearer TOKEN` with the token `paddock mcp serve` \
-             printed (or $PADDOCK_MCP_TOKEN)",
-        );
-        // A client without the token gets no kept-alive connection to sit on.
-        refused.headers_mut().insert(
-            hyper::header::CONNECTION,
-            hyper::header::HeaderValue::from_static("close"),
-        );
-        return refused;
+        .map(|v| v.as_bytes());
+    if !sent.is_some_and(|sent| same(sent, expected.as_bytes())) {
+        return refused(sent.is_none());
     }
     ticket.authenticated();
-    service.handle(req).await
+    let delete = req.method() == hyper::Method::DELETE;
+    let mut response = service.handle(req).await;
+    // A session ended: 204, which every SDK counts as success (rmcp answers 202, which the
+    // Python SDK's client logs as a failed termination on every close).
+    if delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+        *response.body_mut() = Full::new(Bytes::new()).boxed();
+    }
+    response
+}
+
+/// 401 for a request without the right token: a Bearer challenge (no authorization server
+/// named, so a client does not start OAuth) whose description, like the body, says which
+/// token is missing or wrong and where it comes from.
+fn refused(missing: bool) -> Response<Body> {
+    let (error, why) = if missing {
+        (
+            "invalid_request",
+            "missing bearer token: send `Authorization: Bearer TOKEN` with the token `paddock \
+             mcp serve` printed on its stderr (or $PADDOCK_MCP_TOKEN)",
+        )
+    } else {
+        (
+            "invalid_token",
+            "wrong bearer token: send `Authorization: Bearer TOKEN` with the token `paddock mcp \
+             serve` printed on its stderr (or $PADDOCK_MCP_TOKEN)",
+        )
+    };
+    let mut refused = plain(StatusCode::UNAUTHORIZED, why);
+    let headers = refused.headers_mut();
+    if let Ok(challenge) = hyper::header::HeaderValue::from_str(&format!(
+        "Bearer realm=\"paddock mcp serve\", error=\"{error}\", error_description=\"{}\"",
+        why.replace('"', "'")
+    )) {
+        headers.insert(hyper::header::WWW_AUTHENTICATE, challenge);
+    }
+    // A client without the token gets no kept-alive connection to sit on.
+    headers.insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
+    refused
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response<Body> {

@@ -5,7 +5,8 @@
 //!
 //! Calls run one at a time, so each client's questions go to that client: a second call waits
 //! for the first, and a client that cancels a waiting call gets it back unrun and unlogged
-//! (it never reached the session).
+//! (it never reached the session). A 2026-07-28 client (stateless, no requests from the
+//! server) is asked in rounds instead (`mcp_rounds.rs`); older revisions by elicitation.
 //!
 //! The client is untrusted: it names a tool and sends arguments, exactly what a model does,
 //! and reaches nothing the preset does not expose.
@@ -22,7 +23,8 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 
-use crate::elicit::ElicitApprover;
+use super::mcp_rounds::{Rounds, Running, Step};
+use crate::elicit::{Asker, ElicitApprover, declares_form};
 use paddock::pipeline::{RawCall, summarize};
 use paddock::session::Session;
 
@@ -44,6 +46,7 @@ pub(super) struct Served {
     tools: Arc<Vec<Tool>>,
     one_call: Arc<tokio::sync::Mutex<()>>,
     next: Arc<AtomicU64>,
+    rounds: Rounds,
 }
 
 impl Served {
@@ -70,6 +73,7 @@ impl Served {
             tools: Arc::new(tools),
             one_call: Arc::default(),
             next: Arc::new(AtomicU64::new(1)),
+            rounds: Rounds::default(),
         }
     }
 }
@@ -116,13 +120,15 @@ impl ServerHandler for Served {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let id = format!("mcp-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        // 2026-07-28 and later: no requests of paddock's own, so questions go in rounds.
+        if context
+            .protocol_version()
+            .is_some_and(|version| !version.has_initialize())
+        {
+            return self.call_in_rounds(request, context).await;
+        }
         let request_name = request.name.to_string();
-        let call = RawCall {
-            id,
-            name: request.name.to_string(),
-            arguments: serde_json::Value::Object(request.arguments.unwrap_or_default()).to_string(),
-        };
+        let call = self.raw_call(request);
         let record = {
             let one = tokio::select! {
                 biased;
@@ -131,14 +137,12 @@ impl ServerHandler for Served {
             };
             // Cancelled while another client's call ran: it never reached the session.
             let Some(_one) = one else {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                    "error[NOT_EXECUTED]: {}",
-                    paddock::pipeline::not_executed().message
-                ))])
-                .into());
+                return Ok(not_run());
             };
             // Questions go to the client whose call this is (one call at a time).
-            self.session.approver.connect(context.peer.clone());
+            self.session
+                .approver
+                .connect(Asker::Request(context.peer.clone()));
             let progress = context.meta.get_progress_token().map(|token| {
                 tokio::spawn(progress(context.peer.clone(), token, request_name.clone()))
             });
@@ -148,15 +152,91 @@ impl ServerHandler for Served {
             }
             record
         };
-        let summary = summarize(&record.map_err(internal)?);
-        let content = vec![ContentBlock::text(summary.content)];
-        Ok(if summary.is_error {
-            CallToolResult::error(content)
-        } else {
-            CallToolResult::success(content)
-        }
-        .into())
+        answer(record)
     }
+}
+
+impl Served {
+    fn raw_call(&self, request: CallToolRequestParams) -> RawCall {
+        RawCall {
+            id: format!("mcp-{}", self.next.fetch_add(1, Ordering::Relaxed)),
+            name: request.name.to_string(),
+            arguments: serde_json::Value::Object(request.arguments.unwrap_or_default()).to_string(),
+        }
+    }
+
+    /// A call from a 2026-07-28 client: started (or, with a `requestState`, resumed with the
+    /// client's answer) and driven until it ends or asks (`mcp_rounds.rs`).
+    async fn call_in_rounds(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let running = match request.request_state.as_deref() {
+            Some(state) => match self.rounds.resume(state, request.input_responses.as_ref()) {
+                Ok(running) => running,
+                Err(why) => {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                        "error[NOT_EXECUTED]: {why}"
+                    ))])
+                    .into());
+                }
+            },
+            None => {
+                let one = tokio::select! {
+                    biased;
+                    _ = context.ct.cancelled() => None,
+                    one = self.one_call.clone().lock_owned() => Some(one),
+                };
+                let Some(one_call) = one else {
+                    return Ok(not_run());
+                };
+                let (ask, questions) = tokio::sync::mpsc::channel(1);
+                self.session.approver.connect(Asker::Rounds {
+                    questions: ask,
+                    form: declares_form(context.client_capabilities().as_ref()),
+                });
+                let cancel = tokio_util::sync::CancellationToken::new();
+                let call = self.raw_call(request);
+                let session = self.session.clone();
+                let token = cancel.clone();
+                let task = tokio::spawn(async move { session.session.call(call, token).await });
+                Running {
+                    task,
+                    questions,
+                    cancel,
+                    _one_call: one_call,
+                }
+            }
+        };
+        match self.rounds.drive(running, &context.ct).await {
+            Step::Asked(input) => Ok(input.into()),
+            Step::Done(record) => answer(record),
+        }
+    }
+}
+
+/// The call as the client sees it: the summary as text, an error as `isError`.
+fn answer(
+    record: std::io::Result<paddock::pipeline::CallRecord>,
+) -> Result<CallToolResponse, ErrorData> {
+    let summary = summarize(&record.map_err(internal)?);
+    let content = vec![ContentBlock::text(summary.content)];
+    Ok(if summary.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    }
+    .into())
+}
+
+/// A call cancelled before it reached the session.
+fn not_run() -> CallToolResponse {
+    CallToolResult::error(vec![ContentBlock::text(format!(
+        "error[NOT_EXECUTED]: {}",
+        paddock::pipeline::not_executed().message
+    ))])
+    .into()
 }
 
 fn internal(e: std::io::Error) -> ErrorData {

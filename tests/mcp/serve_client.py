@@ -9,6 +9,10 @@ Usage: serve_client.py PADDOCK PRESET SCENARIO [ELICIT]
 With PADDOCK_MCP_URL and PADDOCK_MCP_TOKEN set, it connects to an already running
 `paddock mcp serve --listen` over streamable HTTP instead of starting one.
 
+PADDOCK_MCP_MODE: "legacy" (the default: the `initialize` handshake, as clients before
+2026-07-28) or "auto" (the SDK's `Client`: `server/discover` first, the 2026-07-28 revision
+when the server speaks it; questions then come as `input_required` rounds).
+
 Prints one JSON object on stdout; the Rust test (tests/tests/suite/mcp_serve.rs) asserts on it.
 """
 
@@ -107,6 +111,8 @@ async def main():
     out = {}
     kwargs = {"elicitation_callback": on_elicit} if elicit != "none" else {}
 
+    mode = os.environ.get("PADDOCK_MCP_MODE", "legacy")
+
     async def run(read, write):
         async with mcp.ClientSession(read, write, **kwargs) as session:
             init = await session.initialize()
@@ -114,8 +120,25 @@ async def main():
             out["protocol"] = init.protocol_version
             await scenario(session, name, out)
 
+    async def run_client(target):
+        async with mcp.Client(target, mode="auto", **kwargs) as client:
+            out["server"] = client.server_info.name if client.server_info else None
+            out["protocol"] = client.protocol_version
+            await scenario(client, name, out)
+
     url = os.environ.get("PADDOCK_MCP_URL")
-    if url:
+    if mode == "auto":
+        if url:
+            headers = {"Authorization": "Bearer " + os.environ["PADDOCK_MCP_TOKEN"]}
+            async with create_mcp_http_client(headers=headers) as http:
+                await run_client(streamable_http_client(url, http_client=http))
+        else:
+            await run_client(
+                mcp.StdioServerParameters(
+                    command=paddock, args=["mcp", "serve", "--preset", preset], env=dict(os.environ)
+                )
+            )
+    elif url:
         # `paddock mcp serve --listen` is already running (the test started it): streamable HTTP.
         headers = {"Authorization": "Bearer " + os.environ["PADDOCK_MCP_TOKEN"]}
         async with create_mcp_http_client(headers=headers) as http:

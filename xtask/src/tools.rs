@@ -9,6 +9,9 @@
 //! - the MCP Inspector CLI for `tests/tests/suite/mcp_http.rs` (npm, pinned by
 //!   `.ci/mcp-inspector/package-lock.json`, `npm ci` into `~/.cache/paddock/mcp-inspector`),
 //!   handed to the tests as `PADDOCK_MCP_INSPECTOR` (the script `node` runs) unless set;
+//! - the MCP reference server `server-everything` for `tests/tests/suite/mcp_use.rs` (npm,
+//!   pinned by `.ci/mcp-everything/package-lock.json`, into `~/.cache/paddock/mcp-everything`),
+//!   handed to the tests as `PADDOCK_MCP_EVERYTHING` (the script `node` runs) unless set;
 //! - the two ATIF validators for `tests/tests/suite/atif.rs`, Harbor's and the `atif` package's
 //!   (pinned in `.ci/atif-requirements.txt`; Harbor needs Python 3.12, found in pyenv's versions
 //!   or on `PATH`), installed with `uv` (itself pinned, from PyPI into a bootstrap environment,
@@ -37,7 +40,22 @@ pub fn install() -> Result<Vec<(&'static str, PathBuf)>, String> {
         env.push(("PADDOCK_MCP_PYTHON", mcp_python()?));
     }
     if !is_set("PADDOCK_MCP_INSPECTOR") {
-        env.push(("PADDOCK_MCP_INSPECTOR", mcp_inspector()?));
+        env.push((
+            "PADDOCK_MCP_INSPECTOR",
+            npm_pinned(
+                "mcp-inspector",
+                "@modelcontextprotocol/inspector/clients/launcher/build/index.js",
+            )?,
+        ));
+    }
+    if !is_set("PADDOCK_MCP_EVERYTHING") {
+        env.push((
+            "PADDOCK_MCP_EVERYTHING",
+            npm_pinned(
+                "mcp-everything",
+                "@modelcontextprotocol/server-everything/dist/index.js",
+            )?,
+        ));
     }
     if !is_set("PADDOCK_ATIF_PYTHON") {
         env.push(("PADDOCK_ATIF_PYTHON", atif_python()?));
@@ -149,13 +167,12 @@ fn mcp_python() -> Result<PathBuf, String> {
     Ok(python)
 }
 
-/// The MCP Inspector's launcher script, from the pinned lock file: the cached install when
-/// its lock matches, else `npm ci` (no install scripts run).
-fn mcp_inspector() -> Result<PathBuf, String> {
-    let pinned_dir = root().join(".ci/mcp-inspector");
-    let dir = cache().join("mcp-inspector");
-    let script =
-        dir.join("node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
+/// The script `entry` (under `node_modules`) of the npm packages pinned in `.ci/NAME`: the
+/// cached install when its lock matches, else `npm ci` (no install scripts run).
+fn npm_pinned(name: &str, entry: &str) -> Result<PathBuf, String> {
+    let pinned_dir = root().join(".ci").join(name);
+    let dir = cache().join(name);
+    let script = dir.join("node_modules").join(entry);
     let lock = std::fs::read(pinned_dir.join("package-lock.json"))
         .map_err(|e| format!("{}: {e}", pinned_dir.display()))?;
     let recorded = dir.join("installed-lock.json");
@@ -178,16 +195,16 @@ fn mcp_inspector() -> Result<PathBuf, String> {
         "--loglevel=error",
     ])
     .current_dir(&dir);
-    super::run_in(npm, &dir).map_err(|e| format!("{e} (the MCP Inspector needs node and npm)"))?;
+    super::run_in(npm, &dir).map_err(|e| format!("{e} (.ci/{name} needs node and npm)"))?;
     if !script.exists() {
         return Err(format!(
-            "the MCP Inspector installed, but {} is missing",
+            ".ci/{name} installed, but {} is missing",
             script.display()
         ));
     }
     std::fs::write(&recorded, &lock).map_err(|e| format!("{}: {e}", recorded.display()))?;
     eprintln!(
-        "xtask: MCP Inspector installed in {} in {:.0} s",
+        "xtask: .ci/{name} installed in {} in {:.0} s",
         dir.display(),
         started.elapsed().as_secs_f64()
     );

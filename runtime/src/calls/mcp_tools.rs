@@ -3,7 +3,8 @@
 //! conservatively from the server's annotations (`mcp::meta_from_annotations`), the preset's
 //! `risk` only raising it; the server's mounts as the tools' grant (for path locks), and its
 //! `output_bytes` as their budget. A tool whose schema does not compile is skipped with a
-//! warning: the server's word is never trusted to be well-formed.
+//! warning: the server's word is never trusted to be well-formed. A tool the server runs only
+//! as a task is listed (pinned) but not registered; the session warns about it at start.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,6 +23,8 @@ pub struct McpListed {
     pub remote: String,
     pub registered: Option<String>,
     pub pin: ToolPin,
+    /// Left out because the server runs it only as a task (the session warns at start).
+    pub task_only: bool,
 }
 
 /// The pin of an MCP tool as listed: name, description, input schema, annotations.
@@ -43,7 +46,8 @@ pub(super) async fn load(
     owner: &mut HashMap<String, String>,
     resolved: &ResolvedMcp,
 ) -> Result<(Vec<(String, ToolEntry)>, Vec<McpListed>), RegistryError> {
-    let (server, tools) = McpServer::start(resolved.clone()).await?;
+    let (server, offered) = McpServer::start(resolved.clone()).await?;
+    let tools = offered.tools;
     let mut entries = Vec::new();
     let mut listed: Vec<McpListed> = tools
         .iter()
@@ -51,8 +55,16 @@ pub(super) async fn load(
             remote: tool.name.to_string(),
             registered: None,
             pin: pin_of(tool),
+            task_only: false,
         })
         .collect();
+    let task_only = offered.task_only.iter().map(|tool| McpListed {
+        remote: tool.name.to_string(),
+        registered: None,
+        pin: pin_of(tool),
+        task_only: true,
+    });
+    let task_only: Vec<McpListed> = task_only.collect();
     let key = format!("mcp.{}", resolved.name);
     for (index, tool) in tools.into_iter().enumerate() {
         let remote = tool.name.to_string();
@@ -115,6 +127,7 @@ pub(super) async fn load(
             },
         ));
     }
+    listed.extend(task_only);
     Ok((entries, listed))
 }
 

@@ -18,14 +18,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ContentBlock,
-    Implementation, Tool,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
+    ProtocolVersion, Tool,
 };
-use rmcp::service::{RoleClient, RunningService, serve_client};
+use rmcp::service::{
+    ClientLifecycleMode, RoleClient, RunningService, serve_client_with_lifecycle,
+};
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
-use super::lines::LineCap;
+use super::wire::{self, Notes};
 use paddock_types::contract::{ErrorCode, ToolError, ToolOutput, ToolResult};
 use crate::preset::ResolvedMcp;
 use paddock_sandbox::{ServerProcess, ServerSpec};
@@ -50,6 +52,8 @@ struct Connection {
     /// The started process; none for a `url` server.
     process: Option<ServerProcess>,
     stderr: Arc<std::sync::Mutex<Vec<u8>>>,
+    /// What the wire of a started server noticed; none for a `url` server.
+    notes: Option<Notes>,
 }
 
 impl Drop for Connection {
@@ -79,9 +83,18 @@ pub struct McpTool {
     pub remote: String,
 }
 
+/// What a server offered at start.
+pub struct Listed {
+    /// The tools paddock offers.
+    pub tools: Vec<Tool>,
+    /// Tools left out: the server runs them only as tasks (`execution.taskSupport:
+    /// "required"`), which paddock does not drive; every plain call would fail.
+    pub task_only: Vec<Tool>,
+}
+
 impl McpServer {
     /// Starts the server confined and lists its tools.
-    pub async fn start(spec: ResolvedMcp) -> Result<(Arc<McpServer>, Vec<Tool>), McpError> {
+    pub async fn start(spec: ResolvedMcp) -> Result<(Arc<McpServer>, Listed), McpError> {
         let fail = |message: String| McpError {
             server: spec.name.clone(),
             message,
@@ -91,6 +104,20 @@ impl McpServer {
             .await
             .map_err(|_| fail("it did not list its tools in time".into()))?
             .map_err(|e| fail(format!("cannot list its tools: {e}{}", tail(&connection))))?;
+        let task_only_names = connection
+            .notes
+            .as_ref()
+            .map(|notes| {
+                notes
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .task_only
+                    .clone()
+            })
+            .unwrap_or_default();
+        let (task_only, tools) = tools
+            .into_iter()
+            .partition(|tool| task_only_names.contains(tool.name.as_ref()));
         let server = McpServer {
             spec,
             state: tokio::sync::Mutex::new(State {
@@ -98,7 +125,16 @@ impl McpServer {
                 restarted: false,
             }),
         };
-        Ok((Arc::new(server), tools))
+        Ok((Arc::new(server), Listed { tools, task_only }))
+    }
+
+    /// The most text a result may bring: the tool's output budget (cut again by the pipeline).
+    fn budget(&self) -> usize {
+        let max = self
+            .spec
+            .output_bytes
+            .unwrap_or(paddock_types::contract::OutputBudget::DEFAULT.max_bytes);
+        usize::try_from(max).unwrap_or(usize::MAX)
     }
 
     fn key(&self) -> String {
@@ -160,7 +196,10 @@ impl McpServer {
         };
         let broken = match outcome {
             Ok(Ok(CallToolResponse::Complete(result))) => {
-                let text = content_text(&result.content);
+                let text = super::content::text_of(&super::content::parts(
+                    &result.content,
+                    self.budget(),
+                ));
                 return if result.is_error == Some(true) {
                     Err(ToolError::new(
                         ErrorCode::Plugin("MCP_TOOL_ERROR".into()),
@@ -201,15 +240,42 @@ fn client_info() -> ClientConfig {
         ClientCapabilities::default(),
         Implementation::new("paddock", env!("CARGO_PKG_VERSION")),
     );
-    info.protocol_version = rmcp::model::ProtocolVersion::V_2025_11_25;
+    info.protocol_version = ProtocolVersion::V_2025_11_25;
     info
+}
+
+/// The newest revision first (`server/discover`, no session); a server that answers the probe
+/// with an error, or not within rmcp's 10 s, gets the `initialize` handshake at 2025-11-25 and
+/// may answer with an older revision it speaks (2025-06-18 and before).
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    }
+}
+
+async fn handshake<T, E, A>(
+    transport: T,
+) -> Result<
+    Result<RunningService<RoleClient, ClientConfig>, rmcp::service::ClientInitializeError>,
+    tokio::time::error::Elapsed,
+>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    tokio::time::timeout(
+        START_TIMEOUT,
+        serve_client_with_lifecycle(client_info(), transport, lifecycle()),
+    )
+    .await
 }
 
 /// Starts the process confined (or reaches the `url`) and completes the MCP handshake.
 async fn connect(spec: &ResolvedMcp) -> Result<Connection, String> {
     if let Some(url) = &spec.url {
         let transport = super::remote::transport(spec, url, MESSAGE_CAP).await?;
-        let service = tokio::time::timeout(START_TIMEOUT, serve_client(client_info(), transport))
+        let service = handshake(transport)
             .await
             .map_err(|_| {
                 format!(
@@ -222,6 +288,7 @@ async fn connect(spec: &ResolvedMcp) -> Result<Connection, String> {
             service,
             process: None,
             stderr: Arc::default(),
+            notes: None,
         });
     }
     let key = format!("mcp.{}", spec.name);
@@ -235,11 +302,10 @@ async fn connect(spec: &ResolvedMcp) -> Result<Connection, String> {
     })?;
     let kept = Arc::new(std::sync::Mutex::new(Vec::new()));
     tokio::spawn(drain(stderr, kept.clone()));
-    let transport = (LineCap::new(stdout, MESSAGE_CAP), stdin);
-    let handshake =
-        tokio::time::timeout(START_TIMEOUT, serve_client(client_info(), transport)).await;
+    let (sink, stream, notes) = wire::transport(stdout, stdin, MESSAGE_CAP);
+    let transport = (sink, stream);
     let mut connection_tail = String::new();
-    let service = match handshake {
+    let service = match handshake(transport).await {
         Ok(Ok(service)) => service,
         Ok(Err(e)) => {
             connection_tail = stderr_tail(&kept);
@@ -256,6 +322,7 @@ async fn connect(spec: &ResolvedMcp) -> Result<Connection, String> {
         service,
         process: Some(process),
         stderr: kept,
+        notes: Some(notes),
     })
 }
 
@@ -289,24 +356,15 @@ fn stderr_tail(kept: &std::sync::Mutex<Vec<u8>>) -> String {
 }
 
 fn tail(connection: &Connection) -> String {
-    stderr_tail(&connection.stderr)
-}
-
-/// The text of a result for the model; other content is named, not inlined.
-fn content_text(content: &[ContentBlock]) -> String {
-    content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::Text(text) => text.text.clone(),
-            other => format!("[{} content not shown]", kind(other)),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn kind(block: &ContentBlock) -> String {
-    serde_json::to_value(block)
-        .ok()
-        .and_then(|v| v["type"].as_str().map(str::to_string))
-        .unwrap_or_else(|| "other".into())
+    let broken = connection.notes.as_ref().and_then(|notes| {
+        notes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .broken
+            .clone()
+    });
+    match broken {
+        Some(why) => format!(" ({why}){}", stderr_tail(&connection.stderr)),
+        None => stderr_tail(&connection.stderr),
+    }
 }

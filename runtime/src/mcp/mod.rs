@@ -15,15 +15,18 @@
 
 mod annotations;
 mod client;
-mod lines;
+pub mod content;
+mod wire;
 mod remote;
 
 pub use annotations::{annotations_for, meta_from_annotations};
-pub use client::{McpError, McpServer, McpTool};
+pub use client::{Listed, McpError, McpServer, McpTool};
 
-/// The protocol versions paddock speaks on either side: the ones with an `initialize`
-/// handshake, in which a server may ask its client (elicitation). Every MCP client and server
-/// in use today speaks one of them.
+/// The protocol versions paddock speaks on either side (with rmcp 3.11.0): 2026-07-28, the
+/// stateless revision (`server/discover`, no session, a server asks its client by answering
+/// a request with `input_required` and the client retrying), and the ones before it with an
+/// `initialize` handshake, in which a server asks its client with a request of its own
+/// (elicitation).
 pub fn protocol_versions() -> std::borrow::Cow<'static, [rmcp::model::ProtocolVersion]> {
     use rmcp::model::ProtocolVersion;
     std::borrow::Cow::Borrowed(&[
@@ -31,5 +34,6 @@ pub fn protocol_versions() -> std::borrow::Cow<'static, [rmcp::model::ProtocolVe
         ProtocolVersion::V_2025_03_26,
         ProtocolVersion::V_2025_06_18,
         ProtocolVersion::V_2025_11_25,
+        ProtocolVersion::V_2026_07_28,
     ])
 }

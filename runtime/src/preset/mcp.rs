@@ -5,7 +5,7 @@
 //! command = "python3"                 # a bare name (found on PATH) or an absolute path
 //! args = ["server.py"]
 //! env = ["PATH", "HOME"]              # host variables passed through, by name; none else
-//! mounts = [{ host = ".", guest = "/workspace", mode = "ro" }]
+//! mounts = [{ host = ".", guest = "/workspace", mode = "ro" }]   # optional
 //! read = ["~/.venvs/notes"]           # more host paths it may read and run
 //! network = false                     # true lets it open internet sockets
 //! timeout_ms = 30_000                 # per call; a call past it errors and the server restarts
@@ -15,8 +15,10 @@
 //!
 //! The server runs confined like an `exec` program: the mounts (read-only ones read-only,
 //! protected paths read-only), `read`, the system's read-only locations and a private
-//! temporary directory; no network unless granted; PID 1 of its own namespace. Its working
-//! directory is the first mount. Parsed strictly like the rest of the preset, so an error
+//! temporary directory; no network unless granted; PID 1 of its own namespace. It sees host
+//! paths (a mount's `host` directory at that path; `guest` is the name paddock's own tools
+//! use), and its working directory is the first mount's. Without mounts it sees no project
+//! files and runs in its temporary directory. Parsed strictly like the rest of the preset, so an error
 //! names the file, line and column.
 //!
 //! A server reached by URL (MCP's streamable HTTP) instead of started:

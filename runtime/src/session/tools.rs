@@ -274,6 +274,42 @@ fn leave_out_unjailed(
     warnings
 }
 
+/// A warning for each MCP server whose tools include some it runs only as tasks: they are
+/// not offered (every plain call would fail), and the user should know which.
+fn task_only_left_out(
+    registry: &Registry,
+    resolved: &crate::preset::ResolvedPreset,
+) -> Vec<crate::session::verdict::Shown> {
+    registry
+        .mcp_listed()
+        .iter()
+        .filter_map(|(server, listed)| {
+            let names: Vec<&str> = listed
+                .iter()
+                .filter(|tool| tool.task_only)
+                .map(|tool| tool.remote.as_str())
+                .collect();
+            (!names.is_empty()).then(|| crate::session::verdict::Shown {
+                error: false,
+                at: format!("preset {}", resolved.name),
+                key: format!("mcp.{server}"),
+                message: format!(
+                    "MCP server `mcp.{server}` runs {} only as a task (`execution.taskSupport: \
+                     \"required\"`), which paddock does not support, so {} left out of this session",
+                    names
+                        .iter()
+                        .map(|n| format!("`{}`", paddock_types::text::one_line(n, 80)))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if names.len() == 1 { "it is" } else { "they are" }
+                ),
+                fix: "use the server's other tools, or a server that runs these tools without tasks"
+                    .into(),
+            })
+        })
+        .collect()
+}
+
 impl Judgement {
     /// The second half of `load_preset`: plugins, lock, registry, aliases, hooks.
     pub(crate) async fn load(self, approver: Box<dyn Approver>) -> Result<Loaded, SetupError> {
@@ -307,6 +343,7 @@ async fn load_judged(
     registry.retain(|tool, owner| resolved.keeps(owner, tool));
     let mut warnings = warnings;
     warnings.extend(leave_out_unjailed(&mut registry, &resolved));
+    warnings.extend(task_only_left_out(&registry, &resolved));
     lock.check_mcp(&mut registry, &resolved.name);
     lock.save()?;
     let mut aliases = AliasTable::default();

@@ -34,11 +34,18 @@ pub struct ServerProcess {
 pub type ServerStdio = (pipe::Sender, pipe::Receiver, pipe::Receiver);
 
 impl ServerProcess {
-    /// Starts the server confined; its working directory is the first mount.
+    /// Starts the server confined. It sees host paths: each mount's `host` directory at its
+    /// own path (the `guest` name is what paddock's tools call it, not where the server finds
+    /// it), and its working directory is the first mount's. Without mounts it sees no files
+    /// but its `read` paths and runs in its private temporary directory.
     pub fn start(spec: &ServerSpec<'_>) -> Result<(ServerProcess, ServerStdio), String> {
         let program = find_program(spec.command)?;
-        let cwd = host_dir(spec.mounts, None)?;
         let confined = Confined::prepare(spec.mounts, spec.protect, spec.jail, &program, spec.key)?;
+        let cwd = if spec.mounts.is_empty() {
+            confined.tmp.path().to_path_buf()
+        } else {
+            host_dir(spec.mounts, None)?
+        };
         let env = confined.environment(&spec.jail.env);
         let mut run = confined
             .start(Program {

@@ -162,8 +162,18 @@ impl Drop for Listening {
 
 /// The status of one raw HTTP POST of an `initialize` to `addr`, with `headers`.
 fn post_status(addr: &str, headers: &[(&str, &str)]) -> u16 {
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
-    let mut request = String::from("POST /mcp HTTP/1.1\r\n");
+    exchange(addr, "POST", headers).0
+}
+
+/// One raw request (an `initialize` body for a POST) on a connection of its own: the status,
+/// the response head (lower-cased) and its body.
+fn exchange(addr: &str, method: &str, headers: &[(&str, &str)]) -> (u16, String, String) {
+    let body = if method == "POST" {
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#
+    } else {
+        ""
+    };
+    let mut request = format!("{method} /mcp HTTP/1.1\r\n");
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -177,15 +187,32 @@ fn post_status(addr: &str, headers: &[(&str, &str)]) -> u16 {
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
     stream.write_all(request.as_bytes()).expect("send");
-    let mut head = [0u8; 12];
-    stream.read_exact(&mut head).expect("status line");
-    String::from_utf8_lossy(&head[9..12])
-        .parse()
-        .expect("status code")
+    let mut response = Vec::new();
+    // An SSE answer stays open; what arrived before the timeout is enough.
+    let _ = stream.read_to_end(&mut response);
+    let response = String::from_utf8_lossy(&response).to_string();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .expect("status code");
+    (status, head.to_ascii_lowercase(), body.to_string())
 }
 
-/// The Python SDK client's `scenario` against a running HTTP server.
+/// The Python SDK client's `scenario` against a running HTTP server, with the handshake.
 fn sdk_client(project: &Project, preset: &Path, url: &str, scenario: &str) -> Option<Value> {
+    sdk_client_in(project, preset, url, scenario, "legacy")
+}
+
+/// As `sdk_client`, connecting as `mode` says (`legacy`, or `auto`: 2026-07-28 when spoken).
+/// Whatever the SDK logs on closing is checked too: a session's end is no failure.
+fn sdk_client_in(
+    project: &Project,
+    preset: &Path,
+    url: &str,
+    scenario: &str,
+    mode: &str,
+) -> Option<Value> {
     let python = installed("PADDOCK_MCP_PYTHON")?;
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp/serve_client.py");
     let output = Command::new(python)
@@ -196,14 +223,19 @@ fn sdk_client(project: &Project, preset: &Path, url: &str, scenario: &str) -> Op
         .current_dir(project.dir.path())
         .env("PADDOCK_MCP_URL", url)
         .env("PADDOCK_MCP_TOKEN", TOKEN)
+        .env("PADDOCK_MCP_MODE", mode)
         .output()
         .expect("run the MCP SDK client");
     let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "client failed: {}\nstdout: {stdout}\nstderr: {}",
+        "client failed: {}\nstdout: {stdout}\nstderr: {stderr}",
         output.status,
-        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        !stderr.contains("Session termination failed"),
+        "the SDK saw its DELETE fail: {stderr}"
     );
     Some(serde_json::from_str(stdout.trim()).expect("one JSON object"))
 }
@@ -245,13 +277,23 @@ fn over_http_two_sdk_clients_list_and_call_through_the_pipeline_into_one_valid_l
             .contains("OUT_OF_FUEL")
     );
     assert_eq!(hostile["after"]["is_error"], false, "{hostile}");
+    // The SDK's default client: 2026-07-28, no session, the same pipeline.
+    let modern = sdk_client_in(&project, &preset, &server.url(), "call", "auto").expect("sdk");
+    assert_eq!(modern["protocol"], "2026-07-28", "{modern}");
+    assert!(
+        modern["read"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("hello from the project"),
+        "{modern}"
+    );
     server.stop();
-    // Three clients, one session: every call logged, and the log checks itself (L8).
+    // Four clients, one session: every call logged, and the log checks itself (L8).
     let session = project.only_session();
     let kinds = types(&project.events(&session));
     assert_eq!(
         kinds.iter().filter(|k| *k == "tool/result").count(),
-        3 + 5,
+        3 + 5 + 3,
         "{kinds:?}"
     );
     let shown = project.command(&["log", &session]).output().expect("log");
@@ -274,16 +316,29 @@ fn over_http_no_token_a_foreign_host_or_an_origin_is_refused() {
         post_status(&server.addr, &[("Host", &host), ("Authorization", &auth)]),
         200
     );
-    assert_eq!(
-        post_status(&server.addr, &[("Host", &host)]),
-        401,
-        "no token"
-    );
+    // No token, or a wrong one: 401 with a Bearer challenge that names what is wrong (and no
+    // authorization server, so a client does not start OAuth).
     let wrong = "Bearer test-token-00000000000000";
-    assert_eq!(
-        post_status(&server.addr, &[("Host", &host), ("Authorization", wrong)]),
-        401
-    );
+    for (headers, says) in [
+        (vec![("Host", host.as_str())], "missing bearer token"),
+        (
+            vec![("Host", host.as_str()), ("Authorization", wrong)],
+            "wrong bearer token",
+        ),
+    ] {
+        let (status, head, body) = exchange(&server.addr, "POST", &headers);
+        assert_eq!(status, 401, "{head}");
+        let challenge = head
+            .lines()
+            .find_map(|l| l.strip_prefix("www-authenticate: "))
+            .unwrap_or_else(|| panic!("no WWW-Authenticate: {head}"));
+        assert!(challenge.starts_with("bearer "), "{challenge}");
+        assert!(challenge.contains(says) && !challenge.contains("resource_metadata"));
+        assert!(
+            body.contains(says) && body.contains("PADDOCK_MCP_TOKEN"),
+            "{body}"
+        );
+    }
     // DNS rebinding: a page at evil.example whose name now resolves to 127.0.0.1.
     let evil = format!("evil.example:{port}");
     assert_eq!(
@@ -311,6 +366,37 @@ fn over_http_no_token_a_foreign_host_or_an_origin_is_refused() {
         ];
         assert_eq!(post_status(&server.addr, &headers), 403, "Origin {origin}");
     }
+}
+
+/// A client ending its session gets 204 (what the Python SDK counts as success; rmcp's own
+/// answer is 202).
+#[test]
+fn over_http_deleting_a_session_is_answered_204() {
+    let (project, preset) = served_project();
+    let server = Listening::start(&project, &preset);
+    let auth = format!("Bearer {TOKEN}");
+    let host = server.addr.clone();
+    let (status, head, _) = exchange(
+        &server.addr,
+        "POST",
+        &[("Host", &host), ("Authorization", &auth)],
+    );
+    assert_eq!(status, 200, "{head}");
+    let id = head
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .unwrap_or_else(|| panic!("no session id: {head}"))
+        .trim()
+        .to_string();
+    let close = [
+        ("Host", host.as_str()),
+        ("Authorization", auth.as_str()),
+        ("Mcp-Session-Id", id.as_str()),
+    ];
+    let (status, head, body) = exchange(&server.addr, "DELETE", &close);
+    assert_eq!(status, 204, "{head}{body}");
+    // Without the token, nothing is deleted.
+    assert_eq!(exchange(&server.addr, "DELETE", &close[..1]).0, 401);
 }
 
 #[test]

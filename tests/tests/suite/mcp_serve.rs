@@ -56,8 +56,21 @@ fn setup(approval_high: &str) -> (Project, tempfile::TempDir, PathBuf) {
     (project, decoy, preset)
 }
 
-/// Runs the SDK client's `scenario` against `paddock mcp serve --preset PRESET`.
+/// Runs the SDK client's `scenario` against `paddock mcp serve --preset PRESET`, connecting
+/// with the `initialize` handshake.
 fn client(project: &Project, preset: &PathBuf, scenario: &str, elicit: &str) -> Option<Value> {
+    client_in(project, preset, scenario, elicit, "legacy")
+}
+
+/// As `client`, connecting as `mode` says: `legacy` (the handshake) or `auto` (the SDK's
+/// default: `server/discover`, then 2026-07-28 where the server speaks it).
+fn client_in(
+    project: &Project,
+    preset: &PathBuf,
+    scenario: &str,
+    elicit: &str,
+    mode: &str,
+) -> Option<Value> {
     let python = python()?;
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp/serve_client.py");
     let output = Command::new(python)
@@ -68,6 +81,7 @@ fn client(project: &Project, preset: &PathBuf, scenario: &str, elicit: &str) -> 
         .current_dir(project.dir.path())
         .env("PADDOCK_HOME", project.home.path())
         .env("NO_COLOR", "1")
+        .env("PADDOCK_MCP_MODE", mode)
         .output()
         .expect("run the MCP SDK client");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -211,46 +225,84 @@ fn a_hostile_plugin_served_over_mcp_stays_contained() {
     assert_eq!(out["after"]["is_error"], false, "{text}");
 }
 
+/// Both ways of asking: a client on 2025-11-25 gets an elicitation request; one on
+/// 2026-07-28 (no server-to-client requests) gets the question as an `input_required`
+/// answer and retries with its user's answer.
 #[test]
 fn approval_ask_goes_to_the_client_as_elicitation_or_is_denied_naming_the_key() {
+    for (mode, protocol) in [("legacy", "2025-11-25"), ("auto", "2026-07-28")] {
+        approval_ask_through(mode, protocol);
+    }
+}
+
+fn approval_ask_through(mode: &str, protocol: &str) {
     let (project, _decoy, preset) = setup("ask");
     let written = project.dir.path().join("asked.txt");
     // A client that declares no elicitation: denied, naming the preset key.
-    let Some(out) = client(&project, &preset, "ask", "none") else {
+    let Some(out) = client_in(&project, &preset, "ask", "none", mode) else {
         return;
     };
+    assert_eq!(out["protocol"], protocol, "{mode}: {out}");
     let text = out["write"]["text"].as_str().unwrap();
     assert!(
         text.starts_with("error[DENIED]") && text.contains("`approval.high`"),
-        "{text}"
+        "{mode}: {text}"
     );
     assert!(!written.exists());
     // Its user says no, with a reason: declined, nothing written.
-    let out = client(&project, &preset, "ask", "no").unwrap();
+    let out = client_in(&project, &preset, "ask", "no", mode).unwrap();
+    assert_eq!(out["protocol"], protocol, "{mode}: {out}");
     let text = out["write"]["text"].as_str().unwrap();
     assert!(
         text.starts_with("error[DECLINED]") && text.contains("not today"),
-        "{text}"
+        "{mode}: {text}"
     );
     assert!(
         out["asked"][0]
             .as_str()
             .unwrap()
-            .contains("path: \"/workspace/asked.txt\"")
+            .contains("path: \"/workspace/asked.txt\""),
+        "{mode}: {out}"
     );
     assert!(!written.exists());
     // Once: it runs, and the log says how it was approved.
-    let out = client(&project, &preset, "ask", "once").unwrap();
-    assert_eq!(out["write"]["is_error"], false, "{out}");
+    let out = client_in(&project, &preset, "ask", "once", mode).unwrap();
+    assert_eq!(out["write"]["is_error"], false, "{mode}: {out}");
     assert_eq!(std::fs::read_to_string(&written).unwrap(), "yes");
     // Three sessions, one per connection; the one that wrote says how it was approved.
     let sessions = project.sessions();
-    assert_eq!(sessions.len(), 3, "{sessions:?}");
+    assert_eq!(sessions.len(), 3, "{mode}: {sessions:?}");
     let approvals: Vec<Value> = sessions
         .iter()
         .flat_map(|id| project.events(id))
         .filter(|e| e["type"] == "tool/result" && e["data"]["is_error"] == false)
         .map(|e| e["data"]["approval"].clone())
         .collect();
-    assert_eq!(approvals, vec![Value::from("once")]);
+    assert_eq!(approvals, vec![Value::from("once")], "{mode}");
+}
+
+/// The SDK's default client (`server/discover` first) settles on 2026-07-28, statelessly,
+/// and calls run through the pipeline as before.
+#[test]
+fn a_2026_07_28_client_negotiates_it_and_calls_tools() {
+    let (project, _decoy, preset) = setup("allow");
+    let Some(out) = client_in(&project, &preset, "call", "none", "auto") else {
+        return;
+    };
+    assert_eq!(out["protocol"], "2026-07-28", "{out}");
+    assert_eq!(out["read"]["is_error"], false, "{out}");
+    assert!(
+        out["read"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("hello from the project")
+    );
+    assert!(
+        out["unknown"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("error[UNKNOWN_TOOL]"),
+        "{out}"
+    );
+    assert_eq!(project.sessions().len(), 1);
 }

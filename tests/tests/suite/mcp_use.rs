@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::agent_common::Project;
+use crate::agent_common::{Project, call_step, server, text};
+use paddock_tests::scripted::{Step, Turn};
 use serde_json::Value;
 
 struct Served {
@@ -24,6 +25,11 @@ struct Served {
 /// The project (mounted `mode`) and a preset starting the test server on it, or `None` to
 /// skip when the SDK is not installed (outside CI).
 fn setup(mode: &str, timeout_ms: u64) -> Option<Served> {
+    setup_with(mode, timeout_ms, &[])
+}
+
+/// As `setup`, the server started with `extra` arguments.
+fn setup_with(mode: &str, timeout_ms: u64, extra: &[&str]) -> Option<Served> {
     let python = match std::env::var_os("PADDOCK_MCP_PYTHON") {
         Some(path) => PathBuf::from(path),
         None if std::env::var_os("CI").is_some() => {
@@ -55,13 +61,18 @@ fn setup(mode: &str, timeout_ms: u64) -> Option<Served> {
     let project = Project::new(&[("README.md", "inside the mount\n")]);
     let decoy = tempfile::tempdir().expect("decoy");
     std::fs::write(decoy.path().join("secret.txt"), "DECOY-SECRET-9d41").expect("decoy");
+    let mut args = vec![format!(
+        "{:?}",
+        script_dir.join("confined_server.py").display().to_string()
+    )];
+    args.extend(extra.iter().map(|a| format!("{a:?}")));
     let text = format!(
-        "[mcp.py]\ncommand = {:?}\nargs = [{:?}]\nread = [{}]\n\
+        "[mcp.py]\ncommand = {:?}\nargs = [{}]\nread = [{}]\n\
          mounts = [{{ host = {:?}, guest = \"/workspace\", mode = \"{mode}\" }}]\n\
          timeout_ms = {timeout_ms}\n\
          [approval]\nlow = \"allow\"\nmedium = \"allow\"\nhigh = \"allow\"\n",
         python.display().to_string(),
-        script_dir.join("confined_server.py").display().to_string(),
+        args.join(", "),
         read.join(", "),
         project.dir.path().display().to_string(),
     );
@@ -279,4 +290,159 @@ fn what_a_server_plants_is_impossible_or_gone_when_the_session_ends() {
         let _ = Command::new("git").arg("status").current_dir(&dir).output();
     }
     assert!(!marker.exists(), "the planted command ran");
+}
+
+/// paddock offers 2026-07-28 first (`server/discover`) and falls back to the 2025-11-25
+/// handshake with a server that answers the probe as older servers do: the server reports
+/// the revision each call came in on.
+#[test]
+fn paddock_speaks_2026_07_28_where_the_server_does_and_2025_11_25_where_it_does_not() {
+    for (extra, revision) in [(&[][..], "2026-07-28"), (&["--legacy"][..], "2025-11-25")] {
+        let Some(s) = setup_with("ro", 20_000, extra) else {
+            return;
+        };
+        let records = s.batch(&[("protocol", serde_json::json!({}))]);
+        assert_eq!(records[0]["content"], revision, "{extra:?}: {records:?}");
+    }
+}
+
+/// A hostile result: an embedded resource reaches the model as text with its URI; a link to
+/// a secret outside every mount is shown, never read; an "image" that is a shell script is
+/// named, not passed on; a resource far over the budget is cut to it.
+#[test]
+fn resources_reach_the_model_as_text_with_their_uri_and_a_link_is_never_followed() {
+    let Some(s) = setup("ro", 20_000) else {
+        return;
+    };
+    let secret = s.decoy("secret.txt");
+    let records = s.batch(&[("rich", serde_json::json!({"path": secret}))]);
+    let content = records[0]["content"].as_str().unwrap_or_default();
+    assert!(
+        content.contains("[resource <notes://one> (text/markdown)]\nEMBEDDED-NOTE-7c1"),
+        "{content:.400}"
+    );
+    assert!(
+        content.contains(&format!("<file://{secret}>")) && content.contains("not fetched"),
+        "{content:.600}"
+    );
+    assert!(!content.contains("DECOY-SECRET"));
+    assert!(
+        content.contains("claimed to be an image (image/png) but its bytes are not"),
+        "{content:.800}"
+    );
+    assert!(content.len() < 70_000, "{} bytes", content.len());
+}
+
+/// A command server without mounts starts, sees no project files, and runs in a directory
+/// of its own.
+#[test]
+fn a_server_without_mounts_starts_and_sees_no_project_files() {
+    let Some(s) = setup("ro", 20_000) else {
+        return;
+    };
+    let preset = std::fs::read_to_string(&s.preset).unwrap();
+    let unmounted: String = preset
+        .lines()
+        .filter(|l| !l.starts_with("mounts = "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&s.preset, unmounted).unwrap();
+    let records = s.batch(&[
+        (
+            "read_text",
+            serde_json::json!({"path": s.path("README.md")}),
+        ),
+        ("protocol", serde_json::json!({})),
+    ]);
+    assert_eq!(code(&records[0]), "MCP_TOOL_ERROR", "{records:?}");
+    assert!(!records[0].to_string().contains("inside the mount"));
+    assert_eq!(records[1]["ok"], true, "{records:?}");
+}
+
+/// `server-everything` (the MCP reference server, npm, on 2025-11-25): its embedded resource
+/// and its resource links reach the model's next request as text with their URIs, and its
+/// task-only tool is not offered, with a warning at start that names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_everything_resources_and_links_reach_the_model_and_its_task_only_tool_is_left_out()
+{
+    let Some(script) = crate::mcp_http::installed("PADDOCK_MCP_EVERYTHING") else {
+        return;
+    };
+    let modules = script
+        .ancestors()
+        .find(|p| p.ends_with("node_modules"))
+        .expect("the script is under node_modules")
+        .to_path_buf();
+    let project = Project::new(&[("README.md", "hello\n")]);
+    let preset = project.home.path().join("everything.toml");
+    std::fs::write(
+        &preset,
+        format!(
+            "[mcp.everything]\ncommand = \"node\"\nargs = [{:?}]\nenv = [\"PATH\"]\nread = [{:?}]\n\
+             [approval]\nlow = \"allow\"\nmedium = \"allow\"\nhigh = \"allow\"\n",
+            script.display().to_string(),
+            modules.display().to_string(),
+        ),
+    )
+    .unwrap();
+    let model = server(vec![
+        call_step(
+            "c1",
+            "get-resource-reference",
+            r#"{"resourceType": "Text", "resourceId": 2}"#,
+        ),
+        call_step("c2", "get-resource-links", r#"{"count": 2}"#),
+        Step::Reply(Turn::text(&["Done."])),
+    ])
+    .await;
+    let url = model.openai_base_url();
+    let preset = preset.display().to_string();
+    let output = project
+        .paddock(&[
+            "run",
+            "use them",
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+            "--preset",
+            &preset,
+        ])
+        .await;
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    assert!(
+        shown.contains("`simulate-research-query`") && shown.contains("only as a task"),
+        "{shown}"
+    );
+    let requests = model.requests();
+    let offered: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(offered.contains(&"get-resource-links"), "{offered:?}");
+    assert!(!offered.contains(&"simulate-research-query"), "{offered:?}");
+    let results = |request: usize| -> String {
+        requests[request].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+            .collect::<Vec<_>>()
+            .join("\n---\n")
+    };
+    let embedded = results(1);
+    assert!(
+        embedded.contains("/text/2> (text/plain)]\nResource 2: This is a plaintext resource"),
+        "{embedded}"
+    );
+    let linked = results(2);
+    assert!(
+        linked.contains("[resource link: Text Resource 2 <") && linked.contains("not fetched"),
+        "{linked}"
+    );
+    assert!(!linked.contains("content not shown"), "{linked}");
 }

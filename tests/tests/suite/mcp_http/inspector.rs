@@ -68,7 +68,21 @@ fn check_calls(read: &Value, escape: &Value) {
     assert!(!escape.to_string().contains("root:"), "{escape}");
 }
 
+/// The Inspector, told to negotiate (`server/discover` first), settles on 2026-07-28.
+fn check_revision(project: &Project, target: &[String]) {
+    let shown = inspector(
+        project,
+        target,
+        &["--protocol-era", "auto", "--method", "initialize"],
+    )
+    .expect("inspector");
+    assert_eq!(shown["protocolVersion"], "2026-07-28", "{shown}");
+}
+
+/// Calls made on 2026-07-28 (the listing above on the Inspector's default handshake).
 const READ: &[&str] = &[
+    "--protocol-era",
+    "auto",
     "--method",
     "tools/call",
     "--tool-name",
@@ -77,6 +91,8 @@ const READ: &[&str] = &[
     "path=README.md",
 ];
 const ESCAPE: &[&str] = &[
+    "--protocol-era",
+    "auto",
     "--method",
     "tools/call",
     "--tool-name",
@@ -100,11 +116,12 @@ fn the_inspector_cli_lists_and_calls_over_stdio() {
         return;
     };
     check_list(&listed);
+    check_revision(&project, &target);
     let read = inspector(&project, &target, READ).expect("inspector");
     let escape = inspector(&project, &target, ESCAPE).expect("inspector");
     check_calls(&read, &escape);
     // Each Inspector run was one session, logged like any other.
-    assert_eq!(project.sessions().len(), 3);
+    assert_eq!(project.sessions().len(), 4);
 }
 
 #[test]
@@ -124,6 +141,7 @@ fn the_inspector_cli_lists_and_calls_over_http() {
     ];
     let listed = inspector(&project, &target, &["--method", "tools/list"]).expect("inspector");
     check_list(&listed);
+    check_revision(&project, &target);
     let read = inspector(&project, &target, READ).expect("inspector");
     let escape = inspector(&project, &target, ESCAPE).expect("inspector");
     check_calls(&read, &escape);
