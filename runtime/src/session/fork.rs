@@ -204,6 +204,7 @@ mod tests {
         Body::UserMessage {
             text: text.into(),
             source: Source::User,
+            images: Vec::new(),
         }
     }
 
@@ -251,7 +252,7 @@ mod tests {
             .entries()
             .iter()
             .filter_map(|e| match e.message.as_ref() {
-                crate::model::Message::User { text } => Some(text.as_str()),
+                crate::model::Message::User { text, .. } => Some(text.as_str()),
                 _ => None,
             })
             .collect();
