@@ -97,7 +97,12 @@ impl SessionArgs {
         }
     }
 
-    fn model_choice(&self) -> ModelChoice {
+    /// The preset flag, as given (a name or a path).
+    pub(super) fn preset(&self) -> &str {
+        &self.preset
+    }
+
+    pub(super) fn model_choice(&self) -> ModelChoice {
         ModelChoice {
             demo: self.demo,
             base_url: self.base_url.clone(),

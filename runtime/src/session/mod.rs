@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 pub use env::Env;
 pub use error::{SetupCode, SetupError};
 pub use resume::{ModelMove, ReopenOptions, Reopened, latest_in};
-pub use start::{ModelChoice, SessionBuilder};
+pub use start::{ModelChoice, SessionBuilder, new_session_id};
 pub use task::ChildTap;
 pub use tools::{LoadFor, Loaded, load_preset};
 pub use trust::{RecordedTrust, Trust};
