@@ -111,6 +111,7 @@ impl Sessions {
     ) -> Result<NewSessionResponse, Error> {
         let cwd = checked_cwd(&request.cwd)?;
         let preset = self.defaults.preset.clone();
+        check_preset(&cwd, &preset)?;
         let modes = modes(&cwd, &preset)?;
         let id = new_session_id();
         let session = EditorSession {
@@ -336,14 +337,20 @@ fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
     Ok(text)
 }
 
+/// That `preset` (a name or a path) is there to start a session with.
+fn check_preset(cwd: &Path, preset: &str) -> Result<(), Error> {
+    let env = env_at(cwd)?;
+    let project = project_trusted_for(&env, preset);
+    paddock::preset::find_written(preset, cwd, project)
+        .map(drop)
+        .map_err(|e| invalid(format!("preset `{}` cannot be used: {e}", sanitize(preset))))
+}
+
 /// The modes: every preset `paddock preset list` shows here, and `current` (a preset given
-/// by its path is a mode of its own).
+/// by its path, or the one a reopened session pinned, is a mode of its own).
 fn modes(cwd: &Path, current: &str) -> Result<SessionModeState, Error> {
     let env = env_at(cwd)?;
     let project = project_trusted_for(&env, current);
-    paddock::preset::find_written(current, cwd, project).map_err(|e| {
-        invalid(format!("preset `{}` cannot be used: {e}", sanitize(current)))
-    })?;
     let mut seen = std::collections::HashSet::new();
     let mut modes: Vec<SessionMode> = paddock::preset::list(cwd, project)
         .into_iter()
