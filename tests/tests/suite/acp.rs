@@ -16,7 +16,9 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest,
+    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
+    InitializeRequest, ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest,
+    WriteTextFileResponse, LoadSessionRequest, NewSessionRequest,
     PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
     SelectedPermissionOutcome, SessionNotification, SessionUpdate, StopReason, TextContent,
     ToolCallStatus,
@@ -40,6 +42,8 @@ struct Seen {
     updates: Mutex<Vec<SessionNotification>>,
     asked: Mutex<Vec<(String, String)>>,
     answers: Mutex<VecDeque<&'static str>>,
+    /// Paths the agent asked the editor to read or write (`fs/*`).
+    editor_fs: Mutex<Vec<String>>,
 }
 
 impl Seen {
@@ -115,6 +119,8 @@ where
     });
     let asked = Arc::clone(&seen);
     let updated = Arc::clone(&seen);
+    let wrote = Arc::clone(&seen);
+    let read = Arc::clone(&seen);
     let run = Client
         .v1()
         .name("paddock-acp-test")
@@ -134,6 +140,22 @@ where
             },
             on_receive_request!(),
         )
+        .on_receive_request(
+            async move |request: WriteTextFileRequest, responder, _cx| {
+                let path = request.path.display().to_string();
+                wrote.editor_fs.lock().unwrap().push(format!("write {path}"));
+                responder.respond(WriteTextFileResponse::new())
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ReadTextFileRequest, responder, _cx| {
+                let path = request.path.display().to_string();
+                read.editor_fs.lock().unwrap().push(format!("read {path}"));
+                responder.respond(ReadTextFileResponse::new(String::new()))
+            },
+            on_receive_request!(),
+        )
         .on_receive_notification(
             async move |notification: SessionNotification, _cx| {
                 updated.updates.lock().unwrap().push(notification);
@@ -150,6 +172,15 @@ where
 
 fn text(s: &str) -> Vec<ContentBlock> {
     vec![ContentBlock::Text(TextContent::new(s))]
+}
+
+/// `initialize`, as an editor that offers its file system.
+fn initialize() -> InitializeRequest {
+    InitializeRequest::new(ProtocolVersion::V1).client_capabilities(ClientCapabilities::new().fs(
+        FileSystemCapabilities::new()
+            .read_text_file(true)
+            .write_text_file(true),
+    ))
 }
 
 /// Waits until call `id` is reported in progress.
@@ -195,7 +226,7 @@ async fn an_editor_allows_rejects_and_cancels_calls_and_loads_the_session_again(
     let id_out = Arc::clone(&session_id);
     as_client(&mut child, Arc::clone(&seen), async move |cx| {
         let init = cx
-            .send_request(InitializeRequest::new(ProtocolVersion::V1))
+            .send_request(initialize())
             .block_task()
             .await?;
         assert!(init.agent_capabilities.load_session);
@@ -258,6 +289,7 @@ async fn an_editor_allows_rejects_and_cancels_calls_and_loads_the_session_again(
     assert_eq!(seen.status_of("w1"), Some(ToolCallStatus::Completed));
     assert_eq!(seen.status_of("w2"), Some(ToolCallStatus::Failed));
     assert_eq!(seen.status_of("s1"), Some(ToolCallStatus::Failed));
+    assert!(seen.editor_fs.lock().unwrap().is_empty());
     let streamed: String = seen
         .updates()
         .iter()
@@ -312,6 +344,71 @@ async fn an_editor_allows_rejects_and_cancels_calls_and_loads_the_session_again(
         SessionUpdate::UserMessageChunk(c) if matches!(&c.content, ContentBlock::Text(t) if t.text == "write a.txt"))));
     assert_eq!(loaded.status_of("w1"), Some(ToolCallStatus::Completed));
     assert_eq!(loaded.status_of("w2"), Some(ToolCallStatus::Failed));
+}
+
+/// A model that writes what runs on the user's next `git commit` and `cargo build`, in an
+/// editor that offers its own file system and approves both writes: the editor's route is never
+/// taken, and paddock's refuses the protected paths as `write_file` always does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approving_editor_cannot_get_ambient_code_written() {
+    let project = Project::warm(&[("README.md", "hello\n")]);
+    std::fs::create_dir_all(project.dir.path().join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(project.dir.path().join(".cargo")).unwrap();
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            Step::Reply(Turn::calls(vec![
+                ScriptCall::new(
+                    "h1",
+                    "write_file",
+                    r##"{"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\ntouch /tmp/owned\n"}"##,
+                    &[],
+                ),
+                ScriptCall::new(
+                    "h2",
+                    "write_file",
+                    r#"{"path": "/workspace/.cargo/config.toml", "content": "[build]\nrustc-wrapper = \"/tmp/evil\"\n"}"#,
+                    &[],
+                ),
+            ])),
+            Step::Reply(Turn::text(&["Done."])),
+        ],
+    })
+    .await
+    .unwrap();
+    let seen = Arc::new(Seen::default());
+    seen.answers.lock().unwrap().extend(["once", "once"]);
+    let mut child = spawn_acp(&project, &server);
+    let cwd = project.dir.path().to_path_buf();
+    as_client(&mut child, Arc::clone(&seen), async move |cx| {
+        cx.send_request(initialize()).block_task().await?;
+        let new = cx
+            .send_request(NewSessionRequest::new(cwd))
+            .block_task()
+            .await?;
+        cx.send_request(PromptRequest::new(new.session_id, text("set up hooks")))
+            .block_task()
+            .await?;
+        Ok(())
+    })
+    .await;
+    assert!(child.wait().await.unwrap().success());
+    assert!(!project.dir.path().join(".git/hooks/pre-commit").exists());
+    assert!(!project.dir.path().join(".cargo/config.toml").exists());
+    assert!(seen.editor_fs.lock().unwrap().is_empty(), "the editor's fs was used");
+    // Both were approved: the refusal is the sandbox's, not the user's.
+    let asked: Vec<String> = seen.asked.lock().unwrap().iter().map(|(id, _)| id.clone()).collect();
+    assert_eq!(asked, ["h1", "h2"]);
+    assert_eq!(seen.status_of("h1"), Some(ToolCallStatus::Failed));
+    assert_eq!(seen.status_of("h2"), Some(ToolCallStatus::Failed));
+    let events = project.events(&project.only_session());
+    for call in ["h1", "h2"] {
+        let result = events
+            .iter()
+            .find(|e| e["type"] == "tool/result" && e["data"]["id"] == call)
+            .unwrap_or_else(|| panic!("no result for {call}"));
+        let content = result["data"]["content"].as_str().unwrap();
+        assert!(content.contains("protected"), "{call}: {content}");
+    }
 }
 
 /// One JSON-RPC line to the agent, and its answer.
