@@ -20,7 +20,8 @@ use agent_client_protocol::{
 use super::sessions::Sessions;
 
 /// The methods a client may call, for the error that answers any other.
-const SERVED: &str = "initialize, session/new, session/load, session/prompt, session/set_mode, session/cancel";
+const SERVED: &str =
+    "initialize, session/new, session/load, session/prompt, session/set_mode, session/cancel";
 
 /// The agent's side of the connection, every handler registered.
 pub fn agent(

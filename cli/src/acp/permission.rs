@@ -40,7 +40,13 @@ impl EditorApprover {
 fn request(session: &SessionId, q: &Question) -> RequestPermissionRequest {
     let safe = |t: &str| paddock_types::text::sanitize(t).into_owned();
     let mut title = format!("{}: ", safe(&q.tool));
-    title.push_str(&q.lines.iter().map(|l| safe(l)).collect::<Vec<_>>().join(" | "));
+    title.push_str(
+        &q.lines
+            .iter()
+            .map(|l| safe(l))
+            .collect::<Vec<_>>()
+            .join(" | "),
+    );
     title.push_str(&format!(" (why: {})", safe(&q.why)));
     let call = ToolCallUpdate::new(q.call.clone(), ToolCallUpdateFields::new().title(title));
     let options = vec![

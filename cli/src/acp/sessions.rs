@@ -69,7 +69,8 @@ fn failed(message: String) -> Error {
 
 /// The data directory, with `cwd` as the working directory.
 fn env_at(cwd: &Path) -> Result<Env, Error> {
-    let mut env = Env::open().map_err(|e| failed(format!("cannot open paddock's data directory: {e:#}")))?;
+    let mut env =
+        Env::open().map_err(|e| failed(format!("cannot open paddock's data directory: {e:#}")))?;
     env.cwd = cwd.to_path_buf();
     Ok(env)
 }
@@ -180,13 +181,20 @@ impl Sessions {
     }
 
     /// `session/set_mode`: another preset, until the first prompt pins one.
-    pub async fn set_mode(&self, request: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
+    pub async fn set_mode(
+        &self,
+        request: SetSessionModeRequest,
+    ) -> Result<SetSessionModeResponse, Error> {
         let editor = self.get(&request.session_id.0)?;
         let wanted = request.mode_id.0.to_string();
         let current = lock(&editor.mode).clone();
         let offered = modes(&editor.cwd, &current)?;
         if !offered.available_modes.iter().any(|m| *m.id.0 == *wanted) {
-            let names: Vec<String> = offered.available_modes.iter().map(|m| m.id.0.to_string()).collect();
+            let names: Vec<String> = offered
+                .available_modes
+                .iter()
+                .map(|m| m.id.0.to_string())
+                .collect();
             return Err(invalid(format!(
                 "no mode `{}`: the modes are the presets {} (`paddock preset list`)",
                 sanitize(&wanted),
@@ -270,7 +278,12 @@ impl EditorSession {
             .approver(Box::new(EditorApprover::new(self.cx.clone(), &self.id)))
             .start()
             .await
-            .map_err(|e| failed(format!("cannot start the session with preset `{}`: {e}", sanitize(&preset))))?;
+            .map_err(|e| {
+                failed(format!(
+                    "cannot start the session with preset `{}`: {e}",
+                    sanitize(&preset)
+                ))
+            })?;
         for warning in session.warnings() {
             tracing::warn!("{}", warning.message);
         }
@@ -312,10 +325,15 @@ fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
     for block in blocks {
         match block {
             ContentBlock::Text(text) => parts.push(text.text.clone()),
-            ContentBlock::ResourceLink(link) => parts.push(format!("[{}]({})", link.name, link.uri)),
+            ContentBlock::ResourceLink(link) => {
+                parts.push(format!("[{}]({})", link.name, link.uri))
+            }
             ContentBlock::Resource(embedded) => match &embedded.resource {
                 EmbeddedResourceResource::TextResourceContents(text) => {
-                    parts.push(format!("<resource uri=\"{}\">\n{}\n</resource>", text.uri, text.text));
+                    parts.push(format!(
+                        "<resource uri=\"{}\">\n{}\n</resource>",
+                        text.uri, text.text
+                    ));
                 }
                 _ => {
                     return Err(invalid(
@@ -332,7 +350,9 @@ fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
     }
     let text = parts.join("\n\n");
     if text.trim().is_empty() {
-        return Err(invalid("the prompt has no text; send at least one text block".into()));
+        return Err(invalid(
+            "the prompt has no text; send at least one text block".into(),
+        ));
     }
     Ok(text)
 }

@@ -14,7 +14,13 @@ use serde_json::Value;
 const WORKSPACE: &str = "/workspace";
 
 /// A call the model made, announced as pending (or as `status` when replayed).
-pub fn announced(id: &str, name: &str, arguments: &str, cwd: &Path, status: ToolCallStatus) -> ToolCall {
+pub fn announced(
+    id: &str,
+    name: &str,
+    arguments: &str,
+    cwd: &Path,
+    status: ToolCallStatus,
+) -> ToolCall {
     let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
     let mut call = ToolCall::new(id.to_string(), title(name, &args))
         .kind(kind(name))
@@ -62,7 +68,10 @@ fn host_path(args: &Value, cwd: &Path) -> Option<PathBuf> {
         None if path.starts_with('/') => return None,
         None => path,
     };
-    if Path::new(relative).components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+    if Path::new(relative)
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
         return None;
     }
     Some(cwd.join(relative))

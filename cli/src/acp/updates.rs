@@ -72,7 +72,9 @@ pub fn ended(id: &str, content: &str, is_error: bool) -> SessionUpdate {
     let block = ToolCallContent::Content(Content::new(ContentBlock::Text(TextContent::new(shown))));
     SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
         id.to_string(),
-        ToolCallUpdateFields::new().status(status).content(vec![block]),
+        ToolCallUpdateFields::new()
+            .status(status)
+            .content(vec![block]),
     ))
 }
 
@@ -112,6 +114,9 @@ impl Observer for Updates {
     }
 
     fn notice(&self, text: &str) {
-        self.say(&format!("\n[paddock: {}]\n", paddock_types::text::sanitize(text)));
+        self.say(&format!(
+            "\n[paddock: {}]\n",
+            paddock_types::text::sanitize(text)
+        ));
     }
 }

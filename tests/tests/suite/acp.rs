@@ -17,15 +17,12 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
-    InitializeRequest, ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest,
-    WriteTextFileResponse, LoadSessionRequest, NewSessionRequest,
-    PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionNotification, SessionUpdate, StopReason, TextContent,
-    ToolCallStatus,
+    InitializeRequest, LoadSessionRequest, NewSessionRequest, PromptRequest, ReadTextFileRequest,
+    ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
+    StopReason, TextContent, ToolCallStatus, WriteTextFileRequest, WriteTextFileResponse,
 };
-use agent_client_protocol::{
-    Agent, Client, Lines, on_receive_notification, on_receive_request,
-};
+use agent_client_protocol::{Agent, Client, Lines, on_receive_notification, on_receive_request};
 use futures::StreamExt;
 use paddock_tests::scripted::{Script, ScriptCall, ScriptedServer, Step, Turn};
 use serde_json::{Value, json};
@@ -143,7 +140,11 @@ where
         .on_receive_request(
             async move |request: WriteTextFileRequest, responder, _cx| {
                 let path = request.path.display().to_string();
-                wrote.editor_fs.lock().unwrap().push(format!("write {path}"));
+                wrote
+                    .editor_fs
+                    .lock()
+                    .unwrap()
+                    .push(format!("write {path}"));
                 responder.respond(WriteTextFileResponse::new())
             },
             on_receive_request!(),
@@ -176,11 +177,11 @@ fn text(s: &str) -> Vec<ContentBlock> {
 
 /// `initialize`, as an editor that offers its file system.
 fn initialize() -> InitializeRequest {
-    InitializeRequest::new(ProtocolVersion::V1).client_capabilities(ClientCapabilities::new().fs(
-        FileSystemCapabilities::new()
+    InitializeRequest::new(ProtocolVersion::V1).client_capabilities(
+        ClientCapabilities::new().fs(FileSystemCapabilities::new()
             .read_text_file(true)
-            .write_text_file(true),
-    ))
+            .write_text_file(true)),
+    )
 }
 
 /// Waits until call `id` is reported in progress.
@@ -206,29 +207,31 @@ async fn an_editor_allows_rejects_and_cancels_calls_and_loads_the_session_again(
     sleep.text = vec!["Waiting a minute.".into()];
     let server = ScriptedServer::start(Script {
         steps: vec![
-            call_step("w1", "write_file", r#"{"path": "a.txt", "content": "allowed\n"}"#),
+            call_step(
+                "w1",
+                "write_file",
+                r#"{"path": "a.txt", "content": "allowed\n"}"#,
+            ),
             Step::Reply(Turn::text(&["Wrote a.txt."])),
-            call_step("w2", "write_file", r#"{"path": "keep.txt", "content": "overwritten\n"}"#),
+            call_step(
+                "w2",
+                "write_file",
+                r#"{"path": "keep.txt", "content": "overwritten\n"}"#,
+            ),
             Step::Reply(sleep),
         ],
     })
     .await
     .unwrap();
     let seen = Arc::new(Seen::default());
-    seen.answers
-        .lock()
-        .unwrap()
-        .extend(["once", "no", "once"]);
+    seen.answers.lock().unwrap().extend(["once", "no", "once"]);
     let mut child = spawn_acp(&project, &server);
     let cwd = project.dir.path().to_path_buf();
     let watch = Arc::clone(&seen);
     let session_id = Arc::new(Mutex::new(String::new()));
     let id_out = Arc::clone(&session_id);
     as_client(&mut child, Arc::clone(&seen), async move |cx| {
-        let init = cx
-            .send_request(initialize())
-            .block_task()
-            .await?;
+        let init = cx.send_request(initialize()).block_task().await?;
         assert!(init.agent_capabilities.load_session);
         let new = cx
             .send_request(NewSessionRequest::new(cwd.clone()))
@@ -236,7 +239,10 @@ async fn an_editor_allows_rejects_and_cancels_calls_and_loads_the_session_again(
             .await?;
         let modes = new.modes.expect("modes are offered");
         let ids: Vec<&str> = modes.available_modes.iter().map(|m| &*m.id.0).collect();
-        assert!(ids.contains(&"coding") && ids.contains(&"default"), "{ids:?}");
+        assert!(
+            ids.contains(&"coding") && ids.contains(&"default"),
+            "{ids:?}"
+        );
         assert!(modes.current_mode_id.0.ends_with("acp-test.toml"));
         let id = new.session_id.clone();
         *id_out.lock().unwrap() = id.0.to_string();
@@ -394,9 +400,18 @@ async fn an_approving_editor_cannot_get_ambient_code_written() {
     assert!(child.wait().await.unwrap().success());
     assert!(!project.dir.path().join(".git/hooks/pre-commit").exists());
     assert!(!project.dir.path().join(".cargo/config.toml").exists());
-    assert!(seen.editor_fs.lock().unwrap().is_empty(), "the editor's fs was used");
+    assert!(
+        seen.editor_fs.lock().unwrap().is_empty(),
+        "the editor's fs was used"
+    );
     // Both were approved: the refusal is the sandbox's, not the user's.
-    let asked: Vec<String> = seen.asked.lock().unwrap().iter().map(|(id, _)| id.clone()).collect();
+    let asked: Vec<String> = seen
+        .asked
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(id, _)| id.clone())
+        .collect();
     assert_eq!(asked, ["h1", "h2"]);
     assert_eq!(seen.status_of("h1"), Some(ToolCallStatus::Failed));
     assert_eq!(seen.status_of("h2"), Some(ToolCallStatus::Failed));
@@ -471,10 +486,17 @@ fn bad_input_gets_an_error_that_says_what_to_do_and_the_agent_keeps_serving() {
         "{message}"
     );
 
-    let garbled = exchange(&mut stdin, &mut stdout, r#"{"jsonrpc":"2.0","id":4,"method":"#);
+    let garbled = exchange(
+        &mut stdin,
+        &mut stdout,
+        r#"{"jsonrpc":"2.0","id":4,"method":"#,
+    );
     assert_eq!(garbled["error"]["code"], -32700);
     let message = garbled["error"]["message"].as_str().unwrap();
-    assert!(message.contains("not JSON") && message.contains("one JSON-RPC 2.0 message per line"), "{message}");
+    assert!(
+        message.contains("not JSON") && message.contains("one JSON-RPC 2.0 message per line"),
+        "{message}"
+    );
 
     // Still serving.
     let cwd = project.dir.path().display().to_string();
