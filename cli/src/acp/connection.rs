@@ -101,7 +101,7 @@ pub fn agent(
 /// What paddock offers: sessions reopened from their logs, prompts of text and embedded or
 /// linked text resources (no images or audio yet).
 fn initialize(request: &InitializeRequest) -> InitializeResponse {
-    let version = request.protocol_version.clone().min(ProtocolVersion::V1);
+    let version = request.protocol_version.min(ProtocolVersion::V1);
     InitializeResponse::new(version)
         .agent_capabilities(
             AgentCapabilities::new()
