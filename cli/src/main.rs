@@ -6,6 +6,7 @@
 // The command line is where paddock prints.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod acp;
 mod approver;
 mod attach;
 mod chat;
@@ -112,6 +113,9 @@ enum Command {
     /// What paddock.lock pins (installed plugins' bytes and tools, MCP servers' tools) and
     /// whether it still matches; `lock accept NAME|mcp.NAME` records a change you trust.
     Lock(lock::LockArgs),
+    /// The Agent Client Protocol over standard input and output: an editor (Zed, JetBrains)
+    /// runs paddock as its agent; each editor mode is a preset (docs/acp.md).
+    Acp(acp::AcpArgs),
 }
 
 impl Command {
@@ -307,6 +311,7 @@ pub fn main() -> ExitCode {
             Command::Mcp(cmd) => mcp::run(cmd).await,
             Command::Doctor(args) => doctor::doctor(args).await,
             Command::Lock(args) => lock::run(args).await,
+            Command::Acp(args) => acp::acp(args).await,
         };
         // Errors are printed once, here, in the form the command line asked for.
         outcome.unwrap_or_else(|failure| report::show(&failure, form))

@@ -107,9 +107,14 @@ impl SessionArgs {
         }
     }
 
+    /// The preset flag, as given (a name or a path).
+    pub(super) fn preset(&self) -> &str {
+        &self.preset
+    }
+
     /// The model flags; a model script is read and checked here, so a bad one is refused
     /// before anything starts.
-    fn model_choice(&self) -> Result<ModelChoice, Failure> {
+    pub(super) fn model_choice(&self) -> Result<ModelChoice, Failure> {
         let script = match &self.model_script {
             Some(path) => Some(ModelScript::from_file(path).map_err(Failure::usage)?),
             None => None,

@@ -9,6 +9,9 @@ pub const ANSWER_PROMPT: &str = "  allow? [y/a/N] ";
 /// What the user is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Question {
+    /// The id of the call asked about, as the model sent it (a front end that shows calls by
+    /// id, such as ACP's editor, attaches the question to that call).
+    pub call: String,
     pub tool: String,
     /// The whole call, one line per field, canonical and sanitized (`question::render_call`).
     pub lines: Vec<String>,

@@ -99,6 +99,7 @@ impl HookChain {
         let always = self
             .approval
             .confirm(Question {
+                call: call.call_id.to_string(),
                 tool: call.tool.name.clone(),
                 lines,
                 why,

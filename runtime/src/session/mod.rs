@@ -39,7 +39,7 @@ pub use error::{SetupCode, SetupError};
 pub use fork::{ForkOptions, Forked};
 pub use rewind::TurnSummary;
 pub use resume::{ModelMove, ReopenOptions, Reopened, latest_in};
-pub use start::{ModelChoice, SessionBuilder};
+pub use start::{ModelChoice, SessionBuilder, new_session_id};
 pub use task::ChildTap;
 pub use tools::{LoadFor, Loaded, load_preset};
 pub use trust::{RecordedTrust, Trust};

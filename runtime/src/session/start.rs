@@ -52,6 +52,7 @@ pub struct SessionBuilder {
     on_ask: Option<OnAsk>,
     child: Option<super::task::ChildOf>,
     child_tap: Option<super::task::ChildTap>,
+    id: Option<String>,
 }
 
 impl SessionBuilder {
@@ -69,7 +70,16 @@ impl SessionBuilder {
             on_ask: None,
             child: None,
             child_tap: None,
+            id: None,
         }
+    }
+
+    /// The new session's id (from `new_session_id`), instead of a fresh one: for a front end
+    /// that names a session before its first message starts it (ACP's `session/new`). Starting
+    /// under an id whose log exists is refused.
+    pub fn id(mut self, id: String) -> SessionBuilder {
+        self.id = Some(id);
+        self
     }
 
     /// Shows every event of every subagent this session starts (and theirs), with the child's
@@ -161,6 +171,7 @@ impl SessionBuilder {
             on_ask,
             child,
             child_tap,
+            id,
         } = self;
         let project = ProjectUse::decide(&env, &preset_name, trust.as_ref());
         let found = match &child {
@@ -188,10 +199,22 @@ impl SessionBuilder {
             Some(child) => child.model.clone(),
             None => choose_model(&model, &preset_name, file.model.clone())?,
         };
-        let session = new_session_id();
+        let session = id.unwrap_or_else(new_session_id);
         let cwd = env.cwd.clone();
         let dir = env.store.session_dir(&session);
         let path = dir.join(LOG_FILE);
+        if session.is_empty() || !session.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            return Err(SetupError::usage(format!(
+                "`{}` is not a session id: ids are letters, digits and `-` (new_session_id makes one)",
+                paddock_types::text::sanitize(&session)
+            )));
+        }
+        if path.exists() {
+            return Err(SetupError::usage(format!(
+                "session {session} already has a log ({}); give a new id (new_session_id) or reopen it",
+                path.display()
+            )));
+        }
         let started = async {
             // The same verdict as `preset check`: a preset it refuses never starts (P1).
             let judged = judge_preset(
@@ -525,7 +548,7 @@ pub(super) fn plugin_hashes(loaded: &Loaded) -> Vec<PluginHash> {
 /// A sortable, unique id: seconds since the epoch, then 32 random bits (fifty sessions
 /// started in one second by a harness must not collide: 16 bits of the clock did, now and
 /// then); the clock's nanoseconds and the pid stand in if the kernel has no randomness.
-pub(super) fn new_session_id() -> String {
+pub fn new_session_id() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();

@@ -20,6 +20,7 @@ mod common;
 mod hooks_common;
 mod pipeline_common;
 
+mod acp;
 mod agent_chat;
 mod agent_compaction;
 mod agent_compat;

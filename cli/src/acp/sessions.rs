@@ -1,0 +1,395 @@
+//! The editor's sessions. A `session/new` names a session and its mode (a preset) without
+//! starting it; its first prompt starts the paddock session under that id, so the mode can be
+//! changed until then (`session/set_mode`) and no log is left for a session never used. After
+//! that the preset is pinned in the log, as for every paddock session: a mode change is refused
+//! with the way to get one (a new session). `session/load` reopens a recorded session (the
+//! same recovery as `paddock resume`) and replays its history as updates.
+//!
+//! One prompt runs at a time per session; `session/cancel` interrupts it: the running calls
+//! are cancelled (a program in the jail is killed), and the prompt answers `cancelled`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, CurrentModeUpdate, EmbeddedResourceResource, LoadSessionRequest,
+    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
+    SessionMode, SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason as AcpStop,
+};
+use agent_client_protocol::{Client, Error, ErrorCode};
+
+use super::permission::EditorApprover;
+use super::replay;
+use super::updates::Updates;
+use crate::trust::project_trusted_for;
+use paddock::agent::{Quiet, TurnEnd};
+use paddock::log::StopReason;
+use paddock::session::{Env, Interrupter, ModelChoice, ReopenOptions, Session, new_session_id};
+use paddock_types::text::sanitize;
+
+/// How new sessions start (the command line's flags).
+pub struct Defaults {
+    pub preset: String,
+    pub model: ModelChoice,
+    pub max_turns: Option<u64>,
+}
+
+/// Every session this editor has opened, by id.
+pub struct Sessions {
+    defaults: Defaults,
+    open: Mutex<HashMap<String, Arc<EditorSession>>>,
+}
+
+/// One editor session: named, in a mode, and started once prompted.
+struct EditorSession {
+    id: String,
+    cwd: PathBuf,
+    mode: Mutex<String>,
+    cx: ConnectionTo<Client>,
+    started: tokio::sync::Mutex<Option<Arc<Session>>>,
+    running: Mutex<Option<Interrupter>>,
+    cancelled: AtomicBool,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn invalid(message: String) -> Error {
+    Error::new(ErrorCode::INVALID_PARAMS, message)
+}
+
+fn failed(message: String) -> Error {
+    Error::new(ErrorCode::INTERNAL_ERROR, message)
+}
+
+/// The data directory, with `cwd` as the working directory.
+fn env_at(cwd: &Path) -> Result<Env, Error> {
+    let mut env =
+        Env::open().map_err(|e| failed(format!("cannot open paddock's data directory: {e:#}")))?;
+    env.cwd = cwd.to_path_buf();
+    Ok(env)
+}
+
+/// A `cwd` the editor sent: absolute, and a directory.
+fn checked_cwd(cwd: &Path) -> Result<PathBuf, Error> {
+    if !cwd.is_absolute() || !cwd.is_dir() {
+        return Err(invalid(format!(
+            "cwd `{}` is not an absolute path to a directory; send the project's directory, e.g. \"/home/me/project\"",
+            sanitize(&cwd.display().to_string())
+        )));
+    }
+    Ok(cwd.to_path_buf())
+}
+
+impl Sessions {
+    pub fn new(defaults: Defaults) -> Sessions {
+        Sessions {
+            defaults,
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn get(&self, id: &str) -> Result<Arc<EditorSession>, Error> {
+        lock(&self.open).get(id).cloned().ok_or_else(|| {
+            invalid(format!(
+                "no session `{}` is open in this paddock acp; start one with session/new, or reopen a recorded one with session/load",
+                sanitize(id)
+            ))
+        })
+    }
+
+    /// `session/new`: a session named now, started by its first prompt. The preset is found
+    /// now, so a missing one is reported here.
+    pub fn new_session(
+        &self,
+        request: NewSessionRequest,
+        cx: ConnectionTo<Client>,
+    ) -> Result<NewSessionResponse, Error> {
+        let cwd = checked_cwd(&request.cwd)?;
+        let preset = self.defaults.preset.clone();
+        check_preset(&cwd, &preset)?;
+        let modes = modes(&cwd, &preset)?;
+        let id = new_session_id();
+        let session = EditorSession {
+            id: id.clone(),
+            cwd,
+            mode: Mutex::new(preset),
+            cx,
+            started: tokio::sync::Mutex::new(None),
+            running: Mutex::new(None),
+            cancelled: AtomicBool::new(false),
+        };
+        lock(&self.open).insert(id.clone(), Arc::new(session));
+        Ok(NewSessionResponse::new(id).modes(modes))
+    }
+
+    /// `session/load`: the recorded session reopened (recovery settled as `paddock resume`
+    /// settles it) and its history sent as updates before the answer.
+    pub async fn load_session(
+        &self,
+        request: LoadSessionRequest,
+        cx: ConnectionTo<Client>,
+    ) -> Result<LoadSessionResponse, Error> {
+        let id = request.session_id.0.to_string();
+        let cwd = checked_cwd(&request.cwd)?;
+        if let Ok(open) = self.get(&id) {
+            let started = open.started.lock().await.clone();
+            if let Some(session) = started {
+                replay::send(&open.cx, &id, session.log_path(), &open.cwd);
+            }
+            let mode = lock(&open.mode).clone();
+            return Ok(LoadSessionResponse::new().modes(modes(&open.cwd, &mode)?));
+        }
+        let env = env_at(&cwd)?;
+        let options = ReopenOptions {
+            wait: false,
+            max_output_tokens: None,
+            moved: Default::default(),
+            approver: Box::new(EditorApprover::new(cx.clone(), &id)),
+            max_turns: self.defaults.max_turns,
+            without_message: false,
+        };
+        let reopened = Session::reopen(env, &id, options).await.map_err(|e| {
+            invalid(format!(
+                "cannot load session `{}`: {e}; `paddock log --list` lists the recorded sessions",
+                sanitize(&id)
+            ))
+        })?;
+        let session = reopened
+            .settle(&Quiet)
+            .await
+            .map_err(|e| failed(format!("cannot settle session `{}`: {e}", sanitize(&id))))?;
+        replay::send(&cx, &id, session.log_path(), &cwd);
+        let mode = session.preset_name().to_string();
+        let modes = modes(&cwd, &mode)?;
+        let editor = EditorSession {
+            id: id.clone(),
+            cwd,
+            mode: Mutex::new(mode),
+            cx,
+            started: tokio::sync::Mutex::new(Some(Arc::new(session))),
+            running: Mutex::new(None),
+            cancelled: AtomicBool::new(false),
+        };
+        lock(&self.open).insert(id, Arc::new(editor));
+        Ok(LoadSessionResponse::new().modes(modes))
+    }
+
+    /// `session/set_mode`: another preset, until the first prompt pins one.
+    pub async fn set_mode(
+        &self,
+        request: SetSessionModeRequest,
+    ) -> Result<SetSessionModeResponse, Error> {
+        let editor = self.get(&request.session_id.0)?;
+        let wanted = request.mode_id.0.to_string();
+        let current = lock(&editor.mode).clone();
+        let offered = modes(&editor.cwd, &current)?;
+        if !offered.available_modes.iter().any(|m| *m.id.0 == *wanted) {
+            let names: Vec<String> = offered
+                .available_modes
+                .iter()
+                .map(|m| m.id.0.to_string())
+                .collect();
+            return Err(invalid(format!(
+                "no mode `{}`: the modes are the presets {} (`paddock preset list`)",
+                sanitize(&wanted),
+                names.join(", ")
+            )));
+        }
+        if wanted == current {
+            return Ok(SetSessionModeResponse::new());
+        }
+        if editor.started.lock().await.is_some() {
+            return Err(invalid(format!(
+                "session `{}` runs preset `{}`, pinned in its log since its first prompt; start a new session (session/new) and pick mode `{}` before prompting",
+                editor.id,
+                sanitize(&current),
+                sanitize(&wanted)
+            )));
+        }
+        *lock(&editor.mode) = wanted.clone();
+        let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(wanted));
+        let _ = editor
+            .cx
+            .send_notification(SessionNotification::new(editor.id.clone(), update));
+        Ok(SetSessionModeResponse::new())
+    }
+
+    /// `session/cancel`: the running prompt is interrupted; nothing when none runs.
+    pub fn cancel(&self, id: &str) {
+        let Ok(editor) = self.get(id) else {
+            return;
+        };
+        editor.cancelled.store(true, Ordering::SeqCst);
+        if let Some(interrupter) = lock(&editor.running).as_ref() {
+            interrupter.interrupt();
+        }
+    }
+
+    /// `session/prompt`: one turn (and the follow-ups it leaves) on the prompt's text, its
+    /// progress sent as updates; the answer is how it stopped.
+    pub async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, Error> {
+        let editor = self.get(&request.session_id.0)?;
+        let text = prompt_text(&request.prompt)?;
+        let session = editor.start(&self.defaults).await?;
+        {
+            let mut running = lock(&editor.running);
+            if running.is_some() {
+                return Err(Error::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "session `{}` is already working on a prompt; wait for its answer, or send session/cancel first",
+                        editor.id
+                    ),
+                ));
+            }
+            *running = Some(session.interrupter());
+            editor.cancelled.store(false, Ordering::SeqCst);
+        }
+        let updates = Updates::new(editor.cx.clone(), &editor.id, &editor.cwd);
+        let end = session.send(&text, &updates).await;
+        lock(&editor.running).take();
+        if editor.cancelled.swap(false, Ordering::SeqCst) {
+            return Ok(PromptResponse::new(AcpStop::Cancelled));
+        }
+        Ok(PromptResponse::new(stop_of(&end, &updates)))
+    }
+}
+
+impl EditorSession {
+    /// The paddock session, started under this id with the current mode on the first prompt.
+    async fn start(&self, defaults: &Defaults) -> Result<Arc<Session>, Error> {
+        let mut started = self.started.lock().await;
+        if let Some(session) = started.as_ref() {
+            return Ok(Arc::clone(session));
+        }
+        let env = env_at(&self.cwd)?;
+        let preset = lock(&self.mode).clone();
+        let session = Session::builder(env)
+            .id(self.id.clone())
+            .preset(&preset)
+            .model(defaults.model.clone())
+            .max_turns(defaults.max_turns)
+            .approver(Box::new(EditorApprover::new(self.cx.clone(), &self.id)))
+            .start()
+            .await
+            .map_err(|e| {
+                failed(format!(
+                    "cannot start the session with preset `{}`: {e}",
+                    sanitize(&preset)
+                ))
+            })?;
+        for warning in session.warnings() {
+            tracing::warn!("{}", warning.message);
+        }
+        let session = Arc::new(session);
+        *started = Some(Arc::clone(&session));
+        Ok(session)
+    }
+}
+
+/// ACP's stop reason for how a turn ended; an end that is neither done nor a budget is told
+/// to the editor as a message first.
+fn stop_of(end: &TurnEnd, updates: &Updates) -> AcpStop {
+    let told = match end.reason {
+        StopReason::Completed => return AcpStop::EndTurn,
+        StopReason::Interrupted | StopReason::Terminated => return AcpStop::Cancelled,
+        StopReason::MaxTurns => return AcpStop::MaxTurnRequests,
+        StopReason::Truncated => AcpStop::MaxTokens,
+        StopReason::ModelError if end.detail.as_deref() == Some("the model refused to answer") => {
+            AcpStop::Refusal
+        }
+        _ => AcpStop::EndTurn,
+    };
+    updates.say(&format!(
+        "\n\n[paddock: the turn stopped ({}){}]",
+        end.reason.as_str(),
+        end.detail
+            .as_deref()
+            .map(|d| format!(": {}", sanitize(d)))
+            .unwrap_or_default()
+    ));
+    told
+}
+
+/// The prompt's content as the message the model reads: text as is, a resource the editor
+/// embedded with its URI, a linked one by its URI. Images and audio are refused (paddock does
+/// not send them to models yet).
+fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
+    let mut parts = Vec::new();
+    for block in blocks {
+        match block {
+            ContentBlock::Text(text) => parts.push(text.text.clone()),
+            ContentBlock::ResourceLink(link) => {
+                parts.push(format!("[{}]({})", link.name, link.uri))
+            }
+            ContentBlock::Resource(embedded) => match &embedded.resource {
+                EmbeddedResourceResource::TextResourceContents(text) => {
+                    parts.push(format!(
+                        "<resource uri=\"{}\">\n{}\n</resource>",
+                        text.uri, text.text
+                    ));
+                }
+                _ => {
+                    return Err(invalid(
+                        "paddock takes embedded resources as text only; send a binary file as a resource_link".into(),
+                    ));
+                }
+            },
+            _ => {
+                return Err(invalid(
+                    "paddock takes text, resource and resource_link prompt blocks (its promptCapabilities offer no image or audio)".into(),
+                ));
+            }
+        }
+    }
+    let text = parts.join("\n\n");
+    if text.trim().is_empty() {
+        return Err(invalid(
+            "the prompt has no text; send at least one text block".into(),
+        ));
+    }
+    Ok(text)
+}
+
+/// That `preset` (a name or a path) is there to start a session with.
+fn check_preset(cwd: &Path, preset: &str) -> Result<(), Error> {
+    let env = env_at(cwd)?;
+    let project = project_trusted_for(&env, preset);
+    paddock::preset::find_written(preset, cwd, project)
+        .map(drop)
+        .map_err(|e| invalid(format!("preset `{}` cannot be used: {e}", sanitize(preset))))
+}
+
+/// The modes: every preset `paddock preset list` shows here, and `current` (a preset given
+/// by its path, or the one a reopened session pinned, is a mode of its own).
+fn modes(cwd: &Path, current: &str) -> Result<SessionModeState, Error> {
+    let env = env_at(cwd)?;
+    let project = project_trusted_for(&env, current);
+    let mut seen = std::collections::HashSet::new();
+    let mut modes: Vec<SessionMode> = paddock::preset::list(cwd, project)
+        .into_iter()
+        // The first of a name is the one that is used (a user's copy before the shipped one).
+        .filter(|p| seen.insert(p.name.clone()))
+        .map(|p| {
+            let mode = SessionMode::new(p.name.clone(), p.name);
+            match p.description {
+                Some(d) => mode.description(d),
+                None => mode,
+            }
+        })
+        .collect();
+    if !modes.iter().any(|m| *m.id.0 == *current) {
+        let name = Path::new(current)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| current.to_string());
+        modes.push(SessionMode::new(current.to_string(), name).description(current.to_string()));
+    }
+    Ok(SessionModeState::new(current.to_string(), modes))
+}
