@@ -41,6 +41,7 @@ fn updates_of(body: Body, cwd: &Path) -> Vec<SessionUpdate> {
         Body::UserMessage {
             text,
             source: Source::User,
+            ..
         } => vec![SessionUpdate::UserMessageChunk(ContentChunk::new(
             ContentBlock::Text(TextContent::new(text)),
         ))],
