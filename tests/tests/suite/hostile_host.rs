@@ -322,7 +322,7 @@ async fn a_host_backtrace_is_captured_only_when_rust_lib_backtrace_asks_for_it()
         &project,
         "crash",
         &format!(
-            "[plugins.attacks]\nsource = {:?}\n[approval]\nhigh = \"allow\"\n",
+            "[plugins.attacks]\nsource = {:?}\n[tools]\ndisable = [\"attacks:half_write\"]\n[approval]\nhigh = \"allow\"\n",
             wasm("hostile_attacks.wasm")
         ),
     );

@@ -129,7 +129,7 @@ async fn after_a_ctrl_c_in_chat_every_hook_of_the_next_turn_still_decides() {
 fn attacks_preset(project: &Project, hook_extra: &str) -> String {
     let wasm = plugin_dir().join("hostile_attacks.wasm");
     let preset = format!(
-        "[plugins.attacks]\nsource = \"{}\"\noutput_bytes = 16777216\n\n\
+        "[plugins.attacks]\nsource = \"{}\"\noutput_bytes = 16777216\n[tools]\ndisable = [\"attacks:half_write\"]\n\n\
          [[hooks]]\nsource = \"builtin:redact-secrets\"\non = \"post\"\n{hook_extra}\n\n\
          [approval]\nhigh = \"allow\"\n",
         wasm.display()
@@ -156,7 +156,7 @@ async fn an_eight_mib_error_is_cut_to_the_default_budget() {
     std::fs::write(
         &preset,
         format!(
-            "[plugins.attacks]\nsource = \"{}\"\n[approval]\nhigh = \"allow\"\n",
+            "[plugins.attacks]\nsource = \"{}\"\n[tools]\ndisable = [\"attacks:half_write\"]\n[approval]\nhigh = \"allow\"\n",
             wasm.display()
         ),
     )

@@ -103,7 +103,7 @@ async fn each_command_spills_privately_and_session_logs_are_private() {
     std::fs::write(
         &preset,
         format!(
-            "[plugins.attacks]\nsource = \"{}\"\n[approval]\nhigh = \"allow\"\n",
+            "[plugins.attacks]\nsource = \"{}\"\n[tools]\ndisable = [\"attacks:half_write\"]\n[approval]\nhigh = \"allow\"\n",
             plugin_dir().join("hostile_attacks.wasm").display()
         ),
     )
@@ -177,7 +177,7 @@ async fn private_modes_hold_under_an_open_umask() {
     std::fs::write(
         &preset,
         format!(
-            "[plugins.attacks]\nsource = \"{}\"\n[approval]\nhigh = \"allow\"\n",
+            "[plugins.attacks]\nsource = \"{}\"\n[tools]\ndisable = [\"attacks:half_write\"]\n[approval]\nhigh = \"allow\"\n",
             plugin_dir().join("hostile_attacks.wasm").display()
         ),
     )
