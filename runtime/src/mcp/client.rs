@@ -196,17 +196,14 @@ impl McpServer {
         };
         let broken = match outcome {
             Ok(Ok(CallToolResponse::Complete(result))) => {
-                let text = super::content::text_of(&super::content::parts(
-                    &result.content,
-                    self.budget(),
-                ));
+                let parts = super::content::parts(&result.content, self.budget());
                 return if result.is_error == Some(true) {
                     Err(ToolError::new(
                         ErrorCode::Plugin("MCP_TOOL_ERROR".into()),
-                        text,
+                        super::content::text_of(&parts),
                     ))
                 } else {
-                    Ok(ToolOutput::complete(text))
+                    Ok(ToolOutput::complete(super::content::output_of(&parts)))
                 };
             }
             Ok(Ok(_)) => {

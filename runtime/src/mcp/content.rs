@@ -8,10 +8,10 @@
 //!   server's word, and reading it (`file:///etc/shadow`) would hand the server paddock's
 //!   reach, so it is only ever shown;
 //! - an image: decoded and checked (a known image type whose bytes start as that type says,
-//!   within [`MAX_IMAGE_BYTES`]) and kept as [`Part::Image`], for the model layer to send as an
-//!   image part; until it does, the model sees [`Part::Image`]'s placeholder line. A claim
-//!   that does not hold (bad base64, a type the bytes contradict, too large) is a text line
-//!   saying so;
+//!   within [`MAX_IMAGE_BYTES`]) and kept as [`Part::Image`]; [`output_of`] hands the first one
+//!   to the model layer as an image (`model::ImagePart`, checked again there), the rest as
+//!   placeholder lines. A claim that does not hold (bad base64, a type the bytes contradict,
+//!   too large) is a text line saying so;
 //! - audio and anything else: a line naming its type.
 //!
 //! The server is untrusted: each text is cut at the budget, blocks past the budget are
@@ -106,6 +106,29 @@ pub fn parts(content: &[ContentBlock], budget: usize) -> Vec<Part> {
 }
 
 /// The parts as one text for the model, one part per line.
+/// A successful result's output: with an image, the first image that the model layer accepts
+/// (as `ImagePart::to_tool_output`, so the pipeline sends it as an image part) captioned by the
+/// other parts' text; otherwise the parts' text.
+pub fn output_of(parts: &[Part]) -> String {
+    let first = parts.iter().enumerate().find_map(|(i, part)| match part {
+        Part::Image { bytes, .. } => crate::model::ImagePart::from_bytes(bytes.clone())
+            .ok()
+            .map(|image| (i, image)),
+        Part::Text(_) => None,
+    });
+    let Some((at, image)) = first else {
+        return text_of(parts);
+    };
+    let caption = parts
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != at)
+        .map(|(_, part)| part.as_text())
+        .collect::<Vec<_>>()
+        .join("\n");
+    image.to_tool_output(&caption)
+}
+
 pub fn text_of(parts: &[Part]) -> String {
     parts
         .iter()
@@ -256,6 +279,24 @@ mod tests {
         assert!(text.len() < 1200, "{} bytes", text.len());
         assert!(text.contains("bytes of this block cut"), "{text}");
         assert!(text.ends_with("[2 more content block(s) past the output budget not shown]"));
+    }
+
+    #[test]
+    fn the_first_image_goes_on_as_an_image_captioned_by_the_rest() {
+        let png = crate::model::image_tests_png();
+        let blocks = [
+            ContentBlock::text("before"),
+            ContentBlock::image(b64(png), "image/png"),
+            ContentBlock::image(b64(png), "image/png"),
+        ];
+        let output = output_of(&parts(&blocks, 10_000));
+        let (image, caption) = crate::model::ImagePart::from_tool_output(&output)
+            .expect("an image output")
+            .expect("a valid image");
+        assert_eq!((image.width(), image.height()), (2, 3));
+        assert!(caption.starts_with("before\n[image from the MCP server"), "{caption}");
+        let text_only = output_of(&parts(&[ContentBlock::text("just text")], 100));
+        assert_eq!(text_only, "just text");
     }
 
     #[test]
