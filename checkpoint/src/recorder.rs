@@ -404,16 +404,11 @@ impl Recorder {
         let prior = self
             .dir_at(parent_rel)
             .and_then(|d| d.entries.remove(&name));
-        let node = self.examine(
-            parent.as_fd(),
-            &name,
-            rel,
-            prior,
-            false,
-            depth,
-            store,
-            tally,
-        )?;
+        // Deep: a directory the journal names was created, moved, removed or changed itself,
+        // and one removed and made again may carry its old inode number, with no watch on it
+        // and nothing of what is below it reported. Only a walk of it is sure of its contents
+        // (unchanged files are still not read again).
+        let node = self.examine(parent.as_fd(), &name, rel, prior, true, depth, store, tally)?;
         if !matches!(node, Some(Node::Dir(_))) {
             self.excluded_below(rel);
         }
