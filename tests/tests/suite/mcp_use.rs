@@ -360,8 +360,9 @@ fn a_server_without_mounts_starts_and_sees_no_project_files() {
 }
 
 /// `server-everything` (the MCP reference server, npm, on 2025-11-25): its embedded resource
-/// and its resource links reach the model's next request as text with their URIs, and its
-/// task-only tool is not offered, with a warning at start that names it.
+/// and its resource links reach the model's next request as text with their URIs, its image
+/// as an image part (the model takes images), and its task-only tool is not offered, with a
+/// warning at start that names it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_everything_resources_and_links_reach_the_model_and_its_task_only_tool_is_left_out()
 {
@@ -374,17 +375,6 @@ async fn server_everything_resources_and_links_reach_the_model_and_its_task_only
         .expect("the script is under node_modules")
         .to_path_buf();
     let project = Project::new(&[("README.md", "hello\n")]);
-    let preset = project.home.path().join("everything.toml");
-    std::fs::write(
-        &preset,
-        format!(
-            "[mcp.everything]\ncommand = \"node\"\nargs = [{:?}]\nenv = [\"PATH\"]\nread = [{:?}]\n\
-             [approval]\nlow = \"allow\"\nmedium = \"allow\"\nhigh = \"allow\"\n",
-            script.display().to_string(),
-            modules.display().to_string(),
-        ),
-    )
-    .unwrap();
     let model = server(vec![
         call_step(
             "c1",
@@ -392,22 +382,28 @@ async fn server_everything_resources_and_links_reach_the_model_and_its_task_only
             r#"{"resourceType": "Text", "resourceId": 2}"#,
         ),
         call_step("c2", "get-resource-links", r#"{"count": 2}"#),
+        call_step("c3", "get-tiny-image", "{}"),
         Step::Reply(Turn::text(&["Done."])),
     ])
     .await;
     let url = model.openai_base_url();
+    // A model that takes images, so the server's image goes to it as one.
+    let preset = project.home.path().join("everything.toml");
+    std::fs::write(
+        &preset,
+        format!(
+            "[model]\nprovider = \"openai\"\nmodel = \"scripted\"\nbase_url = {url:?}\n\
+             max_retries = 0\nvision = true\n\n\
+             [mcp.everything]\ncommand = \"node\"\nargs = [{:?}]\nenv = [\"PATH\"]\nread = [{:?}]\n\
+             [approval]\nlow = \"allow\"\nmedium = \"allow\"\nhigh = \"allow\"\n",
+            script.display().to_string(),
+            modules.display().to_string(),
+        ),
+    )
+    .unwrap();
     let preset = preset.display().to_string();
     let output = project
-        .paddock(&[
-            "run",
-            "use them",
-            "--base-url",
-            &url,
-            "--model",
-            "scripted",
-            "--preset",
-            &preset,
-        ])
+        .paddock(&["run", "use them", "--preset", &preset])
         .await;
     let shown = text(&output);
     assert_eq!(output.status.code(), Some(0), "{shown}");
@@ -445,4 +441,18 @@ async fn server_everything_resources_and_links_reach_the_model_and_its_task_only
         "{linked}"
     );
     assert!(!linked.contains("content not shown"), "{linked}");
+    // The image: an image part of the next request (after its result, in a user message, as
+    // the OpenAI wire carries a tool's images), the text around it as the result.
+    let imaged = results(3);
+    assert!(
+        imaged.contains("Here's the image you requested:")
+            && imaged.contains("The image above is the MCP logo."),
+        "{imaged}"
+    );
+    let body = requests[3].body.to_string();
+    assert!(
+        body.contains("data:image/png;base64,iVBORw0KGgo"),
+        "no image part in the request: {}",
+        &body[body.len().saturating_sub(2000)..]
+    );
 }
