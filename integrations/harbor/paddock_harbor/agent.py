@@ -1,7 +1,10 @@
 """paddock as a Harbor installed agent.
 
 `install()` uploads a paddock binary into the trial's environment (what `skip_install` skips:
-the image then provides `/installed-agent/paddock` or `paddock` on `PATH`); `configure()` does
+the image then provides `/installed-agent/paddock` or `paddock` on `PATH`) and installs the
+plugins the `plugins` option lists into the trial's data directory, so that their compile
+(seconds for a JavaScript or Python one) happens in the agent's set-up and the trial's first
+call loads compiled code (with `skip_install`, `configure()` installs them); `configure()` does
 each trial's set-up, with or without an install: the data directory, the preset (uploaded when
 it is a file) and, when the task declares MCP servers, a preset extending it with them
 (`paddock_harbor.mcp`). `run()` runs the task's instruction with `paddock run --json`, headless
@@ -48,6 +51,8 @@ BINARY = f"{AGENT_DIR}/paddock"
 UPLOADED_PRESET = f"{AGENT_DIR}/preset.toml"
 TRIAL_PRESET = f"{AGENT_DIR}/trial-preset.toml"
 HOME = f"{AGENT_DIR}/home"
+# Where the `plugins` option's files are uploaded before `paddock plugin install`.
+PLUGINS_DIR = f"{AGENT_DIR}/plugins"
 CONTAINER_PRESET = str(Path(__file__).with_name("container.toml"))
 
 # The installed binary, else one the image has on PATH (`skip_install`).
@@ -82,6 +87,13 @@ class PaddockOptions(InstalledAgentOptions):
     )
     max_turns: PositiveInt | None = Field(
         default=None, description="Stop the session after this many turns (exit 3, finished)."
+    )
+    plugins: str | None = Field(
+        default=None,
+        description="Plugins to install into the trial's data directory before the run: "
+        ".wasm files on this machine, comma-separated, uploaded and installed with `paddock "
+        "plugin install` under the file's name less `.wasm` (the name the preset's `source` "
+        "gives), so they are compiled in the agent's set-up, not at the trial's first call.",
     )
 
 
@@ -169,13 +181,57 @@ class PaddockAgent(BaseInstalledAgent):
             )
         await environment.upload_file(binary, BINARY)
         await self.exec_as_root(environment, f"chmod 755 {BINARY}")
+        await self._install_plugins(environment)
 
-    async def configure(self, environment: BaseEnvironment) -> None:
+    def _plugin_files(self) -> list[Path]:
+        """The `plugins` option's files, each checked to exist, with distinct names."""
+        files = [Path(p.strip()) for p in (self.options.plugins or "").split(",") if p.strip()]
+        for file in files:
+            if file.suffix != ".wasm" or not file.is_file():
+                raise FileNotFoundError(
+                    f"the plugins option names {str(file)!r}, which is not a .wasm file on "
+                    "this machine: give the built components, comma-separated "
+                    "(--ak plugins=/path/a.wasm,/path/b.wasm)"
+                )
+        names = [file.name for file in files]
+        if len(set(names)) != len(names):
+            raise ValueError(
+                f"the plugins option names two files of one name ({', '.join(names)}): each "
+                "is installed under its file name, so rename one"
+            )
+        return files
+
+    async def _make_home(self, environment: BaseEnvironment) -> None:
         setup = f"mkdir -p {HOME}"
         if environment.default_user is not None:
             # The task's agent user runs paddock, whose data directory this is.
             setup += f" && chown {shlex.quote(str(environment.default_user))} {HOME}"
         await self.exec_as_root(environment, setup)
+
+    async def _install_plugins(self, environment: BaseEnvironment) -> None:
+        """`paddock plugin install` of each listed plugin, as the agent user, into the
+        trial's data directory: the compiled code lands in the cache the session reads (an
+        entry is accepted only under that directory's own key, so it cannot be shipped)."""
+        files = self._plugin_files()
+        if not files:
+            return
+        await self._make_home(environment)
+        await self.exec_as_root(environment, f"mkdir -p {PLUGINS_DIR}")
+        for file in files:
+            remote = f"{PLUGINS_DIR}/{file.name}"
+            await environment.upload_file(file, remote)
+            await self.exec_as_root(environment, f"chmod 644 {shlex.quote(remote)}")
+            await self.exec_as_agent(
+                environment,
+                f'{FIND_BINARY}"$p" plugin install {shlex.quote(remote)}',
+                env={"PADDOCK_HOME": HOME},
+            )
+
+    async def configure(self, environment: BaseEnvironment) -> None:
+        await self._make_home(environment)
+        if self._skip_install:
+            # No install step ran: the listed plugins are installed (and compiled) here.
+            await self._install_plugins(environment)
         if self._uploads_preset:
             await environment.upload_file(self.options.preset, UPLOADED_PRESET)
         if self.mcp_servers:

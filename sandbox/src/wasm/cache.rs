@@ -89,8 +89,16 @@ impl Sandbox {
         if let Some(key) = key
             && let Some(component) = self.load_entry(key, &name, &path)
         {
+            tracing::debug!("plugin {origin}: compiled code loaded from the cache");
             return Ok((component, CacheUse::Hit));
         }
+        // Seconds for a JavaScript or Python runtime: `plugin install` does this ahead of a
+        // session, and `PADDOCK_LOG=paddock_sandbox=info` shows a session that still has to.
+        tracing::info!(
+            "plugin {origin}: no compiled code in the cache {}; compiling {} bytes",
+            self.cache_dir.display(),
+            wasm.len()
+        );
         let compiled = self
             .engine
             .precompile_component(wasm)

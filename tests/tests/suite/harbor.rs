@@ -81,13 +81,15 @@ enum Server<'a> {
     Flag(&'a str),
 }
 
-/// `harbor run` of `task` with paddock against `server`, with `agent_kwargs` (`--ak`): its
-/// output, and the directory of its jobs.
+/// `harbor run` of `task` with paddock against `server`, with `agent_kwargs` (`--ak`) and
+/// `agent_env` (`--ae`, the environment of the agent's commands): its output, and the
+/// directory of its jobs.
 async fn harbor(
     python: &Path,
     task: &Path,
     server: Server<'_>,
     agent_kwargs: &[&str],
+    agent_env: &[&str],
 ) -> (std::process::Output, tempfile::TempDir) {
     let jobs = tempfile::tempdir().expect("jobs dir");
     let harbor = python.with_file_name("harbor");
@@ -101,6 +103,9 @@ async fn harbor(
         .arg(jobs.path());
     for kwarg in agent_kwargs {
         cmd.args(["--ak", kwarg]);
+    }
+    for var in agent_env {
+        cmd.args(["--ae", var]);
     }
     match server {
         Server::Env(url) => cmd.env("PADDOCK_BASE_URL", url),
@@ -124,7 +129,18 @@ async fn harbor(
 
 /// `harbor run` (as `harbor` does it) that ran its one trial: the job's and trial's results.
 async fn harbor_run(python: &Path, task: &Path, server: Server<'_>, agent_kwargs: &[&str]) -> Job {
-    let (output, jobs) = harbor(python, task, server, agent_kwargs).await;
+    harbor_run_env(python, task, server, agent_kwargs, &[]).await
+}
+
+/// `harbor_run` with `agent_env` (`--ae`) too.
+async fn harbor_run_env(
+    python: &Path,
+    task: &Path,
+    server: Server<'_>,
+    agent_kwargs: &[&str],
+    agent_env: &[&str],
+) -> Job {
+    let (output, jobs) = harbor(python, task, server, agent_kwargs, agent_env).await;
     assert!(output.status.success(), "harbor run: {}", text(&output));
     let job_dir = jobs.path().join("paddock");
     let result = read_json(&job_dir.join("result.json"));
@@ -282,6 +298,104 @@ async fn harbor_runs_paddock_on_a_task_with_its_mcp_server_and_the_verifier_rewa
     let session = result["session"].as_str().unwrap();
     let log = job.trial_dir.join("agent/sessions").join(session);
     assert!(log.join("events.jsonl").is_file(), "no {}", log.display());
+}
+
+/// What the agent's set-up installs in `plugins_compile_in_the_agents_install_*`: the Python
+/// example (an 18 MB component, seconds to compile), named by the preset as installed.
+const PY_PLUGIN: &str = "py_word_freq";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugins_compile_in_the_agents_install_and_the_trials_session_loads_them_compiled() {
+    let Some(python) = python() else { return };
+    let wasm = paddock_tests::plugin_dir().join(format!("{PY_PLUGIN}.wasm"));
+    assert!(
+        wasm.is_file(),
+        "{} is missing: run `cargo xtask build-plugins` (with `bash .ci/authoring-tools.sh`)",
+        wasm.display()
+    );
+    // The adapter's own container preset, with the plugin by its installed name (a preset
+    // file is uploaded alone: it cannot name a path on this machine).
+    let presets = tempfile::tempdir().expect("preset dir");
+    let preset = presets.path().join("with-plugin.toml");
+    let container = std::fs::read_to_string(
+        repo().join("integrations/harbor/paddock_harbor/container.toml"),
+    )
+    .expect("container.toml");
+    std::fs::write(
+        &preset,
+        format!("{container}\n[plugins.{PY_PLUGIN}]\nsource = \"{PY_PLUGIN}\"\n"),
+    )
+    .expect("write the preset");
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            call("w1", "word_freq", json!({"text": "b a b"})),
+            writes_greeting(),
+            Step::Reply(Turn::text(&["Done."])),
+        ],
+    })
+    .await
+    .expect("scripted server");
+    let job = harbor_run_env(
+        &python,
+        &task(WRITE_FILE),
+        Server::Env(&server.openai_base_url()),
+        &[
+            &format!("plugins={}", wasm.display()),
+            &format!("preset={}", preset.display()),
+        ],
+        // The sandbox says, for each plugin a process loads, whether it compiled it.
+        &["PADDOCK_LOG=paddock_sandbox=debug"],
+    )
+    .await;
+
+    let result = result_line(&job);
+    assert_eq!(result["stop_reason"], "completed", "{}", job.trial);
+    assert_solved(&job, &result);
+    assert_eq!(tool_results(&server)[0], "b 2\na 1");
+    // The trial's session took the plugin's code from the cache the install filled, in the
+    // same data directory; it compiled nothing of it.
+    let stderr = std::fs::read_to_string(job.trial_dir.join("agent/paddock.stderr"))
+        .expect("the agent saved paddock's stderr");
+    assert!(
+        stderr.contains(&format!("plugin {PY_PLUGIN}: compiled code loaded from the cache")),
+        "the session did not load {PY_PLUGIN} from the cache:\n{stderr}"
+    );
+    assert!(
+        !stderr.contains(&format!("plugin {PY_PLUGIN}: no compiled code in the cache")),
+        "the session compiled {PY_PLUGIN}:\n{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugins_option_naming_no_wasm_file_fails_the_agents_setup_saying_so() {
+    let Some(python) = python() else { return };
+    let server = ScriptedServer::start(Script::default())
+        .await
+        .expect("scripted server");
+    let (output, jobs) = harbor(
+        &python,
+        &task(WRITE_FILE),
+        Server::Env(&server.openai_base_url()),
+        &["plugins=/nonexistent/tool.wasm"],
+        &[],
+    )
+    .await;
+    assert!(output.status.success(), "harbor run: {}", text(&output));
+    let job_dir = jobs.path().join("paddock");
+    let trial = std::fs::read_dir(&job_dir)
+        .expect("the job's directory")
+        .flatten()
+        .map(|e| e.path().join("result.json"))
+        .find(|p| p.is_file())
+        .expect("a trial result");
+    let trial = read_json(&trial);
+    let message = trial["exception_info"]["exception_message"].to_string();
+    assert!(
+        message.contains("/nonexistent/tool.wasm") && message.contains("not a .wasm file"),
+        "{trial}"
+    );
+    // No model request: the trial stopped in its set-up.
+    assert!(server.requests().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -495,6 +609,7 @@ async fn a_misspelt_agent_option_stops_harbor_run_naming_it_and_the_valid_ones()
         &task(WRITE_FILE),
         Server::Env(&server.openai_base_url()),
         &["max_turn=1"],
+        &[],
     )
     .await;
 
@@ -504,7 +619,9 @@ async fn a_misspelt_agent_option_stops_harbor_run_naming_it_and_the_valid_ones()
     assert!(said.contains("Unknown option 'max_turn'"), "{said}");
     assert!(said.contains("did you mean 'max_turns'?"), "{said}");
     assert!(
-        said.contains("Valid options: base_url, binary, disable_web_search, max_turns, preset,"),
+        said.contains(
+            "Valid options: base_url, binary, disable_web_search, max_turns, plugins, preset,"
+        ),
         "{said}"
     );
     assert!(!jobs.path().join("paddock/result.json").exists());
@@ -524,7 +641,8 @@ async fn a_trial_refused_before_its_environment_started_fails_for_that_reason_al
     let server = ScriptedServer::start(Script::default())
         .await
         .expect("scripted server");
-    let (output, jobs) = harbor(&python, &task, Server::Env(&server.openai_base_url()), &[]).await;
+    let (output, jobs) =
+        harbor(&python, &task, Server::Env(&server.openai_base_url()), &[], &[]).await;
     assert!(output.status.success(), "harbor run: {}", text(&output));
     let job_dir = jobs.path().join("paddock");
     let trial_dir = std::fs::read_dir(&job_dir)
