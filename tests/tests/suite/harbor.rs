@@ -317,10 +317,9 @@ async fn plugins_compile_in_the_agents_install_and_the_trials_session_loads_them
     // file is uploaded alone: it cannot name a path on this machine).
     let presets = tempfile::tempdir().expect("preset dir");
     let preset = presets.path().join("with-plugin.toml");
-    let container = std::fs::read_to_string(
-        repo().join("integrations/harbor/paddock_harbor/container.toml"),
-    )
-    .expect("container.toml");
+    let container =
+        std::fs::read_to_string(repo().join("integrations/harbor/paddock_harbor/container.toml"))
+            .expect("container.toml");
     std::fs::write(
         &preset,
         format!("{container}\n[plugins.{PY_PLUGIN}]\nsource = \"{PY_PLUGIN}\"\n"),
@@ -357,11 +356,15 @@ async fn plugins_compile_in_the_agents_install_and_the_trials_session_loads_them
     let stderr = std::fs::read_to_string(job.trial_dir.join("agent/paddock.stderr"))
         .expect("the agent saved paddock's stderr");
     assert!(
-        stderr.contains(&format!("plugin {PY_PLUGIN}: compiled code loaded from the cache")),
+        stderr.contains(&format!(
+            "plugin {PY_PLUGIN}: compiled code loaded from the cache"
+        )),
         "the session did not load {PY_PLUGIN} from the cache:\n{stderr}"
     );
     assert!(
-        !stderr.contains(&format!("plugin {PY_PLUGIN}: no compiled code in the cache")),
+        !stderr.contains(&format!(
+            "plugin {PY_PLUGIN}: no compiled code in the cache"
+        )),
         "the session compiled {PY_PLUGIN}:\n{stderr}"
     );
 }
@@ -641,8 +644,14 @@ async fn a_trial_refused_before_its_environment_started_fails_for_that_reason_al
     let server = ScriptedServer::start(Script::default())
         .await
         .expect("scripted server");
-    let (output, jobs) =
-        harbor(&python, &task, Server::Env(&server.openai_base_url()), &[], &[]).await;
+    let (output, jobs) = harbor(
+        &python,
+        &task,
+        Server::Env(&server.openai_base_url()),
+        &[],
+        &[],
+    )
+    .await;
     assert!(output.status.success(), "harbor run: {}", text(&output));
     let job_dir = jobs.path().join("paddock");
     let trial_dir = std::fs::read_dir(&job_dir)
