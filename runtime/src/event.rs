@@ -6,7 +6,7 @@
 
 pub use crate::calls::{Disposition, EndReason, Repair};
 pub use crate::log::{
-    Asked, Body, CompactReason, ForkLink, InstructionRecord, LayerRecord, LoggedRepair, ParentLink,
+    Asked, Body, CompactReason, ForkLink, InstructionRecord, LayerRecord, LoggedRepair, ChildSpent, ParentLink,
     PluginHash, SkillsRecord, Touches,
 };
 pub use crate::model::price::Price;

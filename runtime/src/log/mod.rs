@@ -42,7 +42,7 @@ pub use atif::trajectory;
 pub use atif_schema::Trajectory;
 pub use event::{
     Asked, Body, CompactReason, Event, ForkLink, InstructionRecord, Lane, LayerRecord, LoggedRepair,
-    ParentLink, PluginHash, SessionStart, SkillsRecord, Source, StopReason, Touches,
+    ChildSpent, ParentLink, PluginHash, SessionStart, SkillsRecord, Source, StopReason, Touches,
 };
 pub use file::LogWriter;
 pub use history::{History, estimate_tokens};

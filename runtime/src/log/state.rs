@@ -35,6 +35,9 @@ pub struct Spent {
     pub denied_calls: u64,
     /// Wall time inside turns: the closed ones, and the open one up to the moment of `at`.
     pub wall: Duration,
+    /// What this session's subagents spent (`subagent/end`), charged to its budgets on top of
+    /// its own requests, tokens and cost above (`charged_*`).
+    pub children: super::event::ChildSpent,
     /// When the open turn started (ms since the epoch), while one is open.
     open_turn: Option<u64>,
 }
@@ -85,6 +88,11 @@ impl Spent {
             } => {
                 self.denied_calls += 1;
             }
+            Body::SubagentEnd { spent, .. } => {
+                self.children.model_requests += spent.model_requests;
+                self.children.tokens += spent.tokens;
+                self.children.cost_usd += spent.cost_usd;
+            }
             Body::TurnStart { .. } => self.open_turn = Some(event.ts_ms),
             Body::TurnEnd { .. } => {
                 if let Some(start) = self.open_turn.take() {
@@ -100,6 +108,30 @@ impl Spent {
         self.input_tokens += usage.input_tokens;
         self.cache_read_tokens += usage.cache_read_tokens;
         self.cache_write_tokens += usage.cache_write_tokens;
+    }
+
+    /// Model requests charged to the budget: its own and its subagents'.
+    pub fn charged_requests(&self) -> u64 {
+        self.model_requests + self.children.model_requests
+    }
+
+    /// Tokens charged to the budget: its own and its subagents'.
+    pub fn charged_tokens(&self) -> u64 {
+        self.tokens + self.children.tokens
+    }
+
+    /// Cost charged to the budget: its own and its subagents'.
+    pub fn charged_cost(&self) -> f64 {
+        self.cost_usd + self.children.cost_usd
+    }
+
+    /// What this session spent, its subagents' included: what its own parent is charged.
+    pub fn as_child(&self) -> super::event::ChildSpent {
+        super::event::ChildSpent {
+            model_requests: self.charged_requests(),
+            tokens: self.charged_tokens(),
+            cost_usd: self.charged_cost(),
+        }
     }
 
     /// The count as of `now_ms`: the open turn's time counted until then.

@@ -21,6 +21,7 @@ pub use gate::{Admission, AfterCall, CallGate, GateCall};
 pub use gate::OpenGate;
 
 pub use leftovers::remove_call_temps;
+pub use locks::PathLocks;
 pub use logged::{CallWatch, LoggedCalls, Unwatched};
 pub use prepared::{Prepared, RawCall};
 pub use run::{CallContext, LiveTap, not_executed};

@@ -55,7 +55,8 @@ use crate::pipeline::{CallContext, CallRecord, LoggedCalls, RawCall, Unwatched};
 pub struct Session {
     pub(crate) loaded: Loaded,
     provider: Box<dyn Provider>,
-    pub(crate) log: SessionLog,
+    /// Shared only with its `task` tool (weakly), which charges children's spending to it.
+    pub(crate) log: Arc<SessionLog>,
     start: SessionStart,
     path: PathBuf,
     max_turns: Option<u64>,
@@ -153,6 +154,8 @@ impl Session {
         lock: SessionLock,
         max_turns: Option<u64>,
     ) -> Session {
+        let log = Arc::new(log);
+        loaded.log_slot.set(&log);
         let turn = Arc::new(Mutex::new(loaded.cancel.clone()));
         let (checkpoints, checkpoints_off) = match checkpoints_for(&loaded) {
             Ok(found) => (found, None),

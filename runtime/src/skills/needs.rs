@@ -96,6 +96,8 @@ mod tests {
             },
             depth: Depth { at: 0, max: 1 },
             tools: Vec::new(),
+            plugins: Vec::new(),
+            host_tools: None,
         }
     }
 
