@@ -116,7 +116,8 @@ mod tests {
         Event {
             seq: 1,
             ts_ms: 0,
-            body: Body::AssistantMessage { reasoning: Vec::new(),
+            body: Body::AssistantMessage {
+                reasoning: Vec::new(),
                 attempt: "a".into(),
                 text: String::new(),
                 tool_calls: Vec::new(),
@@ -151,7 +152,10 @@ mod tests {
         let turns = Spent::of(&[message(1, 0.0), message(1, 0.0), message(1, 0.0)], 0);
         assert_eq!(over(&turns, &budgets()).unwrap().0, StopReason::MaxTurns);
         let tokens = Spent::of(&[message(1000, 0.0)], 0);
-        assert_eq!(over(&tokens, &budgets()).unwrap().0, StopReason::TokenBudget);
+        assert_eq!(
+            over(&tokens, &budgets()).unwrap().0,
+            StopReason::TokenBudget
+        );
         // Wall time is the time inside turns: 40 s in a closed turn, an idle hour, then 20 s of
         // the open turn.
         let turns = [

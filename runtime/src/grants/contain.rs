@@ -73,7 +73,12 @@ fn paths_within(parent: &[HostPath], child: &[HostPath], whose: &str) -> Result<
         let inside: Vec<_> = parent
             .iter()
             .filter(|p| c.path.starts_with(&p.path))
-            .filter(|p| c.path != p.path || p.identity.is_none() || c.identity.is_none() || p.identity == c.identity)
+            .filter(|p| {
+                c.path != p.path
+                    || p.identity.is_none()
+                    || c.identity.is_none()
+                    || p.identity == c.identity
+            })
             .collect();
         if inside.is_empty() {
             return wider(
@@ -219,7 +224,8 @@ fn approval(parent: &ApprovalPolicy, child: &ApprovalPolicy) -> Result<(), Wider
         if strictness(c) < strictness(p) {
             return wider(
                 Dimension::Approval,
-                format!("approval.{risk} is {c:?} in the child, {p:?} in the parent").to_lowercase(),
+                format!("approval.{risk} is {c:?} in the child, {p:?} in the parent")
+                    .to_lowercase(),
             );
         }
     }
@@ -281,7 +287,9 @@ fn tools(parent: &Effective, child: &Effective) -> Result<(), Wider> {
     {
         return wider(
             Dimension::Tools,
-            format!("the child offers the host's tool `{tool}`, which the parent's preset leaves out"),
+            format!(
+                "the child offers the host's tool `{tool}`, which the parent's preset leaves out"
+            ),
         );
     }
     Ok(())
@@ -416,7 +424,11 @@ mod tests {
             paths: vec![path("/work/project", true), path("/home/u/.cargo", false)],
             protect: vec!["secrets/**".into()],
             writable_protected: Vec::new(),
-            exec: vec![exec(&["git status *", "cargo test *", "ls"], &["git push *"], &["rm *"])],
+            exec: vec![exec(
+                &["git status *", "cargo test *", "ls"],
+                &["git push *"],
+                &["rm *"],
+            )],
             network: Network {
                 programs: false,
                 hosts: vec!["*.github.com".into()],
@@ -466,7 +478,11 @@ mod tests {
     fn child() -> Effective {
         let mut c = parent();
         c.paths = vec![path("/work/project/src", false)];
-        c.exec = vec![exec(&["git status", "cargo test --lib *"], &["git push *"], &["rm *"])];
+        c.exec = vec![exec(
+            &["git status", "cargo test --lib *"],
+            &["git push *"],
+            &["rm *"],
+        )];
         c.network.hosts = vec!["api.github.com".into()];
         c.hooks.push("post builtin:redact-secrets".into());
         c.budgets.turns = 5;
@@ -476,7 +492,9 @@ mod tests {
     }
 
     fn refused(c: &Effective) -> Dimension {
-        within(&parent(), c).expect_err("the child must be refused").dimension
+        within(&parent(), c)
+            .expect_err("the child must be refused")
+            .dimension
     }
 
     #[test]
@@ -631,7 +649,11 @@ mod tests {
         ];
         for (key, value) in cases {
             let mut c = child();
-            let limit = c.plugins[0].limits.iter_mut().find(|l| l.key == key).unwrap();
+            let limit = c.plugins[0]
+                .limits
+                .iter_mut()
+                .find(|l| l.key == key)
+                .unwrap();
             limit.value = value;
             let e = within(&parent(), &c).unwrap_err();
             assert_eq!(e.dimension, Dimension::Limits, "{key}: {e}");

@@ -57,7 +57,8 @@ pub fn effective(preset: &ResolvedPreset, at: u64, data_dir: &Path) -> Effective
     for server in &preset.mcp {
         let key = format!("mcp.{}", server.name);
         for (i, mount) in server.mounts.iter().enumerate() {
-            e.paths.push(mount_path(&format!("{key}.mounts[{i}]"), mount));
+            e.paths
+                .push(mount_path(&format!("{key}.mounts[{i}]"), mount));
         }
         exec_paths(&mut e, &key, &server.jail);
         e.network.programs |= server.jail.network;

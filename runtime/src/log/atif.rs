@@ -88,7 +88,11 @@ fn embed_subagents(trajectory: &mut Trajectory, events: &[Event], log: &Path) {
                 if let Some(refs) = &mut result.subagent_trajectory_ref {
                     refs.retain(|r| !gone(r));
                 }
-                if result.subagent_trajectory_ref.as_ref().is_some_and(Vec::is_empty) {
+                if result
+                    .subagent_trajectory_ref
+                    .as_ref()
+                    .is_some_and(Vec::is_empty)
+                {
                     result.subagent_trajectory_ref = None;
                 }
             }
@@ -319,7 +323,12 @@ impl Mapping {
                      steps from event {from} on are no longer part of it, and what follows goes \
                      on from there."
                 );
-                self.step(at, StepSource::System, text, Some(object([("rewind", rewind)])));
+                self.step(
+                    at,
+                    StepSource::System,
+                    text,
+                    Some(object([("rewind", rewind)])),
+                );
             }
             Body::AttemptStart { .. }
             | Body::AttemptEnd { .. }

@@ -238,7 +238,10 @@ impl SessionState {
 
     /// Whether `seq` is part of the conversation as it stands.
     fn live(&self, seq: u64) -> bool {
-        !self.dead.iter().any(|(from, to)| (*from..*to).contains(&seq))
+        !self
+            .dead
+            .iter()
+            .any(|(from, to)| (*from..*to).contains(&seq))
     }
 
     pub fn push(&mut self, event: &Event) {
@@ -279,7 +282,8 @@ impl SessionState {
             Body::ConversationRewind { turn, .. } => {
                 let kept = turn.saturating_sub(1);
                 self.turns = kept;
-                self.turn_marks.truncate(usize::try_from(kept).unwrap_or(usize::MAX));
+                self.turn_marks
+                    .truncate(usize::try_from(kept).unwrap_or(usize::MAX));
                 // The checkpoints of the turns taken out go too, but not the one taken as
                 // turn `turn` began: it is the state the conversation went back to.
                 self.checkpoints
@@ -342,7 +346,8 @@ mod tests {
             cache_read_tokens: read,
             cache_write_tokens: write,
         };
-        let answer = |usage: Usage| Body::AssistantMessage { reasoning: Vec::new(),
+        let answer = |usage: Usage| Body::AssistantMessage {
+            reasoning: Vec::new(),
             attempt: "a".into(),
             text: String::new(),
             tool_calls: Vec::new(),

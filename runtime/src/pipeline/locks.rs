@@ -24,8 +24,8 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use serde_json::Value;
 use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 
-use paddock_types::contract::ToolSpec;
 use paddock_sandbox::Mount;
+use paddock_types::contract::ToolSpec;
 
 /// The real paths one call touches, and whether it may write them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,8 +183,8 @@ pub(super) fn lexical(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use paddock_types::contract::RuntimeMeta;
     use paddock_sandbox::MountMode;
+    use paddock_types::contract::RuntimeMeta;
     use serde_json::json;
 
     fn mounts(host: &Path) -> Vec<Mount> {

@@ -16,9 +16,9 @@ mod scheduler;
 mod summary;
 
 pub use batch::{parse_batch, records_json};
-pub use gate::{Admission, AfterCall, CallGate, GateCall};
 #[cfg(any(test, feature = "internals"))]
 pub use gate::OpenGate;
+pub use gate::{Admission, AfterCall, CallGate, GateCall};
 
 pub use leftovers::remove_call_temps;
 pub use locks::PathLocks;

@@ -14,7 +14,6 @@
 //! event channel (X4). All calls run on the caller's task; they overlap while they wait (sleep,
 //! I/O) and while the epoch makes running guests yield.
 
-
 use futures::future::join_all;
 use serde::Serialize;
 use serde_json::Value;
@@ -24,8 +23,8 @@ use super::locks::Access;
 use super::prepared::Prepared;
 use super::run::{CallContext, Executed, execute};
 use crate::calls::{Disposition, Repair, ToolEntry};
-use paddock_types::contract::{ErrorCode, ToolResult};
 use crate::log::Asked;
+use paddock_types::contract::{ErrorCode, ToolResult};
 
 /// Where a call is (X4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -201,7 +200,10 @@ impl Scheduler<'_> {
                     let id = &calls[call.index].call.id;
                     let (executed, held) = match pool.acquire().await {
                         Ok(_permit) => self.execute_held(call, id).await,
-                        Err(_) => (Executed::refused(super::run::not_executed(), Vec::new()), None),
+                        Err(_) => (
+                            Executed::refused(super::run::not_executed(), Vec::new()),
+                            None,
+                        ),
                     };
                     // Reported as each call ends, not when the group does (X4).
                     let started = executed.report.is_some();

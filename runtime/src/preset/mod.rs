@@ -154,7 +154,8 @@ impl Found {
             return self.source.parse();
         }
         let place = |offset: usize| {
-            locate::path_at(&self.source.text, offset).map(|path| locate::locate(&self.written, &path))
+            locate::path_at(&self.source.text, offset)
+                .map(|path| locate::locate(&self.written, &path))
         };
         file::parse_placed(&self.source.location, &self.source.text, &place)
     }

@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::tools::Loaded;
 use super::task::{ChildOf, ChildTap, Spawner};
+use super::tools::Loaded;
 use crate::log::{SkillsRecord, Tap};
 use crate::model::ProviderConfig;
 use crate::preset::Found;
@@ -103,7 +103,9 @@ pub(crate) fn host_tools(loaded: &mut Loaded, offer: Offer<'_>) -> Listed {
         }
     }
     if let Some(tools) = offer.child.and_then(|c| c.tools.as_ref()) {
-        loaded.registry.retain(|name, _| tools.iter().any(|t| t == name));
+        loaded
+            .registry
+            .retain(|name, _| tools.iter().any(|t| t == name));
     }
     listed
 }
@@ -114,13 +116,21 @@ fn tool_lists(loaded: &Loaded) -> crate::grants::ToolLists {
     let mut lists = crate::grants::ToolLists {
         host: (
             crate::calls::HOST.to_string(),
-            crate::calls::HOST_TOOLS.iter().map(|t| t.to_string()).collect(),
+            crate::calls::HOST_TOOLS
+                .iter()
+                .map(|t| t.to_string())
+                .collect(),
         ),
         ..Default::default()
     };
     let identities = crate::grants::effective(&loaded.resolved, 0, loaded.env.data_dir()).plugins;
     for (plugin, grant) in loaded.resolved.plugins.iter().zip(identities) {
-        if let Some(found) = loaded.registry.plugins().iter().find(|p| p.name == plugin.name) {
+        if let Some(found) = loaded
+            .registry
+            .plugins()
+            .iter()
+            .find(|p| p.name == plugin.name)
+        {
             lists.by_identity.insert(
                 grant.identity,
                 found.tools.iter().map(|t| t.name.clone()).collect(),
@@ -145,7 +155,12 @@ fn offer_skill_run(
         .find(|p| p.tools.iter().any(|t| t.name == "run_command"))
         .cloned();
     let Some(shell) = shell else { return };
-    let Some(resolved) = loaded.resolved.plugins.iter().find(|p| p.name == shell.name) else {
+    let Some(resolved) = loaded
+        .resolved
+        .plugins
+        .iter()
+        .find(|p| p.name == shell.name)
+    else {
         return;
     };
     let tool = super::skill_run::SkillRun {

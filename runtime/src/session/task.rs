@@ -310,11 +310,15 @@ impl Spawner {
     async fn spawn(&self, call: &HostCall<'_>) -> ToolResult {
         let text = |key: &str| call.args.get(key).and_then(|v| v.as_str());
         let prompt = text("prompt").unwrap_or_default();
-        let tools = call.args.get("tools").and_then(|v| v.as_array()).map(|list| {
-            list.iter()
-                .filter_map(|t| t.as_str().map(str::to_owned))
-                .collect()
-        });
+        let tools = call
+            .args
+            .get("tools")
+            .and_then(|v| v.as_array())
+            .map(|list| {
+                list.iter()
+                    .filter_map(|t| t.as_str().map(str::to_owned))
+                    .collect()
+            });
         let proved = self.prove(text("preset"))?;
         let _permit = tokio::select! {
             biased;

@@ -8,12 +8,12 @@ use super::Env;
 use super::error::{SetupCode, SetupError};
 use super::lock::LockCheck;
 use super::verdict::{Judged, Shown, Start, judge};
-use crate::calls::{AliasTable, Registry};
 use crate::ask::Approver;
+use crate::calls::{AliasTable, Registry};
 use crate::hooks::{Approval, HookChain};
 use crate::pipeline::CallContext;
-use paddock_sandbox::SpillDir;
 use crate::preset::make_mount;
+use paddock_sandbox::SpillDir;
 use paddock_sandbox::{Mount, MountMode};
 
 /// A `--mount HOST:GUEST[:ro|rw]` spec, relative to `cwd`.

@@ -291,14 +291,21 @@ Run scripts/run.sh.
 ",
         )
         .unwrap();
-        std::fs::write(dir.join("scripts/run.sh"), "echo hi
-").unwrap();
+        std::fs::write(
+            dir.join("scripts/run.sh"),
+            "echo hi
+",
+        )
+        .unwrap();
         let skill = load(&dir, SkillOrigin::User).expect("the skill loads");
         std::fs::rename(&dir, tmp.path().join("demo-old")).unwrap();
         std::os::unix::fs::symlink(&outside, &dir).unwrap();
         assert_eq!(skill.resources(), ["scripts/run.sh"]);
-        assert_eq!(skill.read("scripts/run.sh").unwrap(), "echo hi
-");
+        assert_eq!(
+            skill.read("scripts/run.sh").unwrap(),
+            "echo hi
+"
+        );
         assert!(skill.read("id_rsa").is_err());
         // A folder inside it swapped too.
         let old = tmp.path().join("demo-old");

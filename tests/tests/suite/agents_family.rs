@@ -115,7 +115,11 @@ async fn a_childs_spending_is_charged_to_its_parent_and_parallel_children_share_
     assert_eq!(children.len(), 2, "{shown}");
     for child in &children {
         let events = project.events(child);
-        let end = events.iter().rev().find(|e| e["type"] == "turn/end").unwrap();
+        let end = events
+            .iter()
+            .rev()
+            .find(|e| e["type"] == "turn/end")
+            .unwrap();
         assert_eq!(end["data"]["reason"], "token_budget", "{child}: {end}");
         let detail = end["data"]["detail"].as_str().unwrap_or_default();
         assert!(
@@ -133,22 +137,36 @@ async fn a_childs_spending_is_charged_to_its_parent_and_parallel_children_share_
         assert_eq!(end["data"]["spent"]["tokens"], 600, "{end}");
         assert_eq!(end["data"]["spent"]["model_requests"], 3, "{end}");
         assert_eq!(end["data"]["reason"], "token_budget", "{end}");
-        assert!(children.iter().any(|c| end["data"]["session"] == c.as_str()));
+        assert!(
+            children
+                .iter()
+                .any(|c| end["data"]["session"] == c.as_str())
+        );
     }
     // The call's result line says what was charged.
     let results: Vec<String> = events
         .iter()
         .filter(|e| e["type"] == "tool/result")
-        .map(|e| e["data"]["content"].as_str().unwrap_or_default().to_string())
+        .map(|e| {
+            e["data"]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
         .collect();
     assert!(
         results
             .iter()
-            .all(|r| r.contains("3 model requests, 600 tokens") && r.contains("charged to this session")),
+            .all(|r| r.contains("3 model requests, 600 tokens")
+                && r.contains("charged to this session")),
         "{results:?}"
     );
     // The parent stops on its budget, the children's spending counted, and asks no more.
-    let end = events.iter().rev().find(|e| e["type"] == "turn/end").unwrap();
+    let end = events
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "turn/end")
+        .unwrap();
     assert_eq!(end["data"]["reason"], "token_budget", "{end}");
     assert!(
         end["data"]["detail"]
@@ -161,7 +179,8 @@ async fn a_childs_spending_is_charged_to_its_parent_and_parallel_children_share_
     // `log` shows the charge.
     let log = project.command(&["log", parent]).output().unwrap();
     assert!(
-        text(&log).contains("subagent/end") && text(&log).contains("charged 3 requests, 600 tokens"),
+        text(&log).contains("subagent/end")
+            && text(&log).contains("charged 3 requests, 600 tokens"),
         "{}",
         text(&log)
     );
@@ -263,7 +282,10 @@ async fn two_parallel_children_writing_one_file_take_turns() {
             .find(|e| e["type"] == "tool/result" && e["data"]["id"] == id.as_str())
             .unwrap();
         assert_eq!(result["data"]["is_error"], false, "{result}");
-        spans.push((at(&events, "tool/start", &id), at(&events, "tool/result", &id)));
+        spans.push((
+            at(&events, "tool/start", &id),
+            at(&events, "tool/result", &id),
+        ));
     }
     spans.sort();
     assert!(
@@ -289,10 +311,7 @@ async fn the_parents_trajectory_embeds_its_children_and_the_validators_accept_it
     let server = ScriptedServer::start_responder(Arc::new(|body, _| {
         let (first, results) = read(body);
         match (first.contains("CHILD"), results) {
-            (true, 0) => costing(
-                20,
-                vec![("r1", "read_file", json!({"path": "notes.txt"}))],
-            ),
+            (true, 0) => costing(20, vec![("r1", "read_file", json!({"path": "notes.txt"}))]),
             (true, _) => costing(20, Vec::new()),
             (false, 0) => costing(10, two_tasks()),
             (false, _) => costing(10, Vec::new()),
@@ -326,7 +345,10 @@ async fn the_parents_trajectory_embeds_its_children_and_the_validators_accept_it
     got.sort();
     assert_eq!(got, expected);
     for sub in trajectory["subagent_trajectories"].as_array().unwrap() {
-        assert!(sub["steps"].as_array().is_some_and(|s| !s.is_empty()), "{sub}");
+        assert!(
+            sub["steps"].as_array().is_some_and(|s| !s.is_empty()),
+            "{sub}"
+        );
     }
     let refs: Vec<&str> = trajectory["steps"]
         .as_array()
@@ -340,8 +362,7 @@ async fn the_parents_trajectory_embeds_its_children_and_the_validators_accept_it
     assert_eq!(refs_sorted, expected, "{trajectory}");
     // The total cost and tokens of the children are in the parent's metrics extra.
     assert_eq!(
-        trajectory["final_metrics"]["extra"]["subagents_spent"]["tokens"],
-        80,
+        trajectory["final_metrics"]["extra"]["subagents_spent"]["tokens"], 80,
         "{trajectory}"
     );
 }

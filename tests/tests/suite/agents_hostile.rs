@@ -324,13 +324,50 @@ async fn a_child_wider_in_one_plugins_own_grant_is_refused_naming_it() {
          mounts = [{{ host = {outside:?}, guest = \"/workspace\", mode = \"ro\" }}]"
     ));
     let cases: Vec<(&str, &str, PluginKnobs)> = vec![
-        ("limits", "plugins.fs.limits.fuel", fs("fuel = 2_000_000_000\ntimeout_ms = 10_000\nmemory_mb = 128\noutput_bytes = 65_536\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]")),
-        ("limits", "plugins.fs.limits.fuel", fs("fuel = \"off\"\ntimeout_ms = 10_000\nmemory_mb = 128\noutput_bytes = 65_536\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]")),
-        ("limits", "plugins.fs.limits.timeout", fs("fuel = 1_000_000_000\ntimeout_ms = 20_000\nmemory_mb = 128\noutput_bytes = 65_536\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]")),
-        ("limits", "plugins.fs.limits.memory_bytes", fs("fuel = 1_000_000_000\ntimeout_ms = 10_000\nmemory_mb = 256\noutput_bytes = 65_536\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]")),
-        ("limits", "plugins.fs.output_bytes", fs("fuel = 1_000_000_000\ntimeout_ms = 10_000\nmemory_mb = 128\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]")),
+        (
+            "limits",
+            "plugins.fs.limits.fuel",
+            fs(
+                "fuel = 2_000_000_000\ntimeout_ms = 10_000\nmemory_mb = 128\noutput_bytes = 65_536\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]",
+            ),
+        ),
+        (
+            "limits",
+            "plugins.fs.limits.fuel",
+            fs(
+                "fuel = \"off\"\ntimeout_ms = 10_000\nmemory_mb = 128\noutput_bytes = 65_536\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]",
+            ),
+        ),
+        (
+            "limits",
+            "plugins.fs.limits.timeout",
+            fs(
+                "fuel = 1_000_000_000\ntimeout_ms = 20_000\nmemory_mb = 128\noutput_bytes = 65_536\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]",
+            ),
+        ),
+        (
+            "limits",
+            "plugins.fs.limits.memory_bytes",
+            fs(
+                "fuel = 1_000_000_000\ntimeout_ms = 10_000\nmemory_mb = 256\noutput_bytes = 65_536\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]",
+            ),
+        ),
+        (
+            "limits",
+            "plugins.fs.output_bytes",
+            fs(
+                "fuel = 1_000_000_000\ntimeout_ms = 10_000\nmemory_mb = 128\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]",
+            ),
+        ),
         ("mounts", "plugins.fs", fs(moved)),
-        ("tools", "write_file", PluginKnobs { disable: r#"["edit_file"]"#, ..PLUGIN_PARENT }),
+        (
+            "tools",
+            "write_file",
+            PluginKnobs {
+                disable: r#"["edit_file"]"#,
+                ..PLUGIN_PARENT
+            },
+        ),
     ];
     for (i, (dimension, named, knobs)) in cases.iter().enumerate() {
         let child = write_preset(&format!("child{i}"), knobs);
@@ -388,8 +425,14 @@ fn a_skill_folder_swapped_for_a_symlink_mid_session_lists_and_reads_nothing_outs
         &[
             ("shell", serde_json::json!({"command": swap})),
             ("skill", serde_json::json!({"name": "demo"})),
-            ("skill", serde_json::json!({"name": "demo", "file": "notes.md"})),
-            ("skill", serde_json::json!({"name": "demo", "file": "id_rsa"})),
+            (
+                "skill",
+                serde_json::json!({"name": "demo", "file": "notes.md"}),
+            ),
+            (
+                "skill",
+                serde_json::json!({"name": "demo", "file": "id_rsa"}),
+            ),
         ],
     );
     let shown = text(&out);
@@ -402,7 +445,10 @@ fn a_skill_folder_swapped_for_a_symlink_mid_session_lists_and_reads_nothing_outs
         .and_then(|v| v.as_array().cloned())
         .unwrap_or_else(|| panic!("{shown}"));
     let content = |i: usize| records[i].to_string();
-    assert!(content(1).contains("notes.md") && !content(1).contains("id_rsa"), "{shown}");
+    assert!(
+        content(1).contains("notes.md") && !content(1).contains("id_rsa"),
+        "{shown}"
+    );
     assert!(content(2).contains("the real notes"), "{shown}");
     assert!(!shown.contains("PRIVATE"), "{shown}");
 }
