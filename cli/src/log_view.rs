@@ -147,6 +147,21 @@ fn describe(body: &Body) -> (&'static str, String) {
                 "the conversation goes on from the start of turn {turn}: events {from} to here are no longer in its history"
             ),
         ),
+        Body::SubagentEnd {
+            call,
+            session,
+            reason,
+            spent,
+        } => (
+            "subagent/end",
+            format!(
+                "{session} (task {call}) {} · charged {} requests, {} tokens, ${:.4}",
+                reason.as_str(),
+                spent.model_requests,
+                spent.tokens,
+                spent.cost_usd
+            ),
+        ),
         Body::TurnEnd { reason, detail } => (
             "turn/end",
             format!(

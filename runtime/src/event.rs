@@ -6,8 +6,8 @@
 
 pub use crate::calls::{Disposition, EndReason, Repair};
 pub use crate::log::{
-    Asked, Body, CompactReason, ForkLink, InstructionRecord, LayerRecord, LoggedRepair, ParentLink,
-    PluginHash, SkillsRecord, Touches,
+    Asked, Body, ChildSpent, CompactReason, ForkLink, InstructionRecord, LayerRecord, LoggedRepair,
+    ParentLink, PluginHash, SkillsRecord, Touches,
 };
 pub use crate::model::price::Price;
 pub use crate::model::{

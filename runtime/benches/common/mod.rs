@@ -54,6 +54,7 @@ pub fn open_context<'a>(
         preset: "bench",
         cancel: tokio_util::sync::CancellationToken::new(),
         live: None,
+        locks: Default::default(),
     }
 }
 

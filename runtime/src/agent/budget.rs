@@ -9,13 +9,13 @@ use crate::preset::LoopBudgets;
 /// the model to finish (B3's wrap-up).
 pub fn nearly_over(spent: &Spent, budgets: &LoopBudgets) -> Option<&'static str> {
     let ninety = |used: f64, budget: f64| used >= 0.9 * budget;
-    if spent.model_requests + 1 >= budgets.max_turns {
+    if spent.charged_requests() + 1 >= budgets.max_turns {
         Some("limits.max_turns")
-    } else if ninety(spent.tokens as f64, budgets.max_tokens as f64) {
+    } else if ninety(spent.charged_tokens() as f64, budgets.max_tokens as f64) {
         Some("limits.max_tokens")
     } else if ninety(spent.wall.as_secs_f64(), budgets.max_wall_secs as f64) {
         Some("limits.max_wall_secs")
-    } else if ninety(spent.cost_usd, budgets.max_cost_usd) {
+    } else if ninety(spent.charged_cost(), budgets.max_cost_usd) {
         Some("limits.max_cost_usd")
     } else {
         None
@@ -24,21 +24,25 @@ pub fn nearly_over(spent: &Spent, budgets: &LoopBudgets) -> Option<&'static str>
 
 /// The first budget that is used up, with a line that says by how much and which key to raise.
 pub fn over(spent: &Spent, budgets: &LoopBudgets) -> Option<(StopReason, String)> {
-    if spent.model_requests >= budgets.max_turns {
+    if spent.charged_requests() >= budgets.max_turns {
         return Some((
             StopReason::MaxTurns,
             format!(
-                "{} model requests made; the budget is {} (limits.max_turns)",
-                spent.model_requests, budgets.max_turns
+                "{} model requests made{}; the budget is {} (limits.max_turns)",
+                spent.charged_requests(),
+                by_subagents(spent.children.model_requests),
+                budgets.max_turns
             ),
         ));
     }
-    if spent.tokens >= budgets.max_tokens {
+    if spent.charged_tokens() >= budgets.max_tokens {
         return Some((
             StopReason::TokenBudget,
             format!(
-                "{} tokens used; the budget is {} (limits.max_tokens)",
-                spent.tokens, budgets.max_tokens
+                "{} tokens used{}; the budget is {} (limits.max_tokens)",
+                spent.charged_tokens(),
+                by_subagents(spent.children.tokens),
+                budgets.max_tokens
             ),
         ));
     }
@@ -52,16 +56,31 @@ pub fn over(spent: &Spent, budgets: &LoopBudgets) -> Option<(StopReason, String)
             ),
         ));
     }
-    if spent.cost_usd >= budgets.max_cost_usd {
+    if spent.charged_cost() >= budgets.max_cost_usd {
         return Some((
             StopReason::CostBudget,
             format!(
-                "${:.4} spent; the budget is ${:.2} (limits.max_cost_usd)",
-                spent.cost_usd, budgets.max_cost_usd
+                "${:.4} spent{}; the budget is ${:.2} (limits.max_cost_usd)",
+                spent.charged_cost(),
+                if spent.children.cost_usd > 0.0 {
+                    format!(" (${:.4} by subagents)", spent.children.cost_usd)
+                } else {
+                    String::new()
+                },
+                budgets.max_cost_usd
             ),
         ));
     }
     None
+}
+
+/// " (N by subagents)" when subagents spent any of it.
+fn by_subagents(n: u64) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!(" ({n} by subagents)")
+    }
 }
 
 #[cfg(test)]
@@ -97,7 +116,8 @@ mod tests {
         Event {
             seq: 1,
             ts_ms: 0,
-            body: Body::AssistantMessage { reasoning: Vec::new(),
+            body: Body::AssistantMessage {
+                reasoning: Vec::new(),
                 attempt: "a".into(),
                 text: String::new(),
                 tool_calls: Vec::new(),
@@ -132,7 +152,10 @@ mod tests {
         let turns = Spent::of(&[message(1, 0.0), message(1, 0.0), message(1, 0.0)], 0);
         assert_eq!(over(&turns, &budgets()).unwrap().0, StopReason::MaxTurns);
         let tokens = Spent::of(&[message(1000, 0.0)], 0);
-        assert_eq!(over(&tokens, &budgets()).unwrap().0, StopReason::TokenBudget);
+        assert_eq!(
+            over(&tokens, &budgets()).unwrap().0,
+            StopReason::TokenBudget
+        );
         // Wall time is the time inside turns: 40 s in a closed turn, an idle hour, then 20 s of
         // the open turn.
         let turns = [

@@ -18,9 +18,14 @@
 //!   over allow);
 //! - budgets: none above the parent's;
 //! - depth: the child's place and limit within the parent's limit;
-//! - tools: every plugin and MCP server of the child is one of the parent's.
+//! - tools: every plugin and MCP server of the child is one of the parent's; every tool the
+//!   child keeps of a plugin (and of the host's) is one the parent keeps, when both are known;
+//! - per plugin, against the parent's plugin of the same identity (any one of them, if it is
+//!   loaded more than once): its mounts within that plugin's (mounts), its capabilities among
+//!   that plugin's, each limit (fuel, deadline, memory, output budget, a program's limits) no
+//!   higher (limits), and its kept tools among that plugin's (tools).
 
-use super::{Dimension, Effective, Wider, commands, hosts};
+use super::{Dimension, Effective, HostPath, Limit, PluginGrant, Unset, Wider, commands, hosts};
 use crate::preset::{ApprovalMode, ApprovalPolicy};
 
 /// Ok when every grant of `child` is within `parent`'s; else the first wider dimension.
@@ -32,7 +37,8 @@ pub fn within(parent: &Effective, child: &Effective) -> Result<(), Wider> {
     approval(&parent.approval, &child.approval)?;
     budgets(parent, child)?;
     depth(parent, child)?;
-    tools(parent, child)
+    tools(parent, child)?;
+    plugins(parent, child)
 }
 
 fn wider(dimension: Dimension, detail: String) -> Result<(), Wider> {
@@ -40,34 +46,7 @@ fn wider(dimension: Dimension, detail: String) -> Result<(), Wider> {
 }
 
 fn mounts(parent: &Effective, child: &Effective) -> Result<(), Wider> {
-    for c in &child.paths {
-        let inside: Vec<_> = parent
-            .paths
-            .iter()
-            .filter(|p| c.path.starts_with(&p.path))
-            .filter(|p| c.path != p.path || p.identity.is_none() || c.identity.is_none() || p.identity == c.identity)
-            .collect();
-        if inside.is_empty() {
-            return wider(
-                Dimension::Mounts,
-                format!(
-                    "{} grants {}, which is inside none of the parent's paths",
-                    c.key,
-                    c.path.display()
-                ),
-            );
-        }
-        if c.write && !inside.iter().any(|p| p.write) {
-            return wider(
-                Dimension::Mounts,
-                format!(
-                    "{} grants {} read-write where the parent has it read-only",
-                    c.key,
-                    c.path.display()
-                ),
-            );
-        }
-    }
+    paths_within(&parent.paths, &child.paths, "the parent's")?;
     if let Some(missing) = parent.protect.iter().find(|p| !child.protect.contains(p)) {
         return wider(
             Dimension::Mounts,
@@ -83,6 +62,44 @@ fn mounts(parent: &Effective, child: &Effective) -> Result<(), Wider> {
             Dimension::Mounts,
             format!("the child lets the protected path {open:?} be written, the parent does not"),
         );
+    }
+    Ok(())
+}
+
+/// Every path of `child` inside one of `parent`'s (the same directory when equal), written
+/// only where one of those is writable; `whose` names the parent's side in messages.
+fn paths_within(parent: &[HostPath], child: &[HostPath], whose: &str) -> Result<(), Wider> {
+    for c in child {
+        let inside: Vec<_> = parent
+            .iter()
+            .filter(|p| c.path.starts_with(&p.path))
+            .filter(|p| {
+                c.path != p.path
+                    || p.identity.is_none()
+                    || c.identity.is_none()
+                    || p.identity == c.identity
+            })
+            .collect();
+        if inside.is_empty() {
+            return wider(
+                Dimension::Mounts,
+                format!(
+                    "{} grants {}, which is inside none of {whose} paths",
+                    c.key,
+                    c.path.display()
+                ),
+            );
+        }
+        if c.write && !inside.iter().any(|p| p.write) {
+            return wider(
+                Dimension::Mounts,
+                format!(
+                    "{} grants {} read-write where {whose} has it read-only",
+                    c.key,
+                    c.path.display()
+                ),
+            );
+        }
     }
     Ok(())
 }
@@ -207,7 +224,8 @@ fn approval(parent: &ApprovalPolicy, child: &ApprovalPolicy) -> Result<(), Wider
         if strictness(c) < strictness(p) {
             return wider(
                 Dimension::Approval,
-                format!("approval.{risk} is {c:?} in the child, {p:?} in the parent").to_lowercase(),
+                format!("approval.{risk} is {c:?} in the child, {p:?} in the parent")
+                    .to_lowercase(),
             );
         }
     }
@@ -258,13 +276,115 @@ fn depth(parent: &Effective, child: &Effective) -> Result<(), Wider> {
 }
 
 fn tools(parent: &Effective, child: &Effective) -> Result<(), Wider> {
-    match child.tools.iter().find(|t| !parent.tools.contains(t)) {
-        Some(tool) => wider(
+    if let Some(tool) = child.tools.iter().find(|t| !parent.tools.contains(t)) {
+        return wider(
             Dimension::Tools,
             format!("the child loads {tool}, which the parent does not"),
-        ),
-        None => Ok(()),
+        );
     }
+    if let (Some(p), Some(c)) = (&parent.host_tools, &child.host_tools)
+        && let Some(tool) = c.iter().find(|t| !p.contains(t))
+    {
+        return wider(
+            Dimension::Tools,
+            format!(
+                "the child offers the host's tool `{tool}`, which the parent's preset leaves out"
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Each plugin of the child within one of the parent's plugins of the same identity; the
+/// first candidate's refusal when none holds it.
+fn plugins(parent: &Effective, child: &Effective) -> Result<(), Wider> {
+    for c in &child.plugins {
+        let mut first = None;
+        for p in parent.plugins.iter().filter(|p| p.identity == c.identity) {
+            match plugin_within(p, c) {
+                Ok(()) => {
+                    first = None;
+                    break;
+                }
+                Err(refusal) => {
+                    first.get_or_insert(refusal);
+                }
+            }
+        }
+        if let Some(refusal) = first {
+            return Err(refusal);
+        }
+    }
+    Ok(())
+}
+
+fn plugin_within(parent: &PluginGrant, child: &PluginGrant) -> Result<(), Wider> {
+    let whose = format!("the parent's {}", parent.key);
+    paths_within(&parent.paths, &child.paths, &whose)?;
+    if let Some(cap) = child
+        .capabilities
+        .iter()
+        .find(|c| !parent.capabilities.contains(c))
+    {
+        return wider(
+            Dimension::Limits,
+            format!(
+                "{} may use the capability {cap}, which {whose} may not",
+                child.key
+            ),
+        );
+    }
+    for c in &child.limits {
+        let p = parent.limits.iter().find(|p| p.key == c.key);
+        if let Some(why) = limit_above(p, c) {
+            return wider(
+                Dimension::Limits,
+                format!("{}.{} is {why}", child.key, c.key),
+            );
+        }
+    }
+    if let (Some(p), Some(c)) = (&parent.enabled, &child.enabled)
+        && let Some(tool) = c.iter().find(|t| !p.contains(t))
+    {
+        return wider(
+            Dimension::Tools,
+            format!(
+                "{} keeps the tool `{tool}`, which {whose} leaves out ([tools])",
+                child.key
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Why limit `child` is above `parent`'s, if it is.
+fn limit_above(parent: Option<&Limit>, child: &Limit) -> Option<String> {
+    let shown = |l: &Limit| match (l.value, l.unset) {
+        (Some(v), _) => v.to_string(),
+        (None, Unset::Unlimited) => "unlimited".to_string(),
+        (None, Unset::ToolsOwn) => "each tool's own".to_string(),
+    };
+    let Some(parent) = parent else {
+        return Some(format!(
+            "{} in the child; the parent's plugin has no such grant",
+            shown(child)
+        ));
+    };
+    let above = match (parent.value, child.value, parent.unset) {
+        (None, None, _) => false,
+        (None, Some(_), Unset::Unlimited) => false,
+        (Some(p), Some(c), _) => c > p,
+        // A number where the parent's is each tool's own, or the reverse, cannot be proved
+        // within; no limit where the parent has one is above it.
+        _ => true,
+    };
+    above.then(|| {
+        format!(
+            "{} in the child, above the parent's {}",
+            shown(child),
+            shown(parent)
+        )
+    })
 }
 
 #[cfg(test)]
@@ -272,7 +392,10 @@ mod tests {
     use std::path::PathBuf;
 
     use super::within;
-    use crate::grants::{Budgets, Depth, Dimension, Effective, ExecRules, HostPath, Network};
+    use crate::grants::{
+        Budgets, Depth, Dimension, Effective, ExecRules, HostPath, Limit, Network, PluginGrant,
+        Unset,
+    };
     use crate::preset::{ApprovalMode, ApprovalPolicy};
 
     fn path(p: &str, write: bool) -> HostPath {
@@ -301,7 +424,11 @@ mod tests {
             paths: vec![path("/work/project", true), path("/home/u/.cargo", false)],
             protect: vec!["secrets/**".into()],
             writable_protected: Vec::new(),
-            exec: vec![exec(&["git status *", "cargo test *", "ls"], &["git push *"], &["rm *"])],
+            exec: vec![exec(
+                &["git status *", "cargo test *", "ls"],
+                &["git push *"],
+                &["rm *"],
+            )],
             network: Network {
                 programs: false,
                 hosts: vec!["*.github.com".into()],
@@ -321,6 +448,29 @@ mod tests {
             },
             depth: Depth { at: 0, max: 1 },
             tools: vec!["builtin:fs".into(), "builtin:shell".into()],
+            plugins: vec![fs_plugin()],
+            host_tools: Some(vec!["task".into(), "skill".into()]),
+        }
+    }
+
+    fn fs_plugin() -> PluginGrant {
+        let limit = |key: &str, value: Option<u64>, unset: Unset| Limit {
+            key: key.into(),
+            value,
+            unset,
+        };
+        PluginGrant {
+            identity: "builtin:fs".into(),
+            key: "plugins.fs".into(),
+            paths: vec![path("/work/project", true)],
+            capabilities: Vec::new(),
+            limits: vec![
+                limit("limits.fuel", Some(1000), Unset::Unlimited),
+                limit("limits.memory_bytes", Some(64 << 20), Unset::Unlimited),
+                limit("limits.timeout (ms)", Some(30_000), Unset::Unlimited),
+                limit("output_bytes", Some(4096), Unset::ToolsOwn),
+            ],
+            enabled: Some(vec!["read_file".into(), "list_dir".into()]),
         }
     }
 
@@ -328,7 +478,11 @@ mod tests {
     fn child() -> Effective {
         let mut c = parent();
         c.paths = vec![path("/work/project/src", false)];
-        c.exec = vec![exec(&["git status", "cargo test --lib *"], &["git push *"], &["rm *"])];
+        c.exec = vec![exec(
+            &["git status", "cargo test --lib *"],
+            &["git push *"],
+            &["rm *"],
+        )];
         c.network.hosts = vec!["api.github.com".into()];
         c.hooks.push("post builtin:redact-secrets".into());
         c.budgets.turns = 5;
@@ -338,7 +492,9 @@ mod tests {
     }
 
     fn refused(c: &Effective) -> Dimension {
-        within(&parent(), c).expect_err("the child must be refused").dimension
+        within(&parent(), c)
+            .expect_err("the child must be refused")
+            .dimension
     }
 
     #[test]
@@ -480,6 +636,68 @@ mod tests {
         let mut c = child();
         c.depth.max = 2;
         assert_eq!(refused(&c), Dimension::Depth);
+    }
+
+    #[test]
+    fn a_plugin_limit_raised_or_lifted_is_wider_in_limits() {
+        let cases: [(&str, Option<u64>); 5] = [
+            ("limits.fuel", Some(1001)),
+            ("limits.fuel", None),
+            ("limits.memory_bytes", Some(65 << 20)),
+            ("limits.timeout (ms)", Some(30_001)),
+            ("output_bytes", None),
+        ];
+        for (key, value) in cases {
+            let mut c = child();
+            let limit = c.plugins[0]
+                .limits
+                .iter_mut()
+                .find(|l| l.key == key)
+                .unwrap();
+            limit.value = value;
+            let e = within(&parent(), &c).unwrap_err();
+            assert_eq!(e.dimension, Dimension::Limits, "{key}: {e}");
+            assert!(e.detail.contains(key), "{}", e.detail);
+        }
+        // Lower is within.
+        let mut c = child();
+        c.plugins[0].limits[0].value = Some(10);
+        assert_eq!(within(&parent(), &c), Ok(()));
+    }
+
+    #[test]
+    fn a_capability_the_parents_plugin_lacks_is_wider_in_limits() {
+        let mut c = child();
+        c.plugins[0].capabilities.push("http (grants.http)".into());
+        assert_eq!(refused(&c), Dimension::Limits);
+    }
+
+    #[test]
+    fn a_mount_moved_to_another_plugin_is_wider_in_mounts() {
+        // The session-wide paths allow it (the parent's shell reads ~/.cargo), but the
+        // parent's fs does not reach it.
+        let mut c = child();
+        c.plugins[0].paths = vec![path("/home/u/.cargo", false)];
+        let e = within(&parent(), &c).unwrap_err();
+        assert_eq!(e.dimension, Dimension::Mounts);
+        assert!(e.detail.contains("plugins.fs"), "{}", e.detail);
+        let mut c = child();
+        c.plugins[0].paths = vec![path("/work/project/src", true)];
+        assert_eq!(within(&parent(), &c), Ok(()));
+    }
+
+    #[test]
+    fn a_tool_the_parent_leaves_out_is_wider_in_tools() {
+        let mut c = child();
+        c.plugins[0].enabled = Some(vec!["write_file".into()]);
+        assert_eq!(refused(&c), Dimension::Tools);
+        let mut c = child();
+        c.host_tools = Some(vec!["skill_run".into()]);
+        assert_eq!(refused(&c), Dimension::Tools);
+        let mut c = child();
+        c.host_tools = Some(vec!["task".into()]);
+        c.plugins[0].enabled = Some(vec!["list_dir".into()]);
+        assert_eq!(within(&parent(), &c), Ok(()));
     }
 
     #[test]

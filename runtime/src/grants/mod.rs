@@ -25,7 +25,7 @@ use serde::Serialize;
 use crate::preset::ApprovalPolicy;
 
 pub use contain::within;
-pub use of_preset::effective;
+pub use of_preset::{effective, with_tools};
 
 /// The grants of a session, each dimension as the containment proof compares it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -47,6 +47,58 @@ pub struct Effective {
     pub depth: Depth,
     /// The plugins and MCP servers whose tools it offers, each as one identity.
     pub tools: Vec<String>,
+    /// Each plugin's own grant (its mounts, capabilities, limits and kept tools), compared
+    /// with the parent's plugin of the same identity: the session-wide union above could
+    /// not see a grant moved from one plugin to another, or a plugin's limit raised.
+    pub plugins: Vec<PluginGrant>,
+    /// The host's tools (`task`, `skill`, `skill_run`) its preset keeps, when known
+    /// (`with_tools`).
+    pub host_tools: Option<Vec<String>>,
+}
+
+/// One plugin's grant as the proof compares it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PluginGrant {
+    /// The same identity as in `Effective::tools`.
+    pub identity: String,
+    /// `plugins.NAME`, for messages.
+    pub key: String,
+    pub paths: Vec<HostPath>,
+    /// What it may import beyond WASI (`exec`, `http`), with an allow-list or not.
+    pub capabilities: Vec<String>,
+    pub limits: Vec<Limit>,
+    /// The names of its tools the preset keeps, when its tool list is known (`with_tools`).
+    pub enabled: Option<Vec<String>>,
+}
+
+/// One limit of a plugin: fuel, a deadline, memory, an output budget, a program's limits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Limit {
+    /// The preset key, relative to the plugin (`limits.fuel`, `grants.exec.timeout`).
+    pub key: String,
+    /// `None`: not set, which means `unset`.
+    pub value: Option<u64>,
+    pub unset: Unset,
+}
+
+/// What a limit that is not set means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unset {
+    /// No limit at all (fuel off).
+    Unlimited,
+    /// Each tool's own (an output budget): not comparable with a number, so only unset is
+    /// within unset.
+    ToolsOwn,
+}
+
+/// The tools of the plugins a session loads, for `with_tools`: by plugin identity (as in
+/// `Effective::tools`), and the host's own under `host`.
+#[derive(Debug, Clone, Default)]
+pub struct ToolLists {
+    pub by_identity: std::collections::HashMap<String, Vec<String>>,
+    /// The owner the host's tools are kept under in a preset's `[tools]`, and their names.
+    pub host: (String, Vec<String>),
 }
 
 /// A host path and how it may be used. `path` is the real path: for a mount, the one its held
@@ -115,6 +167,7 @@ pub enum Dimension {
     Budgets,
     Depth,
     Tools,
+    Limits,
 }
 
 impl Dimension {
@@ -128,6 +181,7 @@ impl Dimension {
             Dimension::Budgets => "budgets",
             Dimension::Depth => "depth",
             Dimension::Tools => "tools",
+            Dimension::Limits => "limits",
         }
     }
 }

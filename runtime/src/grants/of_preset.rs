@@ -6,7 +6,9 @@
 
 use std::path::Path;
 
-use super::{Budgets, Depth, Effective, ExecRules, HostPath, Network};
+use super::{
+    Budgets, Depth, Effective, ExecRules, HostPath, Limit, Network, PluginGrant, ToolLists, Unset,
+};
 use crate::preset::{ResolvedPreset, real_path_of as real};
 use paddock_sandbox::{ExecGrant, Grant, Mount, MountMode};
 
@@ -34,20 +36,29 @@ pub fn effective(preset: &ResolvedPreset, at: u64, data_dir: &Path) -> Effective
             max: preset.limits.max_depth,
         },
         tools: Vec::new(),
+        plugins: Vec::new(),
+        host_tools: None,
     };
     for plugin in &preset.plugins {
         let key = format!("plugins.{}", plugin.name);
+        let before = e.paths.len();
         grant_into(&mut e, &key, &plugin.grant, &data);
-        e.tools.push(format!(
-            "plugin {} ({})",
-            source_text(&plugin.source),
-            plugin.sha256.as_deref().unwrap_or("any version")
-        ));
+        let identity = plugin_identity(plugin);
+        e.tools.push(identity.clone());
+        e.plugins.push(PluginGrant {
+            identity,
+            paths: e.paths[before..].to_vec(),
+            capabilities: capabilities(&plugin.grant),
+            limits: limits(plugin),
+            enabled: None,
+            key,
+        });
     }
     for server in &preset.mcp {
         let key = format!("mcp.{}", server.name);
         for (i, mount) in server.mounts.iter().enumerate() {
-            e.paths.push(mount_path(&format!("{key}.mounts[{i}]"), mount));
+            e.paths
+                .push(mount_path(&format!("{key}.mounts[{i}]"), mount));
         }
         exec_paths(&mut e, &key, &server.jail);
         e.network.programs |= server.jail.network;
@@ -64,6 +75,95 @@ pub fn effective(preset: &ResolvedPreset, at: u64, data_dir: &Path) -> Effective
         });
     }
     e
+}
+
+/// A plugin as one identity: its code's origin and pin.
+fn plugin_identity(plugin: &crate::preset::ResolvedPlugin) -> String {
+    format!(
+        "plugin {} ({})",
+        source_text(&plugin.source),
+        plugin.sha256.as_deref().unwrap_or("any version")
+    )
+}
+
+/// What a plugin may import beyond WASI, and which of those have an allow-list.
+fn capabilities(grant: &Grant) -> Vec<String> {
+    let mut all: Vec<String> = grant
+        .capabilities
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    if grant.exec.is_some() {
+        all.push("exec (grants.exec)".into());
+    }
+    if grant.http.is_some() {
+        all.push("http (grants.http)".into());
+    }
+    all
+}
+
+/// A plugin's limits, each as the proof compares it.
+fn limits(plugin: &crate::preset::ResolvedPlugin) -> Vec<Limit> {
+    let limit = |key: &str, value: Option<u64>, unset: Unset| Limit {
+        key: key.to_string(),
+        value,
+        unset,
+    };
+    let exact = |key: &str, value: u64| limit(key, Some(value), Unset::Unlimited);
+    let millis = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let l = &plugin.grant.limits;
+    let mut all = vec![
+        limit("limits.fuel", l.fuel, Unset::Unlimited),
+        exact("limits.timeout (ms)", millis(l.timeout)),
+        exact("limits.memory_bytes", l.memory_bytes),
+        limit(
+            "output_bytes",
+            plugin.output_bytes.or(l.output_bytes),
+            Unset::ToolsOwn,
+        ),
+        exact("limits.stdio_bytes", l.stdio_bytes as u64),
+    ];
+    if let Some(exec) = &plugin.grant.exec {
+        all.extend([
+            exact("grants.exec.timeout (ms)", millis(exec.timeout)),
+            exact("grants.exec.output_bytes", exec.output_bytes as u64),
+            exact("grants.exec.memory_bytes", exec.memory_bytes),
+            exact("grants.exec.processes", exec.processes),
+            exact("grants.exec.file_bytes", exec.file_bytes),
+        ]);
+    }
+    if let Some(http) = &plugin.grant.http {
+        all.extend([
+            exact("grants.http.timeout (ms)", millis(http.timeout)),
+            exact(
+                "grants.http.max_response_bytes",
+                http.max_response_bytes as u64,
+            ),
+        ]);
+    }
+    all
+}
+
+/// Fills in which tools `preset` keeps, now that the plugins' tool lists are known: each
+/// plugin's, by identity, and the host's. A plugin whose list is not given stays unknown.
+pub fn with_tools(e: &mut Effective, preset: &ResolvedPreset, lists: &ToolLists) {
+    for (grant, plugin) in e.plugins.iter_mut().zip(&preset.plugins) {
+        grant.enabled = lists.by_identity.get(&grant.identity).map(|tools| {
+            tools
+                .iter()
+                .filter(|tool| preset.keeps(&plugin.name, tool))
+                .cloned()
+                .collect()
+        });
+    }
+    let (owner, names) = &lists.host;
+    e.host_tools = Some(
+        names
+            .iter()
+            .filter(|tool| preset.keeps(owner, tool))
+            .cloned()
+            .collect(),
+    );
 }
 
 fn grant_into(e: &mut Effective, key: &str, grant: &Grant, data: &Path) {

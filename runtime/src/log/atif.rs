@@ -30,7 +30,7 @@ use serde_json::{Map, Value, json};
 
 use super::atif_schema::{
     Agent, Content, FinalMetrics, ImageSource, Metrics, Observation, ObservationResult,
-    SCHEMA_VERSION, Step, StepSource, ToolCall, Trajectory,
+    SCHEMA_VERSION, Step, StepSource, SubagentTrajectoryRef, ToolCall, Trajectory,
 };
 use super::blobs::{BLOBS_DIR, Blobs};
 use super::event::{Body, CompactReason, Event, Lane, SessionStart, Source, StopReason};
@@ -50,7 +50,68 @@ pub fn trajectory_of_log(log: &Path) -> Result<Trajectory, LogError> {
             "The log's last line is torn (paddock stopped while writing it); it is left out.",
         );
     }
+    embed_subagents(&mut trajectory, &read.events, log);
     Ok(trajectory)
+}
+
+/// Embeds the trajectory of every subagent the session's `subagent/end` events name (their
+/// logs beside this one in the data directory, read the same way, theirs embedded in
+/// turn), each with its session id as `trajectory_id`, which the `task` call's result
+/// refers to. A subagent whose log cannot be read is noted and its reference dropped: a
+/// reference must resolve.
+fn embed_subagents(trajectory: &mut Trajectory, events: &[Event], log: &Path) {
+    let sessions = log.parent().and_then(Path::parent);
+    let mut embedded = Vec::new();
+    let mut missing: Vec<(String, String)> = Vec::new();
+    for event in events {
+        let Body::SubagentEnd { session, .. } = &event.body else {
+            continue;
+        };
+        let child_log = sessions.map(|dir| dir.join(session).join(super::LOG_FILE));
+        match child_log.map(|path| trajectory_of_log(&path)) {
+            Some(Ok(mut child)) => {
+                child.trajectory_id = Some(session.clone());
+                embedded.push(child);
+            }
+            Some(Err(e)) => missing.push((session.clone(), e.to_string())),
+            None => missing.push((session.clone(), "no data directory".into())),
+        }
+    }
+    if !missing.is_empty() {
+        let gone = |r: &SubagentTrajectoryRef| {
+            missing
+                .iter()
+                .any(|(session, _)| r.trajectory_id.as_deref() == Some(session.as_str()))
+        };
+        for step in &mut trajectory.steps {
+            for result in step.observation.iter_mut().flat_map(|o| &mut o.results) {
+                if let Some(refs) = &mut result.subagent_trajectory_ref {
+                    refs.retain(|r| !gone(r));
+                }
+                if result
+                    .subagent_trajectory_ref
+                    .as_ref()
+                    .is_some_and(Vec::is_empty)
+                {
+                    result.subagent_trajectory_ref = None;
+                }
+            }
+        }
+        let listed: Vec<String> = missing
+            .iter()
+            .map(|(session, why)| format!("{session} ({why})"))
+            .collect();
+        add_note(
+            trajectory,
+            &format!(
+                "The trajectories of these subagents are left out, their logs unreadable: {}.",
+                listed.join(", ")
+            ),
+        );
+    }
+    if !embedded.is_empty() {
+        trajectory.subagent_trajectories = Some(embedded);
+    }
 }
 
 /// Writes the trajectory of the session at `log` to `out` as one JSON document: beside it
@@ -136,6 +197,8 @@ struct Mapping {
     inbox: HashMap<String, (Source, Lane, String)>,
     /// Compactions begun, by id: why.
     compacting: HashMap<String, (CompactReason, Option<String>)>,
+    /// Subagents that ended, by the id of the `task` call that started them.
+    subagents: HashMap<String, SubagentTrajectoryRef>,
     turns: u64,
     /// The last `turn/end`, and whether a turn started after it.
     stop: Option<(StopReason, Option<String>)>,
@@ -260,13 +323,38 @@ impl Mapping {
                      steps from event {from} on are no longer part of it, and what follows goes \
                      on from there."
                 );
-                self.step(at, StepSource::System, text, Some(object([("rewind", rewind)])));
+                self.step(
+                    at,
+                    StepSource::System,
+                    text,
+                    Some(object([("rewind", rewind)])),
+                );
             }
             Body::AttemptStart { .. }
             | Body::AttemptEnd { .. }
             | Body::StreamAnomaly { .. }
             | Body::Checkpoint { .. }
             | Body::Rewind { .. } => {}
+            Body::SubagentEnd {
+                call,
+                session,
+                reason,
+                spent,
+            } => {
+                let extra = object([
+                    ("stop_reason", json!(reason.as_str())),
+                    ("spent", json!(spent)),
+                ]);
+                self.subagents.insert(
+                    call.clone(),
+                    SubagentTrajectoryRef {
+                        trajectory_id: Some(session.clone()),
+                        session_id: Some(session.clone()),
+                        trajectory_path: None,
+                        extra: Some(extra),
+                    },
+                );
+            }
         }
     }
 
@@ -404,6 +492,7 @@ impl Mapping {
         let result = ObservationResult {
             source_call_id: Some(id.to_string()),
             content: Some(content),
+            subagent_trajectory_ref: self.subagents.get(id).map(|r| vec![r.clone()]),
             extra: Some(extra),
         };
         let Some((step, _, raw)) = self.calls.get(id).cloned() else {
@@ -509,18 +598,22 @@ impl Mapping {
             total_prompt_tokens: Some(tally.input_tokens),
             total_completion_tokens: Some(tally.tokens - tally.input_tokens),
             total_cached_tokens: Some(tally.cache_read_tokens),
-            total_cost_usd: priced.then_some(tally.cost_usd),
+            // The schema's total includes subagents' cost.
+            total_cost_usd: priced.then_some(tally.charged_cost()),
             total_steps: Some(self.steps.len() as u64),
             extra: Some(object([
                 ("cache_write_tokens", json!(tally.cache_write_tokens)),
                 ("model_requests", json!(tally.model_requests)),
                 ("tool_calls", json!(tally.tool_calls)),
+                ("subagents_spent", json!(tally.children)),
             ])),
         };
         let agent_extra = self.preset.as_ref().map(|p| object([("preset", json!(p))]));
         Trajectory {
             schema_version: SCHEMA_VERSION.into(),
             session_id: self.session,
+            trajectory_id: None,
+            subagent_trajectories: None,
             agent: Agent {
                 name: "paddock".into(),
                 version: env!("CARGO_PKG_VERSION").into(),
@@ -681,6 +774,7 @@ fn no_result(id: &str, started: bool) -> ObservationResult {
     ObservationResult {
         source_call_id: Some(id.to_string()),
         content: Some(Content::Text(content.into())),
+        subagent_trajectory_ref: None,
         extra: Some(object([("status", json!(status))])),
     }
 }

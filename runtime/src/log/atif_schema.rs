@@ -18,6 +18,10 @@ pub struct Trajectory {
     pub schema_version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// This document's own id: set on a subagent's trajectory embedded in its parent's
+    /// (`subagent_trajectories`), which the parent's `subagent_trajectory_ref` names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trajectory_id: Option<String>,
     pub agent: Agent,
     /// Numbered from 1 without gaps; never empty.
     pub steps: Vec<Step>,
@@ -26,6 +30,25 @@ pub struct Trajectory {
     pub notes: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_metrics: Option<FinalMetrics>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra: Option<Map<String, Value>>,
+    /// The trajectories of the subagents this session started, each complete, with its
+    /// `trajectory_id` (ATIF-v1.7 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_trajectories: Option<Vec<Trajectory>>,
+}
+
+/// A result's pointer to the subagent that produced it: `trajectory_id` names an entry of
+/// the root's `subagent_trajectories`; `session_id` is for a reader only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubagentTrajectoryRef {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trajectory_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trajectory_path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra: Option<Map<String, Value>>,
 }
@@ -109,6 +132,9 @@ pub struct ObservationResult {
     pub source_call_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Content>,
+    /// The subagent a `task` call started, when the call's result is its answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_trajectory_ref: Option<Vec<SubagentTrajectoryRef>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra: Option<Map<String, Value>>,
 }

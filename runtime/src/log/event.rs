@@ -203,6 +203,16 @@ pub enum Body {
     /// longer part of the history the model is sent; the next turn is turn `turn` again.
     #[serde(rename = "conversation/rewind")]
     ConversationRewind { turn: u64, from: u64 },
+    /// A subagent this session's `task` call `call` started has ended: what it spent, charged
+    /// to this session's budgets (`Spent` counts it as this session's own), and how it ended.
+    /// Written before the call's `tool/result`.
+    #[serde(rename = "subagent/end")]
+    SubagentEnd {
+        call: String,
+        session: String,
+        reason: StopReason,
+        spent: ChildSpent,
+    },
     /// The loop stopped, and why (B1).
     #[serde(rename = "turn/end")]
     TurnEnd {
@@ -291,6 +301,16 @@ pub struct ParentLink {
     pub call: String,
     /// 1 for a child of a session a person started, 2 for its child, ...
     pub depth: u64,
+}
+
+/// What a subagent spent, in the budgets its parent is charged: model requests (turns),
+/// tokens and cost, its own children's included. Wall time is not charged: a child runs
+/// inside its parent's turn, whose clock already counts it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChildSpent {
+    pub model_requests: u64,
+    pub tokens: u64,
+    pub cost_usd: f64,
 }
 
 /// The skills a session's system prompt lists.

@@ -34,33 +34,33 @@ mod stream;
 pub(crate) mod test_session;
 
 pub use ageing::{aged_spill_name, file_safe};
-pub use atif::{trajectory_of_log, write_trajectory};
-pub use blobs::{BLOBS_DIR, Blobs};
 #[cfg(any(test, feature = "internals"))]
 pub use atif::trajectory;
+pub use atif::{trajectory_of_log, write_trajectory};
 #[cfg(any(test, feature = "internals"))]
 pub use atif_schema::Trajectory;
+pub use blobs::{BLOBS_DIR, Blobs};
 pub use event::{
-    Asked, Body, CompactReason, Event, ForkLink, InstructionRecord, Lane, LayerRecord, LoggedRepair,
-    ParentLink, PluginHash, SessionStart, SkillsRecord, Source, StopReason, Touches,
+    Asked, Body, ChildSpent, CompactReason, Event, ForkLink, InstructionRecord, Lane, LayerRecord,
+    LoggedRepair, ParentLink, PluginHash, SessionStart, SkillsRecord, Source, StopReason, Touches,
 };
 pub use file::LogWriter;
-pub use history::{History, estimate_tokens};
 #[cfg(any(test, feature = "internals"))]
 pub use history::TASK_HEADER;
+pub use history::{History, estimate_tokens};
 pub use index::{CLIENT_MODELS, SessionIndex, session_index};
 pub use lock::{LockError, SessionLock, Wait, recorded_holder};
 pub use quote::quote_markers;
 pub use read::read_log;
-pub use recover::{Recovery, Settle, recover_tail};
 #[cfg(any(test, feature = "internals"))]
 pub use recover::{OUTCOME_UNKNOWN, recover};
+pub use recover::{Recovery, Settle, recover_tail};
 pub use session::{SessionLog, Tap};
-pub use state::{Spent, TurnMark, rewound_ranges};
 #[cfg(any(test, feature = "internals"))]
 pub use state::SessionState;
 #[cfg(not(any(test, feature = "internals")))]
 pub(crate) use state::SessionState;
+pub use state::{Spent, TurnMark, rewound_ranges};
 pub use stream::{Streamed, stream_log};
 
 /// The log's file name inside a session directory.

@@ -35,6 +35,9 @@ pub struct Spent {
     pub denied_calls: u64,
     /// Wall time inside turns: the closed ones, and the open one up to the moment of `at`.
     pub wall: Duration,
+    /// What this session's subagents spent (`subagent/end`), charged to its budgets on top of
+    /// its own requests, tokens and cost above (`charged_*`).
+    pub children: super::event::ChildSpent,
     /// When the open turn started (ms since the epoch), while one is open.
     open_turn: Option<u64>,
 }
@@ -85,6 +88,11 @@ impl Spent {
             } => {
                 self.denied_calls += 1;
             }
+            Body::SubagentEnd { spent, .. } => {
+                self.children.model_requests += spent.model_requests;
+                self.children.tokens += spent.tokens;
+                self.children.cost_usd += spent.cost_usd;
+            }
             Body::TurnStart { .. } => self.open_turn = Some(event.ts_ms),
             Body::TurnEnd { .. } => {
                 if let Some(start) = self.open_turn.take() {
@@ -100,6 +108,30 @@ impl Spent {
         self.input_tokens += usage.input_tokens;
         self.cache_read_tokens += usage.cache_read_tokens;
         self.cache_write_tokens += usage.cache_write_tokens;
+    }
+
+    /// Model requests charged to the budget: its own and its subagents'.
+    pub fn charged_requests(&self) -> u64 {
+        self.model_requests + self.children.model_requests
+    }
+
+    /// Tokens charged to the budget: its own and its subagents'.
+    pub fn charged_tokens(&self) -> u64 {
+        self.tokens + self.children.tokens
+    }
+
+    /// Cost charged to the budget: its own and its subagents'.
+    pub fn charged_cost(&self) -> f64 {
+        self.cost_usd + self.children.cost_usd
+    }
+
+    /// What this session spent, its subagents' included: what its own parent is charged.
+    pub fn as_child(&self) -> super::event::ChildSpent {
+        super::event::ChildSpent {
+            model_requests: self.charged_requests(),
+            tokens: self.charged_tokens(),
+            cost_usd: self.charged_cost(),
+        }
     }
 
     /// The count as of `now_ms`: the open turn's time counted until then.
@@ -206,7 +238,10 @@ impl SessionState {
 
     /// Whether `seq` is part of the conversation as it stands.
     fn live(&self, seq: u64) -> bool {
-        !self.dead.iter().any(|(from, to)| (*from..*to).contains(&seq))
+        !self
+            .dead
+            .iter()
+            .any(|(from, to)| (*from..*to).contains(&seq))
     }
 
     pub fn push(&mut self, event: &Event) {
@@ -247,7 +282,8 @@ impl SessionState {
             Body::ConversationRewind { turn, .. } => {
                 let kept = turn.saturating_sub(1);
                 self.turns = kept;
-                self.turn_marks.truncate(usize::try_from(kept).unwrap_or(usize::MAX));
+                self.turn_marks
+                    .truncate(usize::try_from(kept).unwrap_or(usize::MAX));
                 // The checkpoints of the turns taken out go too, but not the one taken as
                 // turn `turn` began: it is the state the conversation went back to.
                 self.checkpoints
@@ -310,7 +346,8 @@ mod tests {
             cache_read_tokens: read,
             cache_write_tokens: write,
         };
-        let answer = |usage: Usage| Body::AssistantMessage { reasoning: Vec::new(),
+        let answer = |usage: Usage| Body::AssistantMessage {
+            reasoning: Vec::new(),
             attempt: "a".into(),
             text: String::new(),
             tool_calls: Vec::new(),

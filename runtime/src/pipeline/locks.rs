@@ -7,13 +7,25 @@
 //! prefix to its host path, then canonicalized so that symlinks and `..` collapse. A path that
 //! does not exist yet canonicalizes its parent and joins the name; failing that, the lexical
 //! path is the key. This only orders calls; it grants nothing (the sandbox confines them).
+//!
+//! Across sessions, `PathLocks` is the table a session and its subagents share: a call holds
+//! the lock of each file it names (shared when it only reads, exclusive when it writes) while
+//! it runs, so a parent's and its children's writes to one file never overlap. A file is
+//! keyed by what the kernel says it is, not by how it was spelt: the device and inode of the
+//! directory that holds it, and its name there (a file's own inode would not do: a write
+//! replaces the file by a rename, so the next writer would meet another inode).
 
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use serde_json::Value;
+use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 
-use paddock_types::contract::ToolSpec;
 use paddock_sandbox::Mount;
+use paddock_types::contract::ToolSpec;
 
 /// The real paths one call touches, and whether it may write them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +50,81 @@ impl Access {
     /// Whether the two calls must run one after the other.
     pub fn conflicts_with(&self, other: &Access) -> bool {
         (self.writes || other.writes) && self.paths.iter().any(|p| other.paths.contains(p))
+    }
+}
+
+/// One file as the lock table knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum FileKey {
+    /// The entry `name` of the directory with this (device, inode).
+    Entry { dir: (u64, u64), name: OsString },
+    /// A path whose directory does not exist (yet): its real path as resolved.
+    Unresolved(PathBuf),
+}
+
+impl FileKey {
+    fn of(path: &Path) -> FileKey {
+        let entry = path.parent().zip(path.file_name()).and_then(|(dir, name)| {
+            let held = std::fs::metadata(dir).ok()?;
+            Some(FileKey::Entry {
+                dir: (held.dev(), held.ino()),
+                name: name.to_os_string(),
+            })
+        });
+        entry.unwrap_or_else(|| FileKey::Unresolved(path.to_path_buf()))
+    }
+}
+
+/// The per-file locks a session shares with its subagents (clones share one table).
+#[derive(Clone, Default)]
+pub struct PathLocks(Arc<Mutex<HashMap<FileKey, Weak<RwLock<()>>>>>);
+
+impl std::fmt::Debug for PathLocks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PathLocks")
+    }
+}
+
+/// The locks one running call holds, released when dropped.
+pub struct Held {
+    _read: Vec<OwnedRwLockReadGuard<()>>,
+    _write: Vec<OwnedRwLockWriteGuard<()>>,
+}
+
+impl PathLocks {
+    /// Waits for and holds the lock of every file `access` names: exclusive when it writes,
+    /// shared otherwise. Locks are taken in one order (by key), so two calls that name the
+    /// same files never wait on each other in a circle.
+    pub async fn hold(&self, access: &Access) -> Held {
+        let mut keys: Vec<FileKey> = access.paths.iter().map(|p| FileKey::of(p)).collect();
+        keys.sort();
+        keys.dedup();
+        let locks: Vec<Arc<RwLock<()>>> = {
+            let mut table = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            table.retain(|_, lock| lock.strong_count() > 0);
+            keys.into_iter()
+                .map(|key| match table.get(&key).and_then(Weak::upgrade) {
+                    Some(lock) => lock,
+                    None => {
+                        let lock = Arc::new(RwLock::new(()));
+                        table.insert(key, Arc::downgrade(&lock));
+                        lock
+                    }
+                })
+                .collect()
+        };
+        let mut held = Held {
+            _read: Vec::new(),
+            _write: Vec::new(),
+        };
+        for lock in locks {
+            if access.writes {
+                held._write.push(lock.write_owned().await);
+            } else {
+                held._read.push(lock.read_owned().await);
+            }
+        }
+        held
     }
 }
 
@@ -96,8 +183,8 @@ pub(super) fn lexical(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use paddock_types::contract::RuntimeMeta;
     use paddock_sandbox::MountMode;
+    use paddock_types::contract::RuntimeMeta;
     use serde_json::json;
 
     fn mounts(host: &Path) -> Vec<Mount> {
@@ -157,6 +244,48 @@ mod tests {
             .unwrap();
         let m = mounts(dir.path());
         assert_eq!(real_path("link.txt", &m), real_path("target.txt", &m));
+    }
+
+    #[tokio::test]
+    async fn a_writer_waits_for_the_holder_of_the_same_file_however_it_is_spelt() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("src"), dir.path().join("alias")).unwrap();
+        let m = mounts(dir.path());
+        let locks = PathLocks::default();
+        let first = Access::of(&spec(false), &json!({"path": "src/a.rs"}), &m);
+        // Through another directory entry and another table handle (a subagent's clone).
+        let second = Access {
+            paths: vec![dir.path().join("alias/a.rs")],
+            writes: true,
+        };
+        let other = Access::of(&spec(false), &json!({"path": "src/b.rs"}), &m);
+        let held = locks.hold(&first).await;
+        let shared = locks.clone();
+        let waiting = tokio::spawn(async move { shared.hold(&second).await });
+        // Another file is not held up.
+        drop(locks.hold(&other).await);
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "the same file was locked twice");
+        drop(held);
+        waiting.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn readers_share_a_file_and_a_writer_waits_for_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = mounts(dir.path());
+        let locks = PathLocks::default();
+        let read = Access::of(&spec(true), &json!({"path": "a"}), &m);
+        let one = locks.hold(&read).await;
+        let two = locks.hold(&read).await;
+        let write = Access::of(&spec(false), &json!({"path": "a"}), &m);
+        let shared = locks.clone();
+        let writer = tokio::spawn(async move { shared.hold(&write).await });
+        tokio::task::yield_now().await;
+        assert!(!writer.is_finished());
+        drop((one, two));
+        writer.await.unwrap();
     }
 
     #[test]

@@ -16,11 +16,12 @@ mod scheduler;
 mod summary;
 
 pub use batch::{parse_batch, records_json};
-pub use gate::{Admission, AfterCall, CallGate, GateCall};
 #[cfg(any(test, feature = "internals"))]
 pub use gate::OpenGate;
+pub use gate::{Admission, AfterCall, CallGate, GateCall};
 
 pub use leftovers::remove_call_temps;
+pub use locks::PathLocks;
 pub use logged::{CallWatch, LoggedCalls, Unwatched};
 pub use prepared::{Prepared, RawCall};
 pub use run::{CallContext, LiveTap, not_executed};

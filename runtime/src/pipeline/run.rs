@@ -29,6 +29,8 @@ pub struct CallContext<'a> {
     pub cancel: CancellationToken,
     /// Where a call's output goes as it is printed (a shell command's live tail), by call id.
     pub live: Option<LiveTap>,
+    /// The per-file locks a call holds while it runs, shared with the session's subagents.
+    pub locks: super::PathLocks,
 }
 
 /// Takes a running call's output as it comes: (call id, text).

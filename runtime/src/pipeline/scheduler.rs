@@ -14,7 +14,6 @@
 //! event channel (X4). All calls run on the caller's task; they overlap while they wait (sleep,
 //! I/O) and while the epoch makes running guests yield.
 
-
 use futures::future::join_all;
 use serde::Serialize;
 use serde_json::Value;
@@ -24,8 +23,8 @@ use super::locks::Access;
 use super::prepared::Prepared;
 use super::run::{CallContext, Executed, execute};
 use crate::calls::{Disposition, Repair, ToolEntry};
-use paddock_types::contract::{ErrorCode, ToolResult};
 use crate::log::Asked;
+use paddock_types::contract::{ErrorCode, ToolResult};
 
 /// Where a call is (X4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -199,9 +198,12 @@ impl Scheduler<'_> {
                         let _ = wait.wait_for(|finished| *finished).await;
                     }
                     let id = &calls[call.index].call.id;
-                    let executed = match pool.acquire().await {
-                        Ok(_permit) => self.execute_one(call, id).await,
-                        Err(_) => Executed::refused(super::run::not_executed(), Vec::new()),
+                    let (executed, held) = match pool.acquire().await {
+                        Ok(_permit) => self.execute_held(call, id).await,
+                        Err(_) => (
+                            Executed::refused(super::run::not_executed(), Vec::new()),
+                            None,
+                        ),
                     };
                     // Reported as each call ends, not when the group does (X4).
                     let started = executed.report.is_some();
@@ -215,6 +217,8 @@ impl Scheduler<'_> {
                         self.ended(&record);
                         record
                     });
+                    // The files are let go once the result is logged.
+                    drop(held);
                     done.send_replace(true);
                     record
                 }
@@ -229,6 +233,27 @@ impl Scheduler<'_> {
         if let Some(hook) = self.on_end {
             hook(record);
         }
+    }
+
+    /// Runs `call` holding the locks of the files it names (shared with other sessions of
+    /// the family: subagents); an abort while it waits for them leaves it not executed.
+    async fn execute_held(
+        &self,
+        call: &Ready<'_>,
+        id: &str,
+    ) -> (Executed, Option<super::locks::Held>) {
+        let held = if call.access.paths.is_empty() {
+            None
+        } else {
+            tokio::select! {
+                biased;
+                _ = self.cx.cancel.cancelled() => {
+                    return (Executed::refused(super::run::not_executed(), Vec::new()), None);
+                }
+                held = self.cx.locks.hold(call.access) => Some(held),
+            }
+        };
+        (self.execute_one(call, id).await, held)
     }
 
     async fn execute_one(&self, call: &Ready<'_>, id: &str) -> Executed {

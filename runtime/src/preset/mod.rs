@@ -36,7 +36,7 @@ pub use file::{PresetFile, line_col};
 pub use instructions::{InstructionFile, instruction_paths, read_instructions};
 pub use mcp::ResolvedMcp;
 pub use policy::{ApprovalPolicy, CheckpointPolicy, LoopBudgets, ResolvedHook, exec_host_paths};
-pub use resolve::ResolvedPreset;
+pub use resolve::{ResolvedPlugin, ResolvedPreset};
 pub use root::{project_root, root_to};
 pub use sections::{ApprovalMode, ConfineMode, Grain, GrantsEntry, HookPhase, MountEntry, OnError};
 pub use system::{system_prompt, with_instructions};
@@ -154,7 +154,8 @@ impl Found {
             return self.source.parse();
         }
         let place = |offset: usize| {
-            locate::path_at(&self.source.text, offset).map(|path| locate::locate(&self.written, &path))
+            locate::path_at(&self.source.text, offset)
+                .map(|path| locate::locate(&self.written, &path))
         };
         file::parse_placed(&self.source.location, &self.source.text, &place)
     }

@@ -37,8 +37,8 @@ use tokio_util::sync::CancellationToken;
 pub use env::Env;
 pub use error::{SetupCode, SetupError};
 pub use fork::{ForkOptions, Forked};
-pub use rewind::TurnSummary;
 pub use resume::{ModelMove, ReopenOptions, Reopened, latest_in};
+pub use rewind::TurnSummary;
 pub use start::{ModelChoice, SessionBuilder, new_session_id};
 pub use task::ChildTap;
 pub use tools::{LoadFor, Loaded, load_preset};
@@ -47,15 +47,16 @@ pub use trust::{RecordedTrust, Trust};
 use crate::agent::{Agent, Inbox, Observer, TurnEnd};
 use crate::log::{Body, Lane, SessionLock, SessionLog, SessionStart, Source};
 use crate::model::{Finish, Outcome, Provider, ToolCall, ToolDef};
-use paddock_types::contract::ToolSpec;
 use crate::pipeline::{CallContext, CallRecord, LoggedCalls, RawCall, Unwatched};
+use paddock_types::contract::ToolSpec;
 
 /// A running session: its tools, its model, its log (held: it has one writer, L6), and the
 /// inbox where messages arrive while it works.
 pub struct Session {
     pub(crate) loaded: Loaded,
     provider: Box<dyn Provider>,
-    pub(crate) log: SessionLog,
+    /// Shared only with its `task` tool (weakly), which charges children's spending to it.
+    pub(crate) log: Arc<SessionLog>,
     start: SessionStart,
     path: PathBuf,
     max_turns: Option<u64>,
@@ -153,6 +154,8 @@ impl Session {
         lock: SessionLock,
         max_turns: Option<u64>,
     ) -> Session {
+        let log = Arc::new(log);
+        loaded.log_slot.set(&log);
         let turn = Arc::new(Mutex::new(loaded.cancel.clone()));
         let (checkpoints, checkpoints_off) = match checkpoints_for(&loaded) {
             Ok(found) => (found, None),
@@ -203,7 +206,11 @@ impl Session {
     /// The tools the model is offered, each as its plugin declares it (description, argument
     /// schema, runtime metadata: what an MCP front end serves).
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
-        self.loaded.registry.tools().map(|t| t.spec.clone()).collect()
+        self.loaded
+            .registry
+            .tools()
+            .map(|t| t.spec.clone())
+            .collect()
     }
 
     /// The name of the preset the session runs.
@@ -298,7 +305,11 @@ impl Session {
         let mut bytes = [0u8; 8];
         getrandom::fill(&mut bytes).map_err(|e| io::Error::other(e.to_string()))?;
         let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let kind = if lane == Lane::NextStep { "steer" } else { "follow-up" };
+        let kind = if lane == Lane::NextStep {
+            "steer"
+        } else {
+            "follow-up"
+        };
         self.accept(crate::agent::Entry {
             id: format!("{kind}-{id}"),
             source: Source::User,

@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::tools::Loaded;
 use super::task::{ChildOf, ChildTap, Spawner};
+use super::tools::Loaded;
 use crate::log::{SkillsRecord, Tap};
 use crate::model::ProviderConfig;
 use crate::preset::Found;
@@ -48,6 +48,7 @@ pub(crate) fn host_tools(loaded: &mut Loaded, offer: Offer<'_>) -> Listed {
         .unwrap_or_else(|_| loaded.resolved.limits.clone());
     if let Some(child) = offer.child {
         loaded.resolved.limits = child.budgets.clone();
+        loaded.locks = child.locks.clone();
     }
     let spawner = Spawner {
         env: loaded.env.clone(),
@@ -63,6 +64,10 @@ pub(crate) fn host_tools(loaded: &mut Loaded, offer: Offer<'_>) -> Listed {
             usize::try_from(loaded.resolved.limits.max_subagents).unwrap_or(1),
         )),
         child_tap: offer.child_tap,
+        locks: loaded.locks.clone(),
+        log_slot: loaded.log_slot.clone(),
+        given: Default::default(),
+        tool_lists: tool_lists(loaded),
     };
     let grants = spawner.effective();
     let resolved = loaded.resolved.clone();
@@ -98,9 +103,41 @@ pub(crate) fn host_tools(loaded: &mut Loaded, offer: Offer<'_>) -> Listed {
         }
     }
     if let Some(tools) = offer.child.and_then(|c| c.tools.as_ref()) {
-        loaded.registry.retain(|name, _| tools.iter().any(|t| t == name));
+        loaded
+            .registry
+            .retain(|name, _| tools.iter().any(|t| t == name));
     }
     listed
+}
+
+/// The tools each plugin of `loaded` provides (all of them, those its preset left out
+/// too), by the plugin's identity, and the host's.
+fn tool_lists(loaded: &Loaded) -> crate::grants::ToolLists {
+    let mut lists = crate::grants::ToolLists {
+        host: (
+            crate::calls::HOST.to_string(),
+            crate::calls::HOST_TOOLS
+                .iter()
+                .map(|t| t.to_string())
+                .collect(),
+        ),
+        ..Default::default()
+    };
+    let identities = crate::grants::effective(&loaded.resolved, 0, loaded.env.data_dir()).plugins;
+    for (plugin, grant) in loaded.resolved.plugins.iter().zip(identities) {
+        if let Some(found) = loaded
+            .registry
+            .plugins()
+            .iter()
+            .find(|p| p.name == plugin.name)
+        {
+            lists.by_identity.insert(
+                grant.identity,
+                found.tools.iter().map(|t| t.name.clone()).collect(),
+            );
+        }
+    }
+    lists
 }
 
 /// Offers `skill_run` when a plugin of the session has `run_command` (the skills' scripts
@@ -118,7 +155,12 @@ fn offer_skill_run(
         .find(|p| p.tools.iter().any(|t| t.name == "run_command"))
         .cloned();
     let Some(shell) = shell else { return };
-    let Some(resolved) = loaded.resolved.plugins.iter().find(|p| p.name == shell.name) else {
+    let Some(resolved) = loaded
+        .resolved
+        .plugins
+        .iter()
+        .find(|p| p.name == shell.name)
+    else {
         return;
     };
     let tool = super::skill_run::SkillRun {

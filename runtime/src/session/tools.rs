@@ -8,12 +8,12 @@ use super::Env;
 use super::error::{SetupCode, SetupError};
 use super::lock::LockCheck;
 use super::verdict::{Judged, Shown, Start, judge};
-use crate::calls::{AliasTable, Registry};
 use crate::ask::Approver;
+use crate::calls::{AliasTable, Registry};
 use crate::hooks::{Approval, HookChain};
 use crate::pipeline::CallContext;
-use paddock_sandbox::SpillDir;
 use crate::preset::make_mount;
+use paddock_sandbox::SpillDir;
 use paddock_sandbox::{Mount, MountMode};
 
 /// A `--mount HOST:GUEST[:ro|rw]` spec, relative to `cwd`.
@@ -53,6 +53,11 @@ pub struct Loaded {
     /// The note when the lock check passed over an untrusted repository's lock, for the
     /// front-end to show once (it is in `lock_notes` too).
     pub lock_ignored: Option<String>,
+    /// The per-file locks its calls hold, shared with its subagents (a subagent's are its
+    /// parent's).
+    pub locks: crate::pipeline::PathLocks,
+    /// Where its `task` tool charges a subagent's spending: its log, once it has one.
+    pub(crate) log_slot: super::task::LogSlot,
 }
 
 impl Loaded {
@@ -89,6 +94,7 @@ impl Loaded {
             preset: &self.preset,
             cancel: self.cancel.clone(),
             live: None,
+            locks: self.locks.clone(),
         }
     }
 }
@@ -372,5 +378,7 @@ async fn load_judged(
         warnings,
         lock_ignored: lock.ignored.clone(),
         lock_notes: lock.notes,
+        locks: Default::default(),
+        log_slot: Default::default(),
     })
 }

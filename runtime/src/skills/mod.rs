@@ -14,12 +14,17 @@
 //!
 //! - `parse.rs`: one `SKILL.md`, strictly, errors at `file:line`;
 //! - `needs.rs`: its declared needs as grants, proved within a session's;
+//! - `folder.rs`: its folder held by descriptor, its files listed and opened beneath it;
 //! - this file: discovery and the listing.
 
+mod folder;
 mod needs;
 mod parse;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use paddock_sandbox::MountHandle;
 
 pub use needs::{needs_effective, needs_within};
 pub use parse::{Needs, SkillError, SkillFile, parse};
@@ -49,6 +54,10 @@ pub struct Skill {
     /// Its folder, as a real path.
     pub dir: PathBuf,
     pub origin: SkillOrigin,
+    /// The folder itself, opened when the skill was found: its files are listed and read
+    /// beneath this descriptor, never through `dir` again.
+    #[serde(skip)]
+    pub held: Arc<MountHandle>,
 }
 
 impl Skill {
@@ -57,8 +66,9 @@ impl Skill {
     }
 
     /// A file of the skill, `relative` to its folder: no absolute path, no `..`, no symlink on
-    /// the way (opened by `openat2` with `RESOLVE_NO_SYMLINKS`, so a swap after any check
-    /// cannot lead out); a regular file of at most `MAX_FILE_BYTES`.
+    /// the way (opened beneath the held folder, each step with `O_NOFOLLOW`, so a swap of the
+    /// folder or of anything in it cannot lead out); a regular file of at most
+    /// `MAX_FILE_BYTES`.
     pub fn read(&self, relative: &str) -> Result<String, SkillError> {
         let bad = |why: String| SkillError(format!("skill {}: {relative:?}: {why}", self.name()));
         let rel = Path::new(relative);
@@ -72,9 +82,9 @@ impl Skill {
                     .into(),
             ));
         }
-        // Opened with no symlink anywhere on the way (the folder's path is canonical since it
-        // was found): what is read is inside the folder, whatever a session swapped in since.
-        let file = paddock_sandbox::open_file_no_symlinks(&self.dir.join(rel)).map_err(|e| {
+        // Opened beneath the folder held since it was found, no symlink on the way: what is
+        // read is inside that folder, whatever a session swapped in since.
+        let file = folder::open_beneath(self.held.fd(), rel).map_err(|e| {
             bad(format!(
                 "cannot open it as a regular file inside the skill's folder without following a \
                  symlink: {e}"
@@ -92,34 +102,13 @@ impl Skill {
         Ok(text)
     }
 
-    /// The files beside `SKILL.md`, relative to the folder, sorted (at most 200).
+    /// The files beside `SKILL.md`, relative to the folder, sorted (at most 200): listed
+    /// beneath the held folder, symlinks left out.
     pub fn resources(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        walk(&self.dir, &self.dir, 0, &mut out);
+        let mut out = folder::list(self.held.fd());
         out.retain(|f| f != "SKILL.md");
         out.sort();
         out
-    }
-}
-
-fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        if out.len() >= 200 {
-            return;
-        }
-        let path = entry.path();
-        match entry.file_type() {
-            Ok(kind) if kind.is_dir() && depth < 4 => walk(root, &path, depth + 1, out),
-            Ok(kind) if kind.is_file() => {
-                if let Ok(rel) = path.strip_prefix(root) {
-                    out.push(rel.display().to_string());
-                }
-            }
-            _ => {}
-        }
     }
 }
 
@@ -191,23 +180,32 @@ pub fn load(dir: &Path, origin: SkillOrigin) -> Result<Skill, SkillError> {
     let dir = dir
         .canonicalize()
         .map_err(|e| SkillError(format!("{location}: cannot open the folder: {e}")))?;
-    let meta = std::fs::metadata(&file).map_err(|e| SkillError(format!("{location}: {e}")))?;
+    let held = MountHandle::open(&dir)
+        .map(Arc::new)
+        .map_err(|e| SkillError(format!("{location}: cannot open the folder: {e}")))?;
+    let mut opened = folder::open_beneath(held.fd(), Path::new("SKILL.md"))
+        .map_err(|e| SkillError(format!("{location}: cannot open it as a regular file: {e}")))?;
+    let meta = opened
+        .metadata()
+        .map_err(|e| SkillError(format!("{location}: {e}")))?;
     if meta.len() > MAX_FILE_BYTES {
         return Err(SkillError(format!(
             "{location}:1: {} bytes; a SKILL.md holds at most {MAX_FILE_BYTES} (move detail into files beside it)",
             meta.len()
         )));
     }
-    let text = std::fs::read_to_string(&file)
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut opened, &mut text)
         .map_err(|e| SkillError(format!("{location}: cannot read it as text: {e}")))?;
-    let folder = dir
+    let folder_name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     Ok(Skill {
-        file: parse(&location, &folder, &text)?,
+        file: parse(&location, &folder_name, &text)?,
         dir,
         origin,
+        held,
     })
 }
 
@@ -269,5 +267,52 @@ mod tests {
             let error = skill.read(planted).expect_err(planted);
             assert!(!error.0.contains("do not read"), "{planted}: {}", error.0);
         }
+        assert_eq!(skill.resources(), ["scripts/run.sh"]);
+    }
+
+    /// The folder swapped for a symlink after the skill was found (and a folder inside it):
+    /// the listing and the reads stay in the folder that was found.
+    #[test]
+    fn a_swapped_skill_folder_lists_and_reads_only_the_folder_that_was_found() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(outside.join("scripts")).unwrap();
+        std::fs::write(outside.join("id_rsa"), "do not read").unwrap();
+        std::fs::write(outside.join("scripts/run.sh"), "do not read").unwrap();
+        let dir = tmp.path().join("demo");
+        std::fs::create_dir_all(dir.join("scripts")).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            "---
+name: demo
+description: a demo skill
+---
+Run scripts/run.sh.
+",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("scripts/run.sh"),
+            "echo hi
+",
+        )
+        .unwrap();
+        let skill = load(&dir, SkillOrigin::User).expect("the skill loads");
+        std::fs::rename(&dir, tmp.path().join("demo-old")).unwrap();
+        std::os::unix::fs::symlink(&outside, &dir).unwrap();
+        assert_eq!(skill.resources(), ["scripts/run.sh"]);
+        assert_eq!(
+            skill.read("scripts/run.sh").unwrap(),
+            "echo hi
+"
+        );
+        assert!(skill.read("id_rsa").is_err());
+        // A folder inside it swapped too.
+        let old = tmp.path().join("demo-old");
+        std::fs::rename(old.join("scripts"), old.join("scripts-old")).unwrap();
+        std::os::unix::fs::symlink(outside.join("scripts"), old.join("scripts")).unwrap();
+        assert_eq!(skill.resources(), ["scripts-old/run.sh"]);
+        let error = skill.read("scripts/run.sh").expect_err("through a symlink");
+        assert!(!error.0.contains("do not read"), "{}", error.0);
     }
 }

@@ -96,6 +96,8 @@ mod tests {
             },
             depth: Depth { at: 0, max: 1 },
             tools: Vec::new(),
+            plugins: Vec::new(),
+            host_tools: None,
         }
     }
 
@@ -114,7 +116,10 @@ mod tests {
 
     #[test]
     fn needs_within_the_session_pass() {
-        assert_eq!(check(needs(&["data"], &["python3 scripts/fill.py *"], &[])), Ok(()));
+        assert_eq!(
+            check(needs(&["data"], &["python3 scripts/fill.py *"], &[])),
+            Ok(())
+        );
         assert_eq!(check(Needs::default()), Ok(()));
     }
 
@@ -123,6 +128,9 @@ mod tests {
         assert_eq!(check(needs(&["/etc"], &[], &[])), Err(Dimension::Mounts));
         assert_eq!(check(needs(&["data:rw"], &[], &[])), Err(Dimension::Mounts));
         assert_eq!(check(needs(&[], &["curl *"], &[])), Err(Dimension::Exec));
-        assert_eq!(check(needs(&[], &[], &["pypi.org"])), Err(Dimension::Network));
+        assert_eq!(
+            check(needs(&[], &[], &["pypi.org"])),
+            Err(Dimension::Network)
+        );
     }
 }

@@ -276,3 +276,179 @@ fn a_session_cannot_plant_a_skill_that_a_later_session_lists() {
     assert!(said.contains("mine"), "the control is listed: {said}");
     assert!(!said.contains("planted"), "{said}");
 }
+
+/// A plugin's own grant, as a child's preset would raise it.
+struct PluginKnobs {
+    fs: &'static str,
+    disable: &'static str,
+}
+
+const PLUGIN_PARENT: PluginKnobs = PluginKnobs {
+    fs: "fuel = 1_000_000_000\ntimeout_ms = 10_000\nmemory_mb = 128\noutput_bytes = 65_536\n\
+         mounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]",
+    disable: r#"["write_file", "edit_file"]"#,
+};
+
+/// The parent's plugins: fs reads the project; search reads the project and `outside`.
+fn plugin_preset(k: &PluginKnobs, outside: &str) -> String {
+    format!(
+        "[plugins.fs]\nsource = \"builtin:fs\"\n{}\n\n[plugins.search]\nsource = \"builtin:search\"\n\
+         mounts = [{{ host = \".\", guest = \"/workspace\", mode = \"ro\" }}, {{ host = {outside:?}, guest = \"/x\", mode = \"ro\" }}]\n\n\
+         [tools]\ndisable = {}\n",
+        k.fs, k.disable
+    )
+}
+
+/// Per plugin, not only over the session: a child that raises one plugin's fuel, deadline,
+/// memory or output budget, lifts its fuel, gives it a mount only another plugin of the parent
+/// has, or keeps a tool the parent's preset leaves out is refused at spawn, naming the
+/// dimension (`limits`, `mounts`, `tools`) and the plugin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_wider_in_one_plugins_own_grant_is_refused_naming_it() {
+    let project = Project::warm(&[("notes.txt", "notes")]);
+    let outside = tempfile::tempdir().unwrap();
+    let outside = outside.path().display().to_string();
+    let write_preset = |name: &str, k: &PluginKnobs| {
+        let path = project.dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, plugin_preset(k, &outside)).unwrap();
+        path.display().to_string()
+    };
+    let parent = write_preset("parent", &PLUGIN_PARENT);
+    let fs = |text: &'static str| PluginKnobs {
+        fs: text,
+        ..PLUGIN_PARENT
+    };
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    let moved = leak(format!(
+        "fuel = 1_000_000_000\ntimeout_ms = 10_000\nmemory_mb = 128\noutput_bytes = 65_536\n\
+         mounts = [{{ host = {outside:?}, guest = \"/workspace\", mode = \"ro\" }}]"
+    ));
+    let cases: Vec<(&str, &str, PluginKnobs)> = vec![
+        (
+            "limits",
+            "plugins.fs.limits.fuel",
+            fs(
+                "fuel = 2_000_000_000\ntimeout_ms = 10_000\nmemory_mb = 128\noutput_bytes = 65_536\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]",
+            ),
+        ),
+        (
+            "limits",
+            "plugins.fs.limits.fuel",
+            fs(
+                "fuel = \"off\"\ntimeout_ms = 10_000\nmemory_mb = 128\noutput_bytes = 65_536\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]",
+            ),
+        ),
+        (
+            "limits",
+            "plugins.fs.limits.timeout",
+            fs(
+                "fuel = 1_000_000_000\ntimeout_ms = 20_000\nmemory_mb = 128\noutput_bytes = 65_536\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]",
+            ),
+        ),
+        (
+            "limits",
+            "plugins.fs.limits.memory_bytes",
+            fs(
+                "fuel = 1_000_000_000\ntimeout_ms = 10_000\nmemory_mb = 256\noutput_bytes = 65_536\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]",
+            ),
+        ),
+        (
+            "limits",
+            "plugins.fs.output_bytes",
+            fs(
+                "fuel = 1_000_000_000\ntimeout_ms = 10_000\nmemory_mb = 128\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]",
+            ),
+        ),
+        ("mounts", "plugins.fs", fs(moved)),
+        (
+            "tools",
+            "write_file",
+            PluginKnobs {
+                disable: r#"["edit_file"]"#,
+                ..PLUGIN_PARENT
+            },
+        ),
+    ];
+    for (i, (dimension, named, knobs)) in cases.iter().enumerate() {
+        let child = write_preset(&format!("child{i}"), knobs);
+        let out = spawn(&project, &parent, Some(&child)).await;
+        assert_refused(&out, dimension);
+        let message = out["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(named), "{named}: {message}");
+    }
+    // The control: a child that lowers the limits and keeps fewer tools is within (it starts,
+    // and fails only for want of a model to ask).
+    let narrower = write_preset(
+        "narrower",
+        &PluginKnobs {
+            fs: "fuel = 500_000_000\ntimeout_ms = 5_000\nmemory_mb = 64\noutput_bytes = 4_096\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]",
+            disable: r#"["write_file", "edit_file", "list_dir"]"#,
+        },
+    );
+    let out = spawn(&project, &parent, Some(&narrower)).await;
+    let message = out["error"]["message"].as_str().unwrap_or_default();
+    assert!(!message.contains("wider than its parent"), "{out}");
+}
+
+/// A skill's folder swapped for a symlink by the session itself (its shell, in the jail,
+/// where the preset's `skills` folder is writable) after the skill was found: the `skill` tool
+/// still lists and reads the folder that was found, never the one the link points at.
+#[test]
+fn a_skill_folder_swapped_for_a_symlink_mid_session_lists_and_reads_nothing_outside() {
+    let project = Project::warm(&[("notes.txt", "notes")]);
+    let demo = project.dir.path().join("skills/demo");
+    std::fs::create_dir_all(&demo).unwrap();
+    std::fs::write(
+        demo.join("SKILL.md"),
+        "---\nname: demo\ndescription: a demo\n---\nRead notes.md.\n",
+    )
+    .unwrap();
+    std::fs::write(demo.join("notes.md"), "the real notes\n").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("id_rsa"), "PRIVATE KEY\n").unwrap();
+    std::fs::write(outside.path().join("notes.md"), "PRIVATE NOTES\n").unwrap();
+    let preset = project.dir.path().join("swap.toml");
+    std::fs::write(
+        &preset,
+        "skills = [\"skills\"]\n\n[plugins.shell]\nsource = \"builtin:shell\"\n\
+         mounts = [{ host = \".\", guest = \"/workspace\", mode = \"rw\" }]\n\
+         grants.exec = { allow = [\"mv *\", \"ln *\"], env = [\"PATH\"] }\n\n\
+         [approval]\nmedium = \"allow\"\nhigh = \"allow\"\n",
+    )
+    .unwrap();
+    let swap = format!(
+        "mv skills/demo skills/demo-old && ln -s {} skills/demo",
+        outside.path().display()
+    );
+    let out = project.batch(
+        preset.to_str().unwrap(),
+        &[
+            ("shell", serde_json::json!({"command": swap})),
+            ("skill", serde_json::json!({"name": "demo"})),
+            (
+                "skill",
+                serde_json::json!({"name": "demo", "file": "notes.md"}),
+            ),
+            (
+                "skill",
+                serde_json::json!({"name": "demo", "file": "id_rsa"}),
+            ),
+        ],
+    );
+    let shown = text(&out);
+    assert!(
+        project.dir.path().join("skills/demo").is_symlink(),
+        "the swap ran: {shown}"
+    );
+    let records: Vec<Value> = serde_json::from_slice::<Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_else(|| panic!("{shown}"));
+    let content = |i: usize| records[i].to_string();
+    assert!(
+        content(1).contains("notes.md") && !content(1).contains("id_rsa"),
+        "{shown}"
+    );
+    assert!(content(2).contains("the real notes"), "{shown}");
+    assert!(!shown.contains("PRIVATE"), "{shown}");
+}

@@ -38,7 +38,7 @@ pub(crate) fn python() -> Option<PathBuf> {
 }
 
 /// `paddock log ID --atif`, checked by both validators; the trajectory.
-fn exported(python: &Path, project: &Project, id: &str) -> Value {
+pub(crate) fn exported(python: &Path, project: &Project, id: &str) -> Value {
     let output = project
         .command(&["log", id, "--atif"])
         .output()

@@ -53,6 +53,7 @@ async fn call_with(s: &Session, tool: &str, args: &str, cancel: CancellationToke
         preset: "p",
         cancel,
         live: None,
+        locks: Default::default(),
     };
     run_call(&cx, "c1", tool, args).await
 }

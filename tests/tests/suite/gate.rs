@@ -73,6 +73,7 @@ fn context<'a>(s: &'a Session, gate: &'a dyn CallGate) -> CallContext<'a> {
         preset: "default",
         cancel: CancellationToken::new(),
         live: None,
+        locks: Default::default(),
     }
 }
 

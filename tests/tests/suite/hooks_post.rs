@@ -124,6 +124,7 @@ async fn an_interrupted_call_is_reported_as_interrupted_not_blamed_on_the_post_h
         preset: "test",
         cancel: cancel.clone(),
         live: None,
+        locks: Default::default(),
     };
     let interrupt = async {
         tokio::time::sleep(Duration::from_millis(500)).await;

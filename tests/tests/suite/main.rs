@@ -32,6 +32,7 @@ mod agent_repair;
 mod agent_scripts;
 mod agent_sessions;
 mod agents_e2e;
+mod agents_family;
 mod agents_hostile;
 mod atif;
 mod authoring;

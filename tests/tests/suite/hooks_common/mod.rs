@@ -102,6 +102,7 @@ pub async fn call(s: &Session, tool: &str, args: &str) -> Executed {
         preset: "test",
         cancel: CancellationToken::new(),
         live: None,
+        locks: Default::default(),
     };
     run_call(&cx, "c1", tool, args).await
 }

@@ -74,6 +74,7 @@ mounts = [{{ host = ".", guest = "/workspace", mode = "rw" }}]
                 preset: "pipeline",
                 cancel,
                 live: None,
+                locks: Default::default(),
             },
             max_parallel,
             events: Some(tx),
