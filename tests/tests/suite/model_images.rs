@@ -13,11 +13,12 @@ use paddock_tests::scripted::{ScriptedServer, Step, Turn};
 use serde_json::Value;
 
 /// A real 2x3 RGB PNG, in hex.
-const PNG_HEX: &str = "89504e470d0a1a0a0000000d49484452000000020000000308020000003688\
+pub(crate) const PNG_HEX: &str = "89504e470d0a1a0a0000000d49484452000000020000000308020000003688\
 49d60000001149444154789c63f8cfc0004460024e03003ed605fb5882cf4600000000\
 49454e44ae426082";
 
-fn png() -> Vec<u8> {
+/// The PNG's bytes (also what `mcp_serve` and `acp` attach).
+pub(crate) fn png() -> Vec<u8> {
     (0..PNG_HEX.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&PNG_HEX[i..i + 2], 16).expect("hex"))
