@@ -112,7 +112,7 @@ async fn an_image_in_a_prompt_reaches_a_vision_model_and_hostile_ones_are_refuse
 
     let refusals = refusals.lock().unwrap().clone();
     let wanted = [
-        "image 1 of the prompt was refused: it starts like a png image but is not one",
+        "image 1 of the prompt was refused: it starts like a PNG image but is not one",
         "image 1 of the prompt says mimeType `image/jpeg` but its bytes are image/png",
         "image 1 of the prompt was refused: the image is",
         "image 1 of the prompt was refused: its image data is not valid base64",
