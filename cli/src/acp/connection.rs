@@ -106,11 +106,13 @@ fn initialize(request: &InitializeRequest, images: bool) -> InitializeResponse {
     let version = request.protocol_version.min(ProtocolVersion::V1);
     InitializeResponse::new(version)
         .agent_capabilities(
-            AgentCapabilities::new().load_session(true).prompt_capabilities(
-                PromptCapabilities::new()
-                    .embedded_context(true)
-                    .image(images),
-            ),
+            AgentCapabilities::new()
+                .load_session(true)
+                .prompt_capabilities(
+                    PromptCapabilities::new()
+                        .embedded_context(true)
+                        .image(images),
+                ),
         )
         .agent_info(Implementation::new("paddock", env!("CARGO_PKG_VERSION")))
 }

@@ -7,6 +7,10 @@
 //!
 //! One prompt runs at a time per session; `session/cancel` interrupts it: the running calls
 //! are cancelled (a program in the jail is killed), and the prompt answers `cancelled`.
+//!
+//! The editor is untrusted input: a prompt's images are decoded within the image bound and
+//! checked as `run --image` checks a file, and only when `initialize` offered images; the MCP
+//! servers it passes are never started, only named in the thread (`not_connected` says why).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -15,10 +19,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, CurrentModeUpdate, EmbeddedResourceResource, LoadSessionRequest, McpServer,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    SessionMode, SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest,
-    SetSessionModeResponse, StopReason as AcpStop,
+    ContentBlock, CurrentModeUpdate, EmbeddedResourceResource, LoadSessionRequest,
+    LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, SessionMode, SessionModeState, SessionNotification, SessionUpdate,
+    SetSessionModeRequest, SetSessionModeResponse, StopReason as AcpStop,
 };
 use agent_client_protocol::{Client, Error, ErrorCode};
 

@@ -101,8 +101,8 @@ where
         },
     );
     let sent = notes.clone();
-    let outgoing = FramedWrite::new(write, LinesCodec::new()).with(
-        move |message: ClientJsonRpcMessage| {
+    let outgoing =
+        FramedWrite::new(write, LinesCodec::new()).with(move |message: ClientJsonRpcMessage| {
             let value = serde_json::to_value(&message);
             if let Ok(value) = &value
                 && value["method"] == "server/discover"
@@ -114,8 +114,7 @@ where
                     .map(|value| value.to_string())
                     .map_err(|e| LinesCodecError::Io(std::io::Error::other(e))),
             )
-        },
-    );
+        });
     (Box::pin(outgoing), Box::pin(incoming), notes)
 }
 
@@ -127,11 +126,7 @@ fn lock(notes: &Notes) -> std::sync::MutexGuard<'_, Noted> {
 /// server should have said.
 fn give_up_discover(notes: &Notes) -> ServerJsonRpcMessage {
     let mut noted = lock(notes);
-    let id = noted
-        .discover
-        .take()
-        .map(|(id, _)| id)
-        .unwrap_or_default();
+    let id = noted.discover.take().map(|(id, _)| id).unwrap_or_default();
     noted.given_up = Some(id.clone());
     let answer = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
         "code": -32601,
@@ -152,7 +147,11 @@ fn parse(line: &str, notes: &Notes) -> Option<ServerJsonRpcMessage> {
         if noted.given_up.as_ref() == Some(&value["id"]) {
             return None;
         }
-        if noted.discover.as_ref().is_some_and(|(id, _)| *id == value["id"]) {
+        if noted
+            .discover
+            .as_ref()
+            .is_some_and(|(id, _)| *id == value["id"])
+        {
             noted.discover = None;
         }
     }
@@ -222,7 +221,8 @@ mod tests {
              "execution": {"taskSupport": "required"}},
         ]}});
         let line = format!("{listing}\n").into_bytes();
-        let (_, incoming, notes) = transport(std::io::Cursor::new(line), tokio::io::sink(), 1 << 20);
+        let (_, incoming, notes) =
+            transport(std::io::Cursor::new(line), tokio::io::sink(), 1 << 20);
         assert_eq!(incoming.collect::<Vec<_>>().await.len(), 1);
         assert_eq!(
             lock(&notes).task_only.iter().collect::<Vec<_>>(),

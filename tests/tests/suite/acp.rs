@@ -31,7 +31,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use crate::agent_common::{Project, call_step};
 
 /// Asks for medium-risk tools (`write_file`) as well as high (`run_command`).
-pub(crate) const PRESET: &str = "name = \"acp-test\"\nextends = \"coding\"\n\n[approval]\nmedium = \"ask\"\n";
+pub(crate) const PRESET: &str =
+    "name = \"acp-test\"\nextends = \"coding\"\n\n[approval]\nmedium = \"ask\"\n";
 
 /// What the editor saw: every update, and every permission question with its answer.
 #[derive(Default)]

@@ -88,7 +88,9 @@ async fn an_image_in_a_prompt_reaches_a_vision_model_and_hostile_ones_are_refuse
         }
         let nine: Vec<ContentBlock> = with_image("nine", base64(&png()), "image/png")
             .into_iter()
-            .chain((0..8).map(|_| ContentBlock::Image(ImageContent::new(base64(&png()), "image/png"))))
+            .chain(
+                (0..8).map(|_| ContentBlock::Image(ImageContent::new(base64(&png()), "image/png"))),
+            )
             .collect();
         let error = cx
             .send_request(PromptRequest::new(id.clone(), nine))
@@ -120,7 +122,10 @@ async fn an_image_in_a_prompt_reaches_a_vision_model_and_hostile_ones_are_refuse
     ];
     assert_eq!(refusals.len(), wanted.len(), "{refusals:?}");
     for (got, want) in refusals.iter().zip(wanted) {
-        assert!(got.starts_with(want), "{got:?} does not start with {want:?}");
+        assert!(
+            got.starts_with(want),
+            "{got:?} does not start with {want:?}"
+        );
     }
     // Only the good prompt reached the model: its user message carries the PNG as OpenAI's
     // data URL, after the text.
@@ -224,7 +229,10 @@ async fn mcp_servers_the_editor_passes_are_refused_in_the_thread_and_none_is_sta
                     .args(vec!["-c".into(), command])
                     .env(vec![EnvVariable::new("SECRET", "s3cret")]),
             ),
-            McpServer::Http(McpServerHttp::new("remote\nforged line", "http://127.0.0.1:9/mcp")),
+            McpServer::Http(McpServerHttp::new(
+                "remote\nforged line",
+                "http://127.0.0.1:9/mcp",
+            )),
         ];
         let id = cx
             .send_request(NewSessionRequest::new(cwd).mcp_servers(servers))
@@ -269,5 +277,10 @@ async fn mcp_servers_the_editor_passes_are_refused_in_the_thread_and_none_is_sta
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
     assert!(tools.contains(&"read_file"), "{tools:?}");
-    assert!(!tools.iter().any(|t| t.contains("planter") || t.contains("remote")), "{tools:?}");
+    assert!(
+        !tools
+            .iter()
+            .any(|t| t.contains("planter") || t.contains("remote")),
+        "{tools:?}"
+    );
 }

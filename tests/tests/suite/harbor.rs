@@ -296,7 +296,10 @@ async fn a_trial_whose_model_streams_reasoning_keeps_it_in_the_trajectory_harbor
         r#"{"path": "greeting.txt", "content": "hello from paddock\n"}"#,
         &[],
     )]);
-    writes.reasoning = vec!["The task wants greeting.txt; ".into(), "write_file makes it.".into()];
+    writes.reasoning = vec![
+        "The task wants greeting.txt; ".into(),
+        "write_file makes it.".into(),
+    ];
     let mut done = Turn::text(&["Done."]);
     done.reasoning = vec!["The file is written.".into()];
     let server = ScriptedServer::start(Script {

@@ -312,7 +312,11 @@ fn a_2026_07_28_client_negotiates_it_and_calls_tools() {
 #[test]
 fn an_image_a_tool_returns_reaches_the_client_as_an_mcp_image_item() {
     let (project, _decoy, preset) = setup("allow");
-    std::fs::write(project.dir.path().join("pic.png"), crate::model_images::png()).unwrap();
+    std::fs::write(
+        project.dir.path().join("pic.png"),
+        crate::model_images::png(),
+    )
+    .unwrap();
     for (mode, protocol) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
         let Some(out) = client_in(&project, &preset, "image", "none", mode) else {
             return;
@@ -335,6 +339,11 @@ fn an_image_a_tool_returns_reaches_the_client_as_an_mcp_image_item() {
         let text = out["text"]["content"].as_array().unwrap();
         assert_eq!(text.len(), 1, "{out}");
         assert_eq!(text[0]["type"], "text", "{out}");
-        assert!(text[0]["text"].as_str().unwrap().contains("hello from the project"));
+        assert!(
+            text[0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("hello from the project")
+        );
     }
 }
