@@ -22,18 +22,17 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use futures::{SinkExt, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::time::Instant;
 use tokio_util::codec::{FramedRead, FramedWrite, LinesCodec, LinesCodecError};
 
 /// How long a started server has to answer `server/discover` before it is taken for a legacy
 /// server and given the `initialize` handshake. A modern server answers at once once it reads
 /// the line; one slower to start than this gets the handshake, which the SDKs' servers still
 /// answer.
-pub const DISCOVER_WAIT: Duration = Duration::from_secs(3);
+const DISCOVER_WAIT: Duration = Duration::from_secs(3);
 
 /// What the wire noticed, shared with the connection.
 #[derive(Default)]
