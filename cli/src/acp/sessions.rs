@@ -229,7 +229,7 @@ impl Sessions {
         }
         if editor.started.lock().await.is_some() {
             return Err(invalid(format!(
-                "session `{}` runs preset `{}`, pinned in its log since its first prompt; start a new session (session/new) and pick mode `{}` before prompting",
+                "session `{}` runs preset `{}`, pinned in its log since its first prompt: what the model may read, write and run does not change under a running history, and the log, `paddock resume` and the checkpoints hold one preset per session, so no mode is switched mid-session, a narrower one included; start a new session (session/new) and pick mode `{}` before prompting",
                 editor.id,
                 sanitize(&current),
                 sanitize(&wanted)
