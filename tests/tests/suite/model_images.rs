@@ -410,11 +410,11 @@ async fn anthropic_signed_thinking_goes_back_before_the_tool_results_and_reaches
 }
 
 /// After a compaction, an image in the part it covered is not sent again: the summary request
-/// names it (`[an image: ...]`, its bytes are not sent to be summarized) and the requests after
-/// it carry the summary, not the image. Images in the messages a compaction keeps are sent as
-/// before (docs/sessions.md).
+/// (the session's next request, the instruction last) still carries it, so the summary can
+/// say what it showed, and the requests after it carry the summary, not the image. Images in
+/// the messages a compaction keeps are sent as before (docs/sessions.md).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_image_a_compaction_covered_is_named_in_the_summary_request_and_not_sent_again() {
+async fn an_image_a_compaction_covered_is_summarized_with_it_and_not_sent_again() {
     let server = server(vec![
         read_pic(),
         Step::Reply(Turn::text(&["Red, green, blue."])),
