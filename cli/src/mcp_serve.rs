@@ -1,7 +1,7 @@
 //! The served side of `paddock mcp serve`: `tools/list` from the preset's tools, `tools/call`
 //! through `Session::call` (repair, validation, hooks, approval, sandbox, output budget, and
 //! the session log written as a model's calls write it), MCP cancellation mapped to the call's
-//! token, and progress notifications while a call runs.
+//! token, progress notifications while a call runs, and a tool's image as an MCP `image` item.
 //!
 //! Calls run one at a time, so each client's questions go to that client: a second call waits
 //! for the first, and a client that cancels a waiting call gets it back unrun and unlogged
@@ -216,12 +216,20 @@ impl Served {
     }
 }
 
-/// The call as the client sees it: the summary as text, an error as `isError`.
+/// The call as the client sees it: the summary as text, an error as `isError`, and each image
+/// the tool returned (already checked and bounded by `summarize`) as an MCP `image` item after
+/// it, which every revision since 2024-11-05 reads the same way.
 fn answer(
     record: std::io::Result<paddock::pipeline::CallRecord>,
 ) -> Result<CallToolResponse, ErrorData> {
     let summary = summarize(&record.map_err(internal)?);
-    let content = vec![ContentBlock::text(summary.content)];
+    let mut content = vec![ContentBlock::text(summary.content)];
+    content.extend(
+        summary
+            .images
+            .iter()
+            .map(|image| ContentBlock::image(image.base64(), image.media_type())),
+    );
     Ok(if summary.is_error {
         CallToolResult::error(content)
     } else {

@@ -4,7 +4,8 @@ might: read and write any path, connect out, die, hang, flood its output; and wh
 may hold beside text (resources, links, images), made hostile.
 
 With `--legacy` it answers `server/discover` as a server from before 2026-07-28 does (method
-not found), so a client must fall back to the `initialize` handshake.
+not found), so a client must fall back to the `initialize` handshake; with `--silent-legacy`
+it does not answer the probe at all, as legacy servers that ignore an unknown method do.
 """
 
 import os
@@ -21,7 +22,7 @@ from mcp.types import ToolAnnotations
 server = MCPServer("confined-test")
 
 
-def serve_as_legacy():
+def serve_as_legacy(silent=False):
     """This server behind a filter that answers `server/discover` "method not found" and
     passes every other line through: a server from before 2026-07-28, as a client sees it."""
     import json
@@ -47,6 +48,8 @@ def serve_as_legacy():
         except ValueError:
             message = {}
         if message.get("method") == "server/discover":
+            if silent:
+                continue
             error = {"code": -32601, "message": "Method not found"}
             out(json.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": error}).encode() + b"\n")
             continue
@@ -59,6 +62,8 @@ def serve_as_legacy():
 
 if "--legacy" in sys.argv[1:]:
     serve_as_legacy()
+if "--silent-legacy" in sys.argv[1:]:
+    serve_as_legacy(silent=True)
 
 
 @server.tool()

@@ -3,7 +3,7 @@
 Usage: serve_client.py PADDOCK PRESET SCENARIO [ELICIT]
   PADDOCK   the paddock binary; it is started with this process's environment and cwd
   PRESET    the preset path given to `paddock mcp serve --preset`
-  SCENARIO  list | call | cancel | plant | hostile | ask
+  SCENARIO  list | call | image | cancel | plant | hostile | ask
   ELICIT    for `ask`: "none" (declare no elicitation), "no" or "once" (answer so)
 
 With PADDOCK_MCP_URL and PADDOCK_MCP_TOKEN set, it connects to an already running
@@ -16,6 +16,7 @@ when the server speaks it; questions then come as `input_required` rounds).
 Prints one JSON object on stdout; the Rust test (tests/tests/suite/mcp_serve.rs) asserts on it.
 """
 
+import base64
 import json
 import os
 import sys
@@ -53,6 +54,19 @@ async def scenario(session, name, out):
         out["read"] = called(await session.call_tool("read_file", {"path": "README.md"}))
         out["unknown"] = called(await session.call_tool("no_such_tool", {}))
         out["invalid"] = called(await session.call_tool("read_file", {"path": 7}))
+    elif name == "image":
+        # Each content item as the client received it; an image's bytes by their base64.
+        for key, path in (("png", "pic.png"), ("text", "README.md")):
+            result = await session.call_tool("read_file", {"path": path})
+            out[key] = {
+                "is_error": bool(result.is_error),
+                "content": [
+                    {"type": c.type, "text": c.text}
+                    if c.type == "text"
+                    else {"type": c.type, "mime_type": c.mime_type, "hex": base64.b64decode(c.data).hex()}
+                    for c in result.content
+                ],
+            }
     elif name == "cancel":
         progress = []
 

@@ -32,6 +32,7 @@ pub fn agent(
     agent_client_protocol::NullRun,
     NullClose,
 > {
+    let images = sessions.takes_images();
     let new = Arc::clone(&sessions);
     let load = Arc::clone(&sessions);
     let prompt = Arc::clone(&sessions);
@@ -42,7 +43,7 @@ pub fn agent(
         .name("paddock")
         .on_receive_request(
             async move |request: InitializeRequest, responder, _cx| {
-                responder.respond(initialize(&request))
+                responder.respond(initialize(&request, images))
             },
             on_receive_request!(),
         )
@@ -99,14 +100,19 @@ pub fn agent(
 }
 
 /// What paddock offers: sessions reopened from their logs, prompts of text and embedded or
-/// linked text resources (no images or audio yet).
-fn initialize(request: &InitializeRequest) -> InitializeResponse {
+/// linked text resources, and images when the model new sessions start with takes them (no
+/// audio).
+fn initialize(request: &InitializeRequest, images: bool) -> InitializeResponse {
     let version = request.protocol_version.min(ProtocolVersion::V1);
     InitializeResponse::new(version)
         .agent_capabilities(
             AgentCapabilities::new()
                 .load_session(true)
-                .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
+                .prompt_capabilities(
+                    PromptCapabilities::new()
+                        .embedded_context(true)
+                        .image(images),
+                ),
         )
         .agent_info(Implementation::new("paddock", env!("CARGO_PKG_VERSION")))
 }

@@ -7,6 +7,10 @@
 //!
 //! One prompt runs at a time per session; `session/cancel` interrupts it: the running calls
 //! are cancelled (a program in the jail is killed), and the prompt answers `cancelled`.
+//!
+//! The editor is untrusted input: a prompt's images are decoded within the image bound and
+//! checked as `run --image` checks a file, and only when `initialize` offered images; the MCP
+//! servers it passes are never started, only named in the thread (`not_connected` says why).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -16,9 +20,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     ContentBlock, CurrentModeUpdate, EmbeddedResourceResource, LoadSessionRequest,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    SessionMode, SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest,
-    SetSessionModeResponse, StopReason as AcpStop,
+    LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, SessionMode, SessionModeState, SessionNotification, SessionUpdate,
+    SetSessionModeRequest, SetSessionModeResponse, StopReason as AcpStop,
 };
 use agent_client_protocol::{Client, Error, ErrorCode};
 
@@ -28,6 +32,7 @@ use super::updates::Updates;
 use crate::trust::project_trusted_for;
 use paddock::agent::{Quiet, TurnEnd};
 use paddock::log::StopReason;
+use paddock::model::{ImageKind, ImagePart};
 use paddock::session::{Env, Interrupter, ModelChoice, ReopenOptions, Session, new_session_id};
 use paddock_types::text::sanitize;
 
@@ -38,9 +43,16 @@ pub struct Defaults {
     pub max_turns: Option<u64>,
 }
 
+/// The most images one prompt may carry: Anthropic takes a request of at most 32 MB, which
+/// holds eight images at the bound each image has (`MAX_IMAGE_BYTES`, 5 MB as base64).
+const MAX_PROMPT_IMAGES: usize = 8;
+
 /// Every session this editor has opened, by id.
 pub struct Sessions {
     defaults: Defaults,
+    /// Whether `initialize` offers image prompts: the model new sessions start with takes
+    /// images.
+    images: bool,
     open: Mutex<HashMap<String, Arc<EditorSession>>>,
 }
 
@@ -53,6 +65,9 @@ struct EditorSession {
     started: tokio::sync::Mutex<Option<Arc<Session>>>,
     running: Mutex<Option<Interrupter>>,
     cancelled: AtomicBool,
+    /// What the thread is told before the next prompt's turn (the editor's MCP servers that
+    /// were not connected).
+    notes: Mutex<Vec<String>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -89,9 +104,15 @@ fn checked_cwd(cwd: &Path) -> Result<PathBuf, Error> {
 impl Sessions {
     pub fn new(defaults: Defaults) -> Sessions {
         Sessions {
+            images: sees_images(&defaults),
             defaults,
             open: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Whether prompts may carry images (`promptCapabilities.image`).
+    pub fn takes_images(&self) -> bool {
+        self.images
     }
 
     fn get(&self, id: &str) -> Result<Arc<EditorSession>, Error> {
@@ -123,6 +144,7 @@ impl Sessions {
             started: tokio::sync::Mutex::new(None),
             running: Mutex::new(None),
             cancelled: AtomicBool::new(false),
+            notes: Mutex::new(not_connected(&request.mcp_servers)),
         };
         lock(&self.open).insert(id.clone(), Arc::new(session));
         Ok(NewSessionResponse::new(id).modes(modes))
@@ -175,6 +197,7 @@ impl Sessions {
             started: tokio::sync::Mutex::new(Some(Arc::new(session))),
             running: Mutex::new(None),
             cancelled: AtomicBool::new(false),
+            notes: Mutex::new(not_connected(&request.mcp_servers)),
         };
         lock(&self.open).insert(id, Arc::new(editor));
         Ok(LoadSessionResponse::new().modes(modes))
@@ -206,7 +229,7 @@ impl Sessions {
         }
         if editor.started.lock().await.is_some() {
             return Err(invalid(format!(
-                "session `{}` runs preset `{}`, pinned in its log since its first prompt; start a new session (session/new) and pick mode `{}` before prompting",
+                "session `{}` runs preset `{}`, pinned in its log since its first prompt: what the model may read, write and run does not change under a running history, and the log, `paddock resume` and the checkpoints hold one preset per session, so no mode is switched mid-session, a narrower one included; start a new session (session/new) and pick mode `{}` before prompting",
                 editor.id,
                 sanitize(&current),
                 sanitize(&wanted)
@@ -235,8 +258,15 @@ impl Sessions {
     /// progress sent as updates; the answer is how it stopped.
     pub async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, Error> {
         let editor = self.get(&request.session_id.0)?;
-        let text = prompt_text(&request.prompt)?;
+        let (text, images) = prompt_content(&request.prompt, self.images)?;
         let session = editor.start(&self.defaults).await?;
+        if !images.is_empty() && !model_sees_images(&session) {
+            return Err(invalid(format!(
+                "session `{}` runs model `{}`, which takes no images (its [model] has vision = false, or it is not known to see images); send the prompt without them, or pick a mode whose model has vision = true before the first prompt (docs/providers.md)",
+                editor.id,
+                sanitize(&session.record().model)
+            )));
+        }
         {
             let mut running = lock(&editor.running);
             if running.is_some() {
@@ -252,7 +282,10 @@ impl Sessions {
             editor.cancelled.store(false, Ordering::SeqCst);
         }
         let updates = Updates::new(editor.cx.clone(), &editor.id, &editor.cwd);
-        let end = session.send(&text, &updates).await;
+        for note in std::mem::take(&mut *lock(&editor.notes)) {
+            updates.say(&note);
+        }
+        let end = session.send_with_images(&text, &images, &updates).await;
         lock(&editor.running).take();
         if editor.cancelled.swap(false, Ordering::SeqCst) {
             return Ok(PromptResponse::new(AcpStop::Cancelled));
@@ -318,10 +351,15 @@ fn stop_of(end: &TurnEnd, updates: &Updates) -> AcpStop {
 }
 
 /// The prompt's content as the message the model reads: text as is, a resource the editor
-/// embedded with its URI, a linked one by its URI. Images and audio are refused (paddock does
-/// not send them to models yet).
-fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
+/// embedded with its URI, a linked one by its URI; images (when `images`, what `initialize`
+/// offered) decoded and checked as `run --image` checks a file (format by magic bytes, header,
+/// size), at most `MAX_PROMPT_IMAGES`. Audio is refused.
+fn prompt_content(
+    blocks: &[ContentBlock],
+    images: bool,
+) -> Result<(String, Vec<ImagePart>), Error> {
     let mut parts = Vec::new();
+    let mut attached = Vec::new();
     for block in blocks {
         match block {
             ContentBlock::Text(text) => parts.push(text.text.clone()),
@@ -341,10 +379,23 @@ fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
                     ));
                 }
             },
+            ContentBlock::Image(image) if images => {
+                if attached.len() == MAX_PROMPT_IMAGES {
+                    return Err(invalid(format!(
+                        "the prompt has more than {MAX_PROMPT_IMAGES} images, the most one prompt may carry; send the others in a later prompt"
+                    )));
+                }
+                attached.push(prompt_image(&image.data, &image.mime_type, attached.len())?);
+            }
             _ => {
-                return Err(invalid(
-                    "paddock takes text, resource and resource_link prompt blocks (its promptCapabilities offer no image or audio)".into(),
-                ));
+                let offered = if images {
+                    "text, image, resource and resource_link"
+                } else {
+                    "text, resource and resource_link (no image: the model new sessions start with takes no images)"
+                };
+                return Err(invalid(format!(
+                    "paddock takes {offered} prompt blocks; its promptCapabilities offer no audio"
+                )));
             }
         }
     }
@@ -354,7 +405,80 @@ fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
             "the prompt has no text; send at least one text block".into(),
         ));
     }
-    Ok(text)
+    Ok((text, attached))
+}
+
+/// Image `index` of a prompt: its bytes decide its format, and a `mimeType` naming another
+/// known format is refused rather than believed.
+fn prompt_image(data: &str, mime_type: &str, index: usize) -> Result<ImagePart, Error> {
+    let number = index + 1;
+    let image = ImagePart::from_base64(data.trim())
+        .map_err(|e| invalid(format!("image {number} of the prompt was refused: {e}")))?;
+    if ImageKind::of_media_type(mime_type.trim()).is_some_and(|said| said != image.kind()) {
+        return Err(invalid(format!(
+            "image {number} of the prompt says mimeType `{}` but its bytes are {}; send its real type",
+            sanitize(&paddock_types::text::one_line(mime_type, 80)),
+            image.media_type()
+        )));
+    }
+    Ok(image)
+}
+
+/// Whether `session`'s model is sent images (not the demo or a script, and `vision`).
+fn model_sees_images(session: &Session) -> bool {
+    session
+        .record()
+        .model_config
+        .as_ref()
+        .is_some_and(|config| config.accepts_images())
+}
+
+/// Whether the model new sessions start with takes images: `--preset`'s (found from paddock's
+/// own working directory, where an editor starts it) with the model flags applied. Anything
+/// that cannot be found offers none; the session's start reports it.
+fn sees_images(defaults: &Defaults) -> bool {
+    let Ok(cwd) = std::env::current_dir() else {
+        return false;
+    };
+    let Ok(env) = env_at(&cwd) else {
+        return false;
+    };
+    let project = project_trusted_for(&env, &defaults.preset);
+    let Ok(file) = paddock::preset::find_written(&defaults.preset, &cwd, project)
+        .map_err(|e| e.to_string())
+        .and_then(|found| found.parse().map_err(|e| e.to_string()))
+    else {
+        return false;
+    };
+    defaults
+        .model
+        .config(&defaults.preset, file.model)
+        .ok()
+        .flatten()
+        .is_some_and(|config| config.accepts_images())
+}
+
+/// What the thread is told of each MCP server the editor passed: not connected, and how to
+/// have it. A session's MCP servers are its preset's (`[mcp.NAME]`): the preset's verdict
+/// checks them and `paddock.lock` pins their tools. The editor's list has neither (Zed sends
+/// every server the user configured, with every thread), and connecting it would run the
+/// editor's command or reach the editor's host, and put tools nobody reviewed for this
+/// project before the model. Only the name is repeated (one line, cut), never the command,
+/// its environment or headers.
+fn not_connected(servers: &[McpServer]) -> Vec<String> {
+    servers
+        .iter()
+        .map(|server| {
+            let value = serde_json::to_value(server).unwrap_or_default();
+            let name = value["name"].as_str().unwrap_or("unnamed");
+            let name = paddock_types::text::one_line(name, 80);
+            let name = sanitize(&name);
+            tracing::warn!("the editor's MCP server `{name}` was not connected");
+            format!(
+                "[paddock: MCP server `{name}` from the editor was not connected: a session's MCP servers are its preset's, checked by the preset's verdict and pinned by paddock.lock. To use it, declare it as [mcp.NAME] in a preset (docs/mcp.md) and pick that preset as the mode.]\n\n"
+            )
+        })
+        .collect()
 }
 
 /// That `preset` (a name or a path) is there to start a session with.

@@ -163,16 +163,21 @@ impl ImagePart {
         let rest = content.strip_prefix(IMAGE_OUTPUT_PREFIX)?;
         let (encoded, caption) = rest.split_once('\n').unwrap_or((rest, ""));
         let encoded = encoded.trim_end_matches('\r');
+        Some(ImagePart::from_base64(encoded).map(|image| (image, caption.to_owned())))
+    }
+
+    /// An image sent as base64 (a tool's output, an editor's prompt): the text bounded before
+    /// it is decoded, then checked as `from_bytes` checks it.
+    pub fn from_base64(encoded: &str) -> Result<ImagePart, ImageError> {
         if encoded.len() / 4 * 3 > MAX_IMAGE_BYTES + 3 {
-            return Some(Err(ImageError::TooLarge {
+            return Err(ImageError::TooLarge {
                 bytes: encoded.len() / 4 * 3,
-            }));
+            });
         }
-        let decoded = match base64::engine::general_purpose::STANDARD.decode(encoded) {
-            Ok(bytes) => bytes,
-            Err(e) => return Some(Err(ImageError::Base64(e.to_string()))),
-        };
-        Some(ImagePart::from_bytes(decoded).map(|image| (image, caption.to_owned())))
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .map_err(|e| ImageError::Base64(e.to_string()))?;
+        ImagePart::from_bytes(decoded)
     }
 
     /// The image as a tool's text output with `caption` (what `from_tool_output` reads back):

@@ -38,6 +38,19 @@ pub struct ModelChoice {
     pub max_output_tokens: Option<u32>,
 }
 
+impl ModelChoice {
+    /// The model a session started with this choice and a preset whose `[model]` is
+    /// `from_preset` talks to; `None` for the demo or a model script (what a front end asks
+    /// before a session starts, e.g. whether the model takes images).
+    pub fn config(
+        &self,
+        preset_name: &str,
+        from_preset: Option<ProviderConfig>,
+    ) -> Result<Option<ProviderConfig>, SetupError> {
+        choose_model(self, preset_name, from_preset)
+    }
+}
+
 /// Everything a new session is started from. `Session::builder` makes one.
 pub struct SessionBuilder {
     env: Env,

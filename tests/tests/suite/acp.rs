@@ -31,20 +31,21 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use crate::agent_common::{Project, call_step};
 
 /// Asks for medium-risk tools (`write_file`) as well as high (`run_command`).
-const PRESET: &str = "name = \"acp-test\"\nextends = \"coding\"\n\n[approval]\nmedium = \"ask\"\n";
+pub(crate) const PRESET: &str =
+    "name = \"acp-test\"\nextends = \"coding\"\n\n[approval]\nmedium = \"ask\"\n";
 
 /// What the editor saw: every update, and every permission question with its answer.
 #[derive(Default)]
-struct Seen {
-    updates: Mutex<Vec<SessionNotification>>,
-    asked: Mutex<Vec<(String, String)>>,
-    answers: Mutex<VecDeque<&'static str>>,
+pub(crate) struct Seen {
+    pub(crate) updates: Mutex<Vec<SessionNotification>>,
+    pub(crate) asked: Mutex<Vec<(String, String)>>,
+    pub(crate) answers: Mutex<VecDeque<&'static str>>,
     /// Paths the agent asked the editor to read or write (`fs/*`).
-    editor_fs: Mutex<Vec<String>>,
+    pub(crate) editor_fs: Mutex<Vec<String>>,
 }
 
 impl Seen {
-    fn updates(&self) -> Vec<SessionUpdate> {
+    pub(crate) fn updates(&self) -> Vec<SessionUpdate> {
         self.updates
             .lock()
             .unwrap()
@@ -54,7 +55,7 @@ impl Seen {
     }
 
     /// The last status each update gave call `id`.
-    fn status_of(&self, id: &str) -> Option<ToolCallStatus> {
+    pub(crate) fn status_of(&self, id: &str) -> Option<ToolCallStatus> {
         let mut status = None;
         for update in self.updates() {
             match update {
@@ -74,19 +75,27 @@ impl Seen {
 }
 
 /// `paddock acp` in `project` against `server`, with the test preset.
-fn spawn_acp(project: &Project, server: &ScriptedServer) -> tokio::process::Child {
+pub(crate) fn spawn_acp(project: &Project, server: &ScriptedServer) -> tokio::process::Child {
     let preset = project.home.path().join("acp-test.toml");
     std::fs::write(&preset, PRESET).unwrap();
     let url = server.openai_base_url();
-    let mut cmd = project.command(&[
-        "acp",
-        "--base-url",
-        &url,
-        "--model",
-        "scripted",
-        "--preset",
-        &preset.display().to_string(),
-    ]);
+    spawn_acp_with(
+        project,
+        &[
+            "acp",
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+            "--preset",
+            &preset.display().to_string(),
+        ],
+    )
+}
+
+/// `paddock ARGS` in `project`, its standard input and output the protocol's.
+pub(crate) fn spawn_acp_with(project: &Project, args: &[&str]) -> tokio::process::Child {
+    let mut cmd = project.command(args);
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
@@ -97,7 +106,7 @@ fn spawn_acp(project: &Project, server: &ScriptedServer) -> tokio::process::Chil
 }
 
 /// Runs `body` as an ACP client of `child`, answering permission questions from `seen`.
-async fn as_client<F>(child: &mut tokio::process::Child, seen: Arc<Seen>, body: F)
+pub(crate) async fn as_client<F>(child: &mut tokio::process::Child, seen: Arc<Seen>, body: F)
 where
     F: AsyncFnOnce(ConnectionTo<Agent>) -> Result<(), agent_client_protocol::Error> + Send,
 {
@@ -171,12 +180,12 @@ where
         .expect("the ACP client ran");
 }
 
-fn text(s: &str) -> Vec<ContentBlock> {
+pub(crate) fn text(s: &str) -> Vec<ContentBlock> {
     vec![ContentBlock::Text(TextContent::new(s))]
 }
 
 /// `initialize`, as an editor that offers its file system.
-fn initialize() -> InitializeRequest {
+pub(crate) fn initialize() -> InitializeRequest {
     InitializeRequest::new(ProtocolVersion::V1).client_capabilities(
         ClientCapabilities::new().fs(FileSystemCapabilities::new()
             .read_text_file(true)

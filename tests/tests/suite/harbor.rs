@@ -4,7 +4,8 @@
 //! Dockerfile), the agent uploading the built binary and talking to the scripted model server:
 //! a task solved with `write_file` and the tool of an MCP server the task declares, one with a
 //! background server through `shell` and `write_stdin`, one with an interactive program on a
-//! terminal; a budget stop with `skip_install` (the image's paddock); a 429 reported as
+//! terminal; a model streaming reasoning, kept in the validated trajectory's steps; a budget
+//! stop with `skip_install` (the image's paddock); a 429 reported as
 //! Harbor's `ApiRateLimitError`, the server given by `--base-url`; a misspelt option refused
 //! before any trial; a trial refused before its environment started. Each test reads what
 //! Harbor recorded: the job's and the trial's `result.json` (`harbor run` exits 0 even when a
@@ -23,7 +24,7 @@ use std::process::Command;
 use crate::agent_common::{call_step, paddock_bin, text};
 use crate::atif::python;
 use crate::mcp_http::url_servers::UrlServer;
-use paddock_tests::scripted::{Script, ScriptedServer, Step, Turn};
+use paddock_tests::scripted::{Script, ScriptCall, ScriptedServer, Step, Turn};
 use serde_json::{Value, json};
 
 /// The tasks in `tests/harbor/`.
@@ -399,6 +400,67 @@ async fn a_plugins_option_naming_no_wasm_file_fails_the_agents_setup_saying_so()
     );
     // No model request: the trial stopped in its set-up.
     assert!(server.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trial_whose_model_streams_reasoning_keeps_it_in_the_trajectory_harbor_validates() {
+    let Some(python) = python() else { return };
+    // `reasoning_content` deltas (the OpenAI-compatible wire's reasoning) before the call and
+    // before the final text.
+    let mut writes = Turn::calls(vec![ScriptCall::new(
+        "c1",
+        "write_file",
+        r#"{"path": "greeting.txt", "content": "hello from paddock\n"}"#,
+        &[],
+    )]);
+    writes.reasoning = vec![
+        "The task wants greeting.txt; ".into(),
+        "write_file makes it.".into(),
+    ];
+    let mut done = Turn::text(&["Done."]);
+    done.reasoning = vec!["The file is written.".into()];
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step::Reply(writes), Step::Reply(done)],
+    })
+    .await
+    .expect("scripted server");
+    let job = harbor_run(
+        &python,
+        &task(WRITE_FILE),
+        Server::Env(&server.openai_base_url()),
+        &[],
+    )
+    .await;
+
+    let result = result_line(&job);
+    assert_eq!(result["stop_reason"], "completed");
+    assert_solved(&job, &result);
+    // Harbor's validator passed the file whose agent steps carry the reasoning, each with the
+    // step it came before.
+    let trajectory = assert_trajectory(&python, &job, &result);
+    let reasoned: Vec<(&Value, &Value)> = trajectory["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["source"] == "agent")
+        .map(|s| (&s["reasoning_content"], &s["message"]))
+        .collect();
+    assert_eq!(
+        reasoned,
+        [
+            (
+                &json!("The task wants greeting.txt; write_file makes it."),
+                &json!("")
+            ),
+            (&json!("The file is written."), &json!("Done."))
+        ],
+        "{trajectory}"
+    );
+    let definitions = trajectory["agent"]["tool_definitions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tool_definitions: {}", trajectory["agent"]));
+    let offered: Vec<&Value> = definitions.iter().map(|d| &d["function"]["name"]).collect();
+    assert!(offered.contains(&&json!("write_file")), "{offered:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

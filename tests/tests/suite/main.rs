@@ -21,6 +21,7 @@ mod hooks_common;
 mod pipeline_common;
 
 mod acp;
+mod acp_editor;
 mod agent_chat;
 mod agent_compaction;
 mod agent_compat;

@@ -306,3 +306,44 @@ fn a_2026_07_28_client_negotiates_it_and_calls_tools() {
     );
     assert_eq!(project.sessions().len(), 1);
 }
+
+/// `read_file` on a PNG answers an MCP `image` item after the text, the file's bytes exactly,
+/// on 2026-07-28 and on the handshake's revision alike; a text file's answer stays text only.
+#[test]
+fn an_image_a_tool_returns_reaches_the_client_as_an_mcp_image_item() {
+    let (project, _decoy, preset) = setup("allow");
+    std::fs::write(
+        project.dir.path().join("pic.png"),
+        crate::model_images::png(),
+    )
+    .unwrap();
+    for (mode, protocol) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
+        let Some(out) = client_in(&project, &preset, "image", "none", mode) else {
+            return;
+        };
+        assert_eq!(out["protocol"], protocol, "{out}");
+        assert_eq!(out["png"]["is_error"], false, "{out}");
+        let content = out["png"]["content"].as_array().unwrap();
+        assert_eq!(content.len(), 2, "{out}");
+        assert_eq!(content[0]["type"], "text", "{out}");
+        assert!(
+            content[0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("[image attached: image/png, 2x3"),
+            "{out}"
+        );
+        assert_eq!(content[1]["type"], "image", "{out}");
+        assert_eq!(content[1]["mime_type"], "image/png", "{out}");
+        assert_eq!(content[1]["hex"], crate::model_images::PNG_HEX, "{mode}");
+        let text = out["text"]["content"].as_array().unwrap();
+        assert_eq!(text.len(), 1, "{out}");
+        assert_eq!(text[0]["type"], "text", "{out}");
+        assert!(
+            text[0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("hello from the project")
+        );
+    }
+}

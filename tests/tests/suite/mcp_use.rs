@@ -293,11 +293,16 @@ fn what_a_server_plants_is_impossible_or_gone_when_the_session_ends() {
 }
 
 /// paddock offers 2026-07-28 first (`server/discover`) and falls back to the 2025-11-25
-/// handshake with a server that answers the probe as older servers do: the server reports
-/// the revision each call came in on.
+/// handshake with a server that answers the probe as older servers do, or that never answers
+/// it (the wire's `DISCOVER_WAIT`, not rmcp's 10 s): the server reports the revision each call
+/// came in on.
 #[test]
 fn paddock_speaks_2026_07_28_where_the_server_does_and_2025_11_25_where_it_does_not() {
-    for (extra, revision) in [(&[][..], "2026-07-28"), (&["--legacy"][..], "2025-11-25")] {
+    for (extra, revision) in [
+        (&[][..], "2026-07-28"),
+        (&["--legacy"][..], "2025-11-25"),
+        (&["--silent-legacy"][..], "2025-11-25"),
+    ] {
         let Some(s) = setup_with("ro", 20_000, extra) else {
             return;
         };

@@ -13,11 +13,12 @@ use paddock_tests::scripted::{ScriptedServer, Step, Turn};
 use serde_json::Value;
 
 /// A real 2x3 RGB PNG, in hex.
-const PNG_HEX: &str = "89504e470d0a1a0a0000000d49484452000000020000000308020000003688\
+pub(crate) const PNG_HEX: &str = "89504e470d0a1a0a0000000d49484452000000020000000308020000003688\
 49d60000001149444154789c63f8cfc0004460024e03003ed605fb5882cf4600000000\
 49454e44ae426082";
 
-fn png() -> Vec<u8> {
+/// The PNG's bytes (also what `mcp_serve` and `acp` attach).
+pub(crate) fn png() -> Vec<u8> {
     (0..PNG_HEX.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&PNG_HEX[i..i + 2], 16).expect("hex"))
@@ -406,4 +407,54 @@ async fn anthropic_signed_thinking_goes_back_before_the_tool_results_and_reaches
         agent["reasoning_content"],
         "I should read the file.\n\n[redacted thinking]"
     );
+}
+
+/// After a compaction, an image in the part it covered is not sent again: the summary request
+/// (the session's next request, the instruction last) still carries it, so the summary can
+/// say what it showed, and the requests after it carry the summary, not the image. Images in
+/// the messages a compaction keeps are sent as before (docs/sessions.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_a_compaction_covered_is_summarized_with_it_and_not_sent_again() {
+    let server = server(vec![
+        read_pic(),
+        Step::Reply(Turn::text(&["Red, green, blue."])),
+        Step::Reply(Turn::text(&["Noted."])),
+        Step::Reply(Turn::text(&[
+            "SUMMARY: a 2x3 picture of three colours was read.",
+        ])),
+        Step::Reply(Turn::text(&["Fine."])),
+    ])
+    .await;
+    let project = project(&server, "openai", Some(true));
+    let path = project.dir.path().join("vision.toml");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("max_retries = 0\n", "max_retries = 0\ncompact_keep = 1\n");
+    std::fs::write(&path, text).unwrap();
+    let session = start(&project).await;
+    let url = format!("data:image/png;base64,{}", png_base64());
+    for task in ["what colours are in pic.png?", "remember them"] {
+        let end = session.send(task, &Quiet).await;
+        assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
+    }
+    assert!(server.requests()[2].body.to_string().contains(&url));
+    let compaction = session.compact(None, &Quiet).await.expect("compacted");
+    assert!(compaction.is_some(), "there was something to compact");
+    let end = session.send("and now?", &Quiet).await;
+    assert_eq!(end.reason, StopReason::Completed, "{:?}", end.detail);
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    let summary = requests[3].body.to_string();
+    assert!(
+        summary.contains("answer this message with a summary"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(&url),
+        "the summary is written seeing the image"
+    );
+    let after = requests[4].body.to_string();
+    assert!(after.contains("SUMMARY: a 2x3 picture"), "{after}");
+    assert!(!after.contains(&png_base64()[..40]), "{after}");
 }
