@@ -63,7 +63,7 @@ fn main() -> ExitCode {
         ["test", rest @ ..] => no_cycles_in_crates().and_then(|()| {
             tools::install().and_then(|env| build_plugins().and_then(|()| test(rest, &env)))
         }),
-        ["demo"] => build_plugins().and_then(|()| demo()),
+        ["demo"] => demo(),
         ["dist"] => build_plugins().and_then(|()| dist::dist()),
         ["bench", "dist"] => build_plugins().and_then(|()| dist::bench()),
         ["bench", name] => build_plugins().and_then(|()| bench(name)),
