@@ -425,11 +425,11 @@ fn demo() -> Result<(), String> {
     let started = phase(
         "1/3",
         "building the built-in plugins for wasm32-wasip2",
-        "about 1 minute",
+        "under a minute",
     );
     build_builtin_plugins()?;
     done(started);
-    let started = phase("2/3", "building paddock", "about 4 minutes");
+    let started = phase("2/3", "building paddock", "4 to 5 minutes");
     let mut build = cargo();
     build.args(["build", "-p", "paddock-cli"]);
     run(build)?;
