@@ -1,11 +1,12 @@
 //! Embeds the built-in plugins (`plugins/fs`, `plugins/search`, `plugins/shell`,
 //! `plugins/fetch`) and example hooks (`plugins/hooks/*`) into the binary. When any of them is
 //! not built yet (a fresh clone, `cargo install --path cli`), this script builds them
-//! first, with the same cargo, for `wasm32-wasip2` into `plugins/target` (what `cargo xtask
-//! build-plugins` does for these packages); when that cannot work (the target is not
-//! installed) the build fails with the commands that fix it. A binary without its built-ins
-//! is never the quiet result. Each built-in's SHA-256 is computed here, once, rather than on
-//! every start (`builtin::builtin_sha256`), and its description
+//! first (these packages only), with the same cargo, for `wasm32-wasip2` into
+//! `plugins/target` (what `cargo xtask build-plugins` does for these packages); when that
+//! cannot work (the target is not installed) the build fails with the commands that fix it.
+//! A binary without its built-ins is never the quiet result. Each built-in's SHA-256 is
+//! computed here, once, rather than on every start (`builtin::builtin_sha256`), and its
+//! description
 //! (`plugins/described/NAME.json`: imports and tools, `src/wasm/described.rs`) is embedded
 //! beside it when there is one, so a first run need not compile it before the first request.
 
@@ -95,7 +96,12 @@ fn build_builtins(plugins: &Path, missing: &[&str]) {
     let mut build = Command::new(cargo);
     build
         .current_dir(plugins)
-        .args(["build", "--release", "--target", WASM_TARGET, "--workspace"]);
+        .args(["build", "--release", "--target", WASM_TARGET]);
+    // Only the plugins embedded here: the test and example ones are `cargo xtask
+    // build-plugins`' job, and building them too would make a first build longer.
+    for name in BUILTINS {
+        build.args(["-p", name]);
+    }
     for (key, _) in std::env::vars_os() {
         let Some(key) = key.to_str() else { continue };
         let leaks = [

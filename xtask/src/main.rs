@@ -63,7 +63,7 @@ fn main() -> ExitCode {
         ["test", rest @ ..] => no_cycles_in_crates().and_then(|()| {
             tools::install().and_then(|env| build_plugins().and_then(|()| test(rest, &env)))
         }),
-        ["demo"] => build_plugins().and_then(|()| demo()),
+        ["demo"] => demo(),
         ["dist"] => build_plugins().and_then(|()| dist::dist()),
         ["bench", "dist"] => build_plugins().and_then(|()| dist::bench()),
         ["bench", name] => build_plugins().and_then(|()| bench(name)),
@@ -387,10 +387,53 @@ fn fuzz(seconds: &str) -> Result<(), String> {
 /// read-only `default` preset. With no model configured it runs the scripted demo model (no
 /// key, no network); with PADDOCK_BASE_URL (and PADDOCK_API_KEY if the server needs one) it
 /// runs the same task against that real model.
+/// The plugins embedded in paddock (`sandbox/build.rs` `BUILTINS`, by package name).
+const BUILTIN_PLUGINS: &[&str] = &[
+    "fs",
+    "search",
+    "shell",
+    "fetch",
+    "protect-paths",
+    "redact-secrets",
+    "audit",
+];
+
+/// Builds only the plugins paddock embeds: what a first `demo` needs (the others are test and
+/// example plugins, built by `build-plugins`).
+fn build_builtin_plugins() -> Result<(), String> {
+    ensure_wasm_target()?;
+    let mut build = cargo();
+    build.args(["build", "--release", "--target", WASM_TARGET]);
+    for name in BUILTIN_PLUGINS {
+        build.args(["-p", name]);
+    }
+    build.env_remove("CARGO_TARGET_DIR");
+    run_in_plugins(build)
+}
+
+/// One line before each step of a first build, so a long one is never silent.
+fn phase(step: &str, what: &str, first_time: &str) -> std::time::Instant {
+    eprintln!("xtask: [{step}] {what} (the first time on 2 cores: {first_time}; seconds after)");
+    std::time::Instant::now()
+}
+
+fn done(started: std::time::Instant) {
+    eprintln!("xtask: done in {:.0} s", started.elapsed().as_secs_f64());
+}
+
 fn demo() -> Result<(), String> {
+    let started = phase(
+        "1/3",
+        "building the built-in plugins for wasm32-wasip2",
+        "under a minute",
+    );
+    build_builtin_plugins()?;
+    done(started);
+    let started = phase("2/3", "building paddock", "4 to 5 minutes");
     let mut build = cargo();
     build.args(["build", "-p", "paddock-cli"]);
     run(build)?;
+    done(started);
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
     let paddock = target.join("debug/paddock");
@@ -403,6 +446,9 @@ fn demo() -> Result<(), String> {
     } else {
         &["run", "--demo"]
     };
+    eprintln!(
+        "xtask: [3/3] running the session (a few seconds: its first start compiles the built-ins)"
+    );
     println!(
         "\n$ paddock {}",
         args.iter()
@@ -465,5 +511,19 @@ fn shell_quote(arg: &str) -> String {
         arg.to_string()
     } else {
         format!("'{arg}'")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The demo builds the built-ins itself (so their build is a step of its own, not silent
+    /// inside paddock's); its list must be the one `sandbox/build.rs` embeds.
+    #[test]
+    fn the_demo_builds_the_plugins_paddock_embeds() {
+        let script = std::fs::read_to_string(super::root().join("sandbox/build.rs")).unwrap();
+        let start = script.find("const BUILTINS: &[&str] = &[").unwrap();
+        let list = &script[start..start + script[start..].find("];").unwrap()];
+        let embedded: Vec<&str> = list.split('"').skip(1).step_by(2).collect();
+        assert_eq!(embedded, super::BUILTIN_PLUGINS);
     }
 }
