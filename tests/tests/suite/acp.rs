@@ -508,6 +508,17 @@ fn bad_input_gets_an_error_that_says_what_to_do_and_the_agent_keeps_serving() {
         "{message}"
     );
 
+    // A line past the cap (an editor, or what pretends to be one, that never ends its line)
+    // is skipped with an error instead of being held in memory whole.
+    let endless = "x".repeat((64 << 20) + 1);
+    let too_long = exchange(&mut stdin, &mut stdout, &endless);
+    assert_eq!(too_long["error"]["code"], -32700, "{too_long}");
+    let message = too_long["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("longer than 64 MiB") && message.contains("one JSON-RPC message per line"),
+        "{message}"
+    );
+
     // Still serving.
     let cwd = project.dir.path().display().to_string();
     let new = exchange(
