@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::Error;
 use crate::hash::Hash;
+use crate::delta::{self, Delta, MAX_CHAIN};
 use crate::tree::Tree;
 
 /// A store of objects under one directory.
@@ -70,10 +71,36 @@ impl Store {
     /// Stores `bytes` under their hash, unless already there.
     pub fn put(&self, bytes: &[u8]) -> Result<(Hash, Put), Error> {
         let hash = Hash::of(bytes);
-        let path = self.path(&hash);
-        if path.exists() {
+        if self.path(&hash).exists() {
             return Ok((hash, Put::Shared));
         }
+        self.write(&hash, bytes)
+    }
+
+    /// Stores `tree` under the hash of its full encoding, unless already there: as a delta
+    /// from `base` (the tree the same directory had at the last checkpoint) when that is
+    /// less than half the size and the chain stays short, else whole.
+    pub fn put_tree(&self, tree: &Tree, base: Option<Hash>) -> Result<(Hash, Put), Error> {
+        let full = tree.encode();
+        let hash = Hash::of(&full);
+        if self.path(&hash).exists() {
+            return Ok((hash, Put::Shared));
+        }
+        let delta = base.and_then(|base| {
+            // A base that cannot be read (pruned, damaged) only means a whole tree.
+            let (old, depth) = self.load_tree(&base, 0).ok()?;
+            if depth + 1 >= MAX_CHAIN {
+                return None;
+            }
+            let bytes = Delta::between(base, &old, tree).encode();
+            (bytes.len() * 2 < full.len()).then_some(bytes)
+        });
+        self.write(&hash, delta.as_deref().unwrap_or(&full))
+    }
+
+    /// Writes `bytes` as the object `hash`.
+    fn write(&self, hash: &Hash, bytes: &[u8]) -> Result<(Hash, Put), Error> {
+        let path = self.path(hash);
         let parent = path.parent().unwrap_or(&self.dir);
         match std::fs::create_dir(parent) {
             Ok(()) => {}
@@ -96,21 +123,24 @@ impl Store {
             let _ = std::fs::remove_file(&temp);
             return Err(self.io(e));
         }
-        Ok((hash, Put::Written(bytes.len() as u64)))
+        Ok((*hash, Put::Written(bytes.len() as u64)))
+    }
+
+    /// The bytes of the object `hash`, as stored (not verified).
+    fn read(&self, hash: &Hash) -> Result<Vec<u8>, Error> {
+        match std::fs::read(self.path(hash)) {
+            Ok(bytes) => Ok(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::Missing {
+                dir: self.dir.clone(),
+                hash: *hash,
+            }),
+            Err(e) => Err(self.io(e)),
+        }
     }
 
     /// The bytes stored under `hash`, verified.
     pub fn get(&self, hash: &Hash) -> Result<Vec<u8>, Error> {
-        let bytes = match std::fs::read(self.path(hash)) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::Missing {
-                    dir: self.dir.clone(),
-                    hash: *hash,
-                });
-            }
-            Err(e) => return Err(self.io(e)),
-        };
+        let bytes = self.read(hash)?;
         let actual = Hash::of(&bytes);
         if actual != *hash {
             return Err(Error::Damaged {
@@ -122,14 +152,40 @@ impl Store {
         Ok(bytes)
     }
 
-    /// The tree stored under `hash`, verified and checked (`Tree::decode`).
+    /// The tree stored under `hash`, rebuilt from its deltas if stored so, verified against
+    /// its name and checked (`Tree::decode`, `Delta::decode`).
     pub fn tree(&self, hash: &Hash) -> Result<Tree, Error> {
-        let bytes = self.get(hash)?;
-        Tree::decode(&bytes).map_err(|why| Error::Damaged {
+        self.load_tree(hash, 0).map(|(tree, _)| tree)
+    }
+
+    /// The tree `hash` and how many deltas it was rebuilt through; `hops` deltas were
+    /// followed to reach it.
+    fn load_tree(&self, hash: &Hash, hops: u32) -> Result<(Tree, u32), Error> {
+        let damaged = |why: String| Error::Damaged {
             dir: self.dir.clone(),
             hash: *hash,
             why,
-        })
+        };
+        let bytes = self.read(hash)?;
+        if Hash::of(&bytes) == *hash {
+            return Tree::decode(&bytes).map(|t| (t, 0)).map_err(damaged);
+        }
+        if !delta::is_delta(&bytes) {
+            return Err(damaged(format!("its bytes hash to {}", Hash::of(&bytes))));
+        }
+        if hops >= MAX_CHAIN {
+            return Err(damaged(format!(
+                "it is more than {MAX_CHAIN} tree deltas from a whole tree"
+            )));
+        }
+        let delta = Delta::decode(&bytes).map_err(damaged)?;
+        let (base, depth) = self.load_tree(&delta.base, hops + 1)?;
+        let tree = delta.apply(base).map_err(damaged)?;
+        let rebuilt = Hash::of(&tree.encode());
+        if rebuilt != *hash {
+            return Err(damaged(format!("its delta rebuilds a tree that hashes to {rebuilt}")));
+        }
+        Ok((tree, depth + 1))
     }
 
     /// Makes every object written so far durable (one `syncfs` of the store's filesystem).

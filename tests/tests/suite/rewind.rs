@@ -6,46 +6,12 @@
 //! touched; `paddock diff` shows what a turn changed. The randomized harness of many rewinds
 //! runs against the engine itself (`checkpoint/tests/rewind_random.rs`).
 
-use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::agent_common::{Project, call_step, text};
+use paddock_test_tree::{Entry, copy};
 use paddock_tests::scripted::{Fault, Script, ScriptedServer, Step, Turn};
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Copy {
-    File(u32, Vec<u8>),
-    Dir(u32),
-    Link(PathBuf),
-}
-
-/// The workspace as a comparable copy, without `.git`.
-pub(crate) fn copy(root: &Path) -> BTreeMap<PathBuf, Copy> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        for entry in std::fs::read_dir(root.join(&rel)).unwrap() {
-            let entry = entry.unwrap();
-            let path = rel.join(entry.file_name());
-            if path == Path::new(".git") {
-                continue;
-            }
-            let meta = std::fs::symlink_metadata(entry.path()).unwrap();
-            let mode = meta.permissions().mode() & 0o777;
-            if meta.file_type().is_symlink() {
-                out.insert(path, Copy::Link(std::fs::read_link(entry.path()).unwrap()));
-            } else if meta.is_dir() {
-                out.insert(path.clone(), Copy::Dir(mode));
-                stack.push(path);
-            } else {
-                out.insert(path, Copy::File(mode, std::fs::read(entry.path()).unwrap()));
-            }
-        }
-    }
-    out
-}
 
 pub(crate) fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
@@ -110,12 +76,12 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
     let id = project.only_session();
     let at_turn_2 = copy(&root);
     assert!(
-        matches!(at_turn_2.get(Path::new("link")), Some(Copy::Link(_))),
+        matches!(at_turn_2.get(Path::new("link")), Some(Entry::Link(_))),
         "{at_turn_2:?}"
     );
     assert_eq!(
         at_turn_2.get(Path::new("sub/deep/b.bin")),
-        Some(&Copy::File(0o755, b"bin\0ary\xff".to_vec()))
+        Some(&Entry::File(0o755, b"bin\0ary\xff".to_vec()))
     );
 
     // Turn two writes, then the process is killed while the model answers.
@@ -152,7 +118,7 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
     let mut want = at_turn_1.clone();
     want.insert(
         "moved.txt".into(),
-        Copy::File(0o644, b"the user's edit\n".to_vec()),
+        Entry::File(0o644, b"the user's edit\n".to_vec()),
     );
     let got = copy(&root);
     assert_eq!(got.get(Path::new("a.txt")), want.get(Path::new("a.txt")));
