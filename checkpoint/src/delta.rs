@@ -6,7 +6,8 @@
 //! tree's full encoding (`Tree::encode`), so an unchanged subtree keeps its name whatever the
 //! form it was stored in, and every read rebuilds the whole tree and checks it against that
 //! name (the store does). Chains are short: a delta's base is at most `MAX_CHAIN - 1` deltas
-//! deep, so a read opens at most `MAX_CHAIN + 1` objects.
+//! deep, so a read opens at most `MAX_CHAIN + 1` objects (a longer chain is damage); past
+//! that the store makes the next delta from the chain's whole tree.
 //!
 //! `decode` trusts nothing: names are checked as a tree's are (`tree::entry`), both lists
 //! must be sorted and unique, and a name may not be both set and removed.
@@ -20,7 +21,7 @@ use crate::tree::{self, Tree, TreeEntry};
 const HEADER: &str = "paddock-tree-delta 1\n";
 
 /// The most deltas between a stored tree and the full tree it is rebuilt from.
-pub const MAX_CHAIN: u32 = 8;
+pub const MAX_CHAIN: u32 = 16;
 
 /// A tree as changes to `base`.
 #[derive(Debug, Clone, PartialEq, Eq)]

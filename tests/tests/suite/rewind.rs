@@ -169,3 +169,108 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
         .collect();
     assert_eq!(log.iter().filter(|t| *t == "rewind").count(), 4, "{log:?}");
 }
+
+/// `[checkpoints] grain = "call"`: a checkpoint before every call that is not idempotent
+/// (`edit_file`, the shell; not `write_file`, which may run twice), logged with the call's id,
+/// and `paddock rewind --call ID` puts the files back as they were just before that call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_call_grain_checkpoints_before_each_unrepeatable_call_and_rewinds_to_one() {
+    let project = Project::warm(&[("a.txt", "one\n")]);
+    let root = project.dir.path().to_path_buf();
+    let preset = project.home.path().join("per-call.toml");
+    std::fs::write(
+        &preset,
+        "extends = \"coding\"\n[checkpoints]\ngrain = \"call\"\n",
+    )
+    .unwrap();
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            call_step(
+                "c1",
+                "edit_file",
+                r#"{"path":"a.txt","old_string":"one","new_string":"two"}"#,
+            ),
+            call_step(
+                "c2",
+                "write_file",
+                r#"{"path":"a.txt","content":"three\n"}"#,
+            ),
+            call_step(
+                "c3",
+                "shell",
+                r#"{"command":"printf 'four\\n' > a.txt && mkdir -p new && printf x > new/f"}"#,
+            ),
+            Step::Reply(Turn::text(&["Done."])),
+        ],
+    })
+    .await
+    .expect("scripted server");
+    let url = server.openai_base_url();
+    let preset = preset.display().to_string();
+    let run = project
+        .paddock(&[
+            "run", "go", "--preset", &preset, "--base-url", &url, "--model", "scripted",
+        ])
+        .await;
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let id = project.only_session();
+    let read = || std::fs::read_to_string(root.join("a.txt")).unwrap();
+    assert_eq!(read(), "four\n");
+    let before_calls: Vec<String> = project
+        .events(&id)
+        .iter()
+        .filter(|e| e["type"] == "checkpoint")
+        .filter_map(|e| e["data"]["call"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(before_calls, ["c1", "c3"]);
+
+    let back = project.paddock(&["rewind", &id, "--call", "c3"]).await;
+    let said = text(&back);
+    assert_eq!(back.status.code(), Some(0), "{said}");
+    assert!(said.contains("just before call c3"), "{said}");
+    assert_eq!(read(), "three\n");
+    assert!(!root.join("new").exists(), "{said}");
+
+    let back = project.paddock(&["rewind", &id, "--call", "c1"]).await;
+    assert_eq!(back.status.code(), Some(0), "{}", text(&back));
+    assert_eq!(read(), "one\n");
+
+    let none = project.paddock(&["rewind", &id, "--call", "c2"]).await;
+    assert_eq!(none.status.code(), Some(1), "{}", text(&none));
+    assert!(text(&none).contains("only calls that are not idempotent"), "{}", text(&none));
+    let both = project
+        .paddock(&["rewind", &id, "--call", "c1", "--to", "1"])
+        .await;
+    assert_eq!(both.status.code(), Some(2), "{}", text(&both));
+
+    // The turn's own checkpoints are still there: the end of turn 1 is where c3 left it.
+    let forward = project
+        .paddock(&["rewind", &id, "--to", "1", "--code"])
+        .await;
+    assert_eq!(forward.status.code(), Some(0), "{}", text(&forward));
+    assert_eq!(read(), "one\n");
+}
+
+/// A `grants.exec.write` path outside the writable mounts is not checkpointed: `preset check`
+/// says so for that entry, and not for one inside the mount.
+#[test]
+fn preset_check_names_exec_write_grants_a_rewind_does_not_cover() {
+    let project = Project::new(&[]);
+    std::fs::write(
+        project.dir.path().join("grants.toml"),
+        "extends = \"coding\"\n[plugins.shell.grants.exec]\nwrite = [\"/var/tmp/cache\", \"./target\"]\n",
+    )
+    .unwrap();
+    let checked = project
+        .command(&["preset", "check", "grants.toml"])
+        .output()
+        .unwrap();
+    let said = text(&checked);
+    assert_eq!(checked.status.code(), Some(0), "a warning: {said}");
+    assert!(
+        said.contains("`/var/tmp/cache` is outside the writable mounts")
+            && said.contains("paddock rewind` does not put back"),
+        "{said}"
+    );
+    assert!(!said.contains("`./target` is outside"), "{said}");
+}

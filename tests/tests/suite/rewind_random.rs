@@ -12,12 +12,10 @@
 //! (`cargo xtask rewinds N`), and `REWIND_SEED=S` replays the session of seed S alone. The
 //! failing seed is in every assertion message.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
-
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use paddock_test_tree::{Entry, Rng, copy, differences};
 use paddock_tests::scripted::{Fault, Script, ScriptCall, ScriptedServer, Step, Turn};
