@@ -43,7 +43,10 @@ impl Delta {
     pub fn between(base_hash: Hash, base: &Tree, tree: &Tree) -> Delta {
         let mut set = Vec::new();
         let mut removed = Vec::new();
-        let (mut old, mut new) = (base.entries.iter().peekable(), tree.entries.iter().peekable());
+        let (mut old, mut new) = (
+            base.entries.iter().peekable(),
+            tree.entries.iter().peekable(),
+        );
         loop {
             match (old.peek(), new.peek()) {
                 (None, None) => break,
@@ -135,10 +138,10 @@ impl Delta {
                 set.push(entry);
             }
         }
-        if removed
-            .iter()
-            .any(|r| set.binary_search_by(|e| e.name.as_bytes().cmp(r.as_bytes())).is_ok())
-        {
+        if removed.iter().any(|r| {
+            set.binary_search_by(|e| e.name.as_bytes().cmp(r.as_bytes()))
+                .is_ok()
+        }) {
             return Err("a tree delta both sets and removes one name".into());
         }
         Ok(Delta { base, set, removed })

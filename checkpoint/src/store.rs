@@ -8,16 +8,16 @@
 //! object under a real name); `sync` makes every object written so far durable in one
 //! `syncfs`, before the log names the checkpoint.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::delta::{self, Delta, MAX_CHAIN};
 use crate::error::Error;
 use crate::hash::Hash;
-use crate::delta::{self, Delta, MAX_CHAIN};
 use crate::tree::Tree;
 
 /// A store of objects under one directory.
@@ -236,7 +236,9 @@ impl Store {
         let tree = delta.apply(base.tree).map_err(damaged)?;
         let rebuilt = Hash::of(&tree.encode());
         if rebuilt != *hash {
-            return Err(damaged(format!("its delta rebuilds a tree that hashes to {rebuilt}")));
+            return Err(damaged(format!(
+                "its delta rebuilds a tree that hashes to {rebuilt}"
+            )));
         }
         Ok(Stored {
             tree,

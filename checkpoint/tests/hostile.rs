@@ -215,7 +215,12 @@ fn a_tampered_tree_delta_fails_the_restore_before_anything_is_written() {
             [Path::new("big")]
         .hash
         .to_string();
-        let object = p.store.dir().join("objects").join(&big[..2]).join(&big[2..]);
+        let object = p
+            .store
+            .dir()
+            .join("objects")
+            .join(&big[..2])
+            .join(&big[2..]);
         let stored = std::fs::read_to_string(&object).unwrap();
         assert!(
             stored.starts_with("paddock-tree-delta 1\n") && stored.lines().count() < 5,
@@ -234,7 +239,10 @@ fn a_tampered_tree_delta_fails_the_restore_before_anything_is_written() {
         std::fs::write(&object, tampered).unwrap();
 
         let err = run(&p, third, second).unwrap_err();
-        assert!(err.contains("damaged") && err.contains(&big), "{tamper}: {err}");
+        assert!(
+            err.contains("damaged") && err.contains(&big),
+            "{tamper}: {err}"
+        );
         assert_eq!(
             std::fs::read_to_string(p.root.join("big/f02")).unwrap(),
             "changed twice",

@@ -209,7 +209,14 @@ async fn the_call_grain_checkpoints_before_each_unrepeatable_call_and_rewinds_to
     let preset = preset.display().to_string();
     let run = project
         .paddock(&[
-            "run", "go", "--preset", &preset, "--base-url", &url, "--model", "scripted",
+            "run",
+            "go",
+            "--preset",
+            &preset,
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
         ])
         .await;
     assert_eq!(run.status.code(), Some(0), "{}", text(&run));
@@ -237,7 +244,11 @@ async fn the_call_grain_checkpoints_before_each_unrepeatable_call_and_rewinds_to
 
     let none = project.paddock(&["rewind", &id, "--call", "c2"]).await;
     assert_eq!(none.status.code(), Some(1), "{}", text(&none));
-    assert!(text(&none).contains("only calls that are not idempotent"), "{}", text(&none));
+    assert!(
+        text(&none).contains("only calls that are not idempotent"),
+        "{}",
+        text(&none)
+    );
     let both = project
         .paddock(&["rewind", &id, "--call", "c1", "--to", "1"])
         .await;

@@ -429,7 +429,12 @@ fn unrecorded_writes(file: &PresetFile, at: &KeyPath, grants: &GrantsEntry, foun
     let writes = grants.exec.as_ref().map(|e| e.write.as_slice()).unwrap_or_default();
     for (i, write) in writes.iter().enumerate() {
         let path = plain(write);
-        if hosts.iter().any(|h| path.starts_with(h)) {
+        // `~/...` is the home directory, never inside a relative host.
+        let home = write.starts_with('~');
+        if hosts
+            .iter()
+            .any(|h| !home && path.is_absolute() == h.is_absolute() && path.starts_with(h))
+        {
             continue;
         }
         found.push(Finding {
