@@ -99,7 +99,7 @@ fn edit_steps(rng: &mut Rng, id: &str) -> Vec<Vec<ScriptCall>> {
         3 => {
             // Binary bytes, through the shell's printf, in a nested directory.
             let bytes: String = (0..1 + rng.below(40))
-                .map(|_| format!("\\{:03o}", rng.next() as u8))
+                .map(|_| format!("\\{:03o}", rng.next_u64() as u8))
                 .collect();
             let dir = Path::new(&path).parent().unwrap_or(Path::new(""));
             let dir = if dir.as_os_str().is_empty() {

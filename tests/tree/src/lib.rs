@@ -71,7 +71,7 @@ impl Rng {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -80,7 +80,7 @@ impl Rng {
 
     /// Uniform enough in `0..n` (n > 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        (self.next_u64() % n.max(1) as u64) as usize
     }
 
     /// Up to 300 bytes: any byte when `binary`, else letters, spaces and newlines.
@@ -89,7 +89,7 @@ impl Rng {
         (0..len)
             .map(|_| {
                 if binary {
-                    self.next() as u8
+                    self.next_u64() as u8
                 } else {
                     b"abc \n"[self.below(5)]
                 }
