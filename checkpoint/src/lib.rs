@@ -2,7 +2,8 @@
 //!
 //! - `store`: content-addressed objects (SHA-256, verified on every read) in the data
 //!   directory: file bytes, symlink targets, trees (`tree`, git-like: an unchanged subtree is
-//!   shared), checkpoint records (`record`);
+//!   shared; a changed one stored as a `delta` from the directory's last tree when smaller),
+//!   checkpoint records (`record`);
 //! - `recorder`: one mount, checkpoint after checkpoint, costing what changed (the change
 //!   `journal` by inotify; a scan of metadata when the journal cannot vouch);
 //! - `restore`: a mount put back by descriptor, never outside it, never a protected path
@@ -13,6 +14,7 @@
 //! It knows nothing of sessions or logs: the core decides when to checkpoint and records the
 //! ids in the session log.
 
+mod delta;
 pub mod diff;
 mod error;
 mod fsat;

@@ -93,6 +93,9 @@ struct DirNode {
     entries: BTreeMap<OsString, Node>,
     /// The tree's hash, until something below changes.
     sealed: Option<Hash>,
+    /// The tree this directory had at the last checkpoint: what a changed tree is stored
+    /// as a delta from.
+    last: Option<Hash>,
 }
 
 impl DirNode {
@@ -102,7 +105,13 @@ impl DirNode {
             mode: st.st_mode & 0o777,
             entries: BTreeMap::new(),
             sealed: None,
+            last: None,
         }
+    }
+
+    /// Something below changed: the tree is made again at the next seal, from the last.
+    fn unseal(&mut self) {
+        self.last = self.sealed.take().or(self.last);
     }
 }
 
@@ -113,6 +122,15 @@ struct Tally {
     hashed: u64,
     new_objects: u64,
     new_bytes: u64,
+}
+
+impl Tally {
+    fn count(&mut self, put: Put) {
+        if let Put::Written(n) = put {
+            self.new_objects += 1;
+            self.new_bytes += n;
+        }
+    }
 }
 
 /// Records one mount, checkpoint after checkpoint.
@@ -222,8 +240,9 @@ impl Recorder {
         if self.rules.vcs_ignored {
             self.ignores.load(dir.as_fd(), rel);
         }
-        let mut old_entries = old.map(|d| d.entries).unwrap_or_default();
         let mut node = DirNode::empty(st);
+        node.last = old.as_ref().and_then(|d| d.sealed.or(d.last));
+        let mut old_entries = old.map(|d| d.entries).unwrap_or_default();
         for name in names {
             let child_rel = rel.join(&name);
             let prior = old_entries.remove(&name);
@@ -329,7 +348,7 @@ impl Recorder {
         };
         if !deep && let Some(mut kept) = prior {
             kept.mode = st.st_mode & 0o777;
-            kept.sealed = None;
+            kept.unseal();
             return Ok(Some(Node::Dir(kept)));
         }
         let node = self.scan_dir(&child, rel, &st, prior, depth + 1, store, tally)?;
@@ -381,7 +400,7 @@ impl Recorder {
             // The root itself (its mode): a scan of the root's own metadata.
             if let (Some(model), Ok(st)) = (self.model.as_mut(), rustix::fs::fstat(&self.root)) {
                 model.mode = st.st_mode & 0o777;
-                model.sealed = None;
+                model.unseal();
             }
             return Ok(());
         };
@@ -424,11 +443,11 @@ impl Recorder {
         let Some(mut dir) = self.model.as_mut() else {
             return false;
         };
-        dir.sealed = None;
+        dir.unseal();
         for part in rel.components() {
             match dir.entries.get_mut(part.as_os_str()) {
                 Some(Node::Dir(d)) => {
-                    d.sealed = None;
+                    d.unseal();
                     dir = d;
                 }
                 _ => return false,
@@ -468,10 +487,7 @@ impl Recorder {
 
 fn put(store: &Store, bytes: &[u8], tally: &mut Tally) -> Result<Hash, Error> {
     let (hash, put) = store.put(bytes)?;
-    if let Put::Written(n) = put {
-        tally.new_objects += 1;
-        tally.new_bytes += n;
-    }
+    tally.count(put);
     Ok(hash)
 }
 
@@ -497,7 +513,8 @@ fn seal(dir: &mut DirNode, store: &Store, tally: &mut Tally) -> Result<Hash, Err
         });
     }
     // `BTreeMap<OsString>` orders by bytes on Unix, as trees must be.
-    let hash = put(store, &tree.encode(), tally)?;
+    let (hash, put) = store.put_tree(&tree, dir.last)?;
+    tally.count(put);
     dir.sealed = Some(hash);
     Ok(hash)
 }

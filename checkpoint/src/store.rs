@@ -8,11 +8,14 @@
 //! object under a real name); `sync` makes every object written so far durable in one
 //! `syncfs`, before the log names the checkpoint.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::delta::{self, Delta, MAX_CHAIN};
 use crate::error::Error;
 use crate::hash::Hash;
 use crate::tree::Tree;
@@ -22,7 +25,22 @@ use crate::tree::Tree;
 pub struct Store {
     dir: PathBuf,
     temp: AtomicU64,
+    /// Trees this process wrote lately: the next checkpoint's deltas are made from them
+    /// without reading their chains again.
+    recent: Mutex<HashMap<Hash, Stored>>,
 }
+
+/// A tree as the store holds it: how many deltas it is from a whole tree, and which whole
+/// tree (itself, when stored whole).
+#[derive(Debug, Clone)]
+struct Stored {
+    tree: Tree,
+    depth: u32,
+    whole: Hash,
+}
+
+/// The most trees `recent` holds; it starts again empty when full.
+const RECENT_TREES: usize = 4096;
 
 /// What a `put` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +66,7 @@ impl Store {
         Ok(Store {
             dir: dir.to_path_buf(),
             temp: AtomicU64::new(0),
+            recent: Mutex::new(HashMap::new()),
         })
     }
 
@@ -70,10 +89,67 @@ impl Store {
     /// Stores `bytes` under their hash, unless already there.
     pub fn put(&self, bytes: &[u8]) -> Result<(Hash, Put), Error> {
         let hash = Hash::of(bytes);
-        let path = self.path(&hash);
-        if path.exists() {
+        if self.path(&hash).exists() {
             return Ok((hash, Put::Shared));
         }
+        self.write(&hash, bytes)
+    }
+
+    /// Stores `tree` under the hash of its full encoding, unless already there: as a delta
+    /// from `base` (the tree the same directory had at the last checkpoint) when that is
+    /// less than half the size, else whole. When `base`'s chain is as long as chains get, the
+    /// delta is made from the whole tree that chain starts from instead (it holds every
+    /// change since, and is stored whole once those pass half the size).
+    pub fn put_tree(&self, tree: &Tree, base: Option<Hash>) -> Result<(Hash, Put), Error> {
+        let full = tree.encode();
+        let hash = Hash::of(&full);
+        if self.path(&hash).exists() {
+            return Ok((hash, Put::Shared));
+        }
+        let delta = base.and_then(|base| {
+            let cached = self.recent().remove(&base);
+            // A base that cannot be read (pruned, damaged) only means a whole tree.
+            let old = match cached {
+                Some(hit) => hit,
+                None => self.load_tree(&base, 0).ok()?,
+            };
+            let (from, old) = if old.depth + 1 < MAX_CHAIN {
+                (base, old)
+            } else {
+                (old.whole, self.load_tree(&old.whole, 0).ok()?)
+            };
+            let bytes = Delta::between(from, &old.tree, tree).encode();
+            let stored = Stored {
+                tree: tree.clone(),
+                depth: old.depth + 1,
+                whole: old.whole,
+            };
+            (bytes.len() * 2 < full.len()).then_some((bytes, stored))
+        });
+        let (bytes, stored) = delta.unwrap_or_else(|| {
+            let whole = Stored {
+                tree: tree.clone(),
+                depth: 0,
+                whole: hash,
+            };
+            (full, whole)
+        });
+        let put = self.write(&hash, &bytes)?;
+        let mut recent = self.recent();
+        if recent.len() >= RECENT_TREES {
+            recent.clear();
+        }
+        recent.insert(hash, stored);
+        Ok(put)
+    }
+
+    fn recent(&self) -> std::sync::MutexGuard<'_, HashMap<Hash, Stored>> {
+        self.recent.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes `bytes` as the object `hash`.
+    fn write(&self, hash: &Hash, bytes: &[u8]) -> Result<(Hash, Put), Error> {
+        let path = self.path(hash);
         let parent = path.parent().unwrap_or(&self.dir);
         match std::fs::create_dir(parent) {
             Ok(()) => {}
@@ -96,21 +172,24 @@ impl Store {
             let _ = std::fs::remove_file(&temp);
             return Err(self.io(e));
         }
-        Ok((hash, Put::Written(bytes.len() as u64)))
+        Ok((*hash, Put::Written(bytes.len() as u64)))
+    }
+
+    /// The bytes of the object `hash`, as stored (not verified).
+    fn read(&self, hash: &Hash) -> Result<Vec<u8>, Error> {
+        match std::fs::read(self.path(hash)) {
+            Ok(bytes) => Ok(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::Missing {
+                dir: self.dir.clone(),
+                hash: *hash,
+            }),
+            Err(e) => Err(self.io(e)),
+        }
     }
 
     /// The bytes stored under `hash`, verified.
     pub fn get(&self, hash: &Hash) -> Result<Vec<u8>, Error> {
-        let bytes = match std::fs::read(self.path(hash)) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::Missing {
-                    dir: self.dir.clone(),
-                    hash: *hash,
-                });
-            }
-            Err(e) => return Err(self.io(e)),
-        };
+        let bytes = self.read(hash)?;
         let actual = Hash::of(&bytes);
         if actual != *hash {
             return Err(Error::Damaged {
@@ -122,13 +201,49 @@ impl Store {
         Ok(bytes)
     }
 
-    /// The tree stored under `hash`, verified and checked (`Tree::decode`).
+    /// The tree stored under `hash`, rebuilt from its deltas if stored so, verified against
+    /// its name and checked (`Tree::decode`, `Delta::decode`).
     pub fn tree(&self, hash: &Hash) -> Result<Tree, Error> {
-        let bytes = self.get(hash)?;
-        Tree::decode(&bytes).map_err(|why| Error::Damaged {
+        self.load_tree(hash, 0).map(|stored| stored.tree)
+    }
+
+    /// The tree `hash`, rebuilt through its deltas; `hops` deltas were followed to reach it.
+    fn load_tree(&self, hash: &Hash, hops: u32) -> Result<Stored, Error> {
+        let damaged = |why: String| Error::Damaged {
             dir: self.dir.clone(),
             hash: *hash,
             why,
+        };
+        let bytes = self.read(hash)?;
+        if Hash::of(&bytes) == *hash {
+            let tree = Tree::decode(&bytes).map_err(damaged)?;
+            return Ok(Stored {
+                tree,
+                depth: 0,
+                whole: *hash,
+            });
+        }
+        if !delta::is_delta(&bytes) {
+            return Err(damaged(format!("its bytes hash to {}", Hash::of(&bytes))));
+        }
+        if hops >= MAX_CHAIN {
+            return Err(damaged(format!(
+                "it is more than {MAX_CHAIN} tree deltas from a whole tree"
+            )));
+        }
+        let delta = Delta::decode(&bytes).map_err(damaged)?;
+        let base = self.load_tree(&delta.base, hops + 1)?;
+        let tree = delta.apply(base.tree).map_err(damaged)?;
+        let rebuilt = Hash::of(&tree.encode());
+        if rebuilt != *hash {
+            return Err(damaged(format!(
+                "its delta rebuilds a tree that hashes to {rebuilt}"
+            )));
+        }
+        Ok(Stored {
+            tree,
+            depth: base.depth + 1,
+            whole: base.whole,
         })
     }
 
@@ -160,6 +275,47 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tree::{Kind, TreeEntry};
+
+    #[test]
+    fn trees_changed_checkpoint_after_checkpoint_are_stored_as_small_deltas_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let entry = |i: usize, v: usize| TreeEntry {
+            name: format!("file{i:03}").into(),
+            kind: Kind::File,
+            mode: 0o644,
+            hash: Hash::of(format!("{i} {v}").as_bytes()),
+        };
+        let mut tree = Tree {
+            entries: (0..100).map(|i| entry(i, 0)).collect(),
+        };
+        let (mut last, _) = store.put_tree(&tree, None).unwrap();
+        let whole = tree.encode().len() as u64;
+        let mut written = Vec::new();
+        for round in 1..=3 * MAX_CHAIN as usize {
+            tree.entries[round % 100] = entry(round % 100, round);
+            let (hash, put) = store.put_tree(&tree, Some(last)).unwrap();
+            let Put::Written(n) = put else {
+                panic!("round {round}: a changed tree is new")
+            };
+            written.push(n);
+            assert_eq!(hash, Hash::of(&tree.encode()));
+            last = hash;
+        }
+        // Past the chain's length the delta from the whole tree holds every change since:
+        // larger, but still no whole tree written again, and most stay one line.
+        let mut sorted = written.clone();
+        sorted.sort_unstable();
+        assert!(
+            written.iter().all(|n| n * 2 < whole) && sorted[sorted.len() / 2] * 20 < whole,
+            "one-entry changes are stored small, past the chain's length too: {written:?} \
+             (whole: {whole})"
+        );
+        // Read back from disk, as a later process would.
+        let fresh = Store::open(dir.path()).unwrap();
+        assert_eq!(fresh.tree(&last).unwrap(), tree);
+    }
 
     #[test]
     fn an_object_is_stored_once_and_a_tampered_one_is_refused() {

@@ -57,12 +57,7 @@ impl Tree {
         let mut out = String::with_capacity(HEADER.len() + self.entries.len() * 100);
         out.push_str(HEADER);
         for e in &self.entries {
-            out.push(e.kind.letter());
-            out.push_str(&format!(" {:03o} {} ", e.mode & 0o777, e.hash));
-            for b in e.name.as_bytes() {
-                out.push_str(&format!("{b:02x}"));
-            }
-            out.push('\n');
+            encode_entry(e, &mut out);
         }
         out.into_bytes()
     }
@@ -98,7 +93,23 @@ impl Tree {
     }
 }
 
-fn entry(line: &str) -> Option<TreeEntry> {
+/// One entry as its line (`KIND MODE HASH HEXNAME`, newline included).
+pub(crate) fn encode_entry(e: &TreeEntry, out: &mut String) {
+    out.push(e.kind.letter());
+    out.push_str(&format!(" {:03o} {} ", e.mode & 0o777, e.hash));
+    push_hex(e.name.as_bytes(), out);
+    out.push('\n');
+}
+
+/// A name as hex, as entries write it.
+pub(crate) fn push_hex(name: &[u8], out: &mut String) {
+    for b in name {
+        out.push_str(&format!("{b:02x}"));
+    }
+}
+
+/// One entry's line, checked as `decode` checks it; `None` for anything else.
+pub(crate) fn entry(line: &str) -> Option<TreeEntry> {
     let mut parts = line.split(' ');
     let kind = match parts.next()? {
         "f" => Kind::File,
@@ -120,7 +131,7 @@ fn entry(line: &str) -> Option<TreeEntry> {
     })
 }
 
-fn unhex(hex: &str) -> Option<Vec<u8>> {
+pub(crate) fn unhex(hex: &str) -> Option<Vec<u8>> {
     if !hex.len().is_multiple_of(2) {
         return None;
     }

@@ -190,3 +190,63 @@ fn a_directory_swapped_for_a_symlink_out_of_the_mount_is_not_followed() {
             .is_symlink()
     );
 }
+
+/// A directory's tree stored as a delta from its last one, tampered with in the store: an
+/// entry pointed at other bytes (a hook script), or the delta made its own base (a loop).
+/// The rebuilt tree no longer hashes to its name, or the chain never ends: the restore fails
+/// before anything is written.
+#[test]
+fn a_tampered_tree_delta_fails_the_restore_before_anything_is_written() {
+    for tamper in ["entry", "loop"] {
+        let p = place();
+        std::fs::create_dir(p.root.join("big")).unwrap();
+        for i in 0..60 {
+            std::fs::write(p.root.join(format!("big/f{i:02}")), format!("file {i}")).unwrap();
+        }
+        let mount = std::fs::File::open(&p.root).unwrap();
+        let mut recorder = Recorder::new(mount.as_fd(), Rules::default()).unwrap();
+        recorder.capture(&p.store).unwrap();
+        std::fs::write(p.root.join("big/f01"), "changed once").unwrap();
+        let second = recorder.capture(&p.store).unwrap().tree;
+        std::fs::write(p.root.join("big/f02"), "changed twice").unwrap();
+        let third = recorder.capture(&p.store).unwrap().tree;
+
+        let big = paddock_checkpoint::recorder::flatten(&p.store, &second).unwrap()
+            [Path::new("big")]
+        .hash
+        .to_string();
+        let object = p
+            .store
+            .dir()
+            .join("objects")
+            .join(&big[..2])
+            .join(&big[2..]);
+        let stored = std::fs::read_to_string(&object).unwrap();
+        assert!(
+            stored.starts_with("paddock-tree-delta 1\n") && stored.lines().count() < 5,
+            "one changed file of 60 is stored as a delta: {stored}"
+        );
+        let evil = p.store.put(b"#!/bin/sh\ntouch /tmp/pwned\n").unwrap().0;
+        let changed = Hash::of(b"changed once").to_string();
+        let tampered = match tamper {
+            "entry" => stored.replace(&changed, &evil.to_string()),
+            _ => {
+                let base = stored.lines().nth(1).unwrap().to_string();
+                stored.replace(&base, &format!("base {big}"))
+            }
+        };
+        assert_ne!(tampered, stored);
+        std::fs::write(&object, tampered).unwrap();
+
+        let err = run(&p, third, second).unwrap_err();
+        assert!(
+            err.contains("damaged") && err.contains(&big),
+            "{tamper}: {err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(p.root.join("big/f02")).unwrap(),
+            "changed twice",
+            "{tamper}: nothing was restored"
+        );
+    }
+}

@@ -14,73 +14,13 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 
 use paddock_checkpoint::{Hash, Recorder, Request, Rules, Store, restore};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*: enough to vary the sequences, reproducible from the seed.
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn bytes(&mut self, binary: bool) -> Vec<u8> {
-        let len = self.below(300);
-        (0..len)
-            .map(|_| {
-                if binary {
-                    self.next() as u8
-                } else {
-                    b"abc \n"[self.below(5)]
-                }
-            })
-            .collect()
-    }
-}
-
-#[derive(Debug, PartialEq, Eq)]
-enum Copy {
-    File(u32, Vec<u8>),
-    Dir(u32),
-    Link(PathBuf),
-}
-
-/// The tree at `root` (without `.git`), as a comparable copy.
-fn copy(root: &Path) -> BTreeMap<PathBuf, Copy> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        for entry in std::fs::read_dir(root.join(&rel)).unwrap() {
-            let entry = entry.unwrap();
-            let path = rel.join(entry.file_name());
-            if path == Path::new(".git") {
-                continue;
-            }
-            let meta = std::fs::symlink_metadata(entry.path()).unwrap();
-            let mode = meta.permissions().mode() & 0o777;
-            let ft = meta.file_type();
-            if ft.is_symlink() {
-                out.insert(path, Copy::Link(std::fs::read_link(entry.path()).unwrap()));
-            } else if ft.is_dir() {
-                out.insert(path.clone(), Copy::Dir(mode));
-                stack.push(path);
-            } else {
-                out.insert(path, Copy::File(mode, std::fs::read(entry.path()).unwrap()));
-            }
-        }
-    }
-    out
-}
+use paddock_test_tree::{Entry, Rng, copy, differences};
 
 /// All paths of the tree, files and directories, for picking one.
 fn paths(root: &Path, dirs: bool) -> Vec<PathBuf> {
     copy(root)
         .into_iter()
-        .filter(|(_, c)| matches!(c, Copy::Dir(_)) == dirs)
+        .filter(|(_, c)| matches!(c, Entry::Dir(_)) == dirs)
         .map(|(p, _)| p)
         .collect()
 }
@@ -186,7 +126,7 @@ enum Style {
 
 /// One run: `turns` turns, then a rewind to each in random order. Returns the rewinds done.
 fn run(seed: u64, style: Style, turns: usize) -> usize {
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut rng = Rng::new(seed);
     let work = tempfile::tempdir().unwrap();
     let root = work.path().join("mount");
     std::fs::create_dir(&root).unwrap();
@@ -203,7 +143,7 @@ fn run(seed: u64, style: Style, turns: usize) -> usize {
         }
     };
     let mut recorder = fresh();
-    let mut taken: Vec<(Hash, BTreeMap<PathBuf, Copy>)> = Vec::new();
+    let mut taken: Vec<(Hash, BTreeMap<PathBuf, Entry>)> = Vec::new();
     for turn in 0..turns {
         if style == Style::Resumed && rng.below(2) == 0 {
             recorder = fresh();
@@ -220,9 +160,7 @@ fn run(seed: u64, style: Style, turns: usize) -> usize {
         .unwrap();
     }
     let mut order: Vec<usize> = (0..turns).collect();
-    for i in (1..order.len()).rev() {
-        order.swap(i, rng.below(i + 1));
-    }
+    rng.shuffle(&mut order);
     let mut changed = 0;
     for (n, turn) in order.iter().enumerate() {
         let now = recorder.capture(&store).unwrap();
@@ -249,12 +187,7 @@ fn run(seed: u64, style: Style, turns: usize) -> usize {
         );
         let got = copy(&root);
         if got != taken[*turn].1 {
-            let want = &taken[*turn].1;
-            let differ: Vec<_> = got
-                .keys()
-                .chain(want.keys())
-                .filter(|p| got.get(*p) != want.get(*p))
-                .collect();
+            let differ = differences(&got, &taken[*turn].1);
             panic!(
                 "seed {seed} ({style_name}): rewind {n} to turn {turn} differs at {differ:?}",
                 style_name = match style {

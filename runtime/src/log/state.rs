@@ -178,6 +178,8 @@ pub struct SessionState {
     pub shells: super::shells::ShellLedger,
     /// Checkpoints of the mounts, in log order: `(turn, ended, id)`.
     pub checkpoints: Vec<(u64, bool, String)>,
+    /// Checkpoints taken before calls (`grain = "call"`), in log order: `(turn, call, id)`.
+    pub call_checkpoints: Vec<(u64, String, String)>,
     /// The mounts as last recorded: the latest checkpoint, or the state a rewind left.
     pub last_checkpoint: Option<String>,
     /// The turns of the conversation as it stands (a conversation rewind drops those after
@@ -288,13 +290,28 @@ impl SessionState {
                 // turn `turn` began: it is the state the conversation went back to.
                 self.checkpoints
                     .retain(|(t, ended, _)| t < turn || (t == turn && !ended));
+                self.call_checkpoints.retain(|(t, _, _)| t < turn);
                 self.prompt = None;
             }
             Body::TurnEnd { reason, .. } => {
                 self.in_turn = false;
                 self.last_stop = Some(*reason);
             }
-            Body::Checkpoint { id, turn, ended } => {
+            // A call's checkpoint is a point to go back to, not what the session last
+            // recorded of its turn: a turn killed after it still has its changes counted as
+            // the session's from its start.
+            Body::Checkpoint {
+                id,
+                turn,
+                call: Some(call),
+                ..
+            } => self.call_checkpoints.push((*turn, call.clone(), id.clone())),
+            Body::Checkpoint {
+                id,
+                turn,
+                ended,
+                call: None,
+            } => {
                 self.checkpoints.push((*turn, *ended, id.clone()));
                 self.last_checkpoint = Some(id.clone());
             }

@@ -22,6 +22,9 @@ use crate::log::{Body, SessionLog, Touches};
 /// Told as logged calls start and end (the agent shows them and keeps large results for
 /// ageing). Both default to nothing.
 pub trait CallWatch: Sync {
+    /// Call `id`, whose tool is not idempotent, is about to start: its `tool/start` is
+    /// written next (the session takes a checkpoint here at the preset's call grain).
+    fn before_unrepeatable(&self, _id: &str) {}
     /// Call `id`'s `tool/start` is written; it is entering the sandbox.
     fn started(&self, _id: &str) {}
     /// A call's result is written. `step` is the sequence number of the assistant message
@@ -85,6 +88,7 @@ impl LoggedCalls<'_> {
         let on_start = |id: &str| {
             let start = Body::ToolStart { id: id.to_string() };
             let written = if must_sync(id) {
+                self.watch.before_unrepeatable(id);
                 self.log.append_synced(start)
             } else {
                 self.log.append(start)

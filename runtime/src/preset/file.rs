@@ -240,10 +240,10 @@ mod tests {
         let defaults = parse("p", "").unwrap().checkpoint_policy();
         assert!(defaults.enabled && !defaults.exclude_vcs_ignored);
         assert_eq!(defaults.max_files, 50_000);
-        let err = parse("p", "[checkpoints]\ngrain = \"call\"\n").unwrap_err().0;
-        assert!(err.contains("p:2:9") && err.contains("not available yet"), "{err}");
+        let call = parse("p", "[checkpoints]\ngrain = \"call\"\n").unwrap();
+        assert_eq!(call.checkpoint_policy().grain, crate::preset::Grain::Call);
         let err = parse("p", "[checkpoints]\ngrain = \"hour\"\n").unwrap_err().0;
-        assert!(err.contains("\"hour\" is not a grain"), "{err}");
+        assert!(err.contains("p:2:9") && err.contains("\"hour\" is not a grain"), "{err}");
         let err = parse("p", "[checkpoints]\nmax_files = 0\n").unwrap_err().0;
         assert!(err.contains("p:2:") && err.contains("above 0"), "{err}");
         let err = parse("p", "[checkpoints]\nexclude_ignored = true\n").unwrap_err().0;

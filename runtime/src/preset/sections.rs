@@ -52,7 +52,8 @@ pub struct CheckpointsEntry {
     /// Leave out what the project's git ignores (`.gitignore` files, `.git/info/exclude`).
     #[serde(default)]
     pub exclude_vcs_ignored: Option<bool>,
-    /// When checkpoints are taken: `"turn"` (as each turn begins and ends).
+    /// When checkpoints are taken: `"turn"` (as each turn begins and ends), or `"call"` (also
+    /// before every call that is not idempotent).
     #[serde(default)]
     pub grain: Option<Grain>,
 }
@@ -62,18 +63,17 @@ pub struct CheckpointsEntry {
 #[serde(rename_all = "lowercase")]
 pub enum Grain {
     Turn,
+    Call,
 }
 
 impl<'de> Deserialize<'de> for Grain {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         match String::deserialize(d)?.as_str() {
             "turn" => Ok(Grain::Turn),
-            "call" => Err(serde::de::Error::custom(
-                "\"call\" (a checkpoint before every call that is not idempotent) is not \
-                 available yet; use \"turn\" or leave the key out",
-            )),
+            "call" => Ok(Grain::Call),
             other => Err(serde::de::Error::custom(format!(
-                "{other:?} is not a grain: use \"turn\""
+                "{other:?} is not a grain: use \"turn\" (as each turn begins and ends) or \
+                 \"call\" (also before every call that is not idempotent)"
             ))),
         }
     }

@@ -83,30 +83,49 @@ impl Session {
         }
     }
 
-    /// The code half of `rewind`.
-    fn rewind_code(&self, to: u64, force: bool) -> Result<crate::rewind::Rewound, String> {
-        let Some(checkpoints) = self.checkpoints.as_ref() else {
+    /// Puts the writable mounts back as they were just before call `call` started: the
+    /// checkpoint the preset's `[checkpoints] grain = "call"` took then (every call that is
+    /// not idempotent has one). The conversation is not changed. Files changed outside the
+    /// session are kept unless `force`, as for `rewind`; logged as `rewind` (its turn the
+    /// call's).
+    pub fn rewind_to_call(&self, call: &str, force: bool) -> Result<crate::rewind::Rewound, String> {
+        let checkpoints = self.code_checkpoints()?;
+        let found = self.log.with_state(|s| {
+            s.call_checkpoints
+                .iter()
+                .rev()
+                .find(|(_, c, _)| c == call)
+                .map(|(turn, _, id)| (*turn, id.clone()))
+        });
+        let Some((turn, target)) = found else {
             return Err(format!(
+                "call {call:?} has no checkpoint: only calls that are not idempotent have one, in \
+                 sessions whose preset sets [checkpoints] grain = \"call\"; `paddock log \
+                 SESSION` shows the calls, and --to N goes back to the start of a turn"
+            ));
+        };
+        let notes = self.settle_unended(checkpoints)?;
+        let reference = self.log.with_state(|s| s.last_checkpoint.clone());
+        let mut done = self.restore_checkpoint(turn, &target, reference.as_deref(), force)?;
+        done.notes = notes;
+        Ok(done)
+    }
+
+    /// The checkpoints, or why there are none to rewind the files with.
+    fn code_checkpoints(&self) -> Result<&crate::rewind::Checkpoints, String> {
+        self.checkpoints.as_ref().ok_or_else(|| {
+            format!(
                 "{}, so there are no files to rewind; --conversation rewinds the conversation \
                  alone",
                 self.no_checkpoints()
-            ));
-        };
-        // A turn that ended without its checkpoint (the process was killed) has its changes
-        // counted as the session's up to now: recorded here as that turn's end, so they are
-        // not taken for changes made outside the session.
-        let unended = self.log.with_state(|s| match s.checkpoints.last() {
-            Some((turn, false, _)) if *turn == s.turns && s.last_checkpoint.as_ref() == s.checkpoints.last().map(|c| &c.2) => Some(*turn),
-            _ => None,
-        });
-        let mut notes = Vec::new();
-        if let Some(turn) = unended {
-            checkpoints.log_one(&self.log, turn, true)?;
-            notes.push(format!(
-                "turn {turn} ended without a checkpoint (the process was stopped): its changes up \
-                 to now are counted as the session's"
-            ));
-        }
+            )
+        })
+    }
+
+    /// The code half of `rewind`.
+    fn rewind_code(&self, to: u64, force: bool) -> Result<crate::rewind::Rewound, String> {
+        let checkpoints = self.code_checkpoints()?;
+        let notes = self.settle_unended(checkpoints)?;
         let (target, reference) = self.log.with_state(|s| {
             (
                 crate::rewind::at_turn_start(&s.checkpoints, to).map(str::to_string),
@@ -123,6 +142,26 @@ impl Session {
         let mut done = self.restore_checkpoint(to, &target, reference.as_deref(), force)?;
         done.notes = notes;
         Ok(done)
+    }
+
+    /// Before a rewind of the files: a turn that ended without its checkpoint (the process
+    /// was killed) has its changes counted as the session's up to now, recorded here as that
+    /// turn's end, so they are not taken for changes made outside the session. The note says
+    /// so.
+    fn settle_unended(&self, checkpoints: &crate::rewind::Checkpoints) -> Result<Vec<String>, String> {
+        let unended = self.log.with_state(|s| match s.checkpoints.last() {
+            Some((turn, false, _)) if *turn == s.turns && s.last_checkpoint.as_ref() == s.checkpoints.last().map(|c| &c.2) => Some(*turn),
+            _ => None,
+        });
+        let mut notes = Vec::new();
+        if let Some(turn) = unended {
+            checkpoints.log_one(&self.log, turn, true)?;
+            notes.push(format!(
+                "turn {turn} ended without a checkpoint (the process was stopped): its changes up \
+                 to now are counted as the session's"
+            ));
+        }
+        Ok(notes)
     }
 
     /// Restores the mounts from checkpoint `target` (taken as turn `turn` began), what differs

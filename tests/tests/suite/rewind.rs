@@ -6,46 +6,12 @@
 //! touched; `paddock diff` shows what a turn changed. The randomized harness of many rewinds
 //! runs against the engine itself (`checkpoint/tests/rewind_random.rs`).
 
-use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::agent_common::{Project, call_step, text};
+use paddock_test_tree::{Entry, copy};
 use paddock_tests::scripted::{Fault, Script, ScriptedServer, Step, Turn};
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Copy {
-    File(u32, Vec<u8>),
-    Dir(u32),
-    Link(PathBuf),
-}
-
-/// The workspace as a comparable copy, without `.git`.
-pub(crate) fn copy(root: &Path) -> BTreeMap<PathBuf, Copy> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        for entry in std::fs::read_dir(root.join(&rel)).unwrap() {
-            let entry = entry.unwrap();
-            let path = rel.join(entry.file_name());
-            if path == Path::new(".git") {
-                continue;
-            }
-            let meta = std::fs::symlink_metadata(entry.path()).unwrap();
-            let mode = meta.permissions().mode() & 0o777;
-            if meta.file_type().is_symlink() {
-                out.insert(path, Copy::Link(std::fs::read_link(entry.path()).unwrap()));
-            } else if meta.is_dir() {
-                out.insert(path.clone(), Copy::Dir(mode));
-                stack.push(path);
-            } else {
-                out.insert(path, Copy::File(mode, std::fs::read(entry.path()).unwrap()));
-            }
-        }
-    }
-    out
-}
 
 pub(crate) fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
@@ -110,12 +76,12 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
     let id = project.only_session();
     let at_turn_2 = copy(&root);
     assert!(
-        matches!(at_turn_2.get(Path::new("link")), Some(Copy::Link(_))),
+        matches!(at_turn_2.get(Path::new("link")), Some(Entry::Link(_))),
         "{at_turn_2:?}"
     );
     assert_eq!(
         at_turn_2.get(Path::new("sub/deep/b.bin")),
-        Some(&Copy::File(0o755, b"bin\0ary\xff".to_vec()))
+        Some(&Entry::File(0o755, b"bin\0ary\xff".to_vec()))
     );
 
     // Turn two writes, then the process is killed while the model answers.
@@ -152,7 +118,7 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
     let mut want = at_turn_1.clone();
     want.insert(
         "moved.txt".into(),
-        Copy::File(0o644, b"the user's edit\n".to_vec()),
+        Entry::File(0o644, b"the user's edit\n".to_vec()),
     );
     let got = copy(&root);
     assert_eq!(got.get(Path::new("a.txt")), want.get(Path::new("a.txt")));
@@ -202,4 +168,120 @@ async fn rewind_puts_every_turns_workspace_back_across_a_kill_and_keeps_outside_
         .map(|e| e["type"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(log.iter().filter(|t| *t == "rewind").count(), 4, "{log:?}");
+}
+
+/// `[checkpoints] grain = "call"`: a checkpoint before every call that is not idempotent
+/// (`edit_file`, the shell; not `write_file`, which may run twice), logged with the call's id,
+/// and `paddock rewind --call ID` puts the files back as they were just before that call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_call_grain_checkpoints_before_each_unrepeatable_call_and_rewinds_to_one() {
+    let project = Project::warm(&[("a.txt", "one\n")]);
+    let root = project.dir.path().to_path_buf();
+    let preset = project.home.path().join("per-call.toml");
+    std::fs::write(
+        &preset,
+        "extends = \"coding\"\n[checkpoints]\ngrain = \"call\"\n",
+    )
+    .unwrap();
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            call_step(
+                "c1",
+                "edit_file",
+                r#"{"path":"a.txt","old_string":"one","new_string":"two"}"#,
+            ),
+            call_step(
+                "c2",
+                "write_file",
+                r#"{"path":"a.txt","content":"three\n"}"#,
+            ),
+            call_step(
+                "c3",
+                "shell",
+                r#"{"command":"printf 'four\\n' > a.txt && mkdir -p new && printf x > new/f"}"#,
+            ),
+            Step::Reply(Turn::text(&["Done."])),
+        ],
+    })
+    .await
+    .expect("scripted server");
+    let url = server.openai_base_url();
+    let preset = preset.display().to_string();
+    let run = project
+        .paddock(&[
+            "run",
+            "go",
+            "--preset",
+            &preset,
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+        ])
+        .await;
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let id = project.only_session();
+    let read = || std::fs::read_to_string(root.join("a.txt")).unwrap();
+    assert_eq!(read(), "four\n");
+    let before_calls: Vec<String> = project
+        .events(&id)
+        .iter()
+        .filter(|e| e["type"] == "checkpoint")
+        .filter_map(|e| e["data"]["call"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(before_calls, ["c1", "c3"]);
+
+    let back = project.paddock(&["rewind", &id, "--call", "c3"]).await;
+    let said = text(&back);
+    assert_eq!(back.status.code(), Some(0), "{said}");
+    assert!(said.contains("just before call c3"), "{said}");
+    assert_eq!(read(), "three\n");
+    assert!(!root.join("new").exists(), "{said}");
+
+    let back = project.paddock(&["rewind", &id, "--call", "c1"]).await;
+    assert_eq!(back.status.code(), Some(0), "{}", text(&back));
+    assert_eq!(read(), "one\n");
+
+    let none = project.paddock(&["rewind", &id, "--call", "c2"]).await;
+    assert_eq!(none.status.code(), Some(1), "{}", text(&none));
+    assert!(
+        text(&none).contains("only calls that are not idempotent"),
+        "{}",
+        text(&none)
+    );
+    let both = project
+        .paddock(&["rewind", &id, "--call", "c1", "--to", "1"])
+        .await;
+    assert_eq!(both.status.code(), Some(2), "{}", text(&both));
+
+    // The turn's own checkpoints are still there: the end of turn 1 is where c3 left it.
+    let forward = project
+        .paddock(&["rewind", &id, "--to", "1", "--code"])
+        .await;
+    assert_eq!(forward.status.code(), Some(0), "{}", text(&forward));
+    assert_eq!(read(), "one\n");
+}
+
+/// A `grants.exec.write` path outside the writable mounts is not checkpointed: `preset check`
+/// says so for that entry, and not for one inside the mount.
+#[test]
+fn preset_check_names_exec_write_grants_a_rewind_does_not_cover() {
+    let project = Project::new(&[]);
+    std::fs::write(
+        project.dir.path().join("grants.toml"),
+        "extends = \"coding\"\n[plugins.shell.grants.exec]\nwrite = [\"/var/tmp/cache\", \"./target\"]\n",
+    )
+    .unwrap();
+    let checked = project
+        .command(&["preset", "check", "grants.toml"])
+        .output()
+        .unwrap();
+    let said = text(&checked);
+    assert_eq!(checked.status.code(), Some(0), "a warning: {said}");
+    assert!(
+        said.contains("`/var/tmp/cache` is outside the writable mounts")
+            && said.contains("paddock rewind` does not put back"),
+        "{said}"
+    );
+    assert!(!said.contains("`./target` is outside"), "{said}");
 }

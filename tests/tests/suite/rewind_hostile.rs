@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::agent_common::{Project, call_step, text};
-use crate::rewind::{Copy, copy};
+use paddock_test_tree::{Entry, copy};
 use paddock_tests::scripted::{Script, ScriptedServer, Step, Turn};
 
 fn write(id: &str, path: &str, content: &str) -> Step {
@@ -43,7 +43,7 @@ async fn one_turn(project: &Project, steps: Vec<Step>) -> String {
     project.only_session()
 }
 
-fn outside_dir() -> (tempfile::TempDir, BTreeMap<PathBuf, Copy>) {
+fn outside_dir() -> (tempfile::TempDir, BTreeMap<PathBuf, Entry>) {
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("x.txt"), "outside\n").unwrap();
     std::fs::write(outside.path().join("keep.txt"), "outside too\n").unwrap();

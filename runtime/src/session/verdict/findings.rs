@@ -75,6 +75,7 @@ pub fn findings(
             unused_grants(&at, &entry.grants, &entry.mounts, plugin, &mut found);
         }
         unconfined(&at, &entry.grants, &mut found);
+        unrecorded_writes(file, &at, &entry.grants, &mut found);
         for (tool, risk) in &entry.tool_risk {
             found.push(Finding {
                 severity: Severity::Warning,
@@ -400,6 +401,56 @@ fn unconfined(at: &KeyPath, grants: &GrantsEntry, found: &mut Vec<Finding>) {
                       outside any sandbox"
                 .into(),
             fix: "remove `confine = \"off\"` so its programs run confined".into(),
+        });
+    }
+}
+
+/// `grants.exec.write` paths outside every writable mount: checkpoints record the writable
+/// mounts alone, so what programs write there is not put back by a rewind (nor shown by
+/// `paddock diff`). Judged by the paths as written (`.`-relative paths against relative
+/// hosts), so an entry is named unless it plainly sits inside a `mode = "rw"` mount.
+fn unrecorded_writes(file: &PresetFile, at: &KeyPath, grants: &GrantsEntry, found: &mut Vec<Finding>) {
+    if file.checkpoints.enabled == Some(false) {
+        return;
+    }
+    let plain = |p: &str| -> std::path::PathBuf {
+        std::path::Path::new(p)
+            .components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .collect()
+    };
+    let hosts: Vec<std::path::PathBuf> = file
+        .plugins
+        .values()
+        .flat_map(|p| &p.mounts)
+        .filter(|m| m.mode == MountMode::Rw)
+        .map(|m| plain(&m.host))
+        .collect();
+    let writes = grants.exec.as_ref().map(|e| e.write.as_slice()).unwrap_or_default();
+    for (i, write) in writes.iter().enumerate() {
+        let path = plain(write);
+        // `~/...` is the home directory, never inside a relative host.
+        let home = write.starts_with('~');
+        if hosts
+            .iter()
+            .any(|h| !home && path.is_absolute() == h.is_absolute() && path.starts_with(h))
+        {
+            continue;
+        }
+        found.push(Finding {
+            severity: Severity::Warning,
+            at: at.clone().key("grants").key("exec").key("write").index(i),
+            file: None,
+            message: format!(
+                "`{write}` is outside the writable mounts: checkpoints do not record it, so \
+                 `paddock rewind` does not put back what programs write there (and `paddock \
+                 diff` does not show it)"
+            ),
+            fix: format!(
+                "if its changes should be rewound, mount it (`mounts = [{{ host = \"{write}\", \
+                 guest = \"...\", mode = \"rw\" }}]`); a cache that need not be (a package \
+                 registry) can stay as it is"
+            ),
         });
     }
 }
