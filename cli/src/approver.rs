@@ -33,6 +33,10 @@ impl TerminalApprover {
 
 #[async_trait::async_trait]
 impl Approver for TerminalApprover {
+    fn yields_to_recorded_mode(&self) -> bool {
+        !on_a_terminal()
+    }
+
     async fn ask(&self, q: &Question) -> Result<Answer, String> {
         if !on_a_terminal() {
             return Err(NO_TERMINAL.into());

@@ -62,6 +62,13 @@ pub trait Approver: Send + Sync {
     fn stops_when_unanswered(&self) -> bool {
         false
     }
+
+    /// True for a front-end that has no one to ask and no mode of its own (a terminal
+    /// approver with no terminal): a reopened session then keeps the mode its start recorded
+    /// (`run --on-ask`), so a headless session resumed headless decides its asks as it did.
+    fn yields_to_recorded_mode(&self) -> bool {
+        false
+    }
 }
 
 /// What a headless session does with a call that needs approval (`--on-ask`).
@@ -77,6 +84,13 @@ pub enum OnAsk {
 }
 
 impl OnAsk {
+    /// The mode `as_str` names (what `session/start.on_ask` records).
+    pub fn parse(recorded: &str) -> Option<OnAsk> {
+        [OnAsk::Deny, OnAsk::Allow, OnAsk::Fail]
+            .into_iter()
+            .find(|mode| mode.as_str() == recorded)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             OnAsk::Deny => "deny",

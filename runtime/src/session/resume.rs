@@ -12,7 +12,7 @@ use super::{Env, Session};
 use crate::agent::model_script::ModelScript;
 use crate::agent::scripted::ScriptedProvider;
 use crate::agent::{NO_TASK, Observer};
-use crate::ask::Approver;
+use crate::ask::{Approver, OnAsk};
 use crate::log::{
     Body, Event, LOG_FILE, LockError, LogWriter, PluginHash, Recovery, SessionLock, SessionLog,
     SessionStart, Settle, StopReason, Streamed, Wait, recover_tail, stream_log,
@@ -96,6 +96,17 @@ pub(super) async fn reopen(
             parent.session, parent.call, parent.session
         )));
     }
+    let approver: Box<dyn Approver> = match start.on_ask.as_deref().map(OnAsk::parse) {
+        Some(Some(mode)) if approver.yields_to_recorded_mode() => Box::new(mode),
+        Some(None) => {
+            return Err(fail(format!(
+                "session `{id}` records an --on-ask mode paddock does not know ({:?}); the \
+                 modes are deny, allow and fail: the log was changed by hand",
+                start.on_ask.as_deref().unwrap_or_default()
+            )));
+        }
+        _ => approver,
+    };
     let mut loaded = load_recorded(env, &start, approver).await?;
     loaded.start_compiling();
     same_plugins(&start.plugins, &plugin_hashes(&loaded)).map_err(fail)?;

@@ -270,3 +270,43 @@ async fn a_call_the_rules_refuse_is_refused_before_anyone_is_asked() {
         "an allowed program is still asked about: {answer}"
     );
 }
+
+/// A session `run --on-ask allow` started, resumed where no one can be asked, still decides
+/// its asks by the recorded mode: the call runs (before, the resumed session had only the
+/// terminal's approver, and denied it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_headless_session_resumed_headless_keeps_its_on_ask_mode() {
+    let project = Project::warm(&[("notes.txt", "hello\n")]);
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            Step::Reply(Turn::text(&["Hello."])),
+            call_step("c1", "run_command", r#"{"program":"ls"}"#),
+            Step::Reply(Turn::text(&["Done."])),
+        ],
+    })
+    .await
+    .unwrap();
+    let url = server.openai_base_url();
+    let args = [
+        "run", "--json", "hi", "--preset", "coding", "--on-ask", "allow",
+    ];
+    let out = project
+        .paddock(&[&args[..], &["--base-url", &url, "--model", "scripted"]].concat())
+        .await;
+    let result = result_line(&out.stdout);
+    assert_eq!(result["stop_reason"], "completed", "{result}");
+    let session = result["session"].as_str().unwrap().to_string();
+
+    let out = project
+        .paddock(&["resume", &session, "list the files"])
+        .await;
+    assert!(out.status.success(), "{out:?}");
+    let events = project.events(&session);
+    let call = tool_result(&events);
+    assert_eq!(call["approval"], "once", "{call}");
+    assert_eq!(call["is_error"], false, "{call}");
+    assert!(
+        call["content"].as_str().unwrap().contains("notes.txt"),
+        "{call}"
+    );
+}
