@@ -16,34 +16,25 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
-const BUILTINS: &[&str] = &[
-    "fs",
-    "search",
-    "shell",
-    "fetch",
-    "protect-paths",
-    "redact-secrets",
-    "audit",
-];
-
 fn main() {
     let manifest =
         PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let plugins = manifest.join("../plugins");
+    let builtins = builtins(&plugins);
     let dir = plugins.join("target").join(WASM_TARGET).join("release");
     let artifact = |name: &str| dir.join(format!("{}.wasm", name.replace('-', "_")));
-    let missing: Vec<&str> = BUILTINS
+    let missing: Vec<&str> = builtins
         .iter()
-        .copied()
+        .map(String::as_str)
         .filter(|name| !artifact(name).exists())
         .collect();
     if !missing.is_empty() {
-        build_builtins(&plugins, &missing);
+        build_builtins(&plugins, &builtins, &missing);
     }
     let mut code = String::from(
         "/// Built-in plugins embedded at build time: (name, component bytes, SHA-256 in hex,\n/// description as JSON).\npub static BUILTINS: &[(&str, &[u8], &str, Option<&str>)] = &[\n",
     );
-    for name in BUILTINS {
+    for name in &builtins {
         // Cargo names a crate's artifact with underscores.
         let path = artifact(name);
         println!("cargo:rerun-if-changed={}", path.display());
@@ -86,12 +77,28 @@ const WASM_TARGET: &str = "wasm32-wasip2";
 const FIX: &str = "install the WebAssembly target and build the plugins, then build again: \
 `rustup target add wasm32-wasip2 && cargo xtask build-plugins`";
 
-/// Builds the plugins' workspace with the cargo that runs this script, sharing its job
-/// tokens: the whole workspace, as `cargo xtask build-plugins` does, so the features its
-/// members unify on, and with them the built-ins' bytes, are the same either way. Nothing of this build's own environment leaks in: the inner build is for another
-/// target, in its own workspace and target directory, so the variables cargo sets for this
-/// script (`CARGO_CFG_*`, `TARGET`, flags, features) would describe the wrong build.
-fn build_builtins(plugins: &Path, missing: &[&str]) {
+/// The plugins to embed, by package name, from `plugins/builtins.txt` (the list `cargo xtask
+/// demo` builds too).
+fn builtins(plugins: &Path) -> Vec<String> {
+    let list = plugins.join("builtins.txt");
+    println!("cargo:rerun-if-changed={}", list.display());
+    let text = std::fs::read_to_string(&list)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", list.display()));
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(String::from)
+        .collect()
+}
+
+/// Builds the embedded plugins with the cargo that runs this script, sharing its job tokens,
+/// as `cargo xtask demo` builds them. The other members of the plugins' workspace enable no
+/// feature of a dependency the built-ins share (`cargo tree -e features` is the same for the
+/// built-ins alone and for `--workspace`), so these bytes are those `cargo xtask
+/// build-plugins` makes. Nothing of this build's own environment leaks in: the inner build is
+/// for another target, in its own workspace and target directory, so the variables cargo sets
+/// for this script (`CARGO_CFG_*`, `TARGET`, flags, features) would describe the wrong build.
+fn build_builtins(plugins: &Path, builtins: &[String], missing: &[&str]) {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut build = Command::new(cargo);
     build
@@ -99,7 +106,7 @@ fn build_builtins(plugins: &Path, missing: &[&str]) {
         .args(["build", "--release", "--target", WASM_TARGET]);
     // Only the plugins embedded here: the test and example ones are `cargo xtask
     // build-plugins`' job, and building them too would make a first build longer.
-    for name in BUILTINS {
+    for name in builtins {
         build.args(["-p", name]);
     }
     for (key, _) in std::env::vars_os() {

@@ -392,16 +392,19 @@ fn fuzz(seconds: &str) -> Result<(), String> {
 /// read-only `default` preset. With no model configured it runs the scripted demo model (no
 /// key, no network); with PADDOCK_BASE_URL (and PADDOCK_API_KEY if the server needs one) it
 /// runs the same task against that real model.
-/// The plugins embedded in paddock (`sandbox/build.rs` `BUILTINS`, by package name).
-const BUILTIN_PLUGINS: &[&str] = &[
-    "fs",
-    "search",
-    "shell",
-    "fetch",
-    "protect-paths",
-    "redact-secrets",
-    "audit",
-];
+/// The plugins paddock embeds, by package name: `plugins/builtins.txt`, the list
+/// `sandbox/build.rs` embeds.
+fn builtin_plugins() -> Result<Vec<String>, String> {
+    let list = root().join("plugins/builtins.txt");
+    let text = std::fs::read_to_string(&list)
+        .map_err(|e| format!("cannot read {}: {e}", list.display()))?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(String::from)
+        .collect())
+}
 
 /// Builds only the plugins paddock embeds: what a first `demo` needs (the others are test and
 /// example plugins, built by `build-plugins`).
@@ -409,8 +412,8 @@ fn build_builtin_plugins() -> Result<(), String> {
     ensure_wasm_target()?;
     let mut build = cargo();
     build.args(["build", "--release", "--target", WASM_TARGET]);
-    for name in BUILTIN_PLUGINS {
-        build.args(["-p", name]);
+    for name in builtin_plugins()? {
+        build.args(["-p", &name]);
     }
     build.env_remove("CARGO_TARGET_DIR");
     run_in_plugins(build)
@@ -539,19 +542,5 @@ fn shell_quote(arg: &str) -> String {
         arg.to_string()
     } else {
         format!("'{arg}'")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// The demo builds the built-ins itself (so their build is a step of its own, not silent
-    /// inside paddock's); its list must be the one `sandbox/build.rs` embeds.
-    #[test]
-    fn the_demo_builds_the_plugins_paddock_embeds() {
-        let script = std::fs::read_to_string(super::root().join("sandbox/build.rs")).unwrap();
-        let start = script.find("const BUILTINS: &[&str] = &[").unwrap();
-        let list = &script[start..start + script[start..].find("];").unwrap()];
-        let embedded: Vec<&str> = list.split('"').skip(1).step_by(2).collect();
-        assert_eq!(embedded, super::BUILTIN_PLUGINS);
     }
 }

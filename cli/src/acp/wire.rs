@@ -119,32 +119,30 @@ async fn next_line(
 /// the fix.
 fn not_json(line: &str, error: &serde_json::Error) -> String {
     let (shown, _) = paddock_types::text::prefix_chars(line, 200);
-    json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {
-            "code": -32700,
-            "message": format!(
-                "that line is not JSON ({error}); paddock acp reads one JSON-RPC 2.0 message per line, e.g. {{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{{\"protocolVersion\":1}}}}"
-            ),
-            "data": { "received": shown },
-        },
-    })
-    .to_string()
+    parse_error(
+        format!(
+            "that line is not JSON ({error}); paddock acp reads one JSON-RPC 2.0 message per line, e.g. {{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{{\"protocolVersion\":1}}}}"
+        ),
+        json!({ "received": shown }),
+    )
 }
 
 /// The answer to a line longer than `MAX_LINE`: what was wrong and the bound.
 fn too_long() -> String {
-    json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {
-            "code": -32700,
-            "message": format!(
-                "a line longer than {} MiB was skipped: paddock acp reads one JSON-RPC message per line, at most that long; send smaller images or fewer per prompt",
-                MAX_LINE >> 20
-            ),
-        },
-    })
-    .to_string()
+    parse_error(
+        format!(
+            "a line longer than {} MiB was skipped: paddock acp reads one JSON-RPC message per line, at most that long; send smaller images or fewer per prompt",
+            MAX_LINE >> 20
+        ),
+        serde_json::Value::Null,
+    )
+}
+
+/// JSON-RPC's parse error (-32700), which answers no request (`id` null).
+fn parse_error(message: String, data: serde_json::Value) -> String {
+    let mut error = json!({ "code": -32700, "message": message });
+    if !data.is_null() {
+        error["data"] = data;
+    }
+    json!({ "jsonrpc": "2.0", "id": null, "error": error }).to_string()
 }
