@@ -24,6 +24,8 @@ const CURSOR_QUERY: &[u8] = b"\x1b[6n";
 pub struct Pty {
     pub child: Child,
     master: File,
+    /// The thread that reads the master side: done once everything the child wrote is read.
+    reader: std::thread::JoinHandle<()>,
     screen: Arc<Mutex<Vec<u8>>>,
     emulator: Arc<Mutex<vt100::Parser>>,
 }
@@ -83,7 +85,7 @@ impl Pty {
         let mut answers = master.try_clone()?;
         let sink = Arc::clone(&screen);
         let terminal = Arc::clone(&emulator);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             // EIO once the child and every holder of the slave side are gone.
             while let Ok(n) = reader.read(&mut buf) {
@@ -107,6 +109,7 @@ impl Pty {
         Ok(Pty {
             child,
             master,
+            reader,
             screen,
             emulator,
         })
@@ -183,6 +186,14 @@ impl Pty {
         let started = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("wait for the child") {
+                // What the child wrote just before it exited may still be in the pty: read
+                // until the reader meets the end (every holder of the slave side gone), so
+                // the screen a test reads next is complete. Bounded: a process the child
+                // left behind may hold the slave side open.
+                let exited = Instant::now();
+                while !self.reader.is_finished() && exited.elapsed() < Duration::from_secs(5) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
                 return status;
             }
             if started.elapsed() > timeout {
