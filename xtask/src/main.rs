@@ -68,8 +68,10 @@ fn main() -> ExitCode {
             tools::install().and_then(|env| build_plugins().and_then(|()| test(rest, &env)))
         }),
         ["demo"] => demo(),
-        ["dist"] => build_plugins().and_then(|()| dist::dist()),
-        ["bench", "dist"] => build_plugins().and_then(|()| dist::bench()),
+        // The shipped binary embeds the built-ins only: the test and example plugins are not
+        // needed to build it.
+        ["dist"] => build_builtin_plugins().and_then(|()| dist::dist()),
+        ["bench", "dist"] => build_builtin_plugins().and_then(|()| dist::bench()),
         ["bench", name] => build_plugins().and_then(|()| bench(name)),
         ["fuzz"] => fuzz("60"),
         ["fuzz", seconds] => fuzz(seconds),
