@@ -161,6 +161,12 @@ pub fn discover(roots: &[(SkillOrigin, PathBuf)]) -> Found {
             dirs
         };
         for dir in folders {
+            if *origin == SkillOrigin::Project
+                && let Err(e) = within_project(root, &dir)
+            {
+                found.errors.push(e);
+                continue;
+            }
             match load(&dir, *origin) {
                 Ok(skill) if found.skills.iter().any(|s| s.name() == skill.name()) => {
                     found.shadowed.push((skill.file.name, skill.dir));
@@ -171,6 +177,28 @@ pub fn discover(roots: &[(SkillOrigin, PathBuf)]) -> Found {
         }
     }
     found
+}
+
+/// A project's skill must lie in the project (`root` is its `.agents/skills`): trusting a
+/// project covers what is in it, so a folder that leads elsewhere through a symlink (the
+/// repository's `.agents/skills/x -> /anywhere`) would bring in what no one trusted, and could
+/// change without the project changing.
+fn within_project(root: &Path, dir: &Path) -> Result<(), SkillError> {
+    let location = dir.join("SKILL.md").display().to_string();
+    let project = root
+        .parent()
+        .and_then(Path::parent)
+        .and_then(|p| p.canonicalize().ok());
+    let real = dir.canonicalize().ok();
+    match (project, real) {
+        (Some(project), Some(real)) if real.starts_with(&project) => Ok(()),
+        (_, real) => Err(SkillError(format!(
+            "{location}: this project skill's folder leads outside the project (to {}) through a \
+             symlink, so it is not loaded: trusting a project covers what is in it; copy the \
+             skill into the project, or put it in ~/{USER_SKILLS}",
+            real.map_or_else(|| "a place that cannot be resolved".into(), |r| r.display().to_string())
+        ))),
+    }
 }
 
 /// The skill in folder `dir`.

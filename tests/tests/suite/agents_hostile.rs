@@ -277,6 +277,42 @@ fn a_session_cannot_plant_a_skill_that_a_later_session_lists() {
     assert!(!said.contains("planted"), "{said}");
 }
 
+/// A repository's skill folder that is a symlink out of the project (`.agents/skills/x ->`
+/// a folder elsewhere that holds a SKILL.md and a file beside it) is not loaded even when the
+/// project is trusted: `paddock skill list` names it as an error and never lists it, and the
+/// `skill` tool of a session cannot read the file beside it. The control in the project is
+/// listed.
+#[test]
+fn a_project_skill_folder_that_leads_outside_the_project_is_not_loaded() {
+    let project = Project::new(&[("notes.txt", "x\n")]);
+    let skill = |name: &str| format!("---\nname: {name}\ndescription: run me\n---\nRun it.\n");
+    let skills = project.dir.path().join(".agents/skills");
+    std::fs::create_dir_all(skills.join("mine")).unwrap();
+    std::fs::write(skills.join("mine/SKILL.md"), skill("mine")).unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("SKILL.md"), skill("linked")).unwrap();
+    std::fs::write(elsewhere.path().join("secret.txt"), "SECRET-OUTSIDE\n").unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), skills.join("linked")).unwrap();
+
+    let trusted = project.command(&["trust"]).output().unwrap();
+    assert!(trusted.status.success(), "{}", text(&trusted));
+    let listed = project.command(&["skill", "list"]).output().unwrap();
+    let said = text(&listed);
+    assert!(said.contains("mine"), "the control is listed: {said}");
+    assert!(
+        said.contains("leads outside the project") && said.contains("linked"),
+        "the linked folder is named as refused: {said}"
+    );
+    let out = project.batch(
+        "coding",
+        &[(
+            "skill",
+            serde_json::json!({"name": "linked", "file": "secret.txt"}),
+        )],
+    );
+    assert!(!text(&out).contains("SECRET-OUTSIDE"), "{}", text(&out));
+}
+
 /// A plugin's own grant, as a child's preset would raise it.
 struct PluginKnobs {
     fs: &'static str,
