@@ -317,22 +317,20 @@ fn disarm_git_dir(dir: &OwnedFd, seen: &Seen) -> std::io::Result<()> {
 }
 
 /// Renames `name` in `dir` to `NAME.paddock-kept-N`, the first such name that is free.
+/// By the system call, through rustix: the static (musl) build's C library has no
+/// `renameat2`.
 fn set_aside(dir: RawFd, name: &OsStr) -> std::io::Result<OsString> {
+    // SAFETY: `dir` is a descriptor the caller holds open for the length of this call.
+    let dir = unsafe { std::os::fd::BorrowedFd::borrow_raw(dir) };
     for n in 1..1000 {
         let mut aside = name.to_os_string();
         aside.push(format!(".paddock-kept-{n}"));
-        let from = c_name(name)?;
-        let to = c_name(&aside)?;
-        // SAFETY: valid C strings and a descriptor we hold; RENAME_NOREPLACE never overwrites.
-        let ret = unsafe {
-            libc::renameat2(dir, from.as_ptr(), dir, to.as_ptr(), libc::RENAME_NOREPLACE)
-        };
-        if ret == 0 {
-            return Ok(aside);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EEXIST) {
-            return Err(e);
+        // NOREPLACE never overwrites: a taken name is tried again with the next number.
+        match rustix::fs::renameat_with(dir, name, dir, &aside, rustix::fs::RenameFlags::NOREPLACE)
+        {
+            Ok(()) => return Ok(aside),
+            Err(rustix::io::Errno::EXIST) => continue,
+            Err(e) => return Err(e.into()),
         }
     }
     Err(std::io::Error::other("no free name to set it aside"))
