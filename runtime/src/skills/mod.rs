@@ -161,13 +161,20 @@ pub fn discover(roots: &[(SkillOrigin, PathBuf)]) -> Found {
             dirs
         };
         for dir in folders {
-            if *origin == SkillOrigin::Project
-                && let Err(e) = within_project(root, &dir)
-            {
-                found.errors.push(e);
-                continue;
-            }
-            match load(&dir, *origin) {
+            let project = *origin == SkillOrigin::Project;
+            let loaded = if project {
+                // Refused before it is read (its errors would name a folder elsewhere), and
+                // checked again on the folder held open, which a swap cannot change.
+                within_project(root, &dir, dir.canonicalize().ok())
+                    .and_then(|()| load(&dir, *origin))
+                    .and_then(|skill| {
+                        within_project(root, &skill.dir, held_path(&skill))?;
+                        Ok(skill)
+                    })
+            } else {
+                load(&dir, *origin)
+            };
+            match loaded {
                 Ok(skill) if found.skills.iter().any(|s| s.name() == skill.name()) => {
                     found.shadowed.push((skill.file.name, skill.dir));
                 }
@@ -183,13 +190,12 @@ pub fn discover(roots: &[(SkillOrigin, PathBuf)]) -> Found {
 /// project covers what is in it, so a folder that leads elsewhere through a symlink (the
 /// repository's `.agents/skills/x -> /anywhere`) would bring in what no one trusted, and could
 /// change without the project changing.
-fn within_project(root: &Path, dir: &Path) -> Result<(), SkillError> {
+fn within_project(root: &Path, dir: &Path, real: Option<PathBuf>) -> Result<(), SkillError> {
     let location = dir.join("SKILL.md").display().to_string();
     let project = root
         .parent()
         .and_then(Path::parent)
         .and_then(|p| p.canonicalize().ok());
-    let real = dir.canonicalize().ok();
     match (project, real) {
         (Some(project), Some(real)) if real.starts_with(&project) => Ok(()),
         (_, real) => Err(SkillError(format!(
@@ -199,6 +205,13 @@ fn within_project(root: &Path, dir: &Path) -> Result<(), SkillError> {
             real.map_or_else(|| "a place that cannot be resolved".into(), |r| r.display().to_string())
         ))),
     }
+}
+
+/// Where the held folder, which every later read goes through, really is: not the path that
+/// was resolved to open it, which a swap could have changed since.
+fn held_path(skill: &Skill) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", skill.held.fd().as_raw_fd())).ok()
 }
 
 /// The skill in folder `dir`.
