@@ -218,6 +218,20 @@ fn settle_started(call: &ToolCall, idempotent: bool, later: Option<&str>) -> Set
     ))
 }
 
+/// The answer for a started call of a client's session (`tool call`, `mcp serve`) whose
+/// process was killed: no client waits for it any more, so even an idempotent one is not run
+/// again.
+pub fn client_gone(call: &ToolCall) -> Body {
+    let name = call.name.as_str();
+    answer(
+        &call.id,
+        OUTCOME_UNKNOWN,
+        format!(
+            "`{name}` started but the paddock process of the client that asked for it was killed before its result was recorded, so whether it took effect is unknown. It was not run again: no client is waiting for it."
+        ),
+    )
+}
+
 /// The end an open turn gets: `completed` when the log ends with the model's committed final
 /// answer, else `interrupted`.
 fn end_of_open_turn(open_turn: bool, answered: bool) -> Option<Body> {

@@ -18,7 +18,8 @@
 
 use super::error::SetupError;
 use super::resume::{ReopenOptions, lock_session, reopen};
-use super::start::{is_client_session, new_session_id};
+use super::client::is_client_session;
+use super::start::new_session_id;
 use super::{Env, Session};
 use crate::agent::Observer;
 use crate::ask::Approver;

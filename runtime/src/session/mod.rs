@@ -8,20 +8,25 @@
 //! - `tools.rs`: a judged preset loaded for use (registry, aliases, hooks, approval);
 //! - `trust.rs`: whether the project's own configuration may be used (T1);
 //! - `start.rs`: a new session (`SessionBuilder`); `resume.rs`: a recorded one reopened and
-//!   its recovery settled (L2, L5);
+//!   its recovery settled (L2, L5); `recorded.rs`: a recorded preset loaded again;
+//!   `client.rs`: what tells a client's session; `sweep.rs`: client sessions a kill left
+//!   unsettled;
 //! - this file: `Session`, a running session: send a message, steer it through its inbox,
 //!   interrupt it.
 
+mod client;
 mod env;
 mod error;
 mod fork;
 mod lock;
 mod offer;
+mod recorded;
 mod resume;
 mod rewind;
 mod skill_run;
 mod skill_tool;
 mod start;
+mod sweep;
 mod task;
 mod tools;
 mod trust;
@@ -349,7 +354,7 @@ impl Session {
         max_parallel: Option<usize>,
         cancel: CancellationToken,
     ) -> io::Result<Vec<CallRecord>> {
-        if !start::is_client_session(&self.start) {
+        if !client::is_client_session(&self.start) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "this session's calls come from its model; a client's calls need a session \

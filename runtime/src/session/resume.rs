@@ -3,11 +3,13 @@
 //! to another server (recorded as `session/model`); then settle what a crash or an interrupt
 //! left open (`Reopened::settle`) before the session goes on.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::error::{SetupCode, SetupError};
-use super::start::{is_client_session, plugin_hashes};
-use super::tools::{LoadFor, Loaded, load_preset};
+use super::client::is_client_session;
+use super::recorded::{load_recorded, recorded_found};
+use super::start::plugin_hashes;
+use super::tools::Loaded;
 use super::{Env, Session};
 use crate::agent::model_script::ModelScript;
 use crate::agent::scripted::ScriptedProvider;
@@ -19,7 +21,6 @@ use crate::log::{
 };
 use crate::model::{ProviderConfig, ProviderKind, connect};
 use crate::pipeline::RawCall;
-use crate::preset;
 
 /// Where a reopened session's requests go from now on (recorded in the log when it changes).
 #[derive(Debug, Default, Clone)]
@@ -184,35 +185,6 @@ fn read_to_resume(path: &Path, id: &str, without_message: bool) -> Result<Stream
         )));
     }
     Ok(read)
-}
-
-/// The recorded preset, judged as `preset check` judges a file (it is its own chain), loaded
-/// in the recorded working directory.
-async fn load_recorded(
-    mut env: Env,
-    start: &SessionStart,
-    approver: Box<dyn Approver>,
-) -> Result<Loaded, SetupError> {
-    let found = recorded_found(start);
-    env.cwd = PathBuf::from(&start.cwd);
-    load_preset(
-        env,
-        &found,
-        &start.preset,
-        &[],
-        LoadFor::Session(&start.session),
-        approver,
-    )
-    .await
-}
-
-/// The preset as the start recorded it (its text, not the file's now).
-fn recorded_found(start: &SessionStart) -> preset::Found {
-    preset::Found::recorded(preset::PresetSource {
-        origin: start.preset_from.unwrap_or(preset::Origin::File),
-        location: start.preset_origin.clone(),
-        text: start.preset_text.clone(),
-    })
 }
 
 /// Offers the host's tools (`task`, `skill`, `skill_run`) again, as the start did: from the

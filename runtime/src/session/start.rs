@@ -6,6 +6,8 @@ use std::path::Path;
 
 use super::error::{SetupCode, SetupError};
 use super::tools::{LoadFor, Loaded, judge_preset};
+use super::client::NoModel;
+use super::sweep::OpenMarks;
 use super::trust::{ProjectUse, Trust};
 use super::{Env, Session};
 use crate::agent::DEFAULT_SYSTEM;
@@ -187,6 +189,11 @@ impl SessionBuilder {
             id,
         } = self;
         let project = ProjectUse::decide(&env, &preset_name, trust.as_ref());
+        if child.is_none() {
+            for line in OpenMarks::of(&env).settle_dead(&env).await {
+                trust.notice(&line);
+            }
+        }
         let found = match &child {
             Some(child) => child.found.clone(),
             None => preset::find_written(&preset_name, &env.cwd, project.presets)
@@ -328,6 +335,10 @@ impl SessionBuilder {
         let project = ProjectUse::decide_for_client(&env, &preset_name, trust.as_ref());
         let found = preset::find_written(&preset_name, &env.cwd, project.presets)
             .map_err(|e| SetupError::usage(e.to_string()))?;
+        let marks = OpenMarks::of(&env);
+        for line in marks.settle_dead(&env).await {
+            trust.notice(&line);
+        }
         let session = new_session_id();
         let cwd = env.cwd.clone();
         let dir = env.store.session_dir(&session);
@@ -355,6 +366,9 @@ impl SessionBuilder {
             let model = (client.to_string(), None);
             let start = start_record(&loaded, found, &cwd, model, String::new(), &[]);
             let (lock, log) = begin_log(&path, &start, tap)?;
+            if let Err(note) = marks.mark(&session) {
+                trust.notice(&note);
+            }
             let provider = Box::new(NoModel::new(client));
             Ok(Session::new(loaded, provider, log, start, path, lock, None))
         }
@@ -363,45 +377,6 @@ impl SessionBuilder {
         started
     }
 }
-
-/// The model of a session whose calls come from a client: there is none, and a message sent
-/// to it says so.
-struct NoModel(ProviderConfig);
-
-impl NoModel {
-    fn new(client: &str) -> NoModel {
-        NoModel(ProviderConfig::new(ProviderKind::Openai, client, None))
-    }
-}
-
-#[async_trait::async_trait]
-impl crate::model::Provider for NoModel {
-    fn config(&self) -> &ProviderConfig {
-        &self.0
-    }
-
-    async fn complete(
-        &self,
-        _request: &crate::model::ModelRequest,
-        _events: &crate::model::EventSink,
-        _cancel: &tokio_util::sync::CancellationToken,
-    ) -> Result<crate::model::Completion, crate::model::ModelError> {
-        Err(crate::model::ModelError::Config(format!(
-            "this session's calls come from a client (`{}`), not a model: it has none to send a \
-             message to; start a session with `paddock run` or `paddock chat` instead",
-            self.0.model
-        )))
-    }
-}
-
-/// Whether `start` is a session whose calls came from a client (`mcp serve`, `tool call`):
-/// it has no model to go on with.
-pub(crate) fn is_client_session(start: &SessionStart) -> bool {
-    start.model_config.is_none() && CLIENTS.contains(&start.model.as_str())
-}
-
-/// The names client sessions record as their model.
-pub(crate) const CLIENTS: [&str; 2] = crate::log::CLIENT_MODELS;
 
 /// What `session/start` records: the preset as found (name, origin, hash, text), the working
 /// directory, the hash of every plugin and hook the session loaded, the model, the system

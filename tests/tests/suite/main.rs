@@ -40,6 +40,7 @@ mod authoring;
 mod authoring_hooks;
 mod builtin_described;
 mod capabilities;
+mod client_kill;
 mod crash;
 mod doctor;
 mod gate;

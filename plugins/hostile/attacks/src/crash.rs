@@ -20,11 +20,14 @@ impl Tool for Panic {
 
 /// Start replacing `path` as the shipped tools do (the call's tagged temporary file beside it,
 /// written in full), then trap before the rename: what a write cut off by its deadline, its
-/// fuel or a cancel leaves.
+/// fuel or a cancel leaves. With `stall_ms`, it waits that long between the two, so a test can
+/// kill the paddock process while the temporary file is there.
 #[derive(Deserialize, JsonSchema)]
 pub struct HalfWrite {
     pub path: String,
     pub content: String,
+    #[serde(default)]
+    pub stall_ms: u64,
 }
 
 impl Tool for HalfWrite {
@@ -43,6 +46,7 @@ impl Tool for HalfWrite {
         let tag = std::env::var("PADDOCK_CALL_TAG").unwrap_or_default();
         let temp = target.with_file_name(format!(".{name}.paddock-{tag}.tmp"));
         std::fs::write(&temp, &self.content).map_err(|e| ToolError::io(&self.path, &e))?;
+        std::thread::sleep(std::time::Duration::from_millis(self.stall_ms));
         panic!("cut off before the rename")
     }
 }
