@@ -328,6 +328,28 @@ impl History {
         self.calls.as_ref().map(|(seq, _)| *seq)
     }
 
+    /// How many calls of the latest assistant message with the name of its call `id` have no
+    /// result yet, `id` included (while its results arrive; 0 once they all have, or when `id`
+    /// is not one of its calls).
+    pub fn unanswered_like(&self, id: &str) -> usize {
+        let Some((seq, ids)) = &self.calls else {
+            return 0;
+        };
+        let Some(entry) = self.entries.iter().rev().find(|e| e.seq == *seq) else {
+            return 0;
+        };
+        let Message::Assistant { tool_calls, .. } = &*entry.message else {
+            return 0;
+        };
+        let Some(name) = tool_calls.iter().find(|c| c.id == id).map(|c| &c.name) else {
+            return 0;
+        };
+        tool_calls
+            .iter()
+            .filter(|c| &c.name == name && ids.contains(&c.id) && !self.pending.contains_key(&c.id))
+            .count()
+    }
+
     /// Assistant messages so far.
     pub fn steps(&self) -> u64 {
         self.steps

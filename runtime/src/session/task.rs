@@ -13,8 +13,9 @@
 //! Budgets: a child's are taken from what its parent has left, never added to it. Once it
 //! may run, a child gets at most the parent's remaining turns, tokens and cost (spent counted
 //! from the parent's log, less what children running now were given) divided among the
-//! subagent slots still free, so children started together cannot together be given more
-//! than the parent has; wall time is not divided (children run side by side on one clock).
+//! `task` calls of the same message still waiting for a child (one alone gets all of it), so
+//! children started together cannot together be given more than the parent has; wall time is
+//! not divided (children run side by side on one clock).
 //! When the child ends, what it spent (its own children's included) is written to the
 //! parent's log as `subagent/end`, which the parent's budgets count as its own spending
 //! (`Spent::charged_*`), and shown on the call's result line.
@@ -243,13 +244,23 @@ impl Spawner {
     }
 
     /// The child's budgets: each at most its share of what the session has left (less what
-    /// running children were given), divided among the free subagent slots; held until the
-    /// share is dropped.
-    fn share(&self, child: &LoopBudgets) -> Result<Share, Wider> {
+    /// running children were given), divided among the `task` calls of the same message that
+    /// have neither a result nor a running child yet (this one included): a child started
+    /// alone gets all that is left, two started together half each. Held until the share is
+    /// dropped.
+    fn share(&self, call_id: &str, child: &LoopBudgets) -> Result<Share, Wider> {
         let spent = self.spent();
         let p = &self.resolved.limits;
         let mut given = self.given.lock().unwrap_or_else(PoisonError::into_inner);
-        let free = p.max_subagents.saturating_sub(given.running).max(1);
+        let free = match self.log_slot.get() {
+            Some(log) => {
+                let unanswered = log.with_state(|s| s.history.unanswered_like(call_id)) as u64;
+                unanswered.saturating_sub(given.running)
+            }
+            // The log is not reachable yet: as many as may run at once.
+            None => p.max_subagents.saturating_sub(given.running),
+        }
+        .max(1);
         let turns = p
             .max_turns
             .saturating_sub(spent.charged_requests())
@@ -326,7 +337,7 @@ impl Spawner {
             permit = self.running.acquire() => permit.map_err(|e| ToolError::new(ErrorCode::Host, e.to_string()))?,
         };
         let share = self
-            .share(&proved.budgets)
+            .share(call.call_id, &proved.budgets)
             .map_err(|w| refused(&w, &proved.name))?;
         let mut builder = Session::builder(self.env.clone())
             .preset(&proved.name)

@@ -186,6 +186,55 @@ async fn a_childs_spending_is_charged_to_its_parent_and_parallel_children_share_
     );
 }
 
+/// With room for two children, a `task` call made alone is given all that the parent has left
+/// (900 of 1000 tokens), not half of it: the split is among the calls of one message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_started_alone_is_given_all_that_its_parent_has_left() {
+    let project = Project::warm(&[("notes.txt", "notes")]);
+    std::fs::write(project.dir.path().join("parent.toml"), BUDGET_PRESET).unwrap();
+    let server = ScriptedServer::start_responder(Arc::new(|body, _| {
+        let (first, results) = read(body);
+        if first.contains("CHILD") {
+            let id = format!("r{results}");
+            costing(
+                200,
+                vec![(id.as_str(), "read_file", json!({"path": "notes.txt"}))],
+            )
+        } else if results == 0 {
+            costing(100, two_tasks().into_iter().take(1).collect())
+        } else {
+            costing(10, Vec::new())
+        }
+    }))
+    .await
+    .unwrap();
+    let url = server.openai_base_url();
+    let args = [
+        "run",
+        "PARENT: delegate",
+        "--preset",
+        "./parent.toml",
+        "--base-url",
+        &url,
+    ];
+    let out = project.paddock(&args).await;
+    let (children, _) = family(&project);
+    let [child] = children.as_slice() else {
+        panic!("one child: {children:?} {}", text(&out));
+    };
+    let events = project.events(child);
+    let end = events
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "turn/end")
+        .unwrap();
+    let detail = end["data"]["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("the budget is 900"),
+        "the child alone is given the 900 left: {end}"
+    );
+}
+
 /// A preset whose bench plugin appends to files in the project after a pause.
 fn writing_preset() -> String {
     format!(
