@@ -2,7 +2,9 @@
 //! `profile.dist` (no debug info, stripped, fat LTO): the static one for
 //! `x86_64-unknown-linux-musl`, which runs dropped into any Linux image (Alpine, distroless, a
 //! Harbor task's container), and the host's (glibc) one as before. The static one is checked
-//! to run in an empty root (a user namespace and `chroot`, nothing beside the binary).
+//! to run in an empty root (a user namespace and `chroot`, nothing beside the binary): its
+//! `--version`, then the scripted demo session with only `/proc` bound in (paddock reaches the
+//! directories it holds through `/proc/self/fd`, as every container has it).
 //!
 //! The bench measures, in one run: the static binary's size, and its start-up in an empty root
 //! (`--version`, and `tool list` with a fresh data directory there), beside `/bin/true` started
@@ -77,7 +79,7 @@ impl EmptyRoot {
     fn with(binary: &Path) -> Result<EmptyRoot, String> {
         let dir = std::env::temp_dir().join(format!("paddock-dist-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        for sub in ["work", "home"] {
+        for sub in ["work", "home", "proc"] {
             std::fs::create_dir_all(dir.join(sub)).map_err(|e| e.to_string())?;
         }
         std::fs::write(dir.join("work/README.md"), "# empty image\n").map_err(|e| e.to_string())?;
@@ -88,6 +90,16 @@ impl EmptyRoot {
     /// `/paddock ARGS` inside the root, in `/work`: a new user namespace (no privilege
     /// needed), `chroot`, then exec. A dynamically linked binary would find no loader here.
     fn command(&self, args: &[&str]) -> Command {
+        self.command_in(args, false)
+    }
+
+    /// `command`, with the host's `/proc` bound at the root's `/proc` (a new mount namespace
+    /// too): what a session needs of an image.
+    fn with_proc(&self, args: &[&str]) -> Command {
+        self.command_in(args, true)
+    }
+
+    fn command_in(&self, args: &[&str], proc: bool) -> Command {
         let mut cmd = Command::new("/paddock");
         cmd.args(args)
             .env_clear()
@@ -96,11 +108,29 @@ impl EmptyRoot {
             .stdin(Stdio::null());
         let root = std::ffi::CString::new(self.0.as_os_str().as_encoded_bytes())
             .expect("a temporary path has no NUL");
+        let proc_dir = std::ffi::CString::new(self.0.join("proc").as_os_str().as_encoded_bytes())
+            .expect("a temporary path has no NUL");
+        let namespaces = if proc {
+            libc::CLONE_NEWUSER | libc::CLONE_NEWNS
+        } else {
+            libc::CLONE_NEWUSER
+        };
         // SAFETY: between fork and exec the closure makes only async-signal-safe system calls
-        // (unshare, chroot, chdir) on data prepared before the fork.
+        // (unshare, mount, chroot, chdir) on data prepared before the fork.
         unsafe {
             cmd.pre_exec(move || {
-                if libc::unshare(libc::CLONE_NEWUSER) != 0
+                // The bind needs the new namespaces, so it comes after `unshare`.
+                let bind = || {
+                    libc::mount(
+                        c"/proc".as_ptr(),
+                        proc_dir.as_ptr(),
+                        std::ptr::null(),
+                        libc::MS_BIND | libc::MS_REC,
+                        std::ptr::null(),
+                    ) == 0
+                };
+                if libc::unshare(namespaces) != 0
+                    || (proc && !bind())
                     || libc::chroot(root.as_ptr()) != 0
                     || libc::chdir(c"/work".as_ptr()) != 0
                 {
@@ -148,6 +178,16 @@ pub fn dist() -> Result<(), String> {
         size(&built.musl)? as f64 / 1e6,
         version.trim()
     );
+    let demo = output(
+        root.with_proc(&["run", "--demo"]),
+        "the demo session of the static binary in an empty root",
+    )?;
+    if !demo.contains("stopped: completed") {
+        return Err(format!(
+            "the demo session in an empty root did not complete:\n{demo}"
+        ));
+    }
+    println!("xtask: the scripted demo session completes in an empty root (with /proc)");
     if let Some(gnu) = &built.gnu {
         println!(
             "xtask: {} ({:.1} MB, glibc)",

@@ -93,10 +93,17 @@ fn wasi_context(
         // The held directory itself, through the kernel's link to it (K3).
         wasi.preopened_dir(handle.proc_path(), &mount.guest, perms)
             .map_err(|e| {
+                // The held directory is reached through /proc/self/fd: without /proc (a bare
+                // chroot, an image that does not mount it) every mount fails here.
+                let fix = if std::path::Path::new("/proc/self/fd").is_dir() {
+                    "check the preset's mounts"
+                } else {
+                    "/proc is not mounted in this root, and paddock reaches the directories it                      holds through /proc/self/fd: mount proc (`mount -t proc proc /proc`, or run                      in a container that has it)"
+                };
                 ToolError::new(
                     ErrorCode::Host,
                     format!(
-                        "cannot mount {} at {}: {e:#}; check the preset's mounts",
+                        "cannot mount {} at {}: {e:#}; {fix}",
                         mount.host.display(),
                         mount.guest
                     ),
