@@ -16,6 +16,7 @@
 mod annotations;
 mod client;
 pub mod content;
+mod http_wire;
 mod wire;
 mod remote;
 
