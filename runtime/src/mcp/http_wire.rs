@@ -36,15 +36,24 @@ type Failed = StreamableHttpError<reqwest_mcp::Error>;
 type Events = BoxStream<'static, Result<Sse, SseError>>;
 
 /// rmcp's reqwest client, noting what its types drop and bounding the wait on the probe.
+///
+/// It enforces the limits it is built with (the transport's own), on every request: it
+/// implements only the trait's required methods, which the per-request limit variants call
+/// by default.
 #[derive(Clone)]
 pub(super) struct Noting {
     client: Client,
     notes: Notes,
+    limits: StreamableHttpResponseLimits,
 }
 
 impl Noting {
-    pub(super) fn new(client: Client, notes: Notes) -> Noting {
-        Noting { client, notes }
+    pub(super) fn new(client: Client, notes: Notes, limits: StreamableHttpResponseLimits) -> Noting {
+        Noting {
+            client,
+            notes,
+            limits,
+        }
     }
 }
 
@@ -79,7 +88,6 @@ struct Post {
     session_id: Option<Arc<str>>,
     auth_header: Option<String>,
     custom_headers: HashMap<HeaderName, HeaderValue>,
-    limits: StreamableHttpResponseLimits,
 }
 
 impl Noting {
@@ -91,7 +99,7 @@ impl Noting {
                 post.session_id,
                 post.auth_header,
                 post.custom_headers,
-                post.limits,
+                self.limits,
             )
             .await
     }
@@ -182,7 +190,7 @@ impl Noting {
                 response.status()
             ));
         }
-        let cap = post.limits.max_json_response_size;
+        let cap = self.limits.max_json_response_size;
         let mut raw = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
             if raw.len() + chunk.len() > cap {
@@ -242,48 +250,6 @@ impl StreamableHttpClient for Noting {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, Failed> {
-        self.post_message_with_response_limits(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            StreamableHttpResponseLimits::default(),
-        )
-        .await
-    }
-
-    async fn post_message_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> Result<StreamableHttpPostResponse, Failed> {
-        let mut limits = StreamableHttpResponseLimits::default();
-        limits.max_sse_event_size = max_sse_event_size;
-        self.post_message_with_response_limits(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            limits,
-        )
-        .await
-    }
-
-    async fn post_message_with_response_limits(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        limits: StreamableHttpResponseLimits,
-    ) -> Result<StreamableHttpPostResponse, Failed> {
         let posted = Posted::of(&message);
         let post = Post {
             uri,
@@ -291,7 +257,6 @@ impl StreamableHttpClient for Noting {
             session_id,
             auth_header,
             custom_headers,
-            limits,
         };
         match posted {
             Posted::Discover(id) => self.discover(post, id).await,
@@ -321,27 +286,13 @@ impl StreamableHttpClient for Noting {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<Events, Failed> {
         self.client
-            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-            .await
-    }
-
-    async fn get_stream_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> Result<Events, Failed> {
-        self.client
             .get_stream_with_max_sse_event_size(
                 uri,
                 session_id,
                 last_event_id,
                 auth_header,
                 custom_headers,
-                max_sse_event_size,
+                self.limits.max_sse_event_size,
             )
             .await
     }

@@ -16,7 +16,9 @@ use std::sync::Arc;
 use reqwest_mcp::Client;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::NeverRetry;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransportConfig, StreamableHttpResponseLimits,
+};
 
 use super::http_wire::Noting;
 use super::wire::Notes;
@@ -57,14 +59,18 @@ pub(super) async fn transport(
         .pool_max_idle_per_host(0)
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    let mut limits = StreamableHttpResponseLimits::default();
+    limits.max_sse_event_size = cap;
+    limits.max_json_response_size = cap;
+    limits.max_error_response_size = 64 << 10;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url)
-        .max_sse_event_size(cap)
-        .max_json_response_size(cap)
-        .max_error_response_size(64 << 10);
+        .max_sse_event_size(limits.max_sse_event_size)
+        .max_json_response_size(limits.max_json_response_size)
+        .max_error_response_size(limits.max_error_response_size);
     // A dropped event stream is a failed call (and a restart), not a silent reconnect loop.
     config.retry_config = Arc::new(NeverRetry::default());
     let notes = Notes::default();
-    let client = Noting::new(client, notes.clone());
+    let client = Noting::new(client, notes.clone(), limits);
     Ok((
         StreamableHttpClientTransport::with_client(client, config),
         notes,

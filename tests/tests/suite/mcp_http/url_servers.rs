@@ -225,7 +225,10 @@ impl NodeServer {
             .port();
         let mut command = Command::new("node");
         if everything {
-            command.arg(&script).arg("streamableHttp").env("PORT", port.to_string());
+            command
+                .arg(&script)
+                .arg("streamableHttp")
+                .env("PORT", port.to_string());
         } else {
             command
                 .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp/task_http_server.cjs"))
@@ -274,8 +277,8 @@ fn offered(project: &Project, preset: &str) -> (Vec<String>, String) {
         .output()
         .expect("tool list");
     let shown = agent_common::text(&listed);
-    let tools: Value = serde_json::from_slice(&listed.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {shown}"));
+    let tools: Value =
+        serde_json::from_slice(&listed.stdout).unwrap_or_else(|e| panic!("{e}: {shown}"));
     let names = tools
         .as_array()
         .unwrap()
