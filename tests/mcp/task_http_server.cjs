@@ -6,9 +6,10 @@
 // Its tools: `plain` answers at once; `research` is listed with `execution.taskSupport:
 // "required"` (2025-11-25), so a client must run it as a task.
 //
-// Usage: node task_http_server.cjs PORT [--json] [--silent-discover]
+// Usage: node task_http_server.cjs PORT [--json] [--silent-discover] [--flood-relist]
 //   --json             answers in one JSON body, not an event stream
 //   --silent-discover  reads a `server/discover` request and never answers it
+//   --flood-relist     answers the tool list honestly once, then with 24 MiB of JSON
 
 const http = require("node:http");
 const { Server } = require("@modelcontextprotocol/sdk/server/index.js");
@@ -23,6 +24,8 @@ const {
 const [port, ...flags] = process.argv.slice(2);
 const json = flags.includes("--json");
 const silentDiscover = flags.includes("--silent-discover");
+const floodRelist = flags.includes("--flood-relist");
+let listed = 0;
 
 function server() {
   const s = new Server(
@@ -53,6 +56,14 @@ http
     const message = body ? JSON.parse(body) : undefined;
     if (silentDiscover && message && message.method === "server/discover") {
       return; // read, never answered: the request stays open
+    }
+    if (floodRelist && message && message.method === "tools/list" && listed++ > 0) {
+      const description = "x".repeat(24 << 20);
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result: { tools: [
+        { name: "plain", description, inputSchema: { type: "object" } },
+      ] } }));
+      return;
     }
     // Stateless: a server and a transport for each request.
     const transport = new StreamableHTTPServerTransport({

@@ -341,3 +341,21 @@ fn a_url_server_silent_on_discover_gets_the_handshake() {
     assert_eq!(records[0]["ok"], true, "{records:?}");
     assert_eq!(records[0]["content"], "called plain", "{records:?}");
 }
+
+/// A hostile `url` server that answers the tool list honestly, then, asked again for the raw
+/// body (a JSON answer), floods it: the second answer is refused past the message cap, not
+/// buffered, and the server is not used (its tools might be task-only).
+#[test]
+fn a_url_server_that_floods_the_tool_list_asked_again_is_refused() {
+    let Some(hostile) = NodeServer::start(&["--json", "--flood-relist"]) else {
+        return;
+    };
+    let project = Project::new(&[]);
+    let p = hostile.preset(&project);
+    let err = batch(&project, &p, &["plain"]).expect_err("refused");
+    assert!(
+        err.contains("asked again") && err.contains("over 16777216 bytes"),
+        "{err}"
+    );
+    assert!(err.len() < 64 << 10, "the flood is not passed on");
+}
