@@ -52,8 +52,8 @@ struct Connection {
     /// The started process; none for a `url` server.
     process: Option<ServerProcess>,
     stderr: Arc<std::sync::Mutex<Vec<u8>>>,
-    /// What the wire of a started server noticed; none for a `url` server.
-    notes: Option<Notes>,
+    /// What the transport noticed (`wire`, `remote`).
+    notes: Notes,
 }
 
 impl Drop for Connection {
@@ -104,17 +104,7 @@ impl McpServer {
             .await
             .map_err(|_| fail("it did not list its tools in time".into()))?
             .map_err(|e| fail(format!("cannot list its tools: {e}{}", tail(&connection))))?;
-        let task_only_names = connection
-            .notes
-            .as_ref()
-            .map(|notes| {
-                notes
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .task_only
-                    .clone()
-            })
-            .unwrap_or_default();
+        let task_only_names = super::wire::lock(&connection.notes).task_only.clone();
         let (task_only, tools) = tools
             .into_iter()
             .partition(|tool| task_only_names.contains(tool.name.as_ref()));
@@ -242,7 +232,7 @@ fn client_info() -> ClientConfig {
 }
 
 /// The newest revision first (`server/discover`, no session); a server that answers the probe
-/// with an error, or not within rmcp's 10 s, gets the `initialize` handshake at 2025-11-25 and
+/// with an error, or not within `wire::DISCOVER_WAIT` (the transports answer for it), gets the `initialize` handshake at 2025-11-25 and
 /// may answer with an older revision it speaks (2025-06-18 and before).
 fn lifecycle() -> ClientLifecycleMode {
     ClientLifecycleMode::Auto {
@@ -271,7 +261,7 @@ where
 /// Starts the process confined (or reaches the `url`) and completes the MCP handshake.
 async fn connect(spec: &ResolvedMcp) -> Result<Connection, String> {
     if let Some(url) = &spec.url {
-        let transport = super::remote::transport(spec, url, MESSAGE_CAP).await?;
+        let (transport, notes) = super::remote::transport(spec, url, MESSAGE_CAP).await?;
         let service = handshake(transport)
             .await
             .map_err(|_| {
@@ -285,7 +275,7 @@ async fn connect(spec: &ResolvedMcp) -> Result<Connection, String> {
             service,
             process: None,
             stderr: Arc::default(),
-            notes: None,
+            notes,
         });
     }
     let key = format!("mcp.{}", spec.name);
@@ -319,7 +309,7 @@ async fn connect(spec: &ResolvedMcp) -> Result<Connection, String> {
         service,
         process: Some(process),
         stderr: kept,
-        notes: Some(notes),
+        notes,
     })
 }
 
@@ -353,13 +343,7 @@ fn stderr_tail(kept: &std::sync::Mutex<Vec<u8>>) -> String {
 }
 
 fn tail(connection: &Connection) -> String {
-    let broken = connection.notes.as_ref().and_then(|notes| {
-        notes
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .broken
-            .clone()
-    });
+    let broken = super::wire::lock(&connection.notes).broken.clone();
     match broken {
         Some(why) => format!(" ({why}){}", stderr_tail(&connection.stderr)),
         None => stderr_tail(&connection.stderr),

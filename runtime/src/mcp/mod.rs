@@ -6,7 +6,8 @@
 //!   session. `annotations` (here) says what a tool's runtime metadata becomes for the client.
 //! - Use (`[mcp.NAME]` in a preset): an MCP server started confined
 //!   (`paddock_sandbox::ServerProcess`, `sandbox/src/capability/server.rs`) or
-//!   reached by `url` with an http grant (`remote`),
+//!   reached by `url` with an http grant (`remote`; `http_wire` notes what rmcp's HTTP client
+//!   drops, as `wire` does on a started server's streams),
 //!   its tools exposed like plugin tools (`client`), their metadata read conservatively from
 //!   the server's annotations (`annotations`).
 //!
@@ -16,6 +17,7 @@
 mod annotations;
 mod client;
 pub mod content;
+mod http_wire;
 mod wire;
 mod remote;
 

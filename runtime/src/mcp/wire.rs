@@ -28,11 +28,11 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 use tokio_util::codec::{FramedRead, FramedWrite, LinesCodec, LinesCodecError};
 
-/// How long a started server has to answer `server/discover` before it is taken for a legacy
-/// server and given the `initialize` handshake. A modern server answers at once once it reads
-/// the line; one slower to start than this gets the handshake, which the SDKs' servers still
-/// answer.
-const DISCOVER_WAIT: Duration = Duration::from_secs(3);
+/// How long a server has to answer `server/discover` before it is taken for a legacy server
+/// and given the `initialize` handshake (a `url` server too, `remote`). A modern server
+/// answers at once once it reads the request; one slower to start than this gets the
+/// handshake, which the SDKs' servers still answer.
+pub(super) const DISCOVER_WAIT: Duration = Duration::from_secs(3);
 
 /// What the wire noticed, shared with the connection.
 #[derive(Default)]
@@ -117,16 +117,13 @@ where
     (Box::pin(outgoing), Box::pin(incoming), notes)
 }
 
-fn lock(notes: &Notes) -> std::sync::MutexGuard<'_, Noted> {
+pub(super) fn lock(notes: &Notes) -> std::sync::MutexGuard<'_, Noted> {
     notes.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The probe's answer when the server gave none in time: "method not found", as a legacy
-/// server should have said.
-fn give_up_discover(notes: &Notes) -> ServerJsonRpcMessage {
-    let mut noted = lock(notes);
-    let id = noted.discover.take().map(|(id, _)| id).unwrap_or_default();
-    noted.given_up = Some(id.clone());
+/// The answer given for a server to the probe `id` it left unanswered past `DISCOVER_WAIT`:
+/// "method not found", as a legacy server should have said.
+pub(super) fn discover_unanswered(id: serde_json::Value) -> ServerJsonRpcMessage {
     let answer = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
         "code": -32601,
         "message": format!(
@@ -135,6 +132,27 @@ fn give_up_discover(notes: &Notes) -> ServerJsonRpcMessage {
         ),
     }});
     serde_json::from_value(answer).expect("a JSON-RPC error is a server message")
+}
+
+/// The names of the tools a raw `tools/list` answer lists with `execution.taskSupport:
+/// "required"` (none for any other message).
+pub(super) fn task_only_in(message: &serde_json::Value) -> Vec<String> {
+    let Some(tools) = message["result"]["tools"].as_array() else {
+        return Vec::new();
+    };
+    tools
+        .iter()
+        .filter(|tool| tool["execution"]["taskSupport"] == "required")
+        .filter_map(|tool| tool["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The probe's answer when the server gave none in time; its own answer is dropped later.
+fn give_up_discover(notes: &Notes) -> ServerJsonRpcMessage {
+    let mut noted = lock(notes);
+    let id = noted.discover.take().map(|(id, _)| id).unwrap_or_default();
+    noted.given_up = Some(id.clone());
+    discover_unanswered(id)
 }
 
 /// One line as a message, its task-only tools noted; `None` for a line that is not one, or
@@ -154,14 +172,7 @@ fn parse(line: &str, notes: &Notes) -> Option<ServerJsonRpcMessage> {
             noted.discover = None;
         }
     }
-    if let Some(tools) = value["result"]["tools"].as_array() {
-        let task_only = tools.iter().filter_map(|tool| {
-            (tool["execution"]["taskSupport"] == "required")
-                .then(|| tool["name"].as_str().map(str::to_string))
-                .flatten()
-        });
-        lock(notes).task_only.extend(task_only);
-    }
+    lock(notes).task_only.extend(task_only_in(&value));
     serde_json::from_value(value).ok()
 }
 

@@ -5,7 +5,8 @@
 //!   (DNS rebinding) or with an `Origin` (a web page) is refused; non-loopback addresses only
 //!   with the flag, the unspecified address never;
 //! - `[mcp.NAME] url = ...` (`mcp_http/url_servers.rs`): a server made with the SDK, reached
-//!   only inside its http grant, contained when it hangs, floods or dies;
+//!   only inside its http grant, contained when it hangs, floods or dies; servers made with
+//!   the TypeScript SDK, whose task-only tools are left out (`PADDOCK_MCP_EVERYTHING`);
 //! - the MCP Inspector CLI (`mcp_http/inspector.rs`) lists and calls over stdio and HTTP.
 //!
 //! Needs the SDK's Python in `PADDOCK_MCP_PYTHON` and the Inspector in

@@ -2,7 +2,9 @@
 //! `tests/mcp/http_server.py`, started here on a loopback port). Reached only inside its http
 //! grant, and by address (a name that resolves to loopback is refused, as for the `http`
 //! capability); a server that hangs, floods or dies fails that call, is reconnected once, and
-//! the session goes on.
+//! the session goes on. Servers made with the TypeScript SDK (`tests/mcp/task_http_server.cjs`,
+//! and `server-everything` over HTTP) show that task-only tools are left out and that a server
+//! silent on `server/discover` gets the handshake.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -191,4 +193,169 @@ fn a_url_server_that_hangs_floods_or_dies_fails_that_call_and_the_session_goes_o
             .all(|r| r["disposition"]["disposition"] != "end_turn"),
         "{records:?}"
     );
+}
+
+/// A server from the TypeScript SDK on a free loopback port: `tests/mcp/task_http_server.cjs`
+/// with `flags`, or `server-everything`'s own HTTP transport (`everything`), found beside the
+/// SDK `server-everything` installs; killed when dropped.
+struct NodeServer {
+    child: Child,
+    port: u16,
+}
+
+impl NodeServer {
+    fn start(flags: &[&str]) -> Option<NodeServer> {
+        Self::spawn(false, flags)
+    }
+
+    fn everything() -> Option<NodeServer> {
+        Self::spawn(true, &[])
+    }
+
+    fn spawn(everything: bool, flags: &[&str]) -> Option<NodeServer> {
+        let script = installed("PADDOCK_MCP_EVERYTHING")?;
+        let modules = script
+            .ancestors()
+            .find(|p| p.ends_with("node_modules"))
+            .expect("the script is under node_modules")
+            .to_path_buf();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let mut command = Command::new("node");
+        if everything {
+            command
+                .arg(&script)
+                .arg("streamableHttp")
+                .env("PORT", port.to_string());
+        } else {
+            command
+                .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp/task_http_server.cjs"))
+                .arg(port.to_string())
+                .args(flags)
+                .env("NODE_PATH", &modules);
+        }
+        let child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start node");
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "server did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(NodeServer { child, port })
+    }
+
+    fn preset(&self, project: &Project) -> String {
+        let port = self.port;
+        preset(
+            project,
+            &format!("http://127.0.0.1:{port}/mcp"),
+            &format!("http://127.0.0.1:{port}"),
+            20_000,
+        )
+    }
+}
+
+impl Drop for NodeServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The names `paddock tool list --json` offers from `mcp.remote`, and what it printed.
+fn offered(project: &Project, preset: &str) -> (Vec<String>, String) {
+    let listed = project
+        .command(&["tool", "list", "--json", "--preset", preset])
+        .output()
+        .expect("tool list");
+    let shown = agent_common::text(&listed);
+    let tools: Value =
+        serde_json::from_slice(&listed.stdout).unwrap_or_else(|e| panic!("{e}: {shown}"));
+    let names = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["plugin"] == "mcp.remote")
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect();
+    (names, shown)
+}
+
+/// A `url` server's task-only tool (`execution.taskSupport: "required"`) is left out, with
+/// the warning that names it, as for a started server: whether the server answers the tool
+/// list as an event stream (`server-everything`, the TypeScript SDK's default) or as one JSON
+/// body (which rmcp parses before paddock sees it).
+#[test]
+fn a_url_servers_task_only_tools_are_left_out_with_a_warning_from_a_stream_or_a_json_body() {
+    let Some(everything) = NodeServer::everything() else {
+        return;
+    };
+    let project = Project::new(&[]);
+    let p = everything.preset(&project);
+    let (names, shown) = offered(&project, &p);
+    assert!(names.iter().any(|n| n == "get-resource-links"), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n == "simulate-research-query"),
+        "{names:?}"
+    );
+    assert!(
+        shown.contains("`simulate-research-query`") && shown.contains("only as a task"),
+        "{shown}"
+    );
+
+    // Another project: the first one's lock pins `mcp.remote`'s tools as the first server
+    // listed them.
+    let project = Project::new(&[]);
+    let json = NodeServer::start(&["--json"]).expect("installed");
+    let p = json.preset(&project);
+    let (names, shown) = offered(&project, &p);
+    assert_eq!(names, ["plain"], "{shown}");
+    assert!(
+        shown.contains("`research`") && shown.contains("only as a task"),
+        "{shown}"
+    );
+    // The plain tool still works, through the same server.
+    let records = batch(&project, &p, &["plain"]).expect("batch");
+    assert_eq!(records[0]["content"], "called plain", "{records:?}");
+}
+
+/// A `url` server that reads `server/discover` and never answers it is taken for a server
+/// before 2026-07-28 and gets the `initialize` handshake (paddock answers the probe for it
+/// after a few seconds, as for a started server).
+#[test]
+fn a_url_server_silent_on_discover_gets_the_handshake() {
+    let Some(silent) = NodeServer::start(&["--silent-discover"]) else {
+        return;
+    };
+    let project = Project::new(&[]);
+    let p = silent.preset(&project);
+    let records = batch(&project, &p, &["plain"]).expect("batch");
+    assert_eq!(records[0]["ok"], true, "{records:?}");
+    assert_eq!(records[0]["content"], "called plain", "{records:?}");
+}
+
+/// A hostile `url` server that answers the tool list honestly, then, asked again for the raw
+/// body (a JSON answer), floods it: the second answer is refused past the message cap, not
+/// buffered, and the server is not used (its tools might be task-only).
+#[test]
+fn a_url_server_that_floods_the_tool_list_asked_again_is_refused() {
+    let Some(hostile) = NodeServer::start(&["--json", "--flood-relist"]) else {
+        return;
+    };
+    let project = Project::new(&[]);
+    let p = hostile.preset(&project);
+    let err = batch(&project, &p, &["plain"]).expect_err("refused");
+    assert!(
+        err.contains("asked again") && err.contains("over 16777216 bytes"),
+        "{err}"
+    );
+    assert!(err.len() < 64 << 10, "the flood is not passed on");
 }
