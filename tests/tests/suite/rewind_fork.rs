@@ -343,3 +343,219 @@ async fn chat_lists_turns_with_what_each_changed_rewinds_and_forks() {
     );
     assert!(said.contains("forked at the start of turn 1 as"), "{said}");
 }
+
+/// The tool messages the model was sent in `request` (OpenAI's wire): call id and content.
+fn tool_results(request: &RecordedRequest) -> Vec<(String, String)> {
+    request.body["messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| {
+                    (
+                        m["tool_call_id"].as_str().unwrap_or("").to_string(),
+                        m["content"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A preset at the call grain (a checkpoint before every call that is not idempotent).
+fn call_grain_preset(project: &Project) -> String {
+    let preset = project.home.path().join("per-call.toml");
+    std::fs::write(
+        &preset,
+        "extends = \"coding\"\n[checkpoints]\ngrain = \"call\"\n",
+    )
+    .unwrap();
+    preset.display().to_string()
+}
+
+/// One turn of two calls that change files: `edit_file` (c1), then the shell (c2).
+fn two_calls() -> Vec<Step> {
+    vec![
+        call_step(
+            "c1",
+            "edit_file",
+            r#"{"path":"a.txt","old_string":"one","new_string":"two"}"#,
+        ),
+        call_step(
+            "c2",
+            "shell",
+            r#"{"command":"printf 'three\\n' > a.txt && mkdir -p new && printf x > new/f"}"#,
+        ),
+        Step::Reply(Turn::text(&["Done."])),
+    ]
+}
+
+/// `paddock fork SESSION --call ID`: the fork's files are as they were just before the call,
+/// its log holds the history up to it with the call answered as not run (no call is left
+/// without its result) and the turn ended, the original's log is left as it was, the model
+/// of the fork is sent that history, and `log --list` names the call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_at_a_call_restores_the_files_before_it_and_answers_it_as_not_run() {
+    let project = Project::warm(&[("a.txt", "one\n")]);
+    let root = project.dir.path().to_path_buf();
+    let preset = call_grain_preset(&project);
+    let mut steps = two_calls();
+    steps.push(Step::Reply(Turn::text(&["The fork goes on."])));
+    let server = ScriptedServer::start(Script { steps })
+        .await
+        .expect("scripted server");
+    let url = server.openai_base_url();
+    let model = ["--base-url", &url, "--model", "scripted"];
+    let run = project
+        .paddock(&[&["run", "first", "--preset", &preset][..], &model[..]].concat())
+        .await;
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let id = project.only_session();
+    let read = || std::fs::read_to_string(root.join("a.txt")).unwrap();
+    assert_eq!(read(), "three\n");
+
+    let parent_log = std::fs::read(project.log_path(&id)).unwrap();
+    let none = project.paddock(&["fork", &id, "--call", "c9"]).await;
+    assert_eq!(none.status.code(), Some(2), "{}", text(&none));
+    assert!(text(&none).contains("has no checkpoint"), "{}", text(&none));
+    let both = project
+        .paddock(&["fork", &id, "--call", "c2", "--at", "1"])
+        .await;
+    assert_eq!(both.status.code(), Some(2), "{}", text(&both));
+    assert_eq!(project.sessions().len(), 1, "a refused fork leaves no session");
+
+    let fork = project.paddock(&["fork", &id, "--call", "c2"]).await;
+    let said = text(&fork);
+    assert_eq!(fork.status.code(), Some(0), "{said}");
+    assert!(said.contains("just before call c2"), "{said}");
+    assert_eq!(std::fs::read(project.log_path(&id)).unwrap(), parent_log);
+    assert_eq!(read(), "two\n", "{said}");
+    assert!(!root.join("new").exists(), "{said}");
+    let child = project
+        .sessions()
+        .into_iter()
+        .find(|s| *s != id)
+        .expect("the fork's session");
+    let events = project.events(&child);
+    assert_eq!(events[0]["data"]["forked_from"]["call"], "c2");
+    assert_eq!(events[0]["data"]["forked_from"]["turn"], 1);
+    let c2: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["data"]["id"] == "c2" || e["data"]["call"] == "c2")
+        .collect();
+    let kinds: Vec<&str> = c2.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["tool/call", "tool/result"],
+        "the call is in the fork, never started, and answered: {c2:?}"
+    );
+    assert_eq!(c2[1]["data"]["code"], "FORKED");
+    let end = events
+        .iter()
+        .rfind(|e| e["type"] == "turn/end")
+        .expect("the forked turn ended");
+    assert_eq!(end["data"]["reason"], "interrupted");
+
+    let listed = text(&project.paddock(&["log", "--list"]).await);
+    assert!(
+        listed.contains(&format!("└ {child} (fork at call c2 of turn 1)")),
+        "{listed}"
+    );
+
+    let go_on = project.paddock(&["resume", &child, "go on"]).await;
+    assert_eq!(go_on.status.code(), Some(0), "{}", text(&go_on));
+    let last = server.requests().pop().expect("a request");
+    let results = tool_results(&last);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results[0].0, "c1");
+    assert!(
+        results[1].0 == "c2" && results[1].1.contains("was not run"),
+        "{results:?}"
+    );
+    assert_eq!(user_texts(&last), ["first", "go on"]);
+    assert_eq!(read(), "two\n", "resuming the fork leaves its files");
+}
+
+/// Chat at the call grain: `/rewind` lists each turn's calls with what each changed,
+/// `/rewind call ID` puts the files back as they were just before it, and `/fork call ID`
+/// forks from there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_lists_calls_and_rewinds_and_forks_at_one() {
+    use std::io::Write;
+    let project = Project::warm(&[("a.txt", "one\n")]);
+    let root = project.dir.path().to_path_buf();
+    let preset = call_grain_preset(&project);
+    let server = ScriptedServer::start(Script { steps: two_calls() })
+        .await
+        .expect("scripted server");
+    let url = server.openai_base_url();
+    let mut child = project
+        .command(&[
+            "chat",
+            "--preset",
+            &preset,
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn paddock chat");
+    let mut type_line = |line: &str| {
+        let stdin = child.stdin.as_mut().expect("piped stdin");
+        writeln!(stdin, "{line}").expect("type a line");
+        stdin.flush().expect("flush");
+    };
+    let read = || std::fs::read_to_string(root.join("a.txt")).unwrap();
+    type_line("first");
+    log_shows(&project, "\"turn/end\"", 1).await;
+    let id = project.only_session();
+    assert_eq!(read(), "three\n");
+    type_line("/rewind");
+    type_line("/rewind call c2");
+    log_shows(&project, "\"rewind\"", 1).await;
+    assert_eq!(read(), "two\n");
+    assert!(!root.join("new").exists());
+    type_line("/fork call c1");
+    let started = std::time::Instant::now();
+    while project.sessions().len() < 2 || read() != "one\n" {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no fork"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    drop(child.stdin.take());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let said = text(&out);
+    let lines: Vec<&str> = said.lines().collect();
+    let turn = lines
+        .iter()
+        .position(|l| l.contains("  1  ") && l.contains("path(s)") && l.contains("first"))
+        .unwrap_or_else(|| panic!("turn 1 is listed: {said}"));
+    assert!(
+        lines[turn + 1].contains("1 path(s)") && lines[turn + 1].contains("call c1 (edit_file)"),
+        "c1 changed a.txt alone: {said}"
+    );
+    assert!(
+        lines[turn + 2].contains("path(s)")
+            && !lines[turn + 2].contains(" 1 path(s)")
+            && lines[turn + 2].contains("call c2 (shell)"),
+        "c2 changed a.txt and made new/f: {said}"
+    );
+    assert!(said.contains("/rewind call ID"), "{said}");
+    assert!(said.contains("as just before call c2"), "{said}");
+    assert!(said.contains("forked just before call c1 as"), "{said}");
+    let fork = project
+        .sessions()
+        .into_iter()
+        .find(|s| *s != id)
+        .expect("the fork");
+    assert_eq!(project.events(&fork)[0]["data"]["forked_from"]["call"], "c1");
+}
