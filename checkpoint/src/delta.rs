@@ -11,8 +11,8 @@
 //!
 //! The stored form is binary, as a tree's (`tree`): a 4-byte header, the base's 32 bytes,
 //! the number of entries set (a varint), those entries, then the names removed, each its
-//! length and bytes. Deltas an older paddock wrote as text (`legacy`) are still read, and
-//! checked against the text form of the tree they rebuild.
+//! length and bytes. (Deltas an older paddock wrote as text are read by `legacy`, and checked
+//! against the text form of the tree they rebuild.)
 //!
 //! `decode` trusts nothing: names are checked as a tree's are (`tree::Reader`), both lists
 //! must be sorted and unique, a name may not be both set and removed, and nothing may follow
@@ -22,8 +22,7 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
 use crate::hash::Hash;
-use crate::legacy;
-use crate::tree::{self, Format, Reader, Tree, TreeEntry};
+use crate::tree::{self, Reader, Tree, TreeEntry};
 
 const MAGIC: &[u8; 4] = b"\0pd2";
 
@@ -40,9 +39,9 @@ pub struct Delta {
     pub removed: Vec<OsString>,
 }
 
-/// Whether stored bytes are a delta, of either format (else they are a full tree, or damage).
+/// Whether stored bytes are a delta (else they are a full tree, an older delta, or damage).
 pub fn is_delta(bytes: &[u8]) -> bool {
-    bytes.starts_with(MAGIC) || legacy::is_delta(bytes)
+    bytes.starts_with(MAGIC)
 }
 
 impl Delta {
@@ -106,12 +105,11 @@ impl Delta {
         out
     }
 
-    /// Reads a stored delta, of either format, refusing anything its encoder would not have
-    /// written; the format says which encoding of the rebuilt tree names it.
-    pub fn decode(bytes: &[u8]) -> Result<(Delta, Format), String> {
-        let Some(body) = bytes.strip_prefix(MAGIC) else {
-            return legacy::decode_delta(bytes).map(|d| (d, Format::Text1));
-        };
+    /// Reads a stored delta, refusing anything `encode` would not have written.
+    pub fn decode(bytes: &[u8]) -> Result<Delta, String> {
+        let body = bytes
+            .strip_prefix(MAGIC)
+            .ok_or("a tree delta does not start with its header")?;
         let mut reader = Reader(body);
         let base = reader.hash().ok_or("a tree delta does not name its base")?;
         let count = reader.varint().ok_or("a tree delta has a bad count")?;
@@ -124,15 +122,16 @@ impl Delta {
         }
         let mut removed: Vec<OsString> = Vec::new();
         while !reader.is_empty() {
-            let name = reader
-                .name()
-                .ok_or("a tree delta removes a bad name")?;
-            if removed.last().is_some_and(|l| l.as_bytes() >= name.as_bytes()) {
+            let name = reader.name().ok_or("a tree delta removes a bad name")?;
+            if removed
+                .last()
+                .is_some_and(|l| l.as_bytes() >= name.as_bytes())
+            {
                 return Err(format!("a tree delta's removals are not sorted: {name:?}"));
             }
             removed.push(name);
         }
-        Delta::checked(base, set, removed).map(|d| (d, Format::Binary2))
+        Delta::checked(base, set, removed)
     }
 
     /// A decoded delta, refused when it both sets and removes one name.
@@ -198,8 +197,8 @@ mod tests {
         let delta = Delta::between(Hash::of(&base.encode()), &base, &tree);
         assert_eq!(delta.set, vec![e("b", "two"), e("d", "4")]);
         assert_eq!(delta.removed, vec![OsString::from("c")]);
-        let (read, format) = Delta::decode(&delta.encode()).unwrap();
-        assert_eq!((&read, format), (&delta, Format::Binary2));
+        let read = Delta::decode(&delta.encode()).unwrap();
+        assert_eq!(read, delta);
         assert_eq!(read.apply(base).unwrap(), tree);
     }
 

@@ -2,7 +2,8 @@
 //! `delta`): one entry a line (`KIND MODE HASH HEXNAME`), hashes and names in hex. Read so
 //! checkpoints taken by an older paddock still rewind, never written: a tree stored so is
 //! named by the hash of its text, and a delta stored so is checked against the text of the
-//! tree it rebuilds (`Tree::encode_as(Format::Text1)`, which `encode_tree` is).
+//! tree it rebuilds (`encode_as(Format::Text1)`). `read_tree` and `read_delta` tell the two
+//! encodings apart by their headers, for the store.
 //!
 //! The decoders trust nothing, as the binary ones: every name one plain component, entries
 //! sorted and unique, a mode of permission bits only.
@@ -17,9 +18,44 @@ use crate::tree::{self, Kind, Tree, TreeEntry};
 const TREE_HEADER: &str = "paddock-tree 1\n";
 const DELTA_HEADER: &str = "paddock-tree-delta 1\n";
 
-/// Whether stored bytes are a delta in this encoding.
+/// How a tree was encoded: its name is the hash of that encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The text an older paddock wrote: read, never written.
+    Text1,
+    Binary2,
+}
+
+/// A stored whole tree, of either encoding.
+pub fn read_tree(bytes: &[u8]) -> Result<Tree, String> {
+    if bytes.starts_with(TREE_HEADER.as_bytes()) {
+        decode_tree(bytes)
+    } else {
+        Tree::decode(bytes)
+    }
+}
+
+/// Whether stored bytes are a delta, of either encoding.
 pub fn is_delta(bytes: &[u8]) -> bool {
-    bytes.starts_with(DELTA_HEADER.as_bytes())
+    bytes.starts_with(DELTA_HEADER.as_bytes()) || crate::delta::is_delta(bytes)
+}
+
+/// A stored delta, of either encoding, and which: the tree it rebuilds is named by the hash
+/// of `encode_as` in that encoding.
+pub fn read_delta(bytes: &[u8]) -> Result<(Delta, Format), String> {
+    if bytes.starts_with(DELTA_HEADER.as_bytes()) {
+        decode_delta(bytes).map(|d| (d, Format::Text1))
+    } else {
+        Delta::decode(bytes).map(|d| (d, Format::Binary2))
+    }
+}
+
+/// `tree` as `format` encodes it.
+pub fn encode_as(tree: &Tree, format: Format) -> Vec<u8> {
+    match format {
+        Format::Binary2 => tree.encode(),
+        Format::Text1 => encode_tree(tree),
+    }
 }
 
 /// A tree's text, whose hash names a tree stored in this encoding.
@@ -167,14 +203,15 @@ mod tests {
         };
         let text = encode_tree(&tree);
         assert!(text.starts_with(b"paddock-tree 1\n"));
-        assert_eq!(Tree::decode(&text).unwrap(), tree);
+        assert_eq!(read_tree(&text).unwrap(), tree);
+        assert_eq!(encode_as(&tree, Format::Text1), text);
         let text = String::from_utf8(text).unwrap();
         for bad in [
             text.replace(" 644 ", " 4755 "),
             text.replace("612062", "2e2e"),
             text.replace("paddock-tree 1", "paddock-tree 9"),
         ] {
-            assert!(Tree::decode(bad.as_bytes()).is_err(), "accepted {bad}");
+            assert!(read_tree(bad.as_bytes()).is_err(), "accepted {bad}");
         }
         let delta = Delta {
             base: Hash::of(b"x"),
@@ -182,7 +219,10 @@ mod tests {
             removed: vec!["a".into()],
         };
         let text = String::from_utf8(encode_delta(&delta)).unwrap();
-        assert_eq!(decode_delta(text.as_bytes()).unwrap(), delta);
+        assert_eq!(
+            read_delta(text.as_bytes()).unwrap(),
+            (delta.clone(), Format::Text1)
+        );
         for bad in [
             text.replace("- 61", "- 2e2e"),
             text.replace("- 61", "- 62"),

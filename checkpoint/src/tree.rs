@@ -6,8 +6,8 @@
 //!
 //! The encoding is binary and compact, so a small change costs little to store: a 4-byte
 //! header, then per entry two bytes of kind and mode, the 32 bytes of the hash, the name's
-//! length (a varint) and its bytes (any bytes but `/` and NUL). Trees paddock wrote before
-//! (text, one entry a line: `legacy`) are still read. `decode` trusts nothing: a store can be
+//! length (a varint) and its bytes (any bytes but `/` and NUL). (Trees paddock wrote before,
+//! as text, are read by `legacy`.) `decode` trusts nothing: a store can be
 //! tampered with, so every name is checked to be one plain component (no `.`, `..`, `/`, NUL,
 //! nothing empty, at most `MAX_NAME` bytes), the entries to be sorted and unique, and nothing
 //! to follow the last, before anything walks or restores them.
@@ -16,7 +16,6 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use crate::hash::Hash;
-use crate::legacy;
 
 const MAGIC: &[u8; 4] = b"\0pt2";
 
@@ -49,14 +48,6 @@ pub struct Tree {
     pub entries: Vec<TreeEntry>,
 }
 
-/// How a tree was encoded: its name is the hash of that encoding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// The text paddock wrote before (`legacy`): read, never written.
-    Text1,
-    Binary2,
-}
-
 impl Tree {
     /// The stored form. Entries must already be sorted by name.
     pub fn encode(&self) -> Vec<u8> {
@@ -68,20 +59,11 @@ impl Tree {
         out
     }
 
-    /// The form `format` gives it (what a delta of that format is checked against).
-    pub fn encode_as(&self, format: Format) -> Vec<u8> {
-        match format {
-            Format::Binary2 => self.encode(),
-            Format::Text1 => legacy::encode_tree(self),
-        }
-    }
-
-    /// Reads a stored tree, of either format, refusing anything its encoder would not have
-    /// written.
+    /// Reads a stored tree, refusing anything `encode` would not have written.
     pub fn decode(bytes: &[u8]) -> Result<Tree, String> {
-        let Some(body) = bytes.strip_prefix(MAGIC) else {
-            return legacy::decode_tree(bytes);
-        };
+        let body = bytes
+            .strip_prefix(MAGIC)
+            .ok_or("a tree does not start with its header")?;
         let mut reader = Reader(body);
         let mut entries = Vec::new();
         while !reader.is_empty() {
@@ -175,7 +157,9 @@ impl<'a> Reader<'a> {
             n |= u64::from(b & 0x7f) << (7 * i);
             if b & 0x80 == 0 {
                 // A last byte of 0 after others is a longer form than needed.
-                return (i == 0 || b != 0).then_some(n).filter(|n| *n <= u64::from(u32::MAX));
+                return (i == 0 || b != 0)
+                    .then_some(n)
+                    .filter(|n| *n <= u64::from(u32::MAX));
             }
         }
         None

@@ -296,7 +296,8 @@ impl Chat<'_> {
         };
         if *first == "call" {
             let (Some(call), rest) = (words.get(1), &words[words.len().min(2)..]) else {
-                self.printer.notice("/rewind call takes a call id: /rewind call ID [force]");
+                self.printer
+                    .notice("/rewind call takes a call id: /rewind call ID [force]");
                 return;
             };
             if let Some(other) = rest.iter().find(|w| **w != "force") {
@@ -375,7 +376,10 @@ impl Chat<'_> {
                 return;
             }
         };
-        if let Some(other) = flags.iter().find(|w| !matches!(**w, "keep-files" | "force")) {
+        if let Some(other) = flags
+            .iter()
+            .find(|w| !matches!(**w, "keep-files" | "force"))
+        {
             self.printer.notice(&format!(
                 "/fork takes keep-files or force, not `{}`",
                 sanitize(other)

@@ -423,7 +423,11 @@ async fn a_fork_at_a_call_restores_the_files_before_it_and_answers_it_as_not_run
         .paddock(&["fork", &id, "--call", "c2", "--at", "1"])
         .await;
     assert_eq!(both.status.code(), Some(2), "{}", text(&both));
-    assert_eq!(project.sessions().len(), 1, "a refused fork leaves no session");
+    assert_eq!(
+        project.sessions().len(),
+        1,
+        "a refused fork leaves no session"
+    );
 
     let fork = project.paddock(&["fork", &id, "--call", "c2"]).await;
     let said = text(&fork);
@@ -557,5 +561,8 @@ async fn chat_lists_calls_and_rewinds_and_forks_at_one() {
         .into_iter()
         .find(|s| *s != id)
         .expect("the fork");
-    assert_eq!(project.events(&fork)[0]["data"]["forked_from"]["call"], "c1");
+    assert_eq!(
+        project.events(&fork)[0]["data"]["forked_from"]["call"],
+        "c1"
+    );
 }
