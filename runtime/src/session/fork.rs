@@ -144,18 +144,27 @@ fn turn_point(state: &SessionState, parent: &str, at: u64) -> Result<Point, Setu
 /// stands holds (a conversation rewind takes out the calls of the turns it removes).
 fn call_point(events: &[Event], parent: &str, call: &str) -> Result<Point, SetupError> {
     let dead = rewound_ranges(events);
-    let found = events.iter().rev().find_map(|e| match &e.body {
-        Body::Checkpoint {
-            id,
-            turn,
-            call: Some(c),
-            ..
-        } if c == call && !dead.iter().any(|(a, b)| (*a..*b).contains(&e.seq)) => {
-            Some((e.seq, *turn, id.clone()))
-        }
-        _ => None,
-    });
-    let Some((cut, turn, target)) = found else {
+    let found: Vec<(u64, u64, String)> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::Checkpoint {
+                id,
+                turn,
+                call: Some(c),
+                ..
+            } if c == call && !dead.iter().any(|(a, b)| (*a..*b).contains(&e.seq)) => {
+                Some((e.seq, *turn, id.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    if found.len() > 1 {
+        return Err(SetupError::usage(super::rewind::ambiguous_call(
+            call,
+            found.iter().map(|f| f.1),
+        )));
+    }
+    let Some((cut, turn, target)) = found.into_iter().next() else {
         return Err(SetupError::usage(format!(
             "call {:?} of session `{parent}` has no checkpoint in its conversation: only calls \
              that are not idempotent have one, in sessions whose preset sets [checkpoints] \

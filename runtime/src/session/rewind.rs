@@ -31,6 +31,21 @@ pub struct CallPoint {
     pub changed: Option<usize>,
 }
 
+/// Why a call id that names more than one call (in `turns`) is not a point to go back to: some
+/// providers use the same ids in every response (`call_0`), and guessing which one was meant
+/// could put back the wrong files.
+pub(super) fn ambiguous_call(call: &str, turns: impl Iterator<Item = u64>) -> String {
+    let turns: Vec<String> = turns.map(|t| t.to_string()).collect();
+    format!(
+        "call id {:?} names {} calls of this conversation (in turns {}): the model's provider \
+         used the same id more than once, so paddock cannot tell which is meant; go back to the \
+         start of a turn instead (--to N, --at N)",
+        paddock_types::text::sanitize(call),
+        turns.len(),
+        turns.join(", ")
+    )
+}
+
 impl Session {
     /// Puts the session back as it was when turn `to` began (turns count from 1): its
     /// writable mounts, its conversation, or both (`scope`).
@@ -105,14 +120,17 @@ impl Session {
     /// call's).
     pub fn rewind_to_call(&self, call: &str, force: bool) -> Result<crate::rewind::Rewound, String> {
         let checkpoints = self.code_checkpoints()?;
-        let found = self.log.with_state(|s| {
+        let found: Vec<(u64, String)> = self.log.with_state(|s| {
             s.call_checkpoints
                 .iter()
-                .rev()
-                .find(|(_, c, _)| c == call)
+                .filter(|(_, c, _)| c == call)
                 .map(|(turn, _, id)| (*turn, id.clone()))
+                .collect()
         });
-        let Some((turn, target)) = found else {
+        if found.len() > 1 {
+            return Err(ambiguous_call(call, found.iter().map(|f| f.0)));
+        }
+        let Some((turn, target)) = found.into_iter().next() else {
             return Err(format!(
                 "call {call:?} has no checkpoint: only calls that are not idempotent have one, in \
                  sessions whose preset sets [checkpoints] grain = \"call\"; `paddock log \

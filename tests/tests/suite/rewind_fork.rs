@@ -566,3 +566,55 @@ async fn chat_lists_calls_and_rewinds_and_forks_at_one() {
         "c1"
     );
 }
+
+/// A provider that gives every call the same id (`call_0`): a rewind or fork at that id
+/// cannot tell which call is meant, so it refuses and says why, leaving the files and the
+/// sessions as they are, rather than guess.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_id_the_provider_repeated_is_refused_as_a_point_to_go_back_to() {
+    let project = Project::warm(&[("a.txt", "one\n")]);
+    let root = project.dir.path().to_path_buf();
+    let preset = call_grain_preset(&project);
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            call_step(
+                "call_0",
+                "edit_file",
+                r#"{"path":"a.txt","old_string":"one","new_string":"two"}"#,
+            ),
+            call_step(
+                "call_0",
+                "edit_file",
+                r#"{"path":"a.txt","old_string":"two","new_string":"three"}"#,
+            ),
+            Step::Reply(Turn::text(&["Done."])),
+        ],
+    })
+    .await
+    .expect("scripted server");
+    let url = server.openai_base_url();
+    let run = project
+        .paddock(&[
+            "run",
+            "first",
+            "--preset",
+            &preset,
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+        ])
+        .await;
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let id = project.only_session();
+    let read = || std::fs::read_to_string(root.join("a.txt")).unwrap();
+    assert_eq!(read(), "three\n");
+    let back = project.paddock(&["rewind", &id, "--call", "call_0"]).await;
+    assert_eq!(back.status.code(), Some(1), "{}", text(&back));
+    assert!(text(&back).contains("names 2 calls"), "{}", text(&back));
+    let fork = project.paddock(&["fork", &id, "--call", "call_0"]).await;
+    assert_eq!(fork.status.code(), Some(2), "{}", text(&fork));
+    assert!(text(&fork).contains("names 2 calls"), "{}", text(&fork));
+    assert_eq!(read(), "three\n");
+    assert_eq!(project.sessions().len(), 1);
+}
