@@ -486,7 +486,8 @@ async fn a_fork_at_a_call_restores_the_files_before_it_and_answers_it_as_not_run
 /// forks from there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_lists_calls_and_rewinds_and_forks_at_one() {
-    use std::io::Write;
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
     let project = Project::warm(&[("a.txt", "one\n")]);
     let root = project.dir.path().to_path_buf();
     let preset = call_grain_preset(&project);
@@ -509,6 +510,38 @@ async fn chat_lists_calls_and_rewinds_and_forks_at_one() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn paddock chat");
+    // What the chat printed so far, on both streams.
+    let shown = Arc::new(Mutex::new(String::new()));
+    let readers: Vec<_> = [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ]
+    .into_iter()
+    .map(|mut stream| {
+        let shown = shown.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = stream.read(&mut buf) {
+                shown
+                    .lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    })
+    .collect();
+    let count = |what: &str| shown.lock().unwrap().matches(what).count();
+    let until = |what: &str, n: usize| {
+        let started = std::time::Instant::now();
+        while count(what) < n {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "the chat never showed {n} x {what}: {}",
+                shown.lock().unwrap()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
     let mut type_line = |line: &str| {
         let stdin = child.stdin.as_mut().expect("piped stdin");
         writeln!(stdin, "{line}").expect("type a line");
@@ -516,28 +549,41 @@ async fn chat_lists_calls_and_rewinds_and_forks_at_one() {
     };
     let read = || std::fs::read_to_string(root.join("a.txt")).unwrap();
     type_line("first");
-    log_shows(&project, "\"turn/end\"", 1).await;
+    until("stopped:", 1);
     let id = project.only_session();
     assert_eq!(read(), "three\n");
-    type_line("/rewind");
+    // A command typed while the chat is still finishing the turn is refused ("between
+    // turns"): type the list again until it shows; from then on the chat is between turns.
+    let listed = "turns of this conversation";
+    for tries in 1.. {
+        let busy = count("between turns");
+        type_line("/rewind");
+        let started = std::time::Instant::now();
+        while count(listed) == 0 && count("between turns") == busy {
+            assert!(started.elapsed() < std::time::Duration::from_secs(60));
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if count(listed) > 0 {
+            break;
+        }
+        assert!(tries < 50, "the chat never went between turns");
+    }
     type_line("/rewind call c2");
-    log_shows(&project, "\"rewind\"", 1).await;
+    until("as just before call c2", 1);
     assert_eq!(read(), "two\n");
     assert!(!root.join("new").exists());
     type_line("/fork call c1");
-    let started = std::time::Instant::now();
-    while project.sessions().len() < 2 || read() != "one\n" {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(60),
-            "no fork"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    until("forked just before call c1 as", 1);
+    assert_eq!(read(), "one\n");
     drop(child.stdin.take());
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
         .await
         .unwrap();
-    let said = text(&out);
+    assert!(status.success(), "{status:?}");
+    for reader in readers {
+        reader.join().unwrap();
+    }
+    let said = shown.lock().unwrap().clone();
     let lines: Vec<&str> = said.lines().collect();
     let turn = lines
         .iter()
@@ -554,8 +600,6 @@ async fn chat_lists_calls_and_rewinds_and_forks_at_one() {
         "c2 changed a.txt and made new/f: {said}"
     );
     assert!(said.contains("/rewind call ID"), "{said}");
-    assert!(said.contains("as just before call c2"), "{said}");
-    assert!(said.contains("forked just before call c1 as"), "{said}");
     let fork = project
         .sessions()
         .into_iter()
