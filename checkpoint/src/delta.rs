@@ -1,24 +1,30 @@
 //! A tree stored as its differences from another: the entries set (added or changed) and the
 //! names removed, against a base tree named by its hash. A checkpoint that changed one file
-//! of a 1,000-entry directory then stores one line for that directory, not its 1,000.
+//! of a 1,000-entry directory then stores one entry for that directory, not its 1,000.
 //!
 //! A delta is only how a tree is kept on disk: the object is still named by the hash of the
-//! tree's full encoding (`Tree::encode`), so an unchanged subtree keeps its name whatever the
+//! tree's full encoding (`Tree::encode`; a delta an older paddock wrote, of its text), so an unchanged subtree keeps its name whatever the
 //! form it was stored in, and every read rebuilds the whole tree and checks it against that
 //! name (the store does). Chains are short: a delta's base is at most `MAX_CHAIN - 1` deltas
 //! deep, so a read opens at most `MAX_CHAIN + 1` objects (a longer chain is damage); past
 //! that the store makes the next delta from the chain's whole tree.
 //!
-//! `decode` trusts nothing: names are checked as a tree's are (`tree::entry`), both lists
-//! must be sorted and unique, and a name may not be both set and removed.
+//! The stored form is binary, as a tree's (`tree`): a 4-byte header, the base's 32 bytes,
+//! the number of entries set (a varint), those entries, then the names removed, each its
+//! length and bytes. (Deltas an older paddock wrote as text are read by `legacy`, and checked
+//! against the text form of the tree they rebuild.)
+//!
+//! `decode` trusts nothing: names are checked as a tree's are (`tree::Reader`), both lists
+//! must be sorted and unique, a name may not be both set and removed, and nothing may follow
+//! the last name.
 
 use std::ffi::OsString;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 
 use crate::hash::Hash;
-use crate::tree::{self, Tree, TreeEntry};
+use crate::tree::{self, Reader, Tree, TreeEntry};
 
-const HEADER: &str = "paddock-tree-delta 1\n";
+const MAGIC: &[u8; 4] = b"\0pd2";
 
 /// The most deltas between a stored tree and the full tree it is rebuilt from.
 pub const MAX_CHAIN: u32 = 16;
@@ -33,9 +39,9 @@ pub struct Delta {
     pub removed: Vec<OsString>,
 }
 
-/// Whether stored bytes are a delta (else they are a full tree, or damage).
+/// Whether stored bytes are a delta (else they are a full tree, an older delta, or damage).
 pub fn is_delta(bytes: &[u8]) -> bool {
-    bytes.starts_with(HEADER.as_bytes())
+    bytes.starts_with(MAGIC)
 }
 
 impl Delta {
@@ -86,58 +92,54 @@ impl Delta {
 
     /// The stored form.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = String::with_capacity(HEADER.len() + 80 + self.set.len() * 100);
-        out.push_str(HEADER);
-        out.push_str(&format!("base {}\n", self.base));
+        let mut out = Vec::with_capacity(MAGIC.len() + 40 + self.set.len() * 48);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&self.base.0);
+        tree::put_varint(self.set.len() as u64, &mut out);
         for e in &self.set {
-            tree::encode_entry(e, &mut out);
+            tree::put_entry(e, &mut out);
         }
         for name in &self.removed {
-            out.push_str("- ");
-            tree::push_hex(name.as_bytes(), &mut out);
-            out.push('\n');
+            tree::put_name(name.as_bytes(), &mut out);
         }
-        out.into_bytes()
+        out
     }
 
     /// Reads a stored delta, refusing anything `encode` would not have written.
     pub fn decode(bytes: &[u8]) -> Result<Delta, String> {
-        let text = std::str::from_utf8(bytes).map_err(|_| "a tree delta is not text")?;
-        let body = text
-            .strip_prefix(HEADER)
+        let body = bytes
+            .strip_prefix(MAGIC)
             .ok_or("a tree delta does not start with its header")?;
-        let mut lines = body.lines();
-        let base = lines
-            .next()
-            .and_then(|l| l.strip_prefix("base "))
-            .and_then(Hash::parse)
-            .ok_or("a tree delta does not name its base")?;
+        let mut reader = Reader(body);
+        let base = reader.hash().ok_or("a tree delta does not name its base")?;
+        let count = reader.varint().ok_or("a tree delta has a bad count")?;
         let mut set: Vec<TreeEntry> = Vec::new();
-        let mut removed: Vec<OsString> = Vec::new();
-        for line in lines {
-            if let Some(hex) = line.strip_prefix("- ") {
-                let name = tree::unhex(hex)
-                    .filter(|n| tree::is_plain_name(n))
-                    .ok_or_else(|| format!("a tree delta removes a bad name: {line:?}"))?;
-                if removed.last().is_some_and(|l| l.as_bytes() >= &name[..]) {
-                    return Err(format!("a tree delta's removals are not sorted: {line:?}"));
-                }
-                removed.push(OsString::from_vec(name));
-            } else {
-                let entry = tree::entry(line)
-                    .ok_or_else(|| format!("a tree delta has a bad line: {line:?}"))?;
-                if !removed.is_empty() {
-                    return Err("a tree delta sets an entry after its removals".into());
-                }
-                if set
-                    .last()
-                    .is_some_and(|l| l.name.as_bytes() >= entry.name.as_bytes())
-                {
-                    return Err(format!("a tree delta's entries are not sorted: {line:?}"));
-                }
-                set.push(entry);
-            }
+        for i in 0..count {
+            let entry = reader
+                .entry()
+                .ok_or_else(|| format!("a tree delta has a bad entry after {i} good"))?;
+            tree::push_sorted(&mut set, entry, "a tree delta")?;
         }
+        let mut removed: Vec<OsString> = Vec::new();
+        while !reader.is_empty() {
+            let name = reader.name().ok_or("a tree delta removes a bad name")?;
+            if removed
+                .last()
+                .is_some_and(|l| l.as_bytes() >= name.as_bytes())
+            {
+                return Err(format!("a tree delta's removals are not sorted: {name:?}"));
+            }
+            removed.push(name);
+        }
+        Delta::checked(base, set, removed)
+    }
+
+    /// A decoded delta, refused when it both sets and removes one name.
+    pub(crate) fn checked(
+        base: Hash,
+        set: Vec<TreeEntry>,
+        removed: Vec<OsString>,
+    ) -> Result<Delta, String> {
         if removed.iter().any(|r| {
             set.binary_search_by(|e| e.name.as_bytes().cmp(r.as_bytes()))
                 .is_ok()
@@ -205,20 +207,29 @@ mod tests {
         let base = Tree {
             entries: vec![e("a", "1")],
         };
-        let good = String::from_utf8(
-            Delta {
-                base: Hash::of(b"x"),
-                set: vec![e("b", "2")],
-                removed: vec!["a".into()],
-            }
-            .encode(),
-        )
-        .unwrap();
-        let parent = good.replace(&format!("- {}", hex("a")), &format!("- {}", hex("..")));
-        let both = good.replace(&format!("- {}", hex("a")), &format!("- {}", hex("b")));
-        let setuid = good.replace(" 644 ", " 4755 ");
-        for bad in [parent, both, setuid, good.replace("base ", "bass ")] {
-            assert!(Delta::decode(bad.as_bytes()).is_err(), "accepted {bad}");
+        let good = Delta {
+            base: Hash::of(b"x"),
+            set: vec![e("b", "2")],
+            removed: vec!["a".into()],
+        }
+        .encode();
+        assert!(Delta::decode(&good).is_ok());
+        let end = good.len();
+        // The removed name (its last byte) made `..`'s second half, or the name set.
+        let mut parent = good[..end - 2].to_vec();
+        parent.extend_from_slice(&[2, b'.', b'.']);
+        let mut both = good.clone();
+        both[end - 1] = b'b';
+        // The entry's mode byte given a set-id bit; the base cut short; a byte after the end.
+        let mut setuid = good.clone();
+        setuid[4 + 32 + 1 + 1] |= 0x08;
+        let cut = good[..20].to_vec();
+        let mut trailing = good.clone();
+        trailing.push(0);
+        let mut miscounted = good.clone();
+        miscounted[4 + 32] = 2;
+        for bad in [parent, both, setuid, cut, trailing, miscounted] {
+            assert!(Delta::decode(&bad).is_err(), "accepted {bad:?}");
         }
         let gone = Delta {
             base: Hash::of(b"x"),
@@ -226,11 +237,5 @@ mod tests {
             removed: vec!["z".into()],
         };
         assert!(gone.apply(base).is_err());
-    }
-
-    fn hex(name: &str) -> String {
-        let mut out = String::new();
-        tree::push_hex(name.as_bytes(), &mut out);
-        out
     }
 }

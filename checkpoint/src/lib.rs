@@ -3,7 +3,8 @@
 //! - `store`: content-addressed objects (SHA-256, verified on every read) in the data
 //!   directory: file bytes, symlink targets, trees (`tree`, git-like: an unchanged subtree is
 //!   shared; a changed one stored as a `delta` from the directory's last tree when smaller),
-//!   checkpoint records (`record`);
+//!   checkpoint records (`record`); trees and deltas are binary, and those an older paddock
+//!   wrote as text are still read (`legacy`);
 //! - `recorder`: one mount, checkpoint after checkpoint, costing what changed (the change
 //!   `journal` by inotify; a scan of metadata when the journal cannot vouch);
 //! - `restore`: a mount put back by descriptor, never outside it, never a protected path
@@ -20,6 +21,7 @@ mod error;
 mod fsat;
 mod hash;
 mod journal;
+mod legacy;
 pub mod record;
 pub mod recorder;
 pub mod restore;

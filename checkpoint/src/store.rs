@@ -15,9 +15,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::delta::{self, Delta, MAX_CHAIN};
+use crate::delta::{Delta, MAX_CHAIN};
 use crate::error::Error;
 use crate::hash::Hash;
+use crate::legacy;
 use crate::tree::Tree;
 
 /// A store of objects under one directory.
@@ -202,7 +203,7 @@ impl Store {
     }
 
     /// The tree stored under `hash`, rebuilt from its deltas if stored so, verified against
-    /// its name and checked (`Tree::decode`, `Delta::decode`).
+    /// its name and checked (`legacy::read_tree`, `legacy::read_delta`: either encoding).
     pub fn tree(&self, hash: &Hash) -> Result<Tree, Error> {
         self.load_tree(hash, 0).map(|stored| stored.tree)
     }
@@ -216,14 +217,14 @@ impl Store {
         };
         let bytes = self.read(hash)?;
         if Hash::of(&bytes) == *hash {
-            let tree = Tree::decode(&bytes).map_err(damaged)?;
+            let tree = legacy::read_tree(&bytes).map_err(damaged)?;
             return Ok(Stored {
                 tree,
                 depth: 0,
                 whole: *hash,
             });
         }
-        if !delta::is_delta(&bytes) {
+        if !legacy::is_delta(&bytes) {
             return Err(damaged(format!("its bytes hash to {}", Hash::of(&bytes))));
         }
         if hops >= MAX_CHAIN {
@@ -231,10 +232,10 @@ impl Store {
                 "it is more than {MAX_CHAIN} tree deltas from a whole tree"
             )));
         }
-        let delta = Delta::decode(&bytes).map_err(damaged)?;
+        let (delta, format) = legacy::read_delta(&bytes).map_err(damaged)?;
         let base = self.load_tree(&delta.base, hops + 1)?;
         let tree = delta.apply(base.tree).map_err(damaged)?;
-        let rebuilt = Hash::of(&tree.encode());
+        let rebuilt = Hash::of(&legacy::encode_as(&tree, format));
         if rebuilt != *hash {
             return Err(damaged(format!(
                 "its delta rebuilds a tree that hashes to {rebuilt}"
@@ -315,6 +316,69 @@ mod tests {
         // Read back from disk, as a later process would.
         let fresh = Store::open(dir.path()).unwrap();
         assert_eq!(fresh.tree(&last).unwrap(), tree);
+    }
+
+    /// A store an older paddock wrote (text trees, text deltas) still reads: a whole text
+    /// tree by the hash of its text, a text delta rebuilt and checked against the text of the
+    /// tree it makes; a new delta can be made on an old tree; a tampered old delta is refused.
+    #[test]
+    fn trees_an_older_paddock_stored_as_text_are_still_read_and_checked() {
+        use crate::delta::Delta;
+        use crate::legacy;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let entry = |name: &str, v: &str| TreeEntry {
+            name: name.into(),
+            kind: Kind::File,
+            mode: 0o644,
+            hash: Hash::of(v.as_bytes()),
+        };
+        let old = Tree {
+            entries: (0..50).map(|i| entry(&format!("f{i:02}"), "0")).collect(),
+        };
+        let old_text = legacy::encode_tree(&old);
+        let (old_hash, _) = store.put(&old_text).unwrap();
+        assert_eq!(store.tree(&old_hash).unwrap(), old);
+
+        let mut next = old.clone();
+        next.entries[3] = entry("f03", "changed");
+        let delta = Delta::between(old_hash, &old, &next);
+        let next_hash = Hash::of(&legacy::encode_tree(&next));
+        store
+            .write(&next_hash, &legacy::encode_delta(&delta))
+            .unwrap();
+        assert_eq!(
+            Store::open(dir.path()).unwrap().tree(&next_hash).unwrap(),
+            next
+        );
+
+        let mut newest = next.clone();
+        newest.entries[4] = entry("f04", "changed");
+        let (newest_hash, put) = store.put_tree(&newest, Some(next_hash)).unwrap();
+        let Put::Written(n) = put else {
+            panic!("a new tree")
+        };
+        assert!(
+            n < 100,
+            "stored as a binary delta on the old tree: {n} bytes"
+        );
+        assert_eq!(
+            Store::open(dir.path()).unwrap().tree(&newest_hash).unwrap(),
+            newest
+        );
+
+        let text = String::from_utf8(legacy::encode_delta(&delta)).unwrap();
+        let evil = text.replace(
+            &Hash::of(b"changed").to_string(),
+            &Hash::of(b"evil").to_string(),
+        );
+        store.write(&next_hash, evil.as_bytes()).unwrap();
+        let err = Store::open(dir.path())
+            .unwrap()
+            .tree(&next_hash)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("damaged"), "{err}");
     }
 
     #[test]

@@ -221,20 +221,29 @@ fn a_tampered_tree_delta_fails_the_restore_before_anything_is_written() {
             .join("objects")
             .join(&big[..2])
             .join(&big[2..]);
-        let stored = std::fs::read_to_string(&object).unwrap();
+        let stored = std::fs::read(&object).unwrap();
         assert!(
-            stored.starts_with("paddock-tree-delta 1\n") && stored.lines().count() < 5,
-            "one changed file of 60 is stored as a delta: {stored}"
+            stored.starts_with(b"\0pd2") && stored.len() < 100,
+            "one changed file of 60 is stored as a small delta: {stored:?}"
         );
         let evil = p.store.put(b"#!/bin/sh\ntouch /tmp/pwned\n").unwrap().0;
-        let changed = Hash::of(b"changed once").to_string();
-        let tampered = match tamper {
-            "entry" => stored.replace(&changed, &evil.to_string()),
-            _ => {
-                let base = stored.lines().nth(1).unwrap().to_string();
-                stored.replace(&base, &format!("base {big}"))
+        let changed = Hash::of(b"changed once");
+        let mut tampered = stored.clone();
+        match tamper {
+            // The entry's raw hash, pointed at the hook script.
+            "entry" => {
+                let at = stored
+                    .windows(32)
+                    .position(|w| w == changed.0)
+                    .expect("the delta holds the changed file's hash");
+                tampered[at..at + 32].copy_from_slice(&evil.0);
             }
-        };
+            // The base (the 32 bytes after the header), made the delta itself.
+            _ => {
+                let own = Hash::parse(&big).unwrap();
+                tampered[4..36].copy_from_slice(&own.0);
+            }
+        }
         assert_ne!(tampered, stored);
         std::fs::write(&object, tampered).unwrap();
 

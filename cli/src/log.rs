@@ -195,12 +195,20 @@ fn list(sessions: &std::path::Path, json: bool, all: bool) -> Exit {
                         index.session
                     )
                 };
+                let fork_point = |fork: &paddock::event::ForkLink| match &fork.call {
+                    Some(call) => format!("call {call} of turn {}", fork.turn),
+                    None => format!("turn {}", fork.turn),
+                };
                 let session = match (&index.parent, &index.forked_from) {
                     (Some(parent), _) => under(format!("task {}", parent.call)),
-                    (None, Some(fork)) if depth > 0 => under(format!("fork at turn {}", fork.turn)),
+                    (None, Some(fork)) if depth > 0 => {
+                        under(format!("fork at {}", fork_point(fork)))
+                    }
                     (None, Some(fork)) => format!(
-                        "{} (fork of {} at turn {})",
-                        index.session, fork.session, fork.turn
+                        "{} (fork of {} at {})",
+                        index.session,
+                        fork.session,
+                        fork_point(fork)
                     ),
                     (None, None) => index.session.clone(),
                 };

@@ -52,8 +52,14 @@ pub struct ForkArgs {
     session: String,
     /// The turn whose start the fork begins at (turns count from 1): its log holds the
     /// history before that turn's message.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    at: u64,
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), required_unless_present = "call")]
+    at: Option<u64>,
+    /// Instead of a turn: fork from just before call ID started (the checkpoints a preset's
+    /// `[checkpoints] grain = "call"` takes; `paddock log SESSION` shows the calls). The
+    /// fork's log holds the history up to that call, which it answers as not run; the files
+    /// are put back as they were just before it.
+    #[arg(long, value_name = "ID", conflicts_with = "at")]
+    call: Option<String>,
     /// Leave the files as they are: only the conversation forks.
     #[arg(long)]
     keep_files: bool,
@@ -182,12 +188,17 @@ pub fn describe_at(done: &paddock::Rewound, at: &str) -> String {
     out
 }
 
-/// `paddock fork SESSION --at N`.
+/// `paddock fork SESSION --at N` (or `--call ID`).
 #[allow(clippy::print_stdout)] // the command's answer
 pub async fn fork(args: ForkArgs) -> CommandResult {
     let env = super::Env::open().map_err(|e| Failure::usage(format!("{e:#}")))?;
+    let at = match (args.call, args.at) {
+        (Some(call), _) => paddock::ForkAt::Call(call),
+        (None, Some(at)) => paddock::ForkAt::Turn(at),
+        (None, None) => unreachable!("clap requires --at without --call"),
+    };
     let options = paddock::session::ForkOptions {
-        at: args.at,
+        at: at.clone(),
         files: !args.keep_files,
         force: args.force,
         approver: Box::new(TerminalApprover::new()),
@@ -195,20 +206,30 @@ pub async fn fork(args: ForkArgs) -> CommandResult {
     let forked = paddock::Session::fork(env, &args.session, options, &Printer::new()).await?;
     let id = forked.session.id();
     println!(
-        "forked {} at the start of turn {} as {id}",
+        "forked {} {} as {id}",
         paddock_types::text::sanitize(&args.session),
-        args.at
+        at.describe()
     );
-    print!("{}", describe(&forked.rewound, args.at));
-    if let Some(prompt) = &forked.prompt {
-        println!(
-            "turn {}'s message was: {}",
-            args.at,
-            paddock_types::text::clip(&paddock_types::text::sanitize(prompt), 200)
-        );
-    }
+    print!("{}", describe_at(&forked.rewound, &at.describe()));
+    print!("{}", fork_next(&at, forked.prompt.as_deref()));
     println!("go on: paddock resume {id} \"...\"");
     Ok(Exit::Ok)
+}
+
+/// What the fork's next message starts, in lines (`fork`, `/fork`).
+pub fn fork_next(at: &paddock::ForkAt, prompt: Option<&str>) -> String {
+    match (at, prompt) {
+        (paddock::ForkAt::Turn(n), Some(prompt)) => format!(
+            "turn {n}'s message was: {}\n",
+            paddock_types::text::clip(&paddock_types::text::sanitize(prompt), 200)
+        ),
+        (paddock::ForkAt::Call(call), _) => format!(
+            "the fork's history ends with call {} answered as not run (the files are as they \
+             were just before it); its next message starts a new turn\n",
+            paddock_types::text::sanitize(call)
+        ),
+        (paddock::ForkAt::Turn(_), None) => String::new(),
+    }
 }
 
 /// `paddock diff SESSION [--turn N]`: the diff on stdout; what the checkpoints leave out (so

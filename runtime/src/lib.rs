@@ -74,6 +74,7 @@ pub use pipeline::{CallRecord, CallSummary, RawCall};
 pub use rewind::{ConversationRewound, Diff, Kept, Restored, Rewound, Scope as RewindScope};
 pub use session::verdict::Shown as Warning;
 pub use session::{
-    Env, ForkOptions, Forked, Interrupter, ModelChoice, ModelMove, RecordedTrust, ReopenOptions,
-    Reopened, Session, SessionBuilder, SetupCode, SetupError, Trust, TurnSummary,
+    CallPoint, Env, ForkAt, ForkOptions, Forked, Interrupter, ModelChoice, ModelMove,
+    RecordedTrust, ReopenOptions, Reopened, Session, SessionBuilder, SetupCode, SetupError, Trust,
+    TurnSummary,
 };

@@ -261,26 +261,62 @@ impl Chat<'_> {
                 self.printer.notice("no turn yet: nothing to rewind");
                 return;
             }
+            let paths = |n: Option<usize>| n.map_or("-".to_string(), |n| format!("{n} path(s)"));
             let mut text = String::from("turns of this conversation, and what each changed:\n");
             for t in &turns {
-                let changed = t
-                    .changed
-                    .map_or("-".to_string(), |n| format!("{n} path(s)"));
                 let prompt = t.prompt.as_deref().unwrap_or("(went on without a message)");
                 text.push_str(&format!(
-                    "  {:>3}  {changed:<12}  {}\n",
+                    "  {:>3}  {:<12}  {}\n",
                     t.turn,
+                    paths(t.changed),
                     sanitize(&paddock_types::text::one_line(prompt, 60))
                 ));
+                for c in &t.calls {
+                    text.push_str(&format!(
+                        "       {:<12}  call {} ({})\n",
+                        paths(c.changed),
+                        sanitize(&c.call),
+                        sanitize(c.tool.as_deref().unwrap_or("?"))
+                    ));
+                }
             }
             text.push_str(
                 "/rewind N goes back to where turn N began: files and conversation; add `code` \
                  or `conversation` for one of them, `force` to restore files changed outside \
                  the session too",
             );
+            if turns.iter().any(|t| !t.calls.is_empty()) {
+                text.push_str(
+                    "\n/rewind call ID puts the files back as they were just before that call \
+                     (the files only); /fork call ID forks from there",
+                );
+            }
             self.printer.plain(&text);
             return;
         };
+        if *first == "call" {
+            let (Some(call), rest) = (words.get(1), &words[words.len().min(2)..]) else {
+                self.printer
+                    .notice("/rewind call takes a call id: /rewind call ID [force]");
+                return;
+            };
+            if let Some(other) = rest.iter().find(|w| **w != "force") {
+                self.printer.notice(&format!(
+                    "/rewind call ID takes force, not `{}`",
+                    sanitize(other)
+                ));
+                return;
+            }
+            match self.session.rewind_to_call(call, rest.contains(&"force")) {
+                Ok(done) => {
+                    let at = format!("just before call {}", sanitize(call));
+                    self.printer
+                        .plain(crate::rewind::describe_at(&done, &at).trim_end());
+                }
+                Err(e) => self.printer.notice(&format!("rewind failed: {e}")),
+            }
+            return;
+        }
         let Ok(to) = first.parse::<u64>() else {
             self.printer.notice(&format!(
                 "/rewind takes a turn number, not `{}`",
@@ -323,28 +359,52 @@ impl Chat<'_> {
         }
     }
 
-    /// `/fork N [keep-files] [force]`: a new session from this one's history before turn N.
+    /// `/fork N [keep-files] [force]`: a new session from this one's history before turn N;
+    /// `/fork call ID [keep-files] [force]`: from just before call ID.
     async fn fork(&self, arg: &str) {
         let words: Vec<&str> = arg.split_whitespace().collect();
-        let Some(Ok(at)) = words.first().map(|w| w.parse::<u64>()) else {
-            self.printer
-                .notice("/fork takes a turn number: /fork N [keep-files] [force]");
-            return;
+        let (at, flags) = match words.as_slice() {
+            ["call", call, flags @ ..] => (paddock::ForkAt::Call((*call).to_string()), flags),
+            [n, flags @ ..] if n.parse::<u64>().is_ok() => {
+                (paddock::ForkAt::Turn(n.parse().unwrap_or(0)), flags)
+            }
+            _ => {
+                self.printer.notice(
+                    "/fork takes a turn number or a call: /fork N [keep-files] [force], /fork \
+                     call ID [keep-files] [force]",
+                );
+                return;
+            }
         };
+        if let Some(other) = flags
+            .iter()
+            .find(|w| !matches!(**w, "keep-files" | "force"))
+        {
+            self.printer.notice(&format!(
+                "/fork takes keep-files or force, not `{}`",
+                sanitize(other)
+            ));
+            return;
+        }
         let options = paddock::session::ForkOptions {
-            at,
-            files: !words.contains(&"keep-files"),
-            force: words.contains(&"force"),
+            at: at.clone(),
+            files: !flags.contains(&"keep-files"),
+            force: flags.contains(&"force"),
             approver: Box::new(self.questions.clone()),
         };
         match self.session.fork_here(options, self.printer).await {
             Ok(forked) => {
                 let id = forked.session.id().to_string();
                 self.printer
-                    .plain(crate::rewind::describe(&forked.rewound, at).trim_end());
+                    .plain(crate::rewind::describe_at(&forked.rewound, &at.describe()).trim_end());
+                if let paddock::ForkAt::Call(_) = at {
+                    self.printer
+                        .plain(crate::rewind::fork_next(&at, None).trim_end());
+                }
                 self.printer.notice(&format!(
-                    "forked at the start of turn {at} as {id}; this chat stays on {}; \
-                     `paddock chat --resume {id}` goes on with the fork",
+                    "forked {} as {id}; this chat stays on {}; `paddock chat --resume {id}` goes \
+                     on with the fork",
+                    at.describe(),
                     self.session.id()
                 ));
             }

@@ -290,11 +290,14 @@ pub struct SessionStart {
     pub forked_from: Option<ForkLink>,
 }
 
-/// Where a fork came from: its log begins with `session`'s events before turn `turn` began.
+/// Where a fork came from: its log begins with `session`'s events before turn `turn` began,
+/// or, with `call`, before that call of turn `turn` started.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ForkLink {
     pub session: String,
     pub turn: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
 }
 
 /// Where a subagent came from.

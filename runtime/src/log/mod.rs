@@ -54,7 +54,7 @@ pub use quote::quote_markers;
 pub use read::read_log;
 #[cfg(any(test, feature = "internals"))]
 pub use recover::{OUTCOME_UNKNOWN, recover};
-pub use recover::{Recovery, Settle, client_gone, recover_tail};
+pub use recover::{Recovery, Settle, client_gone, cut_before_call, recover_tail};
 pub use session::{SessionLog, Tap};
 #[cfg(any(test, feature = "internals"))]
 pub use state::SessionState;

@@ -269,6 +269,46 @@ fn answer(id: &str, code: &str, message: String) -> Body {
     }
 }
 
+/// What a log cut just before call `call` started owes (a fork from that call): the last
+/// assistant message's calls without a result are answered, `call` and those that had not
+/// started as not run, those that were running beside it as interrupted there (the files hold
+/// whatever they had done by then), and the turn ends `interrupted`. Nothing is run again:
+/// the files are put back as they were when `call` started, and the model is told so, so no
+/// call is left without its result and none claims an effect the files do not have.
+pub fn cut_before_call(events: &[Event], call: &str) -> Vec<Body> {
+    let walk = Walk::of(events, false);
+    let mut owed = Vec::new();
+    if let Some(segment) = walk.segments.last() {
+        for c in segment.calls {
+            let id = c.id.as_str();
+            if segment.answered.contains(id) {
+                continue;
+            }
+            let name = c.name.as_str();
+            let message = if segment.started.contains(id) && id != call {
+                format!(
+                    "`{name}` was running when this session was forked from just before call \
+                     {call}: its result is not known here, and the files hold whatever it had \
+                     done by then. Check the files it concerns before calling it again."
+                )
+            } else {
+                format!(
+                    "`{name}` was not run: this session was forked from just before call {call}, \
+                     and the files are as they were then. Call it again if it is still needed."
+                )
+            };
+            owed.push(answer(id, "FORKED", message));
+        }
+    }
+    if walk.open_turn {
+        owed.push(Body::TurnEnd {
+            reason: StopReason::Interrupted,
+            detail: Some(format!("forked from just before call {call}")),
+        });
+    }
+    owed
+}
+
 #[cfg(test)]
 #[path = "recover_tests.rs"]
 mod tests;

@@ -246,3 +246,43 @@ fn a_whole_log_owes_nothing() {
     ]);
     assert_eq!(recover(&log), Recovery::default());
 }
+
+/// A log cut just before call `b` (a fork there): every call of the message without a result
+/// is answered, none run again; `b` and the one not started as not run, the one running beside
+/// it as interrupted there; the one answered is left alone; the turn ends.
+#[test]
+fn a_log_cut_before_a_call_answers_every_call_left_without_a_result() {
+    let log = events([
+        Body::TurnStart { turn: 1 },
+        assistant(&[("done", "t"), ("beside", "t"), ("b", "t"), ("later", "t")]),
+        queued("done", false),
+        queued("beside", true),
+        queued("b", false),
+        queued("later", false),
+        start("done"),
+        result("done"),
+        start("beside"),
+    ]);
+    let owed = cut_before_call(&log, "b");
+    let said: Vec<(String, String)> = owed
+        .iter()
+        .map(|body| match body {
+            Body::ToolResult { id, content, code, .. } => {
+                assert_eq!(code.as_deref(), Some("FORKED"));
+                let what = if content.contains("was not run") { "not run" } else { "running" };
+                (id.clone(), what.to_string())
+            }
+            Body::TurnEnd { reason, .. } => ("turn".into(), reason.as_str().into()),
+            other => ("?".into(), format!("{other:?}")),
+        })
+        .collect();
+    assert_eq!(
+        said,
+        pairs(&[
+            ("beside", "running"),
+            ("b", "not run"),
+            ("later", "not run"),
+            ("turn", "interrupted"),
+        ])
+    );
+}

@@ -15,6 +15,15 @@
 //! A fork restores into the same mounts as its parent (the preset names them): the parent's
 //! files change too. Files changed since the parent's last checkpoint (by the user, or by a
 //! turn cut short) are kept and named unless forced, as a rewind keeps them.
+//!
+//! A fork can also begin just before a call (`ForkAt::Call`, a checkpoint the preset's
+//! `grain = "call"` took): the child's log is the parent's history up to that call's
+//! checkpoint (the model's message that made the call included), then what a log cut there
+//! owes (`log::cut_before_call`): a result for each of that message's calls that has none
+//! (the call itself and those not started: not run; those running beside it: interrupted
+//! there), and the turn's end. The model is never left with a call without its result, and
+//! no result claims an effect the restored files do not have. The next message starts the
+//! next turn.
 
 use super::error::SetupError;
 use super::resume::{ReopenOptions, lock_session, reopen};
@@ -24,15 +33,40 @@ use super::{Env, Session};
 use crate::agent::Observer;
 use crate::ask::Approver;
 use crate::log::{
-    Body, Event, ForkLink, LOG_FILE, LogWriter, SessionState, read_log, rewound_ranges,
+    Body, Event, ForkLink, LOG_FILE, LogWriter, SessionState, cut_before_call, read_log,
+    rewound_ranges,
 };
+
+/// Where a fork begins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ForkAt {
+    /// The start of turn N (turns count from 1): the history before the message that
+    /// started it.
+    Turn(u64),
+    /// Just before call ID started (its checkpoint, taken at the preset's `grain = "call"`):
+    /// the history up to that call, which is answered as not run.
+    Call(String),
+}
+
+impl ForkAt {
+    /// Where the fork begins, in words (`at the start of turn 2`, `just before call c3`).
+    pub fn describe(&self) -> String {
+        match self {
+            ForkAt::Turn(n) => format!("at the start of turn {n}"),
+            ForkAt::Call(call) => format!(
+                "just before call {}",
+                paddock_types::text::sanitize(call)
+            ),
+        }
+    }
+}
 
 /// How to fork.
 pub struct ForkOptions {
-    /// The turn whose start the fork begins at (turns count from 1).
-    pub at: u64,
-    /// Put the mounts back as they were when that turn began (else the files stay as they
-    /// are and only the conversation forks).
+    /// Where the fork begins.
+    pub at: ForkAt,
+    /// Put the mounts back as they were there (else the files stay as they are and only the
+    /// conversation forks).
     pub files: bool,
     /// Restore files changed since the parent's last checkpoint too.
     pub force: bool,
@@ -43,7 +77,8 @@ pub struct ForkOptions {
 pub struct Forked {
     pub session: Session,
     pub rewound: crate::rewind::Rewound,
-    /// The message that started the turn forked at, to send again or change.
+    /// The message that started the turn forked at, to send again or change (`None` for a
+    /// fork at a call: that turn is in the fork's history).
     pub prompt: Option<String>,
 }
 
@@ -72,6 +107,79 @@ fn history_before(events: &[Event], from: u64) -> Vec<Event> {
         out.push(event);
     }
     out
+}
+
+/// Where a fork cuts its parent's log, and what it restores.
+struct Point {
+    /// The turn it is in.
+    turn: u64,
+    /// The first seq of the parent's log left out.
+    cut: u64,
+    /// The checkpoint the files go back to (`None`: the parent took none there).
+    target: Option<String>,
+    prompt: Option<String>,
+}
+
+/// A fork at the start of turn `at`.
+fn turn_point(state: &SessionState, parent: &str, at: u64) -> Result<Point, SetupError> {
+    let mark = usize::try_from(at)
+        .ok()
+        .and_then(|n| state.turn_marks.get(n.wrapping_sub(1)))
+        .cloned()
+        .ok_or_else(|| {
+            SetupError::usage(format!(
+                "turn {at} is not in session `{parent}`'s conversation: it has {} turn(s), \
+                 counted from 1; `paddock log {parent}` shows them",
+                state.turns
+            ))
+        })?;
+    Ok(Point {
+        turn: at,
+        cut: mark.from,
+        target: crate::rewind::at_turn_start(&state.checkpoints, at).map(str::to_string),
+        prompt: mark.prompt,
+    })
+}
+
+/// A fork just before call `call`: its checkpoint, the last one the conversation as it
+/// stands holds (a conversation rewind takes out the calls of the turns it removes).
+fn call_point(events: &[Event], parent: &str, call: &str) -> Result<Point, SetupError> {
+    let dead = rewound_ranges(events);
+    let found: Vec<(u64, u64, String)> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::Checkpoint {
+                id,
+                turn,
+                call: Some(c),
+                ..
+            } if c == call && !dead.iter().any(|(a, b)| (*a..*b).contains(&e.seq)) => {
+                Some((e.seq, *turn, id.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    if found.len() > 1 {
+        return Err(SetupError::usage(super::rewind::ambiguous_call(
+            call,
+            found.iter().map(|f| f.1),
+        )));
+    }
+    let Some((cut, turn, target)) = found.into_iter().next() else {
+        return Err(SetupError::usage(format!(
+            "call {:?} of session `{parent}` has no checkpoint in its conversation: only calls \
+             that are not idempotent have one, in sessions whose preset sets [checkpoints] \
+             grain = \"call\"; `paddock log {parent}` shows the calls, and --at N forks at the \
+             start of a turn",
+            paddock_types::text::sanitize(call)
+        )));
+    };
+    Ok(Point {
+        turn,
+        cut,
+        target: Some(target),
+        prompt: None,
+    })
 }
 
 pub(super) async fn fork(
@@ -125,18 +233,10 @@ pub(super) async fn from_log(
         )));
     }
     let state = SessionState::of(&read.events);
-    let mark = usize::try_from(at)
-        .ok()
-        .and_then(|n| state.turn_marks.get(n.wrapping_sub(1)))
-        .cloned()
-        .ok_or_else(|| {
-            fail(format!(
-                "turn {at} is not in session `{parent}`'s conversation: it has {} turn(s), \
-                 counted from 1; `paddock log {parent}` shows them",
-                state.turns
-            ))
-        })?;
-    let target = crate::rewind::at_turn_start(&state.checkpoints, at).map(str::to_string);
+    let point = match &at {
+        ForkAt::Turn(n) => turn_point(&state, parent, *n)?,
+        ForkAt::Call(call) => call_point(&read.events, parent, call)?,
+    };
     let reference = state.last_checkpoint.clone();
 
     let id = new_session_id();
@@ -145,14 +245,27 @@ pub(super) async fn from_log(
     first.parent = None;
     first.forked_from = Some(ForkLink {
         session: parent.to_string(),
-        turn: at,
+        turn: point.turn,
+        call: match &at {
+            ForkAt::Turn(_) => None,
+            ForkAt::Call(call) => Some(call.clone()),
+        },
     });
     let mut events = vec![Event {
         seq: 1,
         ts_ms: paddock_types::stamp::now_ms(),
         body: Body::SessionStart(Box::new(first)),
     }];
-    events.extend(history_before(&read.events, mark.from));
+    events.extend(history_before(&read.events, point.cut));
+    if let ForkAt::Call(call) = &at {
+        for body in cut_before_call(&events, call) {
+            events.push(Event {
+                seq: events.len() as u64 + 1,
+                ts_ms: paddock_types::stamp::now_ms(),
+                body,
+            });
+        }
+    }
     let child_dir = env.store.session_dir(&id);
     LogWriter::create_whole(&child_dir.join(LOG_FILE), &events).map_err(|e| {
         SetupError::host(format!("cannot write the fork's log in {}: {e}", child_dir.display()))
@@ -168,16 +281,17 @@ pub(super) async fn from_log(
         };
         let session = reopen(env, &id, options).await?.settle(observer).await?;
         let mut rewound = crate::rewind::Rewound::default();
-        match (files, target) {
+        match (files, point.target) {
             (false, _) => {}
             (true, Some(target)) => {
                 rewound = session
-                    .restore_checkpoint(at, &target, reference.as_deref(), force)
+                    .restore_checkpoint(point.turn, &target, reference.as_deref(), force)
                     .map_err(SetupError::host)?;
             }
             (true, None) => rewound.notes.push(format!(
-                "turn {at} of `{parent}` has no checkpoint (no writable mount, or checkpoints \
-                 were off): the files are left as they are"
+                "turn {} of `{parent}` has no checkpoint (no writable mount, or checkpoints \
+                 were off): the files are left as they are",
+                point.turn
             )),
         }
         Ok::<_, SetupError>((session, rewound))
@@ -186,7 +300,7 @@ pub(super) async fn from_log(
         Ok((session, rewound)) => Ok(Forked {
             session,
             rewound,
-            prompt: mark.prompt,
+            prompt: point.prompt,
         }),
         Err(e) => {
             // Nothing of a failed fork stays: its directory is this call's own.

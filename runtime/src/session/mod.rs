@@ -41,9 +41,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use env::Env;
 pub use error::{SetupCode, SetupError};
-pub use fork::{ForkOptions, Forked};
+pub use fork::{ForkAt, ForkOptions, Forked};
 pub use resume::{ModelMove, ReopenOptions, Reopened, latest_in};
-pub use rewind::TurnSummary;
+pub use rewind::{CallPoint, TurnSummary};
 pub use start::{ModelChoice, SessionBuilder, new_session_id};
 pub use task::ChildTap;
 pub use tools::{LoadFor, Loaded, load_preset};
@@ -123,8 +123,9 @@ impl Session {
         resume::reopen(env, id, options).await
     }
 
-    /// Forks recorded session `parent` of `env`'s data directory at the start of turn
-    /// `options.at`: a new session whose log begins with the parent's history up to then, and
+    /// Forks recorded session `parent` of `env`'s data directory at `options.at` (the start
+    /// of a turn, or just before a call): a new session whose log begins with the parent's
+    /// history up to then, and
     /// whose mounts are put back as they were then (the parent's log is left as it is; its
     /// files are the same files). See `fork.rs`.
     pub async fn fork(

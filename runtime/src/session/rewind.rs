@@ -14,6 +14,36 @@ pub struct TurnSummary {
     pub prompt: Option<String>,
     /// Paths the turn changed in the mounts (`None`: no checkpoints say).
     pub changed: Option<usize>,
+    /// The calls of the turn with a checkpoint before them (`grain = "call"`), in order:
+    /// points `rewind_to_call` and a fork at a call go back to.
+    pub calls: Vec<CallPoint>,
+}
+
+/// One call with a checkpoint before it, for a person choosing where to go back to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallPoint {
+    pub call: String,
+    /// The tool the model called (`None`: not in the conversation's history).
+    pub tool: Option<String>,
+    /// Paths changed from just before it to the next checkpoint (the next call's, or the
+    /// turn's end): what it changed, and what idempotent calls after it changed (they take
+    /// no checkpoint). `None`: the checkpoints do not say.
+    pub changed: Option<usize>,
+}
+
+/// Why a call id that names more than one call (in `turns`) is not a point to go back to: some
+/// providers use the same ids in every response (`call_0`), and guessing which one was meant
+/// could put back the wrong files.
+pub(super) fn ambiguous_call(call: &str, turns: impl Iterator<Item = u64>) -> String {
+    let turns: Vec<String> = turns.map(|t| t.to_string()).collect();
+    format!(
+        "call id {:?} names {} calls of this conversation (in turns {}): the model's provider \
+         used the same id more than once, so paddock cannot tell which is meant; go back to the \
+         start of a turn instead (--to N, --at N)",
+        paddock_types::text::sanitize(call),
+        turns.len(),
+        turns.join(", ")
+    )
 }
 
 impl Session {
@@ -90,14 +120,17 @@ impl Session {
     /// call's).
     pub fn rewind_to_call(&self, call: &str, force: bool) -> Result<crate::rewind::Rewound, String> {
         let checkpoints = self.code_checkpoints()?;
-        let found = self.log.with_state(|s| {
+        let found: Vec<(u64, String)> = self.log.with_state(|s| {
             s.call_checkpoints
                 .iter()
-                .rev()
-                .find(|(_, c, _)| c == call)
+                .filter(|(_, c, _)| c == call)
                 .map(|(turn, _, id)| (*turn, id.clone()))
+                .collect()
         });
-        let Some((turn, target)) = found else {
+        if found.len() > 1 {
+            return Err(ambiguous_call(call, found.iter().map(|f| f.0)));
+        }
+        let Some((turn, target)) = found.into_iter().next() else {
             return Err(format!(
                 "call {call:?} has no checkpoint: only calls that are not idempotent have one, in \
                  sessions whose preset sets [checkpoints] grain = \"call\"; `paddock log \
@@ -231,25 +264,64 @@ impl Session {
         Some((all[at].2.clone(), to))
     }
 
-    /// The turns of the conversation as it stands, each with its message and how many paths
-    /// it changed in the mounts (what `/rewind` lists).
+    /// The turns of the conversation as it stands, each with its message, how many paths it
+    /// changed in the mounts and, at the call grain, its calls with what each changed (what
+    /// `/rewind` lists).
     pub fn turn_list(&self) -> Vec<TurnSummary> {
-        let (marks, all) = self.log.with_state(|s| (s.turn_marks.clone(), s.checkpoints.clone()));
+        let (marks, all, calls, tools) = self.log.with_state(|s| {
+            let tools: std::collections::HashMap<String, String> = s
+                .history
+                .entries()
+                .iter()
+                .filter_map(|e| match e.message.as_ref() {
+                    crate::model::Message::Assistant { tool_calls, .. } => Some(tool_calls),
+                    _ => None,
+                })
+                .flatten()
+                .map(|c| (c.id.clone(), c.name.clone()))
+                .collect();
+            (
+                s.turn_marks.clone(),
+                s.checkpoints.clone(),
+                s.call_checkpoints.clone(),
+                tools,
+            )
+        });
+        // The mounts now, taken once, for a turn still open.
+        let taken = std::cell::OnceCell::new();
+        let now = || -> Option<String> {
+            taken
+                .get_or_init(|| self.checkpoints.as_ref()?.take().ok().map(|t| t.0))
+                .clone()
+        };
+        let changed = |from: &str, to: Option<String>| -> Option<usize> {
+            let to = to.or_else(now)?;
+            self.checkpoints.as_ref()?.changed(from, &to).ok()
+        };
         marks
             .into_iter()
             .map(|mark| {
-                let changed = self.checkpoints.as_ref().and_then(|checkpoints| {
-                    let (from, to) = Session::turn_bounds(&all, mark.turn)?;
-                    let to = match to {
-                        Some(to) => to,
-                        None => checkpoints.take().ok()?.0,
-                    };
-                    checkpoints.changed(&from, &to).ok()
-                });
+                let bounds = Session::turn_bounds(&all, mark.turn);
+                let end = bounds.as_ref().and_then(|(_, to)| to.clone());
+                let of_turn: Vec<&(u64, String, String)> =
+                    calls.iter().filter(|(t, _, _)| *t == mark.turn).collect();
+                let calls = of_turn
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (_, call, id))| {
+                        let next = of_turn.get(i + 1).map(|c| c.2.clone()).or_else(|| end.clone());
+                        CallPoint {
+                            call: call.clone(),
+                            tool: tools.get(call).cloned(),
+                            changed: changed(id, next),
+                        }
+                    })
+                    .collect();
                 TurnSummary {
                     turn: mark.turn,
                     prompt: mark.prompt,
-                    changed,
+                    changed: bounds.and_then(|(from, to)| changed(&from, to)),
+                    calls,
                 }
             })
             .collect()

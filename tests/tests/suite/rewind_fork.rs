@@ -343,3 +343,322 @@ async fn chat_lists_turns_with_what_each_changed_rewinds_and_forks() {
     );
     assert!(said.contains("forked at the start of turn 1 as"), "{said}");
 }
+
+/// The tool messages the model was sent in `request` (OpenAI's wire): call id and content.
+fn tool_results(request: &RecordedRequest) -> Vec<(String, String)> {
+    request.body["messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| {
+                    (
+                        m["tool_call_id"].as_str().unwrap_or("").to_string(),
+                        m["content"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A preset at the call grain (a checkpoint before every call that is not idempotent).
+fn call_grain_preset(project: &Project) -> String {
+    let preset = project.home.path().join("per-call.toml");
+    std::fs::write(
+        &preset,
+        "extends = \"coding\"\n[checkpoints]\ngrain = \"call\"\n",
+    )
+    .unwrap();
+    preset.display().to_string()
+}
+
+/// One turn of two calls that change files: `edit_file` (c1), then the shell (c2).
+fn two_calls() -> Vec<Step> {
+    vec![
+        call_step(
+            "c1",
+            "edit_file",
+            r#"{"path":"a.txt","old_string":"one","new_string":"two"}"#,
+        ),
+        call_step(
+            "c2",
+            "shell",
+            r#"{"command":"printf 'three\\n' > a.txt && mkdir -p new && printf x > new/f"}"#,
+        ),
+        Step::Reply(Turn::text(&["Done."])),
+    ]
+}
+
+/// `paddock fork SESSION --call ID`: the fork's files are as they were just before the call,
+/// its log holds the history up to it with the call answered as not run (no call is left
+/// without its result) and the turn ended, the original's log is left as it was, the model
+/// of the fork is sent that history, and `log --list` names the call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_at_a_call_restores_the_files_before_it_and_answers_it_as_not_run() {
+    let project = Project::warm(&[("a.txt", "one\n")]);
+    let root = project.dir.path().to_path_buf();
+    let preset = call_grain_preset(&project);
+    let mut steps = two_calls();
+    steps.push(Step::Reply(Turn::text(&["The fork goes on."])));
+    let server = ScriptedServer::start(Script { steps })
+        .await
+        .expect("scripted server");
+    let url = server.openai_base_url();
+    let model = ["--base-url", &url, "--model", "scripted"];
+    let run = project
+        .paddock(&[&["run", "first", "--preset", &preset][..], &model[..]].concat())
+        .await;
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let id = project.only_session();
+    let read = || std::fs::read_to_string(root.join("a.txt")).unwrap();
+    assert_eq!(read(), "three\n");
+
+    let parent_log = std::fs::read(project.log_path(&id)).unwrap();
+    let none = project.paddock(&["fork", &id, "--call", "c9"]).await;
+    assert_eq!(none.status.code(), Some(2), "{}", text(&none));
+    assert!(text(&none).contains("has no checkpoint"), "{}", text(&none));
+    let both = project
+        .paddock(&["fork", &id, "--call", "c2", "--at", "1"])
+        .await;
+    assert_eq!(both.status.code(), Some(2), "{}", text(&both));
+    assert_eq!(
+        project.sessions().len(),
+        1,
+        "a refused fork leaves no session"
+    );
+
+    let fork = project.paddock(&["fork", &id, "--call", "c2"]).await;
+    let said = text(&fork);
+    assert_eq!(fork.status.code(), Some(0), "{said}");
+    assert!(said.contains("just before call c2"), "{said}");
+    assert_eq!(std::fs::read(project.log_path(&id)).unwrap(), parent_log);
+    assert_eq!(read(), "two\n", "{said}");
+    assert!(!root.join("new").exists(), "{said}");
+    let child = project
+        .sessions()
+        .into_iter()
+        .find(|s| *s != id)
+        .expect("the fork's session");
+    let events = project.events(&child);
+    assert_eq!(events[0]["data"]["forked_from"]["call"], "c2");
+    assert_eq!(events[0]["data"]["forked_from"]["turn"], 1);
+    let c2: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["data"]["id"] == "c2" || e["data"]["call"] == "c2")
+        .collect();
+    let kinds: Vec<&str> = c2.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["tool/call", "tool/result"],
+        "the call is in the fork, never started, and answered: {c2:?}"
+    );
+    assert_eq!(c2[1]["data"]["code"], "FORKED");
+    let end = events
+        .iter()
+        .rfind(|e| e["type"] == "turn/end")
+        .expect("the forked turn ended");
+    assert_eq!(end["data"]["reason"], "interrupted");
+
+    let listed = text(&project.paddock(&["log", "--list"]).await);
+    assert!(
+        listed.contains(&format!("└ {child} (fork at call c2 of turn 1)")),
+        "{listed}"
+    );
+
+    let go_on = project.paddock(&["resume", &child, "go on"]).await;
+    assert_eq!(go_on.status.code(), Some(0), "{}", text(&go_on));
+    let last = server.requests().pop().expect("a request");
+    let results = tool_results(&last);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results[0].0, "c1");
+    assert!(
+        results[1].0 == "c2" && results[1].1.contains("was not run"),
+        "{results:?}"
+    );
+    assert_eq!(user_texts(&last), ["first", "go on"]);
+    assert_eq!(read(), "two\n", "resuming the fork leaves its files");
+}
+
+/// Chat at the call grain: `/rewind` lists each turn's calls with what each changed,
+/// `/rewind call ID` puts the files back as they were just before it, and `/fork call ID`
+/// forks from there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_lists_calls_and_rewinds_and_forks_at_one() {
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+    let project = Project::warm(&[("a.txt", "one\n")]);
+    let root = project.dir.path().to_path_buf();
+    let preset = call_grain_preset(&project);
+    let server = ScriptedServer::start(Script { steps: two_calls() })
+        .await
+        .expect("scripted server");
+    let url = server.openai_base_url();
+    let mut child = project
+        .command(&[
+            "chat",
+            "--preset",
+            &preset,
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn paddock chat");
+    // What the chat printed so far, on both streams.
+    let shown = Arc::new(Mutex::new(String::new()));
+    let readers: Vec<_> = [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ]
+    .into_iter()
+    .map(|mut stream| {
+        let shown = shown.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = stream.read(&mut buf) {
+                shown
+                    .lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    })
+    .collect();
+    let count = |what: &str| shown.lock().unwrap().matches(what).count();
+    let until = |what: &str, n: usize| {
+        let started = std::time::Instant::now();
+        while count(what) < n {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "the chat never showed {n} x {what}: {}",
+                shown.lock().unwrap()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    let mut type_line = |line: &str| {
+        let stdin = child.stdin.as_mut().expect("piped stdin");
+        writeln!(stdin, "{line}").expect("type a line");
+        stdin.flush().expect("flush");
+    };
+    let read = || std::fs::read_to_string(root.join("a.txt")).unwrap();
+    type_line("first");
+    until("stopped:", 1);
+    let id = project.only_session();
+    assert_eq!(read(), "three\n");
+    // A command typed while the chat is still finishing the turn is refused ("between
+    // turns"): type the list again until it shows; from then on the chat is between turns.
+    let listed = "turns of this conversation";
+    for tries in 1.. {
+        let busy = count("between turns");
+        type_line("/rewind");
+        let started = std::time::Instant::now();
+        while count(listed) == 0 && count("between turns") == busy {
+            assert!(started.elapsed() < std::time::Duration::from_secs(60));
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if count(listed) > 0 {
+            break;
+        }
+        assert!(tries < 50, "the chat never went between turns");
+    }
+    type_line("/rewind call c2");
+    until("as just before call c2", 1);
+    assert_eq!(read(), "two\n");
+    assert!(!root.join("new").exists());
+    type_line("/fork call c1");
+    until("forked just before call c1 as", 1);
+    assert_eq!(read(), "one\n");
+    drop(child.stdin.take());
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    for reader in readers {
+        reader.join().unwrap();
+    }
+    let said = shown.lock().unwrap().clone();
+    let lines: Vec<&str> = said.lines().collect();
+    let turn = lines
+        .iter()
+        .position(|l| l.contains("  1  ") && l.contains("path(s)") && l.contains("first"))
+        .unwrap_or_else(|| panic!("turn 1 is listed: {said}"));
+    assert!(
+        lines[turn + 1].contains("1 path(s)") && lines[turn + 1].contains("call c1 (edit_file)"),
+        "c1 changed a.txt alone: {said}"
+    );
+    assert!(
+        lines[turn + 2].contains("path(s)")
+            && !lines[turn + 2].contains(" 1 path(s)")
+            && lines[turn + 2].contains("call c2 (shell)"),
+        "c2 changed a.txt and made new/f: {said}"
+    );
+    assert!(said.contains("/rewind call ID"), "{said}");
+    let fork = project
+        .sessions()
+        .into_iter()
+        .find(|s| *s != id)
+        .expect("the fork");
+    assert_eq!(
+        project.events(&fork)[0]["data"]["forked_from"]["call"],
+        "c1"
+    );
+}
+
+/// A provider that gives every call the same id (`call_0`): a rewind or fork at that id
+/// cannot tell which call is meant, so it refuses and says why, leaving the files and the
+/// sessions as they are, rather than guess.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_id_the_provider_repeated_is_refused_as_a_point_to_go_back_to() {
+    let project = Project::warm(&[("a.txt", "one\n")]);
+    let root = project.dir.path().to_path_buf();
+    let preset = call_grain_preset(&project);
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            call_step(
+                "call_0",
+                "edit_file",
+                r#"{"path":"a.txt","old_string":"one","new_string":"two"}"#,
+            ),
+            call_step(
+                "call_0",
+                "edit_file",
+                r#"{"path":"a.txt","old_string":"two","new_string":"three"}"#,
+            ),
+            Step::Reply(Turn::text(&["Done."])),
+        ],
+    })
+    .await
+    .expect("scripted server");
+    let url = server.openai_base_url();
+    let run = project
+        .paddock(&[
+            "run",
+            "first",
+            "--preset",
+            &preset,
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+        ])
+        .await;
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let id = project.only_session();
+    let read = || std::fs::read_to_string(root.join("a.txt")).unwrap();
+    assert_eq!(read(), "three\n");
+    let back = project.paddock(&["rewind", &id, "--call", "call_0"]).await;
+    assert_eq!(back.status.code(), Some(1), "{}", text(&back));
+    assert!(text(&back).contains("names 2 calls"), "{}", text(&back));
+    let fork = project.paddock(&["fork", &id, "--call", "call_0"]).await;
+    assert_eq!(fork.status.code(), Some(2), "{}", text(&fork));
+    assert!(text(&fork).contains("names 2 calls"), "{}", text(&fork));
+    assert_eq!(read(), "three\n");
+    assert_eq!(project.sessions().len(), 1);
+}
