@@ -186,15 +186,7 @@ pub fn encode_delta(delta: &Delta) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn e(name: &[u8], kind: Kind) -> TreeEntry {
-        TreeEntry {
-            name: OsString::from_vec(name.to_vec()),
-            kind,
-            mode: 0o644,
-            hash: Hash::of(name),
-        }
-    }
+    use crate::tree::tests::e;
 
     #[test]
     fn an_old_text_tree_and_delta_are_read_and_tampered_ones_refused() {

@@ -201,10 +201,11 @@ pub fn is_plain_name(name: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn e(name: &[u8], kind: Kind) -> TreeEntry {
+    /// An entry named `name`, mode 644, hashed from its name.
+    pub(crate) fn e(name: &[u8], kind: Kind) -> TreeEntry {
         TreeEntry {
             name: OsString::from_vec(name.to_vec()),
             kind,

@@ -67,13 +67,11 @@ fn family(project: &Project) -> (Vec<String>, Vec<String>) {
 const BUDGET_PRESET: &str = "[limits]\nmax_subagents = 2\nmax_depth = 1\nmax_tokens = 1000\n\n\
 [plugins.fs]\nsource = \"builtin:fs\"\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]\n";
 
-/// The parent (1000 tokens) spends 100, then starts two children at once: each is given half
-/// of the 900 left (450), spends 600 before its budget stops it (its budget is checked before
-/// each request), and the 1200 they spent is charged to the parent, which stops on its token
-/// budget without asking the model again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_childs_spending_is_charged_to_its_parent_and_parallel_children_share_what_is_left() {
-    let project = Project::warm(&[("notes.txt", "notes")]);
+/// `paddock run` of a parent under `BUDGET_PRESET` in `project`, against a model that has the
+/// parent spend 100 tokens starting the first `tasks` of `two_tasks()` in one message, then 10
+/// to finish, and each child spend 200 per request, reading a file each time. Returns the
+/// run's output and how many requests the parent made.
+async fn delegate(project: &Project, tasks: usize) -> (std::process::Output, usize) {
     std::fs::write(project.dir.path().join("parent.toml"), BUDGET_PRESET).unwrap();
     let parent_requests = Arc::new(Mutex::new(0));
     let counted = parent_requests.clone();
@@ -88,7 +86,7 @@ async fn a_childs_spending_is_charged_to_its_parent_and_parallel_children_share_
         } else {
             *counted.lock().unwrap() += 1;
             if results == 0 {
-                costing(100, two_tasks())
+                costing(100, two_tasks().into_iter().take(tasks).collect())
             } else {
                 costing(10, Vec::new())
             }
@@ -97,16 +95,27 @@ async fn a_childs_spending_is_charged_to_its_parent_and_parallel_children_share_
     .await
     .unwrap();
     let url = server.openai_base_url();
-    let out = project
-        .paddock(&[
-            "run",
-            "PARENT: delegate",
-            "--preset",
-            "./parent.toml",
-            "--base-url",
-            &url,
-        ])
-        .await;
+    let args = [
+        "run",
+        "PARENT: delegate",
+        "--preset",
+        "./parent.toml",
+        "--base-url",
+        &url,
+    ];
+    let out = project.paddock(&args).await;
+    let requests = *parent_requests.lock().unwrap();
+    (out, requests)
+}
+
+/// The parent (1000 tokens) spends 100, then starts two children at once: each is given half
+/// of the 900 left (450), spends 600 before its budget stops it (its budget is checked before
+/// each request), and the 1200 they spent is charged to the parent, which stops on its token
+/// budget without asking the model again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_spending_is_charged_to_its_parent_and_parallel_children_share_what_is_left() {
+    let project = Project::warm(&[("notes.txt", "notes")]);
+    let (out, parent_requests) = delegate(&project, 2).await;
     let shown = text(&out);
     let (children, parents) = family(&project);
     let [parent] = parents.as_slice() else {
@@ -175,7 +184,7 @@ async fn a_childs_spending_is_charged_to_its_parent_and_parallel_children_share_
             .contains("1300 tokens used (1200 by subagents)"),
         "{end}"
     );
-    assert_eq!(*parent_requests.lock().unwrap(), 1, "{shown}");
+    assert_eq!(parent_requests, 1, "{shown}");
     // `log` shows the charge.
     let log = project.command(&["log", parent]).output().unwrap();
     assert!(
@@ -191,33 +200,7 @@ async fn a_childs_spending_is_charged_to_its_parent_and_parallel_children_share_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_started_alone_is_given_all_that_its_parent_has_left() {
     let project = Project::warm(&[("notes.txt", "notes")]);
-    std::fs::write(project.dir.path().join("parent.toml"), BUDGET_PRESET).unwrap();
-    let server = ScriptedServer::start_responder(Arc::new(|body, _| {
-        let (first, results) = read(body);
-        if first.contains("CHILD") {
-            let id = format!("r{results}");
-            costing(
-                200,
-                vec![(id.as_str(), "read_file", json!({"path": "notes.txt"}))],
-            )
-        } else if results == 0 {
-            costing(100, two_tasks().into_iter().take(1).collect())
-        } else {
-            costing(10, Vec::new())
-        }
-    }))
-    .await
-    .unwrap();
-    let url = server.openai_base_url();
-    let args = [
-        "run",
-        "PARENT: delegate",
-        "--preset",
-        "./parent.toml",
-        "--base-url",
-        &url,
-    ];
-    let out = project.paddock(&args).await;
+    let (out, _) = delegate(&project, 1).await;
     let (children, _) = family(&project);
     let [child] = children.as_slice() else {
         panic!("one child: {children:?} {}", text(&out));

@@ -185,20 +185,7 @@ async fn rewinding_the_code_alone_leaves_the_conversation_and_the_conversation_a
     .await
     .expect("scripted server");
     let url = server.openai_base_url();
-    let run = project
-        .paddock(&[
-            "run",
-            "first",
-            "--preset",
-            "coding",
-            "--base-url",
-            &url,
-            "--model",
-            "scripted",
-        ])
-        .await;
-    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
-    let id = project.only_session();
+    let id = run_first(&project, "coding", &url).await;
     let out = project.paddock(&["resume", &id, "second"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 
@@ -374,6 +361,24 @@ fn call_grain_preset(project: &Project) -> String {
     preset.display().to_string()
 }
 
+/// `paddock run first --preset PRESET` against the scripted model at `url`, which must
+/// complete; the session's id.
+async fn run_first(project: &Project, preset: &str, url: &str) -> String {
+    let args = [
+        "run",
+        "first",
+        "--preset",
+        preset,
+        "--base-url",
+        url,
+        "--model",
+        "scripted",
+    ];
+    let run = project.paddock(&args).await;
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    project.only_session()
+}
+
 /// One turn of two calls that change files: `edit_file` (c1), then the shell (c2).
 fn two_calls() -> Vec<Step> {
     vec![
@@ -406,12 +411,7 @@ async fn a_fork_at_a_call_restores_the_files_before_it_and_answers_it_as_not_run
         .await
         .expect("scripted server");
     let url = server.openai_base_url();
-    let model = ["--base-url", &url, "--model", "scripted"];
-    let run = project
-        .paddock(&[&["run", "first", "--preset", &preset][..], &model[..]].concat())
-        .await;
-    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
-    let id = project.only_session();
+    let id = run_first(&project, &preset, &url).await;
     let read = || std::fs::read_to_string(root.join("a.txt")).unwrap();
     assert_eq!(read(), "three\n");
 
@@ -637,20 +637,7 @@ async fn a_call_id_the_provider_repeated_is_refused_as_a_point_to_go_back_to() {
     .await
     .expect("scripted server");
     let url = server.openai_base_url();
-    let run = project
-        .paddock(&[
-            "run",
-            "first",
-            "--preset",
-            &preset,
-            "--base-url",
-            &url,
-            "--model",
-            "scripted",
-        ])
-        .await;
-    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
-    let id = project.only_session();
+    let id = run_first(&project, &preset, &url).await;
     let read = || std::fs::read_to_string(root.join("a.txt")).unwrap();
     assert_eq!(read(), "three\n");
     let back = project.paddock(&["rewind", &id, "--call", "call_0"]).await;
