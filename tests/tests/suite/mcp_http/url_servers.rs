@@ -31,21 +31,9 @@ impl UrlServer {
             .expect("free port")
             .port();
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp/http_server.py");
-        let child = Command::new(python)
-            .arg(script)
-            .arg(port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the SDK's HTTP server");
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "server did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let mut command = Command::new(python);
+        command.arg(script).arg(port.to_string());
+        let child = listening(command, port);
         Some(UrlServer { child, port })
     }
 }
@@ -195,6 +183,24 @@ fn a_url_server_that_hangs_floods_or_dies_fails_that_call_and_the_session_goes_o
     );
 }
 
+/// Starts `command` (its output dropped) and waits until something listens on `port`.
+fn listening(mut command: Command, port: u16) -> Child {
+    let child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {command:?}: {e}"));
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "server did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
 /// A server from the TypeScript SDK on a free loopback port: `tests/mcp/task_http_server.cjs`
 /// with `flags`, or `server-everything`'s own HTTP transport (`everything`), found beside the
 /// SDK `server-everything` installs; killed when dropped.
@@ -236,19 +242,7 @@ impl NodeServer {
                 .args(flags)
                 .env("NODE_PATH", &modules);
         }
-        let child = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start node");
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "server did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let child = listening(command, port);
         Some(NodeServer { child, port })
     }
 
