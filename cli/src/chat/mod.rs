@@ -8,13 +8,15 @@
 //!
 //! On a terminal the input is a line editor that keeps working while the agent does
 //! (`input.rs`), and output, progress and approval questions are drawn above it
-//! (`render.rs`, `progress.rs`); commands are one table (`commands.rs`). Otherwise lines are
+//! (`render.rs`, `progress.rs`); commands are one table (`commands.rs`); `/rewind` and
+//! `/fork` are read, and the turns listed, by `rewind.rs`. Otherwise lines are
 //! read from standard input and the view is plain text.
 
 mod commands;
 mod input;
 mod progress;
 mod render;
+mod rewind;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -252,144 +254,63 @@ impl Chat<'_> {
     }
 
     /// `/rewind`: the turns and what each changed; `/rewind N [code|conversation|both]
-    /// [force]`: back to where turn N began.
+    /// [force]`: back to where turn N began; `/rewind call ID [force]`: the files as they
+    /// were just before that call.
     fn rewind(&self, arg: &str) {
-        let words: Vec<&str> = arg.split_whitespace().collect();
-        let Some(first) = words.first() else {
-            let turns = self.session.turn_list();
-            if turns.is_empty() {
-                self.printer.notice("no turn yet: nothing to rewind");
-                return;
-            }
-            let paths = |n: Option<usize>| n.map_or("-".to_string(), |n| format!("{n} path(s)"));
-            let mut text = String::from("turns of this conversation, and what each changed:\n");
-            for t in &turns {
-                let prompt = t.prompt.as_deref().unwrap_or("(went on without a message)");
-                text.push_str(&format!(
-                    "  {:>3}  {:<12}  {}\n",
-                    t.turn,
-                    paths(t.changed),
-                    sanitize(&paddock_types::text::one_line(prompt, 60))
-                ));
-                for c in &t.calls {
-                    text.push_str(&format!(
-                        "       {:<12}  call {} ({})\n",
-                        paths(c.changed),
-                        sanitize(&c.call),
-                        sanitize(c.tool.as_deref().unwrap_or("?"))
-                    ));
+        let asked = match rewind::rewind(arg) {
+            Ok(asked) => asked,
+            Err(line) => return self.printer.notice(&line),
+        };
+        match asked {
+            rewind::Rewind::List => {
+                let turns = self.session.turn_list();
+                if turns.is_empty() {
+                    self.printer.notice("no turn yet: nothing to rewind");
+                } else {
+                    self.printer.plain(&rewind::turn_list(&turns));
                 }
             }
-            text.push_str(
-                "/rewind N goes back to where turn N began: files and conversation; add `code` \
-                 or `conversation` for one of them, `force` to restore files changed outside \
-                 the session too",
-            );
-            if turns.iter().any(|t| !t.calls.is_empty()) {
-                text.push_str(
-                    "\n/rewind call ID puts the files back as they were just before that call \
-                     (the files only); /fork call ID forks from there",
-                );
-            }
-            self.printer.plain(&text);
-            return;
-        };
-        if *first == "call" {
-            let (Some(call), rest) = (words.get(1), &words[words.len().min(2)..]) else {
-                self.printer
-                    .notice("/rewind call takes a call id: /rewind call ID [force]");
-                return;
-            };
-            if let Some(other) = rest.iter().find(|w| **w != "force") {
-                self.printer.notice(&format!(
-                    "/rewind call ID takes force, not `{}`",
-                    sanitize(other)
-                ));
-                return;
-            }
-            match self.session.rewind_to_call(call, rest.contains(&"force")) {
+            rewind::Rewind::Call { id, force } => match self.session.rewind_to_call(id, force) {
                 Ok(done) => {
-                    let at = format!("just before call {}", sanitize(call));
+                    let at = format!("just before call {}", sanitize(id));
                     self.printer
                         .plain(crate::rewind::describe_at(&done, &at).trim_end());
                 }
                 Err(e) => self.printer.notice(&format!("rewind failed: {e}")),
-            }
-            return;
-        }
-        let Ok(to) = first.parse::<u64>() else {
-            self.printer.notice(&format!(
-                "/rewind takes a turn number, not `{}`",
-                sanitize(first)
-            ));
-            return;
-        };
-        let mut scope = paddock::RewindScope::Both;
-        let mut force = false;
-        for word in &words[1..] {
-            match *word {
-                "code" => scope = paddock::RewindScope::Code,
-                "conversation" => scope = paddock::RewindScope::Conversation,
-                "both" => scope = paddock::RewindScope::Both,
-                "force" => force = true,
-                other => {
-                    self.printer.notice(&format!(
-                        "/rewind N takes code, conversation, both or force, not `{}`",
-                        sanitize(other)
-                    ));
-                    return;
+            },
+            rewind::Rewind::Turn { to, scope, force } => {
+                match self.session.rewind(to, scope, force) {
+                    Ok(done) => {
+                        self.printer
+                            .plain(crate::rewind::describe(&done, to).trim_end());
+                        if let Some(conversation) = &done.conversation {
+                            let prompt =
+                                conversation.prompt.as_deref().map_or(String::new(), |p| {
+                                    format!("; its message was: {}", sanitize(p))
+                                });
+                            self.printer.notice(&format!(
+                                "the conversation goes on from the start of turn {}{prompt}",
+                                conversation.turn
+                            ));
+                        }
+                    }
+                    Err(e) => self.printer.notice(&format!("rewind failed: {e}")),
                 }
             }
-        }
-        match self.session.rewind(to, scope, force) {
-            Ok(done) => {
-                self.printer
-                    .plain(crate::rewind::describe(&done, to).trim_end());
-                if let Some(conversation) = &done.conversation {
-                    let prompt = conversation.prompt.as_deref().map_or(String::new(), |p| {
-                        format!("; its message was: {}", sanitize(p))
-                    });
-                    self.printer.notice(&format!(
-                        "the conversation goes on from the start of turn {}{prompt}",
-                        conversation.turn
-                    ));
-                }
-            }
-            Err(e) => self.printer.notice(&format!("rewind failed: {e}")),
         }
     }
 
     /// `/fork N [keep-files] [force]`: a new session from this one's history before turn N;
     /// `/fork call ID [keep-files] [force]`: from just before call ID.
     async fn fork(&self, arg: &str) {
-        let words: Vec<&str> = arg.split_whitespace().collect();
-        let (at, flags) = match words.as_slice() {
-            ["call", call, flags @ ..] => (paddock::ForkAt::Call((*call).to_string()), flags),
-            [n, flags @ ..] if n.parse::<u64>().is_ok() => {
-                (paddock::ForkAt::Turn(n.parse().unwrap_or(0)), flags)
-            }
-            _ => {
-                self.printer.notice(
-                    "/fork takes a turn number or a call: /fork N [keep-files] [force], /fork \
-                     call ID [keep-files] [force]",
-                );
-                return;
-            }
+        let (at, keep_files, force) = match rewind::fork(arg) {
+            Ok(asked) => asked,
+            Err(line) => return self.printer.notice(&line),
         };
-        if let Some(other) = flags
-            .iter()
-            .find(|w| !matches!(**w, "keep-files" | "force"))
-        {
-            self.printer.notice(&format!(
-                "/fork takes keep-files or force, not `{}`",
-                sanitize(other)
-            ));
-            return;
-        }
         let options = paddock::session::ForkOptions {
             at: at.clone(),
-            files: !flags.contains(&"keep-files"),
-            force: flags.contains(&"force"),
+            files: !keep_files,
+            force,
             approver: Box::new(self.questions.clone()),
         };
         match self.session.fork_here(options, self.printer).await {

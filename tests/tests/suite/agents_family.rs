@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::agent_common::{Project, text};
-use paddock_tests::scripted::{ScriptCall, ScriptUsage, ScriptedServer, Step, Turn};
+use paddock_tests::scripted::{Responder, ScriptCall, ScriptUsage, ScriptedServer, Step, Turn};
 use serde_json::{Value, json};
 
 /// The first user message of a request, and how many tool results it carries.
@@ -72,10 +72,9 @@ const BUDGET_PRESET: &str = "[limits]\nmax_subagents = 2\nmax_depth = 1\nmax_tok
 /// to finish, and each child spend 200 per request, reading a file each time. Returns the
 /// run's output and how many requests the parent made.
 async fn delegate(project: &Project, tasks: usize) -> (std::process::Output, usize) {
-    std::fs::write(project.dir.path().join("parent.toml"), BUDGET_PRESET).unwrap();
     let parent_requests = Arc::new(Mutex::new(0));
     let counted = parent_requests.clone();
-    let server = ScriptedServer::start_responder(Arc::new(move |body, _| {
+    let responder: Responder = Arc::new(move |body, _| {
         let (first, results) = read(body);
         if first.contains("CHILD") {
             let id = format!("r{results}");
@@ -91,9 +90,17 @@ async fn delegate(project: &Project, tasks: usize) -> (std::process::Output, usi
                 costing(10, Vec::new())
             }
         }
-    }))
-    .await
-    .unwrap();
+    });
+    let out = run_parent(project, BUDGET_PRESET, responder).await;
+    let requests = *parent_requests.lock().unwrap();
+    (out, requests)
+}
+
+/// `paddock run "PARENT: delegate"` in `project` under `preset` (written as `parent.toml`),
+/// against a scripted model answering with `responder`.
+async fn run_parent(project: &Project, preset: &str, responder: Responder) -> std::process::Output {
+    std::fs::write(project.dir.path().join("parent.toml"), preset).unwrap();
+    let server = ScriptedServer::start_responder(responder).await.unwrap();
     let url = server.openai_base_url();
     let args = [
         "run",
@@ -103,15 +110,9 @@ async fn delegate(project: &Project, tasks: usize) -> (std::process::Output, usi
         "--base-url",
         &url,
     ];
-    let out = project.paddock(&args).await;
-    let requests = *parent_requests.lock().unwrap();
-    (out, requests)
+    project.paddock(&args).await
 }
 
-/// The parent (1000 tokens) spends 100, then starts two children at once: each is given half
-/// of the 900 left (450), spends 600 before its budget stops it (its budget is checked before
-/// each request), and the 1200 they spent is charged to the parent, which stops on its token
-/// budget without asking the model again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_childs_spending_is_charged_to_its_parent_and_parallel_children_share_what_is_left() {
     let project = Project::warm(&[("notes.txt", "notes")]);
@@ -247,9 +248,8 @@ fn at(events: &[Value], kind: &str, id: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_parallel_children_writing_one_file_take_turns() {
     let project = Project::warm(&[("shared.txt", "")]);
-    std::fs::write(project.dir.path().join("parent.toml"), writing_preset()).unwrap();
     let asked = Arc::new(Mutex::new((false, false)));
-    let server = ScriptedServer::start_responder(Arc::new(move |body, _| {
+    let responder: Responder = Arc::new(move |body, _| {
         let (first, results) = read(body);
         let mut asked = asked.lock().unwrap();
         let (me, text) = if first.contains("CHILD-A") {
@@ -283,20 +283,8 @@ async fn two_parallel_children_writing_one_file_take_turns() {
                 json!({"path": "shared.txt", "text": text, "ms": 1500}),
             )],
         )
-    }))
-    .await
-    .unwrap();
-    let url = server.openai_base_url();
-    let out = project
-        .paddock(&[
-            "run",
-            "PARENT: delegate",
-            "--preset",
-            "./parent.toml",
-            "--base-url",
-            &url,
-        ])
-        .await;
+    });
+    let out = run_parent(&project, &writing_preset(), responder).await;
     assert!(out.status.success(), "{}", text(&out));
     let (children, _) = family(&project);
     assert_eq!(children.len(), 2, "{}", text(&out));
@@ -339,8 +327,7 @@ async fn the_parents_trajectory_embeds_its_children_and_the_validators_accept_it
         return;
     };
     let project = Project::warm(&[("notes.txt", "notes")]);
-    std::fs::write(project.dir.path().join("parent.toml"), BUDGET_PRESET).unwrap();
-    let server = ScriptedServer::start_responder(Arc::new(|body, _| {
+    let responder: Responder = Arc::new(|body, _| {
         let (first, results) = read(body);
         match (first.contains("CHILD"), results) {
             (true, 0) => costing(20, vec![("r1", "read_file", json!({"path": "notes.txt"}))]),
@@ -348,20 +335,8 @@ async fn the_parents_trajectory_embeds_its_children_and_the_validators_accept_it
             (false, 0) => costing(10, two_tasks()),
             (false, _) => costing(10, Vec::new()),
         }
-    }))
-    .await
-    .unwrap();
-    let url = server.openai_base_url();
-    let out = project
-        .paddock(&[
-            "run",
-            "PARENT: delegate",
-            "--preset",
-            "./parent.toml",
-            "--base-url",
-            &url,
-        ])
-        .await;
+    });
+    let out = run_parent(&project, BUDGET_PRESET, responder).await;
     assert!(out.status.success(), "{}", text(&out));
     let (children, parents) = family(&project);
     let trajectory = crate::atif::exported(&python, &project, &parents[0]);

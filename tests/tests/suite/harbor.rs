@@ -128,6 +128,32 @@ async fn harbor(
     (output, jobs)
 }
 
+/// `harbor` on `task` with `agent_kwargs`, for a trial that stops before paddock asks its
+/// model anything: the scripted model it is given must have had no request.
+async fn harbor_unasked(
+    python: &Path,
+    task: &Path,
+    agent_kwargs: &[&str],
+) -> (std::process::Output, tempfile::TempDir) {
+    let server = ScriptedServer::start(Script::default())
+        .await
+        .expect("scripted server");
+    let ran = harbor(
+        python,
+        task,
+        Server::Env(&server.openai_base_url()),
+        agent_kwargs,
+        &[],
+    )
+    .await;
+    assert!(
+        server.requests().is_empty(),
+        "the model was asked: {}",
+        text(&ran.0)
+    );
+    ran
+}
+
 /// `harbor run` (as `harbor` does it) that ran its one trial: the job's and trial's results.
 async fn harbor_run(python: &Path, task: &Path, server: Server<'_>, agent_kwargs: &[&str]) -> Job {
     harbor_run_env(python, task, server, agent_kwargs, &[]).await
@@ -373,15 +399,10 @@ async fn plugins_compile_in_the_agents_install_and_the_trials_session_loads_them
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plugins_option_naming_no_wasm_file_fails_the_agents_setup_saying_so() {
     let Some(python) = python() else { return };
-    let server = ScriptedServer::start(Script::default())
-        .await
-        .expect("scripted server");
-    let (output, jobs) = harbor(
+    let (output, jobs) = harbor_unasked(
         &python,
         &task(WRITE_FILE),
-        Server::Env(&server.openai_base_url()),
         &["plugins=/nonexistent/tool.wasm"],
-        &[],
     )
     .await;
     assert!(output.status.success(), "harbor run: {}", text(&output));
@@ -398,8 +419,6 @@ async fn a_plugins_option_naming_no_wasm_file_fails_the_agents_setup_saying_so()
         message.contains("/nonexistent/tool.wasm") && message.contains("not a .wasm file"),
         "{trial}"
     );
-    // No model request: the trial stopped in its set-up.
-    assert!(server.requests().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -666,17 +685,7 @@ fn each_result_line_of_a_failed_run_is_the_error_class_harbors_own_agents_raise(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_misspelt_agent_option_stops_harbor_run_naming_it_and_the_valid_ones() {
     let Some(python) = python() else { return };
-    let server = ScriptedServer::start(Script::default())
-        .await
-        .expect("scripted server");
-    let (output, jobs) = harbor(
-        &python,
-        &task(WRITE_FILE),
-        Server::Env(&server.openai_base_url()),
-        &["max_turn=1"],
-        &[],
-    )
-    .await;
+    let (output, jobs) = harbor_unasked(&python, &task(WRITE_FILE), &["max_turn=1"]).await;
 
     // Harbor checks an agent's options before it starts a trial.
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
@@ -690,7 +699,6 @@ async fn a_misspelt_agent_option_stops_harbor_run_naming_it_and_the_valid_ones()
         "{said}"
     );
     assert!(!jobs.path().join("paddock/result.json").exists());
-    assert!(server.requests().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -703,17 +711,7 @@ async fn a_trial_refused_before_its_environment_started_fails_for_that_reason_al
         "\n[[environment.mcp_servers]]\nname = \"remote\"\ntransport = \"streamable-http\"\n\
          url = \"http://127.0.0.1:9/mcp\"\nheaders = { Authorization = \"Bearer ${PADDOCK_TEST_MCP_TOKEN}\" }\n",
     );
-    let server = ScriptedServer::start(Script::default())
-        .await
-        .expect("scripted server");
-    let (output, jobs) = harbor(
-        &python,
-        &task,
-        Server::Env(&server.openai_base_url()),
-        &[],
-        &[],
-    )
-    .await;
+    let (output, jobs) = harbor_unasked(&python, &task, &[]).await;
     assert!(output.status.success(), "harbor run: {}", text(&output));
     let job_dir = jobs.path().join("paddock");
     let trial_dir = std::fs::read_dir(&job_dir)
@@ -733,7 +731,6 @@ async fn a_trial_refused_before_its_environment_started_fails_for_that_reason_al
     // Fetching the logs of the environment that never started raised nothing.
     let log = std::fs::read_to_string(trial_dir.join("trial.log")).expect("trial.log");
     assert!(!log.contains("Traceback"), "{log}");
-    assert!(server.requests().is_empty());
 }
 
 /// What each tool call answered, in order, as the last request sent them back to the model.
