@@ -2,6 +2,7 @@
 //! derived (L1), attempts logged as they happen, and a request the server refuses as longer
 //! than its context compacted once and sent again, never a crash.
 
+use super::budget::{self, NextRequest};
 use super::{Agent, Stop};
 use crate::log::{Body, CompactReason, StopReason};
 use crate::model::context::{is_overflow, revealed_window};
@@ -19,7 +20,7 @@ impl Agent<'_> {
     /// The next request; when the server says it is too long, one compaction and one retry.
     pub(super) async fn ask_fitted(&self) -> Result<Completion, Stop> {
         // The first request is dropped before a compaction changes the history it shares.
-        let first = self.ask(&self.request(), true).await;
+        let first = self.ask(&self.budgeted_request()?, true).await;
         match first {
             Err(Failed::Model(error)) if overflowed(&error) => {
                 let revealed = match root(&error) {
@@ -28,12 +29,28 @@ impl Agent<'_> {
                 };
                 self.compact_with(CompactReason::Overflow, None, revealed)
                     .await?;
-                self.ask(&self.request(), true)
+                self.ask(&self.budgeted_request()?, true)
                     .await
                     .map_err(|f| self.stop_of(f))
             }
             other => other.map_err(|f| self.stop_of(f)),
         }
+    }
+
+    /// The next request, its reply capped to what the token and cost budgets leave once its
+    /// estimated input is paid (B3); no request when they leave too little for a reply.
+    fn budgeted_request(&self) -> Result<ModelRequest, Stop> {
+        let mut request = self.request();
+        let config = self.provider.config();
+        let next = NextRequest {
+            input_tokens: self.fill().tokens,
+            reported_tokens: self.log.with_state(|s| s.history.reported_tokens()),
+            output_limit: config.output_limit(),
+            price: config.price_in_force(),
+        };
+        request.max_output_tokens = budget::reply_room(&self.spent(), &self.budgets, &next)
+            .map_err(|(reason, detail)| Stop(reason, Some(detail)))?;
+        Ok(request)
     }
 
     /// The system prompt, then the history as the log derives it, large old results aged out.

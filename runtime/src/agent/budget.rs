@@ -2,7 +2,82 @@
 //! (B3).
 
 use crate::log::{Spent, StopReason};
+use crate::model::Usage;
+use crate::model::price::Price;
 use crate::preset::LoopBudgets;
+
+/// The smallest reply worth a request: with less room than this (or than the output limit,
+/// if that is smaller) left once its input is paid, the request is not sent.
+const MIN_REPLY_TOKENS: u64 = 64;
+
+/// The next request as the budgets see it before it is sent.
+#[derive(Debug, Clone, Copy)]
+pub struct NextRequest {
+    /// Its input tokens, estimated (the last reported usage plus what was added since).
+    pub input_tokens: u64,
+    /// The part of that input the server reported last time: the prefix it most likely reads
+    /// from its cache, priced as a cache read.
+    pub reported_tokens: u64,
+    /// The provider's output limit of one response.
+    pub output_limit: u32,
+    /// The price responses are charged at, if known.
+    pub price: Option<Price>,
+}
+
+/// How long a reply the next request may ask for so that, with its estimated input paid, it
+/// stays within the token and cost budgets: `Ok(None)` when no budget binds below the output
+/// limit, `Ok(Some(n))` to cap the reply at `n` tokens, or the budget that leaves no room for
+/// a reply worth asking for. Budgets are otherwise checked with what was spent (`over`), so
+/// without this the last request could pass them by a whole request.
+pub fn reply_room(
+    spent: &Spent,
+    budgets: &LoopBudgets,
+    next: &NextRequest,
+) -> Result<Option<u32>, (StopReason, String)> {
+    let limit = u64::from(next.output_limit);
+    let least = MIN_REPLY_TOKENS.min(limit);
+    let left = budgets.max_tokens.saturating_sub(spent.charged_tokens());
+    let by_tokens = left.saturating_sub(next.input_tokens);
+    if by_tokens < least {
+        return Err((
+            StopReason::TokenBudget,
+            format!(
+                "{} tokens used{}; the next request would send about {} and leave {} for the \
+                 reply, under the {least} a reply needs; the budget is {} (limits.max_tokens)",
+                spent.charged_tokens(),
+                by_subagents(spent.children.tokens),
+                next.input_tokens,
+                by_tokens,
+                budgets.max_tokens
+            ),
+        ));
+    }
+    let mut room = limit.min(by_tokens);
+    if let Some(price) = next.price.filter(|p| p.output > 0.0) {
+        let input = price.cost(&Usage {
+            input_tokens: next.input_tokens,
+            cache_read_tokens: next.reported_tokens.min(next.input_tokens),
+            ..Usage::default()
+        });
+        let left = budgets.max_cost_usd - spent.charged_cost();
+        // Saturating: an unbounded cost budget leaves unbounded room.
+        let by_cost = ((left - input) * 1e6 / price.output).max(0.0) as u64;
+        if by_cost < least {
+            return Err((
+                StopReason::CostBudget,
+                format!(
+                    "${:.4} spent; the next request would cost about ${input:.4} and leave room \
+                     for {by_cost} reply tokens, under the {least} a reply needs; the budget \
+                     is ${:.2} (limits.max_cost_usd)",
+                    spent.charged_cost(),
+                    budgets.max_cost_usd
+                ),
+            ));
+        }
+        room = room.min(by_cost);
+    }
+    Ok((room < limit).then(|| u32::try_from(room).unwrap_or(u32::MAX)))
+}
 
 /// The budget that will run out soon, if any: the next model request is the last one
 /// `max_turns` allows, or 90% of the tokens, wall time or cost is spent. The loop then asks
@@ -143,6 +218,58 @@ mod tests {
         assert_eq!(nearly_over(&tokens, &b), Some("limits.max_tokens"));
         let cost = Spent::of(&[message(1, 0.95)], 0);
         assert_eq!(nearly_over(&cost, &b), Some("limits.max_cost_usd"));
+    }
+
+    fn next(input_tokens: u64, price: Option<Price>) -> NextRequest {
+        NextRequest {
+            input_tokens,
+            reported_tokens: input_tokens / 2,
+            output_limit: 500,
+            price,
+        }
+    }
+
+    #[test]
+    fn the_reply_is_capped_to_what_the_budget_leaves_once_the_input_is_paid() {
+        let b = budgets();
+        // Nothing binds: 1000 - 100 - 200 leaves more than the output limit.
+        assert_eq!(reply_room(&Spent::of(&[message(100, 0.0)], 0), &b, &next(200, None)), Ok(None));
+        // 1000 - 600 spent - 300 sent leaves 100 for the reply.
+        let spent = Spent::of(&[message(600, 0.0)], 0);
+        assert_eq!(reply_room(&spent, &b, &next(300, None)), Ok(Some(100)));
+        // 50 left for the reply: under the least worth asking for, so the request is not sent,
+        // and the reason says so.
+        let (reason, detail) = reply_room(&spent, &b, &next(350, None)).unwrap_err();
+        assert_eq!(reason, StopReason::TokenBudget);
+        assert!(
+            detail.contains("would send about 350 and leave 50 for the reply"),
+            "{detail}"
+        );
+    }
+
+    #[test]
+    fn the_reply_is_capped_to_what_the_cost_budget_leaves() {
+        let b = budgets();
+        // $1 a million either way; the reported half of the input is a cache read at $0.10.
+        let price = Price {
+            input: 1.0,
+            output: 1.0,
+            cache_read: Some(0.1),
+            cache_write: None,
+        };
+        let mut wide = b.clone();
+        wide.max_tokens = u64::MAX;
+        // $0.9997 spent, $0.0003 left; 200 sent cost 100 * 1e-6 + 100 * 1e-7 = $0.00011, which
+        // leaves $0.00019: 190 reply tokens (189 when the float sum rounds below; never more).
+        let spent = Spent::of(&[message(1, 0.9997)], 0);
+        let room = reply_room(&spent, &wide, &next(200, Some(price)));
+        assert!(matches!(room, Ok(Some(189 | 190))), "{room:?}");
+        let spent = Spent::of(&[message(1, 0.99998)], 0);
+        let (reason, _) = reply_room(&spent, &wide, &next(200, Some(price))).unwrap_err();
+        assert_eq!(reason, StopReason::CostBudget);
+        // An unbounded cost budget never binds.
+        wide.max_cost_usd = f64::MAX;
+        assert_eq!(reply_room(&spent, &wide, &next(200, Some(price))), Ok(None));
     }
 
     #[test]

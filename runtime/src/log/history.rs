@@ -381,6 +381,12 @@ impl History {
     pub fn measured(&self) -> bool {
         self.usage_mark.is_some()
     }
+
+    /// The tokens the server last reported for the conversation (its latest response's input
+    /// and output), 0 if none: the prefix of the next request it has seen.
+    pub fn reported_tokens(&self) -> u64 {
+        self.usage_mark.map_or(0, |(_, tokens)| tokens)
+    }
 }
 
 #[cfg(test)]

@@ -270,6 +270,19 @@ impl ProviderConfig {
         self.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS)
     }
 
+    /// The price responses are charged at: the preset's, else the table's for this model
+    /// (cache writes at the hour price when they are kept an hour); `None` when neither knows
+    /// the model, so its responses cost nothing to the budget.
+    pub fn price_in_force(&self) -> Option<Price> {
+        self.price.or_else(|| {
+            let table = super::price::lookup(&self.model)?;
+            Some(match self.cache_ttl {
+                CacheTtl::OneHour => table.with_hour_writes(),
+                _ => table,
+            })
+        })
+    }
+
     /// Whether the base URL is OpenAI's own API.
     fn openai_itself(&self) -> bool {
         self.base_url()

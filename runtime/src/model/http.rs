@@ -64,13 +64,7 @@ impl<W: Wire> HttpProvider<W> {
             .build()
             .map_err(|e| ModelError::Config(format!("HTTP client: {}", chain(&e))))?;
         let url = format!("{}{}", config.base_url(), W::PATH);
-        let price = config.price.or_else(|| {
-            let table = price::lookup(&config.model)?;
-            Some(match config.cache_ttl {
-                super::config::CacheTtl::OneHour => table.with_hour_writes(),
-                _ => table,
-            })
-        });
+        let price = config.price_in_force();
         Ok(HttpProvider {
             price,
             config,

@@ -64,36 +64,53 @@ fn family(project: &Project) -> (Vec<String>, Vec<String>) {
         .partition(|id| project.events(id)[0]["data"].get("parent").is_some())
 }
 
-const BUDGET_PRESET: &str = "[limits]\nmax_subagents = 2\nmax_depth = 1\nmax_tokens = 1000\n\n\
+const BUDGET_PRESET: &str = "[limits]\nmax_subagents = 2\nmax_depth = 1\nmax_tokens = 10000\n\n\
 [plugins.fs]\nsource = \"builtin:fs\"\nmounts = [{ host = \".\", guest = \"/workspace\", mode = \"ro\" }]\n";
 
+/// What `delegate`'s run did: its output, how many requests the parent made, and the reply
+/// limit (`max_tokens`) of each child request, in the order they came.
+struct Delegated {
+    out: std::process::Output,
+    parent_requests: usize,
+    child_limits: Vec<u64>,
+}
+
 /// `paddock run` of a parent under `BUDGET_PRESET` in `project`, against a model that has the
-/// parent spend 100 tokens starting the first `tasks` of `two_tasks()` in one message, then 10
-/// to finish, and each child spend 200 per request, reading a file each time. Returns the
-/// run's output and how many requests the parent made.
-async fn delegate(project: &Project, tasks: usize) -> (std::process::Output, usize) {
+/// parent spend 1000 tokens starting the first `tasks` of `two_tasks()` in one message, then 10
+/// to finish, and each child spend 2000 per request, reading a file each time.
+async fn delegate(project: &Project, tasks: usize) -> Delegated {
     let parent_requests = Arc::new(Mutex::new(0));
-    let counted = parent_requests.clone();
+    let child_limits = Arc::new(Mutex::new(Vec::new()));
+    let (counted, limits) = (parent_requests.clone(), child_limits.clone());
     let responder: Responder = Arc::new(move |body, _| {
         let (first, results) = read(body);
         if first.contains("CHILD") {
+            limits
+                .lock()
+                .unwrap()
+                .push(body["max_tokens"].as_u64().unwrap_or(u64::MAX));
             let id = format!("r{results}");
             costing(
-                200,
+                2000,
                 vec![(id.as_str(), "read_file", json!({"path": "notes.txt"}))],
             )
         } else {
             *counted.lock().unwrap() += 1;
             if results == 0 {
-                costing(100, two_tasks().into_iter().take(tasks).collect())
+                costing(1000, two_tasks().into_iter().take(tasks).collect())
             } else {
                 costing(10, Vec::new())
             }
         }
     });
     let out = run_parent(project, BUDGET_PRESET, responder).await;
-    let requests = *parent_requests.lock().unwrap();
-    (out, requests)
+    let parent_requests = *parent_requests.lock().unwrap();
+    let child_limits = child_limits.lock().unwrap().clone();
+    Delegated {
+        out,
+        parent_requests,
+        child_limits,
+    }
 }
 
 /// `paddock run "PARENT: delegate"` in `project` under `preset` (written as `parent.toml`),
@@ -116,8 +133,8 @@ async fn run_parent(project: &Project, preset: &str, responder: Responder) -> st
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_childs_spending_is_charged_to_its_parent_and_parallel_children_share_what_is_left() {
     let project = Project::warm(&[("notes.txt", "notes")]);
-    let (out, parent_requests) = delegate(&project, 2).await;
-    let shown = text(&out);
+    let run = delegate(&project, 2).await;
+    let shown = text(&run.out);
     let (children, parents) = family(&project);
     let [parent] = parents.as_slice() else {
         panic!("one parent: {parents:?} {shown}");
@@ -132,11 +149,24 @@ async fn a_childs_spending_is_charged_to_its_parent_and_parallel_children_share_
             .unwrap();
         assert_eq!(end["data"]["reason"], "token_budget", "{child}: {end}");
         let detail = end["data"]["detail"].as_str().unwrap_or_default();
+        // Each is given half of the 9000 the parent has left; after two requests (4000) the
+        // next would send about 2000 more than the 500 left, so it is not sent.
         assert!(
-            detail.contains("600 tokens used; the budget is 450"),
-            "each child is given half of what the parent has left: {detail}"
+            detail.contains("4000 tokens used; the next request would send about")
+                && detail.contains("the budget is 4500"),
+            "each child is given half of what the parent has left and stops before a request \
+             would pass it: {detail}"
         );
     }
+    // Each child's second request (2000 spent, about 2000 sent, 4500 given) had its reply
+    // capped to the ~500 left, not the provider's 8192.
+    let mut limits = run.child_limits.clone();
+    limits.sort_unstable();
+    assert_eq!(limits.len(), 4, "{limits:?}");
+    assert!(
+        limits[..2].iter().all(|&l| (64..=500).contains(&l)),
+        "the last request's reply is capped to what the budget leaves: {limits:?}"
+    );
     let events = project.events(parent);
     let charged: Vec<&Value> = events
         .iter()
@@ -144,8 +174,8 @@ async fn a_childs_spending_is_charged_to_its_parent_and_parallel_children_share_
         .collect();
     assert_eq!(charged.len(), 2, "{events:?}");
     for end in &charged {
-        assert_eq!(end["data"]["spent"]["tokens"], 600, "{end}");
-        assert_eq!(end["data"]["spent"]["model_requests"], 3, "{end}");
+        assert_eq!(end["data"]["spent"]["tokens"], 4000, "{end}");
+        assert_eq!(end["data"]["spent"]["model_requests"], 2, "{end}");
         assert_eq!(end["data"]["reason"], "token_budget", "{end}");
         assert!(
             children
@@ -167,11 +197,12 @@ async fn a_childs_spending_is_charged_to_its_parent_and_parallel_children_share_
     assert!(
         results
             .iter()
-            .all(|r| r.contains("3 model requests, 600 tokens")
+            .all(|r| r.contains("2 model requests, 4000 tokens")
                 && r.contains("charged to this session")),
         "{results:?}"
     );
-    // The parent stops on its budget, the children's spending counted, and asks no more.
+    // The parent stops on its budget, the children's spending counted, and asks no more: its
+    // next request would send more than the 1000 left.
     let end = events
         .iter()
         .rev()
@@ -182,29 +213,29 @@ async fn a_childs_spending_is_charged_to_its_parent_and_parallel_children_share_
         end["data"]["detail"]
             .as_str()
             .unwrap_or_default()
-            .contains("1300 tokens used (1200 by subagents)"),
+            .contains("9000 tokens used (8000 by subagents)"),
         "{end}"
     );
-    assert_eq!(parent_requests, 1, "{shown}");
+    assert_eq!(run.parent_requests, 1, "{shown}");
     // `log` shows the charge.
     let log = project.command(&["log", parent]).output().unwrap();
     assert!(
         text(&log).contains("subagent/end")
-            && text(&log).contains("charged 3 requests, 600 tokens"),
+            && text(&log).contains("charged 2 requests, 4000 tokens"),
         "{}",
         text(&log)
     );
 }
 
 /// With room for two children, a `task` call made alone is given all that the parent has left
-/// (900 of 1000 tokens), not half of it: the split is among the calls of one message.
+/// (9000 of 10000 tokens), not half of it: the split is among the calls of one message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_started_alone_is_given_all_that_its_parent_has_left() {
     let project = Project::warm(&[("notes.txt", "notes")]);
-    let (out, _) = delegate(&project, 1).await;
+    let run = delegate(&project, 1).await;
     let (children, _) = family(&project);
     let [child] = children.as_slice() else {
-        panic!("one child: {children:?} {}", text(&out));
+        panic!("one child: {children:?} {}", text(&run.out));
     };
     let events = project.events(child);
     let end = events
@@ -214,8 +245,8 @@ async fn a_child_started_alone_is_given_all_that_its_parent_has_left() {
         .unwrap();
     let detail = end["data"]["detail"].as_str().unwrap_or_default();
     assert!(
-        detail.contains("the budget is 900"),
-        "the child alone is given the 900 left: {end}"
+        detail.contains("8000 tokens used") && detail.contains("the budget is 9000"),
+        "the child alone is given the 9000 left and stops before a request would pass it: {end}"
     );
 }
 
