@@ -47,9 +47,10 @@ pub struct Effective {
     pub depth: Depth,
     /// The plugins and MCP servers whose tools it offers, each as one identity.
     pub tools: Vec<String>,
-    /// Each plugin's own grant (its mounts, capabilities, limits and kept tools), compared
-    /// with the parent's plugin of the same identity: the session-wide union above could
-    /// not see a grant moved from one plugin to another, or a plugin's limit raised.
+    /// Each plugin's own grant (its mounts, capabilities, limits and kept tools), then each
+    /// MCP server's (its paths, network and environment, limits and kept tools), compared
+    /// with the parent's of the same identity: the session-wide union above could not see a
+    /// grant moved from one plugin or server to another, or a limit raised.
     pub plugins: Vec<PluginGrant>,
     /// The host's tools (`task`, `skill`, `skill_run`) its preset keeps, when known
     /// (`with_tools`).
@@ -61,7 +62,7 @@ pub struct Effective {
 pub struct PluginGrant {
     /// The same identity as in `Effective::tools`.
     pub identity: String,
-    /// `plugins.NAME`, for messages.
+    /// `plugins.NAME` or `mcp.NAME`, for messages.
     pub key: String,
     pub paths: Vec<HostPath>,
     /// What it may import beyond WASI (`exec`, `http`), with an allow-list or not.

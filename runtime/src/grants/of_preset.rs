@@ -56,6 +56,7 @@ pub fn effective(preset: &ResolvedPreset, at: u64, data_dir: &Path) -> Effective
     }
     for server in &preset.mcp {
         let key = format!("mcp.{}", server.name);
+        let before = e.paths.len();
         for (i, mount) in server.mounts.iter().enumerate() {
             e.paths
                 .push(mount_path(&format!("{key}.mounts[{i}]"), mount));
@@ -63,18 +64,68 @@ pub fn effective(preset: &ResolvedPreset, at: u64, data_dir: &Path) -> Effective
         exec_paths(&mut e, &key, &server.jail);
         e.network.programs |= server.jail.network;
         e.network.hosts.extend(server.http_allow.iter().cloned());
-        e.tools.push(match &server.url {
-            Some(url) => format!("mcp server {} at {url}", server.name),
-            None => format!(
-                "mcp server {} running {:?}",
-                server.name,
-                std::iter::once(&server.command)
-                    .chain(&server.args)
-                    .collect::<Vec<_>>()
-            ),
+        let identity = mcp_identity(server);
+        e.tools.push(identity.clone());
+        e.plugins.push(PluginGrant {
+            identity,
+            paths: e.paths[before..].to_vec(),
+            capabilities: mcp_capabilities(server),
+            limits: mcp_limits(server),
+            enabled: None,
+            key,
         });
     }
     e
+}
+
+/// An MCP server as one identity: where it is, or what runs it.
+fn mcp_identity(server: &crate::preset::ResolvedMcp) -> String {
+    match &server.url {
+        Some(url) => format!("mcp server {} at {url}", server.name),
+        None => format!(
+            "mcp server {} running {:?}",
+            server.name,
+            std::iter::once(&server.command)
+                .chain(&server.args)
+                .collect::<Vec<_>>()
+        ),
+    }
+}
+
+/// An MCP server's limits as its preset entry sets them (`timeout_ms` of a call,
+/// `output_bytes`, `memory_mb`); the rest of its jail is the same for every server.
+fn mcp_limits(server: &crate::preset::ResolvedMcp) -> Vec<Limit> {
+    vec![
+        Limit {
+            key: "timeout_ms".into(),
+            value: Some(millis(server.call_timeout)),
+            unset: Unset::Unlimited,
+        },
+        Limit {
+            key: "output_bytes".into(),
+            value: server.output_bytes,
+            unset: Unset::ToolsOwn,
+        },
+        Limit {
+            key: "memory_mb (bytes)".into(),
+            value: Some(server.jail.memory_bytes),
+            unset: Unset::Unlimited,
+        },
+    ]
+}
+
+/// What an MCP server may reach beyond its paths: the network, and each environment
+/// variable passed to it (a token is a grant).
+fn mcp_capabilities(server: &crate::preset::ResolvedMcp) -> Vec<String> {
+    let network = server.jail.network.then(|| "network (network = true)".to_string());
+    network
+        .into_iter()
+        .chain(server.jail.env.iter().map(|v| format!("the environment variable {v} (env)")))
+        .collect()
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A plugin as one identity: its code's origin and pin.
@@ -110,7 +161,6 @@ fn limits(plugin: &crate::preset::ResolvedPlugin) -> Vec<Limit> {
         unset,
     };
     let exact = |key: &str, value: u64| limit(key, Some(value), Unset::Unlimited);
-    let millis = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     let l = &plugin.grant.limits;
     let mut all = vec![
         limit("limits.fuel", l.fuel, Unset::Unlimited),
@@ -147,11 +197,18 @@ fn limits(plugin: &crate::preset::ResolvedPlugin) -> Vec<Limit> {
 /// Fills in which tools `preset` keeps, now that the plugins' tool lists are known: each
 /// plugin's, by identity, and the host's. A plugin whose list is not given stays unknown.
 pub fn with_tools(e: &mut Effective, preset: &ResolvedPreset, lists: &ToolLists) {
-    for (grant, plugin) in e.plugins.iter_mut().zip(&preset.plugins) {
+    // `effective` lists the plugins, then the MCP servers (whose tools are kept under
+    // `mcp.NAME`).
+    let owners = preset
+        .plugins
+        .iter()
+        .map(|p| p.name.clone())
+        .chain(preset.mcp.iter().map(|m| format!("mcp.{}", m.name)));
+    for (grant, owner) in e.plugins.iter_mut().zip(owners) {
         grant.enabled = lists.by_identity.get(&grant.identity).map(|tools| {
             tools
                 .iter()
-                .filter(|tool| preset.keeps(&plugin.name, tool))
+                .filter(|tool| preset.keeps(&owner, tool))
                 .cloned()
                 .collect()
         });

@@ -110,8 +110,8 @@ pub(crate) fn host_tools(loaded: &mut Loaded, offer: Offer<'_>) -> Listed {
     listed
 }
 
-/// The tools each plugin of `loaded` provides (all of them, those its preset left out
-/// too), by the plugin's identity, and the host's.
+/// The tools each plugin and MCP server of `loaded` provides (all of them, those its preset
+/// left out too), by the plugin's or server's identity, and the host's.
 fn tool_lists(loaded: &Loaded) -> crate::grants::ToolLists {
     let mut lists = crate::grants::ToolLists {
         host: (
@@ -123,8 +123,10 @@ fn tool_lists(loaded: &Loaded) -> crate::grants::ToolLists {
         ),
         ..Default::default()
     };
-    let identities = crate::grants::effective(&loaded.resolved, 0, loaded.env.data_dir()).plugins;
-    for (plugin, grant) in loaded.resolved.plugins.iter().zip(identities) {
+    let mut identities = crate::grants::effective(&loaded.resolved, 0, loaded.env.data_dir())
+        .plugins
+        .into_iter();
+    for (plugin, grant) in loaded.resolved.plugins.iter().zip(identities.by_ref()) {
         if let Some(found) = loaded
             .registry
             .plugins()
@@ -134,6 +136,20 @@ fn tool_lists(loaded: &Loaded) -> crate::grants::ToolLists {
             lists.by_identity.insert(
                 grant.identity,
                 found.tools.iter().map(|t| t.name.clone()).collect(),
+            );
+        }
+    }
+    // Then the MCP servers, in the same order, with the names their tools were offered under.
+    for (server, grant) in loaded.resolved.mcp.iter().zip(identities) {
+        if let Some((_, listed)) = loaded
+            .registry
+            .mcp_listed()
+            .iter()
+            .find(|(name, _)| *name == server.name)
+        {
+            lists.by_identity.insert(
+                grant.identity,
+                listed.iter().filter_map(|t| t.registered.clone()).collect(),
             );
         }
     }

@@ -488,3 +488,75 @@ fn a_skill_folder_swapped_for_a_symlink_mid_session_lists_and_reads_nothing_outs
     assert!(content(2).contains("the real notes"), "{shown}");
     assert!(!shown.contains("PRIVATE"), "{shown}");
 }
+
+/// Per MCP server too: a child that keeps a tool of the server the parent's `[tools]` leaves
+/// out, raises its call deadline, passes it an environment variable, or gives it a directory
+/// the parent gives only to a plugin is refused at spawn, naming the dimension and the server.
+/// Before, servers were compared by what runs them alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_wider_in_one_mcp_servers_grant_is_refused_naming_it() {
+    let Some(python) = crate::mcp_http::installed("PADDOCK_MCP_PYTHON") else {
+        return;
+    };
+    let project = Project::warm(&[("notes.txt", "notes")]);
+    let outside = tempfile::tempdir().unwrap();
+    let reads = crate::agent_common::python_server_reads(&python).join(", ");
+    let script = crate::agent_common::mcp_scripts().join("confined_server.py");
+    let write_preset = |name: &str, server: &str, disable: &str| {
+        let text = format!(
+            "[plugins.fs]\nsource = \"builtin:fs\"\n\
+             mounts = [{{ host = \".\", guest = \"/workspace\", mode = \"ro\" }}]\n\n\
+             [mcp.py]\ncommand = {:?}\nargs = [{:?}]\nread = [{reads}]\n{server}\n\n\
+             [tools]\ndisable = {disable}\n",
+            python.display().to_string(),
+            script.display().to_string(),
+        );
+        let path = project.dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let mount = |host: &str| {
+        format!("mounts = [{{ host = {host:?}, guest = \"/workspace\", mode = \"ro\" }}]")
+    };
+    let outside_mount = mount(&outside.path().display().to_string());
+    let parent_server = format!("{outside_mount}\ntimeout_ms = 10_000");
+    let parent = write_preset("parent", &parent_server, r#"["write_text"]"#);
+    let cases = [
+        ("tools", "write_text", parent_server.clone(), "[]"),
+        (
+            "limits",
+            "mcp.py.timeout_ms",
+            format!("{outside_mount}\ntimeout_ms = 20_000"),
+            r#"["write_text"]"#,
+        ),
+        (
+            "limits",
+            "HOME",
+            format!("{parent_server}\nenv = [\"HOME\"]"),
+            r#"["write_text"]"#,
+        ),
+        // The project is the parent's fs plugin's, not its server's.
+        (
+            "mounts",
+            "mcp.py",
+            format!("{}\ntimeout_ms = 10_000", mount(".")),
+            r#"["write_text"]"#,
+        ),
+    ];
+    for (i, (dimension, named, server, disable)) in cases.iter().enumerate() {
+        let child = write_preset(&format!("child{i}"), server, disable);
+        let out = spawn(&project, &parent, Some(&child)).await;
+        assert_refused(&out, dimension);
+        let message = out["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(named), "{named}: {message}");
+    }
+    // The control: the same server with a shorter deadline and fewer tools is within.
+    let narrower = write_preset(
+        "narrower",
+        &format!("{outside_mount}\ntimeout_ms = 5_000"),
+        r#"["write_text", "connect"]"#,
+    );
+    let out = spawn(&project, &parent, Some(&narrower)).await;
+    let message = out["error"]["message"].as_str().unwrap_or_default();
+    assert!(!message.contains("wider than its parent"), "{out}");
+}

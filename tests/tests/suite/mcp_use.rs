@@ -45,19 +45,8 @@ fn setup_with(mode: &str, timeout_ms: u64, extra: &[&str]) -> Option<Served> {
         }
     };
     // The interpreter and its packages must be readable inside the jail, nothing else of home.
-    let prefixes = Command::new(&python)
-        .args([
-            "-c",
-            "import sys; print(sys.prefix); print(sys.base_prefix)",
-        ])
-        .output()
-        .expect("ask python for its prefixes");
-    let script_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp");
-    let mut read: Vec<String> = String::from_utf8_lossy(&prefixes.stdout)
-        .lines()
-        .map(|l| format!("{l:?}"))
-        .collect();
-    read.push(format!("{:?}", script_dir.display().to_string()));
+    let script_dir = crate::agent_common::mcp_scripts();
+    let read = crate::agent_common::python_server_reads(&python);
     let project = Project::new(&[("README.md", "inside the mount\n")]);
     let decoy = tempfile::tempdir().expect("decoy");
     std::fs::write(decoy.path().join("secret.txt"), "DECOY-SECRET-9d41").expect("decoy");

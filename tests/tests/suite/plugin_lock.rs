@@ -457,23 +457,12 @@ fn an_mcp_tool_whose_description_changes_is_blocked_and_logged_until_accepted() 
     let Some(python) = mcp_python() else {
         return;
     };
-    let prefixes = Command::new(&python)
-        .args([
-            "-c",
-            "import sys; print(sys.prefix); print(sys.base_prefix)",
-        ])
-        .output()
-        .expect("python");
-    let script_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp");
+    let script_dir = crate::agent_common::mcp_scripts();
     let project = Project::new(&[]);
     let words = tempfile::tempdir().unwrap();
     let description = words.path().join("greet.txt");
     std::fs::write(&description, "Greet someone by name.").unwrap();
-    let mut read: Vec<String> = String::from_utf8_lossy(&prefixes.stdout)
-        .lines()
-        .map(|l| format!("{l:?}"))
-        .collect();
-    read.push(format!("{:?}", script_dir.display().to_string()));
+    let mut read = crate::agent_common::python_server_reads(&python);
     read.push(format!("{:?}", words.path().display().to_string()));
     let preset = project.home.path().join("mcp.toml");
     std::fs::write(

@@ -176,6 +176,29 @@ pub fn answer(events: &[Value]) -> String {
         .to_string()
 }
 
+/// What a preset's `read` must list for an MCP server run by `python` from `tests/mcp/`:
+/// the interpreter's prefixes and the scripts' folder, each quoted for TOML.
+pub fn python_server_reads(python: &Path) -> Vec<String> {
+    let prefixes = Command::new(python)
+        .args([
+            "-c",
+            "import sys; print(sys.prefix); print(sys.base_prefix)",
+        ])
+        .output()
+        .expect("ask python for its prefixes");
+    let mut read: Vec<String> = String::from_utf8_lossy(&prefixes.stdout)
+        .lines()
+        .map(|l| format!("{l:?}"))
+        .collect();
+    read.push(format!("{:?}", mcp_scripts().display().to_string()));
+    read
+}
+
+/// `tests/mcp/`, where the test MCP servers are.
+pub fn mcp_scripts() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp")
+}
+
 pub fn text(output: &Output) -> String {
     format!(
         "{}{}",
