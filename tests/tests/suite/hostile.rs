@@ -434,7 +434,13 @@ async fn a_javascript_tool_carries_nothing_from_one_call_to_the_next_through_its
     };
     for call in 0..4 {
         let report = sandbox()
-            .call(&plugin, "carry_state_js", "{}", &grant, &CancellationToken::new())
+            .call(
+                &plugin,
+                "carry_state_js",
+                "{}",
+                &grant,
+                &CancellationToken::new(),
+            )
             .await;
         let content = report.result.expect("carry_state_js runs").content;
         assert_eq!(
