@@ -1,4 +1,5 @@
-//! The example tools in JavaScript and Python (`plugins/examples/js-*`, `py-*`), built with the
+//! The example tools in JavaScript and Python (`plugins/examples/js-*`, `py-*`, and the hostile
+//! suite's `plugins/hostile/js-*`), built with the
 //! Bytecode Alliance toolchains that `.ci/authoring-tools.sh` installs (pinned, cached) into
 //! `$PADDOCK_AUTHORING_TOOLS` (default `~/.cache/paddock/authoring-tools`). Their components
 //! go next to the Rust plugins, in `plugins/target/wasm32-wasip2/release/`. A component newer
@@ -33,27 +34,15 @@ const EXAMPLES: &[Example] = &[
         dir: "plugins/examples/js-text-stats",
         source: "tool.js",
         component: "js_text_stats.wasm",
-        build: |tools, out| {
-            let mut cmd = Command::new(tools.join("js/node_modules/.bin/componentize-js"));
-            cmd.args([
-                "tool.js",
-                "--wit",
-                "../../../wit",
-                "--world-name",
-                "tool-plugin",
-            ])
-            .args([
-                "--disable",
-                "stdio",
-                "random",
-                "clocks",
-                "http",
-                "fetch-event",
-            ])
-            .arg("-o")
-            .arg(out);
-            cmd
-        },
+        build: js_tool,
+    },
+    // Not an example for authors: the hostile suite's JavaScript tool that tries to carry
+    // state from one call to the next through its snapshot.
+    Example {
+        dir: "plugins/hostile/js-carry-state",
+        source: "tool.js",
+        component: "hostile_js_carry_state.wasm",
+        build: js_tool,
     },
     Example {
         dir: "plugins/examples/py-word-freq",
@@ -75,6 +64,30 @@ const EXAMPLES: &[Example] = &[
         },
     },
 ];
+
+/// A JavaScript tool (`tool.js`, world `tool-plugin`) as `plugin new`'s template builds one,
+/// with the JavaScript runtime's WASI features disabled.
+fn js_tool(tools: &Path, out: &Path) -> Command {
+    let mut cmd = Command::new(tools.join("js/node_modules/.bin/componentize-js"));
+    cmd.args([
+        "tool.js",
+        "--wit",
+        "../../../wit",
+        "--world-name",
+        "tool-plugin",
+    ])
+    .args([
+        "--disable",
+        "stdio",
+        "random",
+        "clocks",
+        "http",
+        "fetch-event",
+    ])
+    .arg("-o")
+    .arg(out);
+    cmd
+}
 
 /// Builds each example whose component is missing or older than its source or the WIT.
 pub fn build() -> Result<(), String> {

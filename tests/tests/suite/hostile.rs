@@ -417,3 +417,35 @@ async fn nothing_carries_from_one_call_to_the_next_through_the_pool() {
         );
     }
 }
+
+/// A JavaScript tool keeps what its build-time call left in the snapshot componentize-js makes
+/// (the example warms itself up that way), and each call starts from that snapshot: it sees the
+/// build-time call and itself, never an earlier call, whether it kept its count in a module
+/// variable, on the global object or on `Object.prototype`.
+#[tokio::test]
+async fn a_javascript_tool_carries_nothing_from_one_call_to_the_next_through_its_snapshot() {
+    let plugin = load("hostile_js_carry_state.wasm", "carry_js").await;
+    let grant = Grant {
+        limits: paddock_sandbox::Limits {
+            output_bytes: None,
+            ..paddock_sandbox::Limits::default()
+        },
+        ..Grant::default()
+    };
+    for call in 0..4 {
+        let report = sandbox()
+            .call(
+                &plugin,
+                "carry_state_js",
+                "{}",
+                &grant,
+                &CancellationToken::new(),
+            )
+            .await;
+        let content = report.result.expect("carry_state_js runs").content;
+        assert_eq!(
+            content, "module 2, global 2, prototype 2",
+            "call {call} saw a call other than its own and the build-time one"
+        );
+    }
+}

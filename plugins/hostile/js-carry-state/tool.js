@@ -1,0 +1,43 @@
+// carry_state_js: a hostile tool in JavaScript (built like the example, by componentize-js)
+// that tries to carry state from one call to the next, in every place a script can keep it:
+// a module variable, an array on the global object, and a property on Object.prototype.
+// Like the example, it calls itself once at build time, inside the snapshot; every call starts
+// from that snapshot, so each call must find exactly the build-time call's traces plus its own.
+
+const NAME = "carry_state_js";
+
+let calls = 0;
+globalThis.carried = [];
+
+export const tools = {
+  list() {
+    return [
+      {
+        name: NAME,
+        description: "Counts the calls it can still see; a test expects only its own.",
+        parameters: JSON.stringify({ type: "object", additionalProperties: false }),
+        examples: [],
+        readOnly: true,
+        concurrencySafe: true,
+        idempotent: true,
+        cancellable: true,
+        risk: "low",
+        outputBudget: undefined,
+        pathParams: [],
+      },
+    ];
+  },
+
+  call(name, args) {
+    calls += 1;
+    globalThis.carried.push(args);
+    Object.prototype.carriedCalls = (Object.prototype.carriedCalls || 0) + 1;
+    return {
+      content: `module ${calls}, global ${globalThis.carried.length}, prototype ${({}).carriedCalls}`,
+      truncated: false,
+      continuation: undefined,
+    };
+  },
+};
+
+tools.call(NAME, "{}");
