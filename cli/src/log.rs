@@ -195,7 +195,8 @@ fn list(sessions: &std::path::Path, json: bool, all: bool) -> Exit {
                         index.session
                     )
                 };
-                let fork_point = |fork: &paddock::event::ForkLink| match (&fork.call, &fork.preset) {
+                let fork_point = |fork: &paddock::event::ForkLink| match (&fork.call, &fork.preset)
+                {
                     (Some(call), _) => format!("call {call} of turn {}", fork.turn),
                     (None, Some(switch)) => format!(
                         "turn {}, preset {} -> {}",

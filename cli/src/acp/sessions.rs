@@ -195,7 +195,10 @@ impl Sessions {
             ))
         })?;
         let session = reopened.settle(&Quiet).await.map_err(|e| {
-            failed(format!("cannot settle session `{}`: {e}", sanitize(&latest)))
+            failed(format!(
+                "cannot settle session `{}`: {e}",
+                sanitize(&latest)
+            ))
         })?;
         replay::send(&cx, &id, session.log_path(), &cwd);
         let mode = session.preset_name().to_string();

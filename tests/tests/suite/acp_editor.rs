@@ -9,8 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, EnvVariable, ImageContent, McpServer, McpServerHttp, McpServerStdio,
-    NewSessionRequest, PromptRequest, SessionUpdate, StopReason,
-    TextContent,
+    NewSessionRequest, PromptRequest, SessionUpdate, StopReason, TextContent,
 };
 use paddock_tests::scripted::{Script, ScriptedServer, Step, Turn};
 
@@ -286,4 +285,3 @@ async fn mcp_servers_the_editor_passes_are_refused_in_the_thread_and_none_is_sta
         "{tools:?}"
     );
 }
-

@@ -71,7 +71,11 @@ async fn a_mode_change_between_prompts_goes_on_in_a_fork_under_the_new_preset() 
             ),
             Step::Reply(Turn::text(&["Started a job."])),
             // Under `review` the model still asks for the first preset's tool.
-            call_step("rc1", "run_command", r#"{"program": "echo", "args": ["hi"]}"#),
+            call_step(
+                "rc1",
+                "run_command",
+                r#"{"program": "echo", "args": ["hi"]}"#,
+            ),
             Step::Reply(Turn::text(&["Read-only now."])),
             // The second `paddock acp`, after session/load.
             Step::Reply(Turn::text(&["Still here."])),
@@ -116,7 +120,10 @@ async fn a_mode_change_between_prompts_goes_on_in_a_fork_under_the_new_preset() 
     assert!(child.wait().await.unwrap().success());
     let (started, ended) = *job.lock().unwrap();
     assert!(started, "the first preset's shell started `{JOB}`");
-    assert!(ended, "`{JOB}` of the old preset's shell outlived the mode change");
+    assert!(
+        ended,
+        "`{JOB}` of the old preset's shell outlived the mode change"
+    );
 
     // Two paddock sessions: the editor's id under the first preset, its fork under `review`.
     let id = editor_id.lock().unwrap().clone();
@@ -131,7 +138,10 @@ async fn a_mode_change_between_prompts_goes_on_in_a_fork_under_the_new_preset() 
     assert_eq!(start["preset"], "review", "{start}");
     assert_eq!(start["forked_from"]["session"], id.as_str(), "{start}");
     assert_eq!(start["forked_from"]["turn"], 2, "{start}");
-    assert_eq!(start["forked_from"]["preset"]["from"], "acp-test", "{start}");
+    assert_eq!(
+        start["forked_from"]["preset"]["from"], "acp-test",
+        "{start}"
+    );
     assert_eq!(start["forked_from"]["preset"]["to"], "review", "{start}");
     // The whole conversation went with it; the old preset's checkpoints did not.
     assert!(events.iter().any(|e| e["data"]["text"] == "start a job"));
@@ -152,8 +162,14 @@ async fn a_mode_change_between_prompts_goes_on_in_a_fork_under_the_new_preset() 
     assert!(before.iter().any(|t| t == "run_command"), "{before:?}");
     assert!(!after.iter().any(|t| t == "run_command"), "{after:?}");
     assert!(sent(&requests[2].body, "start a job"));
-    assert!(sent(&requests[2].body, "switched this session from preset `acp-test`"));
-    assert!(sent(&requests[2].body, "The shell of the old preset ended with it"));
+    assert!(sent(
+        &requests[2].body,
+        "switched this session from preset `acp-test`"
+    ));
+    assert!(sent(
+        &requests[2].body,
+        "The shell of the old preset ended with it"
+    ));
     let switched = seen.updates().into_iter().any(
         |u| matches!(u, SessionUpdate::CurrentModeUpdate(m) if &*m.current_mode_id.0 == "review"),
     );
@@ -189,14 +205,18 @@ async fn a_mode_change_between_prompts_goes_on_in_a_fork_under_the_new_preset() 
     .await;
     assert!(child.wait().await.unwrap().success());
     assert_eq!(project.sessions().len(), 2);
-    assert!(project
-        .events(&fork)
-        .iter()
-        .any(|e| e["data"]["text"] == "still there?"));
-    assert!(!project
-        .events(&id)
-        .iter()
-        .any(|e| e["data"]["text"] == "still there?"));
+    assert!(
+        project
+            .events(&fork)
+            .iter()
+            .any(|e| e["data"]["text"] == "still there?")
+    );
+    assert!(
+        !project
+            .events(&id)
+            .iter()
+            .any(|e| e["data"]["text"] == "still there?")
+    );
     let last = server.requests().pop().unwrap();
     assert!(!tools_of(&last.body).iter().any(|t| t == "run_command"));
     assert!(sent(&last.body, "start a job"));
@@ -252,7 +272,10 @@ async fn a_mode_change_is_refused_for_an_unknown_mode_and_while_a_prompt_runs() 
             .expect_err("no switch while a prompt runs");
         refused.lock().unwrap().push(busy.message);
         cx.send_notification(CancelNotification::new(id.clone()))?;
-        assert_eq!(running.block_task().await?.stop_reason, StopReason::Cancelled);
+        assert_eq!(
+            running.block_task().await?.stop_reason,
+            StopReason::Cancelled
+        );
         cx.send_request(SetSessionModeRequest::new(id, "review"))
             .block_task()
             .await?;
