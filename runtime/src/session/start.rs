@@ -487,7 +487,7 @@ fn begin_log_with(
     let log = LogWriter::start_with(path, Body::SessionStart(Box::new(start.clone())), history)
         .map(|(writer, events)| {
             if let Some(tap) = &tap {
-                events.iter().for_each(|event| tap(event));
+                events.iter().for_each(tap);
             }
             let log = SessionLog::new(writer, events);
             match tap {
