@@ -195,9 +195,14 @@ fn list(sessions: &std::path::Path, json: bool, all: bool) -> Exit {
                         index.session
                     )
                 };
-                let fork_point = |fork: &paddock::event::ForkLink| match &fork.call {
-                    Some(call) => format!("call {call} of turn {}", fork.turn),
-                    None => format!("turn {}", fork.turn),
+                let fork_point = |fork: &paddock::event::ForkLink| match (&fork.call, &fork.preset)
+                {
+                    (Some(call), _) => format!("call {call} of turn {}", fork.turn),
+                    (None, Some(switch)) => format!(
+                        "turn {}, preset {} -> {}",
+                        fork.turn, switch.from, switch.to
+                    ),
+                    (None, None) => format!("turn {}", fork.turn),
                 };
                 let session = match (&index.parent, &index.forked_from) {
                     (Some(parent), _) => under(format!("task {}", parent.call)),

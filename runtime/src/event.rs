@@ -7,7 +7,7 @@
 pub use crate::calls::{Disposition, EndReason, Repair};
 pub use crate::log::{
     Asked, Body, ChildSpent, CompactReason, ForkLink, InstructionRecord, LayerRecord, LoggedRepair,
-    ParentLink, PluginHash, SkillsRecord, Touches,
+    ParentLink, PluginHash, PresetSwitch, SkillsRecord, Touches,
 };
 pub use crate::model::price::Price;
 pub use crate::model::{

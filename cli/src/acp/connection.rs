@@ -76,7 +76,13 @@ pub fn agent(
         )
         .on_receive_request(
             async move |request: SetSessionModeRequest, responder, _cx| {
-                responder.respond_with_result(mode.set_mode(request).await)
+                // A change after the first prompt starts the new preset's session: off the
+                // dispatch loop, like a prompt.
+                let mode = Arc::clone(&mode);
+                tokio::spawn(async move {
+                    let _ = responder.respond_with_result(mode.set_mode(request).await);
+                });
+                Ok(())
             },
             on_receive_request!(),
         )

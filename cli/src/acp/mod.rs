@@ -7,7 +7,8 @@
 //! - `connection.rs`: each method to its handler, and the error for a method paddock does not
 //!   serve;
 //! - `sessions.rs`: the editor's sessions (new, load, prompt, cancel, mode), each a paddock
-//!   session started on its first prompt under the preset its mode names;
+//!   session started on its first prompt under the preset its mode names, and forked under
+//!   another preset by a mode change between prompts;
 //! - `updates.rs`: a running turn as `session/update`s (message chunks, tool calls);
 //! - `replay.rs`: a recorded log as the same updates (`session/load`);
 //! - `tool_calls.rs`: how one call is shown to the editor (title, kind, paths, diff);
@@ -36,7 +37,8 @@ use sessions::{Defaults, Sessions};
 #[derive(Args)]
 pub struct AcpArgs {
     /// The flags of `paddock run`: --preset is the mode a new session starts in (the editor
-    /// can pick another preset before the first prompt), the model flags pick the model.
+    /// can pick another preset; after the first prompt that forks the session), the model
+    /// flags pick the model.
     #[command(flatten)]
     session: SessionArgs,
 }

@@ -1,12 +1,18 @@
 //! The editor's sessions. A `session/new` names a session and its mode (a preset) without
 //! starting it; its first prompt starts the paddock session under that id, so the mode can be
 //! changed until then (`session/set_mode`) and no log is left for a session never used. After
-//! that the preset is pinned in the log, as for every paddock session: a mode change is refused
-//! with the way to get one (a new session). `session/load` reopens a recorded session (the
-//! same recovery as `paddock resume`) and replays its history as updates.
+//! that a paddock session keeps its preset, pinned in its log: a mode change between prompts
+//! forks it (`Session::fork_under`), the whole conversation and the files as they are, into a
+//! new paddock session started under the new preset exactly as a first prompt starts one, and
+//! the editor's id goes on in the fork; the old session (its plugins, its shell) is dropped.
+//! A change while a prompt runs is refused. `session/load` reopens a recorded session (the
+//! same recovery as `paddock resume`), the newest fork a mode change made of it
+//! (`session::switched_to`), and replays its history as updates.
 //!
 //! One prompt runs at a time per session; `session/cancel` interrupts it: the running calls
-//! are cancelled (a program in the jail is killed), and the prompt answers `cancelled`.
+//! are cancelled (a program in the jail is killed), and the prompt answers `cancelled`. The
+//! paddock session is swapped and a prompt claims it under one lock (`started`), so a prompt
+//! never runs on a session a mode change has replaced.
 //!
 //! The editor is untrusted input: a prompt's images are decoded within the image bound and
 //! checked as `run --image` checks a file, and only when `initialize` offered images; the MCP
@@ -33,7 +39,9 @@ use crate::trust::project_trusted_for;
 use paddock::agent::{Quiet, TurnEnd};
 use paddock::log::StopReason;
 use paddock::model::{ImageKind, ImagePart};
-use paddock::session::{Env, Interrupter, ModelChoice, ReopenOptions, Session, new_session_id};
+use paddock::session::{
+    Env, Interrupter, ModelChoice, ReopenOptions, Session, SessionBuilder, new_session_id,
+};
 use paddock_types::text::sanitize;
 
 /// How new sessions start (the command line's flags).
@@ -62,6 +70,8 @@ struct EditorSession {
     cwd: PathBuf,
     mode: Mutex<String>,
     cx: ConnectionTo<Client>,
+    /// The paddock session the editor's id goes on in now (its own id, or the newest fork a
+    /// mode change made); taken with `running` set under this lock (the module doc).
     started: tokio::sync::Mutex<Option<Arc<Session>>>,
     running: Mutex<Option<Interrupter>>,
     cancelled: AtomicBool,
@@ -134,7 +144,7 @@ impl Sessions {
         let cwd = checked_cwd(&request.cwd)?;
         let preset = self.defaults.preset.clone();
         check_preset(&cwd, &preset)?;
-        let modes = modes(&cwd, &preset)?;
+        let modes = self.modes(&cwd, &preset)?;
         let id = new_session_id();
         let session = EditorSession {
             id: id.clone(),
@@ -165,9 +175,11 @@ impl Sessions {
                 replay::send(&open.cx, &id, session.log_path(), &open.cwd);
             }
             let mode = lock(&open.mode).clone();
-            return Ok(LoadSessionResponse::new().modes(modes(&open.cwd, &mode)?));
+            return Ok(LoadSessionResponse::new().modes(self.modes(&open.cwd, &mode)?));
         }
         let env = env_at(&cwd)?;
+        // A mode change went on in a fork: the editor's id continues the newest one.
+        let latest = paddock::session::switched_to(&env.store.root().join("sessions"), &id);
         let options = ReopenOptions {
             wait: false,
             max_output_tokens: None,
@@ -176,19 +188,21 @@ impl Sessions {
             max_turns: self.defaults.max_turns,
             without_message: false,
         };
-        let reopened = Session::reopen(env, &id, options).await.map_err(|e| {
+        let reopened = Session::reopen(env, &latest, options).await.map_err(|e| {
             invalid(format!(
                 "cannot load session `{}`: {e}; `paddock log --list` lists the recorded sessions",
-                sanitize(&id)
+                sanitize(&latest)
             ))
         })?;
-        let session = reopened
-            .settle(&Quiet)
-            .await
-            .map_err(|e| failed(format!("cannot settle session `{}`: {e}", sanitize(&id))))?;
+        let session = reopened.settle(&Quiet).await.map_err(|e| {
+            failed(format!(
+                "cannot settle session `{}`: {e}",
+                sanitize(&latest)
+            ))
+        })?;
         replay::send(&cx, &id, session.log_path(), &cwd);
         let mode = session.preset_name().to_string();
-        let modes = modes(&cwd, &mode)?;
+        let modes = self.modes(&cwd, &mode)?;
         let editor = EditorSession {
             id: id.clone(),
             cwd,
@@ -203,15 +217,19 @@ impl Sessions {
         Ok(LoadSessionResponse::new().modes(modes))
     }
 
-    /// `session/set_mode`: another preset, until the first prompt pins one.
+    /// `session/set_mode`: another preset. Before the first prompt the session simply starts
+    /// under it; after, between prompts, the paddock session is forked under it (the module
+    /// doc). Only a mode offered is taken, and not while a prompt runs.
     pub async fn set_mode(
         &self,
         request: SetSessionModeRequest,
     ) -> Result<SetSessionModeResponse, Error> {
         let editor = self.get(&request.session_id.0)?;
         let wanted = request.mode_id.0.to_string();
+        // Under the lock a prompt claims the session with: no prompt starts meanwhile.
+        let mut started = editor.started.lock().await;
         let current = lock(&editor.mode).clone();
-        let offered = modes(&editor.cwd, &current)?;
+        let offered = self.modes(&editor.cwd, &current)?;
         if !offered.available_modes.iter().any(|m| *m.id.0 == *wanted) {
             let names: Vec<String> = offered
                 .available_modes
@@ -227,13 +245,39 @@ impl Sessions {
         if wanted == current {
             return Ok(SetSessionModeResponse::new());
         }
-        if editor.started.lock().await.is_some() {
-            return Err(invalid(format!(
-                "session `{}` runs preset `{}`, pinned in its log since its first prompt: what the model may read, write and run does not change under a running history, and the log, `paddock resume` and the checkpoints hold one preset per session, so no mode is switched mid-session, a narrower one included; start a new session (session/new) and pick mode `{}` before prompting",
-                editor.id,
-                sanitize(&current),
-                sanitize(&wanted)
-            )));
+        if lock(&editor.running).is_some() {
+            return Err(Error::new(
+                ErrorCode::INVALID_REQUEST,
+                format!(
+                    "session `{}` is working on a prompt under mode `{}`: the mode changes between prompts, so the running turn never changes preset under it; wait for the prompt's answer (or send session/cancel), then set mode `{}` again",
+                    editor.id,
+                    sanitize(&current),
+                    sanitize(&wanted)
+                ),
+            ));
+        }
+        if let Some(session) = started.as_ref() {
+            let builder = editor.builder(&self.defaults, &wanted)?;
+            let fork = session.fork_under(builder).await.map_err(|e| {
+                failed(format!(
+                    "cannot switch session `{}` to mode `{}`: {e}; it goes on in mode `{}`",
+                    editor.id,
+                    sanitize(&wanted),
+                    sanitize(&current)
+                ))
+            })?;
+            for warning in fork.warnings() {
+                tracing::warn!("{}", warning.message);
+            }
+            lock(&editor.notes).push(format!(
+                "[paddock: mode `{}`: this thread goes on as session {}, a fork of {} under that preset (`paddock log --list`); the old session's shell and \"always\" answers ended with it]\n\n",
+                sanitize(&wanted),
+                fork.id(),
+                session.id()
+            ));
+            // The old session ends here: its plugins and its shell (with the old preset's
+            // mounts) are dropped with it, before the next prompt can run.
+            *started = Some(Arc::new(fork));
         }
         *lock(&editor.mode) = wanted.clone();
         let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(wanted));
@@ -259,15 +303,16 @@ impl Sessions {
     pub async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, Error> {
         let editor = self.get(&request.session_id.0)?;
         let (text, images) = prompt_content(&request.prompt, self.images)?;
-        let session = editor.start(&self.defaults).await?;
-        if !images.is_empty() && !model_sees_images(&session) {
-            return Err(invalid(format!(
-                "session `{}` runs model `{}`, which takes no images (its [model] has vision = false, or it is not known to see images); send the prompt without them, or pick a mode whose model has vision = true before the first prompt (docs/providers.md)",
-                editor.id,
-                sanitize(&session.record().model)
-            )));
-        }
-        {
+        let session = {
+            let mut started = editor.started.lock().await;
+            let session = editor.start(&mut started, &self.defaults).await?;
+            if !images.is_empty() && !model_sees_images(&session) {
+                return Err(invalid(format!(
+                    "session `{}` runs model `{}`, which takes no images (its [model] has vision = false, or it is not known to see images); send the prompt without them, or pick a mode whose model has vision = true (docs/providers.md)",
+                    editor.id,
+                    sanitize(&session.record().model)
+                )));
+            }
             let mut running = lock(&editor.running);
             if running.is_some() {
                 return Err(Error::new(
@@ -280,7 +325,8 @@ impl Sessions {
             }
             *running = Some(session.interrupter());
             editor.cancelled.store(false, Ordering::SeqCst);
-        }
+            session
+        };
         let updates = Updates::new(editor.cx.clone(), &editor.id, &editor.cwd);
         for note in std::mem::take(&mut *lock(&editor.notes)) {
             updates.say(&note);
@@ -295,20 +341,31 @@ impl Sessions {
 }
 
 impl EditorSession {
-    /// The paddock session, started under this id with the current mode on the first prompt.
-    async fn start(&self, defaults: &Defaults) -> Result<Arc<Session>, Error> {
-        let mut started = self.started.lock().await;
+    /// How a paddock session of this editor session starts under `preset`: as every one does
+    /// (the preset found and trusted, judged and loaded by `start`), with the command line's
+    /// model and budgets, its questions asked in this thread.
+    fn builder(&self, defaults: &Defaults, preset: &str) -> Result<SessionBuilder, Error> {
+        Ok(Session::builder(env_at(&self.cwd)?)
+            .preset(preset)
+            .model(defaults.model.clone())
+            .max_turns(defaults.max_turns)
+            .approver(Box::new(EditorApprover::new(self.cx.clone(), &self.id))))
+    }
+
+    /// The paddock session (`started`, whose lock the caller holds), started under this id
+    /// with the current mode on the first prompt.
+    async fn start(
+        &self,
+        started: &mut Option<Arc<Session>>,
+        defaults: &Defaults,
+    ) -> Result<Arc<Session>, Error> {
         if let Some(session) = started.as_ref() {
             return Ok(Arc::clone(session));
         }
-        let env = env_at(&self.cwd)?;
         let preset = lock(&self.mode).clone();
-        let session = Session::builder(env)
+        let session = self
+            .builder(defaults, &preset)?
             .id(self.id.clone())
-            .preset(&preset)
-            .model(defaults.model.clone())
-            .max_turns(defaults.max_turns)
-            .approver(Box::new(EditorApprover::new(self.cx.clone(), &self.id)))
             .start()
             .await
             .map_err(|e| {
@@ -490,9 +547,17 @@ fn check_preset(cwd: &Path, preset: &str) -> Result<(), Error> {
         .map_err(|e| invalid(format!("preset `{}` cannot be used: {e}", sanitize(preset))))
 }
 
-/// The modes: every preset `paddock preset list` shows here, and `current` (a preset given
-/// by its path, or the one a reopened session pinned, is a mode of its own).
-fn modes(cwd: &Path, current: &str) -> Result<SessionModeState, Error> {
+impl Sessions {
+    /// The modes offered in `cwd`, `current` the session's (`modes`), with `--preset`'s.
+    fn modes(&self, cwd: &Path, current: &str) -> Result<SessionModeState, Error> {
+        modes(cwd, current, &self.defaults.preset)
+    }
+}
+
+/// The modes: every preset `paddock preset list` shows here, `current`, and `default`, the
+/// command line's (a preset given by its path, or the one a reopened session pinned, is a
+/// mode of its own). A mode change takes only one of these.
+fn modes(cwd: &Path, current: &str, default: &str) -> Result<SessionModeState, Error> {
     let env = env_at(cwd)?;
     let project = project_trusted_for(&env, current);
     let mut seen = std::collections::HashSet::new();
@@ -508,12 +573,14 @@ fn modes(cwd: &Path, current: &str) -> Result<SessionModeState, Error> {
             }
         })
         .collect();
-    if !modes.iter().any(|m| *m.id.0 == *current) {
-        let name = Path::new(current)
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| current.to_string());
-        modes.push(SessionMode::new(current.to_string(), name).description(current.to_string()));
+    for own in [current, default] {
+        if !modes.iter().any(|m| *m.id.0 == *own) {
+            let name = Path::new(own)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| own.to_string());
+            modes.push(SessionMode::new(own.to_string(), name).description(own.to_string()));
+        }
     }
     Ok(SessionModeState::new(current.to_string(), modes))
 }

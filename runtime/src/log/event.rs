@@ -291,13 +291,24 @@ pub struct SessionStart {
 }
 
 /// Where a fork came from: its log begins with `session`'s events before turn `turn` began,
-/// or, with `call`, before that call of turn `turn` started.
+/// or, with `call`, before that call of turn `turn` started. A fork made by a mode change
+/// (`preset`) begins with all of `session`'s history, `turn` being the one it goes on with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ForkLink {
     pub session: String,
     pub turn: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<String>,
+    /// The fork goes on under another preset than its parent's (an editor's mode change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<PresetSwitch>,
+}
+
+/// A fork's change of preset: the parent's, and the one the fork started under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PresetSwitch {
+    pub from: String,
+    pub to: String,
 }
 
 /// Where a subagent came from.

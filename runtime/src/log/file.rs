@@ -56,10 +56,23 @@ impl LogWriter {
     /// file beside it, synced, and renamed into place, so the log never exists without it.
     /// Private like `create`'s.
     pub fn start(path: &Path, first: Body) -> io::Result<(LogWriter, Event)> {
-        let event = stamp(1, first);
-        let len = LogWriter::create_whole(path, std::slice::from_ref(&event))?;
+        let (writer, mut events) = LogWriter::start_with(path, first, Vec::new())?;
+        Ok((writer, events.remove(0)))
+    }
+
+    /// `start` with `rest` after the first event, as they are (seqs from 2 and times kept: the
+    /// history a session started under another preset goes on with); returns every event.
+    pub fn start_with(
+        path: &Path,
+        first: Body,
+        rest: Vec<Event>,
+    ) -> io::Result<(LogWriter, Vec<Event>)> {
+        let mut events = vec![stamp(1, first)];
+        events.extend(rest);
+        let len = LogWriter::create_whole(path, &events)?;
         let file = OpenOptions::new().append(true).open(path)?;
-        Ok((LogWriter::over(file, path, 2, len), event))
+        let next = events.last().map_or(1, |e| e.seq + 1);
+        Ok((LogWriter::over(file, path, next, len), events))
     }
 
     /// Creates a new log holding `events` as they are (seqs and times kept: a fork's copy of

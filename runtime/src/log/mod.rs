@@ -42,6 +42,7 @@ pub use atif_schema::Trajectory;
 pub use blobs::{BLOBS_DIR, Blobs};
 pub use event::{
     Asked, Body, ChildSpent, CompactReason, Event, ForkLink, InstructionRecord, Lane, LayerRecord,
+    PresetSwitch,
     LoggedRepair, ParentLink, PluginHash, SessionStart, SkillsRecord, Source, StopReason, Touches,
 };
 pub use file::LogWriter;

@@ -79,14 +79,19 @@ impl ShellLedger {
 
     /// What the model is told when the session is resumed, if it used a shell.
     pub fn resume_note(&self) -> Option<String> {
+        self.ended_note("paddock was restarted, and the shell of the previous run ended with it")
+    }
+
+    /// What the model is told when its shell ended (`why`, the start of the first sentence),
+    /// if it used one.
+    pub fn ended_note(&self, why: &str) -> Option<String> {
         if !self.used {
             return None;
         }
-        let mut note = String::from(
-            "paddock was restarted, and the shell of the previous run ended with it: its \
-             directory, variables, functions and aliases are gone, and so is every job it ran \
-             (jobs started with &, servers). The next shell command starts a new shell in the \
-             workspace.",
+        let mut note = format!(
+            "{why}: its directory, variables, functions and aliases are gone, and so is every \
+             job it ran (jobs started with &, servers). The next shell command starts a new \
+             shell in the workspace."
         );
         if !self.running.is_empty() {
             note.push_str(" These commands were still running and were killed:");

@@ -229,6 +229,11 @@ impl SessionState {
         state
     }
 
+    /// A turn has started and not ended (one is running, or a crash left it open).
+    pub fn turn_open(&self) -> bool {
+        self.in_turn
+    }
+
     /// A state to take events into, knowing the ranges conversation rewinds take out of the
     /// history (`rewound_ranges` of the same events).
     pub fn rewound(dead: Vec<(u64, u64)>) -> SessionState {

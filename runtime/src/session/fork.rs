@@ -28,13 +28,13 @@
 use super::error::SetupError;
 use super::resume::{ReopenOptions, lock_session, reopen};
 use super::client::is_client_session;
-use super::start::new_session_id;
+use super::start::{Continued, SessionBuilder, copy_blobs, new_session_id};
 use super::{Env, Session};
 use crate::agent::Observer;
 use crate::ask::Approver;
 use crate::log::{
-    Body, Event, ForkLink, LOG_FILE, LogWriter, SessionState, cut_before_call, read_log,
-    rewound_ranges,
+    BLOBS_DIR, Body, Event, ForkLink, LOG_FILE, LogWriter, PresetSwitch, SessionState, Source,
+    cut_before_call, read_log, rewound_ranges,
 };
 
 /// Where a fork begins.
@@ -82,15 +82,19 @@ pub struct Forked {
     pub prompt: Option<String>,
 }
 
-/// The events of `events` before seq `from` that its conversation holds, numbered from 2;
-/// see the module doc.
-fn history_before(events: &[Event], from: u64) -> Vec<Event> {
+/// The events of `events` before seq `from` that its conversation holds and `keep` keeps,
+/// numbered from 2; see the module doc.
+fn history_before(events: &[Event], from: u64, keep: impl Fn(&Body) -> bool) -> Vec<Event> {
     let dead = rewound_ranges(events);
     let live = |seq: u64| !dead.iter().any(|(a, b)| (*a..*b).contains(&seq));
     let mut numbered: Vec<(u64, u64)> = Vec::new();
     let mut out = Vec::new();
     let kept = events.iter().filter(|e| {
-        e.seq > 1 && e.seq < from && live(e.seq) && !matches!(e.body, Body::ConversationRewind { .. })
+        e.seq > 1
+            && e.seq < from
+            && live(e.seq)
+            && !matches!(e.body, Body::ConversationRewind { .. })
+            && keep(&e.body)
     });
     for event in kept {
         let mut event = event.clone();
@@ -250,13 +254,14 @@ pub(super) async fn from_log(
             ForkAt::Turn(_) => None,
             ForkAt::Call(call) => Some(call.clone()),
         },
+        preset: None,
     });
     let mut events = vec![Event {
         seq: 1,
         ts_ms: paddock_types::stamp::now_ms(),
         body: Body::SessionStart(Box::new(first)),
     }];
-    events.extend(history_before(&read.events, point.cut));
+    events.extend(history_before(&read.events, point.cut, |_| true));
     if let ForkAt::Call(call) = &at {
         for body in cut_before_call(&events, call) {
             events.push(Event {
@@ -270,7 +275,10 @@ pub(super) async fn from_log(
     LogWriter::create_whole(&child_dir.join(LOG_FILE), &events).map_err(|e| {
         SetupError::host(format!("cannot write the fork's log in {}: {e}", child_dir.display()))
     })?;
+    // The images its history names go with it (a failed copy is cleaned up with the rest).
+    let blobs = path.parent().unwrap_or(path).join(BLOBS_DIR);
     let made = async {
+        copy_blobs(&blobs, &child_dir)?;
         let options = ReopenOptions {
             wait: false,
             max_output_tokens: None,
@@ -310,10 +318,89 @@ pub(super) async fn from_log(
     }
 }
 
+/// `Session::fork_under`: `parent`'s whole conversation, the files as they are, in a new
+/// session that `builder` starts under its own preset, exactly as any new session starts
+/// (found, trusted, judged and loaded again; nothing of the parent's loaded preset is reused:
+/// its plugins, shell and "always" answers end with it). Left out of the history: what ties
+/// it to the parent's preset: its checkpoints and rewinds (its mounts' recorders; rewind the
+/// parent for those turns) and moves of its model (the builder chooses the model). The model
+/// is told of the change, and of the shell that ended with the old preset.
+pub(super) async fn under(
+    parent: &Session,
+    builder: SessionBuilder,
+) -> Result<Session, SetupError> {
+    let id = parent.id().to_string();
+    let fail = SetupError::usage;
+    parent
+        .log
+        .sync()
+        .map_err(|e| SetupError::host(format!("cannot write the session log: {e}")))?;
+    let read = read_log(parent.log_path()).map_err(|e| {
+        fail(format!(
+            "cannot go on from session `{id}` under another preset: its log does not read as \
+             paddock wrote it ({e}); nothing was forked"
+        ))
+    })?;
+    let state = SessionState::of(&read.events);
+    if is_client_session(parent.record()) {
+        return Err(fail(format!(
+            "session `{id}`'s calls came from a client, not a model: there is no conversation \
+             to go on with under another preset"
+        )));
+    }
+    if state.turn_open() {
+        return Err(fail(format!(
+            "session `{id}` is in the middle of a turn: its preset changes between turns; \
+             wait for the turn to end or interrupt it"
+        )));
+    }
+    let tied = |body: &Body| {
+        !matches!(
+            body,
+            Body::Checkpoint { .. } | Body::Rewind { .. } | Body::SessionModel { .. }
+        )
+    };
+    let mut history = history_before(&read.events, u64::MAX, tied);
+    let from = parent.preset_name().to_string();
+    let mut note = format!(
+        "The user switched this session from preset `{from}` to another preset (a mode \
+         change): from here on the tools offered, the files they may read and write, and what \
+         needs approval are the new preset's. Calls above ran under `{from}`; a tool named \
+         there may not be offered now."
+    );
+    let ended = "The shell of the old preset ended with it (it had the old preset's mounts)";
+    if let Some(shell) = state.shells.ended_note(ended) {
+        note.push_str("\n\n");
+        note.push_str(&shell);
+    }
+    history.push(Event {
+        seq: history.len() as u64 + 2,
+        ts_ms: paddock_types::stamp::now_ms(),
+        body: Body::UserMessage {
+            text: note,
+            source: Source::System,
+            images: Vec::new(),
+        },
+    });
+    let continued = Continued {
+        link: ForkLink {
+            session: id,
+            turn: state.turn_marks.len() as u64 + 1,
+            call: None,
+            preset: Some(PresetSwitch {
+                from,
+                to: String::new(),
+            }),
+        },
+        history,
+        blobs: parent.log_path().parent().unwrap_or(parent.log_path()).join(BLOBS_DIR),
+    };
+    builder.continues(continued).start().await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::Source;
 
     fn user(text: &str) -> Body {
         Body::UserMessage {
@@ -351,7 +438,7 @@ mod tests {
             },
             user("second, again"),
         ]);
-        let kept = history_before(&events, 11);
+        let kept = history_before(&events, 11, |_| true);
         let seqs: Vec<u64> = kept.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, [2, 3, 4, 5, 6]);
         assert!(matches!(&kept[3].body, Body::ContextCompacted { upto: 4, .. }));

@@ -42,7 +42,7 @@ use tokio_util::sync::CancellationToken;
 pub use env::Env;
 pub use error::{SetupCode, SetupError};
 pub use fork::{ForkAt, ForkOptions, Forked};
-pub use resume::{ModelMove, ReopenOptions, Reopened, latest_in};
+pub use resume::{ModelMove, ReopenOptions, Reopened, latest_in, switched_to};
 pub use rewind::{CallPoint, TurnSummary};
 pub use start::{ModelChoice, SessionBuilder, new_session_id};
 pub use task::ChildTap;
@@ -149,6 +149,15 @@ impl Session {
             .map_err(|e| SetupError::host(format!("cannot write the session log: {e}")))?;
         let env = self.loaded.env.clone();
         fork::from_log(env, self.id(), &self.path, options, observer).await
+    }
+
+    /// Goes on from this session's whole conversation in a new session that `builder`
+    /// starts under its preset (an editor's mode change): the files stay as they are, this
+    /// session's log is only read, and the new one's `session/start` names it
+    /// (`forked_from`, with the change of preset). Between turns only. Drop this session
+    /// after: its plugins and shell end with it. See `fork.rs`.
+    pub async fn fork_under(&self, builder: SessionBuilder) -> Result<Session, SetupError> {
+        fork::under(self, builder).await
     }
 
     fn new(

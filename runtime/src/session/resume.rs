@@ -426,6 +426,42 @@ pub fn latest_in(sessions: &Path, cwd: &Path) -> Option<String> {
     best.map(|(_, id)| id)
 }
 
+/// The session that session `id` of the data directory `sessions` goes on in now: the
+/// newest fork made by a change of preset (an editor's mode change) of `id`, of that fork, and
+/// so on; `id` itself when it has none. Forks made otherwise (`paddock fork`) are sessions of
+/// their own and are not followed.
+pub fn switched_to(sessions: &Path, id: &str) -> String {
+    let mut switches: Vec<(String, u64, String)> = Vec::new();
+    for entry in std::fs::read_dir(sessions).into_iter().flatten().flatten() {
+        let Some(first) = first_line(&entry.path().join(LOG_FILE)) else {
+            continue;
+        };
+        let Ok(event) = serde_json::from_str::<Event>(&first) else {
+            continue;
+        };
+        if let Body::SessionStart(start) = &event.body
+            && let Some(fork) = &start.forked_from
+            && fork.preset.is_some()
+        {
+            switches.push((fork.session.clone(), event.ts_ms, start.session.clone()));
+        }
+    }
+    let mut current = id.to_string();
+    // Each step goes to a session started later; the bound keeps a log edited into a loop
+    // from turning this into one.
+    for _ in 0..=switches.len() {
+        let next = switches
+            .iter()
+            .filter(|(parent, _, _)| *parent == current)
+            .max_by_key(|(_, ts, _)| *ts);
+        match next {
+            Some((_, _, child)) => current.clone_from(child),
+            None => break,
+        }
+    }
+    current
+}
+
 /// The first line of a file, read without the rest.
 fn first_line(path: &Path) -> Option<String> {
     use std::io::BufRead;
@@ -449,6 +485,39 @@ mod tests {
                      "system": ""}
         });
         std::fs::write(dir.join(LOG_FILE), format!("{first}\n")).unwrap();
+    }
+
+    /// A session `id` started at `ts_ms` as a fork of `parent`, by a change of preset or not.
+    fn write_fork(sessions: &Path, id: &str, ts_ms: u64, parent: &str, switch: bool) {
+        write_start(sessions, id, ts_ms, "m", Path::new("/p"));
+        let log = sessions.join(id).join(LOG_FILE);
+        let mut first: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
+        first["data"]["forked_from"] = serde_json::json!({"session": parent, "turn": 2});
+        if switch {
+            first["data"]["forked_from"]["preset"] = serde_json::json!({"from": "a", "to": "b"});
+        }
+        std::fs::write(&log, format!("{first}\n")).unwrap();
+    }
+
+    #[test]
+    fn a_session_goes_on_in_its_newest_fork_by_a_change_of_preset_and_not_in_other_forks() {
+        let data = tempfile::tempdir().unwrap();
+        let sessions = data.path();
+        write_start(sessions, "1-root", 1_000, "m", Path::new("/p"));
+        assert_eq!(switched_to(sessions, "1-root"), "1-root");
+        write_fork(sessions, "2-plain", 2_000, "1-root", false);
+        assert_eq!(switched_to(sessions, "1-root"), "1-root", "a plain fork is not followed");
+        write_fork(sessions, "3-old", 3_000, "1-root", true);
+        write_fork(sessions, "4-new", 4_000, "1-root", true);
+        write_fork(sessions, "5-next", 5_000, "4-new", true);
+        assert_eq!(switched_to(sessions, "1-root"), "5-next");
+        assert_eq!(switched_to(sessions, "3-old"), "3-old");
+        // Logs edited into a loop end the walk instead of running it forever.
+        write_fork(sessions, "6-a", 6_000, "7-b", true);
+        write_fork(sessions, "7-b", 7_000, "6-a", true);
+        let end = switched_to(sessions, "6-a");
+        assert!(end == "6-a" || end == "7-b", "{end}");
     }
 
     #[test]

@@ -15,8 +15,8 @@ use crate::agent::model_script::ModelScript;
 use crate::agent::scripted::ScriptedProvider;
 use crate::ask::{Approver, OnAsk};
 use crate::log::{
-    Body, InstructionRecord, LOG_FILE, LayerRecord, LogWriter, PluginHash, SessionLock, SessionLog,
-    SessionStart, Tap, Wait,
+    Body, Event, ForkLink, InstructionRecord, LOG_FILE, LayerRecord, LogWriter, PluginHash,
+    SessionLock, SessionLog, SessionStart, Tap, Wait,
 };
 use crate::model::{ProviderConfig, ProviderKind, connect};
 use paddock_sandbox::SpillDir;
@@ -68,6 +68,16 @@ pub struct SessionBuilder {
     child: Option<super::task::ChildOf>,
     child_tap: Option<super::task::ChildTap>,
     id: Option<String>,
+    continues: Option<Continued>,
+}
+
+/// What a session started under another preset (`Session::fork_under`) takes from the one it
+/// goes on from: the link to it, and its history as the new log's events after
+/// `session/start` (numbered from 2), whose images are in `blobs`, the parent's blob store.
+pub(super) struct Continued {
+    pub link: ForkLink,
+    pub history: Vec<Event>,
+    pub blobs: std::path::PathBuf,
 }
 
 impl SessionBuilder {
@@ -86,6 +96,7 @@ impl SessionBuilder {
             child: None,
             child_tap: None,
             id: None,
+            continues: None,
         }
     }
 
@@ -94,6 +105,12 @@ impl SessionBuilder {
     /// under an id whose log exists is refused.
     pub fn id(mut self, id: String) -> SessionBuilder {
         self.id = Some(id);
+        self
+    }
+
+    /// The session goes on from another one's history (see `Continued`).
+    pub(super) fn continues(mut self, continued: Continued) -> SessionBuilder {
+        self.continues = Some(continued);
         self
     }
 
@@ -187,6 +204,7 @@ impl SessionBuilder {
             child,
             child_tap,
             id,
+            continues,
         } = self;
         let project = ProjectUse::decide(&env, &preset_name, trust.as_ref());
         if child.is_none() {
@@ -295,7 +313,18 @@ impl SessionBuilder {
                 (Some(_), Some(children)) => Some(super::offer::tag_child(children.clone(), &session)),
                 _ => tap,
             };
-            let (lock, log) = begin_log(&path, &start, tap)?;
+            let history = match continues {
+                Some(Continued { mut link, history, blobs }) => {
+                    if let Some(switch) = &mut link.preset {
+                        switch.to.clone_from(&start.preset);
+                    }
+                    start.forked_from = Some(link);
+                    copy_blobs(&blobs, &dir)?;
+                    history
+                }
+                None => Vec::new(),
+            };
+            let (lock, log) = begin_log_with(&path, &start, history, tap)?;
             Ok(Session::new(
                 loaded, provider, log, start, path, lock, max_turns,
             ))
@@ -442,16 +471,27 @@ pub(super) fn begin_log(
     start: &SessionStart,
     tap: Option<Tap>,
 ) -> Result<(SessionLock, SessionLog), SetupError> {
+    begin_log_with(path, start, Vec::new(), tap)
+}
+
+/// `begin_log` with `history` (numbered from 2) written after `session/start`, in the same
+/// atomic write.
+fn begin_log_with(
+    path: &Path,
+    start: &SessionStart,
+    history: Vec<Event>,
+    tap: Option<Tap>,
+) -> Result<(SessionLock, SessionLog), SetupError> {
     let dir = path.parent().unwrap_or(path);
     let lock = SessionLock::acquire(dir, Wait::No).map_err(|e| SetupError::usage(e.to_string()))?;
-    let log = LogWriter::start(path, Body::SessionStart(Box::new(start.clone())))
-        .map(|(writer, event)| {
-            let log = SessionLog::new(writer, vec![event.clone()]);
+    let log = LogWriter::start_with(path, Body::SessionStart(Box::new(start.clone())), history)
+        .map(|(writer, events)| {
+            if let Some(tap) = &tap {
+                events.iter().for_each(tap);
+            }
+            let log = SessionLog::new(writer, events);
             match tap {
-                Some(tap) => {
-                    tap(&event);
-                    log.with_tap(tap)
-                }
+                Some(tap) => log.with_tap(tap),
                 None => log,
             }
         })
@@ -464,6 +504,29 @@ pub(super) fn begin_log(
             ))
         })?;
     Ok((lock, log))
+}
+
+/// The images the parent's history names, copied from its blob store `from` into the new
+/// session's directory `dir` (they are named by their hash: a copy is the same image).
+pub(super) fn copy_blobs(from: &Path, dir: &Path) -> Result<(), SetupError> {
+    let Ok(entries) = std::fs::read_dir(from) else {
+        return Ok(());
+    };
+    let to = dir.join(crate::log::BLOBS_DIR);
+    let copied = |e: std::io::Error| {
+        SetupError::host(format!(
+            "cannot copy the images of {} into {}: {e}",
+            from.display(),
+            to.display()
+        ))
+    };
+    std::fs::create_dir_all(&to).map_err(copied)?;
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_file()) {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).map_err(copied)?;
+        }
+    }
+    Ok(())
 }
 
 /// The model: the demo (`None`), a server by URL, or the preset's `[model]`.

@@ -194,7 +194,7 @@ pub(crate) fn initialize() -> InitializeRequest {
 }
 
 /// Waits until call `id` is reported in progress.
-async fn wait_in_progress(seen: &Seen, id: &str) {
+pub(crate) async fn wait_in_progress(seen: &Seen, id: &str) {
     for _ in 0..1500 {
         if seen.status_of(id) == Some(ToolCallStatus::InProgress) {
             return;

@@ -2,15 +2,14 @@
 //! `acp.rs` drives it: images in a prompt (offered only when the model has vision, decoded and
 //! checked as `run --image` checks a file, the hostile ones refused with the reason) and the
 //! MCP servers an editor passes with `session/new`, each refused in the thread with the way to
-//! give the session one (the preset's `[mcp.NAME]`), nothing of theirs started; a mode picked
-//! before the first prompt, and refused after it with the reason.
+//! give the session one (the preset's `[mcp.NAME]`), nothing of theirs started. Modes (in
+//! `acp_modes.rs`).
 
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, EnvVariable, ImageContent, McpServer, McpServerHttp, McpServerStdio,
-    NewSessionRequest, PromptRequest, SessionUpdate, SetSessionModeRequest, StopReason,
-    TextContent,
+    NewSessionRequest, PromptRequest, SessionUpdate, StopReason, TextContent,
 };
 use paddock_tests::scripted::{Script, ScriptedServer, Step, Turn};
 
@@ -285,71 +284,4 @@ async fn mcp_servers_the_editor_passes_are_refused_in_the_thread_and_none_is_sta
             .any(|t| t.contains("planter") || t.contains("remote")),
         "{tools:?}"
     );
-}
-
-/// A mode (a preset) is the editor's to pick until the first prompt starts the session under
-/// it; after that a change is refused, saying why and how to get one; an unknown mode is
-/// refused naming the modes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_mode_is_picked_before_the_first_prompt_and_refused_after_it_saying_why() {
-    let project = Project::warm(&[]);
-    let server = ScriptedServer::start(Script {
-        steps: vec![Step::Reply(Turn::text(&["Hello."]))],
-    })
-    .await
-    .unwrap();
-    let seen = Arc::new(Seen::default());
-    let mut child = spawn_acp(&project, &server);
-    let cwd = project.dir.path().to_path_buf();
-    let refusals = Arc::new(Mutex::new(Vec::new()));
-    let refused = Arc::clone(&refusals);
-    as_client(&mut child, Arc::clone(&seen), async move |cx| {
-        cx.send_request(initialize()).block_task().await?;
-        let id = cx
-            .send_request(NewSessionRequest::new(cwd))
-            .block_task()
-            .await?
-            .session_id;
-        cx.send_request(SetSessionModeRequest::new(id.clone(), "review"))
-            .block_task()
-            .await?;
-        for mode in ["no-such-mode", "coding"] {
-            if mode == "coding" {
-                let answer = cx
-                    .send_request(PromptRequest::new(id.clone(), text("hi")))
-                    .block_task()
-                    .await?;
-                assert_eq!(answer.stop_reason, StopReason::EndTurn);
-            }
-            let error = cx
-                .send_request(SetSessionModeRequest::new(id.clone(), mode))
-                .block_task()
-                .await
-                .expect_err("refused");
-            refused.lock().unwrap().push(error.message);
-        }
-        Ok(())
-    })
-    .await;
-    assert!(child.wait().await.unwrap().success());
-    let refusals = refusals.lock().unwrap().clone();
-    assert!(
-        refusals[0].starts_with("no mode `no-such-mode`: the modes are the presets")
-            && refusals[0].contains("coding"),
-        "{refusals:?}"
-    );
-    assert!(
-        refusals[1].contains("runs preset `review`, pinned in its log since its first prompt")
-            && refusals[1].contains("a narrower one included")
-            && refusals[1].contains("pick mode `coding` before prompting"),
-        "{refusals:?}"
-    );
-    let switched = seen.updates().into_iter().any(
-        |u| matches!(u, SessionUpdate::CurrentModeUpdate(m) if &*m.current_mode_id.0 == "review"),
-    );
-    assert!(switched, "the editor was told the mode changed");
-    // The session ran under the mode picked before its first prompt.
-    let events = project.events(&project.only_session());
-    assert_eq!(events[0]["type"], "session/start");
-    assert_eq!(events[0]["data"]["preset"], "review", "{}", events[0]);
 }

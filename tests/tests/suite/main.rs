@@ -22,6 +22,7 @@ mod pipeline_common;
 
 mod acp;
 mod acp_editor;
+mod acp_modes;
 mod agent_chat;
 mod agent_compaction;
 mod agent_compat;
