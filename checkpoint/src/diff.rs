@@ -112,9 +112,7 @@ pub fn unified(store: &Store, changes: &[Change], naming: Naming<'_>) -> Result<
         let mode = |e: &Option<TreeEntry>| e.as_ref().map(|e| (e.kind, e.mode));
         if before == after {
             if let (Some((_, m1)), Some((_, m2))) = (mode(&change.before), mode(&change.after)) {
-                out.push_str(&format!(
-                    "diff {a} {b}\nold mode {m1:o}\nnew mode {m2:o}\n"
-                ));
+                out.push_str(&format!("diff {a} {b}\nold mode {m1:o}\nnew mode {m2:o}\n"));
             }
             continue;
         }

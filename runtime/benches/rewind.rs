@@ -139,7 +139,8 @@ fn main() {
     let restore_1000 = ms(t);
     assert_eq!(done.written.len(), 1000, "{:?}", done.kept.first());
 
-    let (mount_only, unchanged_grant, ten_grant, grant_start) = session(&work.path().join("data"), &small, &big);
+    let (mount_only, unchanged_grant, ten_grant, grant_start) =
+        session(&work.path().join("data"), &small, &big);
 
     println!(
         "BENCH checkpoint_10_of_100k_ms={:.1} scan_10_of_100k_ms={:.1} unchanged_1k_ms={:.2} \

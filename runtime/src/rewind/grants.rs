@@ -140,7 +140,7 @@ mod tests {
         assert!(notes[0].contains("is a file"), "{notes:?}");
         assert!(notes[1].contains("does not exist"), "{notes:?}");
 
-        let (roots, notes) = grant_roots(&[base.clone()], std::slice::from_ref(&project), &policy);
+        let (roots, notes) = grant_roots(std::slice::from_ref(&base), std::slice::from_ref(&project), &policy);
         assert!(roots.is_empty());
         assert!(notes[0].contains("holds the writable mount"), "{notes:?}");
 
@@ -148,7 +148,7 @@ mod tests {
             grants: false,
             ..CheckpointPolicy::default()
         };
-        let (roots, notes) = grant_roots(&[cache.clone()], &[], &off);
+        let (roots, notes) = grant_roots(std::slice::from_ref(&cache), &[], &off);
         assert!(roots.is_empty());
         assert!(notes[0].contains("grants = false"), "{notes:?}");
 

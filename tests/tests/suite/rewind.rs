@@ -289,14 +289,29 @@ fn preset_check_names_exec_write_grants_a_rewind_does_not_cover() {
             .command(&["preset", "check", "grants.toml"])
             .output()
             .unwrap();
-        assert_eq!(checked.status.code(), Some(0), "a warning: {}", text(&checked));
+        assert_eq!(
+            checked.status.code(),
+            Some(0),
+            "a warning: {}",
+            text(&checked)
+        );
         text(&checked)
     };
     let said = check(&grants);
-    let named = |path: &std::path::Path| format!("`{}` is outside the writable mounts", path.display());
-    assert!(!said.contains(&named(&cache)), "a directory is recorded: {said}");
-    assert!(said.contains(&named(&file)) && said.contains("it is a file"), "{said}");
-    assert!(said.contains(&named(&missing)) && said.contains("it does not exist"), "{said}");
+    let named =
+        |path: &std::path::Path| format!("`{}` is outside the writable mounts", path.display());
+    assert!(
+        !said.contains(&named(&cache)),
+        "a directory is recorded: {said}"
+    );
+    assert!(
+        said.contains(&named(&file)) && said.contains("it is a file"),
+        "{said}"
+    );
+    assert!(
+        said.contains(&named(&missing)) && said.contains("it does not exist"),
+        "{said}"
+    );
     assert!(!said.contains("`./target` is outside"), "{said}");
 
     let said = check(&format!("{grants}[checkpoints]\ngrants = false\n"));

@@ -52,7 +52,10 @@ async fn turns(
     preset: &str,
     grant: &Path,
     turns: Vec<Vec<Step>>,
-) -> (String, Vec<(BTreeMap<PathBuf, Entry>, BTreeMap<PathBuf, Entry>)>) {
+) -> (
+    String,
+    Vec<(BTreeMap<PathBuf, Entry>, BTreeMap<PathBuf, Entry>)>,
+) {
     let count = turns.len();
     let mut steps = Vec::new();
     for (i, calls) in turns.into_iter().enumerate() {
@@ -69,7 +72,16 @@ async fn turns(
         copies.push((copy(grant), copy(project.dir.path())));
         let message = format!("turn {}", turn + 1);
         let args = if turn == 0 {
-            vec!["run", &message, "--preset", preset, "--base-url", &url, "--model", "scripted"]
+            vec![
+                "run",
+                &message,
+                "--preset",
+                preset,
+                "--base-url",
+                &url,
+                "--model",
+                "scripted",
+            ]
         } else {
             vec!["resume", &id, &message]
         };
@@ -117,8 +129,14 @@ async fn what_programs_write_in_an_exec_write_grant_is_rewound_and_diffed() {
     )
     .await;
     let events = project.events(&id);
-    let results: Vec<&serde_json::Value> = events.iter().filter(|e| e["type"] == "tool/result").collect();
-    assert_ne!(copies[1].0, copies[0].0, "the shell wrote in the grant: {results:?}");
+    let results: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "tool/result")
+        .collect();
+    assert_ne!(
+        copies[1].0, copies[0].0,
+        "the shell wrote in the grant: {results:?}"
+    );
     assert_eq!(
         copies[2].0.get(Path::new("f.txt")),
         Some(&Entry::File(0o600, b"two\n".to_vec())),
@@ -131,7 +149,9 @@ async fn what_programs_write_in_an_exec_write_grant_is_rewound_and_diffed() {
         .map(|e| e["data"]["roots"].clone())
         .expect("a checkpoint event");
     assert!(
-        roots.as_array().is_some_and(|r| r.iter().any(|r| r == g.as_str())),
+        roots
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r == g.as_str())),
         "the checkpoint names the grant: {roots}"
     );
 
@@ -143,11 +163,17 @@ async fn what_programs_write_in_an_exec_write_grant_is_rewound_and_diffed() {
         "{said}"
     );
     assert!(said.contains(&format!("--- {g}/kept.txt")), "{said}");
-    assert!(said.contains("+++ b/a.txt"), "the project's paths stay relative: {said}");
+    assert!(
+        said.contains("+++ b/a.txt"),
+        "the project's paths stay relative: {said}"
+    );
     let turn_two = project.paddock(&["diff", &id, "--turn", "2"]).await;
     let said = String::from_utf8_lossy(&turn_two.stdout).into_owned();
     assert!(said.contains("-one") && said.contains("+two"), "{said}");
-    assert!(!said.contains("three"), "turn 3's change is not turn 2's: {said}");
+    assert!(
+        !said.contains("three"),
+        "turn 3's change is not turn 2's: {said}"
+    );
 
     for to in [2usize, 1, 3, 1] {
         let back = project
@@ -156,13 +182,19 @@ async fn what_programs_write_in_an_exec_write_grant_is_rewound_and_diffed() {
         let said = text(&back);
         assert_eq!(back.status.code(), Some(0), "{said}");
         assert_eq!(copy(&grant), copies[to - 1].0, "grant at turn {to}: {said}");
-        assert_eq!(copy(project.dir.path()), copies[to - 1].1, "project at turn {to}: {said}");
+        assert_eq!(
+            copy(project.dir.path()),
+            copies[to - 1].1,
+            "project at turn {to}: {said}"
+        );
     }
 
     let log = project.paddock(&["log", &id]).await;
     let shown = text(&log);
     assert!(
-        shown.lines().any(|l| l.contains("checkpoint") && l.contains("records ") && l.contains(&g)),
+        shown
+            .lines()
+            .any(|l| l.contains("checkpoint") && l.contains("records ") && l.contains(&g)),
         "{shown}"
     );
 }
@@ -184,7 +216,11 @@ async fn a_forced_rewind_of_a_grant_never_writes_outside_it_nor_restores_a_hook(
     std::fs::write(grant.join("d/g"), "orig\n").unwrap();
     std::fs::create_dir_all(grant.join("repo/.git/hooks")).unwrap();
     std::fs::write(grant.join("repo/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
-    std::fs::write(grant.join("repo/.git/hooks/pre-commit"), "#!/bin/sh\nevil\n").unwrap();
+    std::fs::write(
+        grant.join("repo/.git/hooks/pre-commit"),
+        "#!/bin/sh\nevil\n",
+    )
+    .unwrap();
     let (outside, before) = outside_dir();
     // Planted before the session: a symlink out of the grant, recorded as a link.
     std::os::unix::fs::symlink(outside.path(), grant.join("esc")).unwrap();
@@ -203,7 +239,11 @@ async fn a_forced_rewind_of_a_grant_never_writes_outside_it_nor_restores_a_hook(
         ],
     )
     .await;
-    assert_eq!(copy(outside.path()), before, "the jail kept the shell inside");
+    assert_eq!(
+        copy(outside.path()),
+        before,
+        "the jail kept the shell inside"
+    );
 
     // Between checkpoint and restore: `d` becomes a symlink out of the grant, a link to a
     // file outside is planted where the checkpoint has none, and the hook is deleted.
@@ -218,7 +258,10 @@ async fn a_forced_rewind_of_a_grant_never_writes_outside_it_nor_restores_a_hook(
     assert_eq!(back.status.code(), Some(0), "{said}");
     assert_eq!(copy(outside.path()), before, "{said}");
     assert!(!grant.join("repo/.git/hooks/pre-commit").exists(), "{said}");
-    assert!(grant.join("esc").is_symlink(), "the planted link is put back as a link: {said}");
+    assert!(
+        grant.join("esc").is_symlink(),
+        "the planted link is put back as a link: {said}"
+    );
     assert!(
         !grant.join("planted").exists() && !grant.join("planted").is_symlink(),
         "forced: a link the session did not have is removed (unlinked, never followed): {said}"
@@ -241,7 +284,14 @@ async fn a_forced_rewind_of_a_grant_never_writes_outside_it_nor_restores_a_hook(
     // now, so what the checkpoints recorded of the grant is not restored anywhere.
     let said = text(&back);
     assert_eq!(back.status.code(), Some(0), "{said}");
-    assert!(said.contains(&format!("{g} was recorded by that checkpoint but this session does not hold it")), "{said}");
-    let fork = project.paddock(&["fork", &id, "--at", "1", "--force"]).await;
+    assert!(
+        said.contains(&format!(
+            "{g} was recorded by that checkpoint but this session does not hold it"
+        )),
+        "{said}"
+    );
+    let fork = project
+        .paddock(&["fork", &id, "--at", "1", "--force"])
+        .await;
     assert_eq!(copy(outside.path()), before, "{}", text(&fork));
 }
