@@ -76,11 +76,31 @@ fn walk(
     Ok(())
 }
 
-/// The changes as a unified diff (`a/` before, `b/` after), binary files named only.
-pub fn unified(store: &Store, changes: &[Change]) -> Result<String, Error> {
+/// How the paths of a diff are written.
+#[derive(Debug, Clone, Copy)]
+pub enum Naming<'a> {
+    /// Relative to the root, `a/` before and `b/` after, as git writes them (a mount: the
+    /// project).
+    Relative,
+    /// Absolute, below this directory, the same on both sides (a directory outside the
+    /// project, whose changes a patch of the project must not be taken for).
+    Under(&'a Path),
+}
+
+impl Naming<'_> {
+    fn name(self, side: &str, rel: &Path) -> String {
+        match self {
+            Naming::Relative => format!("{side}/{}", rel.display()),
+            Naming::Under(root) => root.join(rel).display().to_string(),
+        }
+    }
+}
+
+/// The changes as a unified diff, binary files named only.
+pub fn unified(store: &Store, changes: &[Change], naming: Naming<'_>) -> Result<String, Error> {
     let mut out = String::new();
     for change in changes {
-        let path = change.rel.display().to_string();
+        let (a, b) = (naming.name("a", &change.rel), naming.name("b", &change.rel));
         let content = |e: &Option<TreeEntry>| -> Result<Option<Vec<u8>>, Error> {
             match e {
                 Some(e) if e.kind == Kind::Dir => Ok(None),
@@ -92,9 +112,7 @@ pub fn unified(store: &Store, changes: &[Change]) -> Result<String, Error> {
         let mode = |e: &Option<TreeEntry>| e.as_ref().map(|e| (e.kind, e.mode));
         if before == after {
             if let (Some((_, m1)), Some((_, m2))) = (mode(&change.before), mode(&change.after)) {
-                out.push_str(&format!(
-                    "diff a/{path} b/{path}\nold mode {m1:o}\nnew mode {m2:o}\n"
-                ));
+                out.push_str(&format!("diff {a} {b}\nold mode {m1:o}\nnew mode {m2:o}\n"));
             }
             continue;
         }
@@ -109,17 +127,17 @@ pub fn unified(store: &Store, changes: &[Change]) -> Result<String, Error> {
                 .filter(|s| !s.contains('\0')),
         };
         let old_name = if change.before.is_some() {
-            format!("a/{path}")
+            a.clone()
         } else {
             "/dev/null".to_string()
         };
         let new_name = if change.after.is_some() {
-            format!("b/{path}")
+            b.clone()
         } else {
             "/dev/null".to_string()
         };
         out.push_str(&format!(
-            "diff a/{path} b/{path}{}{}\n",
+            "diff {a} {b}{}{}\n",
             kind_note(&change.before),
             kind_note(&change.after)
         ));

@@ -1,4 +1,5 @@
-//! Checkpoints of a session's writable mounts, and the restore that puts them back.
+//! Checkpoints of a session's writable mounts (and of the directories its programs may write
+//! outside them), and the restore that puts them back.
 //!
 //! - `store`: content-addressed objects (SHA-256, verified on every read) in the data
 //!   directory: file bytes, symlink targets, trees (`tree`, git-like: an unchanged subtree is
@@ -32,7 +33,7 @@ mod vcs_ignore;
 
 pub use error::Error;
 pub use hash::Hash;
-pub use record::{MountRecord, Record};
+pub use record::{MountRecord, Record, RootKind};
 pub use recorder::{Captured, Method, Recorder};
 pub use restore::{Kept, Request, Restored, restore};
 pub use rules::{Exclusion, Rules};

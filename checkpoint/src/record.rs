@@ -1,5 +1,6 @@
-//! A checkpoint record: the tree of every recorded mount at one moment, stored as an object
-//! like the rest, so its id is the hash of what it says.
+//! A checkpoint record: the tree of every recorded root at one moment (the session's writable
+//! mounts and its programs' `write` grants outside them), stored as an object like the rest,
+//! so its id is the hash of what it says.
 
 use serde::{Deserialize, Serialize};
 
@@ -7,11 +8,32 @@ use crate::error::Error;
 use crate::hash::Hash;
 use crate::store::Store;
 
-/// One mount in a checkpoint.
+/// What a recorded root is to the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RootKind {
+    /// A writable mount of a plugin or an MCP server (records an older paddock wrote hold
+    /// only these, and say nothing of the kind).
+    #[default]
+    Mount,
+    /// A directory an exec grant lets programs write (`grants.exec.write`), outside the
+    /// mounts.
+    Grant,
+}
+
+impl RootKind {
+    fn is_mount(&self) -> bool {
+        *self == RootKind::Mount
+    }
+}
+
+/// One recorded root in a checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MountRecord {
-    /// The mount's host directory, as the session opened it.
+    /// The root's host directory, as the session opened it.
     pub host: String,
+    #[serde(default, skip_serializing_if = "RootKind::is_mount")]
+    pub kind: RootKind,
     /// Its tree's hash.
     pub tree: String,
     /// Paths left out, with why (`Exclusion::describe`).

@@ -128,17 +128,23 @@ fn describe(body: &Body) -> (&'static str, String) {
             turn,
             ended,
             call,
-        } => (
-            "checkpoint",
-            match call {
+            roots,
+        } => {
+            let at = match call {
                 Some(call) => format!("before call {call} of turn {turn} · {}", short_id(id)),
                 None => format!(
                     "{} turn {turn} · {}",
                     if *ended { "end of" } else { "start of" },
                     short_id(id)
                 ),
-            },
-        ),
+            };
+            // One root is the project; more are named, so a reader sees what a rewind covers.
+            let roots = match roots.as_slice() {
+                [] | [_] => String::new(),
+                all => format!(" · records {}", all.join(", ")),
+            };
+            ("checkpoint", format!("{at}{roots}"))
+        }
         Body::Rewind {
             turn, to, before, ..
         } => (

@@ -141,7 +141,7 @@ pub fn describe_at(done: &paddock::Rewound, at: &str) -> String {
     let mut out = String::new();
     let clean = paddock_types::text::sanitize;
     for note in &done.notes {
-        let _ = writeln!(out, "note: {note}");
+        let _ = writeln!(out, "note: {}", clean(note));
     }
     let mut kept_outside = false;
     for (host, restored) in &done.mounts {
@@ -242,6 +242,9 @@ pub async fn diff(args: DiffArgs) -> CommandResult {
         .map_err(|e| Failure::new("DIFF_FAILED", e, Exit::Failed))?;
     print!("{}", paddock_types::text::sanitize(&diff.text));
     let clean = paddock_types::text::sanitize;
+    for note in &diff.notes {
+        eprintln!("note: {}", clean(note));
+    }
     for (host, excluded) in &diff.excluded {
         for (rel, why) in excluded {
             eprintln!(

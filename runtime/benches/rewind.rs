@@ -9,11 +9,17 @@
 //! - a restore of 1,000 changed files;
 //! - the bytes the store grew by for the 10 changed files, against the bytes changed: the
 //!   files, and the trees on their paths, each stored as a delta from the directory's last
-//!   tree (every 16th one whole again, which the mean over 20 checkpoints includes).
+//!   tree (every 16th one whole again, which the mean over 20 checkpoints includes);
+//! - a session's checkpoints (`paddock::rewind::Checkpoints`, what a turn takes: every root,
+//!   the record, the store synced) of a 1,000-file project mount alone, and of the same with
+//!   an exec write grant of 100,000 files beside it: the grant's cost as the session starts
+//!   (counted against the bounds, then walked and hashed whole), per turn with nothing
+//!   changed, and with 10 files of the grant changed.
 //!
 //! Ends with one line: `BENCH checkpoint_10_of_100k_ms=… scan_10_of_100k_ms=…
 //! unchanged_1k_ms=… unchanged_100k_ms=… full_100k_ms=… restore_1000_ms=…
-//! stored_bytes_10=… changed_bytes_10=… stored_per_changed=…`.
+//! stored_bytes_10=… changed_bytes_10=… stored_per_changed=… session_mount_1k_ms=…
+//! session_grant_100k_unchanged_ms=… session_grant_100k_10_ms=… session_grant_100k_start_ms=…`.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -21,7 +27,10 @@ use std::os::fd::AsFd;
 use std::path::Path;
 use std::time::Instant;
 
+use paddock::preset::CheckpointPolicy;
+use paddock::rewind::Checkpoints;
 use paddock_checkpoint::{Recorder, Request, Rules, Store, restore};
+use paddock_sandbox::{Mount, MountMode};
 
 fn make_tree(root: &Path, top: usize, mid: usize, files: usize) {
     for a in 0..top {
@@ -130,10 +139,15 @@ fn main() {
     let restore_1000 = ms(t);
     assert_eq!(done.written.len(), 1000, "{:?}", done.kept.first());
 
+    let (mount_only, unchanged_grant, ten_grant, grant_start) =
+        session(&work.path().join("data"), &small, &big);
+
     println!(
         "BENCH checkpoint_10_of_100k_ms={:.1} scan_10_of_100k_ms={:.1} unchanged_1k_ms={:.2} \
          unchanged_100k_ms={:.2} full_100k_ms={:.0} restore_1000_ms={:.1} stored_bytes_10={} \
-         changed_bytes_10={} stored_per_changed={:.1}",
+         changed_bytes_10={} stored_per_changed={:.1} session_mount_1k_ms={:.2} \
+         session_grant_100k_unchanged_ms={:.2} session_grant_100k_10_ms={:.2} \
+         session_grant_100k_start_ms={:.0}",
         median(ten),
         median(scan),
         median(unchanged_small),
@@ -142,6 +156,54 @@ fn main() {
         restore_1000,
         stored,
         changed,
-        stored as f64 / changed as f64
+        stored as f64 / changed as f64,
+        mount_only,
+        unchanged_grant,
+        ten_grant,
+        grant_start,
     );
+}
+
+/// A session's checkpoints of `project` alone, then with `grant` as an exec write grant:
+/// the median take of the project alone, of both with nothing changed and with 10 files of
+/// the grant changed, and the grant's cost as the session starts.
+fn session(data: &Path, project: &Path, grant: &Path) -> (f64, f64, f64, f64) {
+    let mount = Mount {
+        host: project.to_path_buf(),
+        guest: "/workspace".into(),
+        mode: MountMode::Rw,
+        handle: None,
+    };
+    let policy = CheckpointPolicy {
+        max_files: 1_000_000,
+        ..CheckpointPolicy::default()
+    };
+    let takes = |checkpoints: &Checkpoints, changed: usize| -> f64 {
+        median(
+            (0..10)
+                .map(|round| {
+                    if changed > 0 {
+                        change(grant, changed, 300 + round);
+                    }
+                    let t = Instant::now();
+                    checkpoints.take().unwrap();
+                    ms(t)
+                })
+                .collect(),
+        )
+    };
+    let alone = Checkpoints::new(data, std::slice::from_ref(&mount), &[], &[], &policy)
+        .unwrap()
+        .unwrap();
+    alone.take().unwrap();
+    let mount_only = takes(&alone, 0);
+    drop(alone);
+    let t = Instant::now();
+    let both = Checkpoints::new(data, &[mount], &[grant.to_path_buf()], &[], &policy)
+        .unwrap()
+        .unwrap();
+    both.take().unwrap();
+    let start = ms(t);
+    assert!(both.left_out().is_empty(), "{:?}", both.left_out());
+    (mount_only, takes(&both, 0), takes(&both, 10), start)
 }

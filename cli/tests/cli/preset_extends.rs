@@ -65,7 +65,7 @@ fn a_preset_extends_a_shipped_one_and_its_effective_toml_checks() {
     let warned = String::from_utf8_lossy(&listed.stderr);
     assert_eq!(
         warned
-            .matches("warning: <embedded preset coding>:86:33: tools.aliases.Write:")
+            .matches("warning: <embedded preset coding>:89:33: tools.aliases.Write:")
             .count(),
         1,
         "{warned}"

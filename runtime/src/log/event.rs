@@ -177,9 +177,10 @@ pub enum Body {
         model: String,
         model_config: Box<crate::model::ProviderConfig>,
     },
-    /// The session's writable mounts were recorded: checkpoint `id` of the checkpoint store
-    /// (`paddock_checkpoint::Record`), taken as turn `turn` began, or, with `ended`, as it
-    /// ended (what `rewind` compares with to find changes made outside the session).
+    /// The session's writable mounts (and exec write grants) were recorded: checkpoint `id`
+    /// of the checkpoint store (`paddock_checkpoint::Record`), taken as turn `turn` began, or,
+    /// with `ended`, as it ended (what `rewind` compares with to find changes made outside the
+    /// session).
     #[serde(rename = "checkpoint")]
     Checkpoint {
         id: String,
@@ -190,6 +191,12 @@ pub enum Body {
         /// every call that is not idempotent), not at the turn's start or end.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         call: Option<String>,
+        /// The host directories it records, mounts then exec write grants, so a reader of
+        /// the log (a resumed process, a rewind after a crash) knows what it covers without
+        /// the store. Logs written before grants were recorded leave it out: their checkpoints
+        /// record the writable mounts alone.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        roots: Vec<String>,
     },
     /// The mounts were put back as checkpoint `to` (taken when turn `turn` began) recorded
     /// them; `before` is the checkpoint of the mounts just before, so a rewind can itself be

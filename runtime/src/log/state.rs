@@ -316,6 +316,7 @@ impl SessionState {
                 turn,
                 ended,
                 call: None,
+                ..
             } => {
                 self.checkpoints.push((*turn, *ended, id.clone()));
                 self.last_checkpoint = Some(id.clone());

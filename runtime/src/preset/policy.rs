@@ -39,6 +39,8 @@ pub struct CheckpointPolicy {
     pub max_file_bytes: u64,
     pub exclude_vcs_ignored: bool,
     pub grain: super::sections::Grain,
+    /// Record the exec grants' `write` directories outside the mounts.
+    pub grants: bool,
 }
 
 impl Default for CheckpointPolicy {
@@ -119,6 +121,7 @@ impl PresetFile {
             max_file_bytes: c.max_file_mb.map_or(16 * 1024 * 1024, mb),
             exclude_vcs_ignored: c.exclude_vcs_ignored.unwrap_or(false),
             grain: c.grain.unwrap_or(super::sections::Grain::Turn),
+            grants: c.grants.unwrap_or(true),
         }
     }
 

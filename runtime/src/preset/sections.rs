@@ -56,6 +56,10 @@ pub struct CheckpointsEntry {
     /// before every call that is not idempotent).
     #[serde(default)]
     pub grain: Option<Grain>,
+    /// Record the directories exec grants let programs write outside the mounts
+    /// (`grants.exec.write`) too (default true).
+    #[serde(default)]
+    pub grants: Option<bool>,
 }
 
 /// When checkpoints are taken.

@@ -457,15 +457,21 @@ impl Session {
 }
 
 /// The checkpoint recorders of a loaded preset's writable mounts (its plugins' and MCP
-/// servers'); none when nothing is writable, and why when they are off or cannot be set up
-/// (then turns run without checkpoints: a rewind says why).
+/// servers') and of its exec grants' `write` directories (its plugins' and hooks'); none
+/// when nothing is writable, and why when they are off or cannot be set up (then turns run
+/// without checkpoints: a rewind says why).
 fn checkpoints_for(loaded: &Loaded) -> Result<Option<crate::rewind::Checkpoints>, String> {
     let resolved = &loaded.resolved;
     let mut mounts = Vec::new();
     let mut protect = Vec::new();
+    let mut grants = Vec::new();
     for plugin in &resolved.plugins {
         mounts.extend(plugin.grant.mounts.iter().cloned());
         protect.push(&plugin.grant.protect);
+        grants.extend(plugin.grant.exec.iter().flat_map(|e| e.write.iter().cloned()));
+    }
+    for hook in &resolved.hooks {
+        grants.extend(hook.grant.exec.iter().flat_map(|e| e.write.iter().cloned()));
     }
     for server in &resolved.mcp {
         mounts.extend(server.mounts.iter().cloned());
@@ -474,6 +480,7 @@ fn checkpoints_for(loaded: &Loaded) -> Result<Option<crate::rewind::Checkpoints>
     crate::rewind::Checkpoints::new(
         loaded.env.store.root(),
         &mounts,
+        &grants,
         &protect,
         &resolved.checkpoints,
     )

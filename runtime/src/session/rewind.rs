@@ -140,7 +140,7 @@ impl Session {
         let notes = self.settle_unended(checkpoints)?;
         let reference = self.log.with_state(|s| s.last_checkpoint.clone());
         let mut done = self.restore_checkpoint(turn, &target, reference.as_deref(), force)?;
-        done.notes = notes;
+        done.notes.splice(0..0, notes);
         Ok(done)
     }
 
@@ -173,7 +173,7 @@ impl Session {
             ));
         };
         let mut done = self.restore_checkpoint(to, &target, reference.as_deref(), force)?;
-        done.notes = notes;
+        done.notes.splice(0..0, notes);
         Ok(done)
     }
 

@@ -79,6 +79,7 @@ mod preset_root;
 mod preset_verdict;
 mod rewind;
 mod rewind_fork;
+mod rewind_grants;
 mod rewind_hostile;
 mod rewind_random;
 mod session_api;

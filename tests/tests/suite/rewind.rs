@@ -262,25 +262,61 @@ async fn the_call_grain_checkpoints_before_each_unrepeatable_call_and_rewinds_to
     assert_eq!(read(), "one\n");
 }
 
-/// A `grants.exec.write` path outside the writable mounts is not checkpointed: `preset check`
-/// says so for that entry, and not for one inside the mount.
+/// A `grants.exec.write` directory outside the writable mounts is checkpointed
+/// (`rewind_grants.rs`): `preset check` names only the entries checkpoints cannot record (one
+/// that does not exist, a file) and, with `[checkpoints] grants = false`, every one outside
+/// the mounts; never one inside the mount.
 #[test]
 fn preset_check_names_exec_write_grants_a_rewind_does_not_cover() {
     let project = Project::new(&[]);
-    std::fs::write(
-        project.dir.path().join("grants.toml"),
-        "extends = \"coding\"\n[plugins.shell.grants.exec]\nwrite = [\"/var/tmp/cache\", \"./target\"]\n",
-    )
-    .unwrap();
-    let checked = project
-        .command(&["preset", "check", "grants.toml"])
-        .output()
-        .unwrap();
-    let said = text(&checked);
-    assert_eq!(checked.status.code(), Some(0), "a warning: {said}");
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, file, missing) = (
+        dir.path().join("cache"),
+        dir.path().join("token"),
+        dir.path().join("missing"),
+    );
+    std::fs::create_dir(&cache).unwrap();
+    std::fs::write(&file, "t").unwrap();
+    let grants = format!(
+        "extends = \"coding\"\n[plugins.shell.grants.exec]\nwrite = [{:?}, {:?}, {:?}, \"./target\"]\n",
+        cache.display().to_string(),
+        file.display().to_string(),
+        missing.display().to_string()
+    );
+    let check = |preset: &str| {
+        std::fs::write(project.dir.path().join("grants.toml"), preset).unwrap();
+        let checked = project
+            .command(&["preset", "check", "grants.toml"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            checked.status.code(),
+            Some(0),
+            "a warning: {}",
+            text(&checked)
+        );
+        text(&checked)
+    };
+    let said = check(&grants);
+    let named =
+        |path: &std::path::Path| format!("`{}` is outside the writable mounts", path.display());
     assert!(
-        said.contains("`/var/tmp/cache` is outside the writable mounts")
-            && said.contains("paddock rewind` does not put back"),
+        !said.contains(&named(&cache)),
+        "a directory is recorded: {said}"
+    );
+    assert!(
+        said.contains(&named(&file)) && said.contains("it is a file"),
+        "{said}"
+    );
+    assert!(
+        said.contains(&named(&missing)) && said.contains("it does not exist"),
+        "{said}"
+    );
+    assert!(!said.contains("`./target` is outside"), "{said}");
+
+    let said = check(&format!("{grants}[checkpoints]\ngrants = false\n"));
+    assert!(
+        said.contains(&named(&cache)) && said.contains("grants = false` leaves it out"),
         "{said}"
     );
     assert!(!said.contains("`./target` is outside"), "{said}");

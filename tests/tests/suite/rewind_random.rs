@@ -3,9 +3,11 @@
 //! (`run_command`: `mv`, `cp`, `chmod`, `ln`, `mkdir`, `rm`) and the shell (binary files,
 //! nested directories, deletes, renames, modes, symlinks, a file turned into a directory),
 //! one `paddock run` or `paddock resume` process per turn, some of them killed (SIGKILL) once
-//! the turn's edits are done and before it ends. A copy of the workspace is taken as each
-//! turn begins; then `paddock rewind --to N --code` goes to every turn in random order and
-//! each result is compared byte for byte with that copy. The `.git` directory, changed by the
+//! the turn's edits are done and before it ends. Some of the shell's edits are made in a
+//! directory outside the project its preset lets programs write (`grants.exec.write`). A copy
+//! of the workspace and of that directory is taken as each turn begins; then `paddock rewind
+//! --to N --code` goes to every turn in random order and each result is compared byte for byte
+//! with those copies. The `.git` directory, changed by the
 //! user between turns, must never be touched.
 //!
 //! By default a few short sessions run (CI); `PADDOCK_REWINDS=N` runs at least N rewinds
@@ -70,12 +72,13 @@ fn program(id: &str, program: &str, args: &[&str]) -> ScriptCall {
     )
 }
 
-/// One model response's calls: a random edit (sometimes two steps, as a write then an edit).
-fn edit_steps(rng: &mut Rng, id: &str) -> Vec<Vec<ScriptCall>> {
+/// One model response's calls: a random edit (sometimes two steps, as a write then an edit);
+/// `grant` is the directory outside the project the shell may also write.
+fn edit_steps(rng: &mut Rng, id: &str, grant: &str) -> Vec<Vec<ScriptCall>> {
     let path = some_path(rng);
     let other = any_path(rng);
     let one = |c| vec![vec![c]];
-    match rng.below(12) {
+    match rng.below(14) {
         0 | 1 => one(call(
             id,
             "write_file",
@@ -135,6 +138,21 @@ fn edit_steps(rng: &mut Rng, id: &str) -> Vec<Vec<ScriptCall>> {
             ),
         )),
         10 => one(program(id, "cp", &["-r", &other, &path])),
+        12 | 13 => {
+            // In the grant, in a subshell (the session's shell keeps its directory).
+            let edit = match rng.below(5) {
+                0 => format!("find {other} -delete"),
+                1 => format!("mv {other} {path}"),
+                2 => format!("chmod {} {path}", ["644", "755", "600"][rng.below(3)]),
+                3 => format!("ln -s {} {other}", ["n0", "../n1", "d0"][rng.below(3)]),
+                _ => format!(
+                    "mkdir -p {path}.d/x && printf 'g\\000%s' {} > {path}.d/x/z && printf '%s' {} > {path}",
+                    rng.below(1000),
+                    rng.below(1000)
+                ),
+            };
+            one(shell(id, format!("(cd {grant} && {edit}); true")))
+        }
         _ => one(shell(
             id,
             format!("rm -f {path} && mkdir -p {path} && printf 'was a file' > {path}/in; true"),
@@ -149,7 +167,7 @@ struct Plan {
     turns: Vec<(usize, bool)>,
 }
 
-fn plan(rng: &mut Rng, turns: usize) -> Plan {
+fn plan(rng: &mut Rng, turns: usize, grant: &str) -> Plan {
     let mut steps = Vec::new();
     let mut per_turn = Vec::new();
     // Every session has at least one turn killed, so every one resumes.
@@ -157,7 +175,7 @@ fn plan(rng: &mut Rng, turns: usize) -> Plan {
     for turn in 0..turns {
         let before = steps.len();
         for k in 0..1 + rng.below(4) {
-            for calls in edit_steps(rng, &format!("t{turn}c{k}")) {
+            for calls in edit_steps(rng, &format!("t{turn}c{k}"), grant) {
                 steps.push(Step::Reply(Turn::calls(calls)));
             }
         }
@@ -225,11 +243,14 @@ fn finish(seed: u64, turn: usize, child: Child) {
     );
 }
 
-/// One session of `turns` turns, then a rewind to each. Returns the rewinds done and the
-/// turns killed.
-async fn session(seed: u64, turns: usize) -> (usize, usize) {
+/// One session of `turns` turns, then a rewind to each. Returns the rewinds done, the turns
+/// killed and how many states the grant directory went through.
+async fn session(seed: u64, turns: usize) -> (usize, usize, usize) {
     let mut rng = Rng::new(seed);
-    let plan = plan(&mut rng, turns);
+    let cache = tempfile::tempdir().unwrap();
+    let grant = cache.path().canonicalize().unwrap();
+    std::fs::write(grant.join("n0"), "in the grant\n").unwrap();
+    let plan = plan(&mut rng, turns, &grant.display().to_string());
     let total = plan.steps.len();
     let server = ScriptedServer::start(Script { steps: plan.steps })
         .await
@@ -240,9 +261,12 @@ async fn session(seed: u64, turns: usize) -> (usize, usize) {
     let preset = project.home.path().join("rewind-random.toml");
     std::fs::write(
         &preset,
-        "extends = \"coding\"\n\
-         [plugins.shell.grants.exec]\nask = [\"git push *\"]\n\
-         [approval]\nhigh = \"allow\"\n",
+        format!(
+            "extends = \"coding\"\n\
+             [plugins.shell.grants.exec]\nask = [\"git push *\"]\nwrite = [{:?}]\n\
+             [approval]\nhigh = \"allow\"\n",
+            grant.display().to_string()
+        ),
     )
     .unwrap();
     let preset = preset.display().to_string();
@@ -254,7 +278,7 @@ async fn session(seed: u64, turns: usize) -> (usize, usize) {
     let mut id = String::new();
     let mut consumed = 0;
     for (turn, &(steps, killed)) in plan.turns.iter().enumerate() {
-        taken.push(workspace(&root));
+        taken.push((workspace(&root), workspace(&grant)));
         let message = format!("turn {}", turn + 1);
         let args: Vec<&str> = if turn == 0 {
             vec![
@@ -328,12 +352,16 @@ async fn session(seed: u64, turns: usize) -> (usize, usize) {
             !said.contains("kept"),
             "seed {seed}: rewind {n} to turn {to} kept something: {said}"
         );
-        let got = workspace(&root);
-        let differ = differences(&got, &taken[turn]);
-        assert!(
-            differ.is_empty(),
-            "seed {seed}: rewind {n} to turn {to} differs at {differ:?}: {said}"
-        );
+        for (what, got, want) in [
+            ("workspace", workspace(&root), &taken[turn].0),
+            ("grant", workspace(&grant), &taken[turn].1),
+        ] {
+            let differ = differences(&got, want);
+            assert!(
+                differ.is_empty(),
+                "seed {seed}: rewind {n} to turn {to}: the {what} differs at {differ:?}: {said}"
+            );
+        }
         let hook = std::fs::read_to_string(root.join(".git/hooks/post-checkout")).unwrap();
         assert_eq!(
             hook,
@@ -342,7 +370,9 @@ async fn session(seed: u64, turns: usize) -> (usize, usize) {
         );
     }
     let killed = plan.turns.iter().filter(|(_, k)| *k).count();
-    (turns, killed)
+    let grant_states: std::collections::BTreeSet<String> =
+        taken.iter().map(|t| format!("{:?}", t.1)).collect();
+    (turns, killed, grant_states.len())
 }
 
 fn seeds() -> Vec<u64> {
@@ -358,15 +388,22 @@ fn seeds() -> Vec<u64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_edits_by_tools_programs_and_the_shell_rewind_exactly_across_kills() {
     let seeds = seeds();
-    let (mut rewinds, mut killed) = (0, 0);
+    let (mut rewinds, mut killed, mut grant_states) = (0, 0, 0);
     for &seed in &seeds {
-        let (r, k) = session(seed, TURNS).await;
+        let (r, k, g) = session(seed, TURNS).await;
         rewinds += r;
         killed += k;
+        grant_states += g;
     }
     eprintln!(
-        "REWINDS sessions={} rewinds={rewinds} killed_turns={killed} differences=0",
+        "REWINDS sessions={} rewinds={rewinds} killed_turns={killed} grant_states={grant_states} \
+         differences=0",
         seeds.len()
     );
     assert_eq!(rewinds, seeds.len() * TURNS);
+    // A seed replayed alone may leave the grant as it was; the runs of many may not.
+    assert!(
+        std::env::var("REWIND_SEED").is_ok() || grant_states > seeds.len(),
+        "the shell's edits never changed the grant directory"
+    );
 }

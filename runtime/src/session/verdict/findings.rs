@@ -405,10 +405,13 @@ fn unconfined(at: &KeyPath, grants: &GrantsEntry, found: &mut Vec<Finding>) {
     }
 }
 
-/// `grants.exec.write` paths outside every writable mount: checkpoints record the writable
-/// mounts alone, so what programs write there is not put back by a rewind (nor shown by
-/// `paddock diff`). Judged by the paths as written (`.`-relative paths against relative
-/// hosts), so an entry is named unless it plainly sits inside a `mode = "rw"` mount.
+/// `grants.exec.write` paths outside every writable mount that checkpoints cannot record: a
+/// directory there is recorded as a root of its own (docs/rewind.md), so only an entry that
+/// does not exist yet, names a file, or is left out by `[checkpoints] grants = false` is named
+/// (what programs write there is not put back by a rewind, nor shown by `paddock diff`).
+/// Judged by the paths as written (`.`-relative paths against relative hosts), so an entry is
+/// named unless it plainly sits inside a `mode = "rw"` mount or is a directory; a grant past
+/// the `[checkpoints]` bounds is told as the session starts, when they are counted.
 fn unrecorded_writes(file: &PresetFile, at: &KeyPath, grants: &GrantsEntry, found: &mut Vec<Finding>) {
     if file.checkpoints.enabled == Some(false) {
         return;
@@ -427,6 +430,7 @@ fn unrecorded_writes(file: &PresetFile, at: &KeyPath, grants: &GrantsEntry, foun
         .map(|m| plain(&m.host))
         .collect();
     let writes = grants.exec.as_ref().map(|e| e.write.as_slice()).unwrap_or_default();
+    let left_out = file.checkpoints.grants == Some(false);
     for (i, write) in writes.iter().enumerate() {
         let path = plain(write);
         // `~/...` is the home directory, never inside a relative host.
@@ -437,20 +441,31 @@ fn unrecorded_writes(file: &PresetFile, at: &KeyPath, grants: &GrantsEntry, foun
         {
             continue;
         }
+        let why = match std::fs::metadata(crate::preset::home_path(write)) {
+            _ if left_out => "`[checkpoints] grants = false` leaves it out",
+            Ok(meta) if meta.is_dir() => continue,
+            Ok(_) => "it is a file, and checkpoints record directories only",
+            Err(_) => "it does not exist (a session started once it does records it)",
+        };
         found.push(Finding {
             severity: Severity::Warning,
             at: at.clone().key("grants").key("exec").key("write").index(i),
             file: None,
             message: format!(
-                "`{write}` is outside the writable mounts: checkpoints do not record it, so \
-                 `paddock rewind` does not put back what programs write there (and `paddock \
-                 diff` does not show it)"
+                "`{write}` is outside the writable mounts and checkpoints do not record it: \
+                 {why}; `paddock rewind` does not put back what programs write there (and \
+                 `paddock diff` does not show it)"
             ),
-            fix: format!(
-                "if its changes should be rewound, mount it (`mounts = [{{ host = \"{write}\", \
-                 guest = \"...\", mode = \"rw\" }}]`); a cache that need not be (a package \
-                 registry) can stay as it is"
-            ),
+            fix: if left_out {
+                "remove `grants = false` from [checkpoints] to record it; a cache that need not \
+                 be rewound (a package registry) can stay as it is"
+                    .into()
+            } else {
+                format!(
+                    "create the directory `{write}` before the session starts, or mount it \
+                     (`mounts = [{{ host = \"{write}\", guest = \"...\", mode = \"rw\" }}]`)"
+                )
+            },
         });
     }
 }
