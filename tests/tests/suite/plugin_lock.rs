@@ -11,7 +11,7 @@
 //! accepted `plugin upgrade` moves the lock with it, so the next session starts.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 

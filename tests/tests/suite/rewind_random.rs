@@ -1,6 +1,6 @@
 //! The randomized rewind harness through the real binary: one session per seed runs turns of
 //! random edits made by the model's tools (`write_file`, `edit_file`), a confined program
-//! (`run_command`: `mv`, `cp`, `chmod`, `ln`, `mkdir`, `rm`) and the shell (binary files,
+//! (`run_command`: `mv`, `cp`, `chmod`, `ln`) and the shell (binary files,
 //! nested directories, deletes, renames, modes, symlinks, a file turned into a directory),
 //! one `paddock run` or `paddock resume` process per turn, some of them killed (SIGKILL) once
 //! the turn's edits are done and before it ends. Some of the shell's edits are made in a
@@ -115,7 +115,8 @@ fn edit_steps(rng: &mut Rng, id: &str, grant: &str) -> Vec<Vec<ScriptCall>> {
                 format!("mkdir -p {dir} && printf '{bytes}' > {path}; true"),
             ))
         }
-        4 => one(shell(id, format!("rm -rf {other}; true"))),
+        // `find -delete`, not `rm`: the preset leaves `rm` to ask, and no one answers here.
+        4 => one(shell(id, format!("find {other} -delete; true"))),
         5 => one(program(id, "mv", &[&other, &path])),
         6 => {
             let mode = ["644", "755", "600", "700", "444"][rng.below(5)];
@@ -155,7 +156,9 @@ fn edit_steps(rng: &mut Rng, id: &str, grant: &str) -> Vec<Vec<ScriptCall>> {
         }
         _ => one(shell(
             id,
-            format!("rm -f {path} && mkdir -p {path} && printf 'was a file' > {path}/in; true"),
+            format!(
+                "find {path} -maxdepth 0 ! -type d -delete; mkdir -p {path} && printf 'was a file' > {path}/in; true"
+            ),
         )),
     }
 }
@@ -257,7 +260,8 @@ async fn session(seed: u64, turns: usize) -> (usize, usize, usize) {
         .expect("scripted server");
     let url = server.openai_base_url();
     let project = Project::warm(&[("n0", "first\n")]);
-    // The coding preset, but nothing is asked: `rm` and `run_command` run as the model says.
+    // The coding preset, `git push` the only word asked (`rm` is not allowed unasked, so deletes
+    // are `find -delete`); high-risk tools run as the model says.
     let preset = project.home.path().join("rewind-random.toml");
     std::fs::write(
         &preset,
@@ -325,6 +329,14 @@ async fn session(seed: u64, turns: usize) -> (usize, usize, usize) {
         0,
         "seed {seed}: the script was not played out"
     );
+    // Every edit ran: one the preset refused would leave turns that differ by nothing.
+    let denied: Vec<String> = project
+        .events(&id)
+        .iter()
+        .filter(|e| e["type"] == "tool/result" && e["data"]["code"] == "DENIED")
+        .map(|e| e["data"]["content"].to_string())
+        .collect();
+    assert!(denied.is_empty(), "seed {seed}: edits refused: {denied:?}");
 
     let states: std::collections::BTreeSet<String> =
         taken.iter().map(|t| format!("{t:?}")).collect();
