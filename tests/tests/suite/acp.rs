@@ -54,6 +54,20 @@ impl Seen {
             .collect()
     }
 
+    /// The text the agent streamed to the thread, all of it.
+    pub(crate) fn said(&self) -> String {
+        self.updates()
+            .iter()
+            .filter_map(|u| match u {
+                SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
+                    ContentBlock::Text(t) => Some(t.text.clone()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The last status each update gave call `id`.
     pub(crate) fn status_of(&self, id: &str) -> Option<ToolCallStatus> {
         let mut status = None;
@@ -305,17 +319,7 @@ async fn an_editor_allows_rejects_and_cancels_calls_and_loads_the_session_again(
     assert_eq!(seen.status_of("w2"), Some(ToolCallStatus::Failed));
     assert_eq!(seen.status_of("s1"), Some(ToolCallStatus::Failed));
     assert!(seen.editor_fs.lock().unwrap().is_empty());
-    let streamed: String = seen
-        .updates()
-        .iter()
-        .filter_map(|u| match u {
-            SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
-                ContentBlock::Text(t) => Some(t.text.clone()),
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect();
+    let streamed = seen.said();
     assert!(streamed.contains("Wrote a.txt."), "{streamed}");
     let edit = seen.updates().into_iter().find_map(|u| match u {
         SessionUpdate::ToolCall(call) if &*call.tool_call_id.0 == "w1" => Some(call),

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, EnvVariable, ImageContent, McpServer, McpServerHttp, McpServerStdio,
-    NewSessionRequest, PromptRequest, SessionUpdate, StopReason, TextContent,
+    NewSessionRequest, PromptRequest, StopReason, TextContent,
 };
 use paddock_tests::scripted::{Script, ScriptedServer, Step, Turn};
 
@@ -250,17 +250,7 @@ async fn mcp_servers_the_editor_passes_are_refused_in_the_thread_and_none_is_sta
     .await;
     assert!(child.wait().await.unwrap().success());
     assert!(!planted.exists(), "the editor's stdio server ran");
-    let said: String = seen
-        .updates()
-        .iter()
-        .filter_map(|u| match u {
-            SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
-                ContentBlock::Text(t) => Some(t.text.clone()),
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect();
+    let said = seen.said();
     assert!(
         said.contains("[paddock: MCP server `planter` from the editor was not connected"),
         "{said}"

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest,
-    PromptRequest, SessionUpdate, SetSessionModeRequest, StopReason,
+    CancelNotification, InitializeRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
+    SessionUpdate, SetSessionModeRequest, StopReason,
 };
 use paddock_tests::scripted::{Script, ScriptCall, ScriptedServer, Step, Turn};
 use serde_json::Value;
@@ -174,17 +174,7 @@ async fn a_mode_change_between_prompts_goes_on_in_a_fork_under_the_new_preset() 
         |u| matches!(u, SessionUpdate::CurrentModeUpdate(m) if &*m.current_mode_id.0 == "review"),
     );
     assert!(switched, "the editor was told the mode changed");
-    let said: String = seen
-        .updates()
-        .iter()
-        .filter_map(|u| match u {
-            SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
-                ContentBlock::Text(t) => Some(t.text.clone()),
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect();
+    let said = seen.said();
     assert!(
         said.contains(&format!(
             "[paddock: mode `review`: this thread goes on as session {fork}, a fork of {id}"

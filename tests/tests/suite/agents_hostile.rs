@@ -81,6 +81,20 @@ fn assert_refused(out: &Value, dimension: &str) {
     );
 }
 
+/// `child` spawned under `parent` is refused in `dimension`, and the message names `named`.
+async fn refused_naming(
+    project: &Project,
+    parent: &str,
+    child: &str,
+    dimension: &str,
+    named: &str,
+) {
+    let out = spawn(project, parent, Some(child)).await;
+    assert_refused(&out, dimension);
+    let message = out["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(named), "{named}: {message}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_wider_in_any_dimension_is_refused_at_spawn_naming_it() {
     let project = Project::warm(&[("notes.txt", "notes")]);
@@ -407,10 +421,7 @@ async fn a_child_wider_in_one_plugins_own_grant_is_refused_naming_it() {
     ];
     for (i, (dimension, named, knobs)) in cases.iter().enumerate() {
         let child = write_preset(&format!("child{i}"), knobs);
-        let out = spawn(&project, &parent, Some(&child)).await;
-        assert_refused(&out, dimension);
-        let message = out["error"]["message"].as_str().unwrap_or_default();
-        assert!(message.contains(named), "{named}: {message}");
+        refused_naming(&project, &parent, &child, dimension, named).await;
     }
     // The control: a child that lowers the limits and keeps fewer tools is within (it starts,
     // and fails only for want of a model to ask).
@@ -545,10 +556,7 @@ async fn a_child_wider_in_one_mcp_servers_grant_is_refused_naming_it() {
     ];
     for (i, (dimension, named, server, disable)) in cases.iter().enumerate() {
         let child = write_preset(&format!("child{i}"), server, disable);
-        let out = spawn(&project, &parent, Some(&child)).await;
-        assert_refused(&out, dimension);
-        let message = out["error"]["message"].as_str().unwrap_or_default();
-        assert!(message.contains(named), "{named}: {message}");
+        refused_naming(&project, &parent, &child, dimension, named).await;
     }
     // The control: the same server with a shorter deadline and fewer tools is within.
     let narrower = write_preset(
