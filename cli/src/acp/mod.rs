@@ -18,7 +18,9 @@
 //! paths, never through the editor's `fs/*` methods (docs/acp.md says why). M2, T2, I1
 
 mod connection;
+mod modes;
 mod permission;
+mod prompt;
 mod replay;
 mod sessions;
 mod tool_calls;

@@ -14,9 +14,9 @@
 //! paddock session is swapped and a prompt claims it under one lock (`started`), so a prompt
 //! never runs on a session a mode change has replaced.
 //!
-//! The editor is untrusted input: a prompt's images are decoded within the image bound and
-//! checked as `run --image` checks a file, and only when `initialize` offered images; the MCP
-//! servers it passes are never started, only named in the thread (`not_connected` says why).
+//! The editor is untrusted input: a prompt's blocks are read by `prompt.rs` (images only when
+//! `initialize` offered them), a mode must be one `modes.rs` offers, and the MCP servers it
+//! passes are never started, only named in the thread (`not_connected` says why).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -25,20 +25,19 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, CurrentModeUpdate, EmbeddedResourceResource, LoadSessionRequest,
-    LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse, PromptRequest,
-    PromptResponse, SessionMode, SessionModeState, SessionNotification, SessionUpdate,
-    SetSessionModeRequest, SetSessionModeResponse, StopReason as AcpStop,
+    CurrentModeUpdate, LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest,
+    NewSessionResponse, PromptRequest, PromptResponse, SessionModeState, SessionNotification,
+    SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason as AcpStop,
 };
 use agent_client_protocol::{Client, Error, ErrorCode};
 
 use super::permission::EditorApprover;
 use super::replay;
 use super::updates::Updates;
+use super::{modes, prompt};
 use crate::trust::project_trusted_for;
 use paddock::agent::{Quiet, TurnEnd};
 use paddock::log::StopReason;
-use paddock::model::{ImageKind, ImagePart};
 use paddock::session::{
     Env, Interrupter, ModelChoice, ReopenOptions, Session, SessionBuilder, new_session_id,
 };
@@ -50,10 +49,6 @@ pub struct Defaults {
     pub model: ModelChoice,
     pub max_turns: Option<u64>,
 }
-
-/// The most images one prompt may carry: Anthropic takes a request of at most 32 MB, which
-/// holds eight images at the bound each image has (`MAX_IMAGE_BYTES`, 5 MB as base64).
-const MAX_PROMPT_IMAGES: usize = 8;
 
 /// Every session this editor has opened, by id.
 pub struct Sessions {
@@ -143,7 +138,7 @@ impl Sessions {
     ) -> Result<NewSessionResponse, Error> {
         let cwd = checked_cwd(&request.cwd)?;
         let preset = self.defaults.preset.clone();
-        check_preset(&cwd, &preset)?;
+        modes::check_preset(&env_at(&cwd)?, &preset)?;
         let modes = self.modes(&cwd, &preset)?;
         let id = new_session_id();
         let session = EditorSession {
@@ -302,7 +297,7 @@ impl Sessions {
     /// progress sent as updates; the answer is how it stopped.
     pub async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, Error> {
         let editor = self.get(&request.session_id.0)?;
-        let (text, images) = prompt_content(&request.prompt, self.images)?;
+        let (text, images) = prompt::content(&request.prompt, self.images)?;
         let session = {
             let mut started = editor.started.lock().await;
             let session = editor.start(&mut started, &self.defaults).await?;
@@ -407,80 +402,6 @@ fn stop_of(end: &TurnEnd, updates: &Updates) -> AcpStop {
     told
 }
 
-/// The prompt's content as the message the model reads: text as is, a resource the editor
-/// embedded with its URI, a linked one by its URI; images (when `images`, what `initialize`
-/// offered) decoded and checked as `run --image` checks a file (format by magic bytes, header,
-/// size), at most `MAX_PROMPT_IMAGES`. Audio is refused.
-fn prompt_content(
-    blocks: &[ContentBlock],
-    images: bool,
-) -> Result<(String, Vec<ImagePart>), Error> {
-    let mut parts = Vec::new();
-    let mut attached = Vec::new();
-    for block in blocks {
-        match block {
-            ContentBlock::Text(text) => parts.push(text.text.clone()),
-            ContentBlock::ResourceLink(link) => {
-                parts.push(format!("[{}]({})", link.name, link.uri))
-            }
-            ContentBlock::Resource(embedded) => match &embedded.resource {
-                EmbeddedResourceResource::TextResourceContents(text) => {
-                    parts.push(format!(
-                        "<resource uri=\"{}\">\n{}\n</resource>",
-                        text.uri, text.text
-                    ));
-                }
-                _ => {
-                    return Err(invalid(
-                        "paddock takes embedded resources as text only; send a binary file as a resource_link".into(),
-                    ));
-                }
-            },
-            ContentBlock::Image(image) if images => {
-                if attached.len() == MAX_PROMPT_IMAGES {
-                    return Err(invalid(format!(
-                        "the prompt has more than {MAX_PROMPT_IMAGES} images, the most one prompt may carry; send the others in a later prompt"
-                    )));
-                }
-                attached.push(prompt_image(&image.data, &image.mime_type, attached.len())?);
-            }
-            _ => {
-                let offered = if images {
-                    "text, image, resource and resource_link"
-                } else {
-                    "text, resource and resource_link (no image: the model new sessions start with takes no images)"
-                };
-                return Err(invalid(format!(
-                    "paddock takes {offered} prompt blocks; its promptCapabilities offer no audio"
-                )));
-            }
-        }
-    }
-    let text = parts.join("\n\n");
-    if text.trim().is_empty() {
-        return Err(invalid(
-            "the prompt has no text; send at least one text block".into(),
-        ));
-    }
-    Ok((text, attached))
-}
-
-/// Image `index` of a prompt: its bytes decide its format, and a `mimeType` naming another
-/// known format is refused rather than believed.
-fn prompt_image(data: &str, mime_type: &str, index: usize) -> Result<ImagePart, Error> {
-    let number = index + 1;
-    let image = ImagePart::from_base64(data.trim())
-        .map_err(|e| invalid(format!("image {number} of the prompt was refused: {e}")))?;
-    if ImageKind::of_media_type(mime_type.trim()).is_some_and(|said| said != image.kind()) {
-        return Err(invalid(format!(
-            "image {number} of the prompt says mimeType `{}` but its bytes are {}; send its real type",
-            sanitize(&paddock_types::text::one_line(mime_type, 80)),
-            image.media_type()
-        )));
-    }
-    Ok(image)
-}
-
 /// Whether `session`'s model is sent images (not the demo or a script, and `vision`).
 fn model_sees_images(session: &Session) -> bool {
     session
@@ -538,49 +459,9 @@ fn not_connected(servers: &[McpServer]) -> Vec<String> {
         .collect()
 }
 
-/// That `preset` (a name or a path) is there to start a session with.
-fn check_preset(cwd: &Path, preset: &str) -> Result<(), Error> {
-    let env = env_at(cwd)?;
-    let project = project_trusted_for(&env, preset);
-    paddock::preset::find_written(preset, cwd, project)
-        .map(drop)
-        .map_err(|e| invalid(format!("preset `{}` cannot be used: {e}", sanitize(preset))))
-}
-
 impl Sessions {
     /// The modes offered in `cwd`, `current` the session's (`modes`), with `--preset`'s.
     fn modes(&self, cwd: &Path, current: &str) -> Result<SessionModeState, Error> {
-        modes(cwd, current, &self.defaults.preset)
+        modes::offered(&env_at(cwd)?, current, &self.defaults.preset)
     }
-}
-
-/// The modes: every preset `paddock preset list` shows here, `current`, and `default`, the
-/// command line's (a preset given by its path, or the one a reopened session pinned, is a
-/// mode of its own). A mode change takes only one of these.
-fn modes(cwd: &Path, current: &str, default: &str) -> Result<SessionModeState, Error> {
-    let env = env_at(cwd)?;
-    let project = project_trusted_for(&env, current);
-    let mut seen = std::collections::HashSet::new();
-    let mut modes: Vec<SessionMode> = paddock::preset::list(cwd, project)
-        .into_iter()
-        // The first of a name is the one that is used (a user's copy before the shipped one).
-        .filter(|p| seen.insert(p.name.clone()))
-        .map(|p| {
-            let mode = SessionMode::new(p.name.clone(), p.name);
-            match p.description {
-                Some(d) => mode.description(d),
-                None => mode,
-            }
-        })
-        .collect();
-    for own in [current, default] {
-        if !modes.iter().any(|m| *m.id.0 == *own) {
-            let name = Path::new(own)
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| own.to_string());
-            modes.push(SessionMode::new(own.to_string(), name).description(own.to_string()));
-        }
-    }
-    Ok(SessionModeState::new(current.to_string(), modes))
 }

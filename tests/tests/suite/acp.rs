@@ -221,13 +221,7 @@ pub(crate) async fn wait_in_progress(seen: &Seen, id: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_editor_allows_rejects_and_cancels_calls_and_loads_the_session_again() {
     let project = Project::warm(&[("keep.txt", "original\n")]);
-    let mut sleep = Turn::calls(vec![ScriptCall::new(
-        "s1",
-        "run_command",
-        r#"{"program": "sleep", "args": ["60"]}"#,
-        &[],
-    )]);
-    sleep.text = vec!["Waiting a minute.".into()];
+    let sleep = waiting_a_minute();
     let server = ScriptedServer::start(Script {
         steps: vec![
             call_step(
@@ -534,4 +528,16 @@ fn bad_input_gets_an_error_that_says_what_to_do_and_the_agent_keeps_serving() {
     assert!(new["result"]["sessionId"].is_string(), "{new}");
     drop(stdin);
     assert!(child.wait().unwrap().success());
+}
+
+/// A reply whose call (`s1`) runs `sleep 60`, for a cancel or a refusal to land on.
+pub(crate) fn waiting_a_minute() -> Turn {
+    let mut sleep = Turn::calls(vec![ScriptCall::new(
+        "s1",
+        "run_command",
+        r#"{"program": "sleep", "args": ["60"]}"#,
+        &[],
+    )]);
+    sleep.text = vec!["Waiting a minute.".into()];
+    sleep
 }

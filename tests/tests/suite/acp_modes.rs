@@ -12,7 +12,7 @@ use agent_client_protocol::v1::schema::{
     CancelNotification, InitializeRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
     SessionUpdate, SetSessionModeRequest, StopReason,
 };
-use paddock_tests::scripted::{Script, ScriptCall, ScriptedServer, Step, Turn};
+use paddock_tests::scripted::{Script, ScriptedServer, Step, Turn};
 use serde_json::Value;
 
 use crate::acp::{Seen, as_client, initialize, spawn_acp, text, wait_in_progress};
@@ -250,13 +250,7 @@ async fn a_mode_change_is_refused_for_an_unknown_mode_and_while_a_prompt_runs() 
     std::fs::create_dir_all(&planted).unwrap();
     std::fs::write(planted.join("wide.toml"), wide).unwrap();
     std::fs::write(planted.join("review.toml"), shadow).unwrap();
-    let mut sleep = Turn::calls(vec![ScriptCall::new(
-        "s1",
-        "run_command",
-        r#"{"program": "sleep", "args": ["60"]}"#,
-        &[],
-    )]);
-    sleep.text = vec!["Waiting a minute.".into()];
+    let sleep = crate::acp::waiting_a_minute();
     let server = ScriptedServer::start(Script {
         steps: vec![Step::Reply(sleep)],
     })

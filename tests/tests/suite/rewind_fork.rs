@@ -269,21 +269,7 @@ async fn chat_lists_turns_with_what_each_changed_rewinds_and_forks() {
     .await
     .expect("scripted server");
     let url = server.openai_base_url();
-    let mut child = project
-        .command(&[
-            "chat",
-            "--preset",
-            "coding",
-            "--base-url",
-            &url,
-            "--model",
-            "scripted",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn paddock chat");
+    let mut child = spawn_chat(&project, "coding", &url);
     let mut type_line = |line: &str| {
         let stdin = child.stdin.as_mut().expect("piped stdin");
         writeln!(stdin, "{line}").expect("type a line");
@@ -495,21 +481,7 @@ async fn chat_lists_calls_and_rewinds_and_forks_at_one() {
         .await
         .expect("scripted server");
     let url = server.openai_base_url();
-    let mut child = project
-        .command(&[
-            "chat",
-            "--preset",
-            &preset,
-            "--base-url",
-            &url,
-            "--model",
-            "scripted",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn paddock chat");
+    let mut child = spawn_chat(&project, &preset, &url);
     // What the chat printed so far, on both streams.
     let shown = Arc::new(Mutex::new(String::new()));
     let readers: Vec<_> = [
@@ -648,4 +620,23 @@ async fn a_call_id_the_provider_repeated_is_refused_as_a_point_to_go_back_to() {
     assert!(text(&fork).contains("names 2 calls"), "{}", text(&fork));
     assert_eq!(read(), "three\n");
     assert_eq!(project.sessions().len(), 1);
+}
+
+/// `paddock chat` under `preset` against the scripted model at `url`, every stream piped.
+fn spawn_chat(project: &Project, preset: &str, url: &str) -> std::process::Child {
+    project
+        .command(&[
+            "chat",
+            "--preset",
+            preset,
+            "--base-url",
+            url,
+            "--model",
+            "scripted",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn paddock chat")
 }
