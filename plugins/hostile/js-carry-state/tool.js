@@ -1,16 +1,22 @@
 // carry_state_js: a hostile tool in JavaScript (built like the example, by componentize-js)
 // that tries to carry state from one call to the next, in every place a script can keep it:
 // a module variable, an array on the global object, and a property on Object.prototype.
-// Like the example, it calls itself once at build time, inside the snapshot; every call starts
-// from that snapshot, so each call must find exactly the build-time call's traces plus its own.
+// Like the example, it calls itself once at build time, inside the snapshot componentize-js
+// makes. paddock snapshots it again after one `list` call (it imports only `log` and `types`),
+// and its `list` counts too. Every call starts from that snapshot, so each call must find
+// exactly the build-time call's traces, the snapshot's `list`, and its own call; never an
+// earlier call, nor the `list` a load makes.
 
 const NAME = "carry_state_js";
 
 let calls = 0;
+let lists = 0;
 globalThis.carried = [];
 
 export const tools = {
   list() {
+    lists += 1;
+    Object.prototype.carriedLists = (Object.prototype.carriedLists || 0) + 1;
     return [
       {
         name: NAME,
@@ -33,7 +39,7 @@ export const tools = {
     globalThis.carried.push(args);
     Object.prototype.carriedCalls = (Object.prototype.carriedCalls || 0) + 1;
     return {
-      content: `module ${calls}, global ${globalThis.carried.length}, prototype ${({}).carriedCalls}`,
+      content: `module ${calls}, global ${globalThis.carried.length}, prototype ${({}).carriedCalls}, lists ${lists} (prototype ${({}).carriedLists || 0})`,
       truncated: false,
       continuation: undefined,
     };

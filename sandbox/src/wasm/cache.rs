@@ -21,6 +21,7 @@ use crate::wasm::cache_key::{CacheKey, MAC_LEN};
 use crate::wasm::compiled::CacheUse;
 use crate::wasm::engine::Sandbox;
 use crate::wasm::error::LoadError;
+use crate::wasm::snapshot::{SNAPSHOT_REVISION, takes_snapshot};
 
 /// Lower-case hex SHA-256 of `bytes`; a built-in's was computed when the binary was built
 /// (`builtin::builtin_sha256`, a leaf table: the bytes are compared in full).
@@ -32,11 +33,18 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 impl Sandbox {
-    /// The entry's file name without extension: `<sha256>-<engine hash>`.
-    fn cache_name(&self, sha256: &str) -> String {
+    /// The entry's file name without extension: `<sha256>-<engine hash>`, and the snapshot's
+    /// revision for a component snapshotted after `list` (`snapshot.rs`): the entry holds the
+    /// code that runs for these bytes, which is the snapshot's when there is one.
+    fn cache_name(&self, sha256: &str, snapshot: bool) -> String {
         let mut h = DefaultHasher::new();
         self.engine.precompile_compatibility_hash().hash(&mut h);
-        format!("{sha256}-{:016x}", h.finish())
+        let engine = h.finish();
+        if snapshot {
+            format!("{sha256}-{engine:016x}-{SNAPSHOT_REVISION}")
+        } else {
+            format!("{sha256}-{engine:016x}")
+        }
     }
 
     /// The cache key, created on first use; `None` (warned once) leaves the cache unused.
@@ -83,7 +91,8 @@ impl Sandbox {
         wasm: &[u8],
         sha256: &str,
     ) -> Result<(Component, CacheUse), LoadError> {
-        let name = self.cache_name(sha256);
+        let snapshot = self.snapshots && takes_snapshot(wasm);
+        let name = self.cache_name(sha256, snapshot);
         let path = self.cache_dir.join(format!("{name}.cwasm"));
         let key = self.cache_key();
         if let Some(key) = key
@@ -99,10 +108,7 @@ impl Sandbox {
             self.cache_dir.display(),
             wasm.len()
         );
-        let compiled = self
-            .engine
-            .precompile_component(wasm)
-            .map_err(|e| classify_compile_error(origin, e))?;
+        let compiled = self.compile_for_cache(origin, wasm, snapshot)?;
         if let Some(key) = key
             && let Err(e) = self.store_compiled(key, &name, &path, &compiled)
         {
@@ -118,6 +124,43 @@ impl Sandbox {
                 }
             })?;
         Ok((component, CacheUse::Compiled))
+    }
+
+    /// The code kept for `wasm`: its snapshot after `list`, compiled, when it takes one and
+    /// the snapshot succeeds; else the component as it is.
+    fn compile_for_cache(
+        &self,
+        origin: &str,
+        wasm: &[u8],
+        snapshot: bool,
+    ) -> Result<Vec<u8>, LoadError> {
+        if snapshot {
+            let started = std::time::Instant::now();
+            let compiled = self
+                .snapshot_after_list(origin, wasm)
+                .and_then(|snapshotted| {
+                    self.engine
+                        .precompile_component(&snapshotted)
+                        .map_err(|e| format!("its snapshot does not compile: {e:#}"))
+                });
+            match compiled {
+                Ok(compiled) => {
+                    tracing::info!(
+                        "plugin {origin}: snapshotted after `list` and compiled in {:.1} s",
+                        started.elapsed().as_secs_f64()
+                    );
+                    return Ok(compiled);
+                }
+                // Kept under the snapshot's name all the same, so that a component whose
+                // snapshot fails is not tried again at every start.
+                Err(why) => tracing::info!(
+                    "plugin {origin}: not snapshotted after `list` ({why}); compiling it as it is"
+                ),
+            }
+        }
+        self.engine
+            .precompile_component(wasm)
+            .map_err(|e| classify_compile_error(origin, e))
     }
 
     fn store_compiled(
@@ -137,10 +180,18 @@ impl Sandbox {
         Ok(())
     }
 
-    /// Where the entry for wasm with this SHA-256 lives (for tests of the cache).
+    /// Where the entry for wasm with this SHA-256 lives, for a component that is not
+    /// snapshotted (for tests of the cache).
     pub fn cache_entry_path(&self, sha256: &str) -> PathBuf {
         self.cache_dir
-            .join(format!("{}.cwasm", self.cache_name(sha256)))
+            .join(format!("{}.cwasm", self.cache_name(sha256, false)))
+    }
+
+    /// Where the entry of the snapshot after `list` of wasm with this SHA-256 lives (for
+    /// tests of the cache).
+    pub fn snapshot_entry_path(&self, sha256: &str) -> PathBuf {
+        self.cache_dir
+            .join(format!("{}.cwasm", self.cache_name(sha256, true)))
     }
 }
 

@@ -34,6 +34,9 @@ pub struct Sandbox {
     pub(crate) cache_key: Arc<std::sync::OnceLock<Option<crate::wasm::cache_key::CacheKey>>>,
     /// Components `compile_many` compiled in this process.
     pub(crate) compiled: crate::wasm::compiled::CompiledMemo,
+    /// Whether a tool component that can be is snapshotted after `list` when it is compiled
+    /// (`snapshot.rs`); on unless a bench compares without.
+    pub(crate) snapshots: bool,
 }
 
 impl Sandbox {
@@ -57,7 +60,16 @@ impl Sandbox {
             cache_dir: Arc::new(cache_dir.into()),
             cache_key: Arc::default(),
             compiled: Arc::default(),
+            snapshots: true,
         })
+    }
+
+    /// This sandbox, compiling every component as it is, never its snapshot after `list`
+    /// (to measure what a snapshot saves). It keeps its own compiled components in memory.
+    pub fn without_snapshots(mut self) -> Sandbox {
+        self.snapshots = false;
+        self.compiled = Arc::default();
+        self
     }
 
     pub(crate) fn linker(&self) -> &Linker<CallState> {

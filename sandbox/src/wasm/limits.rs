@@ -4,6 +4,8 @@
 
 use wasmtime::ResourceLimiter;
 
+use crate::grant::Limits;
+
 /// A `ResourceLimiter` that caps the total of all linear memories and remembers whether a cap
 /// was hit, so a trap that follows (Rust aborts when an allocation fails) is reported as
 /// MEMORY_LIMIT rather than a bare trap.
@@ -75,6 +77,19 @@ impl ResourceLimiter for CallLimiter {
 
     fn memories(&self) -> usize {
         Self::MAX_MEMORIES
+    }
+}
+
+/// Limits for the one `list()` call made at load, and the one a snapshot runs
+/// (`snapshot.rs`): generous enough for any honest plugin, small enough that a hostile one
+/// cannot stall the host.
+pub(crate) fn list_limits() -> Limits {
+    Limits {
+        fuel: Some(500_000_000),
+        timeout: std::time::Duration::from_secs(5),
+        memory_bytes: 128 << 20,
+        output_bytes: None,
+        stdio_bytes: 16 << 10,
     }
 }
 

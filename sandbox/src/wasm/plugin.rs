@@ -10,13 +10,14 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::Component;
 use wasmtime::component::types::ComponentItem;
 
-use crate::grant::{Capability, Grant, Limits};
+use crate::grant::{Capability, Grant};
 use crate::wasm::bindings::{ToolPluginPre, types};
 use crate::wasm::cache::{check_component_header, sha256_hex};
 use crate::wasm::compiled::CacheUse;
 use crate::wasm::deferred::Deferred;
 use crate::wasm::engine::Sandbox;
 use crate::wasm::error::LoadError;
+use crate::wasm::limits::list_limits;
 use crate::wasm::store::{CallState, truncate_for_message};
 use paddock_types::contract::{
     Example, OutputBudget, Overflow, Reach, Risk, RuntimeMeta, ToolSpec, valid_tool_name,
@@ -59,18 +60,6 @@ impl Plugin {
     /// description; the load error if it could not be.
     pub async fn ready(&self) -> Result<(), Arc<LoadError>> {
         self.pre.get().await.map(drop)
-    }
-}
-
-/// Limits for the one `list()` call made at load: generous enough for any honest plugin,
-/// small enough that a hostile one cannot stall the host.
-fn list_limits() -> Limits {
-    Limits {
-        fuel: Some(500_000_000),
-        timeout: std::time::Duration::from_secs(5),
-        memory_bytes: 128 << 20,
-        output_bytes: None,
-        stdio_bytes: 16 << 10,
     }
 }
 

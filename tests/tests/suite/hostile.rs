@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use paddock_sandbox::{CallReport, Grant, LoadError, MountMode, Plugin};
+use paddock_sandbox::{CacheUse, CallReport, Grant, LoadError, MountMode, Plugin, Sandbox};
 use paddock_tests::{grant, load, plugin_bytes, sandbox};
 use paddock_types::contract::ErrorCode;
 use tokio_util::sync::CancellationToken;
@@ -419,12 +419,18 @@ async fn nothing_carries_from_one_call_to_the_next_through_the_pool() {
 }
 
 /// A JavaScript tool keeps what its build-time call left in the snapshot componentize-js makes
-/// (the example warms itself up that way), and each call starts from that snapshot: it sees the
-/// build-time call and itself, never an earlier call, whether it kept its count in a module
-/// variable, on the global object or on `Object.prototype`.
+/// (the example warms itself up that way), and paddock snapshots it again after one `list`
+/// call when it compiles it (it imports only `log` and `types`). Each call starts from that
+/// snapshot: it sees the build-time call, the snapshot's `list` and itself, never an earlier
+/// call nor the `list` each load makes, whether it kept its count in a module variable, on the
+/// global object or on `Object.prototype`; the same from the snapshot compiled a moment ago
+/// and from the one a new process reads from the cache. Compiled as it is, the tool sees no
+/// `list` at all: that is the one thing the snapshot adds.
 #[tokio::test]
 async fn a_javascript_tool_carries_nothing_from_one_call_to_the_next_through_its_snapshot() {
-    let plugin = load("hostile_js_carry_state.wasm", "carry_js").await;
+    let file = "hostile_js_carry_state.wasm";
+    let bytes = plugin_bytes(file);
+    let cache = tempfile::tempdir().unwrap();
     let grant = Grant {
         limits: paddock_sandbox::Limits {
             output_bytes: None,
@@ -432,20 +438,49 @@ async fn a_javascript_tool_carries_nothing_from_one_call_to_the_next_through_its
         },
         ..Grant::default()
     };
-    for call in 0..4 {
-        let report = sandbox()
-            .call(
-                &plugin,
-                "carry_state_js",
-                "{}",
-                &grant,
-                &CancellationToken::new(),
-            )
-            .await;
-        let content = report.result.expect("carry_state_js runs").content;
+    let snapshotted = "module 2, global 2, prototype 2, lists 1 (prototype 1)";
+    let plain = "module 2, global 2, prototype 2, lists 0 (prototype 0)";
+    for (sandbox, cache_use, expected) in [
+        (
+            Sandbox::new(cache.path()).unwrap(),
+            CacheUse::Compiled,
+            snapshotted,
+        ),
+        (
+            Sandbox::new(cache.path()).unwrap(),
+            CacheUse::Hit,
+            snapshotted,
+        ),
+        (
+            Sandbox::new(cache.path()).unwrap().without_snapshots(),
+            CacheUse::Compiled,
+            plain,
+        ),
+    ] {
+        let plugin = sandbox.load_now("carry_js", &bytes, &[]).await.unwrap();
+        assert_eq!(plugin.cache, cache_use, "{expected}");
+        for call in 0..4 {
+            let report = sandbox
+                .call(
+                    &plugin,
+                    "carry_state_js",
+                    "{}",
+                    &grant,
+                    &CancellationToken::new(),
+                )
+                .await;
+            let content = report.result.expect("carry_state_js runs").content;
+            assert_eq!(
+                content, expected,
+                "call {call} saw a call other than its own, the build-time one and the snapshot's list"
+            );
+        }
+        // The snapshot is kept beside the component's own compiled code, never in its place.
+        let sha256 = &plugin.sha256;
+        assert!(sandbox.snapshot_entry_path(sha256).is_file());
         assert_eq!(
-            content, "module 2, global 2, prototype 2",
-            "call {call} saw a call other than its own and the build-time one"
+            sandbox.cache_entry_path(sha256).is_file(),
+            expected == plain
         );
     }
 }
