@@ -268,20 +268,42 @@ async fn run() {
         let example = language_example(&work.path().join(lang), file, tool, args, grant).await;
         println!(
             "{lang} example {file}: {} KiB, install (compiles) {:.0} ms, first call after \
-             install in a fresh data directory {:.0} ms, call p50 {:.1} us",
+             install in a fresh data directory {:.0} ms, call p50 {:.1} us (not snapshotted \
+             after `list`: {:.1} us)",
             example.size / 1024,
             example.install.as_secs_f64() * 1e3,
             example.cold.as_secs_f64() * 1e3,
-            micros(example.call_p50)
+            micros(example.call_p50),
+            micros(example.unsnapshotted_call_p50)
         );
         languages.push_str(&format!(
-            " {lang}_call_p50_us={:.1} {lang}_cold_ms={:.0} {lang}_install_ms={:.0} {lang}_size_kb={}",
+            " {lang}_call_p50_us={:.1} {lang}_unsnapshotted_call_p50_us={:.1} {lang}_cold_ms={:.0} {lang}_install_ms={:.0} {lang}_size_kb={}",
             micros(example.call_p50),
+            micros(example.unsnapshotted_call_p50),
             example.cold.as_secs_f64() * 1e3,
             example.install.as_secs_f64() * 1e3,
             example.size / 1024
         ));
     }
+
+    // 5b. The floor of a JavaScript call: the hostile suite's JavaScript tool, whose call
+    // only bumps three counters and formats a line, snapshotted after `list` like the example.
+    let floor = {
+        let sandbox = Sandbox::new(work.path().join("js-floor")).expect("sandbox");
+        let plugin = sandbox
+            .load_now("floor", &plugin_bytes("hostile_js_carry_state.wasm"), &[])
+            .await
+            .expect("the JavaScript floor tool loads");
+        let tool = "carry_state_js";
+        timed_calls(&sandbox, &plugin, tool, "{}", &no_mounts, 20).await; // warm-up
+        let mut calls = timed_calls(&sandbox, &plugin, tool, "{}", &no_mounts, 200).await;
+        percentile(&mut calls, 0.5)
+    };
+    println!(
+        "js floor (a call that bumps three counters), snapshotted after `list`: call p50 {:.1} us",
+        micros(floor)
+    );
+    languages.push_str(&format!(" js_floor_call_p50_us={:.1}", micros(floor)));
 
     // 6. Publish + install of fs through a loopback registry, and the session-start check.
     let (install_oci, verify) = install_and_verify(&sandbox, work.path(), &fs_bytes).await;
@@ -431,11 +453,24 @@ async fn language_example(
 
     timed_calls(&sandbox, &plugin, tool, args, grant, 20).await; // warm-up
     let mut calls = timed_calls(&sandbox, &plugin, tool, args, grant, 200).await;
+
+    // The same bytes compiled as they are, never snapshotted after `list` (only a component
+    // that imports nothing but `log` and `types` is: the JavaScript one), in the same run.
+    let plain = Sandbox::new(home.join("cache-without-snapshots"))
+        .expect("sandbox")
+        .without_snapshots();
+    let plain_plugin = plain
+        .load_now("example", &bytes, &[])
+        .await
+        .expect("example loads without a snapshot");
+    timed_calls(&plain, &plain_plugin, tool, args, grant, 20).await; // warm-up
+    let mut plain_calls = timed_calls(&plain, &plain_plugin, tool, args, grant, 200).await;
     Example {
         size: bytes.len(),
         install,
         cold,
         call_p50: percentile(&mut calls, 0.5),
+        unsnapshotted_call_p50: percentile(&mut plain_calls, 0.5),
     }
 }
 
@@ -444,4 +479,6 @@ struct Example {
     install: Duration,
     cold: Duration,
     call_p50: Duration,
+    /// The call p50 of the same component compiled as it is, not snapshotted after `list`.
+    unsnapshotted_call_p50: Duration,
 }
