@@ -64,3 +64,25 @@ export const hookConfig = {
     return JSON.stringify(SCHEMA);
   },
 };
+
+// Build time: componentize-js runs this file's top level once and keeps the memory it leaves
+// (a snapshot); every call starts from a fresh copy of it, so nothing a call does reaches the
+// next. Running each hook once here parses them and sets up JSON, string and array methods in
+// the snapshot, instead of in every call. A failure here must not fail the build.
+try {
+  const event = {
+    toolName: "warm_up",
+    toolInput: "{}",
+    readOnly: true,
+    pathParams: [],
+    callId: "warm-up",
+    sessionId: "warm-up",
+    preset: "warm-up",
+    config: "{}",
+  };
+  hooks.preToolUse(event);
+  hooks.postToolUse({ ...event, toolResponse: { tag: "ok", val: { content: "", truncated: false, continuation: undefined } } });
+  hookConfig.configSchema();
+} catch (_) {
+  // Not warmed up; each call does the set-up itself.
+}
