@@ -138,11 +138,7 @@ impl Sandbox {
             let started = std::time::Instant::now();
             let compiled = self
                 .snapshot_after_list(origin, wasm)
-                .and_then(|snapshotted| {
-                    self.engine
-                        .precompile_component(&snapshotted)
-                        .map_err(|e| format!("its snapshot does not compile: {e:#}"))
-                });
+                .and_then(|snapshotted| self.compile_snapshot(origin, &snapshotted));
             match compiled {
                 Ok(compiled) => {
                     tracing::info!(

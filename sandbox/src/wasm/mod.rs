@@ -14,6 +14,7 @@ pub(super) mod limits;
 pub(super) mod outcome;
 pub(super) mod plugin;
 pub(super) mod precompile;
+pub(super) mod segments;
 pub(super) mod snapshot;
 pub(super) mod stdio;
 pub(super) mod store;

@@ -29,6 +29,7 @@ use crate::wasm::bindings::ToolPlugin;
 use crate::wasm::engine::Sandbox;
 use crate::wasm::limits::list_limits;
 use crate::wasm::outcome::run_to_end;
+use crate::wasm::segments::merge_data_segments;
 use crate::wasm::store::CallState;
 
 /// Named in the cache entry of a snapshot; changed whenever what a snapshot holds changes, so
@@ -161,6 +162,29 @@ impl Sandbox {
                 .join()
                 .unwrap_or_else(|_| Err("Wizer panicked on it".to_string()))
         })
+    }
+}
+
+impl Sandbox {
+    /// Compiles a snapshot with its data segments merged (`segments.rs`), or as Wizer wrote
+    /// it when the merged one does not compile.
+    pub(crate) fn compile_snapshot(
+        &self,
+        origin: &str,
+        snapshot: &[u8],
+    ) -> Result<Vec<u8>, String> {
+        if let Some(merged) = merge_data_segments(snapshot) {
+            match self.engine.precompile_component(&merged) {
+                Ok(compiled) => return Ok(compiled),
+                Err(e) => tracing::info!(
+                    "plugin {origin}: its snapshot with merged data segments does not compile \
+                     ({e:#}); compiling it as Wizer wrote it"
+                ),
+            }
+        }
+        self.engine
+            .precompile_component(snapshot)
+            .map_err(|e| format!("its snapshot does not compile: {e:#}"))
     }
 }
 
