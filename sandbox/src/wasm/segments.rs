@@ -23,6 +23,12 @@ use wasm_encoder::{ConstExpr, DataSection};
 /// A wasm page: the copy-on-write image that wasmtime maps is made of whole pages anyway.
 const MERGE_GAP: u64 = 64 << 10;
 
+/// Most zero bytes merging may add to one module. A module can place tiny segments a gap
+/// apart across 4 GiB in half a megabyte of its own; without a bound, merging them would
+/// allocate all of it. A snapshot's segments lie within the memory `list` left (at most
+/// `list_limits`' 128 MiB), and the JavaScript runtime's gaps add a few MiB.
+const MAX_FILL: u64 = 64 << 20;
+
 /// The data segments of the rewritten module: its passive ones unchanged, in their order, then
 /// its active ones merged.
 struct Plan {
@@ -137,6 +143,7 @@ fn merge_plan(module: &[u8]) -> Option<Plan> {
     let count = segments.len();
     segments.sort_by_key(|s| (s.memory, s.offset));
     let mut merged: Vec<Segment> = Vec::with_capacity(count);
+    let mut filled = 0u64;
     for segment in segments {
         if let Some(last) = merged.last_mut()
             && last.memory == segment.memory
@@ -145,7 +152,12 @@ fn merge_plan(module: &[u8]) -> Option<Plan> {
             if segment.offset < end {
                 return None;
             }
-            if segment.offset - end <= MERGE_GAP {
+            let gap = segment.offset - end;
+            if gap <= MERGE_GAP {
+                filled += gap;
+                if filled > MAX_FILL {
+                    return None;
+                }
                 last.bytes
                     .resize((segment.offset - last.offset) as usize, 0);
                 last.bytes.extend_from_slice(&segment.bytes);
@@ -317,6 +329,11 @@ mod tests {
         let overlapping =
             component(r#"(data (i32.const 16) "\01\02\03") (data (i32.const 17) "\09")"#);
         assert!(merge_data_segments(&overlapping).is_none());
+        // Segments a gap apart all across memory: merging them would fill gigabytes.
+        let spread: String = (0..1100u64)
+            .map(|i| format!(r#"(data (i32.const {}) "\01")"#, i * 65536))
+            .collect();
+        assert!(merge_data_segments(&component(&spread)).is_none());
         let one = component(r#"(data (i32.const 16) "\01")"#);
         assert!(merge_data_segments(&one).is_none());
     }
