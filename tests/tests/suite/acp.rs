@@ -19,8 +19,9 @@ use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
     InitializeRequest, LoadSessionRequest, NewSessionRequest, PromptRequest, ReadTextFileRequest,
     ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
-    StopReason, TextContent, ToolCallStatus, WriteTextFileRequest, WriteTextFileResponse,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
+    SessionUpdate, StopReason, TextContent, ToolCallStatus, WriteTextFileRequest,
+    WriteTextFileResponse,
 };
 use agent_client_protocol::{Agent, Client, Lines, on_receive_notification, on_receive_request};
 use futures::StreamExt;
@@ -194,6 +195,21 @@ where
         .expect("the ACP client ran");
 }
 
+/// Sends `prompt` to session `id` and checks that its turn ended as a turn does when nothing
+/// stops it.
+pub(crate) async fn prompt_to_the_end(
+    cx: &ConnectionTo<Agent>,
+    id: impl Into<SessionId>,
+    prompt: Vec<ContentBlock>,
+) -> Result<(), agent_client_protocol::Error> {
+    let response = cx
+        .send_request(PromptRequest::new(id, prompt))
+        .block_task()
+        .await?;
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    Ok(())
+}
+
 pub(crate) fn text(s: &str) -> Vec<ContentBlock> {
     vec![ContentBlock::Text(TextContent::new(s))]
 }
@@ -265,18 +281,10 @@ async fn an_editor_allows_rejects_and_cancels_calls_and_loads_the_session_again(
         *id_out.lock().unwrap() = id.0.to_string();
 
         // Allowed: the write runs and the model answers.
-        let first = cx
-            .send_request(PromptRequest::new(id.clone(), text("write a.txt")))
-            .block_task()
-            .await?;
-        assert_eq!(first.stop_reason, StopReason::EndTurn);
+        prompt_to_the_end(&cx, id.clone(), text("write a.txt")).await?;
 
         // Rejected: the user's no ends the turn, the file is untouched.
-        let second = cx
-            .send_request(PromptRequest::new(id.clone(), text("overwrite keep.txt")))
-            .block_task()
-            .await?;
-        assert_eq!(second.stop_reason, StopReason::EndTurn);
+        prompt_to_the_end(&cx, id.clone(), text("overwrite keep.txt")).await?;
 
         // Cancelled while `sleep 60` runs.
         let third = cx.send_request(PromptRequest::new(id.clone(), text("wait a minute")));

@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, EnvVariable, ImageContent, McpServer, McpServerHttp, McpServerStdio,
-    NewSessionRequest, PromptRequest, StopReason, TextContent,
+    NewSessionRequest, PromptRequest, TextContent,
 };
 use paddock_tests::scripted::{Script, ScriptedServer, Step, Turn};
 
-use crate::acp::{Seen, as_client, initialize, spawn_acp, spawn_acp_with, text};
+use crate::acp::{Seen, as_client, initialize, prompt_to_the_end, spawn_acp, spawn_acp_with, text};
 use crate::agent_common::Project;
 use crate::model_images::{PNG_HEX, png};
 
@@ -100,14 +100,8 @@ async fn an_image_in_a_prompt_reaches_a_vision_model_and_hostile_ones_are_refuse
             .expect_err("nine images are refused");
         refused.lock().unwrap().push(error.message);
 
-        let answer = cx
-            .send_request(PromptRequest::new(
-                id,
-                with_image("what is this?", base64(&png()), "image/png"),
-            ))
-            .block_task()
-            .await?;
-        assert_eq!(answer.stop_reason, StopReason::EndTurn);
+        let image = with_image("what is this?", base64(&png()), "image/png");
+        prompt_to_the_end(&cx, id, image).await?;
         Ok(())
     })
     .await;
@@ -240,11 +234,7 @@ async fn mcp_servers_the_editor_passes_are_refused_in_the_thread_and_none_is_sta
             .block_task()
             .await?
             .session_id;
-        let answer = cx
-            .send_request(PromptRequest::new(id, text("hi")))
-            .block_task()
-            .await?;
-        assert_eq!(answer.stop_reason, StopReason::EndTurn);
+        prompt_to_the_end(&cx, id, text("hi")).await?;
         Ok(())
     })
     .await;

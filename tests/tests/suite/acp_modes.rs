@@ -15,7 +15,9 @@ use agent_client_protocol::v1::schema::{
 use paddock_tests::scripted::{Script, ScriptedServer, Step, Turn};
 use serde_json::Value;
 
-use crate::acp::{Seen, as_client, initialize, spawn_acp, text, wait_in_progress};
+use crate::acp::{
+    Seen, as_client, initialize, prompt_to_the_end, spawn_acp, text, wait_in_progress,
+};
 use crate::agent_common::{Project, call_step};
 
 /// A background job the first preset's shell starts; its command line is unique to this file.
@@ -98,22 +100,14 @@ async fn a_mode_change_between_prompts_goes_on_in_a_fork_under_the_new_preset() 
             .await?
             .session_id;
         *id_out.lock().unwrap() = id.0.to_string();
-        let first = cx
-            .send_request(PromptRequest::new(id.clone(), text("start a job")))
-            .block_task()
-            .await?;
-        assert_eq!(first.stop_reason, StopReason::EndTurn);
+        prompt_to_the_end(&cx, id.clone(), text("start a job")).await?;
         let started = job_comes_to(true).await;
         cx.send_request(SetSessionModeRequest::new(id.clone(), "review"))
             .block_task()
             .await?;
         // The old preset's shell (the workspace writable) and its job ended with the switch.
         *job_out.lock().unwrap() = (started, job_comes_to(false).await);
-        let second = cx
-            .send_request(PromptRequest::new(id, text("look around")))
-            .block_task()
-            .await?;
-        assert_eq!(second.stop_reason, StopReason::EndTurn);
+        prompt_to_the_end(&cx, id, text("look around")).await?;
         Ok(())
     })
     .await;
@@ -202,11 +196,7 @@ async fn a_mode_change_between_prompts_goes_on_in_a_fork_under_the_new_preset() 
             .await?;
         let modes = loaded.modes.expect("modes");
         assert_eq!(&*modes.current_mode_id.0, "review");
-        let third = cx
-            .send_request(PromptRequest::new(reloaded, text("still there?")))
-            .block_task()
-            .await?;
-        assert_eq!(third.stop_reason, StopReason::EndTurn);
+        prompt_to_the_end(&cx, reloaded, text("still there?")).await?;
         Ok(())
     })
     .await;
