@@ -269,7 +269,7 @@ async fn run() {
         println!(
             "{lang} example {file}: {} KiB, install (compiles) {:.0} ms, first call after \
              install in a fresh data directory {:.0} ms, call p50 {:.1} us (not snapshotted \
-             after `list`: {:.1} us)",
+             after its warm-up: {:.1} us)",
             example.size / 1024,
             example.install.as_secs_f64() * 1e3,
             example.cold.as_secs_f64() * 1e3,
@@ -287,7 +287,8 @@ async fn run() {
     }
 
     // 5b. The floor of a JavaScript call: the hostile suite's JavaScript tool, whose call
-    // only bumps three counters and formats a line, snapshotted after `list` like the example.
+    // only bumps its counters and formats a line, snapshotted after its warm-up (`list` and
+    // its one example) like the example.
     let floor = {
         let sandbox = Sandbox::new(work.path().join("js-floor")).expect("sandbox");
         let plugin = sandbox
@@ -300,7 +301,7 @@ async fn run() {
         percentile(&mut calls, 0.5)
     };
     println!(
-        "js floor (a call that bumps three counters), snapshotted after `list`: call p50 {:.1} us",
+        "js floor (a call that bumps its counters), snapshotted after its warm-up: call p50 {:.1} us",
         micros(floor)
     );
     languages.push_str(&format!(" js_floor_call_p50_us={:.1}", micros(floor)));
@@ -454,7 +455,7 @@ async fn language_example(
     timed_calls(&sandbox, &plugin, tool, args, grant, 20).await; // warm-up
     let mut calls = timed_calls(&sandbox, &plugin, tool, args, grant, 200).await;
 
-    // The same bytes compiled as they are, never snapshotted after `list` (only a component
+    // The same bytes compiled as they are, never snapshotted (only a component
     // that imports nothing but `log` and `types` is: the JavaScript one), in the same run.
     let plain = Sandbox::new(home.join("cache-without-snapshots"))
         .expect("sandbox")
@@ -479,6 +480,6 @@ struct Example {
     install: Duration,
     cold: Duration,
     call_p50: Duration,
-    /// The call p50 of the same component compiled as it is, not snapshotted after `list`.
+    /// The call p50 of the same component compiled as it is, not snapshotted.
     unsnapshotted_call_p50: Duration,
 }

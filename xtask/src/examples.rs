@@ -44,6 +44,14 @@ const EXAMPLES: &[Example] = &[
         component: "hostile_js_carry_state.wasm",
         build: js_tool,
     },
+    // Nor this: a JavaScript tool whose correct example never ends, for the snapshot's
+    // warm-up to stop and leave no trace of.
+    Example {
+        dir: "plugins/hostile/js-bad-example",
+        source: "tool.js",
+        component: "hostile_js_bad_example.wasm",
+        build: js_tool,
+    },
     Example {
         dir: "plugins/examples/py-word-freq",
         source: "app.py",

@@ -34,8 +34,8 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 impl Sandbox {
     /// The entry's file name without extension: `<sha256>-<engine hash>`, and the snapshot's
-    /// revision for a component snapshotted after `list` (`snapshot.rs`): the entry holds the
-    /// code that runs for these bytes, which is the snapshot's when there is one.
+    /// revision for a component snapshotted after its warm-up (`snapshot.rs`): the entry
+    /// holds the code that runs for these bytes, which is the snapshot's when there is one.
     fn cache_name(&self, sha256: &str, snapshot: bool) -> String {
         let mut h = DefaultHasher::new();
         self.engine.precompile_compatibility_hash().hash(&mut h);
@@ -126,8 +126,9 @@ impl Sandbox {
         Ok((component, CacheUse::Compiled))
     }
 
-    /// The code kept for `wasm`: its snapshot after `list`, compiled, when it takes one and
-    /// the snapshot succeeds; else the component as it is.
+    /// The code kept for `wasm`: its snapshot after `list` and the tools' examples
+    /// (`snapshot.rs`), compiled, when it takes one and the snapshot succeeds; else the
+    /// component as it is.
     fn compile_for_cache(
         &self,
         origin: &str,
@@ -137,12 +138,12 @@ impl Sandbox {
         if snapshot {
             let started = std::time::Instant::now();
             let compiled = self
-                .snapshot_after_list(origin, wasm)
+                .snapshot_after_warm_up(origin, wasm)
                 .and_then(|snapshotted| self.compile_snapshot(origin, &snapshotted));
             match compiled {
                 Ok(compiled) => {
                     tracing::info!(
-                        "plugin {origin}: snapshotted after `list` and compiled in {:.1} s",
+                        "plugin {origin}: snapshotted after its warm-up and compiled in {:.1} s",
                         started.elapsed().as_secs_f64()
                     );
                     return Ok(compiled);
@@ -150,7 +151,7 @@ impl Sandbox {
                 // Kept under the snapshot's name all the same, so that a component whose
                 // snapshot fails is not tried again at every start.
                 Err(why) => tracing::info!(
-                    "plugin {origin}: not snapshotted after `list` ({why}); compiling it as it is"
+                    "plugin {origin}: not snapshotted ({why}); compiling it as it is"
                 ),
             }
         }
@@ -183,8 +184,8 @@ impl Sandbox {
             .join(format!("{}.cwasm", self.cache_name(sha256, false)))
     }
 
-    /// Where the entry of the snapshot after `list` of wasm with this SHA-256 lives (for
-    /// tests of the cache).
+    /// Where the entry of the snapshot of wasm with this SHA-256 lives (for tests of the
+    /// cache).
     pub fn snapshot_entry_path(&self, sha256: &str) -> PathBuf {
         self.cache_dir
             .join(format!("{}.cwasm", self.cache_name(sha256, true)))

@@ -34,8 +34,9 @@ pub struct Sandbox {
     pub(crate) cache_key: Arc<std::sync::OnceLock<Option<crate::wasm::cache_key::CacheKey>>>,
     /// Components `compile_many` compiled in this process.
     pub(crate) compiled: crate::wasm::compiled::CompiledMemo,
-    /// Whether a tool component that can be is snapshotted after `list` when it is compiled
-    /// (`snapshot.rs`); on unless a bench compares without.
+    /// Whether a tool component that can be is snapshotted after its warm-up (`list`, then its
+    /// correct examples) when it is compiled (`snapshot.rs`); on unless a bench compares
+    /// without.
     pub(crate) snapshots: bool,
 }
 
@@ -64,7 +65,7 @@ impl Sandbox {
         })
     }
 
-    /// This sandbox, compiling every component as it is, never its snapshot after `list`
+    /// This sandbox, compiling every component as it is, never its snapshot
     /// (to measure what a snapshot saves). It keeps its own compiled components in memory.
     pub fn without_snapshots(mut self) -> Sandbox {
         self.snapshots = false;

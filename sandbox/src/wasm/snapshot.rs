@@ -1,23 +1,28 @@
-//! A tool component's snapshot after one `list` call (S8, issue 43; docs/wasm-speed.md): what
-//! a JavaScript tool's call spends most of its time on is its language runtime setting up, in
-//! every fresh store, what the component's build-time snapshot did not hold yet (the bindings'
-//! classes, the functions a call parses). Running `list` once and keeping the memory it leaves
-//! (Wizer, as wasmtime ships it) makes that set-up part of the component's image, so each call
-//! starts from it: a fresh store per call stays, and nothing a call does reaches the next.
+//! A tool component's snapshot after its warm-up (S8, issue 43; docs/wasm-speed.md): one
+//! `list` call, then one call of each example its tools declare correct. What a JavaScript
+//! tool's call spends most of its time on is its language runtime setting up, in every fresh
+//! store, what the component's build-time snapshot did not hold yet (the bindings' classes,
+//! the functions a call parses, the paths a call through the component's export takes).
+//! Running the warm-up once and keeping the memory it leaves (Wizer, as wasmtime ships it)
+//! makes that set-up part of the component's image, so each call starts from it: a fresh
+//! store per call stays, and nothing a call does reaches the next.
 //!
 //! Only a component whose every import is `paddock:plugin/log` or `paddock:plugin/types` is
 //! snapshotted (what `plugin new`'s JavaScript build makes). With no WASI import and no
 //! capability, the install-time store has nothing a snapshot could keep and a later call
 //! could find: no environment variable, clock reading, random seed, resource handle or mount.
-//! What the snapshot holds is then what the author's own bytes compute from nothing, which
-//! they could have shipped as their image in the first place. `list` runs under the limits of
-//! the load's own `list` call, in a store of its own.
+//! The examples are the author's own text, read from the author's own `list`: no model, no
+//! user and no repository has a say in them. What the snapshot holds is then what the
+//! author's own bytes compute from nothing, which they could have shipped as their image in
+//! the first place. The warm-up runs under the limits of the load's own `list` call, in a
+//! store of its own.
 //!
 //! The snapshot is derived from the author's exact bytes by this engine: it is compiled and
 //! kept in the authenticated cache under those bytes' hash (`cache.rs`), like compiled code,
-//! so the store and the lock go on hashing and pinning what the author published. A component
-//! whose snapshot fails (its `list` traps, runs out of fuel, or Wizer refuses it) is compiled
-//! as it is.
+//! so the store and the lock go on hashing and pinning what the author published. When an
+//! example traps (runs out of fuel or time, or fails in the runtime itself), the snapshot is
+//! taken after `list` alone, in a fresh store; a component whose `list` traps, or that Wizer
+//! refuses, is compiled as it is.
 
 use tokio_util::sync::CancellationToken;
 use wasmtime::Store;
@@ -31,10 +36,11 @@ use crate::wasm::limits::list_limits;
 use crate::wasm::outcome::run_to_end;
 use crate::wasm::segments::merge_data_segments;
 use crate::wasm::store::CallState;
+use paddock_types::text::sanitize;
 
 /// Named in the cache entry of a snapshot; changed whenever what a snapshot holds changes, so
 /// that entries made the old way are not used.
-pub(crate) const SNAPSHOT_REVISION: &str = "after-list-1";
+pub(crate) const SNAPSHOT_REVISION: &str = "after-examples-1";
 
 /// The imports a snapshotted component may have (each with any version).
 const SNAPSHOT_IMPORTS: [&str; 2] = ["paddock:plugin/log@", "paddock:plugin/types@"];
@@ -93,9 +99,14 @@ pub(crate) fn takes_snapshot(wasm: &[u8]) -> bool {
 }
 
 impl Sandbox {
-    /// The component `wasm` as it stands after one `list` call, or why there is none. Blocks
-    /// the calling thread (as a compile does): the call runs on a thread of its own.
-    pub(crate) fn snapshot_after_list(&self, origin: &str, wasm: &[u8]) -> Result<Vec<u8>, String> {
+    /// The component `wasm` as it stands after one `list` call and one call of each example
+    /// its tools declare correct, or why there is none. Blocks the calling thread (as a
+    /// compile does): the calls run on a thread of their own.
+    pub(crate) fn snapshot_after_warm_up(
+        &self,
+        origin: &str,
+        wasm: &[u8],
+    ) -> Result<Vec<u8>, String> {
         let wizer = Wizer::new();
         // Wizer parses bytes a stranger wrote: a panic in it is a refusal, not the host's end
         // (the snapshot itself is taken on a thread of its own, below, for the same reason).
@@ -120,49 +131,89 @@ impl Sandbox {
             .linker()
             .instantiate_pre(&component)
             .map_err(|e| format!("its instrumented form does not link: {e:#}"))?;
-        let grant = Grant {
-            limits: list_limits(),
-            ..Grant::default()
-        };
-        let prepared = self
-            .prepare_store(origin, &grant, true, &CancellationToken::new())
-            .map_err(|e| e.message)?;
-        let snapshot = async |store: &mut Store<CallState>| {
-            let instance = pre.instantiate_async(&mut *store).await?;
-            ToolPlugin::new(&mut *store, &instance)?
-                .paddock_plugin_tools()
-                .call_list(&mut *store)
-                .await?;
-            let mut state = SnapshotState {
-                store,
-                instance,
-                failed: None,
+        let snapshot = |examples: Examples| {
+            let grant = Grant {
+                limits: list_limits(),
+                ..Grant::default()
             };
-            let bytes = wizer.snapshot_component(&cx, &mut state).await?;
-            match state.failed {
-                Some(e) => Err(e),
-                None => Ok(bytes),
-            }
+            let prepared = self
+                .prepare_store(origin, &grant, true, &CancellationToken::new())
+                .map_err(|e| e.message)?;
+            let take = async |store: &mut Store<CallState>| {
+                let instance = pre.instantiate_async(&mut *store).await?;
+                let plugin = ToolPlugin::new(&mut *store, &instance)?;
+                let tools = plugin.paddock_plugin_tools();
+                let specs = tools.call_list(&mut *store).await?;
+                if examples == Examples::Run {
+                    for spec in &specs {
+                        for example in spec.examples.iter().filter(|e| e.correct) {
+                            // What the example returns, `ok` or `err`, is the tool's own
+                            // business; only a trap (the instance is then unusable) matters.
+                            if let Err(trap) = tools
+                                .call_call(&mut *store, &spec.name, &example.args)
+                                .await
+                            {
+                                tracing::info!(
+                                    "plugin {origin}: the example `{}` of `{}` stopped \
+                                     ({trap:#}); snapshotting after `list` alone",
+                                    sanitize(&example.args),
+                                    sanitize(&spec.name)
+                                );
+                                return Ok(None);
+                            }
+                        }
+                    }
+                }
+                let mut state = SnapshotState {
+                    store,
+                    instance,
+                    failed: None,
+                };
+                let bytes = wizer.snapshot_component(&cx, &mut state).await?;
+                match state.failed {
+                    Some(e) => Err(e),
+                    None => Ok(Some(bytes)),
+                }
+            };
+            on_a_thread_of_its_own(async {
+                let (result, _report) = run_to_end(prepared, take, Ok).await;
+                result.map_err(|e| e.message)
+            })
         };
-        let run = async {
-            let (result, _report) = run_to_end(prepared, snapshot, Ok).await;
-            result.map_err(|e| e.message)
-        };
-        // Its own thread and runtime: a compile may be asked for from a runtime's worker,
-        // which cannot block on a future itself.
-        std::thread::scope(|scope| {
-            scope
-                .spawn(|| {
-                    tokio::runtime::Builder::new_current_thread()
-                        .enable_time()
-                        .build()
-                        .map_err(|e| format!("cannot start a runtime for it: {e}"))?
-                        .block_on(run)
-                })
-                .join()
-                .unwrap_or_else(|_| Err("Wizer panicked on it".to_string()))
-        })
+        match snapshot(Examples::Run)? {
+            Some(bytes) => Ok(bytes),
+            // An example trapped: the state it left is not the author's to keep, so `list`
+            // runs again in a fresh store and the snapshot is taken after it alone.
+            None => snapshot(Examples::Skip)?
+                .ok_or_else(|| "no snapshot after `list` alone".to_string()),
+        }
     }
+}
+
+/// Whether a snapshot's warm-up calls the tools' correct examples after `list`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Examples {
+    Run,
+    Skip,
+}
+
+/// Runs `work` to its end on a thread and a runtime of its own: a compile may be asked for
+/// from a runtime's worker, which cannot block on a future itself. A panic is a refusal.
+fn on_a_thread_of_its_own<T: Send>(
+    work: impl Future<Output = Result<T, String>> + Send,
+) -> Result<T, String> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()
+                    .map_err(|e| format!("cannot start a runtime for it: {e}"))?
+                    .block_on(work)
+            })
+            .join()
+            .unwrap_or_else(|_| Err("Wizer panicked on it".to_string()))
+    })
 }
 
 impl Sandbox {
@@ -348,7 +399,7 @@ mod tests {
         assert!(takes_snapshot(&wasm));
         let cache = tempfile::tempdir().unwrap();
         let sandbox = Sandbox::new(cache.path()).unwrap();
-        let why = sandbox.snapshot_after_list("twice", &wasm).unwrap_err();
+        let why = sandbox.snapshot_after_warm_up("twice", &wasm).unwrap_err();
         assert!(why.contains("at most once"), "{why}");
 
         let sha256 = paddock_types::stamp::sha256_hex(&wasm);

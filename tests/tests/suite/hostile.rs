@@ -419,13 +419,14 @@ async fn nothing_carries_from_one_call_to_the_next_through_the_pool() {
 }
 
 /// A JavaScript tool keeps what its build-time call left in the snapshot componentize-js makes
-/// (the example warms itself up that way), and paddock snapshots it again after one `list`
-/// call when it compiles it (it imports only `log` and `types`). Each call starts from that
-/// snapshot: it sees the build-time call, the snapshot's `list` and itself, never an earlier
-/// call nor the `list` each load makes, whether it kept its count in a module variable, on the
-/// global object or on `Object.prototype`; the same from the snapshot compiled a moment ago
-/// and from the one a new process reads from the cache. Compiled as it is, the tool sees no
-/// `list` at all: that is the one thing the snapshot adds.
+/// (the example warms itself up that way), and paddock snapshots it again after its warm-up
+/// when it compiles it (it imports only `log` and `types`): one `list` call and one call of its
+/// correct example. Each call starts from that snapshot: it sees the build-time call, the
+/// snapshot's `list` and example, and itself; never an earlier call nor the `list` each load
+/// makes, whether it kept its count in a module variable, on the global object or on
+/// `Object.prototype`; the same from the snapshot compiled a moment ago and from the one a new
+/// process reads from the cache. Compiled as it is, the tool sees no `list` and no example:
+/// that is the one thing the snapshot adds.
 #[tokio::test]
 async fn a_javascript_tool_carries_nothing_from_one_call_to_the_next_through_its_snapshot() {
     let file = "hostile_js_carry_state.wasm";
@@ -438,8 +439,8 @@ async fn a_javascript_tool_carries_nothing_from_one_call_to_the_next_through_its
         },
         ..Grant::default()
     };
-    let snapshotted = "module 2, global 2, prototype 2, lists 1 (prototype 1)";
-    let plain = "module 2, global 2, prototype 2, lists 0 (prototype 0)";
+    let snapshotted = "module 3 (examples 1), global 3, prototype 3, lists 1 (prototype 1)";
+    let plain = "module 2 (examples 0), global 2, prototype 2, lists 0 (prototype 0)";
     for (sandbox, cache_use, expected) in [
         (
             Sandbox::new(cache.path()).unwrap(),
@@ -472,7 +473,8 @@ async fn a_javascript_tool_carries_nothing_from_one_call_to_the_next_through_its
             let content = report.result.expect("carry_state_js runs").content;
             assert_eq!(
                 content, expected,
-                "call {call} saw a call other than its own, the build-time one and the snapshot's list"
+                "call {call} saw a call other than its own, the build-time one and the snapshot's \
+                 list and example"
             );
         }
         // The snapshot is kept beside the component's own compiled code, never in its place.
@@ -482,5 +484,45 @@ async fn a_javascript_tool_carries_nothing_from_one_call_to_the_next_through_its
             sandbox.cache_entry_path(sha256).is_file(),
             expected == plain
         );
+    }
+}
+
+/// A JavaScript tool whose correct example never ends: the snapshot's warm-up runs it, its
+/// fuel runs out half-way, and the state it left (marks on the module, the global object and
+/// `Object.prototype`) is thrown away with its store. The snapshot is taken after `list` alone
+/// in a fresh store, so every call sees that `list` and no trace of the example, whether the
+/// snapshot was compiled a moment ago or is read from the cache.
+#[tokio::test]
+async fn a_javascript_example_stopped_half_way_leaves_nothing_in_the_snapshot() {
+    let bytes = plugin_bytes("hostile_js_bad_example.wasm");
+    let cache = tempfile::tempdir().unwrap();
+    let grant = Grant {
+        limits: paddock_sandbox::Limits {
+            output_bytes: None,
+            ..paddock_sandbox::Limits::default()
+        },
+        ..Grant::default()
+    };
+    for cache_use in [CacheUse::Compiled, CacheUse::Hit] {
+        let sandbox = Sandbox::new(cache.path()).unwrap();
+        let plugin = sandbox.load_now("bad_example", &bytes, &[]).await.unwrap();
+        assert_eq!(plugin.cache, cache_use);
+        assert!(sandbox.snapshot_entry_path(&plugin.sha256).is_file());
+        for call in 0..3 {
+            let report = sandbox
+                .call(
+                    &plugin,
+                    "bad_example_js",
+                    r#"{"spin": false}"#,
+                    &grant,
+                    &CancellationToken::new(),
+                )
+                .await;
+            let content = report.result.expect("bad_example_js runs").content;
+            assert_eq!(
+                content, "calls 1, lists 1, started 0 (global false, prototype false)",
+                "call {call} ({cache_use:?}) started from the state the stopped example left"
+            );
+        }
     }
 }
