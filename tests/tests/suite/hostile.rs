@@ -418,6 +418,18 @@ async fn nothing_carries_from_one_call_to_the_next_through_the_pool() {
     }
 }
 
+/// The grant a JavaScript tool's call gets in these tests: no mounts, no capability, the
+/// default limits but no cap on its output.
+fn no_mounts_default_limits() -> Grant {
+    Grant {
+        limits: paddock_sandbox::Limits {
+            output_bytes: None,
+            ..paddock_sandbox::Limits::default()
+        },
+        ..Grant::default()
+    }
+}
+
 /// A JavaScript tool keeps what its build-time call left in the snapshot componentize-js makes
 /// (the example warms itself up that way), and paddock snapshots it again after its warm-up
 /// when it compiles it (it imports only `log` and `types`): one `list` call and one call of its
@@ -432,13 +444,7 @@ async fn a_javascript_tool_carries_nothing_from_one_call_to_the_next_through_its
     let file = "hostile_js_carry_state.wasm";
     let bytes = plugin_bytes(file);
     let cache = tempfile::tempdir().unwrap();
-    let grant = Grant {
-        limits: paddock_sandbox::Limits {
-            output_bytes: None,
-            ..paddock_sandbox::Limits::default()
-        },
-        ..Grant::default()
-    };
+    let grant = no_mounts_default_limits();
     let snapshotted = "module 3 (examples 1), global 3, prototype 3, lists 1 (prototype 1)";
     let plain = "module 2 (examples 0), global 2, prototype 2, lists 0 (prototype 0)";
     for (sandbox, cache_use, expected) in [
@@ -496,13 +502,7 @@ async fn a_javascript_tool_carries_nothing_from_one_call_to_the_next_through_its
 async fn a_javascript_example_stopped_half_way_leaves_nothing_in_the_snapshot() {
     let bytes = plugin_bytes("hostile_js_bad_example.wasm");
     let cache = tempfile::tempdir().unwrap();
-    let grant = Grant {
-        limits: paddock_sandbox::Limits {
-            output_bytes: None,
-            ..paddock_sandbox::Limits::default()
-        },
-        ..Grant::default()
-    };
+    let grant = no_mounts_default_limits();
     for cache_use in [CacheUse::Compiled, CacheUse::Hit] {
         let sandbox = Sandbox::new(cache.path()).unwrap();
         let plugin = sandbox.load_now("bad_example", &bytes, &[]).await.unwrap();
