@@ -6,10 +6,10 @@ use std::path::Path;
 
 use agent_client_protocol::v1::schema::{SessionMode, SessionModeState};
 use agent_client_protocol::{Error, ErrorCode};
-use paddock::session::Env;
+use paddock::session::{Env, Trust};
 use paddock_types::text::sanitize;
 
-use crate::trust::project_trusted_for;
+use crate::trust::{TerminalTrust, project_trusted_for};
 
 /// That `preset` (a name or a path) is there to start a session with.
 pub(super) fn check_preset(env: &Env, preset: &str) -> Result<(), Error> {
@@ -21,9 +21,11 @@ pub(super) fn check_preset(env: &Env, preset: &str) -> Result<(), Error> {
 
 /// The modes: every preset `paddock preset list` shows here, `current`, and `default`, the
 /// command line's (a preset given by its path, or the one a reopened session pinned, is a
-/// mode of its own). A mode change takes only one of these.
+/// mode of its own). A mode change takes only one of these. A trusted project's presets are
+/// offered whatever `current` is, a path included; nothing is asked here (standard input is
+/// the protocol's), and an untrusted project's are left out with the one-line notice.
 pub(super) fn offered(env: &Env, current: &str, default: &str) -> Result<SessionModeState, Error> {
-    let project = project_trusted_for(env, current);
+    let project = TerminalTrust { may_ask: false }.project_trusted(env);
     let mut seen = std::collections::HashSet::new();
     let mut modes: Vec<SessionMode> = paddock::preset::list(&env.cwd, project)
         .into_iter()

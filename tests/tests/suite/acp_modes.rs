@@ -343,3 +343,50 @@ async fn a_mode_change_is_refused_for_an_unknown_mode_and_while_a_prompt_runs() 
         .expect("s1 answered");
     assert_eq!(result["data"]["code"], "CANCELLED");
 }
+
+/// A trusted project's presets are modes even when the command line names its preset by its
+/// path (a start that needs no trust of its own), and the editor may pick one; an untrusted
+/// project's are not (`a_mode_change_is_refused_for_an_unknown_mode_and_while_a_prompt_runs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trusted_projects_presets_are_modes_beside_a_preset_given_by_its_path() {
+    let project = Project::warm(&[]);
+    let presets = project.dir.path().join(".paddock/presets");
+    std::fs::create_dir_all(&presets).unwrap();
+    std::fs::write(
+        presets.join("team.toml"),
+        "name = \"team\"\ndescription = \"the team's review\"\nextends = \"review\"\n",
+    )
+    .unwrap();
+    let trusted = project.command(&["trust"]).output().unwrap();
+    assert!(trusted.status.success(), "{trusted:?}");
+    let server = ScriptedServer::start(Script { steps: vec![] })
+        .await
+        .unwrap();
+    let mut child = spawn_acp(&project, &server);
+    let cwd = project.dir.path().to_path_buf();
+    let offered = Arc::new(Mutex::new(Vec::new()));
+    let offered_out = Arc::clone(&offered);
+    as_client(&mut child, Arc::new(Seen::default()), async move |cx| {
+        cx.send_request(initialize()).block_task().await?;
+        let new = cx
+            .send_request(NewSessionRequest::new(cwd))
+            .block_task()
+            .await?;
+        let modes = new.modes.expect("modes are offered");
+        assert!(modes.current_mode_id.0.ends_with("acp-test.toml"));
+        *offered_out.lock().unwrap() = modes
+            .available_modes
+            .iter()
+            .map(|m| m.id.0.to_string())
+            .collect();
+        cx.send_request(SetSessionModeRequest::new(new.session_id, "team"))
+            .block_task()
+            .await?;
+        Ok(())
+    })
+    .await;
+    assert!(child.wait().await.unwrap().success());
+    let offered = offered.lock().unwrap().clone();
+    assert!(offered.iter().any(|m| m == "team"), "{offered:?}");
+    assert!(offered.iter().any(|m| m == "review"), "{offered:?}");
+}
