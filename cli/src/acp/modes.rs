@@ -6,14 +6,20 @@ use std::path::Path;
 
 use agent_client_protocol::v1::schema::{SessionMode, SessionModeState};
 use agent_client_protocol::{Error, ErrorCode};
-use paddock::session::{Env, Trust};
+use paddock::session::{Env, RecordedTrust, Trust};
 use paddock_types::text::sanitize;
 
-use crate::trust::{TerminalTrust, project_trusted_for};
+/// Whether the project's presets count in finding `preset`, as a session of `paddock acp`
+/// decides it when it starts: only for a preset looked up by name (a path's `extends` never
+/// reaches them), and by the trust the user recorded (`paddock trust`), never asked
+/// (standard input is the protocol's) and never told.
+pub(super) fn project_presets_for(env: &Env, preset: &str) -> bool {
+    !paddock::preset::is_path(preset, ".toml") && RecordedTrust.project_trusted(env)
+}
 
 /// That `preset` (a name or a path) is there to start a session with.
 pub(super) fn check_preset(env: &Env, preset: &str) -> Result<(), Error> {
-    let project = project_trusted_for(env, preset);
+    let project = project_presets_for(env, preset);
     paddock::preset::find_written(preset, &env.cwd, project)
         .map(drop)
         .map_err(|e| refused(format!("preset `{}` cannot be used: {e}", sanitize(preset))))
@@ -22,10 +28,9 @@ pub(super) fn check_preset(env: &Env, preset: &str) -> Result<(), Error> {
 /// The modes: every preset `paddock preset list` shows here, `current`, and `default`, the
 /// command line's (a preset given by its path, or the one a reopened session pinned, is a
 /// mode of its own). A mode change takes only one of these. A trusted project's presets are
-/// offered whatever `current` is, a path included; nothing is asked here (standard input is
-/// the protocol's), and an untrusted project's are left out with the one-line notice.
+/// offered whatever `current` is, a path included (each is then found by name).
 pub(super) fn offered(env: &Env, current: &str, default: &str) -> Result<SessionModeState, Error> {
-    let project = TerminalTrust { may_ask: false }.project_trusted(env);
+    let project = RecordedTrust.project_trusted(env);
     let mut seen = std::collections::HashSet::new();
     let mut modes: Vec<SessionMode> = paddock::preset::list(&env.cwd, project)
         .into_iter()

@@ -35,7 +35,6 @@ use super::permission::EditorApprover;
 use super::replay;
 use super::updates::Updates;
 use super::{modes, prompt};
-use crate::trust::project_trusted_for;
 use paddock::agent::{Quiet, TurnEnd};
 use paddock::log::StopReason;
 use paddock::session::{
@@ -421,7 +420,7 @@ fn sees_images(defaults: &Defaults) -> bool {
     let Ok(env) = env_at(&cwd) else {
         return false;
     };
-    let project = project_trusted_for(&env, &defaults.preset);
+    let project = modes::project_presets_for(&env, &defaults.preset);
     let Ok(file) = paddock::preset::find_written(&defaults.preset, &cwd, project)
         .map_err(|e| e.to_string())
         .and_then(|found| found.parse().map_err(|e| e.to_string()))
