@@ -137,7 +137,13 @@ impl Sandbox {
     ) -> Result<Vec<u8>, LoadError> {
         if snapshot {
             let started = std::time::Instant::now();
-            let compiled = self
+            // The warm-up's own engine compiles faster; where it cannot be made (a thread
+            // refused), this one serves, rather than leaving the component unsnapshotted.
+            let warm_up = self.for_warm_up().unwrap_or_else(|e| {
+                tracing::info!("plugin {origin}: warming up on the sandbox's own engine ({e})");
+                self.clone()
+            });
+            let compiled = warm_up
                 .snapshot_after_warm_up(origin, wasm)
                 .and_then(|snapshotted| self.compile_snapshot(origin, &snapshotted));
             match compiled {
