@@ -54,12 +54,10 @@ impl Sandbox {
                 Engine::new(&config(false)).map_err(|e| LoadError::Engine(format!("{e:?}")))?
             }
         };
-        start_ticker(&engine)
-            .map_err(|e| LoadError::Engine(format!("cannot start the epoch ticker thread: {e}")))?;
-        let linker = make_linker(&engine).map_err(|e| LoadError::Engine(format!("{e:?}")))?;
+        let linker = ticking_with_linker(&engine)?;
         Ok(Sandbox {
             engine,
-            linker: Arc::new(linker),
+            linker,
             cache_dir: Arc::new(cache_dir.into()),
             cache_key: Arc::default(),
             compiled: Arc::default(),
@@ -86,12 +84,10 @@ impl Sandbox {
         let mut cfg = config(false);
         cfg.cranelift_opt_level(OptLevel::None);
         let engine = Engine::new(&cfg).map_err(|e| LoadError::Engine(format!("{e:?}")))?;
-        start_ticker(&engine)
-            .map_err(|e| LoadError::Engine(format!("cannot start the epoch ticker thread: {e}")))?;
-        let linker = make_linker(&engine).map_err(|e| LoadError::Engine(format!("{e:?}")))?;
+        let linker = ticking_with_linker(&engine)?;
         Ok(Sandbox {
             engine,
-            linker: Arc::new(linker),
+            linker,
             ..self.clone()
         })
     }
@@ -132,6 +128,15 @@ fn config(pooling: bool) -> Config {
         cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
     cfg
+}
+
+/// Starts `engine`'s epoch ticker and makes its linker: what every engine of a sandbox needs
+/// before it runs anything.
+fn ticking_with_linker(engine: &Engine) -> Result<Arc<Linker<CallState>>, LoadError> {
+    start_ticker(engine)
+        .map_err(|e| LoadError::Engine(format!("cannot start the epoch ticker thread: {e}")))?;
+    let linker = make_linker(engine).map_err(|e| LoadError::Engine(format!("{e:?}")))?;
+    Ok(Arc::new(linker))
 }
 
 /// A thread that advances the epoch until the engine is dropped.
