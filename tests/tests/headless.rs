@@ -61,6 +61,22 @@ async fn catches(pid: &str, signals: &[libc::c_int]) {
     }
 }
 
+/// Sends `signal` to `pid` at once, from this process: not through a `kill` program, whose
+/// start can lag far behind the moment asked for on a loaded machine and whose failure would
+/// go unseen (a signal never sent reads as a session that ignored it).
+fn send(pid: u32, signal: libc::c_int) {
+    let pid = libc::pid_t::try_from(pid).expect("a pid fits pid_t");
+    // SAFETY: `kill` has no memory preconditions; `pid` is our own child, not yet reaped
+    // (its output is collected after this), so the number names that process.
+    let sent = unsafe { libc::kill(pid, signal) };
+    assert_eq!(
+        sent,
+        0,
+        "cannot send signal {signal} to paddock (pid {pid}): {}",
+        std::io::Error::last_os_error()
+    );
+}
+
 /// A scripted model that asks for one `read_file` and then streams its answer slowly, stalling
 /// `stall_ms` after the first frame: a signal lands mid-stream for many runs.
 async fn slow_server(stall_ms: u64) -> ScriptedServer {
@@ -135,15 +151,20 @@ async fn fifty_sessions_half_of_them_terminated_all_end_with_a_result_line() {
     let mut runs = Vec::new();
     for (i, server) in servers.iter().enumerate() {
         let child = spawn_run(&project, server);
-        let signal = (i % 2 == 0).then(|| (delays[i], if i % 4 == 0 { "-TERM" } else { "-HUP" }));
+        let signal = (i % 2 == 0).then(|| {
+            let signal = if i % 4 == 0 {
+                libc::SIGTERM
+            } else {
+                libc::SIGHUP
+            };
+            (delays[i], signal)
+        });
         runs.push(tokio::task::spawn(async move {
             let pid = child.id().to_string();
             if let Some((after, signal)) = signal {
                 catches_termination(&pid).await;
                 tokio::time::sleep(Duration::from_millis(after)).await;
-                let _ = std::process::Command::new("kill")
-                    .args([signal, &pid])
-                    .status();
+                send(child.id(), signal);
             }
             let started = Instant::now();
             let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap());
@@ -191,15 +212,16 @@ async fn ctrl_c_at_any_point_of_set_up_ends_with_a_result_line_and_130() {
         catches(&pid, &[libc::SIGSEGV]).await;
         let caught_after = spawned.elapsed();
         tokio::time::sleep(Duration::from_millis(after)).await;
-        let _ = std::process::Command::new("kill")
-            .args(["-INT", &pid])
-            .status();
+        send(child.id(), libc::SIGINT);
+        let sent_after = spawned.elapsed();
         let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap());
         let out = tokio::time::timeout(Duration::from_secs(60), out)
             .await
             .unwrap_or_else(|_| panic!("Ctrl-C {after} ms in: paddock hung (pid {pid})"))
             .unwrap();
-        let what = format!("Ctrl-C {after} ms in (started {caught_after:?} after spawn)");
+        let what = format!(
+            "Ctrl-C {after} ms in (started {caught_after:?} after spawn, sent {sent_after:?} after)"
+        );
         let result = result_line(&out, &what);
         assert_eq!(
             (result["stop_reason"].as_str(), out.status.code()),
