@@ -155,3 +155,39 @@ fn start_ticker(engine: &Engine) -> std::io::Result<()> {
         })?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmtime::{Instance, Module, Store, Trap};
+
+    /// Runs a loop that never ends in a store of `engine` with `fuel` and an epoch deadline of
+    /// `ticks`, and returns the trap that stopped it.
+    fn spin(engine: &Engine, fuel: u64, ticks: u64) -> Trap {
+        let wasm = wat::parse_str(r#"(module (func (export "spin") (loop br 0)))"#).unwrap();
+        let module = Module::new(engine, wasm).unwrap();
+        let mut store = Store::new(engine, ());
+        store.set_fuel(fuel).unwrap();
+        store.set_epoch_deadline(ticks);
+        let instance = Instance::new(&mut store, &module, &[]).unwrap();
+        let spin = instance
+            .get_typed_func::<(), ()>(&mut store, "spin")
+            .unwrap();
+        let stopped = spin.call(&mut store, ()).unwrap_err();
+        *stopped.downcast_ref::<Trap>().expect("a trap")
+    }
+
+    /// The warm-up runs a stranger's code: its engine must stop it as the sandbox's does, by
+    /// fuel and by the deadline its own ticker drives.
+    #[test]
+    fn the_warm_up_engine_stops_code_by_fuel_and_by_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::new(dir.path().join("cache")).unwrap();
+        let warm_up = sandbox.for_warm_up().unwrap();
+        assert!(!Engine::same(sandbox.engine(), warm_up.engine()));
+        for engine in [sandbox.engine(), warm_up.engine()] {
+            assert_eq!(spin(engine, 10_000, u64::MAX / 2), Trap::OutOfFuel);
+            assert_eq!(spin(engine, 1 << 62, 20), Trap::Interrupt);
+        }
+    }
+}
