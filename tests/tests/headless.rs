@@ -14,6 +14,7 @@
 use std::time::{Duration, Instant};
 
 use paddock_tests::scripted::{Fault, Script, ScriptedServer, Step, Turn};
+use paddock_tests::send_signal;
 use serde_json::Value;
 
 #[path = "suite/agent_common/mod.rs"]
@@ -59,22 +60,6 @@ async fn catches(pid: &str, signals: &[libc::c_int]) {
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-}
-
-/// Sends `signal` to `pid` at once, from this process: not through a `kill` program, whose
-/// start can lag far behind the moment asked for on a loaded machine and whose failure would
-/// go unseen (a signal never sent reads as a session that ignored it).
-fn send(pid: u32, signal: libc::c_int) {
-    let pid = libc::pid_t::try_from(pid).expect("a pid fits pid_t");
-    // SAFETY: `kill` has no memory preconditions; `pid` is our own child, not yet reaped
-    // (its output is collected after this), so the number names that process.
-    let sent = unsafe { libc::kill(pid, signal) };
-    assert_eq!(
-        sent,
-        0,
-        "cannot send signal {signal} to paddock (pid {pid}): {}",
-        std::io::Error::last_os_error()
-    );
 }
 
 /// A scripted model that asks for one `read_file` and then streams its answer slowly, stalling
@@ -164,7 +149,7 @@ async fn fifty_sessions_half_of_them_terminated_all_end_with_a_result_line() {
             if let Some((after, signal)) = signal {
                 catches_termination(&pid).await;
                 tokio::time::sleep(Duration::from_millis(after)).await;
-                send(child.id(), signal);
+                send_signal(child.id(), signal);
             }
             let started = Instant::now();
             let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap());
@@ -212,7 +197,7 @@ async fn ctrl_c_at_any_point_of_set_up_ends_with_a_result_line_and_130() {
         catches(&pid, &[libc::SIGSEGV]).await;
         let caught_after = spawned.elapsed();
         tokio::time::sleep(Duration::from_millis(after)).await;
-        send(child.id(), libc::SIGINT);
+        send_signal(child.id(), libc::SIGINT);
         let sent_after = spawned.elapsed();
         let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap());
         let out = tokio::time::timeout(Duration::from_secs(60), out)

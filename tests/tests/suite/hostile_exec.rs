@@ -650,11 +650,7 @@ async fn ctrl_c_during_a_planting_call_leaves_nothing_planted() {
         w.join("sub/.cargo/config.toml").exists(),
         "planted while running"
     );
-    let killed = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    paddock_tests::send_signal(child.id(), libc::SIGINT);
     let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
         .await
         .unwrap();

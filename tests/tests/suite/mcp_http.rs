@@ -147,8 +147,7 @@ impl Listening {
 
     /// Ends it as a service manager would (SIGTERM) and waits: the log is complete.
     pub fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        paddock_tests::send_signal(self.child.id(), libc::SIGTERM);
         let status = self.child.wait().expect("wait");
         assert!(status.success(), "serve after SIGTERM: {status}");
     }

@@ -86,11 +86,7 @@ async fn after_a_ctrl_c_in_chat_every_hook_of_the_next_turn_still_decides() {
     writeln!(stdin, "first task").unwrap();
     wait_for(&project, "attempt/start", 1).await;
     tokio::time::sleep(Duration::from_millis(150)).await;
-    let killed = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    paddock_tests::send_signal(child.id(), libc::SIGINT);
     wait_for(&project, "\"interrupted\"", 1).await;
 
     writeln!(stdin, "second task").unwrap();

@@ -180,11 +180,7 @@ async fn ctrl_c_interrupts_a_streaming_model_and_resume_continues() {
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
     let interrupted_at = Instant::now();
-    let killed = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    paddock_tests::send_signal(child.id(), libc::SIGINT);
     let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
         .await
         .unwrap();
