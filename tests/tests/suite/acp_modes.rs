@@ -349,14 +349,10 @@ async fn a_mode_change_is_refused_for_an_unknown_mode_and_while_a_prompt_runs() 
 /// project's are not (`a_mode_change_is_refused_for_an_unknown_mode_and_while_a_prompt_runs`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trusted_projects_presets_are_modes_beside_a_preset_given_by_its_path() {
-    let project = Project::warm(&[]);
-    let presets = project.dir.path().join(".paddock/presets");
-    std::fs::create_dir_all(&presets).unwrap();
-    std::fs::write(
-        presets.join("team.toml"),
+    let project = Project::warm(&[(
+        ".paddock/presets/team.toml",
         "name = \"team\"\ndescription = \"the team's review\"\nextends = \"review\"\n",
-    )
-    .unwrap();
+    )]);
     let trusted = project.command(&["trust"]).output().unwrap();
     assert!(trusted.status.success(), "{trusted:?}");
     let server = ScriptedServer::start(Script { steps: vec![] })

@@ -45,11 +45,16 @@ pub struct Project {
 }
 
 impl Project {
-    /// A project holding `files`, with its own data dir.
+    /// A project holding `files` (a name may have folders, e.g. `.paddock/presets/x.toml`),
+    /// with its own data dir.
     pub fn new(files: &[(&str, &str)]) -> Project {
         let dir = tempfile::tempdir().expect("project dir");
         for (name, text) in files {
-            std::fs::write(dir.path().join(name), text).expect("write project file");
+            let path = dir.path().join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).expect("make the project file's folder");
+            }
+            std::fs::write(path, text).expect("write project file");
         }
         Project {
             dir,
